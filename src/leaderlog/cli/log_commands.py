@@ -1,0 +1,184 @@
+"""Commands over the raw log: import, events, verify, export, schema."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from typing import IO
+
+import click
+from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
+
+from leaderlog._json import dumps
+from leaderlog.cli._app import Context, err_console, main, print_json, run
+from leaderlog.events import event_schema
+from leaderlog.log import parse_lines
+
+# Files smaller than this import without a progress bar: it would only flicker.
+_PROGRESS_THRESHOLD = 1024 * 1024
+
+
+def _lines_with_progress(handle: IO[bytes], size: int | None) -> Iterator[bytes]:
+    if size is None or size < _PROGRESS_THRESHOLD:
+        yield from handle
+        return
+    with Progress(
+        TextColumn("checking"),
+        BarColumn(),
+        DownloadColumn(),
+        TimeRemainingColumn(),
+        console=err_console,
+        transient=True,
+    ) as progress:
+        task = progress.add_task("check", total=size)
+        for line in handle:
+            progress.advance(task, len(line))
+            yield line
+
+
+@main.command("import")
+@click.argument("file", type=click.File("rb"))
+@click.option("--actor", default="cli", show_default=True, help="Recorded as who appended.")
+@click.option("--json", "as_json", is_flag=True, help="Print the counts as JSON.")
+@click.pass_obj
+def import_command(context: Context, file: IO[bytes], actor: str, as_json: bool) -> None:
+    """Append JSON Lines records (or an export) from FILE, or - for stdin.
+
+    Every record is checked before anything is written: one bad record means nothing from
+    the file is written, and the error names its line and the rule. Importing the same file
+    twice appends nothing the second time.
+
+    \b
+    Example:
+      leaderlog import seeds/ice-leadership-2025-05.jsonl
+      leaderlog export | leaderlog --db sqlite:///copy.db import -
+    """
+    size: int | None = None
+    if file is not sys.stdin.buffer:
+        try:
+            size = file.seek(0, 2)
+            file.seek(0)
+        except OSError:
+            size = None
+
+    async def go() -> None:
+        records, labels = parse_lines(_lines_with_progress(file, size))
+        if not records:
+            click.echo("appended 0, already present 0 (no records)")
+            return
+        async with context.log() as log:
+            if len(records) > 10_000:
+                err_console.print(f"appending {len(records)} records in one transaction...")
+            outcome = await log.append_records(records, actor=actor, labels=labels)
+        if as_json:
+            print_json({"appended": outcome.appended, "already_present": outcome.already_present})
+        else:
+            click.echo(f"appended {outcome.appended}, already present {outcome.already_present}")
+
+    run(go)
+
+
+@main.command("events")
+@click.option("--after", type=click.IntRange(min=0), default=0, help="Start after this position.")
+@click.option("--limit", type=click.IntRange(min=1), default=None, help="At most this many.")
+@click.option("--json", "as_json", is_flag=True, help="Print envelopes as a JSON array.")
+@click.pass_obj
+def events_command(context: Context, after: int, limit: int | None, as_json: bool) -> None:
+    """Show the raw log, envelopes included.
+
+    \b
+    Example:
+      leaderlog events --after 10 --limit 5
+      leaderlog events --json
+    """
+
+    async def go() -> None:
+        async with context.log() as log:
+            events = await log.events(after=after, limit=limit)
+        if as_json:
+            print_json([event.envelope() for event in events])
+            return
+        for event in events:
+            subject = event.stream.partition("-")[2]
+            click.echo(
+                f"{event.position:>6}  {event.recorded_at:%Y-%m-%d %H:%M:%S}  "
+                f"{event.type:<18} {subject:<40} {event.actor}"
+            )
+
+    run(go)
+
+
+@main.command("verify")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.pass_obj
+def verify_command(context: Context, as_json: bool) -> None:
+    """Check the hash chain, positions and versions; print the first bad position.
+
+    Exits with status 1 when the log is not intact.
+
+    \b
+    Example:
+      leaderlog verify
+    """
+
+    async def go() -> bool:
+        async with context.log() as log:
+            report = await log.store.verify()
+        if as_json:
+            print_json(
+                {
+                    "ok": report.ok,
+                    "count": report.count,
+                    "head_position": report.head_position,
+                    "head_hash": report.head_hash,
+                    "first_bad_position": report.first_bad_position,
+                    "problem": report.problem,
+                }
+            )
+        elif report.ok:
+            click.echo(f"chain OK, {report.count} events, head hash {report.head_hash}")
+        else:
+            click.echo(
+                f"chain BROKEN at position {report.first_bad_position}: {report.problem} "
+                f"({report.count} events verified before it)"
+            )
+        return report.ok
+
+    if not run(go):
+        sys.exit(1)
+
+
+@main.command("export")
+@click.pass_obj
+def export_command(context: Context) -> None:
+    """Write the whole log as JSON Lines, envelopes included, to stdout.
+
+    `import` reads this back keeping ids, times and actors, so a log moves between
+    SQLite and PostgreSQL with the same ids and hashes.
+
+    \b
+    Example:
+      leaderlog export > log.jsonl
+      leaderlog --db postgresql://postgres@127.0.0.1/test import log.jsonl
+    """
+
+    async def go() -> None:
+        out = sys.stdout
+        async with context.log() as log:
+            async for event in log.store.iterate():
+                out.write(dumps(event.envelope()))
+                out.write("\n")
+        out.flush()
+
+    run(go)
+
+
+@main.command("schema")
+def schema_command() -> None:
+    """Print the JSON Schema of every record type.
+
+    \b
+    Example:
+      leaderlog schema > record.schema.json
+    """
+    print_json(event_schema())

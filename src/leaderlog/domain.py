@@ -1,0 +1,283 @@
+"""Domain rules as a decider: ``decide(event, knowledge) -> events`` and ``evolve``.
+
+Both are pure. ``knowledge`` answers "what is stream X now?"; it raises
+:class:`MissingKnowledge` for a stream it has not loaded, so a caller can load it and ask
+again. Rules never depend on the store: this module imports no persistence.
+
+The rules, checked for every append from every entry point:
+
+- ``reference``: a referenced org, parent, post, person, source or claim must exist.
+- ``unique``: an org, post, person, source or claim is registered (or reported) once.
+- ``claim_live``: only a reported claim that is not retracted can be confirmed, corrected,
+  disputed or retracted (retraction is final).
+- ``org_cycle``: an organisation cannot end up among its own ancestors.
+- ``cause_kind``: a correction cannot leave a cause on a claim that is not a departure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Literal, Protocol
+
+from leaderlog.errors import DomainError
+from leaderlog.events import (
+    ClaimConfirmed,
+    ClaimCorrected,
+    ClaimDisputed,
+    ClaimReported,
+    ClaimRetracted,
+    CommentRequested,
+    Event,
+    OrgRegistered,
+    OrgUpdated,
+    PersonRegistered,
+    PersonUpdated,
+    PostDefined,
+    PostUpdated,
+    SourceRegistered,
+)
+
+__all__ = [
+    "ClaimState",
+    "EntityState",
+    "Knowledge",
+    "MissingKnowledge",
+    "OrgState",
+    "decide",
+    "evolve",
+]
+
+ClaimStatus = Literal["reported", "confirmed", "corrected", "disputed", "retracted"]
+
+
+@dataclass(frozen=True, slots=True)
+class OrgState:
+    org: str
+    parent: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ExistingEntity:
+    """A post, person or source: the rules only ask whether it exists."""
+
+    stream: str
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimState:
+    claim: str
+    kind: str
+    cause: str | None
+    status: ClaimStatus
+
+    @property
+    def live(self) -> bool:
+        return self.status != "retracted"
+
+
+EntityState = OrgState | ExistingEntity | ClaimState
+
+
+class MissingKnowledge(Exception):
+    """The decider needs streams its caller has not loaded yet."""
+
+    def __init__(self, streams: set[str]) -> None:
+        self.streams = streams
+        super().__init__(", ".join(sorted(streams)))
+
+
+class Knowledge(Protocol):
+    def state(self, stream: str) -> EntityState | None:
+        """The entity's state, None when it does not exist; MissingKnowledge if unknown."""
+        ...
+
+
+class MappingKnowledge:
+    """Knowledge over a plain mapping; every stream it lacks is taken as absent."""
+
+    def __init__(self, states: Mapping[str, EntityState]) -> None:
+        self._states = states
+
+    def state(self, stream: str) -> EntityState | None:
+        return self._states.get(stream)
+
+
+def referenced_streams(event: Event) -> set[str]:
+    """The streams a decision about ``event`` reads (its own stream included)."""
+    streams = {event.stream()}
+    match event:
+        case OrgRegistered() | OrgUpdated():
+            if event.parent:
+                streams.add(f"org-{event.parent}")
+        case PostDefined():
+            streams.add(f"org-{event.org}")
+        case ClaimReported():
+            streams |= {f"source-{event.source}", f"person-{event.person}", f"post-{event.post}"}
+        case ClaimConfirmed():
+            streams.add(f"source-{event.source}")
+        case ClaimCorrected():
+            if event.source:
+                streams.add(f"source-{event.source}")
+            if event.changes.person:
+                streams.add(f"person-{event.changes.person}")
+            if event.changes.post:
+                streams.add(f"post-{event.changes.post}")
+        case ClaimDisputed():
+            if event.source:
+                streams.add(f"source-{event.source}")
+            streams |= {f"claim-{other}" for other in event.conflicts_with}
+        case ClaimRetracted():
+            if event.source:
+                streams.add(f"source-{event.source}")
+        case CommentRequested():
+            streams.add(f"org-{event.org}")
+        case _:
+            pass
+    return streams
+
+
+def _require(knowledge: Knowledge, stream: str, what: str, event: Event) -> EntityState:
+    found = knowledge.state(stream)
+    if found is None:
+        kind, _, name = stream.partition("-")
+        raise DomainError(
+            f"{event.type} refers to {kind} {name!r}, which does not exist ({what})",
+            rule="reference",
+        )
+    return found
+
+
+def _require_new(knowledge: Knowledge, event: Event, noun: str) -> None:
+    if knowledge.state(event.stream()) is not None:
+        _, _, name = event.stream().partition("-")
+        rule_text = "a claim is reported only once" if noun == "claim" else f"{noun} ids are unique"
+        raise DomainError(
+            f"{event.type}: {noun} {name!r} already exists ({rule_text})", rule="unique"
+        )
+
+
+def _require_live_claim(knowledge: Knowledge, event: Event) -> ClaimState:
+    state = _require(knowledge, event.stream(), "only a reported claim can change", event)
+    assert isinstance(state, ClaimState)
+    if not state.live:
+        raise DomainError(
+            f"{event.type}: claim {state.claim!r} was retracted, and retraction is final",
+            rule="claim_live",
+        )
+    return state
+
+
+def _check_no_cycle(knowledge: Knowledge, org: str, parent: str | None, event: Event) -> None:
+    seen = {org}
+    current = parent
+    while current is not None:
+        if current in seen:
+            raise DomainError(
+                f"{event.type}: making {parent!r} the parent of {org!r} creates a cycle",
+                rule="org_cycle",
+            )
+        seen.add(current)
+        state = knowledge.state(f"org-{current}")
+        current = state.parent if isinstance(state, OrgState) else None
+
+
+def decide(event: Event, knowledge: Knowledge) -> list[Event]:
+    """Accept ``event`` (returning the events to append) or raise :class:`DomainError`."""
+    missing: set[str] = set()
+    for stream in referenced_streams(event):
+        try:
+            knowledge.state(stream)
+        except MissingKnowledge as needed:
+            missing |= needed.streams
+    if missing:
+        raise MissingKnowledge(missing)
+
+    match event:
+        case OrgRegistered():
+            _require_new(knowledge, event, "organisation")
+            if event.parent:
+                _require(knowledge, f"org-{event.parent}", "the parent must be registered", event)
+        case OrgUpdated():
+            _require(knowledge, event.stream(), "update only a registered organisation", event)
+            if event.parent:
+                _require(knowledge, f"org-{event.parent}", "the parent must be registered", event)
+                _check_no_cycle(knowledge, event.org, event.parent, event)
+        case PostDefined():
+            _require_new(knowledge, event, "post")
+            _require(knowledge, f"org-{event.org}", "a post belongs to a registered org", event)
+        case PostUpdated():
+            _require(knowledge, event.stream(), "update only a defined post", event)
+        case PersonRegistered():
+            _require_new(knowledge, event, "person")
+        case PersonUpdated():
+            _require(knowledge, event.stream(), "update only a registered person", event)
+        case SourceRegistered():
+            _require_new(knowledge, event, "source")
+        case CommentRequested():
+            _require(knowledge, event.stream(), "the source must be registered", event)
+            _require(knowledge, f"org-{event.org}", "the organisation must be registered", event)
+        case ClaimReported():
+            _require_new(knowledge, event, "claim")
+            _require(knowledge, f"source-{event.source}", "the source must be registered", event)
+            _require(knowledge, f"person-{event.person}", "the person must be registered", event)
+            _require(knowledge, f"post-{event.post}", "the post must be defined", event)
+        case ClaimConfirmed():
+            _require_live_claim(knowledge, event)
+            _require(knowledge, f"source-{event.source}", "the source must be registered", event)
+        case ClaimCorrected():
+            claim = _require_live_claim(knowledge, event)
+            changes = event.changes
+            if event.source:
+                _require(knowledge, f"source-{event.source}", "the source must be registered", event)
+            if changes.person:
+                _require(knowledge, f"person-{changes.person}", "the person must exist", event)
+            if changes.post:
+                _require(knowledge, f"post-{changes.post}", "the post must be defined", event)
+            kind = changes.kind or claim.kind
+            cause = changes.cause if "cause" in changes.model_fields_set else claim.cause
+            if cause is not None and kind != "departure":
+                raise DomainError(
+                    f"claim.corrected: claim {claim.claim!r} would have a cause but is not a "
+                    "departure",
+                    rule="cause_kind",
+                )
+        case ClaimDisputed():
+            _require_live_claim(knowledge, event)
+            if event.source:
+                _require(knowledge, f"source-{event.source}", "the source must be registered", event)
+            for other in event.conflicts_with:
+                _require(knowledge, f"claim-{other}", "conflicting claims must exist", event)
+        case ClaimRetracted():
+            _require_live_claim(knowledge, event)
+            if event.source:
+                _require(knowledge, f"source-{event.source}", "the source must be registered", event)
+    return [event]
+
+
+def evolve(state: EntityState | None, event: Event) -> EntityState:
+    """The state of the event's own stream after ``event``."""
+    match event:
+        case OrgRegistered():
+            return OrgState(event.org, event.parent)
+        case OrgUpdated():
+            assert isinstance(state, OrgState)
+            return replace(state, parent=event.parent) if event.parent else state
+        case ClaimReported():
+            return ClaimState(event.claim, event.kind, event.cause, "reported")
+        case ClaimConfirmed():
+            assert isinstance(state, ClaimState)
+            return replace(state, status="confirmed")
+        case ClaimCorrected():
+            assert isinstance(state, ClaimState)
+            changes = event.changes
+            cause = changes.cause if "cause" in changes.model_fields_set else state.cause
+            return replace(state, kind=changes.kind or state.kind, cause=cause, status="corrected")
+        case ClaimDisputed():
+            assert isinstance(state, ClaimState)
+            return replace(state, status="disputed")
+        case ClaimRetracted():
+            assert isinstance(state, ClaimState)
+            return replace(state, status="retracted")
+        case _:
+            return state if state is not None else ExistingEntity(event.stream())

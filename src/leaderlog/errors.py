@@ -1,0 +1,113 @@
+"""Every error leaderlog raises on purpose.
+
+Hierarchy::
+
+    LeaderlogError
+    ├── RecordError              a record cannot be read (bad JSON, unknown type, bad field)
+    ├── DomainError              a record breaks a domain rule (dangling reference, dead claim...)
+    ├── BatchError               several problems in one batch; nothing of it was written
+    ├── StoreError
+    │   ├── ConcurrencyError     the expected version of a stream did not match
+    │   ├── DuplicateEventError  an event id is already stored with other content
+    │   └── StoreUnavailable     the database cannot be reached or opened
+    ├── ProjectionError          a projection cannot be loaded or answered
+    └── TokenError               a write token is unknown, revoked or malformed
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+__all__ = [
+    "BatchError",
+    "ConcurrencyError",
+    "DomainError",
+    "DuplicateEventError",
+    "LeaderlogError",
+    "ProjectionError",
+    "RecordError",
+    "StoreError",
+    "StoreUnavailable",
+    "TokenError",
+]
+
+
+class LeaderlogError(Exception):
+    """Base class of every error leaderlog raises on purpose."""
+
+
+class RecordError(LeaderlogError):
+    """A record cannot be read: not JSON, unknown type, a missing or invalid field.
+
+    ``where`` names the record (``line 3``, ``record 0``); ``rule`` names what was broken.
+    """
+
+    def __init__(self, message: str, *, where: str | None = None, rule: str = "schema") -> None:
+        self.message = message
+        self.where = where
+        self.rule = rule
+        super().__init__(f"{where}: {message}" if where else message)
+
+    def located(self, where: str) -> RecordError:
+        """The same problem, attributed to a record position."""
+        return type(self)(self.message, where=where, rule=self.rule)
+
+
+class DomainError(RecordError):
+    """A well-formed record breaks a domain rule (references, claim lifecycle)."""
+
+    def __init__(self, message: str, *, rule: str, where: str | None = None) -> None:
+        super().__init__(message, where=where, rule=rule)
+
+
+class BatchError(LeaderlogError):
+    """One or more records of a batch were refused; nothing of the batch was written."""
+
+    def __init__(self, problems: Sequence[RecordError]) -> None:
+        self.problems = list(problems)
+        lines = [str(problem) for problem in self.problems[:20]]
+        if len(self.problems) > 20:
+            lines.append(f"... and {len(self.problems) - 20} more")
+        super().__init__("\n".join(lines))
+
+
+class StoreError(LeaderlogError):
+    """The event store refused or failed an operation."""
+
+
+class ConcurrencyError(StoreError):
+    """A stream's version is not the one the writer expected."""
+
+    def __init__(
+        self, stream: str, expected: object, actual: int | None, *, where: str | None = None
+    ) -> None:
+        self.stream = stream
+        self.expected = expected
+        self.actual = actual
+        self.where = where
+        shown = "no stream" if actual is None else f"version {actual}"
+        message = f"stream {stream!r} expected version {expected!r}, found {shown}"
+        super().__init__(f"{where}: {message}" if where else message)
+
+
+class DuplicateEventError(StoreError):
+    """An event id is already stored with different content."""
+
+    def __init__(self, event_id: object, position: int) -> None:
+        self.event_id = event_id
+        self.position = position
+        super().__init__(
+            f"event id {event_id} is already stored at position {position} with other content"
+        )
+
+
+class StoreUnavailable(StoreError):
+    """The database cannot be opened or reached."""
+
+
+class ProjectionError(LeaderlogError):
+    """A projection is unknown, cannot be loaded, or cannot answer a query."""
+
+
+class TokenError(LeaderlogError):
+    """A write token is unknown, revoked or malformed."""

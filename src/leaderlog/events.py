@@ -1,0 +1,704 @@
+"""The event vocabulary (v1): frozen pydantic models in one discriminated union on ``type``.
+
+A *record* is what users send (``{"type", "data", "event_id"?, "expected_version"?, "meta"?}``);
+an *event* is the validated payload; a :class:`RecordedEvent` is an event inside the envelope the
+store gives it. Type names are stable strings such as ``claim.reported``, never import paths.
+
+Stored events are never rewritten. When an event type changes shape, its ``schema_version`` goes
+up and an upcaster turns the stored older shape into the current one on read.
+"""
+
+from __future__ import annotations
+
+import calendar
+import datetime as dt
+import re
+import uuid
+from collections.abc import Callable, Mapping
+from typing import Annotated, Any, ClassVar, Literal, TypeAlias
+
+import uuid_utils
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    TypeAdapter,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from leaderlog._json import canonical_bytes
+from leaderlog.errors import RecordError
+
+__all__ = [
+    "EVENT_TYPES",
+    "Attribution",
+    "ClaimConfirmed",
+    "ClaimCorrected",
+    "ClaimDisputed",
+    "ClaimReported",
+    "ClaimRetracted",
+    "CommentRequested",
+    "Event",
+    "ExpectedVersion",
+    "FuzzyDate",
+    "OrgRegistered",
+    "OrgUpdated",
+    "PersonRegistered",
+    "PersonUpdated",
+    "PostDefined",
+    "PostUpdated",
+    "Record",
+    "RecordedEvent",
+    "SourceRegistered",
+    "content_event_id",
+    "current_schema_version",
+    "event_from_stored",
+    "event_schema",
+    "new_event_id",
+    "parse_event",
+    "parse_record",
+    "stream_of",
+    "upcast",
+]
+
+SLUG_PATTERN = r"^[a-z0-9][a-z0-9-]{0,63}$"
+# C0 controls other than tab/newline/CR, DEL and C1 controls cannot appear in XML 1.0 feeds
+# and only ever arrive by accident or malice.
+_CONTROL_CHARACTERS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+
+
+def _no_control_characters(value: str) -> str:
+    match = _CONTROL_CHARACTERS.search(value)
+    if match:
+        raise ValueError(f"control character U+{ord(match.group()):04X} is not allowed in text")
+    return value
+
+
+Slug = Annotated[str, StringConstraints(pattern=SLUG_PATTERN)]
+Name = Annotated[
+    str,
+    StringConstraints(strip_whitespace=True, min_length=1, max_length=300),
+    AfterValidator(_no_control_characters),
+]
+Text = Annotated[
+    str,
+    StringConstraints(strip_whitespace=True, min_length=1, max_length=5000),
+    AfterValidator(_no_control_characters),
+]
+Url = Annotated[
+    str,
+    StringConstraints(strip_whitespace=True, max_length=2000, pattern=r"^https?://[^\s]+$"),
+    AfterValidator(_no_control_characters),
+]
+LanguageTag = Annotated[str, StringConstraints(pattern=r"^[a-z]{2,3}(-[A-Za-z0-9]{2,8})*$")]
+Labels = Annotated[dict[LanguageTag, Name], Field(max_length=50)]
+Aliases = Annotated[tuple[Name, ...], Field(max_length=50)]
+
+Kind = Literal["appointment", "departure", "incumbency"]
+Capacity = Literal["permanent", "acting", "interim", "unspecified"]
+Cause = Literal[
+    "retirement",
+    "reassignment",
+    "resignation",
+    "removal",
+    "promotion",
+    "death",
+    "term_end",
+    "unknown",
+]
+Modality = Literal["occurred", "announced", "expected", "rumored"]
+Locator = Literal["headline", "body", "caption"]
+CommentOutcome = Literal["no_response", "declined", "denied", "confirmed"]
+ExpectedVersion: TypeAlias = int | Literal["no_stream", "any"]
+
+_DATE_PATTERN = re.compile(r"^(\d{4})(?:-(\d{2})(?:-(\d{2}))?)?$")
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", str_strip_whitespace=False)
+
+
+class FuzzyDate(_Frozen):
+    """A day, a month, a year, or unknown (``date: null``, the words kept in ``text``)."""
+
+    date: str | None = None
+    qualifier: Literal["on", "about", "before", "after"] = "on"
+    text: Name | None = None
+
+    @field_validator("date")
+    @classmethod
+    def _valid_calendar_date(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        match = _DATE_PATTERN.match(value)
+        if not match:
+            raise ValueError("date must be YYYY, YYYY-MM or YYYY-MM-DD")
+        year, month, day = match.groups()
+        if int(year) < 1000:
+            raise ValueError("year must be 1000 or later")
+        if month is not None and not 1 <= int(month) <= 12:
+            raise ValueError(f"month {month} does not exist")
+        if day is not None:
+            try:
+                dt.date(int(year), int(month), int(day))
+            except ValueError as exc:
+                raise ValueError(f"{value} is not a calendar date") from exc
+        return value
+
+    @property
+    def precision(self) -> Literal["day", "month", "year", "unknown"]:
+        if self.date is None:
+            return "unknown"
+        return ("year", "month", "day")[self.date.count("-")]
+
+    def earliest(self) -> dt.date | None:
+        """The first day the date can mean, or None when unknown."""
+        if self.date is None:
+            return None
+        parts = [int(part) for part in self.date.split("-")]
+        return dt.date(parts[0], parts[1] if len(parts) > 1 else 1, parts[2] if len(parts) > 2 else 1)
+
+    def latest(self) -> dt.date | None:
+        """The last day the date can mean, or None when unknown."""
+        if self.date is None:
+            return None
+        parts = [int(part) for part in self.date.split("-")]
+        if len(parts) == 1:
+            return dt.date(parts[0], 12, 31)
+        if len(parts) == 2:
+            return dt.date(parts[0], parts[1], calendar.monthrange(parts[0], parts[1])[1])
+        return dt.date(parts[0], parts[1], parts[2])
+
+
+class Attribution(_Frozen):
+    kind: Literal["official", "named", "anonymous", "outlet"]
+    parties: Annotated[tuple[Name, ...], Field(max_length=20)] = ()
+
+
+class _EventBase(_Frozen):
+    """Shared by every event payload; ``type`` is the discriminator."""
+
+    schema_version: ClassVar[int] = 1
+    stream_key: ClassVar[tuple[str, str]]
+
+    def stream(self) -> str:
+        prefix, field = self.stream_key
+        return f"{prefix}-{getattr(self, field)}"
+
+    def data(self) -> dict[str, Any]:
+        """The payload as stored: no ``type``, no unset optional fields."""
+        return self.model_dump(mode="json", exclude={"type"}, exclude_none=True)
+
+
+class OrgRegistered(_EventBase):
+    stream_key: ClassVar[tuple[str, str]] = ("org", "org")
+    type: Literal["org.registered"] = "org.registered"
+    org: Slug
+    name: Name
+    short_name: Name | None = None
+    parent: Slug | None = None
+    labels: Labels | None = None
+
+    @model_validator(mode="after")
+    def _not_own_parent(self) -> OrgRegistered:
+        if self.parent == self.org:
+            raise ValueError("an organisation cannot be its own parent")
+        return self
+
+
+class OrgUpdated(_EventBase):
+    stream_key: ClassVar[tuple[str, str]] = ("org", "org")
+    type: Literal["org.updated"] = "org.updated"
+    org: Slug
+    name: Name | None = None
+    short_name: Name | None = None
+    parent: Slug | None = None
+    labels: Labels | None = None
+
+    @model_validator(mode="after")
+    def _changes_something(self) -> OrgUpdated:
+        if not self.model_fields_set - {"type", "org"}:
+            raise ValueError("org.updated needs at least one of name, short_name, parent, labels")
+        if self.parent == self.org:
+            raise ValueError("an organisation cannot be its own parent")
+        return self
+
+
+class PostDefined(_EventBase):
+    stream_key: ClassVar[tuple[str, str]] = ("post", "post")
+    type: Literal["post.defined"] = "post.defined"
+    post: Slug
+    org: Slug
+    title: Name
+    aliases: Aliases = ()
+    labels: Labels | None = None
+
+
+class PostUpdated(_EventBase):
+    stream_key: ClassVar[tuple[str, str]] = ("post", "post")
+    type: Literal["post.updated"] = "post.updated"
+    post: Slug
+    title: Name | None = None
+    aliases: Aliases | None = None
+    labels: Labels | None = None
+
+    @model_validator(mode="after")
+    def _changes_something(self) -> PostUpdated:
+        if not self.model_fields_set - {"type", "post"}:
+            raise ValueError("post.updated needs at least one of title, aliases, labels")
+        return self
+
+
+class PersonRegistered(_EventBase):
+    stream_key: ClassVar[tuple[str, str]] = ("person", "person")
+    type: Literal["person.registered"] = "person.registered"
+    person: Slug
+    name: Name
+    aliases: Aliases = ()
+
+
+class PersonUpdated(_EventBase):
+    stream_key: ClassVar[tuple[str, str]] = ("person", "person")
+    type: Literal["person.updated"] = "person.updated"
+    person: Slug
+    name: Name | None = None
+    aliases: Aliases | None = None
+
+    @model_validator(mode="after")
+    def _changes_something(self) -> PersonUpdated:
+        if not self.model_fields_set - {"type", "person"}:
+            raise ValueError("person.updated needs at least one of name, aliases")
+        return self
+
+
+class SourceRegistered(_EventBase):
+    """Schema v2: ``published`` is a fuzzy date (v1 stored a bare ISO date string)."""
+
+    schema_version: ClassVar[int] = 2
+    stream_key: ClassVar[tuple[str, str]] = ("source", "source")
+    type: Literal["source.registered"] = "source.registered"
+    source: Slug
+    url: Url
+    publisher: Name
+    title: Text | None = None
+    published: FuzzyDate | None = None
+    language: LanguageTag | None = None
+
+
+class ClaimReported(_EventBase):
+    stream_key: ClassVar[tuple[str, str]] = ("claim", "claim")
+    type: Literal["claim.reported"] = "claim.reported"
+    claim: Slug
+    source: Slug
+    kind: Kind
+    person: Slug
+    post: Slug
+    capacity: Capacity
+    cause: Cause | None = None
+    effective: FuzzyDate | None = None
+    modality: Modality
+    attribution: Attribution
+    quote: Text | None = None
+    locator: Locator | None = None
+
+    @model_validator(mode="after")
+    def _cause_only_for_departures(self) -> ClaimReported:
+        if self.cause is not None and self.kind != "departure":
+            raise ValueError("cause is only allowed when kind is 'departure'")
+        return self
+
+
+class ClaimChanges(_Frozen):
+    """The reported fields a correction may change (claim id and source stay)."""
+
+    kind: Kind | None = None
+    person: Slug | None = None
+    post: Slug | None = None
+    capacity: Capacity | None = None
+    cause: Cause | None = None
+    effective: FuzzyDate | None = None
+    modality: Modality | None = None
+    attribution: Attribution | None = None
+    quote: Text | None = None
+    locator: Locator | None = None
+
+    @model_validator(mode="after")
+    def _not_empty(self) -> ClaimChanges:
+        if not self.model_fields_set:
+            raise ValueError("changes must name at least one reported field")
+        return self
+
+
+class ClaimConfirmed(_EventBase):
+    stream_key: ClassVar[tuple[str, str]] = ("claim", "claim")
+    type: Literal["claim.confirmed"] = "claim.confirmed"
+    claim: Slug
+    source: Slug
+    effective: FuzzyDate | None = None
+    quote: Text | None = None
+
+
+class ClaimCorrected(_EventBase):
+    stream_key: ClassVar[tuple[str, str]] = ("claim", "claim")
+    type: Literal["claim.corrected"] = "claim.corrected"
+    claim: Slug
+    changes: ClaimChanges
+    reason: Text
+    source: Slug | None = None
+
+    def data(self) -> dict[str, Any]:
+        # An explicit null in ``changes`` clears a field (e.g. a cause), so it must be stored.
+        data = super().data()
+        data["changes"] = self.changes.model_dump(mode="json", exclude_unset=True)
+        return data
+
+
+class ClaimDisputed(_EventBase):
+    stream_key: ClassVar[tuple[str, str]] = ("claim", "claim")
+    type: Literal["claim.disputed"] = "claim.disputed"
+    claim: Slug
+    reason: Text
+    source: Slug | None = None
+    conflicts_with: Annotated[tuple[Slug, ...], Field(max_length=50)] = ()
+
+    @model_validator(mode="after")
+    def _not_with_itself(self) -> ClaimDisputed:
+        if self.claim in self.conflicts_with:
+            raise ValueError("a claim cannot conflict with itself")
+        return self
+
+
+class ClaimRetracted(_EventBase):
+    stream_key: ClassVar[tuple[str, str]] = ("claim", "claim")
+    type: Literal["claim.retracted"] = "claim.retracted"
+    claim: Slug
+    reason: Text
+    source: Slug | None = None
+
+
+class CommentRequested(_EventBase):
+    stream_key: ClassVar[tuple[str, str]] = ("source", "source")
+    type: Literal["comment.requested"] = "comment.requested"
+    source: Slug
+    org: Slug
+    outcome: CommentOutcome
+
+
+Event = Annotated[
+    OrgRegistered
+    | OrgUpdated
+    | PostDefined
+    | PostUpdated
+    | PersonRegistered
+    | PersonUpdated
+    | SourceRegistered
+    | ClaimReported
+    | ClaimConfirmed
+    | ClaimCorrected
+    | ClaimDisputed
+    | ClaimRetracted
+    | CommentRequested,
+    Field(discriminator="type"),
+]
+
+_EVENT_CLASSES: tuple[type[_EventBase], ...] = (
+    OrgRegistered,
+    OrgUpdated,
+    PostDefined,
+    PostUpdated,
+    PersonRegistered,
+    PersonUpdated,
+    SourceRegistered,
+    ClaimReported,
+    ClaimConfirmed,
+    ClaimCorrected,
+    ClaimDisputed,
+    ClaimRetracted,
+    CommentRequested,
+)
+EVENT_TYPES: dict[str, type[_EventBase]] = {
+    cls.model_fields["type"].default: cls for cls in _EVENT_CLASSES
+}
+_EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
+
+
+def current_schema_version(event_type: str) -> int:
+    return EVENT_TYPES[event_type].schema_version
+
+
+# --- upcasting -----------------------------------------------------------------------------
+
+Upcaster = Callable[[dict[str, Any]], dict[str, Any]]
+_UPCASTERS: dict[tuple[str, int], Upcaster] = {}
+
+
+def upcaster(event_type: str, from_version: int) -> Callable[[Upcaster], Upcaster]:
+    """Register a pure function turning ``from_version`` data into ``from_version + 1`` data."""
+
+    def register(function: Upcaster) -> Upcaster:
+        _UPCASTERS[(event_type, from_version)] = function
+        return function
+
+    return register
+
+
+@upcaster("source.registered", 1)
+def _source_published_becomes_fuzzy(data: dict[str, Any]) -> dict[str, Any]:
+    published = data.get("published")
+    if isinstance(published, str):
+        return {**data, "published": {"date": published, "qualifier": "on"}}
+    return data
+
+
+def upcast(event_type: str, schema_version: int, data: Mapping[str, Any]) -> dict[str, Any]:
+    """Bring stored data of any older schema version up to the current shape."""
+    current = current_schema_version(event_type)
+    if schema_version > current:
+        raise RecordError(
+            f"{event_type} schema_version {schema_version} is newer than this leaderlog "
+            f"understands ({current})",
+            rule="schema_version",
+        )
+    upgraded = dict(data)
+    for version in range(schema_version, current):
+        step = _UPCASTERS.get((event_type, version))
+        if step is None:
+            raise RecordError(
+                f"no upcaster for {event_type} from schema_version {version}",
+                rule="schema_version",
+            )
+        upgraded = step(upgraded)
+    return upgraded
+
+
+# --- parsing ---------------------------------------------------------------------------------
+
+
+def _describe(error: ValidationError) -> str:
+    parts = []
+    for item in error.errors(include_url=False):
+        location = ".".join(str(part) for part in item["loc"] if not str(part).startswith("function"))
+        message = item["msg"]
+        if item["type"] == "extra_forbidden":
+            message = "unknown field"
+        elif item["type"] == "missing":
+            message = "required field missing"
+        parts.append(f"{location}: {message}" if location else message)
+    return "; ".join(parts)
+
+
+def parse_event(event_type: object, data: object) -> Event:
+    """Validate one payload; raises :class:`RecordError` naming the field and the rule."""
+    if not isinstance(event_type, str) or event_type not in EVENT_TYPES:
+        known = ", ".join(sorted(EVENT_TYPES))
+        raise RecordError(f"unknown event type {event_type!r} (known: {known})", rule="type")
+    if not isinstance(data, Mapping):
+        raise RecordError("'data' must be a JSON object", rule="schema")
+    if "type" in data:
+        raise RecordError("data.type: unknown field (type belongs beside data)", rule="schema")
+    try:
+        return _EVENT_ADAPTER.validate_python({**data, "type": event_type})
+    except ValidationError as error:
+        raise RecordError(f"{event_type}: {_describe(error)}", rule="schema") from None
+
+
+def event_from_stored(event_type: str, schema_version: int, data: Mapping[str, Any]) -> Event:
+    """Decode a stored payload, upcasting older schema versions first."""
+    return parse_event(event_type, upcast(event_type, schema_version, data))
+
+
+def stream_of(event: Event) -> str:
+    return event.stream()
+
+
+def event_schema() -> dict[str, Any]:
+    """JSON Schema of a record: one ``oneOf`` branch per event type."""
+    branches = []
+    definitions: dict[str, Any] = {}
+    for event_type, cls in sorted(EVENT_TYPES.items()):
+        schema = cls.model_json_schema(ref_template="#/$defs/{model}")
+        definitions.update(schema.pop("$defs", {}))
+        schema["properties"].pop("type", None)
+        if "required" in schema:
+            schema["required"] = [name for name in schema["required"] if name != "type"]
+        branches.append(
+            {
+                "title": event_type,
+                "type": "object",
+                "properties": {
+                    "type": {"const": event_type},
+                    "data": schema,
+                    "event_id": {"type": "string", "format": "uuid"},
+                    "expected_version": {
+                        "anyOf": [
+                            {"type": "integer", "minimum": 0},
+                            {"enum": ["no_stream", "any"]},
+                        ]
+                    },
+                    "meta": {"type": "object"},
+                },
+                "required": ["type", "data"],
+                "additionalProperties": False,
+            }
+        )
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "leaderlog record (vocabulary v1)",
+        "oneOf": branches,
+        "$defs": definitions,
+    }
+
+
+# --- records and ids ---------------------------------------------------------------------------
+
+# Fixed forever: content-derived event ids depend on it.
+_CONTENT_NAMESPACE = uuid.UUID("5b0f4a52-3c6e-4a8e-9d43-6c1e8f1f2a10")
+_META_LIMIT_BYTES = 4096
+
+
+def new_event_id() -> uuid.UUID:
+    """A time-ordered (UUIDv7) id, so index inserts land at the end of the B-tree."""
+    return uuid.UUID(bytes=uuid_utils.uuid7().bytes)
+
+
+def content_event_id(event: Event) -> uuid.UUID:
+    """The id of a record that has none: a UUIDv5 of its canonical JSON."""
+    canonical = canonical_bytes({"type": event.type, "data": event.data()})
+    return uuid.uuid5(_CONTENT_NAMESPACE, canonical.decode())
+
+
+class Record(_Frozen):
+    """A validated input record, ready for the domain rules."""
+
+    event: Event
+    event_id: uuid.UUID
+    expected_version: ExpectedVersion | None = None
+    meta: dict[str, Any] = Field(default_factory=dict)
+    # Only set when re-importing an export: the original envelope is kept.
+    recorded_at: dt.datetime | None = None
+    actor: str | None = None
+
+    @property
+    def stream(self) -> str:
+        return self.event.stream()
+
+
+_RECORD_KEYS = {"type", "data", "event_id", "expected_version", "meta"}
+_EXPORT_KEYS = {"position", "stream", "version", "schema_version", "recorded_at", "actor", "hash"}
+
+
+def parse_record(raw: object) -> Record:
+    """Validate one record (or one exported envelope) into a :class:`Record`."""
+    if not isinstance(raw, Mapping):
+        raise RecordError("a record must be a JSON object", rule="schema")
+    exported = "position" in raw and "hash" in raw
+    allowed = _RECORD_KEYS | (_EXPORT_KEYS if exported else set())
+    unknown = sorted(set(raw) - allowed)
+    if unknown:
+        raise RecordError(f"unknown record field(s): {', '.join(unknown)}", rule="schema")
+    if "type" not in raw or "data" not in raw:
+        raise RecordError("a record needs 'type' and 'data'", rule="schema")
+    data = raw["data"]
+    if exported:
+        version = raw.get("schema_version", 1)
+        if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+            raise RecordError("schema_version must be a positive integer", rule="schema")
+        if not isinstance(data, Mapping):
+            raise RecordError("'data' must be a JSON object", rule="schema")
+        if raw["type"] in EVENT_TYPES:
+            data = upcast(str(raw["type"]), version, data)
+    event = parse_event(raw["type"], data)
+    if exported and raw.get("stream") not in (None, event.stream()):
+        raise RecordError(
+            f"stream {raw.get('stream')!r} does not match the data ({event.stream()!r})",
+            rule="stream",
+        )
+
+    event_id: uuid.UUID
+    if raw.get("event_id") is None:
+        event_id = content_event_id(event)
+    else:
+        try:
+            event_id = uuid.UUID(str(raw["event_id"]))
+        except ValueError:
+            raise RecordError(f"event_id {raw['event_id']!r} is not a UUID", rule="schema") from None
+
+    expected = raw.get("expected_version")
+    if expected is not None and not (
+        expected in ("no_stream", "any")
+        or (isinstance(expected, int) and not isinstance(expected, bool) and expected >= 0)
+    ):
+        raise RecordError(
+            "expected_version must be a non-negative integer, 'no_stream' or 'any'",
+            rule="expected_version",
+        )
+
+    meta = raw.get("meta") or {}
+    if not isinstance(meta, Mapping):
+        raise RecordError("'meta' must be a JSON object", rule="schema")
+    if len(canonical_bytes(dict(meta))) > _META_LIMIT_BYTES:
+        raise RecordError(f"'meta' is larger than {_META_LIMIT_BYTES} bytes", rule="size")
+
+    recorded_at: dt.datetime | None = None
+    actor: str | None = None
+    if exported:
+        try:
+            recorded_at = dt.datetime.fromisoformat(str(raw["recorded_at"]).replace("Z", "+00:00"))
+        except (KeyError, ValueError):
+            raise RecordError("recorded_at must be an RFC 3339 time", rule="schema") from None
+        if recorded_at.tzinfo is None:
+            raise RecordError("recorded_at needs a UTC offset", rule="schema")
+        actor = str(raw.get("actor") or "import")
+    return Record(
+        event=event,
+        event_id=event_id,
+        expected_version=expected,
+        meta=dict(meta),
+        recorded_at=recorded_at,
+        actor=actor,
+    )
+
+
+class RecordedEvent(_Frozen):
+    """An event inside its store envelope."""
+
+    position: int
+    stream: str
+    version: int
+    event_id: uuid.UUID
+    type: str
+    schema_version: int
+    data: dict[str, Any]
+    recorded_at: dt.datetime
+    actor: str
+    meta: dict[str, Any] = Field(default_factory=dict)
+    hash: str
+
+    def event(self) -> Event:
+        """The payload decoded into its current model (upcast when stored in an older shape)."""
+        return event_from_stored(self.type, self.schema_version, self.data)
+
+    def envelope(self) -> dict[str, Any]:
+        """The JSON shape of ``events --json`` and ``export``."""
+        return {
+            "position": self.position,
+            "stream": self.stream,
+            "version": self.version,
+            "event_id": str(self.event_id),
+            "type": self.type,
+            "schema_version": self.schema_version,
+            "data": self.data,
+            "recorded_at": format_time(self.recorded_at),
+            "actor": self.actor,
+            "meta": self.meta,
+            "hash": self.hash,
+        }
+
+
+def format_time(moment: dt.datetime) -> str:
+    """RFC 3339 in UTC with microseconds, so the text round-trips exactly."""
+    return moment.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")

@@ -1,0 +1,406 @@
+"""The event store contract every backend (SQLite, PostgreSQL) implements.
+
+A store knows envelopes, streams, versions, ids and hashes; it knows nothing of domain rules.
+Backends must pass ``tests/store/contract.py`` unchanged.
+"""
+
+from __future__ import annotations
+
+import abc
+import asyncio
+import datetime as dt
+import hashlib
+import uuid
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeAlias
+
+from leaderlog._json import canonical_bytes
+from leaderlog.errors import ConcurrencyError, DuplicateEventError, StoreError
+from leaderlog.events import RecordedEvent, format_time
+
+__all__ = [
+    "GENESIS_HASH",
+    "AppendResult",
+    "EventStore",
+    "ExpectedVersion",
+    "NewEvent",
+    "PendingBatch",
+    "ProjectionTransaction",
+    "VerifyReport",
+    "chain_hash",
+]
+
+ExpectedVersion: TypeAlias = int | Literal["no_stream", "any"]
+GENESIS_HASH = "0" * 64
+
+
+@dataclass(frozen=True, slots=True)
+class NewEvent:
+    """An event to append. ``recorded_at``/``actor`` are only given when moving a log."""
+
+    event_id: uuid.UUID
+    stream: str
+    type: str
+    schema_version: int
+    data: Mapping[str, Any]
+    meta: Mapping[str, Any] = field(default_factory=dict)
+    recorded_at: dt.datetime | None = None
+    actor: str | None = None
+
+    def data_bytes(self) -> bytes:
+        return canonical_bytes(self.data)
+
+
+@dataclass(frozen=True, slots=True)
+class AppendResult:
+    """Positions of the batch's events, in order; ``appended`` counts the new ones."""
+
+    positions: tuple[int, ...]
+    appended: int
+
+    @property
+    def already_present(self) -> int:
+        return len(self.positions) - self.appended
+
+
+@dataclass(frozen=True, slots=True)
+class VerifyReport:
+    ok: bool
+    count: int
+    head_position: int
+    head_hash: str
+    first_bad_position: int | None = None
+    problem: str | None = None
+
+
+def envelope_bytes(
+    *,
+    position: int,
+    stream: str,
+    version: int,
+    event_id: uuid.UUID,
+    type: str,
+    schema_version: int,
+    data: Mapping[str, Any],
+    recorded_at: str,
+    actor: str,
+    meta: Mapping[str, Any],
+) -> bytes:
+    return canonical_bytes(
+        {
+            "position": position,
+            "stream": stream,
+            "version": version,
+            "event_id": str(event_id),
+            "type": type,
+            "schema_version": schema_version,
+            "data": data,
+            "recorded_at": recorded_at,
+            "actor": actor,
+            "meta": meta,
+        }
+    )
+
+
+def chain_hash(previous: str, envelope: bytes) -> str:
+    """sha256 over the previous hash and the event's canonical bytes."""
+    return hashlib.sha256(previous.encode("ascii") + envelope).hexdigest()
+
+
+def recorded_hash(previous: str, event: RecordedEvent) -> str:
+    return chain_hash(
+        previous,
+        envelope_bytes(
+            position=event.position,
+            stream=event.stream,
+            version=event.version,
+            event_id=event.event_id,
+            type=event.type,
+            schema_version=event.schema_version,
+            data=event.data,
+            recorded_at=format_time(event.recorded_at),
+            actor=event.actor,
+            meta=event.meta,
+        ),
+    )
+
+
+@dataclass(slots=True)
+class PendingBatch:
+    """One batch as planned inside a write transaction (shared by the backends)."""
+
+    events: Sequence[NewEvent]
+    expected: Mapping[str, ExpectedVersion]
+    actor: str
+    positions: list[int | None] = field(default_factory=list)
+
+
+def plan_batches(
+    batches: Sequence[PendingBatch],
+    stream_versions: Mapping[str, int],
+    existing: Mapping[uuid.UUID, tuple[int, str, str, bytes]],
+    head_position: int,
+    head_hash: str,
+    now: dt.datetime,
+) -> tuple[list[AppendResult | StoreError], list[RecordedEvent]]:
+    """Check each batch in order against the stored state and lay out the rows to insert.
+
+    ``existing`` maps already stored event ids to (position, stream, type, canonical data).
+    A batch that fails is left out whole; later batches see the state without it.
+    """
+    versions = dict(stream_versions)
+    new_ids: dict[uuid.UUID, tuple[int, str, str, bytes]] = {}
+    outcomes: list[AppendResult | StoreError] = []
+    rows: list[RecordedEvent] = []
+    position, previous = head_position, head_hash
+    recorded_at = format_time(now)
+
+    for batch in batches:
+        try:
+            plan = _plan_one(batch, versions, existing, new_ids, position)
+        except StoreError as error:
+            outcomes.append(error)
+            continue
+        positions: list[int] = []
+        for event, known_position in plan:
+            if known_position is not None:
+                positions.append(known_position)
+                continue
+            position += 1
+            version = versions.get(event.stream, 0) + 1
+            versions[event.stream] = version
+            stamp = format_time(event.recorded_at) if event.recorded_at else recorded_at
+            actor = event.actor or batch.actor
+            envelope = envelope_bytes(
+                position=position,
+                stream=event.stream,
+                version=version,
+                event_id=event.event_id,
+                type=event.type,
+                schema_version=event.schema_version,
+                data=event.data,
+                recorded_at=stamp,
+                actor=actor,
+                meta=event.meta,
+            )
+            previous = chain_hash(previous, envelope)
+            rows.append(
+                RecordedEvent.model_construct(
+                    position=position,
+                    stream=event.stream,
+                    version=version,
+                    event_id=event.event_id,
+                    type=event.type,
+                    schema_version=event.schema_version,
+                    data=dict(event.data),
+                    recorded_at=dt.datetime.fromisoformat(stamp.replace("Z", "+00:00")),
+                    actor=actor,
+                    meta=dict(event.meta),
+                    hash=previous,
+                )
+            )
+            new_ids[event.event_id] = (position, event.stream, event.type, event.data_bytes())
+            positions.append(position)
+        outcomes.append(AppendResult(tuple(positions), sum(1 for _, p in plan if p is None)))
+    return outcomes, rows
+
+
+def _plan_one(
+    batch: PendingBatch,
+    versions: Mapping[str, int],
+    existing: Mapping[uuid.UUID, tuple[int, str, str, bytes]],
+    new_ids: Mapping[uuid.UUID, tuple[int, str, str, bytes]],
+    head_position: int,
+) -> list[tuple[NewEvent, int | None]]:
+    plan: list[tuple[NewEvent, int | None]] = []
+    seen_in_batch: set[uuid.UUID] = set()
+    streams_with_new_events: set[str] = set()
+    for event in batch.events:
+        if event.event_id in seen_in_batch:
+            raise DuplicateEventError(event.event_id, head_position)
+        seen_in_batch.add(event.event_id)
+        stored = existing.get(event.event_id) or new_ids.get(event.event_id)
+        if stored is None:
+            plan.append((event, None))
+            streams_with_new_events.add(event.stream)
+            continue
+        stored_position, stream, event_type, data = stored
+        if (stream, event_type, data) != (event.stream, event.type, event.data_bytes()):
+            raise DuplicateEventError(event.event_id, stored_position)
+        plan.append((event, stored_position))
+    # An idempotent retry of a batch whose events are all stored must succeed even though
+    # the stream has moved on, so versions are only checked where something is appended.
+    for stream, expected in batch.expected.items():
+        if stream not in streams_with_new_events or expected == "any":
+            continue
+        actual = versions.get(stream)
+        if expected == "no_stream":
+            if actual is not None:
+                raise ConcurrencyError(stream, expected, actual)
+        elif actual != expected and not (expected == 0 and actual is None):
+            raise ConcurrencyError(stream, expected, actual)
+    return plan
+
+
+class ProjectionTransaction(abc.ABC):
+    """Projection writes and the checkpoint, committed together or not at all.
+
+    SQL uses ``?`` placeholders; backends translate to their own paramstyle.
+    """
+
+    @abc.abstractmethod
+    async def execute(self, sql: str, parameters: Sequence[Any] = ()) -> None: ...
+
+    @abc.abstractmethod
+    async def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None: ...
+
+    @abc.abstractmethod
+    async def fetchall(self, sql: str, parameters: Sequence[Any] = ()) -> list[tuple[Any, ...]]: ...
+
+
+class EventStore(abc.ABC):
+    """An append-only log of events in streams, with a global, gap-free position."""
+
+    dialect: str
+
+    def __init__(self) -> None:
+        self._appended = asyncio.Condition()
+
+    # --- writing ---------------------------------------------------------------------------
+
+    async def append(
+        self,
+        events: Sequence[NewEvent],
+        *,
+        expected: Mapping[str, ExpectedVersion] | None = None,
+        actor: str,
+    ) -> AppendResult:
+        """Append one atomic batch (it may span streams). Raises on conflict."""
+        (outcome,) = await self.append_batches([PendingBatch(events, expected or {}, actor)])
+        if isinstance(outcome, StoreError):
+            raise outcome
+        return outcome
+
+    @abc.abstractmethod
+    async def append_batches(
+        self, batches: Sequence[PendingBatch]
+    ) -> list[AppendResult | StoreError]:
+        """Group commit: each batch is checked and applied on its own, all in one transaction.
+
+        A failed batch leaves no trace; the others are still written.
+        """
+
+    # --- reading ---------------------------------------------------------------------------
+
+    @abc.abstractmethod
+    async def read_all(self, after: int = 0, limit: int | None = None) -> list[RecordedEvent]: ...
+
+    @abc.abstractmethod
+    async def read_streams(self, streams: Sequence[str]) -> dict[str, list[RecordedEvent]]:
+        """Every event of each named stream, in version order (missing streams are absent)."""
+
+    async def read_stream(self, stream: str) -> list[RecordedEvent]:
+        return (await self.read_streams([stream])).get(stream, [])
+
+    @abc.abstractmethod
+    async def find_event_ids(self, ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, RecordedEvent]: ...
+
+    async def get(self, position: int) -> RecordedEvent | None:
+        found = await self.read_all(after=position - 1, limit=1)
+        return found[0] if found and found[0].position == position else None
+
+    @abc.abstractmethod
+    async def head(self) -> tuple[int, str]:
+        """The last position and its hash (0 and the genesis hash when empty)."""
+
+    async def iterate(self, after: int = 0, page: int = 2000) -> AsyncIterator[RecordedEvent]:
+        while True:
+            events = await self.read_all(after=after, limit=page)
+            for event in events:
+                yield event
+            if len(events) < page:
+                return
+            after = events[-1].position
+
+    # --- following -------------------------------------------------------------------------
+
+    async def _notify_appended(self) -> None:
+        async with self._appended:
+            self._appended.notify_all()
+
+    async def wait_for_events(self, after: int, timeout: float) -> None:
+        """Return once the head passes ``after`` or ``timeout`` elapses.
+
+        Commits in this process wake waiters at once; other writers are seen by polling
+        (and, on PostgreSQL, by LISTEN/NOTIFY).
+        """
+        async with self._appended:
+            try:
+                await asyncio.wait_for(self._appended.wait(), timeout)
+            except TimeoutError:
+                pass
+
+    async def subscribe(
+        self, after: int = 0, *, poll_interval: float = 0.5, page: int = 1000
+    ) -> AsyncIterator[RecordedEvent]:
+        """Pull events from a checkpoint forever; a notification only wakes the reader."""
+        while True:
+            events = await self.read_all(after=after, limit=page)
+            for event in events:
+                yield event
+            if events:
+                after = events[-1].position
+                continue
+            await self.wait_for_events(after, poll_interval)
+
+    # --- integrity ------------------------------------------------------------------------
+
+    async def verify(self) -> VerifyReport:
+        """Recompute the hash chain and check positions and versions are gap-free."""
+        previous, count, expected_position = GENESIS_HASH, 0, 1
+        versions: dict[str, int] = {}
+        async for event in self.iterate():
+            problem = None
+            if event.position != expected_position:
+                problem = f"position {expected_position} is missing"
+                bad = expected_position
+            elif event.version != versions.get(event.stream, 0) + 1:
+                problem = f"stream {event.stream} version {event.version} is out of order"
+                bad = event.position
+            elif recorded_hash(previous, event) != event.hash:
+                problem = "hash does not match the event's content and the previous hash"
+                bad = event.position
+            if problem:
+                return VerifyReport(False, count, event.position, event.hash, bad, problem)
+            versions[event.stream] = event.version
+            previous, count, expected_position = event.hash, count + 1, expected_position + 1
+        return VerifyReport(True, count, expected_position - 1, previous)
+
+    @abc.abstractmethod
+    async def count(self) -> int: ...
+
+    # --- projections -----------------------------------------------------------------------
+
+    @abc.abstractmethod
+    def projection_transaction(self) -> Any:
+        """An async context manager yielding a :class:`ProjectionTransaction`."""
+
+    @abc.abstractmethod
+    async def query(self, sql: str, parameters: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """Read projection tables (``?`` placeholders)."""
+
+    # --- lifecycle -------------------------------------------------------------------------
+
+    @abc.abstractmethod
+    async def close(self) -> None: ...
+
+    async def __aenter__(self) -> EventStore:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+
+def utc_now() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)

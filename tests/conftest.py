@@ -1,0 +1,49 @@
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from leaderlog.log import EventLog
+
+ROOT = Path(__file__).resolve().parent.parent
+SEEDS = ROOT / "seeds"
+POSTGRES_URL = os.environ.get("LEADERLOG_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")
+
+
+def postgres_reachable() -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", 5432), timeout=1):
+            return True
+    except OSError:
+        return False
+
+
+@pytest.fixture
+def postgres_url() -> str:
+    """The test server's URL; skipped locally when it is down, but never in CI."""
+    if not postgres_reachable():
+        if os.environ.get("CI") == "true":
+            pytest.fail("PostgreSQL is not reachable at 127.0.0.1:5432 and CI=true")
+        pytest.skip("PostgreSQL is not reachable at 127.0.0.1:5432")
+    return POSTGRES_URL
+
+
+@pytest.fixture
+def sqlite_url(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path / 'leaderlog.db'}"
+
+
+@pytest.fixture
+async def seeded_log(sqlite_url: str) -> AsyncIterator[EventLog]:
+    from leaderlog.log import load_seeds
+
+    log = await EventLog.open(sqlite_url)
+    await load_seeds(log, SEEDS)
+    try:
+        yield log
+    finally:
+        await log.close()
