@@ -6,12 +6,23 @@ from typing import Any
 
 import orjson
 
-__all__ = ["canonical_bytes", "dumps", "loads"]
+__all__ = ["Embedded", "canonical_bytes", "dumps", "embed", "loads"]
+
+# JSON bytes placed verbatim inside a value given to canonical_bytes.
+Embedded = orjson.Fragment
 
 
 def canonical_bytes(value: Any) -> bytes:
     """Sorted keys, no whitespace, UTF-8: equal values always give equal bytes."""
     return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+
+
+def embed(encoded: bytes) -> Embedded:
+    """Reuse JSON that is already canonical (e.g. stored data) inside a larger value.
+
+    The result is only canonical when ``encoded`` is, so pass canonical_bytes output only.
+    """
+    return orjson.Fragment(encoded)
 
 
 def dumps(value: Any, *, indent: bool = False) -> str:

@@ -229,7 +229,9 @@ def decide(event: Event, knowledge: Knowledge) -> list[Event]:
             claim = _require_live_claim(knowledge, event)
             changes = event.changes
             if event.source:
-                _require(knowledge, f"source-{event.source}", "the source must be registered", event)
+                _require(
+                    knowledge, f"source-{event.source}", "the source must be registered", event
+                )
             if changes.person:
                 _require(knowledge, f"person-{changes.person}", "the person must exist", event)
             if changes.post:
@@ -245,13 +247,17 @@ def decide(event: Event, knowledge: Knowledge) -> list[Event]:
         case ClaimDisputed():
             _require_live_claim(knowledge, event)
             if event.source:
-                _require(knowledge, f"source-{event.source}", "the source must be registered", event)
+                _require(
+                    knowledge, f"source-{event.source}", "the source must be registered", event
+                )
             for other in event.conflicts_with:
                 _require(knowledge, f"claim-{other}", "conflicting claims must exist", event)
         case ClaimRetracted():
             _require_live_claim(knowledge, event)
             if event.source:
-                _require(knowledge, f"source-{event.source}", "the source must be registered", event)
+                _require(
+                    knowledge, f"source-{event.source}", "the source must be registered", event
+                )
     return [event]
 
 

@@ -42,22 +42,38 @@ class RecordError(LeaderlogError):
     ``where`` names the record (``line 3``, ``record 0``); ``rule`` names what was broken.
     """
 
-    def __init__(self, message: str, *, where: str | None = None, rule: str = "schema") -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        where: str | None = None,
+        rule: str = "schema",
+        fields: Sequence[tuple[str, str]] = (),
+    ) -> None:
         self.message = message
         self.where = where
         self.rule = rule
+        # (field path, problem) pairs, so an API can name every field at fault.
+        self.fields = list(fields)
         super().__init__(f"{where}: {message}" if where else message)
 
     def located(self, where: str) -> RecordError:
         """The same problem, attributed to a record position."""
-        return type(self)(self.message, where=where, rule=self.rule)
+        return type(self)(self.message, where=where, rule=self.rule, fields=self.fields)
+
+    def as_dict(self) -> dict[str, object]:
+        problem: dict[str, object] = {
+            "where": self.where,
+            "rule": self.rule,
+            "message": self.message,
+        }
+        if self.fields:
+            problem["fields"] = [{"field": name, "problem": text} for name, text in self.fields]
+        return problem
 
 
 class DomainError(RecordError):
     """A well-formed record breaks a domain rule (references, claim lifecycle)."""
-
-    def __init__(self, message: str, *, rule: str, where: str | None = None) -> None:
-        super().__init__(message, where=where, rule=rule)
 
 
 class BatchError(LeaderlogError):

@@ -106,7 +106,9 @@ def parse_lines(lines: Iterable[str | bytes]) -> tuple[list[Record], list[str]]:
         where = f"line {number}"
         if len(line) > MAX_LINE_BYTES:
             problems.append(
-                RecordError(f"record is larger than {MAX_LINE_BYTES} bytes", where=where, rule="size")
+                RecordError(
+                    f"record is larger than {MAX_LINE_BYTES} bytes", where=where, rule="size"
+                )
             )
             continue
         if not line.strip():
@@ -306,8 +308,16 @@ class EventLog:
 
         group_states: dict[str, EntityState] = {}
         group_versions: dict[str, int] = {}
+        group_ids: set[uuid.UUID] = set()
         decided: list[tuple[_Request, _Decision]] = []
+        deferred: list[_Request] = []
         for request in group:
+            if not request.ids_are_fresh and any(r.event_id in group_ids for r in request.records):
+                # An earlier request of this group appends these ids (the same file imported
+                # twice at once): once it has committed, they are found stored and this
+                # request is answered idempotently instead of breaking the unique rule.
+                deferred.append(request)
+                continue
             try:
                 decision = await self._decide(request, stored, group_states, group_versions)
             except (BatchError, StoreError) as error:
@@ -315,6 +325,7 @@ class EventLog:
                 continue
             group_states.update(decision.states)
             group_versions.update(decision.versions)
+            group_ids.update(event.event_id for event in decision.new_events)
             decided.append((request, decision))
 
         outcomes = await self.store.append_batches(
@@ -336,16 +347,20 @@ class EventLog:
                 continue
             self._states.update(decision.states)
             self._versions.update(decision.versions)
-            new_positions = iter(p for p in outcome.positions if p not in decision.known_positions)
+            # The store saw only the records not already known, in order.
+            new_positions = iter(outcome.positions)
             positions = [
                 decision.known_positions.get(index) or next(new_positions)
                 for index in range(len(request.records))
             ]
-            appended_positions.extend(p for i, p in enumerate(positions) if i not in decision.known_positions)
+            appended_positions.extend(
+                p for i, p in enumerate(positions) if i not in decision.known_positions
+            )
             request.future.set_result(AppendOutcome(tuple(positions), outcome.appended))
         if appended_positions and min(appended_positions) == self._known_head + 1 and not retry:
             self._known_head = max(appended_positions)
-        return retry
+        waiting = {*retry, *deferred}
+        return [request for request in group if request in waiting]
 
     async def _decide(
         self,
@@ -357,7 +372,19 @@ class EventLog:
         decision = _Decision()
         knowledge = _LayeredKnowledge(self, [group_states, decision.states])
         problems: list[RecordError] = []
+        first_use: dict[uuid.UUID, str] = {}
         for index, (record, label) in enumerate(zip(request.records, request.labels, strict=True)):
+            if record.event_id in first_use:
+                used_by = first_use[record.event_id]
+                problems.append(
+                    RecordError(
+                        f"event id {record.event_id} is already used by {used_by}",
+                        where=label,
+                        rule="event_id",
+                    )
+                )
+                continue
+            first_use[record.event_id] = label
             previous = stored.get(record.event_id)
             if previous is not None:
                 event = record.event
@@ -391,7 +418,9 @@ class EventLog:
                 decision.versions[stream] = version + 1
                 decision.new_events.append(
                     NewEvent(
-                        event_id=record.event_id if event is record.event else content_event_id(event),
+                        event_id=record.event_id
+                        if event is record.event
+                        else content_event_id(event),
                         stream=stream,
                         type=event.type,
                         schema_version=event.schema_version,

@@ -5,7 +5,11 @@ Each command group lives in its own module and registers itself on :data:`main`.
 
 from __future__ import annotations
 
+from leaderlog.cli import log_commands as _log_commands
+from leaderlog.cli import token_commands as _token_commands
 from leaderlog.cli._app import main
-from leaderlog.cli import log_commands as _log_commands  # noqa: F401  (registers commands)
 
 __all__ = ["main"]
+
+# Importing a command module registers its commands on ``main``.
+del _log_commands, _token_commands

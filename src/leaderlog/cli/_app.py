@@ -12,7 +12,13 @@ import click
 from rich.console import Console
 
 from leaderlog._json import dumps
-from leaderlog.errors import BatchError, LeaderlogError
+from leaderlog.errors import (
+    BatchError,
+    ConcurrencyError,
+    DuplicateEventError,
+    LeaderlogError,
+    RecordError,
+)
 from leaderlog.log import EventLog
 from leaderlog.store import database_url
 
@@ -48,8 +54,20 @@ def run(function: Callable[[], Awaitable[T]]) -> T:
             click.echo(f"  ... and {len(error.problems) - 50} more", err=True)
         sys.exit(1)
     except LeaderlogError as error:
-        click.echo(f"error: {error}", err=True)
+        rule = _rule_of(error)
+        click.echo(f"error: {error}" + (f" [rule: {rule}]" if rule else ""), err=True)
         sys.exit(1)
+
+
+def _rule_of(error: LeaderlogError) -> str | None:
+    """The rule a refused record broke, named like the rules of :class:`RecordError`."""
+    if isinstance(error, RecordError):
+        return error.rule
+    if isinstance(error, ConcurrencyError):
+        return "expected_version"
+    if isinstance(error, DuplicateEventError):
+        return "event_id"
+    return None
 
 
 def print_json(value: Any) -> None:

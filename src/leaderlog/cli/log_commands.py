@@ -11,6 +11,7 @@ from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeR
 
 from leaderlog._json import dumps
 from leaderlog.cli._app import Context, err_console, main, print_json, run
+from leaderlog.errors import DuplicateEventError, RecordError
 from leaderlog.events import event_schema
 from leaderlog.log import parse_lines
 
@@ -69,7 +70,19 @@ def import_command(context: Context, file: IO[bytes], actor: str, as_json: bool)
         async with context.log() as log:
             if len(records) > 10_000:
                 err_console.print(f"appending {len(records)} records in one transaction...")
-            outcome = await log.append_records(records, actor=actor, labels=labels)
+            try:
+                outcome = await log.append_records(records, actor=actor, labels=labels)
+            except DuplicateEventError as error:
+                # Name the line, as every other refusal of a record does.
+                line = next(
+                    (
+                        label
+                        for record, label in zip(records, labels, strict=True)
+                        if record.event_id == error.event_id
+                    ),
+                    None,
+                )
+                raise RecordError(str(error), where=line, rule="event_id") from None
         if as_json:
             print_json({"appended": outcome.appended, "already_present": outcome.already_present})
         else:

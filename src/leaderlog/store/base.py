@@ -8,14 +8,15 @@ from __future__ import annotations
 
 import abc
 import asyncio
+import contextlib
 import datetime as dt
 import hashlib
 import uuid
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeAlias
+from typing import Any, Literal, NamedTuple, TypeAlias
 
-from leaderlog._json import canonical_bytes
+from leaderlog._json import Embedded, canonical_bytes, embed
 from leaderlog.errors import ConcurrencyError, DuplicateEventError, StoreError
 from leaderlog.events import RecordedEvent, format_time
 
@@ -26,9 +27,11 @@ __all__ = [
     "ExpectedVersion",
     "NewEvent",
     "PendingBatch",
+    "PlannedRow",
     "ProjectionTransaction",
     "VerifyReport",
     "chain_hash",
+    "plan_rows",
 ]
 
 ExpectedVersion: TypeAlias = int | Literal["no_stream", "any"]
@@ -82,17 +85,18 @@ def envelope_bytes(
     event_id: uuid.UUID,
     type: str,
     schema_version: int,
-    data: Mapping[str, Any],
+    data: Mapping[str, Any] | Embedded,
     recorded_at: str,
     actor: str,
-    meta: Mapping[str, Any],
+    meta: Mapping[str, Any] | Embedded,
 ) -> bytes:
     return canonical_bytes(
         {
             "position": position,
             "stream": stream,
             "version": version,
-            "event_id": str(event_id),
+            # Serialised as its canonical text, exactly like str(event_id).
+            "event_id": event_id,
             "type": type,
             "schema_version": schema_version,
             "data": data,
@@ -136,6 +140,39 @@ class PendingBatch:
     positions: list[int | None] = field(default_factory=list)
 
 
+class PlannedRow(NamedTuple):
+    """One event to insert, its data and meta already in canonical JSON (encoded once)."""
+
+    position: int
+    stream: str
+    version: int
+    event_id: uuid.UUID
+    type: str
+    schema_version: int
+    data: Mapping[str, Any]
+    data_json: bytes
+    recorded_at: str
+    actor: str
+    meta: Mapping[str, Any]
+    meta_json: bytes
+    hash: str
+
+    def recorded(self) -> RecordedEvent:
+        return RecordedEvent.model_construct(
+            position=self.position,
+            stream=self.stream,
+            version=self.version,
+            event_id=self.event_id,
+            type=self.type,
+            schema_version=self.schema_version,
+            data=dict(self.data),
+            recorded_at=dt.datetime.fromisoformat(self.recorded_at.replace("Z", "+00:00")),
+            actor=self.actor,
+            meta=dict(self.meta),
+            hash=self.hash,
+        )
+
+
 def plan_batches(
     batches: Sequence[PendingBatch],
     stream_versions: Mapping[str, int],
@@ -144,6 +181,19 @@ def plan_batches(
     head_hash: str,
     now: dt.datetime,
 ) -> tuple[list[AppendResult | StoreError], list[RecordedEvent]]:
+    """:func:`plan_rows`, with the rows as recorded events."""
+    outcomes, rows = plan_rows(batches, stream_versions, existing, head_position, head_hash, now)
+    return outcomes, [row.recorded() for row in rows]
+
+
+def plan_rows(
+    batches: Sequence[PendingBatch],
+    stream_versions: Mapping[str, int],
+    existing: Mapping[uuid.UUID, tuple[int, str, str, bytes]],
+    head_position: int,
+    head_hash: str,
+    now: dt.datetime,
+) -> tuple[list[AppendResult | StoreError], list[PlannedRow]]:
     """Check each batch in order against the stored state and lay out the rows to insert.
 
     ``existing`` maps already stored event ids to (position, stream, type, canonical data).
@@ -152,7 +202,7 @@ def plan_batches(
     versions = dict(stream_versions)
     new_ids: dict[uuid.UUID, tuple[int, str, str, bytes]] = {}
     outcomes: list[AppendResult | StoreError] = []
-    rows: list[RecordedEvent] = []
+    rows: list[PlannedRow] = []
     position, previous = head_position, head_hash
     recorded_at = format_time(now)
 
@@ -172,6 +222,8 @@ def plan_batches(
             versions[event.stream] = version
             stamp = format_time(event.recorded_at) if event.recorded_at else recorded_at
             actor = event.actor or batch.actor
+            data_json = event.data_bytes()
+            meta_json = canonical_bytes(event.meta)
             envelope = envelope_bytes(
                 position=position,
                 stream=event.stream,
@@ -179,28 +231,30 @@ def plan_batches(
                 event_id=event.event_id,
                 type=event.type,
                 schema_version=event.schema_version,
-                data=event.data,
+                data=embed(data_json),
                 recorded_at=stamp,
                 actor=actor,
-                meta=event.meta,
+                meta=embed(meta_json),
             )
             previous = chain_hash(previous, envelope)
             rows.append(
-                RecordedEvent.model_construct(
-                    position=position,
-                    stream=event.stream,
-                    version=version,
-                    event_id=event.event_id,
-                    type=event.type,
-                    schema_version=event.schema_version,
-                    data=dict(event.data),
-                    recorded_at=dt.datetime.fromisoformat(stamp.replace("Z", "+00:00")),
-                    actor=actor,
-                    meta=dict(event.meta),
-                    hash=previous,
+                PlannedRow(
+                    position,
+                    event.stream,
+                    version,
+                    event.event_id,
+                    event.type,
+                    event.schema_version,
+                    event.data,
+                    data_json,
+                    stamp,
+                    actor,
+                    event.meta,
+                    meta_json,
+                    previous,
                 )
             )
-            new_ids[event.event_id] = (position, event.stream, event.type, event.data_bytes())
+            new_ids[event.event_id] = (position, event.stream, event.type, data_json)
             positions.append(position)
         outcomes.append(AppendResult(tuple(positions), sum(1 for _, p in plan if p is None)))
     return outcomes, rows
@@ -336,10 +390,8 @@ class EventStore(abc.ABC):
         (and, on PostgreSQL, by LISTEN/NOTIFY).
         """
         async with self._appended:
-            try:
+            with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._appended.wait(), timeout)
-            except TimeoutError:
-                pass
 
     async def subscribe(
         self, after: int = 0, *, poll_interval: float = 0.5, page: int = 1000

@@ -18,7 +18,7 @@ from typing import Any
 
 import aiosqlite
 
-from leaderlog._json import canonical_bytes, loads
+from leaderlog._json import loads
 from leaderlog.errors import StoreError, StoreUnavailable
 from leaderlog.events import RecordedEvent
 from leaderlog.store.base import (
@@ -26,8 +26,9 @@ from leaderlog.store.base import (
     AppendResult,
     EventStore,
     PendingBatch,
+    PlannedRow,
     ProjectionTransaction,
-    plan_batches,
+    plan_rows,
     utc_now,
 )
 
@@ -63,7 +64,8 @@ BEFORE DELETE ON events BEGIN SELECT RAISE(ABORT, 'events are append-only'); END
 """
 
 _COLUMNS = (
-    "position, event_id, stream, version, type, schema_version, data, recorded_at, actor, meta, hash"
+    "position, event_id, stream, version, type, schema_version, data, recorded_at, actor, meta, "
+    "hash"
 )
 _INSERT = f"INSERT INTO events ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 # SQLite's default limit on host parameters is 32766; stay far below it.
@@ -87,19 +89,19 @@ def _row_to_event(row: Sequence[Any]) -> RecordedEvent:
     )
 
 
-def _event_to_row(event: RecordedEvent) -> tuple[Any, ...]:
+def _planned_to_row(row: PlannedRow) -> tuple[Any, ...]:
     return (
-        event.position,
-        event.event_id.bytes,
-        event.stream,
-        event.version,
-        event.type,
-        event.schema_version,
-        canonical_bytes(event.data).decode(),
-        event.recorded_at.strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
-        event.actor,
-        canonical_bytes(event.meta).decode(),
-        event.hash,
+        row.position,
+        row.event_id.bytes,
+        row.stream,
+        row.version,
+        row.type,
+        row.schema_version,
+        row.data_json.decode(),
+        row.recorded_at,
+        row.actor,
+        row.meta_json.decode(),
+        row.hash,
     )
 
 
@@ -128,8 +130,7 @@ class _SQLiteProjectionTransaction(ProjectionTransaction):
         await self._connection.executemany(sql, rows)
 
     async def fetchall(self, sql: str, parameters: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        cursor = await self._connection.execute(sql, parameters)
-        return [tuple(row) for row in await cursor.fetchall()]
+        return [tuple(row) for row in await self._connection.execute_fetchall(sql, parameters)]
 
 
 class SQLiteStore(EventStore):
@@ -172,58 +173,82 @@ class SQLiteStore(EventStore):
     ) -> list[AppendResult | StoreError]:
         if not batches:
             return []
-        streams = sorted({event.stream for batch in batches for event in batch.events})
-        ids = [event.event_id.bytes for batch in batches for event in batch.events]
         async with self._write_lock:
-            writer = self._writer
             try:
-                await writer.execute("BEGIN IMMEDIATE")
-            except sqlite3.OperationalError as error:
-                raise StoreUnavailable(f"database is busy: {error}") from error
-            try:
-                cursor = await writer.execute(
-                    "SELECT position, hash FROM events ORDER BY position DESC LIMIT 1"
-                )
-                head = await cursor.fetchone()
-                head_position, head_hash = (head[0], head[1]) if head else (0, GENESIS_HASH)
-                versions: dict[str, int] = {}
-                for chunk in _chunks(streams):
-                    marks = ",".join("?" * len(chunk))
-                    cursor = await writer.execute(
-                        f"SELECT stream, MAX(version) FROM events WHERE stream IN ({marks}) "
-                        "GROUP BY stream",
-                        chunk,
-                    )
-                    versions.update({row[0]: row[1] for row in await cursor.fetchall()})
-                existing: dict[uuid.UUID, tuple[int, str, str, bytes]] = {}
-                for chunk in _chunks(ids):
-                    marks = ",".join("?" * len(chunk))
-                    cursor = await writer.execute(
-                        "SELECT event_id, position, stream, type, data FROM events "
-                        f"WHERE event_id IN ({marks})",
-                        chunk,
-                    )
-                    for row in await cursor.fetchall():
-                        existing[uuid.UUID(bytes=row[0])] = (row[1], row[2], row[3], row[4].encode())
-                outcomes, rows = plan_batches(
-                    batches, versions, existing, head_position, head_hash, utc_now()
-                )
-                if rows:
-                    await writer.executemany(_INSERT, [_event_to_row(row) for row in rows])
-                await writer.execute("COMMIT")
-            except BaseException:
-                with contextlib.suppress(sqlite3.Error):
-                    await writer.execute("ROLLBACK")
-                raise
-        if rows:
+                # Ids are nearly always new (fresh UUIDv7s, or checked by the caller), so the
+                # UNIQUE index is trusted to catch a stored one before paying for a lookup.
+                outcomes, appended = await self._append_in_transaction(batches, look_up_ids=False)
+            except sqlite3.IntegrityError:
+                outcomes, appended = await self._append_in_transaction(batches, look_up_ids=True)
+        if appended:
             await self._notify_appended()
         return outcomes
+
+    async def _append_in_transaction(
+        self, batches: Sequence[PendingBatch], *, look_up_ids: bool
+    ) -> tuple[list[AppendResult | StoreError], bool]:
+        writer = self._writer
+        try:
+            await writer.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as error:
+            raise StoreUnavailable(f"database is busy: {error}") from error
+        try:
+            head = list(
+                await writer.execute_fetchall(
+                    "SELECT position, hash FROM events ORDER BY position DESC LIMIT 1"
+                )
+            )
+            head_position, head_hash = (head[0][0], head[0][1]) if head else (0, GENESIS_HASH)
+            streams = sorted({event.stream for batch in batches for event in batch.events})
+            versions: dict[str, int] = {}
+            for chunk in _chunks(streams):
+                marks = ",".join("?" * len(chunk))
+                for row in await writer.execute_fetchall(
+                    f"SELECT stream, MAX(version) FROM events WHERE stream IN ({marks}) "
+                    "GROUP BY stream",
+                    chunk,
+                ):
+                    versions[row[0]] = row[1]
+            now = utc_now()
+            existing = await self._stored_ids(batches) if look_up_ids else {}
+            outcomes, rows = plan_rows(batches, versions, existing, head_position, head_hash, now)
+            if not look_up_ids and any(isinstance(o, StoreError) for o in outcomes):
+                # A refused batch may be the retry of a stored one (an idempotent retry is no
+                # conflict even when its stream has moved on): plan again knowing the stored ids.
+                existing = await self._stored_ids(batches)
+                outcomes, rows = plan_rows(
+                    batches, versions, existing, head_position, head_hash, now
+                )
+            if rows:
+                await writer.executemany(_INSERT, [_planned_to_row(row) for row in rows])
+            await writer.execute("COMMIT")
+        except BaseException:
+            with contextlib.suppress(sqlite3.Error):
+                await writer.execute("ROLLBACK")
+            raise
+        return outcomes, bool(rows)
+
+    async def _stored_ids(
+        self, batches: Sequence[PendingBatch]
+    ) -> dict[uuid.UUID, tuple[int, str, str, bytes]]:
+        """(position, stream, type, canonical data) of each batch event id already stored."""
+        existing: dict[uuid.UUID, tuple[int, str, str, bytes]] = {}
+        ids = [event.event_id.bytes for batch in batches for event in batch.events]
+        for chunk in _chunks(ids):
+            marks = ",".join("?" * len(chunk))
+            for row in await self._writer.execute_fetchall(
+                "SELECT event_id, position, stream, type, data FROM events "
+                f"WHERE event_id IN ({marks})",
+                chunk,
+            ):
+                existing[uuid.UUID(bytes=row[0])] = (row[1], row[2], row[3], row[4].encode())
+        return existing
 
     # --- reading ---------------------------------------------------------------------------
 
     async def _select(self, sql: str, parameters: Sequence[Any] = ()) -> list[RecordedEvent]:
-        cursor = await self._reader.execute(sql, parameters)
-        return [_row_to_event(row) for row in await cursor.fetchall()]
+        # execute_fetchall costs one thread hop where execute + fetchall cost two.
+        return [_row_to_event(row) for row in await self._reader.execute_fetchall(sql, parameters)]
 
     async def read_all(self, after: int = 0, limit: int | None = None) -> list[RecordedEvent]:
         return await self._select(
@@ -258,16 +283,16 @@ class SQLiteStore(EventStore):
         return found[0] if found else None
 
     async def head(self) -> tuple[int, str]:
-        cursor = await self._reader.execute(
-            "SELECT position, hash FROM events ORDER BY position DESC LIMIT 1"
+        rows = list(
+            await self._reader.execute_fetchall(
+                "SELECT position, hash FROM events ORDER BY position DESC LIMIT 1"
+            )
         )
-        row = await cursor.fetchone()
-        return (row[0], row[1]) if row else (0, GENESIS_HASH)
+        return (rows[0][0], rows[0][1]) if rows else (0, GENESIS_HASH)
 
     async def count(self) -> int:
-        cursor = await self._reader.execute("SELECT COUNT(*) FROM events")
-        row = await cursor.fetchone()
-        return int(row[0]) if row else 0
+        rows = list(await self._reader.execute_fetchall("SELECT COUNT(*) FROM events"))
+        return int(rows[0][0])
 
     # --- projections -----------------------------------------------------------------------
 
@@ -284,5 +309,4 @@ class SQLiteStore(EventStore):
                 raise
 
     async def query(self, sql: str, parameters: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        cursor = await self._reader.execute(sql, parameters)
-        return [tuple(row) for row in await cursor.fetchall()]
+        return [tuple(row) for row in await self._reader.execute_fetchall(sql, parameters)]

@@ -1,0 +1,340 @@
+"""Benchmarks, each reported as a ratio against raw ``sqlite3`` measured in the same run.
+
+Run ``python scripts/bench.py`` for the full-size figures, ``--quick`` for a smoke run, and
+``--only NAME`` (repeatable) to pick benchmarks. The exit status is 1 when a bar is missed.
+
+Appends: ``claim.reported`` events go through the public append API (domain rules included)
+into a fresh SQLite file that holds the seeds; the baseline inserts rows of the same shape
+(same columns, same data JSON) with plain ``sqlite3``, using the store's own ``PRAGMAS`` and
+``SCHEMA`` (same unique indexes and triggers).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import cProfile
+import hashlib
+import pstats
+import sqlite3
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from leaderlog._json import canonical_bytes
+from leaderlog.events import (
+    Attribution,
+    ClaimReported,
+    FuzzyDate,
+    Record,
+    content_event_id,
+    format_time,
+    new_event_id,
+)
+from leaderlog.log import EventLog, load_seeds, parse_lines
+from leaderlog.store.base import utc_now
+from leaderlog.store.sqlite import PRAGMAS, SCHEMA
+
+ROOT = Path(__file__).resolve().parent.parent
+SEEDS = ROOT / "seeds"
+
+CONCURRENT_TASKS = 100
+RAW_BATCH = 100
+CONCURRENT_BAR = 0.5
+SEQUENTIAL_BAR = 0.25
+
+
+@dataclass(frozen=True)
+class Sizes:
+    concurrent_events: int
+    sequential_events: int
+    repeats: int
+
+
+FULL = Sizes(concurrent_events=20_000, sequential_events=3_000, repeats=3)
+QUICK = Sizes(concurrent_events=2_000, sequential_events=300, repeats=1)
+
+
+@dataclass(frozen=True)
+class Settings:
+    sizes: Sizes
+    workdir: Path
+    profile: bool
+
+
+# --- workload --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SeedReferences:
+    source: str
+    people: tuple[str, ...]
+    posts: tuple[str, ...]
+
+
+def seed_references() -> SeedReferences:
+    paths = sorted(SEEDS.glob("*.jsonl"))
+    lines = [line for path in paths for line in path.read_bytes().splitlines()]
+    records, _ = parse_lines(lines)
+    by_type: dict[str, list[str]] = {}
+    for record in records:
+        by_type.setdefault(record.event.type, []).append(record.stream.partition("-")[2])
+    return SeedReferences(
+        source=by_type["source.registered"][0],
+        people=tuple(by_type["person.registered"]),
+        posts=tuple(by_type["post.defined"]),
+    )
+
+
+def make_claims(references: SeedReferences, count: int) -> list[ClaimReported]:
+    """Distinct, seed-referencing claims (``bench-<n>``) shaped like the real ones."""
+    claims = []
+    for n in range(count):
+        kind = ("appointment", "departure", "incumbency")[n % 3]
+        claims.append(
+            ClaimReported(
+                claim=f"bench-{n}",
+                source=references.source,
+                kind=kind,
+                person=references.people[n % len(references.people)],
+                post=references.posts[n % len(references.posts)],
+                capacity=("acting", "permanent", "unspecified")[n % 3],
+                cause="retirement" if kind == "departure" else None,
+                effective=FuzzyDate(date="2025-06", qualifier="about", text="next month"),
+                modality=("occurred", "expected", "announced")[n % 3],
+                attribution=Attribution(kind="anonymous", parties=("White House", "ICE")),
+                quote=f"Benchmark claim number {n}, reported by sources familiar with the matter",
+                locator="body",
+            )
+        )
+    return claims
+
+
+def content_records(claims: Sequence[ClaimReported]) -> list[Record]:
+    """Records as an import gives them: no event id, so the id is derived from the content."""
+    return [Record(event=claim, event_id=content_event_id(claim)) for claim in claims]
+
+
+def raw_rows(claims: Sequence[ClaimReported]) -> list[tuple[Any, ...]]:
+    """Precomputed rows of the same shape the store writes (the hash is a placeholder)."""
+    recorded_at = format_time(utc_now())
+    placeholder_hash = hashlib.sha256(b"bench").hexdigest()
+    return [
+        (
+            position,
+            new_event_id().bytes,
+            claim.stream(),
+            1,
+            claim.type,
+            claim.schema_version,
+            canonical_bytes(claim.data()).decode(),
+            recorded_at,
+            "bench",
+            "{}",
+            placeholder_hash,
+        )
+        for position, claim in enumerate(claims, start=1)
+    ]
+
+
+# --- the two sides ---------------------------------------------------------------------------
+
+
+def raw_insert(path: Path, rows: Sequence[tuple[Any, ...]], per_transaction: int) -> float:
+    """Events per second for plain sqlite3 inserts, ``per_transaction`` rows per commit."""
+    connection = sqlite3.connect(path, isolation_level=None)
+    try:
+        for pragma in PRAGMAS:
+            connection.execute(pragma)
+        connection.executescript(SCHEMA)
+        columns = ",".join("?" * len(rows[0]))
+        insert = f"INSERT INTO events VALUES ({columns})"
+        started = time.perf_counter()
+        for start in range(0, len(rows), per_transaction):
+            connection.execute("BEGIN IMMEDIATE")
+            connection.executemany(insert, rows[start : start + per_transaction])
+            connection.execute("COMMIT")
+        elapsed = time.perf_counter() - started
+    finally:
+        connection.close()
+    return len(rows) / elapsed
+
+
+Appender = Callable[[EventLog, int], Awaitable[object]]
+
+
+async def _timed_log_run(path: Path, count: int, tasks: int, append_one: Appender) -> float:
+    """Events per second for ``tasks`` concurrent callers sharing ``count`` single appends."""
+    log = await EventLog.open(f"sqlite:///{path}")
+    try:
+        await load_seeds(log, SEEDS)
+
+        async def caller(first: int) -> None:
+            for index in range(first, count, tasks):
+                await append_one(log, index)
+
+        started = time.perf_counter()
+        await asyncio.gather(*(caller(first) for first in range(tasks)))
+        elapsed = time.perf_counter() - started
+        stored = await log.store.count()
+    finally:
+        await log.close()
+    if stored < count:
+        raise RuntimeError(f"only {stored} events are stored, expected at least {count}")
+    return count / elapsed
+
+
+def log_append(
+    path: Path, count: int, tasks: int, append_one: Appender, profile: bool = False
+) -> float:
+    if not profile:
+        return asyncio.run(_timed_log_run(path, count, tasks, append_one))
+    profiler = cProfile.Profile()
+    rate = profiler.runcall(asyncio.run, _timed_log_run(path, count, tasks, append_one))
+    pstats.Stats(profiler).sort_stats("cumulative").print_stats(30)
+    return rate
+
+
+def events_appender(claims: Sequence[ClaimReported]) -> Appender:
+    async def append_one(log: EventLog, index: int) -> object:
+        return await log.append_events([claims[index]], actor="bench")
+
+    return append_one
+
+
+def records_appender(records: Sequence[Record]) -> Appender:
+    async def append_one(log: EventLog, index: int) -> object:
+        return await log.append_records([records[index]], actor="bench")
+
+    return append_one
+
+
+# --- reporting -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Comparison:
+    name: str
+    ours: float
+    raw: float
+    baseline: str
+    bar: float | None
+
+    @property
+    def ratio(self) -> float:
+        return self.ours / self.raw
+
+    @property
+    def passed(self) -> bool:
+        return self.bar is None or self.ratio >= self.bar
+
+    def report(self) -> str:
+        verdict = "info" if self.bar is None else ("PASS" if self.passed else "FAIL")
+        bar = "" if self.bar is None else f" (bar >= {self.bar}x)"
+        return (
+            f"  {self.name}\n"
+            f"    leaderlog {self.ours:>10,.0f} events/s   raw sqlite3 {self.raw:>10,.0f} events/s "
+            f"({self.baseline})\n"
+            f"    ratio {self.ratio:.2f}x{bar}  {verdict}"
+        )
+
+
+def best_of(repeats: int, run: Callable[[int], float]) -> float:
+    """The best of several runs: both sides get the same number of tries."""
+    return max(run(attempt) for attempt in range(repeats))
+
+
+# --- benchmarks ------------------------------------------------------------------------------
+
+
+def bench_appends(settings: Settings) -> bool:
+    sizes, workdir = settings.sizes, settings.workdir
+    references = seed_references()
+    claims = make_claims(references, max(sizes.concurrent_events, sizes.sequential_events))
+    records = content_records(claims)
+    counter = iter(range(1_000_000))
+
+    def fresh(label: str) -> Path:
+        return workdir / f"{label}-{next(counter)}.db"
+
+    def ours(count: int, tasks: int, append_one: Appender) -> Callable[[int], float]:
+        return lambda attempt: log_append(
+            fresh("log"), count, tasks, append_one, settings.profile and attempt == 0
+        )
+
+    def raw(count: int, per_transaction: int) -> Callable[[int], float]:
+        rows = raw_rows(claims[:count])
+        return lambda _attempt: raw_insert(fresh("raw"), rows, per_transaction)
+
+    concurrent, sequential = sizes.concurrent_events, sizes.sequential_events
+    raw_batched = best_of(sizes.repeats, raw(concurrent, RAW_BATCH))
+    raw_single = best_of(sizes.repeats, raw(sequential, 1))
+    comparisons = [
+        Comparison(
+            f"{CONCURRENT_TASKS} tasks, single-event append_events, {concurrent:,} events",
+            best_of(sizes.repeats, ours(concurrent, CONCURRENT_TASKS, events_appender(claims))),
+            raw_batched,
+            f"{RAW_BATCH} rows per transaction",
+            CONCURRENT_BAR,
+        ),
+        Comparison(
+            f"one writer, single-event append_events, {sequential:,} events",
+            best_of(sizes.repeats, ours(sequential, 1, events_appender(claims))),
+            raw_single,
+            "1 row per transaction",
+            SEQUENTIAL_BAR,
+        ),
+        Comparison(
+            f"{CONCURRENT_TASKS} tasks, single-record append_records (content ids), "
+            f"{concurrent:,} events",
+            best_of(sizes.repeats, ours(concurrent, CONCURRENT_TASKS, records_appender(records))),
+            raw_batched,
+            f"{RAW_BATCH} rows per transaction",
+            None,
+        ),
+        Comparison(
+            f"one writer, single-record append_records (content ids), {sequential:,} events",
+            best_of(sizes.repeats, ours(sequential, 1, records_appender(records))),
+            raw_single,
+            "1 row per transaction",
+            None,
+        ),
+    ]
+    print(f"appends (synchronous=FULL, WAL, best of {sizes.repeats})")
+    for comparison in comparisons:
+        print(comparison.report())
+    return all(comparison.passed for comparison in comparisons)
+
+
+BENCHMARKS: dict[str, Callable[[Settings], bool]] = {
+    "appends": bench_appends,
+}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument(
+        "--only", action="append", choices=sorted(BENCHMARKS), help="run only this benchmark"
+    )
+    parser.add_argument("--quick", action="store_true", help="small sizes, one try each")
+    parser.add_argument(
+        "--dir", type=Path, help="folder for the temporary databases (default: system temp)"
+    )
+    parser.add_argument(
+        "--profile", action="store_true", help="print a cProfile of leaderlog's first try"
+    )
+    options = parser.parse_args(argv)
+    passed = True
+    with tempfile.TemporaryDirectory(prefix="leaderlog-bench-", dir=options.dir) as folder:
+        settings = Settings(QUICK if options.quick else FULL, Path(folder), options.profile)
+        for name in options.only or list(BENCHMARKS):
+            passed = BENCHMARKS[name](settings) and passed
+    return 0 if passed else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,65 @@
+"""Format-neutral feed documents: what the Atom, RSS and JSON Feed writers all render.
+
+Every string in these documents is already clean (no characters XML cannot carry) and
+every date comes from an event, so rendering them twice gives the same bytes.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+
+__all__ = ["Category", "Entry", "Feed", "Link"]
+
+
+@dataclass(frozen=True, slots=True)
+class Link:
+    href: str
+    rel: str
+    media_type: str | None = None
+    hreflang: str | None = None
+    title: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Category:
+    term: str
+    label: str
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    id: str
+    title: str
+    summary: str
+    content_html: str
+    published: dt.datetime
+    updated: dt.datetime
+    links: tuple[Link, ...]
+    categories: tuple[Category, ...]
+
+    @property
+    def url(self) -> str | None:
+        """The entry's web address: its first alternate link."""
+        return next((link.href for link in self.links if link.rel == "alternate"), None)
+
+
+@dataclass(frozen=True, slots=True)
+class Feed:
+    """One feed document: a subscription document or an RFC 5005 archive page."""
+
+    id: str
+    title: str
+    subtitle: str
+    language: str
+    updated: dt.datetime
+    self_url: str
+    home_url: str
+    author: str
+    generator: str
+    generator_version: str
+    entries: tuple[Entry, ...]
+    archive: bool = False
+    prev_archive: str | None = None
+    next_archive: str | None = None
+    current: str | None = None

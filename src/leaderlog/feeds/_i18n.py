@@ -1,0 +1,177 @@
+"""Languages: gettext catalogs, locale-aware dates and lists, and language negotiation (Babel).
+
+The catalogs are ``locales/<locale>/LC_MESSAGES/leaderlog.po``; they are compiled in memory
+the first time a language is used, so the package ships only the editable sources. Messages
+are English source strings with ``{name}`` placeholders; translators may reorder them.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+import gettext
+import io
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from babel import Locale, UnknownLocaleError
+from babel.dates import format_date, format_datetime, format_skeleton
+from babel.lists import format_list
+from babel.messages.mofile import write_mo
+from babel.messages.pofile import read_po
+from babel.support import Translations
+
+__all__ = [
+    "DEFAULT_LANGUAGE",
+    "LANGUAGES",
+    "N_",
+    "Language",
+    "UnknownLanguage",
+    "catalog_path",
+    "language",
+    "negotiate",
+    "resolve",
+]
+
+# The languages of the source page the project was designed from (BCP 47 tags).
+LANGUAGES: tuple[str, ...] = ("en", "es", "fr", "de", "it", "pt", "ru", "zh-Hans", "hi", "ja")
+DEFAULT_LANGUAGE = "en"
+DOMAIN = "leaderlog"
+_LOCALES_DIR = Path(__file__).parent / "locales"
+_BABEL_IDS = {tag: tag.replace("-", "_") for tag in LANGUAGES}
+# A bare "zh" means Simplified Chinese here; Traditional ("zh-Hant", "zh-TW") is not offered.
+_ALIASES = {"zh": "zh_Hans"}
+
+
+def N_(message: str) -> str:
+    """Mark a message for the catalogs without translating it yet."""
+    return message
+
+
+class UnknownLanguage(ValueError):
+    """A language was asked for explicitly that the feeds are not offered in."""
+
+    def __init__(self, asked: str) -> None:
+        self.asked = asked
+        super().__init__(f"language {asked!r} is not offered; choose one of {', '.join(LANGUAGES)}")
+
+
+def catalog_path(tag: str) -> Path:
+    return _LOCALES_DIR / _BABEL_IDS[tag] / "LC_MESSAGES" / f"{DOMAIN}.po"
+
+
+@dataclass(frozen=True)
+class Language:
+    """One language: its tag, Babel locale and compiled catalog."""
+
+    tag: str
+    locale: Locale
+    translations: gettext.NullTranslations
+
+    def _(self, message: str, **values: Any) -> str:
+        """Translate ``message`` and fill in its placeholders."""
+        text = self.translations.gettext(message)
+        return text.format(**values) if values else text
+
+    def date(self, moment: dt.datetime | dt.date) -> str:
+        return format_date(moment, format="long", locale=self.locale)
+
+    def datetime(self, moment: dt.datetime) -> str:
+        return format_datetime(moment, format="medium", tzinfo=dt.UTC, locale=self.locale)
+
+    def month(self, moment: dt.date) -> str:
+        return format_skeleton("yMMMM", moment, locale=self.locale)
+
+    def year(self, moment: dt.date) -> str:
+        return format_skeleton("y", moment, locale=self.locale)
+
+    def list(self, items: Sequence[str]) -> str:
+        return format_list(list(items), locale=self.locale) if items else ""
+
+    def label(self, labels: Mapping[str, str] | None, fallback: str) -> str:
+        """The label for this language when the data has one, else ``fallback``."""
+        if labels:
+            for key in (self.tag, _BABEL_IDS[self.tag], self.locale.language):
+                if labels.get(key):
+                    return labels[key]
+        return fallback
+
+
+def _compile(tag: str) -> gettext.NullTranslations:
+    if tag == DEFAULT_LANGUAGE:
+        # Messages are written in English, so English needs no catalog.
+        return gettext.NullTranslations()
+    with catalog_path(tag).open("rb") as source:
+        catalog = read_po(source, locale=_BABEL_IDS[tag], domain=DOMAIN)
+    compiled = io.BytesIO()
+    write_mo(compiled, catalog)
+    compiled.seek(0)
+    return Translations(compiled, domain=DOMAIN)
+
+
+@functools.cache
+def language(tag: str) -> Language:
+    """The :class:`Language` for one of :data:`LANGUAGES`."""
+    if tag not in _BABEL_IDS:
+        raise UnknownLanguage(tag)
+    return Language(tag, Locale.parse(_BABEL_IDS[tag]), _compile(tag))
+
+
+def _candidates(tag: str) -> list[str]:
+    """Babel identifiers a requested tag may match, most specific first."""
+    try:
+        locale = Locale.parse(tag.strip(), sep="-" if "-" in tag else "_")
+    except (ValueError, UnknownLocaleError):
+        return []
+    # Babel fills in the likely script, so "zh-CN" becomes zh_Hans_CN and "zh-TW" zh_Hant_TW.
+    found = [str(locale)]
+    if locale.script:
+        found.append(f"{locale.language}_{locale.script}")
+    return found
+
+
+def _negotiate(preferred: Sequence[str]) -> str | None:
+    available = list(_BABEL_IDS.values())
+    candidates = [candidate for tag in preferred for candidate in _candidates(tag)]
+    chosen = Locale.negotiate(candidates, available, sep="_", aliases=_ALIASES)
+    if chosen is None:
+        return None
+    identifier = f"{chosen.language}_{chosen.script}" if chosen.script else chosen.language
+    return next((tag for tag, babel_id in _BABEL_IDS.items() if babel_id == identifier), None)
+
+
+def _accept_language(header: str) -> list[str]:
+    """The tags of an Accept-Language header, best first (q=0 means "not this one")."""
+    weighted: list[tuple[float, int, str]] = []
+    for index, part in enumerate(header.split(",")):
+        tag, _, parameters = part.strip().partition(";")
+        quality = 1.0
+        name, _, value = parameters.strip().partition("=")
+        if name.strip().lower() == "q":
+            try:
+                quality = float(value)
+            except ValueError:
+                quality = 0.0
+        if tag and tag != "*" and quality > 0:
+            weighted.append((-quality, index, tag))
+    return [tag for _, _, tag in sorted(weighted)]
+
+
+def negotiate(accept_language: str | None) -> str:
+    """The best offered language for an Accept-Language header; English when none fits."""
+    if not accept_language:
+        return DEFAULT_LANGUAGE
+    return _negotiate(_accept_language(accept_language[:1000])) or DEFAULT_LANGUAGE
+
+
+def resolve(asked: str) -> str:
+    """The offered language for an explicit ``?lang=`` / ``--lang`` value (``pt-BR`` -> ``pt``).
+
+    Raises :class:`UnknownLanguage` when none matches.
+    """
+    chosen = _negotiate([asked]) if asked and len(asked) <= 35 else None
+    if chosen is None:
+        raise UnknownLanguage(asked)
+    return chosen

@@ -1,0 +1,59 @@
+"""JSON Feed 1.1 writer (https://jsonfeed.org/version/1.1).
+
+JSON Feed pages with ``next_url`` (the next, older, set of items), so the subscription
+document points at the newest archive page and each archive page at the one before it. The
+RFC 5005 facts are repeated in an ``_archive`` extension object for clients that want them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from leaderlog._json import dumps
+from leaderlog.events import format_time
+from leaderlog.feeds._document import Entry, Feed
+
+__all__ = ["render_json"]
+
+VERSION = "https://jsonfeed.org/version/1.1"
+
+
+def _item(entry: Entry) -> dict[str, Any]:
+    item: dict[str, Any] = {
+        "id": entry.id,
+        "title": entry.title,
+        "summary": entry.summary,
+        "content_html": entry.content_html,
+        "content_text": entry.summary,
+        "date_published": format_time(entry.published),
+        "date_modified": format_time(entry.updated),
+        "tags": [category.label for category in entry.categories],
+    }
+    if entry.url:
+        item["url"] = entry.url
+    return item
+
+
+def render_json(feed: Feed) -> bytes:
+    document: dict[str, Any] = {
+        "version": VERSION,
+        "title": feed.title,
+        "description": feed.subtitle,
+        "home_page_url": feed.home_url,
+        "feed_url": feed.self_url,
+        "language": feed.language,
+        "authors": [{"name": feed.author}],
+        "items": [_item(entry) for entry in feed.entries],
+        "_archive": {
+            "about": "https://www.rfc-editor.org/rfc/rfc5005",
+            "archive": feed.archive,
+            "current": feed.current,
+            "prev_archive": feed.prev_archive,
+            "next_archive": feed.next_archive,
+            "updated": format_time(feed.updated),
+        },
+    }
+    older = feed.prev_archive
+    if older:
+        document["next_url"] = older
+    return (dumps(document, indent=True) + "\n").encode()

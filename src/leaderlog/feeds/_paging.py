@@ -1,0 +1,125 @@
+"""Feed scopes, formats, addresses and RFC 5005 archive paging.
+
+A scope's entries are ranked in the order they joined it. Archive page ``n`` holds ranks
+``50(n-1)+1 .. 50n`` and is *full* once rank ``50n`` exists; from then on it is rendered as
+known at the position where it filled up, so it never changes again. The subscription
+document holds the 50 entries changed most recently, newest first.
+"""
+
+from __future__ import annotations
+
+import re
+import urllib.parse
+from dataclasses import dataclass
+from typing import Literal, TypeAlias
+
+__all__ = [
+    "FORMATS",
+    "MEDIA_TYPES",
+    "PAGE_SIZE",
+    "FeedFormat",
+    "Scope",
+    "archive_links",
+    "feed_url",
+    "is_full",
+    "page_count",
+    "rank_range",
+]
+
+PAGE_SIZE = 50
+FeedFormat: TypeAlias = Literal["atom", "rss", "json"]
+FORMATS: tuple[FeedFormat, ...] = ("atom", "rss", "json")
+MEDIA_TYPES: dict[FeedFormat, str] = {
+    "atom": "application/atom+xml",
+    "rss": "application/rss+xml",
+    "json": "application/feed+json",
+}
+ScopeKind: TypeAlias = Literal["all", "org", "person", "post"]
+_SLUG = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
+
+
+@dataclass(frozen=True, slots=True)
+class Scope:
+    """Which entries a feed holds: all of them, an organisation's subtree, a person or a post."""
+
+    kind: ScopeKind
+    id: str | None = None
+
+    @classmethod
+    def parse(cls, text: str) -> Scope:
+        """``all``, ``org:ID``, ``person:ID`` or ``post:ID``; raises ValueError otherwise."""
+        if text == "all":
+            return cls("all")
+        kind, _, identifier = text.partition(":")
+        if kind in ("org", "person", "post") and _SLUG.match(identifier):
+            return cls(kind, identifier)  # type: ignore[arg-type]
+        raise ValueError(
+            f"scope {text!r} is not one of all, org:ID, person:ID, post:ID "
+            "(IDs are lower-case slugs)"
+        )
+
+    @property
+    def key(self) -> str:
+        return "all" if self.kind == "all" else f"{self.kind}:{self.id}"
+
+    def path(self, fmt: FeedFormat) -> str:
+        if self.kind == "all":
+            return f"/feeds/all.{fmt}"
+        return f"/feeds/{self.kind}/{self.id}.{fmt}"
+
+
+def page_count(entries: int) -> int:
+    return -(-entries // PAGE_SIZE)
+
+
+def rank_range(page: int) -> tuple[int, int]:
+    return (page - 1) * PAGE_SIZE + 1, page * PAGE_SIZE
+
+
+def is_full(page: int, entries: int) -> bool:
+    return entries >= page * PAGE_SIZE
+
+
+def feed_url(
+    base_url: str,
+    scope: Scope,
+    fmt: FeedFormat,
+    *,
+    page: int | None = None,
+    lang: str | None = None,
+) -> str:
+    """The address of a feed document; ``lang`` only when it was asked for explicitly."""
+    query = [(name, value) for name, value in (("lang", lang), ("page", page)) if value]
+    suffix = f"?{urllib.parse.urlencode(query)}" if query else ""
+    return f"{base_url}{scope.path(fmt)}{suffix}"
+
+
+@dataclass(frozen=True, slots=True)
+class ArchiveLinks:
+    prev_archive: str | None
+    next_archive: str | None
+    current: str | None
+
+
+def archive_links(
+    base_url: str,
+    scope: Scope,
+    fmt: FeedFormat,
+    *,
+    page: int | None,
+    entries: int,
+    lang: str | None,
+) -> ArchiveLinks:
+    """RFC 5005 links: older page, newer page, and the subscription document."""
+    pages = page_count(entries)
+
+    def url(number: int | None) -> str:
+        return feed_url(base_url, scope, fmt, page=number, lang=lang)
+
+    if page is None:
+        return ArchiveLinks(url(pages) if pages else None, None, None)
+    return ArchiveLinks(
+        url(page - 1) if page > 1 else None,
+        url(page + 1) if page < pages else None,
+        url(None),
+    )

@@ -1,0 +1,132 @@
+"""Reads of the feed entries read model (never a replay of the log)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from leaderlog._json import loads
+from leaderlog.errors import StoreError
+from leaderlog.projections.feed_entries import ENTITIES, ENTRIES, HEADS, SCOPES, VERSIONS
+from leaderlog.store import EventStore
+
+__all__ = ["EntityRow", "FeedReader", "Head", "PageInfo"]
+
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+
+
+def parse_time(text: str) -> dt.datetime:
+    return dt.datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone(dt.UTC)
+
+
+@dataclass(frozen=True, slots=True)
+class Head:
+    """A scope's size and the last event its subscription document depends on."""
+
+    entries: int
+    position: int
+    recorded_at: dt.datetime
+
+    @classmethod
+    def empty(cls) -> Head:
+        return cls(0, 0, _EPOCH)
+
+
+@dataclass(frozen=True, slots=True)
+class PageInfo:
+    """Where a full archive page was frozen: the position at which it filled up."""
+
+    position: int
+    recorded_at: dt.datetime
+
+
+@dataclass(frozen=True, slots=True)
+class EntityRow:
+    kind: str
+    id: str
+    doc: dict[str, Any]
+
+
+class FeedReader:
+    def __init__(self, store: EventStore) -> None:
+        self.store = store
+
+    async def checkpoint(self) -> int | None:
+        try:
+            rows = await self.store.query(
+                "SELECT position FROM projection_checkpoints WHERE name = 'feed_entries'"
+            )
+        except StoreError:
+            return None
+        except Exception:
+            # The checkpoint table appears with the first catch-up; until then nothing is known.
+            return None
+        return int(rows[0][0]) if rows else None
+
+    async def head(self, scope: str) -> Head | None:
+        rows = await self.store.query(
+            f"SELECT entries, last_position, last_recorded_at FROM {HEADS} WHERE scope = ?",
+            (scope,),
+        )
+        if not rows:
+            return None
+        return Head(int(rows[0][0]), int(rows[0][1]), parse_time(rows[0][2]))
+
+    async def entity(
+        self, kind: str, entity_id: str, at: int | None = None
+    ) -> dict[str, Any] | None:
+        """The entity's doc as known at position ``at`` (now when None)."""
+        rows = await self.store.query(
+            f"SELECT doc FROM {ENTITIES} WHERE kind = ? AND id = ? AND position <= ? "
+            "ORDER BY position DESC LIMIT 1",
+            (kind, entity_id, at if at is not None else 2**62),
+        )
+        return loads(rows[0][0]) if rows else None
+
+    async def entities(self, kinds: Sequence[str]) -> list[EntityRow]:
+        """The latest doc of every entity of these kinds, by kind then id."""
+        marks = ",".join("?" * len(kinds))
+        rows = await self.store.query(
+            f"SELECT e.kind, e.id, e.doc FROM {ENTITIES} e WHERE e.kind IN ({marks}) "
+            f"AND e.position = (SELECT MAX(l.position) FROM {ENTITIES} l "
+            "WHERE l.kind = e.kind AND l.id = e.id) ORDER BY e.kind, e.id",
+            tuple(kinds),
+        )
+        return [EntityRow(row[0], row[1], loads(row[2])) for row in rows]
+
+    async def recent(self, scope: str, limit: int) -> list[dict[str, Any]]:
+        """The current docs of the ``limit`` entries of a scope changed most recently."""
+        rows = await self.store.query(
+            f"SELECT c.doc FROM {SCOPES} s JOIN {ENTRIES} c ON c.claim = s.claim "
+            "WHERE s.scope = ? ORDER BY s.last_position DESC, s.rank DESC LIMIT ?",
+            (scope, limit),
+        )
+        return [loads(row[0]) for row in rows]
+
+    async def page_info(self, scope: str, first: int, last: int) -> PageInfo | None:
+        rows = await self.store.query(
+            f"SELECT joined_position, joined_at FROM {SCOPES} WHERE scope = ? "
+            "AND rank BETWEEN ? AND ? ORDER BY joined_position DESC LIMIT 1",
+            (scope, first, last),
+        )
+        return PageInfo(int(rows[0][0]), parse_time(rows[0][1])) if rows else None
+
+    async def page(self, scope: str, first: int, last: int, at: int | None) -> list[dict[str, Any]]:
+        """Docs of ranks ``first..last``, newest first: as known at ``at``, or current."""
+        if at is None:
+            rows = await self.store.query(
+                f"SELECT c.doc FROM {SCOPES} s JOIN {ENTRIES} c ON c.claim = s.claim "
+                "WHERE s.scope = ? AND s.rank BETWEEN ? AND ? ORDER BY s.rank DESC",
+                (scope, first, last),
+            )
+        else:
+            rows = await self.store.query(
+                f"SELECT (SELECT v.doc FROM {VERSIONS} v WHERE v.claim = s.claim "
+                "AND v.position <= ? ORDER BY v.position DESC LIMIT 1) "
+                f"FROM {SCOPES} s WHERE s.scope = ? AND s.rank BETWEEN ? AND ? "
+                "ORDER BY s.rank DESC",
+                (at, scope, first, last),
+            )
+        return [loads(row[0]) for row in rows if row[0] is not None]

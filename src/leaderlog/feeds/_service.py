@@ -1,0 +1,364 @@
+"""Feed documents on demand, with validators and a cache of rendered bytes.
+
+A request is first *described* (which position it depends on, hence its ETag and
+Last-Modified) from a small in-memory view of the scope heads; only when the client does not
+already hold that version is the document rendered, or taken from the cache of rendered
+documents keyed by (scope, format, language, page, base URL, position). A warm GET is two
+dictionary lookups.
+
+The heads view is dropped whenever the projection's checkpoint moves; the checkpoint is read
+at most every ``poll_interval`` seconds, or at once after :meth:`FeedService.invalidate`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import gzip
+import hashlib
+import time
+import uuid
+from collections import OrderedDict
+from dataclasses import dataclass
+from email.utils import format_datetime
+from importlib.metadata import PackageNotFoundError, version
+from typing import Any
+
+from leaderlog.feeds import _text
+from leaderlog.feeds._document import Entry, Feed
+from leaderlog.feeds._i18n import N_, language
+from leaderlog.feeds._json_feed import render_json
+from leaderlog.feeds._opml import Outline, render_opml
+from leaderlog.feeds._paging import (
+    MEDIA_TYPES,
+    PAGE_SIZE,
+    FeedFormat,
+    Scope,
+    archive_links,
+    feed_url,
+    is_full,
+    page_count,
+    rank_range,
+)
+from leaderlog.feeds._read import FeedReader, Head
+from leaderlog.feeds._render import render_atom, render_rss
+from leaderlog.store import EventStore
+
+__all__ = ["FeedNotFound", "FeedRequest", "FeedService", "Rendered", "Validators"]
+
+# Bump when the rendering changes, so validators handed out before no longer match.
+RENDER_VERSION = 1
+SUBSCRIPTION_CACHE = "public, max-age=300"
+FULL_ARCHIVE_CACHE = "public, max-age=31536000, immutable"
+# Fixed forever: feed ids derive from it.
+_FEED_NAMESPACE = uuid.UUID("0f1d5f7e-3b0a-4c55-9a57-7a4b7b0f7c11")
+_CACHE_BYTES = 64 * 1024 * 1024
+
+
+def _generator_version() -> str:
+    try:
+        return version("leaderlog")
+    except PackageNotFoundError:
+        return "0"
+
+
+class FeedNotFound(LookupError):
+    """No such organisation, person, post or archive page."""
+
+
+@dataclass(frozen=True, slots=True)
+class FeedRequest:
+    scope: Scope
+    format: FeedFormat
+    lang: str
+    base_url: str
+    page: int | None = None
+    # Whether the language was asked for in the address (it then stays in every link).
+    explicit_lang: bool = False
+
+    @property
+    def link_lang(self) -> str | None:
+        return self.lang if self.explicit_lang else None
+
+
+@dataclass(frozen=True, slots=True)
+class Validators:
+    """What a conditional GET is answered from, without rendering anything."""
+
+    position: int
+    etag: str
+    last_modified: dt.datetime
+    cache_control: str
+
+    @property
+    def last_modified_http(self) -> str:
+        return format_datetime(self.last_modified.replace(microsecond=0), usegmt=True)
+
+
+@dataclass(frozen=True, slots=True)
+class Rendered:
+    body: bytes
+    gzipped: bytes
+    media_type: str
+    validators: Validators
+    language: str
+
+
+class FeedService:
+    def __init__(
+        self,
+        store: EventStore,
+        *,
+        poll_interval: float = 0.25,
+        cache_bytes: int = _CACHE_BYTES,
+    ) -> None:
+        self.reader = FeedReader(store)
+        self.poll_interval = poll_interval
+        self.cache_bytes = cache_bytes
+        self._checked = -1.0
+        self._checkpoint: int | None = None
+        self._heads: dict[str, Head | None] = {}
+        self._frozen_pages: dict[tuple[str, int], tuple[int, dt.datetime]] = {}
+        self._rendered: OrderedDict[tuple[Any, ...], Rendered] = OrderedDict()
+        self._rendered_bytes = 0
+        self._inflight: dict[tuple[Any, ...], asyncio.Future[Rendered]] = {}
+        self._generator_version = _generator_version()
+
+    # --- freshness ---------------------------------------------------------------------------
+
+    def invalidate(self) -> None:
+        """Look at the projection again on the next request (call after appending)."""
+        self._checked = -1.0
+
+    async def _fresh(self) -> None:
+        now = time.monotonic()
+        if now - self._checked < self.poll_interval:
+            return
+        self._checked = now
+        checkpoint = await self.reader.checkpoint()
+        if checkpoint != self._checkpoint:
+            self._checkpoint = checkpoint
+            self._heads.clear()
+
+    async def head(self, scope: Scope) -> Head:
+        """The scope's head; raises :class:`FeedNotFound` for an unknown subject."""
+        await self._fresh()
+        key = scope.key
+        if key not in self._heads:
+            self._heads[key] = await self.reader.head(key)
+        found = self._heads[key]
+        if found is None:
+            if scope.kind == "all":
+                return Head.empty()
+            raise FeedNotFound(f"unknown {scope.kind} {scope.id!r}")
+        return found
+
+    # --- validators --------------------------------------------------------------------------
+
+    def _variant(self, request: FeedRequest) -> str:
+        described = "|".join(
+            str(part)
+            for part in (
+                RENDER_VERSION,
+                request.scope.key,
+                request.format,
+                request.lang,
+                request.page,
+                request.base_url,
+                request.explicit_lang,
+            )
+        )
+        return hashlib.sha256(described.encode()).hexdigest()[:16]
+
+    async def describe(self, request: FeedRequest) -> Validators:
+        head = await self.head(request.scope)
+        position, moment, cache = head.position, head.recorded_at, SUBSCRIPTION_CACHE
+        if request.page is not None:
+            if not 1 <= request.page <= page_count(head.entries):
+                raise FeedNotFound(
+                    f"archive page {request.page} does not exist "
+                    f"(this feed has {page_count(head.entries)})"
+                )
+            if is_full(request.page, head.entries):
+                position, moment = await self._frozen(request.scope, request.page)
+                cache = FULL_ARCHIVE_CACHE
+        etag = f'W/"{position}-{self._variant(request)}"'
+        return Validators(position, etag, moment, cache)
+
+    async def _frozen(self, scope: Scope, page: int) -> tuple[int, dt.datetime]:
+        """Where a full page filled up; it never moves, so it is remembered for good."""
+        key = (scope.key, page)
+        if key not in self._frozen_pages:
+            info = await self.reader.page_info(scope.key, *rank_range(page))
+            if info is None:
+                raise FeedNotFound(f"archive page {page} does not exist")
+            self._frozen_pages[key] = (info.position, info.recorded_at)
+        return self._frozen_pages[key]
+
+    # --- documents ---------------------------------------------------------------------------
+
+    async def render(self, request: FeedRequest) -> Rendered:
+        """The document for a request (from the cache when its position has not moved)."""
+        validators = await self.describe(request)
+        key = (request, validators.position)
+        cached = self._rendered.get(key)
+        if cached is not None:
+            self._rendered.move_to_end(key)
+            return cached
+        pending = self._inflight.get(key)
+        if pending is not None:
+            return await asyncio.shield(pending)
+        future: asyncio.Future[Rendered] = asyncio.get_running_loop().create_future()
+        self._inflight[key] = future
+        try:
+            rendered = await self._render(request, validators)
+        except BaseException as error:
+            future.set_exception(error)
+            future.exception()  # retrieved here, so an unawaited future logs nothing
+            raise
+        finally:
+            self._inflight.pop(key, None)
+        future.set_result(rendered)
+        self._remember(key, rendered)
+        return rendered
+
+    def _remember(self, key: tuple[Any, ...], rendered: Rendered) -> None:
+        size = len(rendered.body) + len(rendered.gzipped)
+        if size > self.cache_bytes:
+            return
+        self._rendered[key] = rendered
+        self._rendered_bytes += size
+        while self._rendered_bytes > self.cache_bytes:
+            _, dropped = self._rendered.popitem(last=False)
+            self._rendered_bytes -= len(dropped.body) + len(dropped.gzipped)
+
+    async def _render(self, request: FeedRequest, validators: Validators) -> Rendered:
+        feed = await self.document(request, validators)
+        writer = {"atom": render_atom, "rss": render_rss, "json": render_json}[request.format]
+        body = writer(feed)
+        return Rendered(
+            body=body,
+            # mtime=0 keeps the compressed bytes as reproducible as the document.
+            gzipped=gzip.compress(body, compresslevel=6, mtime=0),
+            media_type=f"{MEDIA_TYPES[request.format]}; charset=utf-8",
+            validators=validators,
+            language=request.lang,
+        )
+
+    async def document(self, request: FeedRequest, validators: Validators) -> Feed:
+        """The format-neutral document (see :mod:`._document`) for a request."""
+        scope, lang = request.scope, language(request.lang)
+        head = await self.head(scope)
+        frozen_at = validators.position if validators.cache_control == FULL_ARCHIVE_CACHE else None
+        if request.page is None:
+            docs = await self.reader.recent(scope.key, PAGE_SIZE)
+        else:
+            docs = await self.reader.page(scope.key, *rank_range(request.page), frozen_at)
+        subject = None
+        if scope.kind != "all" and scope.id is not None:
+            subject = await self.reader.entity(scope.kind, scope.id, frozen_at)
+        if scope.kind == "all":
+            title = lang._(N_("Leadership changes"))
+        else:
+            name = _text.scope_name(scope.kind, subject, scope.id or "", lang)
+            title = lang._(N_("Leadership changes: {name}"), name=name)
+        if request.page is not None:
+            title = lang._(N_("{title} (archive page {page})"), title=title, page=str(request.page))
+        links = archive_links(
+            request.base_url,
+            scope,
+            request.format,
+            page=request.page,
+            entries=head.entries,
+            lang=request.link_lang,
+        )
+        feed_id = uuid.uuid5(_FEED_NAMESPACE, f"{scope.key}|{request.lang}")
+        return Feed(
+            id=f"urn:uuid:{feed_id}",
+            title=title,
+            subtitle=lang._(
+                N_(
+                    "Reported leadership changes, one entry per claim, with status, "
+                    "attribution and sources."
+                )
+            ),
+            language=request.lang,
+            updated=validators.last_modified,
+            self_url=feed_url(
+                request.base_url,
+                scope,
+                request.format,
+                page=request.page,
+                lang=request.link_lang,
+            ),
+            home_url=f"{request.base_url}/",
+            author="leaderlog",
+            generator="leaderlog",
+            generator_version=self._generator_version,
+            entries=tuple(_text.entry(doc, lang, request.base_url) for doc in docs),
+            archive=request.page is not None,
+            prev_archive=links.prev_archive,
+            next_archive=links.next_archive,
+            current=links.current,
+        )
+
+    # --- the list of every feed ----------------------------------------------------------------
+
+    async def opml(
+        self, lang: str, base_url: str, fmt: FeedFormat = "atom", explicit_lang: bool = False
+    ) -> tuple[bytes, Validators]:
+        """Every feed as OPML; it changes when any organisation, person or post does."""
+        await self._fresh()
+        position = self._checkpoint or 0
+        key = ("opml", lang, base_url, fmt, explicit_lang, position)
+        head = await self.head(Scope("all"))
+        language_ = language(lang)
+        link_lang = lang if explicit_lang else None
+        digest = hashlib.sha256(repr((RENDER_VERSION, *key[:-1])).encode()).hexdigest()[:16]
+        validators = Validators(
+            position, f'W/"{position}-{digest}"', head.recorded_at, SUBSCRIPTION_CACHE
+        )
+        cached = self._rendered.get(key)
+        if cached is not None:
+            return cached.body, cached.validators
+        groups: dict[str, list[Outline]] = {"org": [], "person": [], "post": []}
+        for row in await self.reader.entities(("org", "person", "post")):
+            scope = Scope(row.kind, row.id)  # type: ignore[arg-type]
+            name = _text.scope_name(row.kind, row.doc, row.id, language_)
+            groups[row.kind].append(
+                Outline(
+                    text=name,
+                    url=feed_url(base_url, scope, fmt, lang=link_lang),
+                    html_url=f"{base_url}/",
+                    language=lang,
+                )
+            )
+        everything = Outline(
+            text=language_._(N_("Leadership changes")),
+            url=feed_url(base_url, Scope("all"), fmt, lang=link_lang),
+            html_url=f"{base_url}/",
+            language=lang,
+        )
+        outlines = [
+            everything,
+            Outline(language_._(N_("Organisations")), children=groups["org"]),
+            Outline(language_._(N_("People")), children=groups["person"]),
+            Outline(language_._(N_("Posts")), children=groups["post"]),
+        ]
+        body = render_opml(language_._(N_("leaderlog feeds")), head.recorded_at, outlines)
+        rendered = Rendered(
+            body,
+            gzip.compress(body, compresslevel=6, mtime=0),
+            "text/x-opml; charset=utf-8",
+            validators,
+            lang,
+        )
+        self._remember(key, rendered)
+        return body, validators
+
+    async def recent(self, limit: int, lang: str, base_url: str) -> list[Entry]:
+        """The entries changed most recently, for pages that list them."""
+        language_ = language(lang)
+        return [
+            _text.entry(doc, language_, base_url) for doc in await self.reader.recent("all", limit)
+        ]

@@ -1,0 +1,464 @@
+"""Words for an entry: its title, plain-text summary and HTML content, in one language.
+
+Everything is templated from the entry's doc (see
+:mod:`leaderlog.projections.feed_entries`) through the gettext catalogs. Stored text is
+never trusted: characters XML cannot carry are replaced, HTML is escaped, very long names are
+shortened, and only ``http(s)`` addresses become links.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import html
+import re
+import urllib.parse
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from leaderlog.feeds._document import Category, Entry, Link
+from leaderlog.feeds._i18n import N_, Language
+
+__all__ = ["Markup", "clean", "entry", "is_web_address", "post_label"]
+
+# XML 1.0 cannot carry C0 controls (other than tab, LF, CR), lone surrogates, U+FFFE/U+FFFF;
+# C1 controls are legal but only ever arrive by accident or malice.
+_UNSAFE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff]")
+_WEB_ADDRESS = re.compile(r"^https?://[^\s<>\"'{}|\\^`]+$")
+_FUZZY_DATE = re.compile(r"^(\d{4})(?:-(\d{2})(?:-(\d{2}))?)?$")
+_LANGUAGE_TAG = re.compile(r"^[A-Za-z]{2,3}(-[A-Za-z0-9]{1,8})*$")
+NAME_LIMIT = 200
+TEXT_LIMIT = 2000
+
+KIND_LABELS = {
+    "appointment": N_("Appointment"),
+    "departure": N_("Departure"),
+    "incumbency": N_("Incumbency"),
+}
+CHANGE_TEXTS = {
+    "appointment": N_("Appointment of {person} as {post}"),
+    "departure": N_("Departure of {person} from {post}"),
+    "incumbency": N_("{person} holds {post}"),
+}
+MODALITY_LABELS = {
+    "occurred": N_("Occurred"),
+    "announced": N_("Announced"),
+    "expected": N_("Expected"),
+    "rumored": N_("Rumored"),
+}
+STATUS_LABELS = {
+    "reported": N_("Reported"),
+    "confirmed": N_("Confirmed"),
+    "corrected": N_("Corrected"),
+    "disputed": N_("Disputed"),
+    "retracted": N_("Retracted"),
+}
+CAPACITY_LABELS = {
+    "acting": N_("acting"),
+    "interim": N_("interim"),
+    "permanent": N_("permanent"),
+}
+CAUSE_LABELS = {
+    "retirement": N_("retirement"),
+    "reassignment": N_("reassignment"),
+    "resignation": N_("resignation"),
+    "removal": N_("removal"),
+    "promotion": N_("promotion"),
+    "death": N_("death"),
+    "term_end": N_("end of term"),
+    "unknown": N_("cause unknown"),
+}
+QUALIFIED_DATES = {
+    "about": N_("about {date}"),
+    "before": N_("before {date}"),
+    "after": N_("after {date}"),
+}
+ATTRIBUTIONS = {
+    "official": (N_("official statement"), N_("official statement by {parties}")),
+    "named": (N_("named source"), N_("named source: {parties}")),
+    "anonymous": (N_("anonymous sources"), N_("anonymous sources: {parties}")),
+    "outlet": (N_("the outlet's own reporting"), N_("the outlet's own reporting")),
+}
+QUOTES = {
+    "headline": N_("Quote from the headline: {quote}"),
+    "body": N_("Quote from the article text: {quote}"),
+    "caption": N_("Quote from a photo caption: {quote}"),
+}
+FIELD_LABELS = {
+    "kind": N_("kind of change"),
+    "person": N_("person"),
+    "post": N_("post"),
+    "capacity": N_("capacity"),
+    "cause": N_("cause"),
+    "effective": N_("effective date"),
+    "modality": N_("modality"),
+    "attribution": N_("attribution"),
+    "quote": N_("quote"),
+    "locator": N_("place in the source"),
+}
+LOCATOR_LABELS = {
+    "headline": N_("headline"),
+    "body": N_("article text"),
+    "caption": N_("photo caption"),
+}
+
+
+class Markup(str):
+    """HTML that is already safe to insert as it is."""
+
+    __slots__ = ()
+
+
+def clean(text: object, limit: int = TEXT_LIMIT) -> str:
+    """Text XML can carry, shortened to ``limit`` characters."""
+    value = _UNSAFE.sub("\ufffd", text if isinstance(text, str) else str(text))
+    return value if len(value) <= limit else value[: limit - 1] + "\u2026"
+
+
+def is_web_address(value: object) -> bool:
+    return isinstance(value, str) and len(value) <= 2000 and bool(_WEB_ADDRESS.match(value))
+
+
+def _html(lang: Language, message: str, **values: str) -> Markup:
+    """Translate a message into HTML: its words escaped, Markup values inserted as they are."""
+    template = html.escape(lang.translations.gettext(message), quote=False)
+    escaped = {
+        key: value if isinstance(value, Markup) else html.escape(value)
+        for key, value in values.items()
+    }
+    return Markup(template.format(**escaped))
+
+
+def _time(value: object) -> dt.datetime:
+    return dt.datetime.fromisoformat(str(value).replace("Z", "+00:00")).astimezone(dt.UTC)
+
+
+def _name(value: Mapping[str, Any] | None, key: str) -> str:
+    if not value:
+        return "?"
+    return clean(value.get(key) or value.get("id") or "?", NAME_LIMIT)
+
+
+def post_label(post: Mapping[str, Any] | None, lang: Language) -> str:
+    if not post:
+        return "?"
+    labels = post.get("labels")
+    fallback = post.get("title") or post.get("id") or "?"
+    return clean(lang.label(labels if isinstance(labels, Mapping) else None, fallback), NAME_LIMIT)
+
+
+def _org_label(org: Mapping[str, Any] | None, lang: Language) -> str | None:
+    if not org:
+        return None
+    labels = org.get("labels")
+    fallback = org.get("name") or org.get("id") or "?"
+    return clean(lang.label(labels if isinstance(labels, Mapping) else None, fallback), NAME_LIMIT)
+
+
+def fuzzy_date(value: object, lang: Language) -> str:
+    """A fuzzy date as words: a day, a month or a year, qualified, or the source's words."""
+    if not isinstance(value, Mapping):
+        return lang._(N_("date unknown"))
+    text = value.get("date")
+    match = (
+        re.match(r"^(\d{4})(?:-(\d{2})(?:-(\d{2}))?)?$", text) if isinstance(text, str) else None
+    )
+    try:
+        if match is None:
+            raise ValueError("no date")
+        year, month, day = (int(part) if part else None for part in match.groups())
+        moment = dt.date(year or 1, month or 1, day or 1)
+        if day is not None:
+            shown = lang.date(moment)
+        elif month is not None:
+            shown = lang.month(moment)
+        else:
+            shown = lang.year(moment)
+    except ValueError:
+        words = value.get("text")
+        if isinstance(words, str) and words.strip():
+            return lang._(N_("date unknown ({words})"), words=clean(words, NAME_LIMIT))
+        return lang._(N_("date unknown"))
+    qualifier = value.get("qualifier")
+    if isinstance(qualifier, str) and qualifier in QUALIFIED_DATES:
+        return lang._(QUALIFIED_DATES[qualifier], date=shown)
+    return shown
+
+
+def _attribution(value: object, lang: Language) -> str:
+    if not isinstance(value, Mapping) or value.get("kind") not in ATTRIBUTIONS:
+        return lang._(N_("not stated"))
+    plain, with_parties = ATTRIBUTIONS[str(value["kind"])]
+    parties = value.get("parties")
+    names = [clean(p, NAME_LIMIT) for p in parties if isinstance(p, str)] if parties else []
+    if names:
+        return lang._(with_parties, parties=lang.list(names))
+    return lang._(plain)
+
+
+def _source_name(source: Mapping[str, Any] | None, lang: Language) -> str:
+    if not source:
+        return "?"
+    name = clean(source.get("publisher") or source.get("id") or "?", NAME_LIMIT)
+    title = source.get("title")
+    if isinstance(title, str) and title:
+        name = lang._(N_("{publisher}: {title}"), publisher=name, title=clean(title, NAME_LIMIT))
+    if isinstance(source.get("published"), Mapping):
+        return lang._(
+            N_("{source} ({date})"), source=name, date=fuzzy_date(source["published"], lang)
+        )
+    return name
+
+
+def _source_html(source: Mapping[str, Any] | None, lang: Language) -> Markup:
+    text = _source_name(source, lang)
+    url = source.get("url") if source else None
+    if is_web_address(url):
+        return Markup(f'<a href="{html.escape(str(url))}">{html.escape(text)}</a>')
+    return Markup(html.escape(text))
+
+
+def _quote(text: str, lang: Language) -> str:
+    return lang._(N_("\u201c{quote}\u201d"), quote=clean(text))
+
+
+def _status_label(doc: Mapping[str, Any]) -> str:
+    """What the title leads with: the lifecycle when it moved, else how the source put it."""
+    status = doc.get("status")
+    modality = doc.get("fields", {}).get("modality")
+    if status in ("retracted", "confirmed", "disputed", "corrected"):
+        return STATUS_LABELS[str(status)]
+    if modality in ("expected", "announced", "rumored"):
+        return MODALITY_LABELS[str(modality)]
+    return STATUS_LABELS["reported"]
+
+
+def _change(doc: Mapping[str, Any], lang: Language) -> str:
+    fields = doc.get("fields", {})
+    kind = fields.get("kind")
+    text = lang._(
+        CHANGE_TEXTS.get(str(kind), CHANGE_TEXTS["incumbency"]),
+        person=_name(doc.get("person"), "name"),
+        post=post_label(doc.get("post"), lang),
+    )
+    details = []
+    if fields.get("capacity") in CAPACITY_LABELS:
+        details.append(lang._(CAPACITY_LABELS[fields["capacity"]]))
+    if fields.get("cause") in CAUSE_LABELS:
+        details.append(lang._(CAUSE_LABELS[fields["cause"]]))
+    if details:
+        text = lang._(N_("{text} ({details})"), text=text, details=lang.list(details))
+    return text
+
+
+def _value(field: str, value: object, lang: Language) -> str:
+    """A reported field's value as words, for "what changed" lines."""
+    if value is None:
+        return lang._(N_("none"))
+    if field == "person" and isinstance(value, Mapping):
+        return _name(value, "name")
+    if field == "post" and isinstance(value, Mapping):
+        return post_label(value, lang)
+    if field == "effective":
+        return fuzzy_date(value, lang)
+    if field == "attribution":
+        return _attribution(value, lang)
+    if field == "quote" and isinstance(value, str):
+        return _quote(value, lang)
+    labels = {
+        "kind": KIND_LABELS,
+        "capacity": {**CAPACITY_LABELS, "unspecified": N_("unspecified")},
+        "cause": CAUSE_LABELS,
+        "modality": MODALITY_LABELS,
+        "locator": LOCATOR_LABELS,
+    }.get(field, {})
+    if isinstance(value, str) and value in labels:
+        return lang._(labels[value])
+    return clean(value, NAME_LIMIT)
+
+
+def _history(doc: Mapping[str, Any], lang: Language) -> list[list[str]]:
+    """One group of sentences per lifecycle event after the report, oldest first."""
+    groups: list[list[str]] = []
+    for step in doc.get("events", []):
+        kind = step.get("type")
+        date = lang.date(_time(step.get("at")))
+        reason = clean(step.get("reason") or "")
+        source = step.get("source")
+        lines: list[str] = []
+        if kind == "claim.confirmed":
+            if source:
+                lines.append(
+                    lang._(
+                        N_("Confirmed on {date} by {source}."),
+                        date=date,
+                        source=_source_name(source, lang),
+                    )
+                )
+            else:
+                lines.append(lang._(N_("Confirmed on {date}."), date=date))
+        elif kind == "claim.corrected":
+            lines.append(lang._(N_("Corrected on {date}: {reason}"), date=date, reason=reason))
+            for change in step.get("changes", []):
+                field = str(change.get("field"))
+                lines.append(
+                    lang._(
+                        N_("Changed {field}: {before} \u2192 {after}."),
+                        field=lang._(FIELD_LABELS.get(field, field)),
+                        before=_value(field, change.get("before"), lang),
+                        after=_value(field, change.get("after"), lang),
+                    )
+                )
+        elif kind == "claim.disputed":
+            lines.append(lang._(N_("Disputed on {date}: {reason}"), date=date, reason=reason))
+            conflicts = [clean(c, NAME_LIMIT) for c in step.get("conflicts_with", [])]
+            if conflicts:
+                lines.append(lang._(N_("Conflicts with: {claims}."), claims=lang.list(conflicts)))
+        elif kind == "claim.retracted":
+            lines.append(lang._(N_("Retracted on {date}: {reason}"), date=date, reason=reason))
+        else:
+            continue
+        if source and kind != "claim.confirmed":
+            lines.append(lang._(N_("Source: {source}."), source=_source_name(source, lang)))
+        groups.append(lines)
+    return groups
+
+
+def _facts(doc: Mapping[str, Any], lang: Language) -> list[tuple[str, dict[str, str]]]:
+    """(message, values) pairs shared by the summary and the content, in reading order."""
+    fields = doc.get("fields", {})
+    facts: list[tuple[str, dict[str, str]]] = []
+    org = _org_label(doc.get("org"), lang)
+    if org:
+        facts.append((N_("Organisation: {org}."), {"org": org}))
+    if "effective" in fields:
+        facts.append((N_("Effective: {date}."), {"date": fuzzy_date(fields["effective"], lang)}))
+    modality = fields.get("modality")
+    if modality in MODALITY_LABELS:
+        facts.append((N_("Modality: {modality}."), {"modality": lang._(MODALITY_LABELS[modality])}))
+    status = doc.get("status")
+    if status in STATUS_LABELS:
+        facts.append((N_("Status: {status}."), {"status": lang._(STATUS_LABELS[str(status)])}))
+    facts.append(
+        (
+            N_("Attribution: {attribution}."),
+            {"attribution": _attribution(fields.get("attribution"), lang)},
+        )
+    )
+    return facts
+
+
+def _quote_message(fields: Mapping[str, Any]) -> str:
+    return QUOTES.get(str(fields.get("locator")), N_("Quote: {quote}"))
+
+
+def _summary(doc: Mapping[str, Any], lang: Language, change: str) -> str:
+    fields = doc.get("fields", {})
+    parts = [lang._(N_("{change}."), change=change)]
+    parts.extend(lang._(message, **values) for message, values in _facts(doc, lang))
+    source = doc.get("source")
+    url = source.get("url") if source else None
+    if is_web_address(url):
+        parts.append(
+            lang._(N_("Source: {source} ({url})."), source=_source_name(source, lang), url=str(url))
+        )
+    else:
+        parts.append(lang._(N_("Source: {source}."), source=_source_name(source, lang)))
+    if isinstance(fields.get("quote"), str):
+        parts.append(lang._(_quote_message(fields), quote=_quote(fields["quote"], lang)))
+    for group in _history(doc, lang):
+        parts.extend(group)
+    return " ".join(parts)
+
+
+def _content(doc: Mapping[str, Any], lang: Language, status: str, change: str) -> str:
+    fields = doc.get("fields", {})
+    out = [f"<p><strong>{html.escape(status)}</strong> \u2014 {html.escape(change)}</p>", "<ul>"]
+    out.extend(
+        f"<li>{_html(lang, message, **values)}</li>" for message, values in _facts(doc, lang)
+    )
+    source = doc.get("source")
+    out.append(
+        f"<li>{_html(lang, N_('Source: {source}.'), source=_source_html(source, lang))}</li>"
+    )
+    out.append("</ul>")
+    if isinstance(fields.get("quote"), str):
+        quote_language = source.get("language") if source else None
+        attribute = (
+            f' lang="{html.escape(quote_language)}"'
+            if isinstance(quote_language, str) and _LANGUAGE_TAG.match(quote_language)
+            else ""
+        )
+        text = _html(lang, _quote_message(fields), quote=_quote(fields["quote"], lang))
+        out.append(f"<blockquote{attribute}><p>{text}</p></blockquote>")
+    history = _history(doc, lang)
+    if history:
+        out.append(f"<p>{_html(lang, N_('History:'))}</p><ul>")
+        out.extend(f"<li>{html.escape(' '.join(group))}</li>" for group in history)
+        out.append("</ul>")
+    return "".join(out)
+
+
+def _links(doc: Mapping[str, Any], base_url: str) -> tuple[Link, ...]:
+    links: list[Link] = []
+    source = doc.get("source") or {}
+    url = source.get("url")
+    if is_web_address(url):
+        language = source.get("language")
+        links.append(
+            Link(
+                href=str(url),
+                rel="alternate",
+                media_type="text/html",
+                hreflang=language
+                if isinstance(language, str) and _LANGUAGE_TAG.match(language)
+                else None,
+                title=clean(source.get("publisher") or source.get("id") or "?", NAME_LIMIT),
+            )
+        )
+    claim = urllib.parse.quote(str(doc.get("claim", "")), safe="")
+    links.append(
+        Link(href=f"{base_url}/api/claims/{claim}", rel="related", media_type="application/json")
+    )
+    return tuple(links)
+
+
+def _categories(doc: Mapping[str, Any], lang: Language) -> tuple[Category, ...]:
+    fields = doc.get("fields", {})
+    found: list[Category] = []
+    for value, labels in (
+        (fields.get("kind"), KIND_LABELS),
+        (fields.get("modality"), MODALITY_LABELS),
+        (doc.get("status"), STATUS_LABELS),
+    ):
+        if isinstance(value, str) and value in labels:
+            found.append(Category(term=value, label=lang._(labels[value])))
+    return tuple(found)
+
+
+def entry(doc: Mapping[str, Any], lang: Language, base_url: str) -> Entry:
+    """The feed entry for one version of a claim, in ``lang``."""
+    status = lang._(_status_label(doc))
+    change = _change(doc, lang)
+    return Entry(
+        id=clean(doc.get("id") or f"urn:leaderlog:claim:{doc.get('claim')}"),
+        title=lang._(N_("{status}: {change}"), status=status, change=change),
+        summary=_summary(doc, lang, change),
+        content_html=_content(doc, lang, status, change),
+        published=_time(doc.get("published")),
+        updated=_time(doc.get("updated")),
+        links=_links(doc, base_url),
+        categories=_categories(doc, lang),
+    )
+
+
+def scope_name(kind: str, doc: Mapping[str, Any] | None, entity_id: str, lang: Language) -> str:
+    """How a feed's subject is called: a person's name, a post's or organisation's label."""
+    if kind == "person":
+        return _name({"id": entity_id, **(doc or {})}, "name")
+    if kind == "post":
+        return post_label({"id": entity_id, **(doc or {})}, lang)
+    return _org_label({"id": entity_id, **(doc or {})}, lang) or entity_id
+
+
+def history_lines(doc: Mapping[str, Any], lang: Language) -> Sequence[str]:
+    return [" ".join(group) for group in _history(doc, lang)]

@@ -1,0 +1,74 @@
+"""Projections: read models built from the log, and the queries over them.
+
+Built-in projections are listed in :data:`BUILTIN`; user projections are modules in the
+top-level ``projections/`` folder, loaded by name (see :mod:`.loading`). The runner keeps them
+current; :class:`Queries` answers from their tables.
+
+    store = await open_store("sqlite:///leaderlog.db")
+    runner = await runner_for(store)
+    await runner.catch_up()
+    state = await Queries(store).state(org="ice", as_of="2025-06-01")
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from leaderlog.errors import ProjectionError
+from leaderlog.projections.audit import AuditProjection
+from leaderlog.projections.base import Projection, ProjectionTransaction, decode
+from leaderlog.projections.leadership import LeadershipProjection
+from leaderlog.projections.loading import load_user_projection, user_projection_folder
+from leaderlog.projections.queries import Queries
+from leaderlog.projections.query_input import InvalidQuery, UnknownEntity
+from leaderlog.projections.runner import ProjectionRunner, ProjectionStatus
+from leaderlog.store.base import EventStore
+
+__all__ = [
+    "BUILTIN",
+    "AuditProjection",
+    "InvalidQuery",
+    "LeadershipProjection",
+    "Projection",
+    "ProjectionError",
+    "ProjectionRunner",
+    "ProjectionStatus",
+    "ProjectionTransaction",
+    "Queries",
+    "UnknownEntity",
+    "decode",
+    "load_projection",
+    "runner_for",
+    "user_projection_folder",
+]
+
+BUILTIN: dict[str, type[Projection]] = {
+    LeadershipProjection.name: LeadershipProjection,
+    AuditProjection.name: AuditProjection,
+}
+
+
+def load_projection(name: str, folder: Path | str | None = None) -> Projection:
+    """A built-in projection by name, else ``<folder>/<name>.py`` (folder: ./projections)."""
+    if name in BUILTIN:
+        return BUILTIN[name]()
+    return load_user_projection(name, folder, builtin=BUILTIN)
+
+
+async def runner_for(
+    store: EventStore, folder: Path | str | None = None, *, also: tuple[str, ...] = ()
+) -> ProjectionRunner:
+    """A runner over the built-ins, the user projections this database already has, and ``also``.
+
+    A user projection joins once it has been built (``leaderlog rebuild NAME``); from then on
+    every runner keeps it current. One whose module has gone is skipped.
+    """
+    names = list(BUILTIN)
+    registered = await ProjectionRunner(store, []).registered()
+    for name in [*registered, *also]:
+        if name in names:
+            continue
+        if name not in also and not (user_projection_folder(folder) / f"{name}.py").is_file():
+            continue
+        names.append(name)
+    return ProjectionRunner(store, [load_projection(name, folder) for name in names])

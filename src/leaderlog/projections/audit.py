@@ -1,0 +1,177 @@
+"""The ``audit`` projection: every event indexed by source, publisher, actor, type and time.
+
+Tables (prefixed ``p_audit_``):
+
+- ``events``: one row per event. ``source`` is the event's own source when it names one,
+  otherwise (a correction or retraction without a source) the source that reported its claim;
+  ``publisher`` is that source's publisher.
+- ``claims``: each claim's current status and attribution kind, so "claims from anonymous
+  sources that were later retracted" is a join, not a scan of the log.
+- ``sources``: publisher, URL and title of every source.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from leaderlog.events import (
+    ClaimConfirmed,
+    ClaimCorrected,
+    ClaimDisputed,
+    ClaimReported,
+    ClaimRetracted,
+    RecordedEvent,
+    SourceRegistered,
+    format_time,
+)
+from leaderlog.projections._sql import chunks, marks
+from leaderlog.projections.base import Projection, ProjectionTransaction, decode
+
+__all__ = ["AuditProjection"]
+
+_STATUS_AFTER = {
+    "claim.reported": "reported",
+    "claim.confirmed": "confirmed",
+    "claim.corrected": "corrected",
+    "claim.disputed": "disputed",
+    "claim.retracted": "retracted",
+}
+# The columns of p_audit_claims, in order.
+_CLAIM_COLUMNS = ("claim", "source", "publisher", "attribution", "status", "person", "post")
+
+
+class AuditProjection(Projection):
+    name = "audit"
+    version = 1
+
+    def schema(self) -> Sequence[str]:
+        return (
+            "CREATE TABLE IF NOT EXISTS p_audit_sources (source TEXT PRIMARY KEY, "
+            "publisher TEXT NOT NULL, url TEXT NOT NULL, title TEXT)",
+            "CREATE TABLE IF NOT EXISTS p_audit_claims (claim TEXT PRIMARY KEY, "
+            "source TEXT NOT NULL, publisher TEXT, attribution TEXT NOT NULL, "
+            "status TEXT NOT NULL, person TEXT NOT NULL, post TEXT NOT NULL)",
+            "CREATE TABLE IF NOT EXISTS p_audit_events (position BIGINT PRIMARY KEY, "
+            "event_id TEXT NOT NULL, type TEXT NOT NULL, stream TEXT NOT NULL, claim TEXT, "
+            "source TEXT, publisher TEXT, actor TEXT NOT NULL, recorded_at TEXT NOT NULL)",
+        )
+
+    def query_indexes(self) -> Sequence[str]:
+        indexes = [
+            f"CREATE INDEX IF NOT EXISTS p_audit_events_{column} "
+            f"ON p_audit_events ({column}, position)"
+            for column in ("type", "claim", "source", "publisher", "actor", "recorded_at")
+        ]
+        indexes += [
+            f"CREATE INDEX IF NOT EXISTS p_audit_claims_{column} ON p_audit_claims ({column})"
+            for column in ("status", "attribution")
+        ]
+        return indexes
+
+    def tables(self) -> Sequence[str]:
+        return ("p_audit_sources", "p_audit_claims", "p_audit_events")
+
+    async def apply(self, tx: ProjectionTransaction, events: Sequence[RecordedEvent]) -> None:
+        if not events:
+            return
+        decoded = [(recorded, decode(recorded)) for recorded in events]
+        publishers: dict[str, str] = {}
+        new_sources: list[tuple[str, str, str, str | None]] = []
+        claim_ids: set[str] = set()
+        source_ids: set[str] = set()
+        for _, event in decoded:
+            if isinstance(event, SourceRegistered):
+                publishers[event.source] = event.publisher
+                new_sources.append((event.source, event.publisher, event.url, event.title))
+            elif isinstance(
+                event, ClaimConfirmed | ClaimCorrected | ClaimDisputed | ClaimRetracted
+            ):
+                claim_ids.add(event.claim)
+            named = getattr(event, "source", None)
+            if named:
+                source_ids.add(named)
+        claims = await _load_claims(tx, claim_ids)
+        source_ids -= publishers.keys()
+        for chunk in chunks(sorted(source_ids)):
+            for known, publisher in await tx.fetchall(
+                "SELECT source, publisher FROM p_audit_sources "
+                f"WHERE source IN ({marks(len(chunk))})",
+                chunk,
+            ):
+                publishers[known] = publisher
+
+        rows: list[tuple[Any, ...]] = []
+        changed: dict[str, list[Any]] = {}
+        for recorded, event in decoded:
+            claim: str | None = None
+            source: str | None = getattr(event, "source", None)
+            if isinstance(event, ClaimReported):
+                claim = event.claim
+                claims[claim] = [
+                    claim,
+                    event.source,
+                    publishers.get(event.source),
+                    event.attribution.kind,
+                    "reported",
+                    event.person,
+                    event.post,
+                ]
+                changed[claim] = claims[claim]
+            elif isinstance(
+                event, ClaimConfirmed | ClaimCorrected | ClaimDisputed | ClaimRetracted
+            ):
+                claim = event.claim
+                row = claims[claim]
+                row[4] = _STATUS_AFTER[event.type]
+                if isinstance(event, ClaimCorrected):
+                    changes = event.changes
+                    if changes.attribution is not None:
+                        row[3] = changes.attribution.kind
+                    row[5] = changes.person or row[5]
+                    row[6] = changes.post or row[6]
+                changed[claim] = row
+                source = source or row[1]
+            rows.append(
+                (
+                    recorded.position,
+                    str(recorded.event_id),
+                    recorded.type,
+                    recorded.stream,
+                    claim,
+                    source,
+                    publishers.get(source) if source else None,
+                    recorded.actor,
+                    format_time(recorded.recorded_at),
+                )
+            )
+        if new_sources:
+            await tx.executemany(
+                "INSERT INTO p_audit_sources (source, publisher, url, title) VALUES (?, ?, ?, ?)",
+                new_sources,
+            )
+        if changed:
+            updates = ", ".join(f"{column} = excluded.{column}" for column in _CLAIM_COLUMNS[1:])
+            await tx.executemany(
+                f"INSERT INTO p_audit_claims ({', '.join(_CLAIM_COLUMNS)}) "
+                f"VALUES ({', '.join('?' * len(_CLAIM_COLUMNS))}) "
+                f"ON CONFLICT (claim) DO UPDATE SET {updates}",
+                list(changed.values()),
+            )
+        await tx.executemany(
+            "INSERT INTO p_audit_events (position, event_id, type, stream, claim, source, "
+            "publisher, actor, recorded_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            rows,
+        )
+
+
+async def _load_claims(tx: ProjectionTransaction, claim_ids: set[str]) -> dict[str, list[Any]]:
+    found: dict[str, list[Any]] = {}
+    for chunk in chunks(sorted(claim_ids)):
+        for row in await tx.fetchall(
+            f"SELECT {', '.join(_CLAIM_COLUMNS)} FROM p_audit_claims "
+            f"WHERE claim IN ({marks(len(chunk))})",
+            chunk,
+        ):
+            found[row[0]] = list(row)
+    return found

@@ -1,0 +1,100 @@
+"""The projection contract: a named, versioned read model fed from the log in pages.
+
+A projection owns a few tables (named ``p_<projection>_...``) in the same database as the log.
+The runner hands it pages of recorded events in position order, inside a transaction that
+also writes the projection's checkpoint, so rows and checkpoint always commit together.
+
+Rules a projection follows:
+
+- ``schema()`` is portable DDL for SQLite and PostgreSQL: ``CREATE TABLE/INDEX IF NOT EXISTS``,
+  types ``TEXT``, ``BIGINT`` and ``DOUBLE PRECISION``, JSON kept as ``TEXT``.
+- SQL uses ``?`` placeholders and ``INSERT ... ON CONFLICT (...) DO UPDATE`` for upserts.
+- ``apply`` only reads its own tables; the runner may apply projections at different
+  checkpoints, so another projection's rows are not a consistent input.
+- ``apply`` must work a page at a time: a handful of statements per page, never one
+  round trip per event.
+- Bumping ``version`` makes the runner drop ``tables()`` and rebuild from the log.
+- Indexes that only queries need may go in ``query_indexes()`` so a rebuild builds them once,
+  after the bulk load.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import ClassVar
+
+from leaderlog.events import Event, RecordedEvent
+from leaderlog.store.base import ProjectionTransaction
+
+__all__ = [
+    "CHECKPOINT_SCHEMA",
+    "Projection",
+    "ProjectionTransaction",
+    "decode",
+    "shared_decoding",
+]
+
+CHECKPOINT_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS projection_checkpoints ("
+    "name TEXT PRIMARY KEY, version BIGINT NOT NULL, position BIGINT NOT NULL)"
+)
+
+
+class Projection(abc.ABC):
+    """One read model. Subclasses set ``name`` and ``version`` and implement the three methods."""
+
+    name: ClassVar[str]
+    version: ClassVar[int]
+
+    @abc.abstractmethod
+    def schema(self) -> Sequence[str]:
+        """Portable DDL statements, each ``CREATE TABLE/INDEX IF NOT EXISTS``."""
+
+    @abc.abstractmethod
+    def tables(self) -> Sequence[str]:
+        """The projection's table names; dropped when it is rebuilt."""
+
+    @abc.abstractmethod
+    async def apply(self, tx: ProjectionTransaction, events: Sequence[RecordedEvent]) -> None:
+        """Fold one page of events (in position order) into the projection's tables."""
+
+    def query_indexes(self) -> Sequence[str]:
+        """Optional: ``CREATE INDEX IF NOT EXISTS`` statements that only queries use.
+
+        ``apply`` must never need them. A rebuild creates them once after replaying the log,
+        which is much cheaper than maintaining them row by row; otherwise they are created
+        with the schema.
+        """
+        return ()
+
+
+# Several projections read the same page; decoding a payload with pydantic costs more than
+# most projections spend on it, so the runner lets them share one decode per event.
+_page_cache: dict[int, tuple[RecordedEvent, Event]] | None = None
+
+
+@contextmanager
+def shared_decoding() -> Iterator[None]:
+    """While active, :func:`decode` decodes each recorded event once (the runner, per page)."""
+    global _page_cache
+    previous, _page_cache = _page_cache, {}
+    try:
+        yield
+    finally:
+        _page_cache = previous
+
+
+def decode(recorded: RecordedEvent) -> Event:
+    """The event's payload as its current model (upcast if stored in an older shape)."""
+    cache = _page_cache
+    if cache is None:
+        return recorded.event()
+    hit = cache.get(id(recorded))
+    # The cached entry keeps the recorded event alive, so its id cannot be reused meanwhile.
+    if hit is not None and hit[0] is recorded:
+        return hit[1]
+    event = recorded.event()
+    cache[id(recorded)] = (recorded, event)
+    return event

@@ -1,0 +1,349 @@
+"""The ``leadership`` projection: entities, claim versions on two time axes, and a clock.
+
+Tables (all prefixed ``p_leadership_``):
+
+- ``orgs``, ``posts``, ``persons``, ``sources``: the entities with their current fields and
+  the position they were registered at. ``orgs.path`` is the org's place in the tree
+  (``/dhs/ice/ice-hsi/``) so a subtree is one index range.
+- ``claim_versions``: every version of every claim, valid for known positions
+  ``known_from <= T < known_to`` (:data:`OPEN` while current). A row is the claim's full
+  version as JSON (see :mod:`.leadership_rules`) with ``post`` and ``person`` as columns so
+  "the claims of these posts, as known at T" is an index range per post. The rows of one
+  claim are also its lifecycle.
+- ``clock``: the positions at which the recorded time of the log reached a new high. The log's
+  high-water recorded time never decreases, so "as known at time T" maps to the last position
+  recorded at or before T with one index probe, even when imported events carry older times.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from leaderlog._json import dumps, loads
+from leaderlog.events import (
+    OrgRegistered,
+    OrgUpdated,
+    PersonRegistered,
+    PersonUpdated,
+    PostDefined,
+    PostUpdated,
+    RecordedEvent,
+    SourceRegistered,
+    format_time,
+)
+from leaderlog.projections._sql import chunks, marks
+from leaderlog.projections.base import Projection, ProjectionTransaction, decode
+from leaderlog.projections.claim_versions import (
+    CLAIM_EVENT_TYPES,
+    ClaimVersion,
+    FuzzyJSON,
+    claim_of,
+    evolve_claim,
+    fuzzy_json,
+    version_from_json,
+)
+
+__all__ = ["OPEN", "LeadershipProjection"]
+
+# known_to of a claim's current version: later than any position.
+OPEN = 2**62
+
+
+def _json(value: Any) -> str | None:
+    return None if value is None else dumps(value)
+
+
+class LeadershipProjection(Projection):
+    name = "leadership"
+    version = 1
+
+    def schema(self) -> Sequence[str]:
+        return (
+            "CREATE TABLE IF NOT EXISTS p_leadership_orgs (org TEXT PRIMARY KEY, name TEXT NOT "
+            "NULL, short_name TEXT, parent TEXT, path TEXT NOT NULL, labels TEXT, "
+            "position BIGINT NOT NULL)",
+            "CREATE TABLE IF NOT EXISTS p_leadership_posts (post TEXT PRIMARY KEY, org TEXT NOT "
+            "NULL, title TEXT NOT NULL, aliases TEXT NOT NULL, labels TEXT, "
+            "position BIGINT NOT NULL)",
+            "CREATE TABLE IF NOT EXISTS p_leadership_persons (person TEXT PRIMARY KEY, "
+            "name TEXT NOT NULL, aliases TEXT NOT NULL, position BIGINT NOT NULL)",
+            "CREATE TABLE IF NOT EXISTS p_leadership_sources (source TEXT PRIMARY KEY, "
+            "url TEXT NOT NULL, publisher TEXT NOT NULL, title TEXT, published TEXT, "
+            "language TEXT, position BIGINT NOT NULL)",
+            "CREATE TABLE IF NOT EXISTS p_leadership_claim_versions (claim TEXT NOT NULL, "
+            "known_from BIGINT NOT NULL, known_to BIGINT NOT NULL, post TEXT NOT NULL, "
+            "person TEXT NOT NULL, doc TEXT NOT NULL, PRIMARY KEY (claim, known_from))",
+            "CREATE TABLE IF NOT EXISTS p_leadership_clock (position BIGINT PRIMARY KEY, "
+            "recorded_at TEXT NOT NULL)",
+        )
+
+    def query_indexes(self) -> Sequence[str]:
+        return (
+            "CREATE INDEX IF NOT EXISTS p_leadership_orgs_path ON p_leadership_orgs (path)",
+            "CREATE INDEX IF NOT EXISTS p_leadership_posts_org ON p_leadership_posts (org)",
+            "CREATE INDEX IF NOT EXISTS p_leadership_claim_versions_post "
+            "ON p_leadership_claim_versions (post, known_from)",
+            "CREATE INDEX IF NOT EXISTS p_leadership_claim_versions_person "
+            "ON p_leadership_claim_versions (person, known_from)",
+            "CREATE INDEX IF NOT EXISTS p_leadership_clock_time "
+            "ON p_leadership_clock (recorded_at, position)",
+        )
+
+    def tables(self) -> Sequence[str]:
+        return (
+            "p_leadership_orgs",
+            "p_leadership_posts",
+            "p_leadership_persons",
+            "p_leadership_sources",
+            "p_leadership_claim_versions",
+            "p_leadership_clock",
+        )
+
+    async def apply(self, tx: ProjectionTransaction, events: Sequence[RecordedEvent]) -> None:
+        if not events:
+            return
+        page = _Page()
+        for recorded in events:
+            if recorded.type in CLAIM_EVENT_TYPES:
+                page.claim_events.append(recorded)
+                continue
+            event = decode(recorded)
+            position = recorded.position
+            match event:
+                case OrgRegistered() | OrgUpdated():
+                    # Rare, and a move rewrites the paths of a whole subtree: flush and apply now.
+                    await page.flush_entities(tx)
+                    await _apply_org(tx, event, position)
+                case PostDefined():
+                    page.posts.append(
+                        (
+                            event.post,
+                            event.org,
+                            event.title,
+                            dumps(list(event.aliases)),
+                            _json(event.labels),
+                            position,
+                        )
+                    )
+                case PostUpdated():
+                    aliases = None if event.aliases is None else dumps(list(event.aliases))
+                    page.post_updates.append(
+                        (event.title, aliases, _json(event.labels), event.post)
+                    )
+                case PersonRegistered():
+                    page.persons.append(
+                        (event.person, event.name, dumps(list(event.aliases)), position)
+                    )
+                case PersonUpdated():
+                    aliases = None if event.aliases is None else dumps(list(event.aliases))
+                    page.person_updates.append((event.name, aliases, event.person))
+                case SourceRegistered():
+                    published = fuzzy_json(event.published)
+                    page.published[event.source] = published
+                    page.sources.append(
+                        (
+                            event.source,
+                            event.url,
+                            event.publisher,
+                            event.title,
+                            _json(published),
+                            event.language,
+                            position,
+                        )
+                    )
+                case _:
+                    pass
+        await page.flush_entities(tx)
+        await _apply_claims(tx, page)
+        await _advance_clock(tx, events)
+
+
+class _Page:
+    """Rows collected from one page, written a table at a time."""
+
+    def __init__(self) -> None:
+        self.posts: list[tuple[Any, ...]] = []
+        self.post_updates: list[tuple[Any, ...]] = []
+        self.persons: list[tuple[Any, ...]] = []
+        self.person_updates: list[tuple[Any, ...]] = []
+        self.sources: list[tuple[Any, ...]] = []
+        self.published: dict[str, FuzzyJSON | None] = {}
+        self.claim_events: list[RecordedEvent] = []
+
+    async def flush_entities(self, tx: ProjectionTransaction) -> None:
+        # Registrations come before updates of the same entity, so inserting first keeps order.
+        if self.posts:
+            await tx.executemany(
+                "INSERT INTO p_leadership_posts (post, org, title, aliases, labels, position) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                self.posts,
+            )
+        if self.post_updates:
+            await tx.executemany(
+                "UPDATE p_leadership_posts SET title = COALESCE(?, title), "
+                "aliases = COALESCE(?, aliases), labels = COALESCE(?, labels) WHERE post = ?",
+                self.post_updates,
+            )
+        if self.persons:
+            await tx.executemany(
+                "INSERT INTO p_leadership_persons (person, name, aliases, position) "
+                "VALUES (?, ?, ?, ?)",
+                self.persons,
+            )
+        if self.person_updates:
+            await tx.executemany(
+                "UPDATE p_leadership_persons SET name = COALESCE(?, name), "
+                "aliases = COALESCE(?, aliases) WHERE person = ?",
+                self.person_updates,
+            )
+        if self.sources:
+            await tx.executemany(
+                "INSERT INTO p_leadership_sources (source, url, publisher, title, published, "
+                "language, position) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                self.sources,
+            )
+        self.posts, self.post_updates, self.persons, self.person_updates = [], [], [], []
+        self.sources = []
+
+
+async def _org_path(tx: ProjectionTransaction, org: str) -> str | None:
+    rows = await tx.fetchall("SELECT path FROM p_leadership_orgs WHERE org = ?", (org,))
+    return str(rows[0][0]) if rows else None
+
+
+async def _apply_org(
+    tx: ProjectionTransaction, event: OrgRegistered | OrgUpdated, position: int
+) -> None:
+    if isinstance(event, OrgRegistered):
+        parent_path = await _org_path(tx, event.parent) if event.parent else None
+        await tx.execute(
+            "INSERT INTO p_leadership_orgs (org, name, short_name, parent, path, labels, position) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (
+                event.org,
+                event.name,
+                event.short_name,
+                event.parent,
+                f"{parent_path or '/'}{event.org}/",
+                _json(event.labels),
+                position,
+            ),
+        )
+        return
+    await tx.execute(
+        "UPDATE p_leadership_orgs SET name = COALESCE(?, name), "
+        "short_name = COALESCE(?, short_name), labels = COALESCE(?, labels) WHERE org = ?",
+        (event.name, event.short_name, _json(event.labels), event.org),
+    )
+    if event.parent is None:
+        return
+    old_path = await _org_path(tx, event.org)
+    parent_path = await _org_path(tx, event.parent)
+    if old_path is None or parent_path is None:
+        return
+    new_path = f"{parent_path}{event.org}/"
+    await tx.execute(
+        "UPDATE p_leadership_orgs SET parent = ? WHERE org = ?", (event.parent, event.org)
+    )
+    # Slugs never contain '/' or anything sorting between it and '0', so the subtree is exactly
+    # the paths in [old_path, old_path with its final '/' raised to '0').
+    await tx.execute(
+        "UPDATE p_leadership_orgs SET path = ? || substr(path, ?) WHERE path >= ? AND path < ?",
+        (new_path, len(old_path) + 1, old_path, old_path[:-1] + "0"),
+    )
+
+
+async def _published_dates(
+    tx: ProjectionTransaction, page: _Page, sources: set[str]
+) -> dict[str, FuzzyJSON | None]:
+    known = dict(page.published)
+    missing = sorted(sources - known.keys())
+    for chunk in chunks(missing):
+        for source, published in await tx.fetchall(
+            "SELECT source, published FROM p_leadership_sources "
+            f"WHERE source IN ({marks(len(chunk))})",
+            chunk,
+        ):
+            known[source] = loads(published) if published else None
+    return known
+
+
+async def _apply_claims(tx: ProjectionTransaction, page: _Page) -> None:
+    if not page.claim_events:
+        return
+    decoded = [(recorded, decode(recorded)) for recorded in page.claim_events]
+    claim_ids: set[str] = set()
+    sources: set[str] = set()
+    for _, event in decoded:
+        claim_ids.add(claim_of(event) or "")
+        source = getattr(event, "source", None)
+        if source:
+            sources.add(source)
+    current: dict[str, ClaimVersion] = {}
+    for chunk in chunks(sorted(claim_ids)):
+        for (doc,) in await tx.fetchall(
+            "SELECT doc FROM p_leadership_claim_versions "
+            f"WHERE claim IN ({marks(len(chunk))}) AND known_to = ?",
+            (*chunk, OPEN),
+        ):
+            version = version_from_json(loads(doc))
+            current[version.claim] = version
+    published = await _published_dates(tx, page, sources)
+
+    new_rows: dict[tuple[str, int], list[Any]] = {}
+    closing: list[tuple[int, str, int]] = []
+    for recorded, event in decoded:
+        claim = claim_of(event) or ""
+        previous = current.get(claim)
+        version = evolve_claim(
+            previous,
+            event,
+            position=recorded.position,
+            recorded_at=format_time(recorded.recorded_at),
+            actor=recorded.actor,
+            published=published.get,
+        )
+        if previous is not None:
+            row = new_rows.get((claim, previous.known_from))
+            if row is not None:
+                row[2] = recorded.position
+            else:
+                closing.append((recorded.position, claim, previous.known_from))
+        new_rows[(claim, version.known_from)] = [
+            claim,
+            version.known_from,
+            OPEN,
+            version.post,
+            version.person,
+            dumps(version.as_json()),
+        ]
+        current[claim] = version
+    if closing:
+        await tx.executemany(
+            "UPDATE p_leadership_claim_versions SET known_to = ? "
+            "WHERE claim = ? AND known_from = ?",
+            closing,
+        )
+    await tx.executemany(
+        "INSERT INTO p_leadership_claim_versions (claim, known_from, known_to, post, person, doc) "
+        "VALUES (?, ?, ?, ?, ?, ?)",
+        list(new_rows.values()),
+    )
+
+
+async def _advance_clock(tx: ProjectionTransaction, events: Sequence[RecordedEvent]) -> None:
+    rows = await tx.fetchall(
+        "SELECT recorded_at FROM p_leadership_clock ORDER BY position DESC LIMIT 1"
+    )
+    high = str(rows[0][0]) if rows else ""
+    highs: list[tuple[int, str]] = []
+    for recorded in events:
+        stamp = format_time(recorded.recorded_at)
+        if stamp > high:
+            high = stamp
+            highs.append((recorded.position, stamp))
+    if highs:
+        await tx.executemany(
+            "INSERT INTO p_leadership_clock (position, recorded_at) VALUES (?, ?)", highs
+        )

@@ -1,0 +1,249 @@
+"""The leadership rules: claim versions of one post in, state and tenures out. Pure, no I/O.
+
+:func:`post_state` answers "who holds this post on D" from the versions of its claims as known
+at some T (see :mod:`.claim_versions` for how versions and their dates come about);
+:func:`tenures` lists every tenure the claims show.
+
+- A change is in effect on D when the day it counts from is on or before D.
+- A pending change (not in effect yet: only expected, announced or rumored, or dated after
+  D) is listed on D once its report counts as published by D.
+- A retracted claim has no effect at all.
+- An appointment or incumbency opens a tenure for its person, a departure closes it. Nothing
+  closes a tenure implicitly, so two permanent holders at once stay visible as a conflict.
+  An appointment in another specific capacity (acting, then permanent) starts a new tenure.
+- A tenure's capacity is the latest specific capacity its evidence gives, from undisputed
+  claims when there are any: "unspecified" never overrides "acting".
+- A live claim whose latest step is a dispute is a conflict, as are overlapping permanent
+  holders.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from leaderlog.projections.claim_versions import Anchor, ClaimVersion
+
+__all__ = ["ACTING_CAPACITIES", "Tenure", "pending", "post_state", "tenures"]
+
+ACTING_CAPACITIES = frozenset({"acting", "interim"})
+
+
+@dataclass(slots=True)
+class Tenure:
+    """One person's continuous holding of one post, with the claims that show it."""
+
+    person: str
+    post: str
+    start: Anchor | None
+    start_day: dt.date | None
+    evidence: list[ClaimVersion]
+    end: Anchor | None = None
+    end_day: dt.date | None = None
+    cause: str | None = None
+    ended_by: str | None = None
+
+    @property
+    def open(self) -> bool:
+        return self.end is None
+
+    def capacity(self) -> str:
+        undisputed = [claim for claim in self.evidence if claim.status != "disputed"]
+        for claim in reversed(undisputed or self.evidence):
+            if claim.capacity != "unspecified":
+                return claim.capacity
+        return "unspecified"
+
+    def status(self) -> str:
+        if any(claim.status == "disputed" for claim in self.evidence):
+            return "disputed"
+        if any(claim.confirmed for claim in self.evidence):
+            return "confirmed"
+        return "reported"
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "person": self.person,
+            "post": self.post,
+            "capacity": self.capacity(),
+            "start": self.start.as_json() if self.start else None,
+            "end": self.end.as_json() if self.end else None,
+            "cause": self.cause,
+            "ended_by": self.ended_by,
+            "status": self.status(),
+            "evidence": [_evidence(claim) for claim in self.evidence],
+        }
+
+
+def _evidence(claim: ClaimVersion) -> dict[str, Any]:
+    return {
+        "claim": claim.claim,
+        "kind": claim.kind,
+        "capacity": claim.capacity,
+        "modality": claim.modality,
+        "status": claim.status,
+        "source": claim.source,
+        "sources": list(claim.sources),
+        "attribution": dict(claim.attribution),
+        "quote": claim.quote,
+        "locator": claim.locator,
+    }
+
+
+def _in_effect(
+    versions: Iterable[ClaimVersion], as_of: dt.date | None
+) -> list[tuple[dt.date, ClaimVersion]]:
+    changes = []
+    for version in versions:
+        day = version.effect_day()
+        if day is not None and (as_of is None or day <= as_of):
+            changes.append((day, version))
+    changes.sort(key=lambda item: (item[0], item[1].reported_position))
+    return changes
+
+
+def _fold(changes: Sequence[tuple[dt.date, ClaimVersion]]) -> list[Tenure]:
+    """Every tenure the changes imply, in the order they started (open ones included)."""
+    found: list[Tenure] = []
+    holding: dict[str, Tenure] = {}
+    for day, claim in changes:
+        current = holding.get(claim.person)
+        anchor = claim.effect_date()
+        if claim.kind == "departure":
+            if current is None:
+                # Only the end is known: the person held the post until this departure.
+                current = Tenure(claim.person, claim.post, None, None, [])
+                found.append(current)
+            current.evidence.append(claim)
+            current.end, current.end_day = anchor, day
+            current.cause, current.ended_by = claim.cause, claim.claim
+            holding.pop(claim.person, None)
+            continue
+        if (
+            current is not None
+            and claim.kind == "appointment"
+            and claim.capacity != "unspecified"
+            and claim.capacity != current.capacity()
+        ):
+            current.end, current.end_day, current.ended_by = anchor, day, claim.claim
+            current = None
+        if current is None:
+            current = Tenure(claim.person, claim.post, anchor, day, [])
+            holding[claim.person] = current
+            found.append(current)
+        current.evidence.append(claim)
+    return found
+
+
+def tenures(versions: Iterable[ClaimVersion]) -> list[dict[str, Any]]:
+    """Every tenure the claims of one post (or one person) show, oldest first.
+
+    Each: ``{person, post, capacity, start, end, cause, ended_by, status, evidence}`` where
+    ``start``/``end`` are fuzzy dates with a ``basis`` (``effective``, ``confirmed``,
+    ``published`` or ``recorded``), ``start`` None when only the end is known and ``end``
+    None while the tenure is open.
+    """
+    found = _fold(_in_effect(versions, None))
+    found.sort(key=lambda item: (item.start_day or item.end_day or dt.date.max, item.person))
+    return [tenure.as_json() for tenure in found]
+
+
+def _pending(claim: ClaimVersion) -> dict[str, Any]:
+    return {
+        "claim": claim.claim,
+        "kind": claim.kind,
+        "person": claim.person,
+        "capacity": claim.capacity,
+        "cause": claim.cause,
+        "effective": dict(claim.confirmed_effective or claim.effective or {}) or None,
+        "modality": claim.modality,
+        "status": claim.status,
+        "attribution": dict(claim.attribution),
+        "sources": list(claim.sources),
+        "reported": claim.reported_anchor.as_json(),
+    }
+
+
+def pending(versions: Iterable[ClaimVersion], as_of: dt.date | None) -> list[dict[str, Any]]:
+    """Live changes not in effect on ``as_of`` but reported by then (None: not in effect yet)."""
+    found = []
+    for claim in versions:
+        if not claim.live:
+            continue
+        day = claim.effect_day()
+        if as_of is None:
+            if day is None:
+                found.append(claim)
+        elif (day is None or day > as_of) and claim.reported_day() <= as_of:
+            found.append(claim)
+    found.sort(key=lambda claim: claim.reported_position)
+    return [_pending(claim) for claim in found]
+
+
+def post_state(versions: Sequence[ClaimVersion], as_of: dt.date) -> dict[str, Any]:
+    """The state of one post on ``as_of`` from the versions of its claims known at some T.
+
+    Returns ``{holders, pending, vacancy, conflicts}``:
+
+    - ``holders``: ``[{person, capacity, since, status, claims}]``, ``since`` a fuzzy date with
+      its ``basis`` (None when only a departure shows the tenure), ``status`` one of
+      ``reported``, ``confirmed``, ``disputed``, ``claims`` the supporting claim ids.
+    - ``pending``: changes not in effect yet (see :func:`pending`).
+    - ``vacancy``: ``filled`` (someone holds it not known to be acting), ``acting`` (only acting
+      or interim holders), ``vacant`` (changes are known and nobody holds it), ``unknown``.
+    - ``conflicts``: ``[{kind, claims, persons, reason}]`` with kind ``disputed`` (a live
+      claim whose latest step is a dispute) or ``overlapping_permanent``.
+    """
+    changes = _in_effect(versions, as_of)
+    holding = [tenure for tenure in _fold(changes) if tenure.open]
+    holding.sort(key=lambda tenure: (tenure.start_day or dt.date.min, tenure.person))
+    holders = [
+        {
+            "person": tenure.person,
+            "capacity": tenure.capacity(),
+            "since": tenure.start.as_json() if tenure.start else None,
+            "status": tenure.status(),
+            "claims": [claim.claim for claim in tenure.evidence],
+        }
+        for tenure in holding
+    ]
+    if holders:
+        acting = all(holder["capacity"] in ACTING_CAPACITIES for holder in holders)
+        vacancy = "acting" if acting else "filled"
+    else:
+        vacancy = "vacant" if changes else "unknown"
+
+    waiting = pending(versions, as_of)
+    relevant = {claim.claim for _, claim in changes} | {item["claim"] for item in waiting}
+    conflicts: list[dict[str, Any]] = []
+    seen: set[tuple[str, ...]] = set()
+    for claim in versions:
+        if claim.claim not in relevant or claim.status != "disputed":
+            continue
+        dispute = claim.disputes[-1]
+        claims = [claim.claim, *dispute["conflicts_with"]]
+        key = tuple(sorted(claims))
+        if key in seen:
+            continue
+        seen.add(key)
+        conflicts.append(
+            {
+                "kind": "disputed",
+                "claims": claims,
+                "persons": [claim.person],
+                "reason": dispute["reason"],
+            }
+        )
+    permanent = [tenure for tenure in holding if tenure.capacity() == "permanent"]
+    if len(permanent) > 1:
+        conflicts.append(
+            {
+                "kind": "overlapping_permanent",
+                "claims": [claim.claim for tenure in permanent for claim in tenure.evidence],
+                "persons": [tenure.person for tenure in permanent],
+                "reason": "more than one permanent holder at once",
+            }
+        )
+    return {"holders": holders, "pending": waiting, "vacancy": vacancy, "conflicts": conflicts}

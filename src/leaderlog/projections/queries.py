@@ -1,0 +1,505 @@
+"""Read the projections: leadership state, history, claim lifecycles and audit queries.
+
+:class:`Queries` is the library API the CLI and the HTTP layer share. Every method returns
+plain JSON-able dicts (the shapes are in each docstring), reads indexed projection tables
+only, and never replays the log. Call :meth:`ProjectionRunner.catch_up` first when answers
+must include the latest appends.
+
+Errors: :class:`UnknownEntity` (no such org, post, person or claim) and :class:`InvalidQuery`
+(a bad date, time, position or filter); both are :class:`~leaderlog.errors.ProjectionError`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from leaderlog._json import loads
+from leaderlog.errors import ProjectionError
+from leaderlog.events import EVENT_TYPES, format_time
+from leaderlog.projections._sql import chunks, marks
+from leaderlog.projections.claim_versions import ClaimVersion, version_from_json
+from leaderlog.projections.leadership_rules import pending, post_state, tenures
+from leaderlog.projections.query_input import (
+    InvalidQuery,
+    UnknownEntity,
+    parse_day,
+    parse_known_at,
+    parse_time,
+)
+from leaderlog.store.base import EventStore
+
+__all__ = ["AUDIT_FILTERS", "InvalidQuery", "Queries", "UnknownEntity"]
+
+AUDIT_FILTERS = ("source", "publisher", "actor", "type", "status", "attribution")
+CLAIM_STATUSES = ("reported", "confirmed", "corrected", "disputed", "retracted")
+ATTRIBUTION_KINDS = ("official", "named", "anonymous", "outlet")
+MAX_AUDIT_LIMIT = 10_000
+
+
+_VERSIONS = "SELECT doc FROM p_leadership_claim_versions WHERE "
+_KNOWN = " AND known_from <= ? AND known_to > ?"
+
+
+class Queries:
+    """Answers over the built-in projections of one store."""
+
+    def __init__(self, store: EventStore) -> None:
+        self.store = store
+
+    # --- the two time axes -------------------------------------------------------------------
+
+    async def _checkpoint(self, name: str) -> int:
+        try:
+            rows = await self.store.query(
+                "SELECT position FROM projection_checkpoints WHERE name = ?", (name,)
+            )
+        except Exception as error:  # the table itself is missing: nothing was ever projected
+            raise ProjectionError(
+                f"the {name} projection has not been built; run `leaderlog rebuild`"
+            ) from error
+        if not rows:
+            raise ProjectionError(
+                f"the {name} projection has not been built; run `leaderlog rebuild`"
+            )
+        return int(rows[0][0])
+
+    async def resolve_known_at(self, known_at: int | str | dt.datetime | None) -> dict[str, Any]:
+        """``{"position", "recorded_through"}`` for a position, an RFC 3339 time, or now.
+
+        A time T means the last position such that the whole log up to it was recorded at or
+        before T.
+        """
+        head = await self._checkpoint("leadership")
+        wanted = parse_known_at(known_at)
+        if wanted is None:
+            position = head
+        elif isinstance(wanted, int):
+            if wanted > head:
+                raise InvalidQuery(f"known-at position {wanted} is beyond the log's head ({head})")
+            position = wanted
+        else:
+            rows = await self.store.query(
+                "SELECT position FROM p_leadership_clock WHERE recorded_at > ? "
+                "ORDER BY recorded_at, position LIMIT 1",
+                (format_time(wanted),),
+            )
+            position = int(rows[0][0]) - 1 if rows else head
+        rows = await self.store.query(
+            "SELECT recorded_at FROM p_leadership_clock WHERE position <= ? "
+            "ORDER BY position DESC LIMIT 1",
+            (position,),
+        )
+        return {"position": position, "recorded_through": rows[0][0] if rows else None}
+
+    # --- lookups -----------------------------------------------------------------------------
+
+    async def _org(self, org: str) -> dict[str, Any]:
+        rows = await self.store.query(
+            "SELECT org, name, short_name, parent, path FROM p_leadership_orgs WHERE org = ?",
+            (org,),
+        )
+        if not rows:
+            raise UnknownEntity(f"unknown organisation {org!r}")
+        org_id, name, short_name, parent, path = rows[0]
+        return {
+            "org": org_id,
+            "name": name,
+            "short_name": short_name,
+            "parent": parent,
+            "path": path,
+        }
+
+    async def _posts(
+        self, *, org_path: str | None = None, post: str | None = None, known: int | None = None
+    ) -> list[dict[str, Any]]:
+        sql = (
+            "SELECT p.post, p.title, p.org, o.name, p.position FROM p_leadership_posts p "
+            "JOIN p_leadership_orgs o ON o.org = p.org WHERE 1 = 1"
+        )
+        parameters: list[Any] = []
+        if org_path is not None:
+            # Paths are slugs joined by '/', so a subtree is one range ('0' sorts after '/').
+            sql += " AND o.path >= ? AND o.path < ?"
+            parameters += [org_path, org_path[:-1] + "0"]
+        if post is not None:
+            sql += " AND p.post = ?"
+            parameters.append(post)
+        if known is not None:
+            sql += " AND p.position <= ?"
+            parameters.append(known)
+        rows = await self.store.query(sql + " ORDER BY p.post", parameters)
+        return [
+            {"post": post_id, "title": title, "org": org_id, "org_name": org_name}
+            for post_id, title, org_id, org_name, _ in rows
+        ]
+
+    async def _person(self, person: str) -> dict[str, Any]:
+        rows = await self.store.query(
+            "SELECT person, name, aliases FROM p_leadership_persons WHERE person = ?", (person,)
+        )
+        if not rows:
+            raise UnknownEntity(f"unknown person {person!r}")
+        return {"person": rows[0][0], "name": rows[0][1], "aliases": loads(rows[0][2])}
+
+    async def _names(self, people: Iterable[str]) -> dict[str, str]:
+        found: dict[str, str] = {}
+        for chunk in chunks(sorted(set(people))):
+            rows = await self.store.query(
+                "SELECT person, name FROM p_leadership_persons "
+                f"WHERE person IN ({marks(len(chunk))})",
+                chunk,
+            )
+            found.update({str(person): str(name) for person, name in rows})
+        return found
+
+    async def _post_titles(self, posts: Iterable[str]) -> dict[str, dict[str, Any]]:
+        found: dict[str, dict[str, Any]] = {}
+        for chunk in chunks(sorted(set(posts))):
+            rows = await self.store.query(
+                "SELECT p.post, p.title, p.org, o.name FROM p_leadership_posts p "
+                "JOIN p_leadership_orgs o ON o.org = p.org "
+                f"WHERE p.post IN ({marks(len(chunk))})",
+                chunk,
+            )
+            for post, title, org, org_name in rows:
+                found[post] = {"post": post, "title": title, "org": org, "org_name": org_name}
+        return found
+
+    async def _sources(self, sources: Iterable[str]) -> dict[str, dict[str, Any]]:
+        found: dict[str, dict[str, Any]] = {}
+        for chunk in chunks(sorted(set(sources))):
+            rows = await self.store.query(
+                "SELECT source, url, publisher, title, published, language "
+                f"FROM p_leadership_sources WHERE source IN ({marks(len(chunk))})",
+                chunk,
+            )
+            for source, url, publisher, title, published, language in rows:
+                found[source] = {
+                    "source": source,
+                    "url": url,
+                    "publisher": publisher,
+                    "title": title,
+                    "published": loads(published) if published else None,
+                    "language": language,
+                }
+        return found
+
+    async def _versions(
+        self, column: str, values: Sequence[str], position: int
+    ) -> list[ClaimVersion]:
+        found: list[ClaimVersion] = []
+        for chunk in chunks(list(values)):
+            rows = await self.store.query(
+                f"{_VERSIONS}{column} IN ({marks(len(chunk))}){_KNOWN}",
+                (*chunk, position, position),
+            )
+            found += [version_from_json(loads(doc)) for (doc,) in rows]
+        return found
+
+    # --- leadership state --------------------------------------------------------------------
+
+    async def state(
+        self,
+        org: str | None = None,
+        as_of: dt.date | str | None = None,
+        known_at: int | str | dt.datetime | None = None,
+    ) -> dict[str, Any]:
+        """Who holds each post on ``as_of`` (default today, UTC) as known at ``known_at``.
+
+        ``org`` limits the answer to that organisation's subtree. ``known_at`` is a position,
+        an RFC 3339 time, or None for everything projected so far. Returns::
+
+            {"as_of": "2025-05-20",
+             "known_at": {"position": 42, "recorded_through": "2025-...Z"},
+             "org": {"org", "name", "short_name", "parent", "path"} | None,
+             "posts": [{"post": {"post", "title", "org", "org_name"},
+                        "holders": [{"person", "name", "capacity", "since", "status",
+                                     "claims"}],
+                        "pending": [{"claim", "kind", "person", "name", "capacity", "cause",
+                                     "effective", "modality", "status", "attribution",
+                                     "sources", "reported"}],
+                        "vacancy": "filled" | "acting" | "vacant" | "unknown",
+                        "conflicts": [{"kind", "claims", "persons", "reason"}]}]}
+
+        ``since`` and ``reported`` are fuzzy dates with a ``basis`` saying where they come from
+        (see :mod:`leaderlog.projections.leadership_rules` for the rules).
+        """
+        day = parse_day(as_of, "as-of") if as_of is not None else dt.datetime.now(dt.UTC).date()
+        known = await self.resolve_known_at(known_at)
+        position = known["position"]
+        scope = await self._org(org) if org is not None else None
+        posts = await self._posts(org_path=scope["path"] if scope else None, known=position)
+        if scope is None:
+            rows = await self.store.query(
+                f"SELECT doc FROM p_leadership_claim_versions WHERE 1 = 1{_KNOWN}",
+                (position, position),
+            )
+            versions = [version_from_json(loads(doc)) for (doc,) in rows]
+        else:
+            versions = await self._versions("post", [post["post"] for post in posts], position)
+        by_post: dict[str, list[ClaimVersion]] = defaultdict(list)
+        for version in versions:
+            by_post[version.post].append(version)
+        answers = []
+        for post in posts:
+            answer = post_state(by_post.get(post["post"], []), day)
+            answers.append({"post": post, **answer})
+        names = await self._names(
+            item["person"]
+            for answer in answers
+            for item in (*answer["holders"], *answer["pending"])
+        )
+        for answer in answers:
+            for item in (*answer["holders"], *answer["pending"]):
+                item["name"] = names.get(item["person"])
+        if scope is not None:
+            scope = {key: value for key, value in scope.items() if key != "path"}
+        return {"as_of": day.isoformat(), "known_at": known, "org": scope, "posts": answers}
+
+    # --- history -----------------------------------------------------------------------------
+
+    async def history(
+        self,
+        *,
+        person: str | None = None,
+        post: str | None = None,
+        org: str | None = None,
+        known_at: int | str | dt.datetime | None = None,
+    ) -> dict[str, Any]:
+        """Every tenure of a person, a post, or the posts of an org subtree (give exactly one).
+
+        Returns::
+
+            {"subject": {"person": ...} | {"post": ...} | {"org": ...},
+             "known_at": {"position", "recorded_through"},
+             "tenures": [{"person", "name", "post", "post_title", "org", "capacity",
+                          "start", "end", "cause", "ended_by", "status", "evidence"}],
+             "pending": [{"claim", "kind", "person", "name", "post", ...}],
+             "sources": {source id: {"source", "url", "publisher", "title", "published",
+                                     "language"}}}
+
+        ``start``/``end`` are fuzzy dates with a ``basis``; ``start`` is None when only the
+        end is known, ``end`` None while the tenure lasts. ``evidence`` lists the claims.
+        """
+        given = [
+            name for name, value in (("person", person), ("post", post), ("org", org)) if value
+        ]
+        if len(given) != 1:
+            raise InvalidQuery("give exactly one of --person, --post or --org")
+        known = await self.resolve_known_at(known_at)
+        position = known["position"]
+        subject: dict[str, Any]
+        if person is not None:
+            subject = {"person": await self._person(person)}
+            versions = await self._versions("person", [person], position)
+        elif post is not None:
+            found = await self._posts(post=post)
+            if not found:
+                raise UnknownEntity(f"unknown post {post!r}")
+            subject = {"post": found[0]}
+            versions = await self._versions("post", [post], position)
+        else:
+            assert org is not None
+            scope = await self._org(org)
+            posts = await self._posts(org_path=scope["path"], known=position)
+            subject = {"org": {key: value for key, value in scope.items() if key != "path"}}
+            versions = await self._versions("post", [item["post"] for item in posts], position)
+
+        groups: dict[tuple[str, str], list[ClaimVersion]] = defaultdict(list)
+        for version in versions:
+            if person is None or version.person == person:
+                groups[(version.post, version.person)].append(version)
+        found_tenures = [tenure for group in groups.values() for tenure in tenures(group)]
+        found_tenures.sort(key=_tenure_order)
+        waiting = []
+        for (post_id, _), group in groups.items():
+            for item in pending(group, None):
+                waiting.append({**item, "post": post_id})
+        waiting.sort(key=lambda item: (item["reported"]["date"] or "", item["claim"]))
+        await self._label(found_tenures, waiting)
+        sources = await self._sources(source for version in versions for source in version.sources)
+        return {
+            "subject": subject,
+            "known_at": known,
+            "tenures": found_tenures,
+            "pending": waiting,
+            "sources": sources,
+        }
+
+    async def _label(self, *groups: list[dict[str, Any]]) -> None:
+        items = [item for group in groups for item in group]
+        names = await self._names(item["person"] for item in items)
+        posts = await self._post_titles(item["post"] for item in items)
+        for item in items:
+            item["name"] = names.get(item["person"])
+            known_post = posts.get(item["post"], {})
+            item["post_title"] = known_post.get("title")
+            item["org"] = known_post.get("org")
+
+    # --- claims ------------------------------------------------------------------------------
+
+    async def claim(
+        self, claim_id: str, known_at: int | str | dt.datetime | None = None
+    ) -> dict[str, Any]:
+        """One claim's lifecycle: reported, then confirmed / corrected / disputed / retracted.
+
+        Returns::
+
+            {"claim": id, "status": "reported" | ..., "known_at": {...},
+             "current": {"kind", "person", "name", "post", "post_title", "org", "capacity",
+                         "cause", "effective", "modality", "attribution", "quote",
+                         "locator", "source", "sources", "confirmed", "disputes"},
+             "lifecycle": [{"position", "type", "status", "recorded_at", "actor", "source",
+                            ...details of the step: effective, quote, changes, reason,
+                            conflicts_with}],
+             "sources": {source id: {"source", "url", "publisher", "title", ...}}}
+        """
+        known = await self.resolve_known_at(known_at)
+        rows = await self.store.query(
+            "SELECT doc FROM p_leadership_claim_versions WHERE claim = ? AND known_from <= ? "
+            "ORDER BY known_from",
+            (claim_id, known["position"]),
+        )
+        if not rows:
+            raise UnknownEntity(f"unknown claim {claim_id!r}")
+        versions = [version_from_json(loads(doc)) for (doc,) in rows]
+        latest = versions[-1]
+        current = {
+            key: value
+            for key, value in latest.as_json().items()
+            if key
+            not in (
+                "claim",
+                "status",
+                "step",
+                "reported_anchor",
+                "effect_anchor",
+                "reported_position",
+            )
+        }
+        await self._label([current])
+        lifecycle = [version.step.as_json() for version in versions]
+        sources = await self._sources(
+            [*latest.sources, *(step["source"] for step in lifecycle if step["source"])]
+        )
+        return {
+            "claim": claim_id,
+            "status": latest.status,
+            "known_at": known,
+            "current": current,
+            "lifecycle": lifecycle,
+            "sources": sources,
+        }
+
+    # --- audit -------------------------------------------------------------------------------
+
+    async def audit(
+        self,
+        *,
+        source: str | None = None,
+        publisher: str | None = None,
+        actor: str | None = None,
+        type: str | None = None,
+        status: str | None = None,
+        attribution: str | None = None,
+        recorded_from: str | dt.datetime | None = None,
+        recorded_to: str | dt.datetime | None = None,
+        after: int = 0,
+        limit: int = 500,
+    ) -> dict[str, Any]:
+        """Events matching every filter given, oldest first, ``limit`` at a time.
+
+        ``status`` and ``attribution`` are the current status and attribution kind of the
+        event's claim; ``source`` is the event's own source, or its claim's. ``recorded_from``
+        and ``recorded_to`` (RFC 3339, or a date: the whole day, UTC) bound the recorded time
+        inclusively. Page on with ``after=next_after``. Returns::
+
+            {"filters": {...the filters given...},
+             "events": [{"position", "event_id", "type", "stream", "recorded_at", "actor",
+                         "claim", "claim_status", "attribution", "source", "publisher",
+                         "url", "title"}],
+             "next_after": position | None}
+        """
+        if type is not None and type not in EVENT_TYPES:
+            raise InvalidQuery(
+                f"unknown event type {type!r}; known: {', '.join(sorted(EVENT_TYPES))}"
+            )
+        if status is not None and status not in CLAIM_STATUSES:
+            raise InvalidQuery(f"unknown status {status!r}; known: {', '.join(CLAIM_STATUSES)}")
+        if attribution is not None and attribution not in ATTRIBUTION_KINDS:
+            raise InvalidQuery(
+                f"unknown attribution {attribution!r}; known: {', '.join(ATTRIBUTION_KINDS)}"
+            )
+        if not 1 <= limit <= MAX_AUDIT_LIMIT:
+            raise InvalidQuery(f"limit must be between 1 and {MAX_AUDIT_LIMIT}")
+        if after < 0:
+            raise InvalidQuery("after must be a position (0 or more)")
+        await self._checkpoint("audit")
+        conditions = ["e.position > ?"]
+        parameters: list[Any] = [after]
+        filters: dict[str, Any] = {}
+        columns = {
+            "source": "e.source",
+            "publisher": "e.publisher",
+            "actor": "e.actor",
+            "type": "e.type",
+            "status": "c.status",
+            "attribution": "c.attribution",
+        }
+        given = {
+            "source": source,
+            "publisher": publisher,
+            "actor": actor,
+            "type": type,
+            "status": status,
+            "attribution": attribution,
+        }
+        for name, value in given.items():
+            if value is not None:
+                conditions.append(f"{columns[name]} = ?")
+                parameters.append(value)
+                filters[name] = value
+        if recorded_from is not None:
+            start = parse_time(recorded_from, "from", end_of_day=False)
+            conditions.append("e.recorded_at >= ?")
+            parameters.append(format_time(start))
+            filters["from"] = format_time(start)
+        if recorded_to is not None:
+            end = parse_time(recorded_to, "to", end_of_day=True)
+            conditions.append("e.recorded_at <= ?")
+            parameters.append(format_time(end))
+            filters["to"] = format_time(end)
+        rows = await self.store.query(
+            "SELECT e.position, e.event_id, e.type, e.stream, e.recorded_at, e.actor, e.claim, "
+            "c.status, c.attribution, e.source, e.publisher, s.url, s.title "
+            "FROM p_audit_events e LEFT JOIN p_audit_claims c ON c.claim = e.claim "
+            "LEFT JOIN p_audit_sources s ON s.source = e.source "
+            f"WHERE {' AND '.join(conditions)} ORDER BY e.position LIMIT ?",
+            (*parameters, limit),
+        )
+        keys = (
+            "position",
+            "event_id",
+            "type",
+            "stream",
+            "recorded_at",
+            "actor",
+            "claim",
+            "claim_status",
+            "attribution",
+            "source",
+            "publisher",
+            "url",
+            "title",
+        )
+        events = [dict(zip(keys, row, strict=True)) for row in rows]
+        next_after = events[-1]["position"] if len(events) == limit else None
+        return {"filters": filters, "events": events, "next_after": next_after}
+
+
+def _tenure_order(tenure: Mapping[str, Any]) -> tuple[str, str, str]:
+    start = tenure["start"] or tenure["end"] or {}
+    return (start.get("date") or "9999", tenure["post"], tenure["person"])

@@ -1,0 +1,535 @@
+"""The scale-out store: PostgreSQL through asyncpg.
+
+URL: ``postgresql://user[:password]@host[:port]/database[?schema=name]`` (``postgres://`` works too;
+other query parameters are passed to the server as settings, e.g. ``application_name``).
+``schema`` keeps a log in its own PostgreSQL schema: it is created when missing and is the only
+entry of ``search_path`` on every connection, so several logs (or test runs) can share one
+database without seeing each other.
+
+Writers take turns: every append transaction first takes a transaction-scoped advisory lock
+keyed on the events table, then reads the head. A position is therefore only handed out after
+the previous one is committed, so positions follow commit order and a reader that has seen
+position N never later finds a new event at or below N.
+
+After each commit the writer sends ``NOTIFY leaderlog_events, '<schema>:<head position>'``.
+Followers listen on a dedicated connection; when it is lost they fall back to polling and
+listen again on their next wait.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime as dt
+import functools
+import re
+import uuid
+from collections.abc import AsyncIterator, Iterator, Sequence
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+import asyncpg
+
+from leaderlog._json import loads
+from leaderlog.errors import StoreError, StoreUnavailable
+from leaderlog.events import RecordedEvent
+from leaderlog.store.base import (
+    GENESIS_HASH,
+    AppendResult,
+    EventStore,
+    PendingBatch,
+    PlannedRow,
+    ProjectionTransaction,
+    plan_rows,
+    utc_now,
+)
+
+__all__ = ["CHANNEL", "SCHEMA", "PostgresStore", "translate_placeholders"]
+
+CHANNEL = "leaderlog_events"
+
+# Advisory lock keys share a high half ("llog") so they do not collide with other users of the
+# database; the low half is 0 for schema changes, or the events table's oid for appends.
+_LOCK_SPACE = 0x6C6C6F67 << 32
+_DDL_LOCK = _LOCK_SPACE
+
+# Data and meta are kept as canonical JSON text and recorded_at as the formatted time, so the
+# bytes the hash chain covers are exactly the bytes stored.
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS events (
+    position       BIGINT PRIMARY KEY,
+    event_id       UUID NOT NULL UNIQUE,
+    stream         TEXT NOT NULL,
+    version        BIGINT NOT NULL,
+    type           TEXT NOT NULL,
+    schema_version INTEGER NOT NULL,
+    data           TEXT NOT NULL,
+    recorded_at    TEXT NOT NULL,
+    actor          TEXT NOT NULL,
+    meta           TEXT NOT NULL,
+    hash           TEXT NOT NULL,
+    UNIQUE (stream, version)
+);
+CREATE OR REPLACE FUNCTION leaderlog_events_are_append_only() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    RAISE EXCEPTION 'events are append-only';
+END
+$$;
+DO $$
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = 'events'::regclass
+                   AND tgname = 'events_are_append_only_update') THEN
+        CREATE TRIGGER events_are_append_only_update BEFORE UPDATE ON events
+        FOR EACH ROW EXECUTE FUNCTION leaderlog_events_are_append_only();
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = 'events'::regclass
+                   AND tgname = 'events_are_append_only_delete') THEN
+        CREATE TRIGGER events_are_append_only_delete BEFORE DELETE ON events
+        FOR EACH ROW EXECUTE FUNCTION leaderlog_events_are_append_only();
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = 'events'::regclass
+                   AND tgname = 'events_are_append_only_truncate') THEN
+        CREATE TRIGGER events_are_append_only_truncate BEFORE TRUNCATE ON events
+        FOR EACH STATEMENT EXECUTE FUNCTION leaderlog_events_are_append_only();
+    END IF;
+END
+$$;
+"""
+
+_COLUMNS = (
+    "position, event_id, stream, version, type, schema_version, "
+    "data, recorded_at, actor, meta, hash"
+)
+# One statement, one round trip, however many rows.
+_INSERT = (
+    f"INSERT INTO events ({_COLUMNS}) SELECT * FROM unnest("
+    "$1::bigint[], $2::uuid[], $3::text[], $4::bigint[], $5::text[], $6::integer[], "
+    "$7::text[], $8::text[], $9::text[], $10::text[], $11::text[])"
+)
+# Keeps each message to the server a few megabytes even when importing a whole log at once.
+_INSERT_CHUNK = 10_000
+_HEAD = "SELECT position, hash FROM events ORDER BY position DESC LIMIT 1"
+_EVENTS_TABLE = (
+    "SELECT n.nspname, c.oid::bigint FROM pg_class c "
+    "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = 'events'::regclass"
+)
+
+_SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
+_POOL_MIN, _POOL_MAX = 1, 10
+_CONNECT_TIMEOUT = 10.0
+_LISTEN_RETRY_DELAY = 2.0
+
+# What a lost or refused connection looks like; anything else is a real error in a query.
+_CONNECTION_ERRORS: tuple[type[BaseException], ...] = (
+    OSError,
+    TimeoutError,
+    asyncpg.InterfaceError,
+    asyncpg.PostgresConnectionError,
+    asyncpg.AdminShutdownError,
+    asyncpg.CrashShutdownError,
+    asyncpg.CannotConnectNowError,
+    asyncpg.TooManyConnectionsError,
+)
+# At open time a wrong database name or credentials also mean "cannot be reached".
+_OPEN_ERRORS: tuple[type[BaseException], ...] = (
+    *_CONNECTION_ERRORS,
+    asyncpg.InvalidCatalogNameError,
+    asyncpg.InvalidAuthorizationSpecificationError,
+    asyncpg.InsufficientPrivilegeError,
+)
+# Listening is optional: any failure to start it just leaves the follower polling.
+_LISTEN_ERRORS: tuple[type[BaseException], ...] = (*_OPEN_ERRORS, asyncpg.PostgresError)
+
+_PLACEHOLDER_OR_QUOTED = re.compile(
+    r"'(?:[^']|'')*'"  # string literal ('' is an escaped quote)
+    r'|"(?:[^"]|"")*"'  # quoted identifier
+    r"|--[^\n]*"  # line comment
+    r"|/\*.*?\*/"  # block comment
+    r"|\?",
+    re.DOTALL,
+)
+
+
+@functools.lru_cache(maxsize=1024)
+def translate_placeholders(sql: str) -> str:
+    """Turn portable ``?`` placeholders into ``$1..$n``, leaving quoted text and comments alone."""
+    count = 0
+
+    def replace(match: re.Match[str]) -> str:
+        nonlocal count
+        if match.group() != "?":
+            return match.group()
+        count += 1
+        return f"${count}"
+
+    return _PLACEHOLDER_OR_QUOTED.sub(replace, sql)
+
+
+@contextlib.contextmanager
+def _unavailable_on_disconnect() -> Iterator[None]:
+    try:
+        yield
+    except _CONNECTION_ERRORS as error:
+        raise StoreUnavailable(f"PostgreSQL is unavailable: {error}") from error
+
+
+def _redacted(dsn: str) -> str:
+    parts = urlsplit(dsn)
+    if parts.password is None:
+        return dsn
+    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+def _connect_options(url: str) -> tuple[str, dict[str, str], str | None]:
+    """Split our own ``schema`` parameter off the URL asyncpg gets."""
+    parts = urlsplit(url)
+    schema: str | None = None
+    passed: list[tuple[str, str]] = []
+    for key, value in parse_qsl(parts.query, keep_blank_values=True):
+        if key == "schema":
+            schema = value
+        else:
+            passed.append((key, value))
+    if schema is not None and not _SCHEMA_NAME.fullmatch(schema):
+        raise StoreUnavailable(
+            f"schema {schema!r} is not a valid name: use lowercase letters, digits and _ "
+            "(at most 63, not starting with a digit)"
+        )
+    settings: dict[str, str] = {}
+    if "application_name" not in dict(passed):
+        settings["application_name"] = "leaderlog"
+    if schema is not None:
+        settings["search_path"] = f'"{schema}"'
+    return urlunsplit(parts._replace(query=urlencode(passed))), settings, schema
+
+
+def _row_to_event(row: asyncpg.Record) -> RecordedEvent:
+    # Rows were validated on the way in; constructing without validation keeps reads cheap.
+    return RecordedEvent.model_construct(
+        position=row[0],
+        event_id=uuid.UUID(bytes=row[1].bytes),
+        stream=row[2],
+        version=row[3],
+        type=row[4],
+        schema_version=row[5],
+        data=loads(row[6]),
+        recorded_at=dt.datetime.fromisoformat(row[7].replace("Z", "+00:00")),
+        actor=row[8],
+        meta=loads(row[9]),
+        hash=row[10],
+    )
+
+
+def _rows_to_columns(rows: Sequence[PlannedRow]) -> list[list[Any]]:
+    return [
+        [row.position for row in rows],
+        [row.event_id for row in rows],
+        [row.stream for row in rows],
+        [row.version for row in rows],
+        [row.type for row in rows],
+        [row.schema_version for row in rows],
+        [row.data_json.decode() for row in rows],
+        [row.recorded_at for row in rows],
+        [row.actor for row in rows],
+        [row.meta_json.decode() for row in rows],
+        [row.hash for row in rows],
+    ]
+
+
+async def _create_schema(
+    connection: asyncpg.pool.PoolConnectionProxy[asyncpg.Record], schema: str | None
+) -> tuple[str, int]:
+    """Create what is missing, one process at a time; return the events table's schema and oid."""
+    async with connection.transaction():
+        await connection.execute("SELECT pg_advisory_xact_lock($1)", _DDL_LOCK)
+        if schema is not None and not await connection.fetchval(
+            "SELECT 1 FROM pg_namespace WHERE nspname = $1", schema
+        ):
+            await connection.execute(f'CREATE SCHEMA "{schema}"')
+        await connection.execute(SCHEMA)
+        row = await connection.fetchrow(_EVENTS_TABLE)
+    if row is None:
+        raise StoreUnavailable("the events table could not be created")
+    return str(row[0]), int(row[1])
+
+
+class _PostgresProjectionTransaction(ProjectionTransaction):
+    def __init__(self, connection: asyncpg.pool.PoolConnectionProxy[asyncpg.Record]) -> None:
+        self._connection = connection
+
+    async def execute(self, sql: str, parameters: Sequence[Any] = ()) -> None:
+        with _unavailable_on_disconnect():
+            if parameters:
+                await self._connection.execute(translate_placeholders(sql), *parameters)
+            else:
+                # Without parameters the simple protocol runs scripts of several statements.
+                await self._connection.execute(sql)
+
+    async def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        if not rows:
+            return
+        with _unavailable_on_disconnect():
+            await self._connection.executemany(translate_placeholders(sql), rows)
+
+    async def fetchall(self, sql: str, parameters: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        with _unavailable_on_disconnect():
+            rows = await self._connection.fetch(translate_placeholders(sql), *parameters)
+        return [tuple(row) for row in rows]
+
+
+class PostgresStore(EventStore):
+    dialect = "postgresql"
+
+    def __init__(
+        self,
+        pool: asyncpg.Pool[asyncpg.Record],
+        *,
+        dsn: str,
+        settings: dict[str, str],
+        schema: str,
+        table_oid: int,
+    ) -> None:
+        super().__init__()
+        self.schema = schema
+        self._pool = pool
+        self._dsn = dsn
+        self._settings = settings
+        self._append_lock_key = _LOCK_SPACE | table_oid
+        # One writer per process waits on the advisory lock; the others wait here without
+        # holding a pooled connection.
+        self._write_lock = asyncio.Lock()
+        self._listener: asyncpg.Connection[asyncpg.Record] | None = None
+        self._listener_lock = asyncio.Lock()
+        self._listen_again_at = 0.0
+        self._known_head = 0
+        self._wakeup = asyncio.Event()
+        self._closed = False
+
+    @classmethod
+    async def open(cls, url: str) -> PostgresStore:
+        dsn, settings, schema = _connect_options(url)
+        try:
+            pool = await asyncpg.create_pool(
+                dsn,
+                min_size=_POOL_MIN,
+                max_size=_POOL_MAX,
+                timeout=_CONNECT_TIMEOUT,
+                server_settings=settings,
+            )
+        except _OPEN_ERRORS as error:
+            raise StoreUnavailable(
+                f"cannot open PostgreSQL database {_redacted(dsn)}: {error}"
+            ) from error
+        try:
+            async with pool.acquire() as connection:
+                table_schema, table_oid = await _create_schema(connection, schema)
+        except _OPEN_ERRORS as error:
+            await pool.close()
+            raise StoreUnavailable(
+                f"cannot prepare PostgreSQL database {_redacted(dsn)}: {error}"
+            ) from error
+        except BaseException:
+            await pool.close()
+            raise
+        return cls(pool, dsn=dsn, settings=settings, schema=table_schema, table_oid=table_oid)
+
+    async def close(self) -> None:
+        self._closed = True
+        listener, self._listener = self._listener, None
+        if listener is not None:
+            with contextlib.suppress(*_CONNECTION_ERRORS):
+                await listener.close()
+        self._wake(self._known_head)
+        await self._pool.close()
+
+    # --- writing ---------------------------------------------------------------------------
+
+    async def append_batches(
+        self, batches: Sequence[PendingBatch]
+    ) -> list[AppendResult | StoreError]:
+        if not batches:
+            return []
+        async with self._write_lock:
+            with _unavailable_on_disconnect():
+                async with (
+                    self._pool.acquire() as connection,
+                    # READ COMMITTED so the head is read after the lock, not from an older snapshot.
+                    connection.transaction(isolation="read_committed"),
+                ):
+                    await connection.execute(
+                        "SELECT pg_advisory_xact_lock($1)", self._append_lock_key
+                    )
+                    outcomes, rows = await self._plan(connection, batches)
+                    for start in range(0, len(rows), _INSERT_CHUNK):
+                        chunk = rows[start : start + _INSERT_CHUNK]
+                        await connection.execute(_INSERT, *_rows_to_columns(chunk))
+                    if rows:
+                        await connection.execute(
+                            "SELECT pg_notify($1, $2)",
+                            CHANNEL,
+                            f"{self.schema}:{rows[-1].position}",
+                        )
+        if rows:
+            self._wake(rows[-1].position)
+        return outcomes
+
+    @staticmethod
+    async def _plan(
+        connection: asyncpg.pool.PoolConnectionProxy[asyncpg.Record],
+        batches: Sequence[PendingBatch],
+    ) -> tuple[list[AppendResult | StoreError], list[PlannedRow]]:
+        """Read the state the batches depend on (under the append lock) and lay out the rows."""
+        streams = sorted({event.stream for batch in batches for event in batch.events})
+        ids = [event.event_id for batch in batches for event in batch.events]
+        head = await connection.fetchrow(_HEAD)
+        versions = {
+            row[0]: row[1]
+            for row in await connection.fetch(
+                "SELECT stream, MAX(version) FROM events "
+                "WHERE stream = ANY($1::text[]) GROUP BY stream",
+                streams,
+            )
+        }
+        existing = {
+            uuid.UUID(bytes=row[0].bytes): (row[1], row[2], row[3], row[4].encode())
+            for row in await connection.fetch(
+                "SELECT event_id, position, stream, type, data FROM events "
+                "WHERE event_id = ANY($1::uuid[])",
+                ids,
+            )
+        }
+        head_position, head_hash = (head[0], head[1]) if head else (0, GENESIS_HASH)
+        return plan_rows(batches, versions, existing, head_position, head_hash, utc_now())
+
+    # --- reading ---------------------------------------------------------------------------
+
+    async def _fetch(self, sql: str, *parameters: Any) -> list[asyncpg.Record]:
+        with _unavailable_on_disconnect():
+            return await self._pool.fetch(sql, *parameters)
+
+    async def _select(self, where: str, *parameters: Any) -> list[RecordedEvent]:
+        return [
+            _row_to_event(row)
+            for row in await self._fetch(f"SELECT {_COLUMNS} FROM events {where}", *parameters)
+        ]
+
+    async def read_all(self, after: int = 0, limit: int | None = None) -> list[RecordedEvent]:
+        # LIMIT NULL means no limit.
+        return await self._select("WHERE position > $1 ORDER BY position LIMIT $2", after, limit)
+
+    async def read_streams(self, streams: Sequence[str]) -> dict[str, list[RecordedEvent]]:
+        found: dict[str, list[RecordedEvent]] = {}
+        for event in await self._select(
+            "WHERE stream = ANY($1::text[]) ORDER BY stream, version", list(dict.fromkeys(streams))
+        ):
+            found.setdefault(event.stream, []).append(event)
+        return found
+
+    async def find_event_ids(self, ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, RecordedEvent]:
+        events = await self._select("WHERE event_id = ANY($1::uuid[])", list(ids))
+        return {event.event_id: event for event in events}
+
+    async def get(self, position: int) -> RecordedEvent | None:
+        found = await self._select("WHERE position = $1", position)
+        return found[0] if found else None
+
+    async def head(self) -> tuple[int, str]:
+        rows = await self._fetch(_HEAD)
+        return (rows[0][0], rows[0][1]) if rows else (0, GENESIS_HASH)
+
+    async def count(self) -> int:
+        rows = await self._fetch("SELECT COUNT(*) FROM events")
+        return int(rows[0][0])
+
+    # --- following -------------------------------------------------------------------------
+
+    def _wake(self, position: int) -> None:
+        self._known_head = max(self._known_head, position)
+        # Waiters hold the event they started waiting on; a fresh one serves the next round.
+        wakeup, self._wakeup = self._wakeup, asyncio.Event()
+        wakeup.set()
+
+    def _on_notification(
+        self,
+        connection: object,
+        pid: int,
+        channel: str,
+        payload: object,
+    ) -> None:
+        schema, _, position = str(payload).rpartition(":")
+        if schema == self.schema and position.isdigit():
+            self._wake(int(position))
+
+    def _on_listener_lost(self, connection: object) -> None:
+        if self._listener is connection:
+            self._listener = None
+
+    def _listening(self) -> bool:
+        return self._listener is not None and not self._listener.is_closed()
+
+    async def _listen(self) -> bool:
+        """Make sure notifications arrive; True when listening has just (re)started."""
+        if self._listening():
+            return False
+        async with self._listener_lock:
+            loop = asyncio.get_running_loop()
+            if self._closed or self._listening() or loop.time() < self._listen_again_at:
+                return False
+            try:
+                listener = await asyncpg.connect(
+                    self._dsn, timeout=_CONNECT_TIMEOUT, server_settings=self._settings
+                )
+            except _LISTEN_ERRORS:
+                # Polling still works; try listening again a little later.
+                self._listen_again_at = loop.time() + _LISTEN_RETRY_DELAY
+                return False
+            if self._closed:
+                await listener.close()
+                return False
+            try:
+                await listener.add_listener(CHANNEL, self._on_notification)
+            except _LISTEN_ERRORS:
+                self._listen_again_at = loop.time() + _LISTEN_RETRY_DELAY
+                listener.terminate()
+                return False
+            listener.add_termination_listener(self._on_listener_lost)
+            self._listener = listener
+            return True
+
+    async def wait_for_events(self, after: int, timeout: float) -> None:
+        """Return once a commit past ``after`` is known, or after ``timeout`` (polling)."""
+        wakeup = self._wakeup
+        if await self._listen():
+            # Commits made before LISTEN took effect sent no notification we could hear.
+            head, _ = await self.head()
+            self._known_head = max(self._known_head, head)
+        if self._known_head > after:
+            return
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(wakeup.wait(), timeout)
+
+    # --- projections -----------------------------------------------------------------------
+
+    @contextlib.asynccontextmanager
+    async def projection_transaction(self) -> AsyncIterator[ProjectionTransaction]:
+        with _unavailable_on_disconnect():
+            connection = await self._pool.acquire()
+        try:
+            transaction = connection.transaction(isolation="read_committed")
+            with _unavailable_on_disconnect():
+                await transaction.start()
+            try:
+                yield _PostgresProjectionTransaction(connection)
+            except BaseException:
+                with contextlib.suppress(*_CONNECTION_ERRORS, asyncpg.PostgresError):
+                    await transaction.rollback()
+                raise
+            with _unavailable_on_disconnect():
+                await transaction.commit()
+        finally:
+            await self._pool.release(connection)
+
+    async def query(self, sql: str, parameters: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        return [tuple(row) for row in await self._fetch(translate_placeholders(sql), *parameters)]

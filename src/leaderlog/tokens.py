@@ -1,0 +1,114 @@
+"""Write-API tokens: created once, shown once, stored only as a hash, revoked at once.
+
+A token is ``ll_`` and 43 random URL-safe characters; only ``sha256(token)`` is stored.
+The server checks the
+table on every write, so a revocation from the CLI takes effect on the next request.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import re
+import secrets
+from dataclasses import dataclass
+
+from leaderlog.errors import TokenError
+from leaderlog.events import format_time
+from leaderlog.store import EventStore
+from leaderlog.store.base import utc_now
+
+__all__ = ["TokenInfo", "Tokens"]
+
+_NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,63}$")
+_RESERVED = {"cli", "seed", "import"}
+_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS write_tokens ("
+    " name TEXT PRIMARY KEY,"
+    " token_hash TEXT NOT NULL UNIQUE,"
+    " created_at TEXT NOT NULL,"
+    " revoked_at TEXT)"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class TokenInfo:
+    name: str
+    created_at: str
+    revoked_at: str | None
+
+
+def _digest(token: str) -> str:
+    return hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+class Tokens:
+    """Token administration and checking over any :class:`EventStore`'s SQL."""
+
+    def __init__(self, store: EventStore) -> None:
+        self._store = store
+        self._ready = False
+
+    async def _ensure_table(self) -> None:
+        if not self._ready:
+            async with self._store.projection_transaction() as tx:
+                await tx.execute(_SCHEMA)
+            self._ready = True
+
+    async def create(self, name: str) -> str:
+        """Create a token for ``name`` and return it; it cannot be shown again."""
+        if not _NAME.match(name):
+            raise TokenError(
+                f"token name {name!r} must be 1-64 of a-z, 0-9, '.', '_', '-' (lowercase first)"
+            )
+        if name in _RESERVED:
+            raise TokenError(f"token name {name!r} is reserved for the log's own actors")
+        await self._ensure_table()
+        token = f"ll_{secrets.token_urlsafe(32)}"
+        async with self._store.projection_transaction() as tx:
+            rows = await tx.fetchall("SELECT revoked_at FROM write_tokens WHERE name = ?", (name,))
+            if rows and rows[0][0] is None:
+                raise TokenError(f"a live token named {name!r} exists; revoke it first")
+            await tx.execute("DELETE FROM write_tokens WHERE name = ?", (name,))
+            await tx.execute(
+                "INSERT INTO write_tokens (name, token_hash, created_at, revoked_at) "
+                "VALUES (?, ?, ?, NULL)",
+                (name, _digest(token), format_time(utc_now())),
+            )
+        return token
+
+    async def revoke(self, name: str) -> None:
+        await self._ensure_table()
+        async with self._store.projection_transaction() as tx:
+            rows = await tx.fetchall("SELECT revoked_at FROM write_tokens WHERE name = ?", (name,))
+            if not rows:
+                raise TokenError(f"no token named {name!r}")
+            if rows[0][0] is not None:
+                raise TokenError(f"the token named {name!r} is already revoked")
+            await tx.execute(
+                "UPDATE write_tokens SET revoked_at = ? WHERE name = ?",
+                (format_time(utc_now()), name),
+            )
+
+    async def listing(self) -> list[TokenInfo]:
+        await self._ensure_table()
+        rows = await self._store.query(
+            "SELECT name, created_at, revoked_at FROM write_tokens ORDER BY name"
+        )
+        return [TokenInfo(str(row[0]), str(row[1]), row[2]) for row in rows]
+
+    async def check(self, token: str) -> str:
+        """The name a live token belongs to; :class:`TokenError` otherwise."""
+        await self._ensure_table()
+        digest = _digest(token)
+        rows = await self._store.query(
+            "SELECT name, token_hash, revoked_at FROM write_tokens WHERE token_hash = ?",
+            (digest,),
+        )
+        # The lookup is by hash, so timing reveals nothing about the secret; the explicit
+        # constant-time comparison guards against a collation ever matching loosely.
+        if not rows or not hmac.compare_digest(str(rows[0][1]), digest):
+            raise TokenError("unknown token")
+        if rows[0][2] is not None:
+            raise TokenError("token revoked")
+        return str(rows[0][0])

@@ -1,0 +1,250 @@
+"""The log commands as a user runs them: the installed ``leaderlog`` in a child process.
+
+Checks that need no process boundary run the same commands in-process (``CliRunner``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from leaderlog.cli import main
+from leaderlog.events import event_schema, parse_record
+
+ROOT = Path(__file__).resolve().parents[2]
+SEED_FILE = ROOT / "seeds" / "ice-leadership-2025-05.jsonl"
+LEADERLOG = Path(sys.executable).parent / "leaderlog"
+ENVELOPE_KEYS = {
+    "position",
+    "stream",
+    "version",
+    "event_id",
+    "type",
+    "schema_version",
+    "data",
+    "recorded_at",
+    "actor",
+    "meta",
+    "hash",
+}
+
+
+def leaderlog(
+    *args: str,
+    cwd: Path,
+    env: dict[str, str] | None = None,
+    stdin: str | None = None,
+) -> subprocess.CompletedProcess[str]:
+    environment = {name: value for name, value in os.environ.items() if name != "LEADERLOG_DB"}
+    environment.update(env or {})
+    return subprocess.run(
+        [str(LEADERLOG), *args],
+        cwd=cwd,
+        env=environment,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def ok(result: subprocess.CompletedProcess[str]) -> str:
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def test_the_log_flow(tmp_path: Path) -> None:
+    """Import twice, list, verify, export, and import the export into another database."""
+    first = leaderlog("import", str(SEED_FILE), cwd=tmp_path)
+    assert ok(first) == "appended 29, already present 0\n"
+    assert (tmp_path / "leaderlog.db").is_file()  # the default database
+    second = leaderlog("import", str(SEED_FILE), cwd=tmp_path)
+    assert ok(second) == "appended 0, already present 29\n"
+
+    envelopes = json.loads(ok(leaderlog("events", "--json", cwd=tmp_path)))
+    check_envelopes(envelopes)
+    head = envelopes[-1]["hash"]
+    assert ok(leaderlog("verify", cwd=tmp_path)) == f"chain OK, 29 events, head hash {head}\n"
+
+    exported = ok(leaderlog("export", cwd=tmp_path))
+    (tmp_path / "log.jsonl").write_text(exported, encoding="utf-8")
+    assert [json.loads(line) for line in exported.splitlines()] == envelopes
+
+    other = ["--db", "sqlite:///other.db"]
+    imported = leaderlog(*other, "import", "log.jsonl", cwd=tmp_path)
+    assert ok(imported) == "appended 29, already present 0\n"
+    copied = json.loads(ok(leaderlog(*other, "events", "--json", cwd=tmp_path)))
+    assert [(e["event_id"], e["hash"]) for e in copied] == [
+        (e["event_id"], e["hash"]) for e in envelopes
+    ]
+    assert copied == envelopes  # times and actors travel too
+    verified = ok(leaderlog(*other, "verify", cwd=tmp_path))
+    assert verified == f"chain OK, 29 events, head hash {head}\n"
+
+    piped = leaderlog("--db", "sqlite:///piped.db", "import", "-", cwd=tmp_path, stdin=exported)
+    assert ok(piped) == "appended 29, already present 0\n"
+    assert ok(leaderlog("--db", "sqlite:///piped.db", "export", cwd=tmp_path)) == exported
+
+
+def check_envelopes(envelopes: list[dict[str, Any]]) -> None:
+    assert [envelope["position"] for envelope in envelopes] == list(range(1, 30))
+    seeds = [json.loads(line) for line in SEED_FILE.read_text(encoding="utf-8").splitlines()]
+    versions: dict[str, int] = {}
+    for envelope, seed in zip(envelopes, seeds, strict=True):
+        assert set(envelope) == ENVELOPE_KEYS
+        record = parse_record(seed)
+        assert envelope["event_id"] == str(record.event_id)  # content-derived
+        assert (envelope["type"], envelope["data"]) == (seed["type"], record.event.data())
+        assert (envelope["stream"], envelope["actor"]) == (record.stream, "cli")
+        versions[record.stream] = versions.get(record.stream, 0) + 1
+        assert envelope["version"] == versions[record.stream]
+        assert re.fullmatch(r"[0-9a-f]{64}", envelope["hash"])
+        assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z", envelope["recorded_at"])
+
+
+def test_a_bad_record_on_stdin_names_line_and_rule(tmp_path: Path) -> None:
+    lines = [
+        json.dumps({"type": "person.registered", "data": {"person": "tom-homan", "name": "T"}}),
+        json.dumps({"type": "claim.confirmed", "data": {"claim": "nope", "source": "nope"}}),
+    ]
+    result = leaderlog("import", "-", cwd=tmp_path, stdin="\n".join(lines) + "\n")
+    assert result.returncode == 1
+    assert result.stdout == ""
+    assert "nothing written" in result.stderr
+    assert "line 2:" in result.stderr and "[rule: reference]" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert ok(leaderlog("verify", cwd=tmp_path)).startswith("chain OK, 0 events")
+
+
+def test_schema_is_json(tmp_path: Path) -> None:
+    schema = json.loads(ok(leaderlog("schema", cwd=tmp_path)))
+    assert schema == json.loads(json.dumps(event_schema()))
+    assert len(schema["oneOf"]) == 13
+    assert not (tmp_path / "leaderlog.db").exists()  # needs no database
+
+
+def test_leaderlog_db_from_the_environment(tmp_path: Path) -> None:
+    env = {"LEADERLOG_DB": "sqlite:///from-env.db"}
+    assert ok(leaderlog("import", str(SEED_FILE), cwd=tmp_path, env=env)).startswith("appended 29")
+    assert (tmp_path / "from-env.db").is_file()
+    assert not (tmp_path / "leaderlog.db").exists()
+    # --db wins over the environment.
+    explicit = leaderlog("--db", "sqlite:///explicit.db", "verify", cwd=tmp_path, env=env)
+    assert ok(explicit).startswith("chain OK, 0 events")
+
+
+@pytest.mark.parametrize(
+    ("url", "words", "by_env"),
+    [
+        ("mysql://localhost/leaderlog", "unsupported database URL", False),
+        ("sqlite:/leaderlog.db", "sqlite:///", False),
+        ("sqlite:///no/such/folder/leaderlog.db", "does not exist", False),
+        ("postgresq://localhost/leaderlog", "unsupported database URL", True),
+    ],
+)
+def test_a_bad_database_url_is_a_clear_error(
+    tmp_path: Path, url: str, words: str, by_env: bool
+) -> None:
+    if by_env:
+        result = leaderlog("events", cwd=tmp_path, env={"LEADERLOG_DB": url})
+    else:
+        result = leaderlog("--db", url, "verify", cwd=tmp_path)
+    assert result.returncode != 0
+    assert result.stderr.startswith("error: ")
+    assert words in result.stderr
+    assert "Traceback" not in result.stderr
+    assert result.stdout == ""
+    assert list(tmp_path.iterdir()) == []
+
+
+# --- in-process ---------------------------------------------------------------------------
+
+
+@pytest.fixture
+def seeded_url(tmp_path: Path) -> str:
+    url = f"sqlite:///{tmp_path / 'leaderlog.db'}"
+    result = CliRunner().invoke(main, ["--db", url, "import", str(SEED_FILE)])
+    assert result.exit_code == 0, result.output
+    return url
+
+
+def invoke(*args: str) -> str:
+    result = CliRunner().invoke(main, list(args))
+    assert result.exit_code == 0, result.output
+    return result.stdout
+
+
+def test_events_paging(seeded_url: str) -> None:
+    everything = json.loads(invoke("--db", seeded_url, "events", "--json"))
+    page = json.loads(
+        invoke("--db", seeded_url, "events", "--json", "--after", "10", "--limit", "5")
+    )
+    assert page == everything[10:15]
+    assert json.loads(invoke("--db", seeded_url, "events", "--json", "--after", "29")) == []
+
+
+def test_events_as_text(seeded_url: str) -> None:
+    lines = invoke("--db", seeded_url, "events", "--limit", "3").splitlines()
+    assert len(lines) == 3
+    assert lines[0].split()[0] == "1"
+    assert "org.registered" in lines[0] and "dhs" in lines[0] and lines[0].endswith("cli")
+
+
+def test_verify_json(seeded_url: str) -> None:
+    head = json.loads(invoke("--db", seeded_url, "events", "--json"))[-1]["hash"]
+    assert json.loads(invoke("--db", seeded_url, "verify", "--json")) == {
+        "ok": True,
+        "count": 29,
+        "head_position": 29,
+        "head_hash": head,
+        "first_bad_position": None,
+        "problem": None,
+    }
+
+
+def test_verify_an_empty_log(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'empty.db'}"
+    assert invoke("--db", url, "verify") == f"chain OK, 0 events, head hash {'0' * 64}\n"
+
+
+def test_import_counts_as_json(seeded_url: str) -> None:
+    counts = json.loads(invoke("--db", seeded_url, "import", "--json", str(SEED_FILE)))
+    assert counts == {"appended": 0, "already_present": 29}
+
+
+def test_import_with_actor(seeded_url: str, tmp_path: Path) -> None:
+    path = tmp_path / "one.jsonl"
+    path.write_text(
+        json.dumps({"type": "person.registered", "data": {"person": "tom-homan", "name": "T"}}),
+        encoding="utf-8",
+    )
+    assert invoke("--db", seeded_url, "import", "--actor", "desk", str(path)) == (
+        "appended 1, already present 0\n"
+    )
+    (last,) = json.loads(invoke("--db", seeded_url, "events", "--json", "--after", "29"))
+    assert (last["position"], last["actor"], last["version"]) == (30, "desk", 1)
+
+
+def test_import_of_blank_lines_appends_nothing(seeded_url: str, tmp_path: Path) -> None:
+    path = tmp_path / "blank.jsonl"
+    path.write_text("\n  \n\n", encoding="utf-8")
+    assert invoke("--db", seeded_url, "import", str(path)).startswith(
+        "appended 0, already present 0"
+    )
+
+
+def test_importing_a_missing_file(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'leaderlog.db'}"
+    result = CliRunner().invoke(main, ["--db", url, "import", str(tmp_path / "missing.jsonl")])
+    assert result.exit_code == 2
+    assert "missing.jsonl" in result.stderr
+    assert not (tmp_path / "leaderlog.db").exists()

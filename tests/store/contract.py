@@ -1,0 +1,496 @@
+"""The event store contract: every backend runs this suite unchanged.
+
+A backend's suite subclasses :class:`StoreContract` and provides the ``store_url`` fixture (a
+fresh, empty log per test) plus raw access to its database through the backend's own driver,
+so tests can try what the store itself would never do (UPDATE, DELETE, tampering).
+"""
+
+from __future__ import annotations
+
+import abc
+import asyncio
+import datetime as dt
+import uuid
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from typing import Any, ClassVar
+
+import anyio
+import pytest
+
+from leaderlog.errors import ConcurrencyError, DuplicateEventError, StoreError
+from leaderlog.events import RecordedEvent, format_time
+from leaderlog.store import AppendResult, EventStore, NewEvent, PendingBatch, open_store
+from leaderlog.store.base import GENESIS_HASH, recorded_hash
+
+_counter = 0
+
+
+def event(
+    stream: str = "person:ada",
+    data: Mapping[str, Any] | None = None,
+    *,
+    event_id: uuid.UUID | None = None,
+    type: str = "test.noted",
+    meta: Mapping[str, Any] | None = None,
+    recorded_at: dt.datetime | None = None,
+    actor: str | None = None,
+) -> NewEvent:
+    """A new event; each call gets distinct data unless data is given."""
+    global _counter
+    _counter += 1
+    return NewEvent(
+        event_id=event_id or uuid.uuid4(),
+        stream=stream,
+        type=type,
+        schema_version=1,
+        data={"n": _counter} if data is None else data,
+        meta=meta or {},
+        recorded_at=recorded_at,
+        actor=actor,
+    )
+
+
+def succeeded(outcome: AppendResult | StoreError) -> AppendResult:
+    assert isinstance(outcome, AppendResult), outcome
+    return outcome
+
+
+class StoreContract(abc.ABC):
+    """What every event store guarantees. Subclasses provide ``store_url`` and raw access."""
+
+    #: The driver's error when a trigger refuses a raw UPDATE or DELETE.
+    raw_error: ClassVar[type[Exception]]
+
+    @abc.abstractmethod
+    async def execute_raw(self, store_url: str, sql: str) -> None:
+        """Run SQL on the store's database through the backend's driver, not the store."""
+
+    @abc.abstractmethod
+    async def drop_append_only_guard(self, store_url: str) -> None:
+        """Remove the triggers that refuse UPDATE and DELETE on events."""
+
+    @pytest.fixture
+    async def store(self, store_url: str) -> AsyncIterator[EventStore]:
+        opened = await open_store(store_url)
+        try:
+            yield opened
+        finally:
+            await opened.close()
+
+    @pytest.fixture
+    async def other_store(self, store_url: str) -> AsyncIterator[EventStore]:
+        """A second, independent store on the same database (another writer or reader)."""
+        opened = await open_store(store_url)
+        try:
+            yield opened
+        finally:
+            await opened.close()
+
+    # --- appending and reading back -------------------------------------------------------
+
+    async def test_append_and_read_round_trip(self, store: EventStore) -> None:
+        data = {
+            "name": "Zoë 王 🙂",
+            "big": 2**53 + 1,
+            "ratio": 0.1,
+            "nested": {"list": [1, None, True, "x"], "empty": {}},
+        }
+        first, second = event("org:ice", data), event("org:ice", meta={"source": "article"})
+        before = dt.datetime.now(dt.UTC)
+        result = await store.append([first, second], actor="alice")
+        after = dt.datetime.now(dt.UTC)
+
+        assert result == AppendResult((1, 2), 2)
+        stored = await store.read_all()
+        assert [e.event_id for e in stored] == [first.event_id, second.event_id]
+        assert stored[0].data == data
+        assert stored[1].meta == {"source": "article"}
+        for recorded, new in zip(stored, [first, second], strict=True):
+            assert recorded.stream == "org:ice"
+            assert recorded.type == "test.noted"
+            assert recorded.schema_version == 1
+            assert recorded.actor == "alice"
+            assert recorded.recorded_at.tzinfo is not None
+            assert before - dt.timedelta(seconds=1) <= recorded.recorded_at <= after
+            assert recorded.data == dict(new.data)
+        assert stored[0].hash == recorded_hash(GENESIS_HASH, stored[0])
+        assert stored[1].hash == recorded_hash(stored[0].hash, stored[1])
+
+    async def test_given_recorded_at_and_actor_are_kept_exactly(self, store: EventStore) -> None:
+        moment = dt.datetime(
+            2025, 5, 1, 14, 30, 5, 123456, tzinfo=dt.timezone(dt.timedelta(hours=2))
+        )
+        moved = event("org:ice", recorded_at=moment, actor="importer")
+        await store.append([moved], actor="someone-else")
+
+        (stored,) = await store.read_all()
+        assert stored.actor == "importer"
+        assert stored.recorded_at == moment
+        assert format_time(stored.recorded_at) == "2025-05-01T12:30:05.123456Z"
+        assert stored.hash == recorded_hash(GENESIS_HASH, stored)
+
+    async def test_positions_are_gap_free_and_versions_count_per_stream(
+        self, store: EventStore
+    ) -> None:
+        await store.append([event("a"), event("b")], actor="t")
+        await store.append([event("a")], actor="t")
+        await store.append([event("c"), event("a"), event("b")], actor="t")
+
+        stored = await store.read_all()
+        assert [e.position for e in stored] == [1, 2, 3, 4, 5, 6]
+        assert [(e.stream, e.version) for e in stored] == [
+            ("a", 1),
+            ("b", 1),
+            ("a", 2),
+            ("c", 1),
+            ("a", 3),
+            ("b", 2),
+        ]
+
+    async def test_multi_stream_batch_is_atomic(self, store: EventStore) -> None:
+        result = await store.append(
+            [event("a"), event("b")], expected={"a": "no_stream", "b": "no_stream"}, actor="t"
+        )
+        assert result.positions == (1, 2)
+        head = await store.head()
+
+        with pytest.raises(ConcurrencyError) as refused:
+            await store.append(
+                [event("c"), event("a"), event("b")],
+                expected={"c": "no_stream", "a": 1, "b": 7},
+                actor="t",
+            )
+        assert refused.value.stream == "b"
+        assert refused.value.actual == 1
+        assert await store.head() == head
+        assert await store.count() == 2
+        assert await store.read_stream("c") == []
+
+    # --- expected versions ----------------------------------------------------------------
+
+    async def test_expected_version_exact(self, store: EventStore) -> None:
+        await store.append([event("s")], expected={"s": "no_stream"}, actor="t")
+        await store.append([event("s")], expected={"s": 1}, actor="t")
+
+        with pytest.raises(ConcurrencyError) as stale:
+            await store.append([event("s")], expected={"s": 1}, actor="t")
+        assert (stale.value.expected, stale.value.actual) == (1, 2)
+        with pytest.raises(ConcurrencyError):
+            await store.append([event("s")], expected={"s": 3}, actor="t")
+        assert [e.version for e in await store.read_stream("s")] == [1, 2]
+
+    async def test_expected_no_stream(self, store: EventStore) -> None:
+        await store.append([event("s")], expected={"s": "no_stream"}, actor="t")
+        with pytest.raises(ConcurrencyError) as exists:
+            await store.append([event("s")], expected={"s": "no_stream"}, actor="t")
+        assert exists.value.actual == 1
+        # Version 0 is the same promise as no_stream.
+        await store.append([event("fresh")], expected={"fresh": 0}, actor="t")
+        with pytest.raises(ConcurrencyError) as missing:
+            await store.append([event("other")], expected={"other": 4}, actor="t")
+        assert missing.value.actual is None
+        assert await store.count() == 2
+
+    async def test_expected_any(self, store: EventStore) -> None:
+        await store.append([event("s")], expected={"s": "any"}, actor="t")
+        await store.append([event("s")], expected={"s": "any"}, actor="t")
+        await store.append([event("s")], actor="t")
+        assert [e.version for e in await store.read_stream("s")] == [1, 2, 3]
+
+    # --- idempotent event ids -------------------------------------------------------------
+
+    async def test_same_id_and_content_returns_original_positions(self, store: EventStore) -> None:
+        first, second = event("s"), event("s")
+        original = await store.append([first, second], expected={"s": "no_stream"}, actor="t")
+        await store.append([event("s")], actor="t")
+
+        # A retry succeeds although its expected version is stale: nothing new is written.
+        retry = await store.append([first, second], expected={"s": "no_stream"}, actor="t")
+        assert retry == AppendResult(original.positions, 0)
+        assert retry.already_present == 2
+        assert await store.count() == 3
+
+        partly_new = await store.append([second, event("s")], actor="t")
+        assert partly_new == AppendResult((2, 4), 1)
+
+    async def test_same_id_with_other_content_is_refused(self, store: EventStore) -> None:
+        kept = event("s", {"title": "Director"})
+        await store.append([event("s"), kept], actor="t")
+        head = await store.head()
+
+        for impostor in (
+            event("s", {"title": "Deputy"}, event_id=kept.event_id),
+            event("elsewhere", {"title": "Director"}, event_id=kept.event_id),
+            event("s", {"title": "Director"}, event_id=kept.event_id, type="test.other"),
+        ):
+            with pytest.raises(DuplicateEventError) as refused:
+                await store.append([event("s"), impostor], actor="t")
+            assert refused.value.position == 2
+            assert refused.value.event_id == kept.event_id
+        assert await store.head() == head
+
+    async def test_same_id_twice_in_one_batch_is_refused(self, store: EventStore) -> None:
+        twice = event("s")
+        with pytest.raises(DuplicateEventError):
+            await store.append([twice, twice], actor="t")
+        assert await store.count() == 0
+
+    # --- group commit ---------------------------------------------------------------------
+
+    async def test_group_commit_writes_the_good_batches_only(self, store: EventStore) -> None:
+        taken = event("existing")
+        await store.append([taken], actor="t")
+
+        outcomes = await store.append_batches(
+            [
+                PendingBatch([event("a")], {"a": "no_stream"}, "t1"),
+                # Refused: batch one already created "a"; its event for "b" must not appear.
+                PendingBatch([event("b"), event("a")], {"a": "no_stream"}, "t2"),
+                PendingBatch([event("b")], {"b": "no_stream"}, "t3"),
+                PendingBatch([event("c", event_id=taken.event_id)], {}, "t4"),
+                PendingBatch([event("a")], {"a": 1}, "t5"),
+                PendingBatch([taken], {"existing": "no_stream"}, "t6"),
+            ]
+        )
+
+        assert succeeded(outcomes[0]).positions == (2,)
+        assert isinstance(outcomes[1], ConcurrencyError)
+        assert succeeded(outcomes[2]).positions == (3,)
+        assert isinstance(outcomes[3], DuplicateEventError)
+        assert succeeded(outcomes[4]).positions == (4,)
+        assert succeeded(outcomes[5]) == AppendResult((1,), 0)
+        stored = await store.read_all()
+        assert [(e.position, e.stream, e.version, e.actor) for e in stored] == [
+            (1, "existing", 1, "t"),
+            (2, "a", 1, "t1"),
+            (3, "b", 1, "t3"),
+            (4, "a", 2, "t5"),
+        ]
+        assert (await store.verify()).ok
+        assert await store.append_batches([]) == []
+
+    # --- reading --------------------------------------------------------------------------
+
+    async def test_read_stream_and_read_streams(self, store: EventStore) -> None:
+        await store.append([event("a"), event("b"), event("a")], actor="t")
+        await store.append([event("c"), event("a")], actor="t")
+
+        assert [e.version for e in await store.read_stream("a")] == [1, 2, 3]
+        assert await store.read_stream("missing") == []
+        found = await store.read_streams(["b", "a", "missing", "a"])
+        assert set(found) == {"a", "b"}
+        assert [e.position for e in found["a"]] == [1, 3, 5]
+        assert [e.position for e in found["b"]] == [2]
+        assert await store.read_streams([]) == {}
+
+    async def test_find_event_ids(self, store: EventStore) -> None:
+        one, two = event("a"), event("b")
+        await store.append([one, two, event("c")], actor="t")
+
+        found = await store.find_event_ids([two.event_id, uuid.uuid4(), one.event_id])
+        assert set(found) == {one.event_id, two.event_id}
+        assert found[two.event_id].position == 2
+        assert found[one.event_id] == (await store.read_all())[0]
+        assert await store.find_event_ids([]) == {}
+
+    async def test_get_head_and_count(self, store: EventStore) -> None:
+        assert await store.head() == (0, GENESIS_HASH)
+        assert await store.count() == 0
+        assert await store.get(1) is None
+
+        await store.append([event("a"), event("b"), event("c")], actor="t")
+        stored = await store.read_all()
+        assert await store.get(2) == stored[1]
+        assert await store.get(0) is None
+        assert await store.get(4) is None
+        assert await store.head() == (3, stored[2].hash)
+        assert await store.count() == 3
+
+    async def test_read_all_after_and_limit(self, store: EventStore) -> None:
+        await store.append([event(f"s{i}") for i in range(6)], actor="t")
+
+        assert [e.position for e in await store.read_all(after=2, limit=2)] == [3, 4]
+        assert [e.position for e in await store.read_all(after=4)] == [5, 6]
+        assert await store.read_all(after=6) == []
+        assert len(await store.read_all(limit=0)) == 0
+
+    async def test_iterate_pages_through_everything(self, store: EventStore) -> None:
+        await store.append([event(f"s{i % 3}") for i in range(10)], actor="t")
+
+        assert [e.position async for e in store.iterate(page=3)] == list(range(1, 11))
+        assert [e.position async for e in store.iterate(after=4, page=3)] == list(range(5, 11))
+        assert [e.position async for e in store.iterate(after=1, page=9)] == list(range(2, 11))
+        assert [e async for e in store.iterate(after=10)] == []
+
+    # --- integrity ------------------------------------------------------------------------
+
+    async def test_verify_clean_log(self, store: EventStore) -> None:
+        empty = await store.verify()
+        assert (empty.ok, empty.count, empty.head_position) == (True, 0, 0)
+        assert empty.head_hash == GENESIS_HASH
+
+        await store.append([event("a"), event("b")], actor="t")
+        await store.append([event("a")], actor="t")
+        report = await store.verify()
+        assert (report.ok, report.count, report.first_bad_position) == (True, 3, None)
+        assert (report.head_position, report.head_hash) == await store.head()
+
+    async def test_update_and_delete_are_rejected(self, store: EventStore, store_url: str) -> None:
+        await store.append([event("a"), event("b")], actor="alice")
+        before = await store.read_all()
+
+        with pytest.raises(self.raw_error, match="append-only"):
+            await self.execute_raw(
+                store_url, "UPDATE events SET actor = 'mallory' WHERE position = 1"
+            )
+        with pytest.raises(self.raw_error, match="append-only"):
+            await self.execute_raw(store_url, "DELETE FROM events WHERE position = 2")
+        with pytest.raises(self.raw_error, match="append-only"):
+            await self.execute_raw(store_url, "DELETE FROM events")
+
+        assert await store.read_all() == before
+        assert (await store.verify()).ok
+
+    async def test_verify_finds_a_tampered_row_at_its_position(
+        self, store: EventStore, store_url: str
+    ) -> None:
+        await store.append([event(f"s{i % 2}") for i in range(5)], actor="t")
+        await self.drop_append_only_guard(store_url)
+        await self.execute_raw(
+            store_url, """UPDATE events SET data = '{"n":-1}' WHERE position = 3"""
+        )
+
+        report = await store.verify()
+        assert not report.ok
+        assert report.first_bad_position == 3
+        assert report.count == 2
+        assert report.problem is not None
+
+    async def test_verify_finds_a_deleted_row(self, store: EventStore, store_url: str) -> None:
+        await store.append([event(f"s{i % 2}") for i in range(5)], actor="t")
+        await self.drop_append_only_guard(store_url)
+        await self.execute_raw(store_url, "DELETE FROM events WHERE position = 4")
+
+        report = await store.verify()
+        assert (report.ok, report.first_bad_position, report.count) == (False, 4, 3)
+
+    # --- following ------------------------------------------------------------------------
+
+    async def test_subscribe_yields_existing_then_new_events(self, store: EventStore) -> None:
+        await store.append([event("a"), event("b")], actor="t")
+        subscription = store.subscribe(after=0, poll_interval=0.05)
+        assert isinstance(subscription, AsyncGenerator)
+
+        async def next_event() -> RecordedEvent:
+            return await anext(subscription)
+
+        with anyio.fail_after(10):
+            existing = [await next_event(), await next_event()]
+            waiting = asyncio.create_task(next_event())
+            await store.append([event("c")], actor="t")
+            new = await waiting
+        await subscription.aclose()
+        assert [e.position for e in existing] == [1, 2]
+        assert (new.position, new.stream) == (3, "c")
+
+    async def test_subscribe_sees_another_writers_commits(
+        self, store: EventStore, other_store: EventStore
+    ) -> None:
+        await store.append([event("a")], actor="t")
+        subscription = store.subscribe(after=1, poll_interval=0.05)
+        assert isinstance(subscription, AsyncGenerator)
+
+        async def next_event() -> RecordedEvent:
+            return await anext(subscription)
+
+        with anyio.fail_after(10):
+            waiting = asyncio.create_task(next_event())
+            await other_store.append([event("b")], actor="elsewhere")
+            new = await waiting
+        await subscription.aclose()
+        assert (new.position, new.actor) == (2, "elsewhere")
+
+    async def test_wait_for_events_returns_after_its_timeout(self, store: EventStore) -> None:
+        with anyio.fail_after(10):
+            await store.wait_for_events(after=0, timeout=0.01)
+        assert await store.count() == 0
+
+    # --- projections ----------------------------------------------------------------------
+
+    async def test_projection_transaction_commits(self, store: EventStore) -> None:
+        async with store.projection_transaction() as tx:
+            await tx.execute(
+                "CREATE TABLE IF NOT EXISTS p_contract_items "
+                "(id BIGINT PRIMARY KEY, label TEXT NOT NULL, weight DOUBLE PRECISION)"
+            )
+            await tx.executemany(
+                "INSERT INTO p_contract_items (id, label, weight) VALUES (?, ?, ?)",
+                [(1, "one", 1.5), (2, "two", 2.0), (3, "?", 0.25)],
+            )
+            await tx.execute(
+                "INSERT INTO p_contract_items (id, label, weight) VALUES (?, ?, ?) "
+                "ON CONFLICT (id) DO UPDATE SET label = excluded.label",
+                (2, "deux", 2.0),
+            )
+            inside = await tx.fetchall("SELECT id, label FROM p_contract_items WHERE id <= ?", (2,))
+        assert sorted(inside) == [(1, "one"), (2, "deux")]
+
+        rows = await store.query(
+            "SELECT id, label, weight FROM p_contract_items WHERE label <> '?' AND id >= ? "
+            "ORDER BY id",
+            (1,),
+        )
+        assert rows == [(1, "one", 1.5), (2, "deux", 2.0)]
+        assert await store.query("SELECT COUNT(*) FROM p_contract_items") == [(3,)]
+
+    async def test_projection_transaction_rolls_back_on_error(self, store: EventStore) -> None:
+        async with store.projection_transaction() as tx:
+            await tx.execute("CREATE TABLE IF NOT EXISTS p_contract_items (id BIGINT PRIMARY KEY)")
+            await tx.execute("INSERT INTO p_contract_items (id) VALUES (?)", (1,))
+
+        with pytest.raises(RuntimeError, match="projection failed"):
+            async with store.projection_transaction() as tx:
+                await tx.execute("INSERT INTO p_contract_items (id) VALUES (?)", (2,))
+                await tx.execute("CREATE TABLE p_contract_more (id BIGINT)")
+                raise RuntimeError("projection failed")
+
+        assert await store.query("SELECT id FROM p_contract_items ORDER BY id") == [(1,)]
+        async with store.projection_transaction() as tx:
+            # The table created in the failed transaction is gone too.
+            await tx.execute("CREATE TABLE p_contract_more (id BIGINT)")
+
+    # --- concurrency ----------------------------------------------------------------------
+
+    async def test_concurrent_appends_get_distinct_gap_free_positions(
+        self, store: EventStore
+    ) -> None:
+        results = await asyncio.gather(
+            *(store.append([event(f"s{i % 4}"), event("shared")], actor="t") for i in range(40))
+        )
+
+        positions = sorted(p for result in results for p in result.positions)
+        assert positions == list(range(1, 81))
+        for result in results:
+            assert result.positions[1] == result.positions[0] + 1
+        assert [e.version for e in await store.read_stream("shared")] == list(range(1, 41))
+        assert (await store.verify()).ok
+
+    async def test_one_winner_per_expected_version_across_stores(
+        self, store: EventStore, other_store: EventStore
+    ) -> None:
+        await store.append([event("contested")], actor="t")
+
+        async def attempt(target: EventStore, index: int) -> bool:
+            try:
+                await target.append(
+                    [event("contested")], expected={"contested": 1}, actor=f"w{index}"
+                )
+            except ConcurrencyError:
+                return False
+            return True
+
+        outcomes = await asyncio.gather(
+            *(attempt(store if i % 2 else other_store, i) for i in range(10))
+        )
+        assert outcomes.count(True) == 1
+        assert [e.version for e in await store.read_stream("contested")] == [1, 2]

@@ -1,0 +1,255 @@
+"""The store contract on PostgreSQL, plus what only the PostgreSQL backend promises."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import anyio
+import asyncpg
+import pytest
+
+from leaderlog.errors import StoreUnavailable
+from leaderlog.store import EventStore, open_store
+from leaderlog.store.postgres import _INSERT_CHUNK, PostgresStore, translate_placeholders
+
+from . import postgres_connection, postgres_schema
+from .contract import StoreContract, event
+
+
+class TestPostgresStore(StoreContract):
+    raw_error = asyncpg.RaiseError
+
+    @pytest.fixture
+    async def store_url(self, postgres_url: str) -> AsyncIterator[str]:
+        async with postgres_schema(postgres_url) as url:
+            yield url
+
+    async def execute_raw(self, store_url: str, sql: str) -> None:
+        async with postgres_connection(store_url) as connection:
+            await connection.execute(sql)
+
+    async def drop_append_only_guard(self, store_url: str) -> None:
+        await self.execute_raw(
+            store_url,
+            "DROP TRIGGER events_are_append_only_update ON events; "
+            "DROP TRIGGER events_are_append_only_delete ON events;",
+        )
+
+
+@pytest.fixture
+async def schema_url(postgres_url: str) -> AsyncIterator[str]:
+    async with postgres_schema(postgres_url) as url:
+        yield url
+
+
+@pytest.fixture
+async def store(schema_url: str) -> AsyncIterator[PostgresStore]:
+    opened = await PostgresStore.open(schema_url)
+    try:
+        yield opened
+    finally:
+        await opened.close()
+
+
+async def test_postgresql_url_opens_a_postgres_store(schema_url: str) -> None:
+    opened = await open_store(schema_url)
+    try:
+        assert isinstance(opened, PostgresStore)
+        assert opened.dialect == "postgresql"
+        assert opened.schema == schema_url.rpartition("schema=")[2]
+    finally:
+        await opened.close()
+
+
+async def test_positions_follow_commit_order_across_writers(schema_url: str) -> None:
+    """A reader that has seen position N never later finds a new event at or below N."""
+    writers = [await PostgresStore.open(schema_url) for _ in range(3)]
+    reader = await PostgresStore.open(schema_url)
+    total = 3 * 4 * 15
+    try:
+
+        async def write(store: EventStore, task: int) -> None:
+            for round_ in range(15):
+                await store.append([event(f"w{task}"), event(f"r{round_}")], actor=f"w{task}")
+
+        async def read() -> list[int]:
+            seen: list[int] = []
+            while len(seen) < 2 * total:
+                fresh = [e.position for e in await reader.read_all(after=len(seen))]
+                # Anything visible must extend the prefix already read, without holes.
+                assert fresh == list(range(len(seen) + 1, len(seen) + 1 + len(fresh)))
+                seen.extend(fresh)
+                await asyncio.sleep(0)
+            return seen
+
+        reading = asyncio.create_task(read())
+        try:
+            with anyio.fail_after(60):
+                await asyncio.gather(*(write(writers[task % 3], task) for task in range(12)))
+                seen = await reading
+        finally:
+            reading.cancel()
+        assert seen == list(range(1, 2 * total + 1))
+        assert (await reader.verify()).ok
+    finally:
+        for opened in [*writers, reader]:
+            await opened.close()
+
+
+async def test_notification_wakes_a_waiter_of_another_store(
+    store: PostgresStore, schema_url: str
+) -> None:
+    writer = await PostgresStore.open(schema_url)
+    try:
+        await writer.append([event("a")], actor="t")
+        with anyio.fail_after(10):
+            # The first wait starts listening; the second can then only be woken by a
+            # notification, as its poll timeout is far beyond the deadline.
+            await store.wait_for_events(after=1, timeout=0.01)
+            waiting = asyncio.create_task(store.wait_for_events(after=1, timeout=600))
+            await writer.append([event("b")], actor="t")
+            await waiting
+    finally:
+        await writer.close()
+
+
+async def test_follower_listens_again_after_losing_its_connection(
+    store: PostgresStore, schema_url: str
+) -> None:
+    writer = await PostgresStore.open(schema_url)
+    try:
+        with anyio.fail_after(10):
+            await store.wait_for_events(after=0, timeout=0.01)
+            listener = store._listener
+            assert listener is not None
+            async with postgres_connection(schema_url) as admin:
+                await admin.execute("SELECT pg_terminate_backend($1)", listener.get_server_pid())
+            while store._listener is listener:
+                await asyncio.sleep(0.01)
+
+            waiting = asyncio.create_task(store.wait_for_events(after=0, timeout=600))
+            await writer.append([event("a")], actor="t")
+            await waiting
+            second = asyncio.create_task(store.wait_for_events(after=1, timeout=600))
+            await writer.append([event("b")], actor="t")
+            await second
+        assert store._listener is not None
+        assert store._listener is not listener
+    finally:
+        await writer.close()
+
+
+async def test_schemas_keep_logs_apart(postgres_url: str) -> None:
+    async with (
+        postgres_schema(postgres_url) as first_url,
+        postgres_schema(postgres_url) as second_url,
+    ):
+        first = await PostgresStore.open(first_url)
+        second = await PostgresStore.open(second_url)
+        try:
+            await first.append([event("a"), event("b")], actor="t")
+            await second.append([event("c")], actor="t")
+            assert await first.count() == 2
+            assert [e.stream for e in await second.read_all()] == ["c"]
+            assert (await second.get(1)) is not None
+        finally:
+            await first.close()
+            await second.close()
+
+
+async def test_many_processes_can_open_a_new_database_at_once(schema_url: str) -> None:
+    stores = await asyncio.gather(*(PostgresStore.open(schema_url) for _ in range(6)))
+    try:
+        await asyncio.gather(*(s.append([event(f"s{i}")], actor="t") for i, s in enumerate(stores)))
+        assert await stores[0].count() == 6
+        async with postgres_connection(schema_url) as connection:
+            triggers = await connection.fetch(
+                "SELECT tgname FROM pg_trigger WHERE tgrelid = 'events'::regclass ORDER BY tgname"
+            )
+        assert [row[0] for row in triggers] == [
+            "events_are_append_only_delete",
+            "events_are_append_only_truncate",
+            "events_are_append_only_update",
+        ]
+    finally:
+        for opened in stores:
+            await opened.close()
+
+
+async def test_truncate_is_rejected(store: PostgresStore, schema_url: str) -> None:
+    await store.append([event("a")], actor="t")
+    async with postgres_connection(schema_url) as connection:
+        with pytest.raises(asyncpg.RaiseError, match="append-only"):
+            await connection.execute("TRUNCATE events")
+    assert await store.count() == 1
+
+
+async def test_recorded_at_and_data_are_stored_as_hashed(
+    store: PostgresStore, schema_url: str
+) -> None:
+    await store.append([event("a", {"b": 1, "a": "é"})], actor="t")
+    async with postgres_connection(schema_url) as connection:
+        row = await connection.fetchrow("SELECT data, recorded_at FROM events")
+    assert row is not None
+    assert row["data"] == '{"a":"é","b":1}'
+    (stored,) = await store.read_all()
+    assert row["recorded_at"] == stored.envelope()["recorded_at"]
+
+
+async def test_a_batch_larger_than_one_insert_is_written_whole(store: PostgresStore) -> None:
+    size = _INSERT_CHUNK + 5
+    result = await store.append([event(f"s{i % 7}") for i in range(size)], actor="t")
+    assert result.positions == tuple(range(1, size + 1))
+    assert await store.count() == size
+    assert (await store.verify()).ok
+
+
+async def test_closing_twice_is_harmless(schema_url: str) -> None:
+    opened = await PostgresStore.open(schema_url)
+    await opened.close()
+    await opened.close()
+
+
+async def test_unreachable_server_is_unavailable() -> None:
+    with pytest.raises(StoreUnavailable, match="cannot open PostgreSQL"):
+        await PostgresStore.open("postgresql://postgres@127.0.0.1:1/test")
+
+
+async def test_missing_database_is_unavailable(postgres_url: str) -> None:
+    missing = postgres_url.rsplit("/", 1)[0] + "/leaderlog_no_such_database"
+    with pytest.raises(StoreUnavailable, match="leaderlog_no_such_database"):
+        await PostgresStore.open(missing)
+
+
+async def test_bad_schema_name_is_refused() -> None:
+    with pytest.raises(StoreUnavailable, match="not a valid name"):
+        await PostgresStore.open("postgresql://postgres@127.0.0.1:5432/test?schema=x;drop")
+
+
+async def test_closed_store_is_unavailable(schema_url: str) -> None:
+    opened = await PostgresStore.open(schema_url)
+    await opened.close()
+    with pytest.raises(StoreUnavailable):
+        await opened.read_all()
+    with pytest.raises(StoreUnavailable):
+        await opened.append([event("a")], actor="t")
+
+
+@pytest.mark.parametrize(
+    ("portable", "translated"),
+    [
+        ("SELECT ?", "SELECT $1"),
+        ("INSERT INTO t VALUES (?, ?, ?)", "INSERT INTO t VALUES ($1, $2, $3)"),
+        (
+            "SELECT '?', ? WHERE a = 'it''s ?' AND b = ?",
+            "SELECT '?', $1 WHERE a = 'it''s ?' AND b = $2",
+        ),
+        ('SELECT "odd?name" FROM t WHERE x = ?', 'SELECT "odd?name" FROM t WHERE x = $1'),
+        ("SELECT 1 -- why?\nWHERE x = ?", "SELECT 1 -- why?\nWHERE x = $1"),
+        ("SELECT /* a ? b */ ?", "SELECT /* a ? b */ $1"),
+        ("SELECT 1", "SELECT 1"),
+    ],
+)
+def test_placeholders_are_translated_outside_quotes(portable: str, translated: str) -> None:
+    assert translate_placeholders(portable) == translated

@@ -1,0 +1,446 @@
+"""EventLog end to end on a real SQLite file: rules, atomic batches, group commit, idempotency."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from leaderlog.errors import BatchError, ConcurrencyError, DuplicateEventError
+from leaderlog.events import Event, Record, parse_event, parse_record
+from leaderlog.log import EventLog, load_seeds, parse_lines
+
+SEEDS = Path(__file__).resolve().parent.parent / "seeds"
+
+SOURCE = "fox-ice-shakeup-2025-05"
+HAMMER_BODY = "fox-ice-shakeup-2025-05-hammer-hsi-body"
+
+
+def line(event_type: str, **data: Any) -> str:
+    return json.dumps({"type": event_type, "data": data})
+
+
+def claim(name: str, **changes: Any) -> Event:
+    data: dict[str, Any] = {
+        "claim": name,
+        "source": SOURCE,
+        "kind": "incumbency",
+        "person": "derek-gordon",
+        "post": "ice-hsi-dsac",
+        "capacity": "unspecified",
+        "modality": "occurred",
+        "attribution": {"kind": "outlet"},
+    }
+    return parse_event("claim.reported", {**data, **changes})
+
+
+def confirm(name: str) -> Event:
+    return parse_event("claim.confirmed", {"claim": name, "source": SOURCE})
+
+
+def retract(name: str) -> Event:
+    return parse_event("claim.retracted", {"claim": name, "reason": "Withdrawn by the outlet."})
+
+
+async def snapshot(log: EventLog) -> tuple[int, str]:
+    report = await log.store.verify()
+    assert report.ok, report
+    return report.count, report.head_hash
+
+
+async def test_seeds_import_idempotently(sqlite_url: str) -> None:
+    async with await EventLog.open(sqlite_url) as log:
+        first = await load_seeds(log, SEEDS)
+        assert (first.appended, first.already_present) == (29, 0)
+        assert first.positions == tuple(range(1, 30))
+        before = await snapshot(log)
+        second = await load_seeds(log, SEEDS)
+        assert (second.appended, second.already_present) == (0, 29)
+        assert second.positions == first.positions
+        assert await snapshot(log) == before
+
+    # A fresh instance (empty cache) agrees.
+    async with await EventLog.open(sqlite_url) as log:
+        third = await load_seeds(log, SEEDS)
+        assert (third.appended, third.already_present) == (0, 29)
+        assert await snapshot(log) == before
+
+
+async def test_seeded_envelopes(seeded_log: EventLog) -> None:
+    events = await seeded_log.events()
+    assert [event.position for event in events] == list(range(1, 30))
+    assert {event.actor for event in events} == {"seed"}
+    assert len({event.event_id for event in events}) == 29
+    assert all(event.event_id.version == 5 for event in events)
+    versions: dict[str, int] = {}
+    for event in events:
+        versions[event.stream] = versions.get(event.stream, 0) + 1
+        assert event.version == versions[event.stream]
+        assert event.stream == event.event().stream()
+
+
+async def test_a_batch_with_one_bad_record_writes_nothing(seeded_log: EventLog) -> None:
+    before = await snapshot(seeded_log)
+    lines = [
+        line("person.registered", person="tom-homan", name="Tom Homan"),
+        line("org.registered", org="cbp", name="Customs and Border Protection", parent="dhs"),
+        line("post.defined", post="cbp-commissioner", org="cbp", title="Commissioner"),
+        line("claim.confirmed", claim="no-such-claim", source=SOURCE),
+        line("person.registered", person="rodney-scott", name="Rodney Scott"),
+    ]
+    with pytest.raises(BatchError) as caught:
+        await seeded_log.import_lines(lines, actor="test")
+    (problem,) = caught.value.problems
+    assert (problem.where, problem.rule) == ("line 4", "reference")
+    assert await snapshot(seeded_log) == before
+    assert await seeded_log.store.read_stream("person-tom-homan") == []
+
+    # The good part alone then goes in, and nothing of the failed attempt lingers.
+    outcome = await seeded_log.import_lines(lines[:3] + lines[4:], actor="test")
+    assert outcome.positions == (30, 31, 32, 33)
+
+
+async def test_every_problem_of_a_batch_is_reported(seeded_log: EventLog) -> None:
+    before = await snapshot(seeded_log)
+    lines = [
+        line("claim.retracted", claim="nobody", reason="r"),
+        "{not json",
+        line("person.registered", person="Upper", name="U"),
+        line("claim.confirmed", claim=HAMMER_BODY, source="nowhere"),
+    ]
+    with pytest.raises(BatchError) as caught:
+        parse_lines(lines)
+    assert [(p.where, p.rule) for p in caught.value.problems] == [
+        ("line 2", "json"),
+        ("line 3", "schema"),
+    ]
+    with pytest.raises(BatchError) as caught:
+        await seeded_log.import_lines([lines[0], lines[3]], actor="test")
+    assert [(p.where, p.rule) for p in caught.value.problems] == [
+        ("line 1", "reference"),
+        ("line 2", "reference"),
+    ]
+    assert await snapshot(seeded_log) == before
+
+
+async def test_references_within_one_batch(sqlite_url: str) -> None:
+    lines = [
+        line("org.registered", org="dhs", name="DHS"),
+        line("org.registered", org="cbp", name="CBP", parent="dhs"),
+        line("post.defined", post="cbp-commissioner", org="cbp", title="Commissioner"),
+        line("person.registered", person="rodney-scott", name="Rodney Scott"),
+        line("source.registered", source="src", url="https://example.org/x", publisher="P"),
+        json.dumps(
+            {
+                "type": "claim.reported",
+                "data": {
+                    "claim": "scott-cbp",
+                    "source": "src",
+                    "kind": "appointment",
+                    "person": "rodney-scott",
+                    "post": "cbp-commissioner",
+                    "capacity": "permanent",
+                    "modality": "announced",
+                    "attribution": {"kind": "official", "parties": ["CBP"]},
+                },
+            }
+        ),
+        line("claim.confirmed", claim="scott-cbp", source="src"),
+        line("claim.retracted", claim="scott-cbp", reason="Wrong person."),
+    ]
+    async with await EventLog.open(sqlite_url) as log:
+        outcome = await log.import_lines(lines, actor="test")
+        assert outcome.positions == tuple(range(1, 9))
+        claim_events = await log.store.read_stream("claim-scott-cbp")
+        assert [(e.version, e.type) for e in claim_events] == [
+            (1, "claim.reported"),
+            (2, "claim.confirmed"),
+            (3, "claim.retracted"),
+        ]
+        # Replaying the same lines is idempotent: the confirmation is already there.
+        assert (await log.import_lines(lines[-2:], actor="test")).positions == (7, 8)
+        # A new confirmation (other content, so another id) meets the final retraction.
+        with pytest.raises(BatchError) as caught:
+            await log.import_lines(
+                [
+                    line("person.registered", person="x", name="X"),
+                    line("claim.confirmed", claim="scott-cbp", source="src", quote="Confirmed."),
+                ],
+                actor="test",
+            )
+        assert [(p.where, p.rule) for p in caught.value.problems] == [("line 2", "claim_live")]
+        assert await log.store.count() == 8
+
+
+async def test_a_retraction_is_final_within_its_own_batch(sqlite_url: str) -> None:
+    async with await EventLog.open(sqlite_url) as log:
+        await load_seeds(log, SEEDS)
+        with pytest.raises(BatchError) as caught:
+            await log.import_lines(
+                [
+                    line("claim.retracted", claim=HAMMER_BODY, reason="Withdrawn."),
+                    line("claim.confirmed", claim=HAMMER_BODY, source=SOURCE),
+                ],
+                actor="test",
+            )
+        assert [(p.where, p.rule) for p in caught.value.problems] == [("line 2", "claim_live")]
+        assert await log.store.count() == 29
+
+
+async def test_a_reference_to_a_later_line_is_refused(sqlite_url: str) -> None:
+    async with await EventLog.open(sqlite_url) as log:
+        with pytest.raises(BatchError) as caught:
+            await log.import_lines(
+                [
+                    line("org.registered", org="cbp", name="CBP", parent="dhs"),
+                    line("org.registered", org="dhs", name="DHS"),
+                ],
+                actor="test",
+            )
+        assert [(p.where, p.rule) for p in caught.value.problems] == [("line 1", "reference")]
+        assert await log.store.count() == 0
+
+
+async def test_group_commit_of_100_concurrent_appends(seeded_log: EventLog) -> None:
+    names = [f"gordon-dsac-{index:03d}" for index in range(100)]
+    outcomes = await asyncio.gather(
+        *(seeded_log.append_events([claim(name)], actor="test") for name in names)
+    )
+    positions = [position for outcome in outcomes for position in outcome.positions]
+    assert all(outcome.appended == 1 for outcome in outcomes)
+    assert sorted(positions) == list(range(30, 130))
+    report = await seeded_log.store.verify()
+    assert (report.ok, report.count, report.head_position) == (True, 129, 129)
+    stored = {event.position: event for event in await seeded_log.events(after=29)}
+    for name, outcome in zip(names, outcomes, strict=True):
+        (position,) = outcome.positions
+        assert stored[position].stream == f"claim-{name}"
+        assert stored[position].event_id.version == 7
+        assert stored[position].version == 1
+    # Concurrent callers shared transactions: fewer distinct commit times than callers.
+    assert len({event.recorded_at for event in stored.values()}) < 100
+
+
+async def test_concurrent_batches_fail_alone(seeded_log: EventLog) -> None:
+    good = [seeded_log.append_events([claim(f"ok-{index}")], actor="test") for index in range(5)]
+    bad = seeded_log.append_events([claim("bad", post="no-such-post")], actor="test")
+    duplicate = seeded_log.append_events([claim(HAMMER_BODY)], actor="test")
+    results = await asyncio.gather(*good, bad, duplicate, return_exceptions=True)
+    assert all(not isinstance(result, BaseException) for result in results[:5])
+    assert isinstance(results[5], BatchError) and results[5].problems[0].rule == "reference"
+    assert isinstance(results[6], BatchError) and results[6].problems[0].rule == "unique"
+    report = await seeded_log.store.verify()
+    assert (report.ok, report.count) == (True, 34)
+
+
+async def test_concurrent_appends_to_one_stream_stay_in_order(seeded_log: EventLog) -> None:
+    await seeded_log.append_events([claim("busy")], actor="test")
+    await asyncio.gather(
+        *(seeded_log.append_events([confirm("busy")], actor="test") for _ in range(20))
+    )
+    stream = await seeded_log.store.read_stream("claim-busy")
+    assert [event.version for event in stream] == list(range(1, 22))
+    assert (await seeded_log.store.verify()).ok
+
+
+async def test_same_event_id_with_other_content_is_a_conflict(
+    seeded_log: EventLog, sqlite_url: str
+) -> None:
+    event_id = uuid.uuid4()
+    first = Record(event=claim("genuine"), event_id=event_id)
+    outcome = await seeded_log.append_records([first], actor="test")
+    before = await snapshot(seeded_log)
+
+    # The same id and content again is fine: the original position comes back.
+    again = await seeded_log.append_records([first], actor="test")
+    assert (again.positions, again.appended) == (outcome.positions, 0)
+
+    impostor = Record(event=claim("impostor"), event_id=event_id)
+    with pytest.raises(DuplicateEventError) as caught:
+        await seeded_log.append_records([impostor], actor="test")
+    assert caught.value.position == outcome.positions[0]
+    assert await snapshot(seeded_log) == before
+
+    # Also when the instance has never seen the id (fresh cache, another process).
+    async with await EventLog.open(sqlite_url) as other:
+        with pytest.raises(DuplicateEventError):
+            await other.append_records([impostor], actor="test")
+    assert await snapshot(seeded_log) == before
+
+
+async def test_same_event_id_twice_in_one_batch_is_refused(seeded_log: EventLog) -> None:
+    before = await snapshot(seeded_log)
+    event_id = uuid.uuid4()
+    for second in (claim("two"), claim("one")):
+        batch = [
+            Record(event=claim("one"), event_id=event_id),
+            Record(event=second, event_id=event_id),
+        ]
+        with pytest.raises(BatchError) as caught:
+            await seeded_log.append_records(batch, actor="test")
+        assert [(p.where, p.rule) for p in caught.value.problems] == [("record 1", "event_id")]
+        assert "record 0" in caught.value.problems[0].message
+    assert await snapshot(seeded_log) == before
+
+
+async def test_reimporting_records_with_explicit_ids_is_idempotent(seeded_log: EventLog) -> None:
+    raw = [
+        {"type": "claim.reported", "data": claim("with-id").data(), "event_id": str(uuid.uuid4())},
+        {
+            "type": "claim.confirmed",
+            "data": confirm("with-id").data(),
+            "event_id": str(uuid.uuid4()),
+        },
+    ]
+    first = await seeded_log.append_raw(raw, actor="test")
+    second = await seeded_log.append_raw(raw, actor="test")
+    assert (first.appended, second.appended, second.already_present) == (2, 0, 2)
+    assert first.positions == second.positions == (30, 31)
+
+
+async def test_expected_version_is_checked(seeded_log: EventLog) -> None:
+    update = parse_event("person.updated", {"person": "derek-gordon", "aliases": ["D. Gordon"]})
+    outcome = await seeded_log.append_events([update], actor="test", expected_version=1)
+    assert outcome.appended == 1
+    before = await snapshot(seeded_log)
+
+    for stale in (1, 5, "no_stream"):
+        with pytest.raises(ConcurrencyError) as caught:
+            await seeded_log.append_events([update], actor="test", expected_version=stale)
+        assert (caught.value.stream, caught.value.actual) == ("person-derek-gordon", 2)
+        assert await snapshot(seeded_log) == before
+
+    assert (await seeded_log.append_events([update], actor="test", expected_version=2)).appended
+    assert (await seeded_log.append_events([update], actor="test", expected_version="any")).appended
+
+
+async def test_expected_version_in_records(seeded_log: EventLog) -> None:
+    before = await snapshot(seeded_log)
+    lines = [
+        json.dumps(
+            {"type": "claim.reported", "data": claim("new").data(), "expected_version": "no_stream"}
+        ),
+        json.dumps(
+            {
+                "type": "person.updated",
+                "data": {"person": "derek-gordon", "name": "Derek N. Gordon"},
+                "expected_version": 3,
+            }
+        ),
+    ]
+    with pytest.raises(ConcurrencyError) as caught:
+        await seeded_log.import_lines(lines, actor="test")
+    assert caught.value.where == "line 2"
+    assert await snapshot(seeded_log) == before
+    fixed = [lines[0], lines[1].replace('"expected_version": 3', '"expected_version": 1')]
+    assert (await seeded_log.import_lines(fixed, actor="test")).appended == 2
+
+
+async def test_another_instance_retracts_and_this_one_notices(
+    seeded_log: EventLog, sqlite_url: str
+) -> None:
+    # The first instance has the claim cached as live (the seeds were appended through it).
+    await seeded_log.append_events([confirm(HAMMER_BODY)], actor="test")
+
+    async with await EventLog.open(sqlite_url) as other:
+        await other.append_events([retract(HAMMER_BODY)], actor="other")
+
+    before = await snapshot(seeded_log)
+    with pytest.raises(BatchError) as caught:
+        await seeded_log.append_events([confirm(HAMMER_BODY)], actor="test")
+    assert caught.value.problems[0].rule == "claim_live"
+    with pytest.raises(BatchError):
+        await seeded_log.append_events([retract(HAMMER_BODY)], actor="test")
+    assert await snapshot(seeded_log) == before
+    stream = await seeded_log.store.read_stream(f"claim-{HAMMER_BODY}")
+    assert [event.type for event in stream] == [
+        "claim.reported",
+        "claim.confirmed",
+        "claim.retracted",
+    ]
+
+
+async def test_two_instances_writing_one_stream_keep_versions_contiguous(
+    seeded_log: EventLog, sqlite_url: str
+) -> None:
+    async with await EventLog.open(sqlite_url) as other:
+        await asyncio.gather(
+            *(
+                log.append_events([confirm(HAMMER_BODY)], actor=f"writer-{index % 2}")
+                for index, log in enumerate([seeded_log, other] * 10)
+            )
+        )
+        # Both see the same claim state afterwards, whoever wrote last.
+        await other.append_events([retract(HAMMER_BODY)], actor="other")
+    with pytest.raises(BatchError):
+        await seeded_log.append_events([confirm(HAMMER_BODY)], actor="test")
+    stream = await seeded_log.store.read_stream(f"claim-{HAMMER_BODY}")
+    assert [event.version for event in stream] == list(range(1, 23))
+    assert (await seeded_log.store.verify()).ok
+
+
+async def test_append_raw_labels_records(seeded_log: EventLog) -> None:
+    with pytest.raises(BatchError) as caught:
+        await seeded_log.append_raw(
+            [
+                {"type": "person.registered", "data": {"person": "ok", "name": "OK"}},
+                {"type": "person.registered", "data": {"person": "BAD", "name": "Bad"}},
+            ],
+            actor="test",
+        )
+    assert [(p.where, p.rule) for p in caught.value.problems] == [("record 1", "schema")]
+    with pytest.raises(BatchError):
+        await seeded_log.append_raw([], actor="test")
+    assert (await seeded_log.store.count()) == 29
+
+
+async def test_export_envelopes_reimport_into_another_file(
+    seeded_log: EventLog, tmp_path: Path
+) -> None:
+    envelopes = [event.envelope() for event in await seeded_log.events()]
+    records = [parse_record(envelope) for envelope in envelopes]
+    async with await EventLog.open(f"sqlite:///{tmp_path / 'copy.db'}") as copy:
+        outcome = await copy.append_records(records, actor="import")
+        assert outcome.appended == 29
+        copied = [event.envelope() for event in await copy.events()]
+    assert copied == envelopes
+
+
+def test_parse_lines_skips_blank_lines() -> None:
+    records, labels = parse_lines(["", line("person.registered", person="x", name="X"), "  \n"])
+    assert labels == ["line 2"]
+    assert records[0].stream == "person-x"
+
+
+async def test_positions_of_a_batch_mixing_new_and_stored_records(seeded_log: EventLog) -> None:
+    seed_lines = (SEEDS / "ice-leadership-2025-05.jsonl").read_text(encoding="utf-8").splitlines()
+    stored, _ = parse_lines(seed_lines[:2])
+    # Enough new records that new positions overlap the indices of the stored ones.
+    fresh = [
+        Record(
+            event=parse_event("person.registered", {"person": f"p{i}", "name": "P"}),
+            event_id=uuid.uuid4(),
+        )
+        for i in range(30)
+    ]
+    outcome = await seeded_log.append_records(
+        [*fresh[:15], stored[0], *fresh[15:], stored[1]], actor="test"
+    )
+    assert outcome.positions == (*range(30, 45), 1, *range(45, 60), 2)
+    assert (outcome.appended, outcome.already_present) == (30, 2)
+    assert (await seeded_log.store.verify()).count == 59
+
+
+async def test_the_same_file_imported_twice_at_once(sqlite_url: str) -> None:
+    seed_lines = (SEEDS / "ice-leadership-2025-05.jsonl").read_text(encoding="utf-8").splitlines()
+    async with await EventLog.open(sqlite_url) as log:
+        first, second, third = await asyncio.gather(
+            *(log.import_lines(seed_lines, actor="test") for _ in range(3))
+        )
+        assert first.positions == second.positions == third.positions == tuple(range(1, 30))
+        assert (first.appended, second.appended, third.appended) == (29, 0, 0)
+        assert (await log.store.verify()).count == 29
