@@ -160,7 +160,8 @@ class FuzzyDate(_Frozen):
         if self.date is None:
             return None
         parts = [int(part) for part in self.date.split("-")]
-        return dt.date(parts[0], parts[1] if len(parts) > 1 else 1, parts[2] if len(parts) > 2 else 1)
+        month = parts[1] if len(parts) > 1 else 1
+        return dt.date(parts[0], month, parts[2] if len(parts) > 2 else 1)
 
     def latest(self) -> dt.date | None:
         """The last day the date can mean, or None when unknown."""
@@ -632,7 +633,8 @@ def parse_record(raw: object) -> Record:
         try:
             event_id = uuid.UUID(str(raw["event_id"]))
         except ValueError:
-            raise RecordError(f"event_id {raw['event_id']!r} is not a UUID", rule="schema") from None
+            message = f"event_id {raw['event_id']!r} is not a UUID"
+            raise RecordError(message, rule="schema") from None
 
     expected = raw.get("expected_version")
     if expected is not None and not (

@@ -60,7 +60,7 @@ class AppendOutcome:
         return len(self.positions) - self.appended
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class _Request:
     records: Sequence[Record]
     labels: Sequence[str]
@@ -70,7 +70,7 @@ class _Request:
     attempts: int = 0
 
 
-@dataclass
+@dataclass(slots=True)
 class _Decision:
     """A request's events and the stream states they lead to, before commit."""
 
@@ -82,19 +82,39 @@ class _Decision:
 
 
 class _LayeredKnowledge:
-    """Cache plus uncommitted decisions of the current group and request."""
+    """The request's own uncommitted decisions, then its group's, then the cache."""
 
-    def __init__(self, log: EventLog, layers: Sequence[Mapping[str, EntityState]]) -> None:
-        self._log = log
-        self._layers = layers
+    __slots__ = ("_cache", "_group", "_request")
+
+    def __init__(
+        self,
+        request: Mapping[str, EntityState],
+        group: Mapping[str, EntityState],
+        cache: Mapping[str, EntityState | None],
+    ) -> None:
+        self._request = request
+        self._group = group
+        self._cache = cache
 
     def state(self, stream: str) -> EntityState | None:
-        for layer in reversed(self._layers):
-            if stream in layer:
-                return layer[stream]
-        if stream not in self._log._states:
-            raise MissingKnowledge({stream})
-        return self._log._states[stream]
+        # Asked several times per record: plain membership tests, no loops.
+        if stream in self._request:
+            return self._request[stream]
+        if stream in self._group:
+            return self._group[stream]
+        if stream in self._cache:
+            return self._cache[stream]
+        raise MissingKnowledge({stream})
+
+
+def _answer(future: asyncio.Future[AppendOutcome], answer: AppendOutcome | BaseException) -> None:
+    """Answer a caller, unless it stopped waiting (setting a cancelled future raises)."""
+    if future.done():
+        return
+    if isinstance(answer, BaseException):
+        future.set_exception(answer)
+    else:
+        future.set_result(answer)
 
 
 def parse_lines(lines: Iterable[str | bytes]) -> tuple[list[Record], list[str]]:
@@ -321,7 +341,7 @@ class EventLog:
             try:
                 decision = await self._decide(request, stored, group_states, group_versions)
             except (BatchError, StoreError) as error:
-                request.future.set_exception(error)
+                _answer(request.future, error)
                 continue
             group_states.update(decision.states)
             group_versions.update(decision.versions)
@@ -343,20 +363,20 @@ class EventLog:
                 retry.append(request)
                 continue
             if isinstance(outcome, StoreError):
-                request.future.set_exception(outcome)
+                _answer(request.future, outcome)
                 continue
             self._states.update(decision.states)
             self._versions.update(decision.versions)
             # The store saw only the records not already known, in order.
-            new_positions = iter(outcome.positions)
-            positions = [
-                decision.known_positions.get(index) or next(new_positions)
-                for index in range(len(request.records))
-            ]
-            appended_positions.extend(
-                p for i, p in enumerate(positions) if i not in decision.known_positions
-            )
-            request.future.set_result(AppendOutcome(tuple(positions), outcome.appended))
+            positions = outcome.positions
+            if decision.known_positions:
+                new_positions = iter(positions)
+                positions = tuple(
+                    decision.known_positions.get(index) or next(new_positions)
+                    for index in range(len(request.records))
+                )
+            appended_positions.extend(outcome.positions)
+            _answer(request.future, AppendOutcome(positions, outcome.appended))
         if appended_positions and min(appended_positions) == self._known_head + 1 and not retry:
             self._known_head = max(appended_positions)
         waiting = {*retry, *deferred}
@@ -370,7 +390,7 @@ class EventLog:
         group_versions: Mapping[str, int],
     ) -> _Decision:
         decision = _Decision()
-        knowledge = _LayeredKnowledge(self, [group_states, decision.states])
+        knowledge = _LayeredKnowledge(decision.states, group_states, self._states)
         problems: list[RecordError] = []
         first_use: dict[uuid.UUID, str] = {}
         for index, (record, label) in enumerate(zip(request.records, request.labels, strict=True)):

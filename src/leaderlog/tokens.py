@@ -1,8 +1,8 @@
 """Write-API tokens: created once, shown once, stored only as a hash, revoked at once.
 
 A token is ``ll_`` and 43 random URL-safe characters; only ``sha256(token)`` is stored.
-The server checks the
-table on every write, so a revocation from the CLI takes effect on the next request.
+The server checks the table on every write, so a revocation from the CLI takes effect on the
+next request.
 """
 
 from __future__ import annotations
@@ -57,7 +57,8 @@ class Tokens:
 
     async def create(self, name: str) -> str:
         """Create a token for ``name`` and return it; it cannot be shown again."""
-        if not _NAME.match(name):
+        # fullmatch: with match, "$" would also accept a name ending in a newline.
+        if not _NAME.fullmatch(name):
             raise TokenError(
                 f"token name {name!r} must be 1-64 of a-z, 0-9, '.', '_', '-' (lowercase first)"
             )
@@ -65,16 +66,21 @@ class Tokens:
             raise TokenError(f"token name {name!r} is reserved for the log's own actors")
         await self._ensure_table()
         token = f"ll_{secrets.token_urlsafe(32)}"
+        digest = _digest(token)
         async with self._store.projection_transaction() as tx:
-            rows = await tx.fetchall("SELECT revoked_at FROM write_tokens WHERE name = ?", (name,))
-            if rows and rows[0][0] is None:
-                raise TokenError(f"a live token named {name!r} exists; revoke it first")
-            await tx.execute("DELETE FROM write_tokens WHERE name = ?", (name,))
+            await tx.execute(
+                "DELETE FROM write_tokens WHERE name = ? AND revoked_at IS NOT NULL", (name,)
+            )
+            # A concurrent create of the same name leaves its row here instead of ours (the
+            # conflict clause waits for it), so that writer's token is never silently replaced.
             await tx.execute(
                 "INSERT INTO write_tokens (name, token_hash, created_at, revoked_at) "
-                "VALUES (?, ?, ?, NULL)",
-                (name, _digest(token), format_time(utc_now())),
+                "VALUES (?, ?, ?, NULL) ON CONFLICT (name) DO NOTHING",
+                (name, digest, format_time(utc_now())),
             )
+            rows = await tx.fetchall("SELECT token_hash FROM write_tokens WHERE name = ?", (name,))
+            if not rows or rows[0][0] != digest:
+                raise TokenError(f"a live token named {name!r} exists; revoke it first")
         return token
 
     async def revoke(self, name: str) -> None:

@@ -10,9 +10,11 @@ same bytes on every host. See :mod:`._paging` for the RFC 5005 archive layout.
 
 from __future__ import annotations
 
+from leaderlog.feeds._document import Entry
 from leaderlog.feeds._i18n import (
     DEFAULT_LANGUAGE,
     LANGUAGES,
+    N_,
     UnknownLanguage,
     language,
     negotiate,
@@ -28,16 +30,27 @@ from leaderlog.feeds._service import (
     Rendered,
     Validators,
 )
-from leaderlog.feeds._text import clean, post_label
+from leaderlog.feeds._text import (
+    CAPACITY_LABELS,
+    clean,
+    fuzzy_date,
+    headline,
+    is_web_address,
+    post_label,
+    scope_name,
+)
 
 __all__ = [
+    "CAPACITY_LABELS",
     "DEFAULT_LANGUAGE",
     "FORMATS",
     "FULL_ARCHIVE_CACHE",
     "LANGUAGES",
     "MEDIA_TYPES",
+    "N_",
     "PAGE_SIZE",
     "SUBSCRIPTION_CACHE",
+    "Entry",
     "FeedFormat",
     "FeedNotFound",
     "FeedRequest",
@@ -48,8 +61,12 @@ __all__ = [
     "Validators",
     "clean",
     "feed_url",
+    "fuzzy_date",
+    "headline",
+    "is_web_address",
     "language",
     "negotiate",
     "post_label",
     "resolve",
+    "scope_name",
 ]

@@ -60,6 +60,7 @@ class Feed:
     generator_version: str
     entries: tuple[Entry, ...]
     archive: bool = False
+    complete: bool = False
     prev_archive: str | None = None
     next_archive: str | None = None
     current: str | None = None

@@ -163,7 +163,13 @@ def negotiate(accept_language: str | None) -> str:
     """The best offered language for an Accept-Language header; English when none fits."""
     if not accept_language:
         return DEFAULT_LANGUAGE
-    return _negotiate(_accept_language(accept_language[:1000])) or DEFAULT_LANGUAGE
+    return _negotiate_header(accept_language[:1000])
+
+
+@functools.lru_cache(maxsize=1024)
+def _negotiate_header(header: str) -> str:
+    # Readers send the same few headers on every poll, so answers are remembered.
+    return _negotiate(_accept_language(header)) or DEFAULT_LANGUAGE
 
 
 def resolve(asked: str) -> str:

@@ -47,6 +47,7 @@ def render_json(feed: Feed) -> bytes:
         "_archive": {
             "about": "https://www.rfc-editor.org/rfc/rfc5005",
             "archive": feed.archive,
+            "complete": feed.complete,
             "current": feed.current,
             "prev_archive": feed.prev_archive,
             "next_archive": feed.next_archive,

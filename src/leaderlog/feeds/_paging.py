@@ -1,9 +1,12 @@
 """Feed scopes, formats, addresses and RFC 5005 archive paging.
 
-A scope's entries are ranked in the order they joined it. Archive page ``n`` holds ranks
+A scope's entries are ranked in the order they joined it. While a scope has at most 50
+entries its subscription document holds them all and says so (``fh:complete``, a complete
+feed). From the 51st on it is an archived feed: archive page ``n`` holds ranks
 ``50(n-1)+1 .. 50n`` and is *full* once rank ``50n`` exists; from then on it is rendered as
 known at the position where it filled up, so it never changes again. The subscription
-document holds the 50 entries changed most recently, newest first.
+document holds the 50 entries changed most recently, newest first, and links to the newest
+archive page; corrections to archived entries show up there.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ __all__ = [
     "Scope",
     "archive_links",
     "feed_url",
+    "is_complete",
     "is_full",
     "page_count",
     "rank_range",
@@ -68,8 +72,14 @@ class Scope:
         return f"/feeds/{self.kind}/{self.id}.{fmt}"
 
 
+def is_complete(entries: int) -> bool:
+    """Whether the subscription document holds every entry (so there are no archives)."""
+    return entries <= PAGE_SIZE
+
+
 def page_count(entries: int) -> int:
-    return -(-entries // PAGE_SIZE)
+    """How many archive pages a scope with this many entries has."""
+    return 0 if is_complete(entries) else -(-entries // PAGE_SIZE)
 
 
 def rank_range(page: int) -> tuple[int, int]:

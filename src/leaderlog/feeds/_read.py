@@ -9,7 +9,7 @@ from typing import Any
 
 from leaderlog._json import loads
 from leaderlog.errors import StoreError
-from leaderlog.projections.feed_entries import ENTITIES, ENTRIES, HEADS, SCOPES, VERSIONS
+from leaderlog.projections.feed_entries import CLOCK, ENTITIES, ENTRIES, HEADS, SCOPES, VERSIONS
 from leaderlog.store import EventStore
 
 __all__ = ["EntityRow", "FeedReader", "Head", "PageInfo"]
@@ -64,6 +64,11 @@ class FeedReader:
             # The checkpoint table appears with the first catch-up; until then nothing is known.
             return None
         return int(rows[0][0]) if rows else None
+
+    async def clock(self) -> tuple[int, dt.datetime]:
+        """The position and stamp of the last event the feeds took in (0 and 1970 before any)."""
+        rows = await self.store.query(f"SELECT position, stamp FROM {CLOCK} WHERE name = 'clock'")
+        return (int(rows[0][0]), parse_time(rows[0][1])) if rows else (0, _EPOCH)
 
     async def head(self, scope: str) -> Head | None:
         rows = await self.store.query(

@@ -41,30 +41,35 @@ def _attributes(link: Link) -> dict[str, str]:
 
 
 class ArchiveExtension(BaseExtension):  # type: ignore[misc]
-    """RFC 5005: ``fh:archive`` and the prev-archive / next-archive / current links."""
+    """RFC 5005: ``fh:complete``, ``fh:archive`` and prev-archive / next-archive / current."""
 
     def __init__(self) -> None:
         self.archive = False
+        self.complete = False
         self.links: list[Link] = []
 
     def extend_ns(self) -> dict[str, str]:
-        return {"fh": HISTORY_NS} if self.archive else {}
+        return {"fh": HISTORY_NS} if self.archive or self.complete else {}
+
+    def _markers(self, parent: Any) -> None:
+        if self.complete:
+            xml_elem(f"{{{HISTORY_NS}}}complete", parent)
+        if self.archive:
+            xml_elem(f"{{{HISTORY_NS}}}archive", parent)
 
     def extend_atom(self, feed: Any) -> Any:
         # feedgen writes Atom elements without a namespace under a default xmlns attribute,
         # so these links are created the same way to serialise identically.
         for link in self.links:
             xml_elem("link", feed, **_attributes(link))
-        if self.archive:
-            xml_elem(f"{{{HISTORY_NS}}}archive", feed)
+        self._markers(feed)
         return feed
 
     def extend_rss(self, feed: Any) -> Any:
         channel = feed[0]
         for link in self.links:
             xml_elem(f"{{{ATOM_NS}}}link", channel, **_attributes(link))
-        if self.archive:
-            xml_elem(f"{{{HISTORY_NS}}}archive", channel)
+        self._markers(channel)
         return feed
 
 
@@ -100,6 +105,7 @@ def _generator(feed: Feed, fmt: FeedFormat) -> FeedGenerator:
     generator.link(href=feed.home_url, rel="alternate", type="text/html")
     extension: ArchiveExtension = generator.archive
     extension.archive = feed.archive
+    extension.complete = feed.complete
     for rel, href in (
         ("current", feed.current),
         ("prev-archive", feed.prev_archive),

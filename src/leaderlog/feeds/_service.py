@@ -19,7 +19,7 @@ import hashlib
 import time
 import uuid
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from email.utils import format_datetime
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
@@ -36,6 +36,7 @@ from leaderlog.feeds._paging import (
     Scope,
     archive_links,
     feed_url,
+    is_complete,
     is_full,
     page_count,
     rank_range,
@@ -53,6 +54,8 @@ FULL_ARCHIVE_CACHE = "public, max-age=31536000, immutable"
 # Fixed forever: feed ids derive from it.
 _FEED_NAMESPACE = uuid.UUID("0f1d5f7e-3b0a-4c55-9a57-7a4b7b0f7c11")
 _CACHE_BYTES = 64 * 1024 * 1024
+# Requests remembered between two moves of the log (each is a few hundred bytes).
+_DESCRIBED_LIMIT = 10_000
 
 
 def _generator_version() -> str:
@@ -89,10 +92,11 @@ class Validators:
     etag: str
     last_modified: dt.datetime
     cache_control: str
+    last_modified_http: str = field(init=False)
 
-    @property
-    def last_modified_http(self) -> str:
-        return format_datetime(self.last_modified.replace(microsecond=0), usegmt=True)
+    def __post_init__(self) -> None:
+        text = format_datetime(self.last_modified.replace(microsecond=0), usegmt=True)
+        object.__setattr__(self, "last_modified_http", text)
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,6 +106,8 @@ class Rendered:
     media_type: str
     validators: Validators
     language: str
+    # Room for a server to keep what it derives from the document (e.g. its headers).
+    memo: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
 
 
 class FeedService:
@@ -118,6 +124,8 @@ class FeedService:
         self._checked = -1.0
         self._checkpoint: int | None = None
         self._heads: dict[str, Head | None] = {}
+        self._described: dict[FeedRequest, Validators] = {}
+        self._clock: tuple[int, dt.datetime] | None = None
         self._frozen_pages: dict[tuple[str, int], tuple[int, dt.datetime]] = {}
         self._rendered: OrderedDict[tuple[Any, ...], Rendered] = OrderedDict()
         self._rendered_bytes = 0
@@ -139,6 +147,8 @@ class FeedService:
         if checkpoint != self._checkpoint:
             self._checkpoint = checkpoint
             self._heads.clear()
+            self._described.clear()
+            self._clock = None
 
     async def head(self, scope: Scope) -> Head:
         """The scope's head; raises :class:`FeedNotFound` for an unknown subject."""
@@ -170,14 +180,32 @@ class FeedService:
         )
         return hashlib.sha256(described.encode()).hexdigest()[:16]
 
+    async def lookup(self, request: FeedRequest) -> tuple[Validators, Rendered | None]:
+        """The request's validators and, when cached, its document: the warm path."""
+        validators = await self.describe(request)
+        return validators, self._rendered.get((request, validators.position))
+
     async def describe(self, request: FeedRequest) -> Validators:
+        """Validators of the document a request gets; raises :class:`FeedNotFound`."""
+        await self._fresh()
+        known = self._described.get(request)
+        if known is not None:
+            return known
+        validators = await self._describe(request)
+        if len(self._described) >= _DESCRIBED_LIMIT:
+            self._described.clear()
+        self._described[request] = validators
+        return validators
+
+    async def _describe(self, request: FeedRequest) -> Validators:
         head = await self.head(request.scope)
         position, moment, cache = head.position, head.recorded_at, SUBSCRIPTION_CACHE
         if request.page is not None:
             if not 1 <= request.page <= page_count(head.entries):
+                pages = page_count(head.entries)
                 raise FeedNotFound(
                     f"archive page {request.page} does not exist "
-                    f"(this feed has {page_count(head.entries)})"
+                    + (f"(this feed has {pages})" if pages else "(the feed is complete)")
                 )
             if is_full(request.page, head.entries):
                 position, moment = await self._frozen(request.scope, request.page)
@@ -297,6 +325,7 @@ class FeedService:
             generator_version=self._generator_version,
             entries=tuple(_text.entry(doc, lang, request.base_url) for doc in docs),
             archive=request.page is not None,
+            complete=request.page is None and is_complete(head.entries),
             prev_archive=links.prev_archive,
             next_archive=links.next_archive,
             current=links.current,
@@ -306,21 +335,20 @@ class FeedService:
 
     async def opml(
         self, lang: str, base_url: str, fmt: FeedFormat = "atom", explicit_lang: bool = False
-    ) -> tuple[bytes, Validators]:
+    ) -> Rendered:
         """Every feed as OPML; it changes when any organisation, person or post does."""
         await self._fresh()
-        position = self._checkpoint or 0
+        if self._clock is None:
+            self._clock = await self.reader.clock()
+        position, stamp = self._clock
         key = ("opml", lang, base_url, fmt, explicit_lang, position)
-        head = await self.head(Scope("all"))
         language_ = language(lang)
         link_lang = lang if explicit_lang else None
         digest = hashlib.sha256(repr((RENDER_VERSION, *key[:-1])).encode()).hexdigest()[:16]
-        validators = Validators(
-            position, f'W/"{position}-{digest}"', head.recorded_at, SUBSCRIPTION_CACHE
-        )
+        validators = Validators(position, f'W/"{position}-{digest}"', stamp, SUBSCRIPTION_CACHE)
         cached = self._rendered.get(key)
         if cached is not None:
-            return cached.body, cached.validators
+            return cached
         groups: dict[str, list[Outline]] = {"org": [], "person": [], "post": []}
         for row in await self.reader.entities(("org", "person", "post")):
             scope = Scope(row.kind, row.id)  # type: ignore[arg-type]
@@ -345,7 +373,7 @@ class FeedService:
             Outline(language_._(N_("People")), children=groups["person"]),
             Outline(language_._(N_("Posts")), children=groups["post"]),
         ]
-        body = render_opml(language_._(N_("leaderlog feeds")), head.recorded_at, outlines)
+        body = render_opml(language_._(N_("leaderlog feeds")), stamp, outlines)
         rendered = Rendered(
             body,
             gzip.compress(body, compresslevel=6, mtime=0),
@@ -354,7 +382,7 @@ class FeedService:
             lang,
         )
         self._remember(key, rendered)
-        return body, validators
+        return rendered
 
     async def recent(self, limit: int, lang: str, base_url: str) -> list[Entry]:
         """The entries changed most recently, for pages that list them."""

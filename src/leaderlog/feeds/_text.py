@@ -18,7 +18,16 @@ from typing import Any
 from leaderlog.feeds._document import Category, Entry, Link
 from leaderlog.feeds._i18n import N_, Language
 
-__all__ = ["Markup", "clean", "entry", "is_web_address", "post_label"]
+__all__ = [
+    "Markup",
+    "clean",
+    "entry",
+    "fuzzy_date",
+    "headline",
+    "is_web_address",
+    "post_label",
+    "scope_name",
+]
 
 # XML 1.0 cannot carry C0 controls (other than tab, LF, CR), lone surrogates, U+FFFE/U+FFFF;
 # C1 controls are legal but only ever arrive by accident or malice.
@@ -36,8 +45,8 @@ KIND_LABELS = {
 }
 CHANGE_TEXTS = {
     "appointment": N_("Appointment of {person} as {post}"),
-    "departure": N_("Departure of {person} from {post}"),
-    "incumbency": N_("{person} holds {post}"),
+    "departure": N_("Departure of {person} as {post}"),
+    "incumbency": N_("{person} serves as {post}"),
 }
 MODALITY_LABELS = {
     "occurred": N_("Occurred"),
@@ -359,7 +368,7 @@ def _summary(doc: Mapping[str, Any], lang: Language, change: str) -> str:
     url = source.get("url") if source else None
     if is_web_address(url):
         parts.append(
-            lang._(N_("Source: {source} ({url})."), source=_source_name(source, lang), url=str(url))
+            lang._(N_("Source: {source}, {url}."), source=_source_name(source, lang), url=str(url))
         )
     else:
         parts.append(lang._(N_("Source: {source}."), source=_source_name(source, lang)))
@@ -378,7 +387,7 @@ def _content(doc: Mapping[str, Any], lang: Language, status: str, change: str) -
     )
     source = doc.get("source")
     out.append(
-        f"<li>{_html(lang, N_('Source: {source}.'), source=_source_html(source, lang))}</li>"
+        "<li>" + _html(lang, N_("Source: {source}."), source=_source_html(source, lang)) + "</li>"
     )
     out.append("</ul>")
     if isinstance(fields.get("quote"), str):
@@ -392,7 +401,7 @@ def _content(doc: Mapping[str, Any], lang: Language, status: str, change: str) -
         out.append(f"<blockquote{attribute}><p>{text}</p></blockquote>")
     history = _history(doc, lang)
     if history:
-        out.append(f"<p>{_html(lang, N_('History:'))}</p><ul>")
+        out.append("<p>" + _html(lang, N_("History:")) + "</p><ul>")
         out.extend(f"<li>{html.escape(' '.join(group))}</li>" for group in history)
         out.append("</ul>")
     return "".join(out)
@@ -435,13 +444,20 @@ def _categories(doc: Mapping[str, Any], lang: Language) -> tuple[Category, ...]:
     return tuple(found)
 
 
+def headline(doc: Mapping[str, Any], lang: Language) -> str:
+    """The entry title: the status (or modality) and the change, e.g. "Expected: ..."."""
+    return lang._(
+        N_("{status}: {change}"), status=lang._(_status_label(doc)), change=_change(doc, lang)
+    )
+
+
 def entry(doc: Mapping[str, Any], lang: Language, base_url: str) -> Entry:
     """The feed entry for one version of a claim, in ``lang``."""
     status = lang._(_status_label(doc))
     change = _change(doc, lang)
     return Entry(
         id=clean(doc.get("id") or f"urn:leaderlog:claim:{doc.get('claim')}"),
-        title=lang._(N_("{status}: {change}"), status=status, change=change),
+        title=headline(doc, lang),
         summary=_summary(doc, lang, change),
         content_html=_content(doc, lang, status, change),
         published=_time(doc.get("published")),

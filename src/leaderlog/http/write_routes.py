@@ -24,6 +24,7 @@ __all__ = ["MAX_BODY_BYTES", "MAX_RECORDS", "write_router"]
 
 MAX_BODY_BYTES = 1024 * 1024
 MAX_RECORDS = 1000
+MAX_DEPTH = 64
 
 
 class Appended(BaseModel):

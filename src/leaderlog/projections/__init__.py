@@ -16,7 +16,8 @@ from pathlib import Path
 
 from leaderlog.errors import ProjectionError
 from leaderlog.projections.audit import AuditProjection
-from leaderlog.projections.base import Projection, ProjectionTransaction, decode
+from leaderlog.projections.base import Projection, ProjectionTransaction, decode, payload
+from leaderlog.projections.feed_entries import FeedEntriesProjection
 from leaderlog.projections.leadership import LeadershipProjection
 from leaderlog.projections.loading import load_user_projection, user_projection_folder
 from leaderlog.projections.queries import Queries
@@ -27,6 +28,7 @@ from leaderlog.store.base import EventStore
 __all__ = [
     "BUILTIN",
     "AuditProjection",
+    "FeedEntriesProjection",
     "InvalidQuery",
     "LeadershipProjection",
     "Projection",
@@ -38,6 +40,7 @@ __all__ = [
     "UnknownEntity",
     "decode",
     "load_projection",
+    "payload",
     "runner_for",
     "user_projection_folder",
 ]
@@ -45,6 +48,7 @@ __all__ = [
 BUILTIN: dict[str, type[Projection]] = {
     LeadershipProjection.name: LeadershipProjection,
     AuditProjection.name: AuditProjection,
+    FeedEntriesProjection.name: FeedEntriesProjection,
 }
 
 
@@ -61,14 +65,22 @@ async def runner_for(
     """A runner over the built-ins, the user projections this database already has, and ``also``.
 
     A user projection joins once it has been built (``leaderlog rebuild NAME``); from then on
-    every runner keeps it current. One whose module has gone is skipped.
+    every runner keeps it current. One whose module is gone or no longer loads is left out
+    (and lags) so that a broken user module never stops queries; ``rebuild NAME`` shows why.
+    Names in ``also`` must load.
     """
-    names = list(BUILTIN)
-    registered = await ProjectionRunner(store, []).registered()
-    for name in [*registered, *also]:
-        if name in names:
+    projections = [cls() for cls in BUILTIN.values()]
+    names = set(BUILTIN)
+    for name in sorted(await ProjectionRunner(store, []).registered()):
+        if name in names or name in also:
             continue
-        if name not in also and not (user_projection_folder(folder) / f"{name}.py").is_file():
+        try:
+            projections.append(load_user_projection(name, folder, builtin=BUILTIN))
+        except ProjectionError:
             continue
-        names.append(name)
-    return ProjectionRunner(store, [load_projection(name, folder) for name in names])
+        names.add(name)
+    for name in also:
+        if name not in names:
+            projections.append(load_projection(name, folder))
+            names.add(name)
+    return ProjectionRunner(store, projections)

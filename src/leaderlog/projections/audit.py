@@ -15,18 +15,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from leaderlog.events import (
-    ClaimConfirmed,
-    ClaimCorrected,
-    ClaimDisputed,
-    ClaimReported,
-    ClaimRetracted,
-    RecordedEvent,
-    SourceRegistered,
-    format_time,
-)
+from leaderlog.events import RecordedEvent
 from leaderlog.projections._sql import chunks, marks
-from leaderlog.projections.base import Projection, ProjectionTransaction, decode
+from leaderlog.projections.base import Projection, ProjectionTransaction, payload, recorded_time
 
 __all__ = ["AuditProjection"]
 
@@ -75,20 +66,20 @@ class AuditProjection(Projection):
     async def apply(self, tx: ProjectionTransaction, events: Sequence[RecordedEvent]) -> None:
         if not events:
             return
-        decoded = [(recorded, decode(recorded)) for recorded in events]
+        decoded = [(recorded, payload(recorded)) for recorded in events]
         publishers: dict[str, str] = {}
         new_sources: list[tuple[str, str, str, str | None]] = []
         claim_ids: set[str] = set()
         source_ids: set[str] = set()
-        for _, event in decoded:
-            if isinstance(event, SourceRegistered):
-                publishers[event.source] = event.publisher
-                new_sources.append((event.source, event.publisher, event.url, event.title))
-            elif isinstance(
-                event, ClaimConfirmed | ClaimCorrected | ClaimDisputed | ClaimRetracted
-            ):
-                claim_ids.add(event.claim)
-            named = getattr(event, "source", None)
+        for recorded, data in decoded:
+            if recorded.type == "source.registered":
+                publishers[data["source"]] = data["publisher"]
+                new_sources.append(
+                    (data["source"], data["publisher"], data["url"], data.get("title"))
+                )
+            elif recorded.type in _STATUS_AFTER and recorded.type != "claim.reported":
+                claim_ids.add(data["claim"])
+            named = data.get("source")
             if named:
                 source_ids.add(named)
         claims = await _load_claims(tx, claim_ids)
@@ -103,46 +94,48 @@ class AuditProjection(Projection):
 
         rows: list[tuple[Any, ...]] = []
         changed: dict[str, list[Any]] = {}
-        for recorded, event in decoded:
+        for recorded, data in decoded:
+            kind = recorded.type
             claim: str | None = None
-            source: str | None = getattr(event, "source", None)
-            if isinstance(event, ClaimReported):
-                claim = event.claim
+            source: str | None = data.get("source")
+            if kind == "claim.reported":
+                claim = data["claim"]
                 claims[claim] = [
                     claim,
-                    event.source,
-                    publishers.get(event.source),
-                    event.attribution.kind,
+                    source,
+                    publishers.get(data["source"]),
+                    data["attribution"]["kind"],
                     "reported",
-                    event.person,
-                    event.post,
+                    data["person"],
+                    data["post"],
                 ]
                 changed[claim] = claims[claim]
-            elif isinstance(
-                event, ClaimConfirmed | ClaimCorrected | ClaimDisputed | ClaimRetracted
-            ):
-                claim = event.claim
+            elif kind in _STATUS_AFTER:
+                claim = data["claim"]
                 row = claims[claim]
-                row[4] = _STATUS_AFTER[event.type]
-                if isinstance(event, ClaimCorrected):
-                    changes = event.changes
-                    if changes.attribution is not None:
-                        row[3] = changes.attribution.kind
-                    row[5] = changes.person or row[5]
-                    row[6] = changes.post or row[6]
+                row[4] = _STATUS_AFTER[kind]
+                if kind == "claim.corrected":
+                    changes = data["changes"]
+                    if changes.get("attribution") is not None:
+                        row[3] = changes["attribution"]["kind"]
+                    row[5] = changes.get("person") or row[5]
+                    row[6] = changes.get("post") or row[6]
                 changed[claim] = row
-                source = source or row[1]
+                if source is None:
+                    # No source of its own: the claim's article answers "from where".
+                    source = row[1]
+                    publishers.setdefault(source, row[2])
             rows.append(
                 (
                     recorded.position,
                     str(recorded.event_id),
-                    recorded.type,
+                    kind,
                     recorded.stream,
                     claim,
                     source,
                     publishers.get(source) if source else None,
                     recorded.actor,
-                    format_time(recorded.recorded_at),
+                    recorded_time(recorded),
                 )
             )
         if new_sources:

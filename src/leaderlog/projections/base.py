@@ -21,11 +21,18 @@ Rules a projection follows:
 from __future__ import annotations
 
 import abc
+import datetime as dt
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import ClassVar
+from typing import Any, ClassVar
 
-from leaderlog.events import Event, RecordedEvent
+from leaderlog.events import (
+    Event,
+    RecordedEvent,
+    current_schema_version,
+    format_time,
+    upcast,
+)
 from leaderlog.store.base import ProjectionTransaction
 
 __all__ = [
@@ -33,6 +40,8 @@ __all__ = [
     "Projection",
     "ProjectionTransaction",
     "decode",
+    "payload",
+    "recorded_time",
     "shared_decoding",
 ]
 
@@ -98,3 +107,30 @@ def decode(recorded: RecordedEvent) -> Event:
     event = recorded.event()
     cache[id(recorded)] = (recorded, event)
     return event
+
+
+def payload(recorded: RecordedEvent) -> dict[str, Any]:
+    """The stored data in its current shape, without validating it again.
+
+    Stored events were validated when appended; reading them as plain data is several times
+    cheaper than :func:`decode`, which matters when a rebuild replays millions of them.
+    """
+    if recorded.schema_version == current_schema_version(recorded.type):
+        return recorded.data
+    return upcast(recorded.type, recorded.schema_version, recorded.data)
+
+
+# Events appended together share their recorded time, so formatting each distinct one once
+# saves most of the work.
+_formatted: dict[dt.datetime, str] = {}
+
+
+def recorded_time(recorded: RecordedEvent) -> str:
+    """``recorded_at`` as stored: RFC 3339 in UTC with microseconds."""
+    moment = recorded.recorded_at
+    text = _formatted.get(moment)
+    if text is None:
+        if len(_formatted) > 4096:
+            _formatted.clear()
+        text = _formatted[moment] = format_time(moment)
+    return text

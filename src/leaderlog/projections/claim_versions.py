@@ -5,6 +5,10 @@ its current fields, its status, and the dates it counts from. The leadership pro
 every version with the log position it became known at, which gives the second time axis
 ("as known at T"); :mod:`.leadership_rules` folds versions into leadership state.
 
+Events are read as stored payloads (plain JSON, brought to the current schema by
+:func:`~leaderlog.events.upcast`): they were validated when appended, and a rebuild over
+millions of events cannot afford to validate them again.
+
 How dates are read (DESIGN.md, "Projections"):
 
 - A fuzzy date counts from the last day it can mean (:func:`counts_from`). Qualifiers move
@@ -23,37 +27,30 @@ from __future__ import annotations
 import calendar
 import datetime as dt
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field, replace
-from typing import Any, Literal
-
-from leaderlog.events import (
-    ClaimConfirmed,
-    ClaimCorrected,
-    ClaimDisputed,
-    ClaimReported,
-    ClaimRetracted,
-    Event,
-)
+from typing import Any
 
 __all__ = [
     "CLAIM_EVENT_TYPES",
-    "Anchor",
     "ClaimVersion",
     "FuzzyJSON",
-    "Step",
-    "claim_of",
     "counts_from",
     "evolve_claim",
-    "fuzzy_json",
+    "fuzzy",
     "latest_versions",
-    "version_from_json",
 ]
 
 CLAIM_EVENT_TYPES = frozenset(
     {"claim.reported", "claim.confirmed", "claim.corrected", "claim.disputed", "claim.retracted"}
 )
-Basis = Literal["effective", "confirmed", "published", "recorded"]
-# A fuzzy date as JSON: {"date": "2025" | "2025-05" | "2025-05-29" | None, "qualifier", "text"}.
+_STATUS_AFTER = {
+    "claim.reported": "reported",
+    "claim.confirmed": "confirmed",
+    "claim.corrected": "corrected",
+    "claim.disputed": "disputed",
+    "claim.retracted": "retracted",
+}
+# A fuzzy date as JSON: {"date": "2025" | "2025-05" | "2025-05-29" | None, "qualifier", "text"};
+# an *anchor* is one with a "basis": effective, confirmed, published or recorded.
 FuzzyJSON = Mapping[str, Any]
 PublishedLookup = Callable[[str], FuzzyJSON | None]
 
@@ -88,312 +85,269 @@ def counts_from(date: FuzzyJSON | None) -> dt.date | None:
     return last
 
 
-def _known_date(date: FuzzyJSON | None) -> bool:
+def fuzzy(date: FuzzyJSON | None) -> dict[str, Any] | None:
+    """A stored fuzzy date with all three keys (stored payloads leave out empty ones)."""
+    if date is None:
+        return None
+    return {
+        "date": date.get("date"),
+        "qualifier": date.get("qualifier", "on"),
+        "text": date.get("text"),
+    }
+
+
+def _known(date: FuzzyJSON | None) -> bool:
     return date is not None and date.get("date") is not None
 
 
-@dataclass(frozen=True, slots=True)
-class Anchor:
-    """The date an undated change counts from, and where that date came from."""
-
-    date: Mapping[str, Any]
-    basis: Basis
-
-    def as_json(self) -> dict[str, Any]:
-        return {**self.date, "basis": self.basis}
-
-
-@dataclass(frozen=True, slots=True)
-class Step:
-    """The event that produced a claim version (one step of the claim's lifecycle)."""
-
-    position: int
-    type: str
-    status: str
-    recorded_at: str
-    actor: str
-    source: str | None
-    detail: Mapping[str, Any] = field(default_factory=dict)
-
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "position": self.position,
-            "type": self.type,
-            "status": self.status,
-            "recorded_at": self.recorded_at,
-            "actor": self.actor,
-            "source": self.source,
-            **self.detail,
-        }
-
-
-@dataclass(frozen=True, slots=True)
 class ClaimVersion:
-    """A claim as known from ``step.position`` until the claim's next event."""
+    """A claim as known from ``known_from`` until the claim's next event.
 
-    claim: str
-    reported_position: int
-    source: str
-    kind: str
-    person: str
-    post: str
-    capacity: str
-    cause: str | None
-    effective: Mapping[str, Any] | None
-    modality: str
-    attribution: Mapping[str, Any]
-    quote: str | None
-    locator: str | None
-    status: str
-    confirmed: bool
-    confirmed_effective: Mapping[str, Any] | None
-    sources: tuple[str, ...]
-    disputes: tuple[Mapping[str, Any], ...]
-    reported_anchor: Anchor
-    effect_anchor: Anchor | None
-    step: Step
+    It wraps its JSON document (``doc``), which is what the projection stores, so versions
+    cost one copy to evolve and nothing to store or load. Treat it as immutable.
+    """
+
+    __slots__ = ("doc",)
+
+    def __init__(self, doc: dict[str, Any]) -> None:
+        self.doc = doc
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ClaimVersion) and other.doc == self.doc
+
+    def __repr__(self) -> str:
+        return f"ClaimVersion({self.doc!r})"
+
+    # The reported fields (as corrected so far).
+    @property
+    def claim(self) -> str:
+        return str(self.doc["claim"])
+
+    @property
+    def source(self) -> str:
+        return str(self.doc["source"])
+
+    @property
+    def kind(self) -> str:
+        return str(self.doc["kind"])
+
+    @property
+    def person(self) -> str:
+        return str(self.doc["person"])
+
+    @property
+    def post(self) -> str:
+        return str(self.doc["post"])
+
+    @property
+    def capacity(self) -> str:
+        return str(self.doc["capacity"])
+
+    @property
+    def cause(self) -> str | None:
+        found: str | None = self.doc["cause"]
+        return found
+
+    @property
+    def modality(self) -> str:
+        return str(self.doc["modality"])
+
+    @property
+    def attribution(self) -> dict[str, Any]:
+        found: dict[str, Any] = self.doc["attribution"]
+        return found
+
+    # The lifecycle so far.
+    @property
+    def status(self) -> str:
+        return str(self.doc["status"])
+
+    @property
+    def confirmed(self) -> bool:
+        return bool(self.doc["confirmed"])
+
+    @property
+    def sources(self) -> list[str]:
+        found: list[str] = self.doc["sources"]
+        return found
+
+    @property
+    def disputes(self) -> list[dict[str, Any]]:
+        found: list[dict[str, Any]] = self.doc["disputes"]
+        return found
+
+    @property
+    def reported_position(self) -> int:
+        return int(self.doc["reported_position"])
 
     @property
     def known_from(self) -> int:
-        return self.step.position
+        return int(self.doc["step"]["position"])
+
+    @property
+    def step(self) -> dict[str, Any]:
+        """The event that produced this version: position, type, status, recorded_at, actor,
+        source and its details (effective, quote, changes, reason, conflicts_with)."""
+        found: dict[str, Any] = self.doc["step"]
+        return found
 
     @property
     def live(self) -> bool:
-        return self.status != "retracted"
+        return bool(self.doc["status"] != "retracted")
 
     @property
     def takes_effect(self) -> bool:
-        return self.live and (self.modality == "occurred" or self.confirmed)
+        doc = self.doc
+        return bool(
+            doc["status"] != "retracted" and (doc["modality"] == "occurred" or doc["confirmed"])
+        )
 
-    def effect_date(self) -> Anchor | None:
-        """The date the change takes effect from, or None while it is only expected."""
+    def effect_date(self) -> dict[str, Any] | None:
+        """The anchor the change takes effect from, or None while it is only expected."""
         if not self.takes_effect:
             return None
-        if _known_date(self.confirmed_effective):
-            assert self.confirmed_effective is not None
-            return Anchor(self.confirmed_effective, "confirmed")
-        if _known_date(self.effective):
-            assert self.effective is not None
-            return Anchor(self.effective, "effective")
-        return self.effect_anchor
+        doc = self.doc
+        if _known(doc["confirmed_effective"]):
+            return {**doc["confirmed_effective"], "basis": "confirmed"}
+        if _known(doc["effective"]):
+            return {**doc["effective"], "basis": "effective"}
+        anchor: dict[str, Any] | None = doc["effect_anchor"]
+        return anchor
 
     def effect_day(self) -> dt.date | None:
-        anchor = self.effect_date()
-        return counts_from(anchor.date) if anchor else None
+        return counts_from(self.effect_date())
 
     def reported_day(self) -> dt.date:
-        day = counts_from(self.reported_anchor.date)
+        day = counts_from(self.doc["reported_anchor"])
         assert day is not None
         return day
 
-    def as_json(self) -> dict[str, Any]:
-        """Every field, as stored in the projection (see :func:`version_from_json`)."""
-        return {
-            "claim": self.claim,
-            "reported_position": self.reported_position,
-            "source": self.source,
-            "kind": self.kind,
-            "person": self.person,
-            "post": self.post,
-            "capacity": self.capacity,
-            "cause": self.cause,
-            "effective": self.effective,
-            "modality": self.modality,
-            "attribution": self.attribution,
-            "quote": self.quote,
-            "locator": self.locator,
-            "status": self.status,
-            "confirmed": self.confirmed,
-            "confirmed_effective": self.confirmed_effective,
-            "sources": list(self.sources),
-            "disputes": list(self.disputes),
-            "reported_anchor": self.reported_anchor.as_json(),
-            "effect_anchor": self.effect_anchor.as_json() if self.effect_anchor else None,
-            "step": self.step.as_json(),
-        }
 
-
-def _anchor_from_json(value: Mapping[str, Any]) -> Anchor:
-    date = {key: item for key, item in value.items() if key != "basis"}
-    return Anchor(date, value["basis"])
-
-
-def version_from_json(value: Mapping[str, Any]) -> ClaimVersion:
-    step = dict(value["step"])
-    base = {key: step.pop(key) for key in ("position", "type", "status", "recorded_at", "actor")}
-    source = step.pop("source")
-    effect = value["effect_anchor"]
-    return ClaimVersion(
-        claim=value["claim"],
-        reported_position=value["reported_position"],
-        source=value["source"],
-        kind=value["kind"],
-        person=value["person"],
-        post=value["post"],
-        capacity=value["capacity"],
-        cause=value["cause"],
-        effective=value["effective"],
-        modality=value["modality"],
-        attribution=value["attribution"],
-        quote=value["quote"],
-        locator=value["locator"],
-        status=value["status"],
-        confirmed=value["confirmed"],
-        confirmed_effective=value["confirmed_effective"],
-        sources=tuple(value["sources"]),
-        disputes=tuple(value["disputes"]),
-        reported_anchor=_anchor_from_json(value["reported_anchor"]),
-        effect_anchor=_anchor_from_json(effect) if effect else None,
-        step=Step(source=source, detail=step, **base),
-    )
-
-
-# --- evolving a claim -------------------------------------------------------------------------
-
-
-def fuzzy_json(value: Any) -> dict[str, Any] | None:
-    """A :class:`~leaderlog.events.FuzzyDate` (or None) as JSON with all three keys."""
-    return None if value is None else dict(value.model_dump(mode="json"))
-
-
-def _anchor_of(source: str | None, recorded_at: str, published: PublishedLookup) -> Anchor:
+def _anchor(source: str | None, recorded_at: str, published: PublishedLookup) -> dict[str, Any]:
     date = published(source) if source else None
-    if _known_date(date):
-        assert date is not None
-        return Anchor(date, "published")
-    return Anchor({"date": recorded_at[:10], "qualifier": "on"}, "recorded")
+    if date is not None and date.get("date") is not None:
+        return {**(fuzzy(date) or {}), "basis": "published"}
+    return {"date": recorded_at[:10], "qualifier": "on", "text": None, "basis": "recorded"}
 
 
-def _with_source(sources: tuple[str, ...], source: str | None) -> tuple[str, ...]:
-    return sources if source is None or source in sources else (*sources, source)
+def _with_source(sources: list[str], source: str | None) -> list[str]:
+    return sources if source is None or source in sources else [*sources, source]
 
 
 def evolve_claim(
     previous: ClaimVersion | None,
-    event: Event,
+    event_type: str,
+    data: Mapping[str, Any],
     *,
     position: int,
     recorded_at: str,
     actor: str,
     published: PublishedLookup,
 ) -> ClaimVersion:
-    """The claim's version after ``event`` (a ``claim.*`` event) recorded at ``position``.
+    """The claim's version after a ``claim.*`` event (its stored payload ``data``).
 
-    ``published`` gives a source's published date as JSON (None when unknown).
+    ``recorded_at`` is the event's RFC 3339 time; ``published`` gives a source's published
+    date as JSON (None when unknown).
     """
-    if isinstance(event, ClaimReported):
-        reported = _anchor_of(event.source, recorded_at, published)
-        version = ClaimVersion(
-            claim=event.claim,
-            reported_position=position,
-            source=event.source,
-            kind=event.kind,
-            person=event.person,
-            post=event.post,
-            capacity=event.capacity,
-            cause=event.cause,
-            effective=fuzzy_json(event.effective),
-            modality=event.modality,
-            attribution=event.attribution.model_dump(mode="json"),
-            quote=event.quote,
-            locator=event.locator,
-            status="reported",
-            confirmed=False,
-            confirmed_effective=None,
-            sources=(event.source,),
-            disputes=(),
-            reported_anchor=reported,
-            effect_anchor=reported if event.modality == "occurred" else None,
-            step=Step(position, event.type, "reported", recorded_at, actor, event.source),
-        )
-        return version
-    if previous is None:
-        raise ValueError(f"{event.type} for claim {claim_of(event)!r} before its report")
-    step_source: str | None
+    source: str | None = data.get("source")
     detail: dict[str, Any]
-    if isinstance(event, ClaimConfirmed):
-        step_source = event.source
-        effective = fuzzy_json(event.effective)
-        detail = {"effective": effective, "quote": event.quote}
-        version = replace(
-            previous,
-            status="confirmed",
-            confirmed=True,
-            sources=_with_source(previous.sources, event.source),
-        )
-        if _known_date(effective):
-            version = replace(version, confirmed_effective=effective)
-        if previous.effect_anchor is None:
-            anchor = _anchor_of(event.source, recorded_at, published)
-            version = replace(version, effect_anchor=anchor)
-    elif isinstance(event, ClaimCorrected):
-        step_source = event.source
-        changes = event.changes.model_dump(mode="json", exclude_unset=True)
-        detail = {"changes": changes, "reason": event.reason}
-        # Every changed field is a reported field of the same name; null clears it.
-        version = replace(
-            previous,
-            **changes,
-            status="corrected",
-            sources=_with_source(previous.sources, event.source),
-        )
-        if version.modality != "occurred" and not version.confirmed:
-            version = replace(version, effect_anchor=None)
-        elif previous.effect_anchor is None:
-            anchor = (
-                _anchor_of(event.source, recorded_at, published)
-                if event.source
-                else previous.reported_anchor
-            )
-            version = replace(version, effect_anchor=anchor)
-    elif isinstance(event, ClaimDisputed):
-        step_source = event.source
-        dispute = {
-            "reason": event.reason,
-            "conflicts_with": list(event.conflicts_with),
-            "source": event.source,
-            "position": position,
+    if event_type == "claim.reported":
+        reported = _anchor(source, recorded_at, published)
+        doc: dict[str, Any] = {
+            "claim": data["claim"],
+            "reported_position": position,
+            "source": source,
+            "kind": data["kind"],
+            "person": data["person"],
+            "post": data["post"],
+            "capacity": data["capacity"],
+            "cause": data.get("cause"),
+            "effective": fuzzy(data.get("effective")),
+            "modality": data["modality"],
+            "attribution": {
+                "kind": data["attribution"]["kind"],
+                "parties": list(data["attribution"].get("parties", ())),
+            },
+            "quote": data.get("quote"),
+            "locator": data.get("locator"),
+            "status": "reported",
+            "confirmed": False,
+            "confirmed_effective": None,
+            "sources": [source],
+            "disputes": [],
+            "reported_anchor": reported,
+            "effect_anchor": reported if data["modality"] == "occurred" else None,
         }
-        detail = {"reason": event.reason, "conflicts_with": list(event.conflicts_with)}
-        version = replace(
-            previous,
-            status="disputed",
-            disputes=(*previous.disputes, dispute),
-            sources=_with_source(previous.sources, event.source),
-        )
-    elif isinstance(event, ClaimRetracted):
-        step_source = event.source
-        detail = {"reason": event.reason}
-        version = replace(
-            previous, status="retracted", sources=_with_source(previous.sources, event.source)
-        )
+        detail = {}
+    elif previous is None:
+        raise ValueError(f"{event_type} for claim {data.get('claim')!r} before its report")
     else:
-        raise ValueError(f"{event.type} is not a claim event")
-    step = Step(position, event.type, version.status, recorded_at, actor, step_source, detail)
-    return replace(version, step=step)
-
-
-def claim_of(event: Event) -> str | None:
-    """The claim a ``claim.*`` event is about, None for any other event."""
-    if isinstance(
-        event, ClaimReported | ClaimConfirmed | ClaimCorrected | ClaimDisputed | ClaimRetracted
-    ):
-        return event.claim
-    return None
+        doc = dict(previous.doc)
+        doc["sources"] = _with_source(previous.sources, source)
+        if event_type == "claim.confirmed":
+            effective = fuzzy(data.get("effective"))
+            detail = {"effective": effective, "quote": data.get("quote")}
+            doc["confirmed"] = True
+            if _known(effective):
+                doc["confirmed_effective"] = effective
+            if doc["effect_anchor"] is None:
+                doc["effect_anchor"] = _anchor(source, recorded_at, published)
+        elif event_type == "claim.corrected":
+            changes = data["changes"]
+            detail = {"changes": dict(changes), "reason": data["reason"]}
+            # Every changed field is a reported field of the same name; null clears it.
+            for name, value in changes.items():
+                doc[name] = fuzzy(value) if name == "effective" else value
+            if doc["modality"] != "occurred" and not doc["confirmed"]:
+                doc["effect_anchor"] = None
+            elif doc["effect_anchor"] is None:
+                doc["effect_anchor"] = (
+                    _anchor(source, recorded_at, published) if source else doc["reported_anchor"]
+                )
+        elif event_type == "claim.disputed":
+            conflicts = list(data.get("conflicts_with", ()))
+            detail = {"reason": data["reason"], "conflicts_with": conflicts}
+            doc["disputes"] = [
+                *previous.disputes,
+                {
+                    "reason": data["reason"],
+                    "conflicts_with": conflicts,
+                    "source": source,
+                    "position": position,
+                },
+            ]
+        elif event_type == "claim.retracted":
+            detail = {"reason": data["reason"]}
+        else:
+            raise ValueError(f"{event_type} is not a claim event")
+    status = _STATUS_AFTER[event_type]
+    doc["status"] = status
+    doc["step"] = {
+        "position": position,
+        "type": event_type,
+        "status": status,
+        "recorded_at": recorded_at,
+        "actor": actor,
+        "source": source,
+        **detail,
+    }
+    return ClaimVersion(doc)
 
 
 def latest_versions(
-    events: Iterable[tuple[int, str, str, Event]], published: Mapping[str, FuzzyJSON | None]
+    events: Iterable[tuple[int, str, str, str, Mapping[str, Any]]],
+    published: Mapping[str, FuzzyJSON | None],
 ) -> dict[str, ClaimVersion]:
-    """Fold ``(position, recorded_at, actor, event)`` claim events into each claim's version."""
+    """Fold ``(position, recorded_at, actor, type, data)`` events into each claim's version."""
     claims: dict[str, ClaimVersion] = {}
-    for position, recorded_at, actor, event in events:
-        claim_id = claim_of(event)
-        if claim_id is None:
+    for position, recorded_at, actor, event_type, data in events:
+        if event_type not in CLAIM_EVENT_TYPES:
             continue
-        claims[claim_id] = evolve_claim(
-            claims.get(claim_id),
-            event,
+        claim = str(data["claim"])
+        claims[claim] = evolve_claim(
+            claims.get(claim),
+            event_type,
+            data,
             position=position,
             recorded_at=recorded_at,
             actor=actor,

@@ -4,10 +4,10 @@ Tables (all prefixed ``p_leadership_``):
 
 - ``orgs``, ``posts``, ``persons``, ``sources``: the entities with their current fields and
   the position they were registered at. ``orgs.path`` is the org's place in the tree
-  (``/dhs/ice/ice-hsi/``) so a subtree is one index range.
+  (``/dhs/ice/ice-hsi/``) so a subtree is the orgs whose path starts with its path.
 - ``claim_versions``: every version of every claim, valid for known positions
   ``known_from <= T < known_to`` (:data:`OPEN` while current). A row is the claim's full
-  version as JSON (see :mod:`.leadership_rules`) with ``post`` and ``person`` as columns so
+  version as JSON (see :mod:`.claim_versions`) with ``post`` and ``person`` as columns so
   "the claims of these posts, as known at T" is an index range per post. The rows of one
   claim are also its lifecycle.
 - ``clock``: the positions at which the recorded time of the log reached a new high. The log's
@@ -21,27 +21,15 @@ from collections.abc import Sequence
 from typing import Any
 
 from leaderlog._json import dumps, loads
-from leaderlog.events import (
-    OrgRegistered,
-    OrgUpdated,
-    PersonRegistered,
-    PersonUpdated,
-    PostDefined,
-    PostUpdated,
-    RecordedEvent,
-    SourceRegistered,
-    format_time,
-)
+from leaderlog.events import RecordedEvent
 from leaderlog.projections._sql import chunks, marks
-from leaderlog.projections.base import Projection, ProjectionTransaction, decode
+from leaderlog.projections.base import Projection, ProjectionTransaction, payload, recorded_time
 from leaderlog.projections.claim_versions import (
     CLAIM_EVENT_TYPES,
     ClaimVersion,
     FuzzyJSON,
-    claim_of,
     evolve_claim,
-    fuzzy_json,
-    version_from_json,
+    fuzzy,
 )
 
 __all__ = ["OPEN", "LeadershipProjection"]
@@ -80,7 +68,6 @@ class LeadershipProjection(Projection):
 
     def query_indexes(self) -> Sequence[str]:
         return (
-            "CREATE INDEX IF NOT EXISTS p_leadership_orgs_path ON p_leadership_orgs (path)",
             "CREATE INDEX IF NOT EXISTS p_leadership_posts_org ON p_leadership_posts (org)",
             "CREATE INDEX IF NOT EXISTS p_leadership_claim_versions_post "
             "ON p_leadership_claim_versions (post, known_from)",
@@ -105,55 +92,57 @@ class LeadershipProjection(Projection):
             return
         page = _Page()
         for recorded in events:
-            if recorded.type in CLAIM_EVENT_TYPES:
+            kind = recorded.type
+            if kind in CLAIM_EVENT_TYPES:
                 page.claim_events.append(recorded)
                 continue
-            event = decode(recorded)
+            data = payload(recorded)
             position = recorded.position
-            match event:
-                case OrgRegistered() | OrgUpdated():
-                    # Rare, and a move rewrites the paths of a whole subtree: flush and apply now.
-                    await page.flush_entities(tx)
-                    await _apply_org(tx, event, position)
-                case PostDefined():
-                    page.posts.append(
-                        (
-                            event.post,
-                            event.org,
-                            event.title,
-                            dumps(list(event.aliases)),
-                            _json(event.labels),
-                            position,
-                        )
+            if kind in ("org.registered", "org.updated"):
+                # Rare, and a move rewrites the paths of a whole subtree: flush and apply now.
+                await page.flush_entities(tx)
+                await _apply_org(tx, kind, data, position)
+            elif kind == "post.defined":
+                page.posts.append(
+                    (
+                        data["post"],
+                        data["org"],
+                        data["title"],
+                        dumps(data.get("aliases", [])),
+                        _json(data.get("labels")),
+                        position,
                     )
-                case PostUpdated():
-                    aliases = None if event.aliases is None else dumps(list(event.aliases))
-                    page.post_updates.append(
-                        (event.title, aliases, _json(event.labels), event.post)
+                )
+            elif kind == "post.updated":
+                page.post_updates.append(
+                    (
+                        data.get("title"),
+                        _json(data.get("aliases")),
+                        _json(data.get("labels")),
+                        data["post"],
                     )
-                case PersonRegistered():
-                    page.persons.append(
-                        (event.person, event.name, dumps(list(event.aliases)), position)
+                )
+            elif kind == "person.registered":
+                aliases = dumps(data.get("aliases", []))
+                page.persons.append((data["person"], data["name"], aliases, position))
+            elif kind == "person.updated":
+                page.person_updates.append(
+                    (data.get("name"), _json(data.get("aliases")), data["person"])
+                )
+            elif kind == "source.registered":
+                published = fuzzy(data.get("published"))
+                page.published[data["source"]] = published
+                page.sources.append(
+                    (
+                        data["source"],
+                        data["url"],
+                        data["publisher"],
+                        data.get("title"),
+                        _json(published),
+                        data.get("language"),
+                        position,
                     )
-                case PersonUpdated():
-                    aliases = None if event.aliases is None else dumps(list(event.aliases))
-                    page.person_updates.append((event.name, aliases, event.person))
-                case SourceRegistered():
-                    published = fuzzy_json(event.published)
-                    page.published[event.source] = published
-                    page.sources.append(
-                        (
-                            event.source,
-                            event.url,
-                            event.publisher,
-                            event.title,
-                            _json(published),
-                            event.language,
-                            position,
-                        )
-                    )
-                case _:
-                    pass
+                )
         await page.flush_entities(tx)
         await _apply_claims(tx, page)
         await _advance_clock(tx, events)
@@ -213,20 +202,21 @@ async def _org_path(tx: ProjectionTransaction, org: str) -> str | None:
 
 
 async def _apply_org(
-    tx: ProjectionTransaction, event: OrgRegistered | OrgUpdated, position: int
+    tx: ProjectionTransaction, kind: str, data: dict[str, Any], position: int
 ) -> None:
-    if isinstance(event, OrgRegistered):
-        parent_path = await _org_path(tx, event.parent) if event.parent else None
+    org, parent = data["org"], data.get("parent")
+    if kind == "org.registered":
+        parent_path = await _org_path(tx, parent) if parent else None
         await tx.execute(
-            "INSERT INTO p_leadership_orgs (org, name, short_name, parent, path, labels, position) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO p_leadership_orgs (org, name, short_name, parent, path, labels, "
+            "position) VALUES (?, ?, ?, ?, ?, ?, ?)",
             (
-                event.org,
-                event.name,
-                event.short_name,
-                event.parent,
-                f"{parent_path or '/'}{event.org}/",
-                _json(event.labels),
+                org,
+                data["name"],
+                data.get("short_name"),
+                parent,
+                f"{parent_path or '/'}{org}/",
+                _json(data.get("labels")),
                 position,
             ),
         )
@@ -234,23 +224,20 @@ async def _apply_org(
     await tx.execute(
         "UPDATE p_leadership_orgs SET name = COALESCE(?, name), "
         "short_name = COALESCE(?, short_name), labels = COALESCE(?, labels) WHERE org = ?",
-        (event.name, event.short_name, _json(event.labels), event.org),
+        (data.get("name"), data.get("short_name"), _json(data.get("labels")), org),
     )
-    if event.parent is None:
+    if parent is None:
         return
-    old_path = await _org_path(tx, event.org)
-    parent_path = await _org_path(tx, event.parent)
+    old_path = await _org_path(tx, org)
+    parent_path = await _org_path(tx, parent)
     if old_path is None or parent_path is None:
         return
-    new_path = f"{parent_path}{event.org}/"
+    new_path = f"{parent_path}{org}/"
+    await tx.execute("UPDATE p_leadership_orgs SET parent = ? WHERE org = ?", (parent, org))
+    # A prefix test by equality, not by range: text order depends on the database collation.
     await tx.execute(
-        "UPDATE p_leadership_orgs SET parent = ? WHERE org = ?", (event.parent, event.org)
-    )
-    # Slugs never contain '/' or anything sorting between it and '0', so the subtree is exactly
-    # the paths in [old_path, old_path with its final '/' raised to '0').
-    await tx.execute(
-        "UPDATE p_leadership_orgs SET path = ? || substr(path, ?) WHERE path >= ? AND path < ?",
-        (new_path, len(old_path) + 1, old_path, old_path[:-1] + "0"),
+        "UPDATE p_leadership_orgs SET path = ? || substr(path, ?) WHERE substr(path, 1, ?) = ?",
+        (new_path, len(old_path) + 1, len(old_path), old_path),
     )
 
 
@@ -272,35 +259,31 @@ async def _published_dates(
 async def _apply_claims(tx: ProjectionTransaction, page: _Page) -> None:
     if not page.claim_events:
         return
-    decoded = [(recorded, decode(recorded)) for recorded in page.claim_events]
-    claim_ids: set[str] = set()
-    sources: set[str] = set()
-    for _, event in decoded:
-        claim_ids.add(claim_of(event) or "")
-        source = getattr(event, "source", None)
-        if source:
-            sources.add(source)
+    decoded = [(recorded, payload(recorded)) for recorded in page.claim_events]
+    claim_ids = sorted({data["claim"] for _, data in decoded})
+    sources = {data["source"] for _, data in decoded if data.get("source")}
     current: dict[str, ClaimVersion] = {}
-    for chunk in chunks(sorted(claim_ids)):
+    for chunk in chunks(claim_ids):
         for (doc,) in await tx.fetchall(
             "SELECT doc FROM p_leadership_claim_versions "
             f"WHERE claim IN ({marks(len(chunk))}) AND known_to = ?",
             (*chunk, OPEN),
         ):
-            version = version_from_json(loads(doc))
+            version = ClaimVersion(loads(doc))
             current[version.claim] = version
     published = await _published_dates(tx, page, sources)
 
     new_rows: dict[tuple[str, int], list[Any]] = {}
     closing: list[tuple[int, str, int]] = []
-    for recorded, event in decoded:
-        claim = claim_of(event) or ""
+    for recorded, data in decoded:
+        claim = data["claim"]
         previous = current.get(claim)
         version = evolve_claim(
             previous,
-            event,
+            recorded.type,
+            data,
             position=recorded.position,
-            recorded_at=format_time(recorded.recorded_at),
+            recorded_at=recorded_time(recorded),
             actor=recorded.actor,
             published=published.get,
         )
@@ -310,13 +293,13 @@ async def _apply_claims(tx: ProjectionTransaction, page: _Page) -> None:
                 row[2] = recorded.position
             else:
                 closing.append((recorded.position, claim, previous.known_from))
-        new_rows[(claim, version.known_from)] = [
+        new_rows[(claim, recorded.position)] = [
             claim,
-            version.known_from,
+            recorded.position,
             OPEN,
             version.post,
             version.person,
-            dumps(version.as_json()),
+            version.doc,
         ]
         current[claim] = version
     if closing:
@@ -325,9 +308,11 @@ async def _apply_claims(tx: ProjectionTransaction, page: _Page) -> None:
             "WHERE claim = ? AND known_from = ?",
             closing,
         )
+    for row in new_rows.values():
+        row[5] = dumps(row[5])
     await tx.executemany(
-        "INSERT INTO p_leadership_claim_versions (claim, known_from, known_to, post, person, doc) "
-        "VALUES (?, ?, ?, ?, ?, ?)",
+        "INSERT INTO p_leadership_claim_versions (claim, known_from, known_to, post, person, "
+        "doc) VALUES (?, ?, ?, ?, ?, ?)",
         list(new_rows.values()),
     )
 
@@ -339,7 +324,7 @@ async def _advance_clock(tx: ProjectionTransaction, events: Sequence[RecordedEve
     high = str(rows[0][0]) if rows else ""
     highs: list[tuple[int, str]] = []
     for recorded in events:
-        stamp = format_time(recorded.recorded_at)
+        stamp = recorded_time(recorded)
         if stamp > high:
             high = stamp
             highs.append((recorded.position, stamp))

@@ -24,7 +24,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from leaderlog.projections.claim_versions import Anchor, ClaimVersion
+from leaderlog.projections.claim_versions import ClaimVersion
 
 __all__ = ["ACTING_CAPACITIES", "Tenure", "pending", "post_state", "tenures"]
 
@@ -37,10 +37,10 @@ class Tenure:
 
     person: str
     post: str
-    start: Anchor | None
+    start: dict[str, Any] | None
     start_day: dt.date | None
     evidence: list[ClaimVersion]
-    end: Anchor | None = None
+    end: dict[str, Any] | None = None
     end_day: dt.date | None = None
     cause: str | None = None
     ended_by: str | None = None
@@ -68,8 +68,8 @@ class Tenure:
             "person": self.person,
             "post": self.post,
             "capacity": self.capacity(),
-            "start": self.start.as_json() if self.start else None,
-            "end": self.end.as_json() if self.end else None,
+            "start": self.start,
+            "end": self.end,
             "cause": self.cause,
             "ended_by": self.ended_by,
             "status": self.status(),
@@ -78,17 +78,18 @@ class Tenure:
 
 
 def _evidence(claim: ClaimVersion) -> dict[str, Any]:
+    doc = claim.doc
     return {
-        "claim": claim.claim,
-        "kind": claim.kind,
-        "capacity": claim.capacity,
-        "modality": claim.modality,
-        "status": claim.status,
-        "source": claim.source,
-        "sources": list(claim.sources),
-        "attribution": dict(claim.attribution),
-        "quote": claim.quote,
-        "locator": claim.locator,
+        "claim": doc["claim"],
+        "kind": doc["kind"],
+        "capacity": doc["capacity"],
+        "modality": doc["modality"],
+        "status": doc["status"],
+        "source": doc["source"],
+        "sources": list(doc["sources"]),
+        "attribution": doc["attribution"],
+        "quote": doc["quote"],
+        "locator": doc["locator"],
     }
 
 
@@ -157,12 +158,12 @@ def _pending(claim: ClaimVersion) -> dict[str, Any]:
         "person": claim.person,
         "capacity": claim.capacity,
         "cause": claim.cause,
-        "effective": dict(claim.confirmed_effective or claim.effective or {}) or None,
+        "effective": claim.doc["confirmed_effective"] or claim.doc["effective"],
         "modality": claim.modality,
         "status": claim.status,
-        "attribution": dict(claim.attribution),
+        "attribution": claim.attribution,
         "sources": list(claim.sources),
-        "reported": claim.reported_anchor.as_json(),
+        "reported": claim.doc["reported_anchor"],
     }
 
 
@@ -203,7 +204,7 @@ def post_state(versions: Sequence[ClaimVersion], as_of: dt.date) -> dict[str, An
         {
             "person": tenure.person,
             "capacity": tenure.capacity(),
-            "since": tenure.start.as_json() if tenure.start else None,
+            "since": tenure.start,
             "status": tenure.status(),
             "claims": [claim.claim for claim in tenure.evidence],
         }

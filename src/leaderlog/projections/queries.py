@@ -20,7 +20,7 @@ from leaderlog._json import loads
 from leaderlog.errors import ProjectionError
 from leaderlog.events import EVENT_TYPES, format_time
 from leaderlog.projections._sql import chunks, marks
-from leaderlog.projections.claim_versions import ClaimVersion, version_from_json
+from leaderlog.projections.claim_versions import ClaimVersion
 from leaderlog.projections.leadership_rules import pending, post_state, tenures
 from leaderlog.projections.query_input import (
     InvalidQuery,
@@ -33,7 +33,31 @@ from leaderlog.store.base import EventStore
 
 __all__ = ["AUDIT_FILTERS", "InvalidQuery", "Queries", "UnknownEntity"]
 
-AUDIT_FILTERS = ("source", "publisher", "actor", "type", "status", "attribution")
+# Each exact-match audit filter and the column it compares.
+_AUDIT_COLUMNS = {
+    "source": "e.source",
+    "publisher": "e.publisher",
+    "actor": "e.actor",
+    "type": "e.type",
+    "status": "c.status",
+    "attribution": "c.attribution",
+}
+AUDIT_FILTERS = (*_AUDIT_COLUMNS, "from", "to")
+_AUDIT_KEYS = (
+    "position",
+    "event_id",
+    "type",
+    "stream",
+    "recorded_at",
+    "actor",
+    "claim",
+    "claim_status",
+    "attribution",
+    "source",
+    "publisher",
+    "url",
+    "title",
+)
 CLAIM_STATUSES = ("reported", "confirmed", "corrected", "disputed", "retracted")
 ATTRIBUTION_KINDS = ("official", "named", "anonymous", "outlet")
 MAX_AUDIT_LIMIT = 10_000
@@ -121,9 +145,9 @@ class Queries:
         )
         parameters: list[Any] = []
         if org_path is not None:
-            # Paths are slugs joined by '/', so a subtree is one range ('0' sorts after '/').
-            sql += " AND o.path >= ? AND o.path < ?"
-            parameters += [org_path, org_path[:-1] + "0"]
+            # A prefix test by equality, not by range: text order depends on the collation.
+            sql += " AND substr(o.path, 1, ?) = ?"
+            parameters += [len(org_path), org_path]
         if post is not None:
             sql += " AND p.post = ?"
             parameters.append(post)
@@ -196,7 +220,7 @@ class Queries:
                 f"{_VERSIONS}{column} IN ({marks(len(chunk))}){_KNOWN}",
                 (*chunk, position, position),
             )
-            found += [version_from_json(loads(doc)) for (doc,) in rows]
+            found += [ClaimVersion(loads(doc)) for (doc,) in rows]
         return found
 
     # --- leadership state --------------------------------------------------------------------
@@ -237,7 +261,7 @@ class Queries:
                 f"SELECT doc FROM p_leadership_claim_versions WHERE 1 = 1{_KNOWN}",
                 (position, position),
             )
-            versions = [version_from_json(loads(doc)) for (doc,) in rows]
+            versions = [ClaimVersion(loads(doc)) for (doc,) in rows]
         else:
             versions = await self._versions("post", [post["post"] for post in posts], position)
         by_post: dict[str, list[ClaimVersion]] = defaultdict(list)
@@ -349,9 +373,10 @@ class Queries:
         Returns::
 
             {"claim": id, "status": "reported" | ..., "known_at": {...},
-             "current": {"kind", "person", "name", "post", "post_title", "org", "capacity",
-                         "cause", "effective", "modality", "attribution", "quote",
-                         "locator", "source", "sources", "confirmed", "disputes"},
+             "current": {"source", "kind", "person", "name", "post", "post_title", "org",
+                         "capacity", "cause", "effective", "modality", "attribution",
+                         "quote", "locator", "confirmed", "confirmed_effective", "sources",
+                         "disputes", "reported_position"},
              "lifecycle": [{"position", "type", "status", "recorded_at", "actor", "source",
                             ...details of the step: effective, quote, changes, reason,
                             conflicts_with}],
@@ -365,23 +390,12 @@ class Queries:
         )
         if not rows:
             raise UnknownEntity(f"unknown claim {claim_id!r}")
-        versions = [version_from_json(loads(doc)) for (doc,) in rows]
+        versions = [ClaimVersion(loads(doc)) for (doc,) in rows]
         latest = versions[-1]
-        current = {
-            key: value
-            for key, value in latest.as_json().items()
-            if key
-            not in (
-                "claim",
-                "status",
-                "step",
-                "reported_anchor",
-                "effect_anchor",
-                "reported_position",
-            )
-        }
+        hidden = ("claim", "status", "step", "reported_anchor", "effect_anchor")
+        current = {key: value for key, value in latest.doc.items() if key not in hidden}
         await self._label([current])
-        lifecycle = [version.step.as_json() for version in versions]
+        lifecycle = [version.step for version in versions]
         sources = await self._sources(
             [*latest.sources, *(step["source"] for step in lifecycle if step["source"])]
         )
@@ -441,14 +455,6 @@ class Queries:
         conditions = ["e.position > ?"]
         parameters: list[Any] = [after]
         filters: dict[str, Any] = {}
-        columns = {
-            "source": "e.source",
-            "publisher": "e.publisher",
-            "actor": "e.actor",
-            "type": "e.type",
-            "status": "c.status",
-            "attribution": "c.attribution",
-        }
         given = {
             "source": source,
             "publisher": publisher,
@@ -459,7 +465,7 @@ class Queries:
         }
         for name, value in given.items():
             if value is not None:
-                conditions.append(f"{columns[name]} = ?")
+                conditions.append(f"{_AUDIT_COLUMNS[name]} = ?")
                 parameters.append(value)
                 filters[name] = value
         if recorded_from is not None:
@@ -480,22 +486,7 @@ class Queries:
             f"WHERE {' AND '.join(conditions)} ORDER BY e.position LIMIT ?",
             (*parameters, limit),
         )
-        keys = (
-            "position",
-            "event_id",
-            "type",
-            "stream",
-            "recorded_at",
-            "actor",
-            "claim",
-            "claim_status",
-            "attribution",
-            "source",
-            "publisher",
-            "url",
-            "title",
-        )
-        events = [dict(zip(keys, row, strict=True)) for row in rows]
+        events = [dict(zip(_AUDIT_KEYS, row, strict=True)) for row in rows]
         next_after = events[-1]["position"] if len(events) == limit else None
         return {"filters": filters, "events": events, "next_after": next_after}
 

@@ -3,7 +3,10 @@
 Every page of events is applied to every projection that has not seen it yet inside one
 projection transaction, which also moves their checkpoints. Checkpoints are read again inside
 that transaction, so two runners (say a server and a CLI query) never apply an event twice:
-the store serialises projection transactions and the second one skips what the first applied.
+the second one skips what the first applied.
+
+Before reading checkpoints, a runner's transaction touches the checkpoint rows it will move,
+which makes concurrent runners on PostgreSQL wait for each other as they do on SQLite.
 
 A projection whose stored version differs from its class's ``version`` is dropped and rebuilt
 from position 0. A rebuild creates a projection's ``query_indexes()`` only once the replay has
@@ -13,7 +16,10 @@ reached the head of the log.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterable, Sequence
+import contextlib
+import gc
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import NamedTuple
 
 from leaderlog.errors import ProjectionError
@@ -32,6 +38,49 @@ __all__ = ["Progress", "ProjectionRunner", "ProjectionStatus"]
 # Called after each applied page with (last applied position, head position).
 Progress = Callable[[int, int], None]
 DEFAULT_PAGE = 2000
+_PREPARE_ATTEMPTS = 3
+# Replays longer than this run with the garbage collector mostly out of the way.
+_BULK_BACKLOG = 20_000
+
+
+# How many replays of this process run with the collector held back, and its settings before.
+_bulk_replays = 0
+_saved_thresholds = gc.get_threshold()
+
+
+@contextmanager
+def _few_collections(backlog: int) -> Iterator[None]:
+    """Run a long replay with the cyclic garbage collector mostly out of the way.
+
+    A replay allocates millions of short-lived containers that reference counting frees; the
+    collector's passes over an ever larger heap then cost more than the replay itself. Objects
+    alive now are frozen out of its way and it runs far less often, until the last concurrent
+    replay of the process ends.
+    """
+    global _bulk_replays, _saved_thresholds
+    if backlog < _BULK_BACKLOG:
+        yield
+        return
+    if _bulk_replays == 0:
+        _saved_thresholds = gc.get_threshold()
+        gc.freeze()
+        gc.set_threshold(max(_saved_thresholds[0], 100_000), *_saved_thresholds[1:])
+    _bulk_replays += 1
+    try:
+        yield
+    finally:
+        _bulk_replays -= 1
+        if _bulk_replays == 0:
+            gc.set_threshold(*_saved_thresholds)
+            gc.unfreeze()
+
+
+async def _cancel(task: asyncio.Task[list[RecordedEvent]] | None) -> None:
+    if task is None:
+        return
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError, Exception):
+        await task
 
 
 class ProjectionStatus(NamedTuple):
@@ -96,8 +145,22 @@ class ProjectionRunner:
         """Create missing tables; rebuild (from 0) any projection whose version changed."""
         if self._prepared:
             return
+        for attempt in range(_PREPARE_ATTEMPTS):
+            try:
+                await self._prepare_once()
+                break
+            except Exception:
+                # Another process creating the same tables at the same moment can make
+                # CREATE ... IF NOT EXISTS fail on PostgreSQL; the next attempt finds them.
+                if attempt == _PREPARE_ATTEMPTS - 1:
+                    raise
+                await asyncio.sleep(0.05 * (attempt + 1))
+        self._prepared = True
+
+    async def _prepare_once(self) -> None:
         async with self.store.projection_transaction() as tx:
             await tx.execute(CHECKPOINT_SCHEMA)
+            await self._lock(tx)
             stored = await self._checkpoints(tx)
             for projection in self.projections:
                 found = stored.get(projection.name)
@@ -106,7 +169,17 @@ class ProjectionRunner:
                     continue
                 for statement in (*projection.schema(), *projection.query_indexes()):
                     await tx.execute(statement)
-        self._prepared = True
+
+    async def _lock(self, tx: ProjectionTransaction) -> None:
+        """Serialise runners on this projection set's checkpoint rows (a no-op on SQLite,
+        whose projection transactions are exclusive already)."""
+        names = [projection.name for projection in self.projections]
+        if names:
+            await tx.execute(
+                "UPDATE projection_checkpoints SET position = position "
+                f"WHERE name IN ({marks(len(names))})",
+                names,
+            )
 
     async def _create_deferred_indexes(self) -> None:
         waiting = [p for p in self.projections if p.name in self._deferred]
@@ -125,6 +198,7 @@ class ProjectionRunner:
     ) -> None:
         first = events[0].position
         async with self.store.projection_transaction() as tx:
+            await self._lock(tx)
             stored = await self._checkpoints(tx)
             with shared_decoding():
                 for projection in projections:
@@ -149,17 +223,37 @@ class ProjectionRunner:
     async def _run(self, projections: Sequence[Projection], progress: Progress | None) -> int:
         """Apply pages until the named projections reach today's head; returns that head."""
         target, _ = await self.store.head()
-        while True:
-            stored = await self._stored()
-            low = min((stored.get(p.name, (0, 0))[1] for p in projections), default=target)
-            if low >= target:
-                break
-            events = await self.store.read_all(after=low, limit=self.page)
-            if not events:
-                break
-            await self._apply_page(projections, events)
-            if progress is not None:
-                progress(min(events[-1].position, target), target)
+        # The next page is read while this one is applied: turning rows into events and
+        # writing projection rows then overlap (they run on different connections).
+        ahead: asyncio.Task[list[RecordedEvent]] | None = None
+        ahead_after = -1
+        stored = await self._stored()
+        backlog = target - min((stored.get(p.name, (0, 0))[1] for p in projections), default=0)
+        try:
+            with _few_collections(backlog):
+                while True:
+                    stored = await self._stored()
+                    low = min((stored.get(p.name, (0, 0))[1] for p in projections), default=target)
+                    if low >= target:
+                        break
+                    if ahead is not None and ahead_after == low:
+                        events = await ahead
+                    else:
+                        await _cancel(ahead)
+                        events = await self.store.read_all(after=low, limit=self.page)
+                    ahead = None
+                    if not events:
+                        break
+                    if events[-1].position < target:
+                        ahead_after = events[-1].position
+                        ahead = asyncio.create_task(
+                            self.store.read_all(after=ahead_after, limit=self.page)
+                        )
+                    await self._apply_page(projections, events)
+                    if progress is not None:
+                        progress(min(events[-1].position, target), target)
+        finally:
+            await _cancel(ahead)
         await self._create_deferred_indexes()
         return target
 

@@ -1,8 +1,10 @@
-"""The embedded default store: one SQLite file in WAL mode, through aiosqlite.
+"""The embedded default store: one SQLite file in WAL mode.
 
 Writes go through one connection under ``BEGIN IMMEDIATE`` so positions are assigned by a
-single writer at a time (gap-free by construction, also across processes); reads use a second
-connection that only ever sees committed rows.
+single writer at a time (gap-free by construction, also across processes). That connection
+lives on its own thread and a whole append transaction runs there as one call, so an append
+costs one hop off the event loop rather than one per statement. Reads use a second connection
+(through aiosqlite) that only ever sees committed rows.
 """
 
 from __future__ import annotations
@@ -12,9 +14,10 @@ import contextlib
 import datetime as dt
 import sqlite3
 import uuid
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import aiosqlite
 
@@ -33,6 +36,8 @@ from leaderlog.store.base import (
 )
 
 __all__ = ["PRAGMAS", "SCHEMA", "SQLiteStore"]
+
+_T = TypeVar("_T")
 
 # Shared with scripts/bench.py so the raw sqlite3 baseline runs with the same settings.
 PRAGMAS = (
@@ -110,6 +115,76 @@ def _chunks(items: Sequence[Any]) -> Iterable[Sequence[Any]]:
         yield items[start : start + _CHUNK]
 
 
+def _append(
+    connection: sqlite3.Connection, batches: Sequence[PendingBatch]
+) -> tuple[list[AppendResult | StoreError], bool]:
+    """One append transaction, run whole on the writer thread."""
+    try:
+        # Ids are nearly always new (fresh UUIDv7s, or checked by the caller), so the UNIQUE
+        # index is trusted to catch a stored one before paying for a lookup.
+        return _append_in_transaction(connection, batches, look_up_ids=False)
+    except sqlite3.IntegrityError:
+        return _append_in_transaction(connection, batches, look_up_ids=True)
+
+
+def _append_in_transaction(
+    connection: sqlite3.Connection, batches: Sequence[PendingBatch], *, look_up_ids: bool
+) -> tuple[list[AppendResult | StoreError], bool]:
+    try:
+        connection.execute("BEGIN IMMEDIATE")
+    except sqlite3.OperationalError as error:
+        raise StoreUnavailable(f"database is busy: {error}") from error
+    try:
+        head = connection.execute(
+            "SELECT position, hash FROM events ORDER BY position DESC LIMIT 1"
+        ).fetchone()
+        head_position, head_hash = (head[0], head[1]) if head else (0, GENESIS_HASH)
+        streams = sorted({event.stream for batch in batches for event in batch.events})
+        versions: dict[str, int] = {}
+        for chunk in _chunks(streams):
+            marks = ",".join("?" * len(chunk))
+            versions.update(
+                connection.execute(
+                    f"SELECT stream, MAX(version) FROM events WHERE stream IN ({marks}) "
+                    "GROUP BY stream",
+                    chunk,
+                ).fetchall()
+            )
+        now = utc_now()
+        existing = _stored_ids(connection, batches) if look_up_ids else {}
+        outcomes, rows = plan_rows(batches, versions, existing, head_position, head_hash, now)
+        if not look_up_ids and any(isinstance(o, StoreError) for o in outcomes):
+            # A refused batch may be the retry of a stored one (an idempotent retry is no
+            # conflict even when its stream has moved on): plan again knowing the stored ids.
+            existing = _stored_ids(connection, batches)
+            outcomes, rows = plan_rows(batches, versions, existing, head_position, head_hash, now)
+        if rows:
+            connection.executemany(_INSERT, [_planned_to_row(row) for row in rows])
+        connection.execute("COMMIT")
+    except BaseException:
+        with contextlib.suppress(sqlite3.Error):
+            connection.execute("ROLLBACK")
+        raise
+    return outcomes, bool(rows)
+
+
+def _stored_ids(
+    connection: sqlite3.Connection, batches: Sequence[PendingBatch]
+) -> dict[uuid.UUID, tuple[int, str, str, bytes]]:
+    """(position, stream, type, canonical data) of each batch event id already stored."""
+    existing: dict[uuid.UUID, tuple[int, str, str, bytes]] = {}
+    ids = [event.event_id.bytes for batch in batches for event in batch.events]
+    for chunk in _chunks(ids):
+        marks = ",".join("?" * len(chunk))
+        for row in connection.execute(
+            "SELECT event_id, position, stream, type, data FROM events "
+            f"WHERE event_id IN ({marks})",
+            chunk,
+        ):
+            existing[uuid.UUID(bytes=row[0])] = (row[1], row[2], row[3], row[4].encode())
+    return existing
+
+
 def path_from_url(url: str) -> Path:
     """``sqlite:///relative.db`` or ``sqlite:////absolute.db`` (or a bare path)."""
     if url.startswith("sqlite:///"):
@@ -119,26 +194,72 @@ def path_from_url(url: str) -> Path:
     return Path(url)
 
 
-class _SQLiteProjectionTransaction(ProjectionTransaction):
-    def __init__(self, connection: aiosqlite.Connection) -> None:
+class _WriteConnection:
+    """The write connection and the one thread that uses it; each ``run`` is a single hop.
+
+    Work runs in submission order, so a whole transaction submitted as one call can never
+    interleave with another, even if its caller stops waiting for it.
+    """
+
+    def __init__(self, connection: sqlite3.Connection, thread: ThreadPoolExecutor) -> None:
         self._connection = connection
+        self._thread = thread
+
+    @classmethod
+    async def open(cls, path: Path) -> _WriteConnection:
+        thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="leaderlog-sqlite-writer")
+        try:
+            connection = await asyncio.get_running_loop().run_in_executor(
+                thread, _connect_writer, path
+            )
+        except BaseException:
+            thread.shutdown(wait=False)
+            raise
+        return cls(connection, thread)
+
+    async def run(self, work: Callable[[sqlite3.Connection], _T]) -> _T:
+        return await asyncio.get_running_loop().run_in_executor(
+            self._thread, work, self._connection
+        )
+
+    async def close(self) -> None:
+        await self.run(sqlite3.Connection.close)
+        self._thread.shutdown(wait=False)
+
+
+def _connect_writer(path: Path) -> sqlite3.Connection:
+    # Runs on the writer thread, which is the only thread that ever touches the connection.
+    connection = sqlite3.connect(path, isolation_level=None)
+    try:
+        for pragma in PRAGMAS:
+            connection.execute(pragma)
+        connection.executescript(SCHEMA)
+    except BaseException:
+        connection.close()
+        raise
+    return connection
+
+
+class _SQLiteProjectionTransaction(ProjectionTransaction):
+    def __init__(self, writer: _WriteConnection) -> None:
+        self._writer = writer
 
     async def execute(self, sql: str, parameters: Sequence[Any] = ()) -> None:
-        await self._connection.execute(sql, parameters)
+        await self._writer.run(lambda connection: connection.execute(sql, parameters))
 
     async def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
-        await self._connection.executemany(sql, rows)
+        await self._writer.run(lambda connection: connection.executemany(sql, rows))
 
     async def fetchall(self, sql: str, parameters: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        return [tuple(row) for row in await self._connection.execute_fetchall(sql, parameters)]
+        return await self._writer.run(
+            lambda connection: [tuple(row) for row in connection.execute(sql, parameters)]
+        )
 
 
 class SQLiteStore(EventStore):
     dialect = "sqlite"
 
-    def __init__(
-        self, path: Path, writer: aiosqlite.Connection, reader: aiosqlite.Connection
-    ) -> None:
+    def __init__(self, path: Path, writer: _WriteConnection, reader: aiosqlite.Connection) -> None:
         super().__init__()
         self.path = path
         self._writer = writer
@@ -151,14 +272,15 @@ class SQLiteStore(EventStore):
         if str(path) != ":memory:" and not path.parent.exists():
             raise StoreUnavailable(f"cannot create {path}: folder {path.parent} does not exist")
         try:
-            writer = await aiosqlite.connect(path, isolation_level=None)
-            for pragma in PRAGMAS:
-                await writer.execute(pragma)
-            await writer.executescript(SCHEMA)
+            writer = await _WriteConnection.open(path)
+        except sqlite3.Error as error:
+            raise StoreUnavailable(f"cannot open SQLite database {path}: {error}") from error
+        try:
             reader = await aiosqlite.connect(path, isolation_level=None)
             for pragma in PRAGMAS[1:]:
                 await reader.execute(pragma)
         except sqlite3.Error as error:
+            await writer.close()
             raise StoreUnavailable(f"cannot open SQLite database {path}: {error}") from error
         return cls(path, writer, reader)
 
@@ -174,75 +296,12 @@ class SQLiteStore(EventStore):
         if not batches:
             return []
         async with self._write_lock:
-            try:
-                # Ids are nearly always new (fresh UUIDv7s, or checked by the caller), so the
-                # UNIQUE index is trusted to catch a stored one before paying for a lookup.
-                outcomes, appended = await self._append_in_transaction(batches, look_up_ids=False)
-            except sqlite3.IntegrityError:
-                outcomes, appended = await self._append_in_transaction(batches, look_up_ids=True)
+            outcomes, appended = await self._writer.run(
+                lambda connection: _append(connection, batches)
+            )
         if appended:
             await self._notify_appended()
         return outcomes
-
-    async def _append_in_transaction(
-        self, batches: Sequence[PendingBatch], *, look_up_ids: bool
-    ) -> tuple[list[AppendResult | StoreError], bool]:
-        writer = self._writer
-        try:
-            await writer.execute("BEGIN IMMEDIATE")
-        except sqlite3.OperationalError as error:
-            raise StoreUnavailable(f"database is busy: {error}") from error
-        try:
-            head = list(
-                await writer.execute_fetchall(
-                    "SELECT position, hash FROM events ORDER BY position DESC LIMIT 1"
-                )
-            )
-            head_position, head_hash = (head[0][0], head[0][1]) if head else (0, GENESIS_HASH)
-            streams = sorted({event.stream for batch in batches for event in batch.events})
-            versions: dict[str, int] = {}
-            for chunk in _chunks(streams):
-                marks = ",".join("?" * len(chunk))
-                for row in await writer.execute_fetchall(
-                    f"SELECT stream, MAX(version) FROM events WHERE stream IN ({marks}) "
-                    "GROUP BY stream",
-                    chunk,
-                ):
-                    versions[row[0]] = row[1]
-            now = utc_now()
-            existing = await self._stored_ids(batches) if look_up_ids else {}
-            outcomes, rows = plan_rows(batches, versions, existing, head_position, head_hash, now)
-            if not look_up_ids and any(isinstance(o, StoreError) for o in outcomes):
-                # A refused batch may be the retry of a stored one (an idempotent retry is no
-                # conflict even when its stream has moved on): plan again knowing the stored ids.
-                existing = await self._stored_ids(batches)
-                outcomes, rows = plan_rows(
-                    batches, versions, existing, head_position, head_hash, now
-                )
-            if rows:
-                await writer.executemany(_INSERT, [_planned_to_row(row) for row in rows])
-            await writer.execute("COMMIT")
-        except BaseException:
-            with contextlib.suppress(sqlite3.Error):
-                await writer.execute("ROLLBACK")
-            raise
-        return outcomes, bool(rows)
-
-    async def _stored_ids(
-        self, batches: Sequence[PendingBatch]
-    ) -> dict[uuid.UUID, tuple[int, str, str, bytes]]:
-        """(position, stream, type, canonical data) of each batch event id already stored."""
-        existing: dict[uuid.UUID, tuple[int, str, str, bytes]] = {}
-        ids = [event.event_id.bytes for batch in batches for event in batch.events]
-        for chunk in _chunks(ids):
-            marks = ",".join("?" * len(chunk))
-            for row in await self._writer.execute_fetchall(
-                "SELECT event_id, position, stream, type, data FROM events "
-                f"WHERE event_id IN ({marks})",
-                chunk,
-            ):
-                existing[uuid.UUID(bytes=row[0])] = (row[1], row[2], row[3], row[4].encode())
-        return existing
 
     # --- reading ---------------------------------------------------------------------------
 
@@ -299,13 +358,13 @@ class SQLiteStore(EventStore):
     @contextlib.asynccontextmanager
     async def projection_transaction(self) -> AsyncIterator[ProjectionTransaction]:
         async with self._write_lock:
-            await self._writer.execute("BEGIN IMMEDIATE")
+            await self._writer.run(lambda connection: connection.execute("BEGIN IMMEDIATE"))
             try:
                 yield _SQLiteProjectionTransaction(self._writer)
-                await self._writer.execute("COMMIT")
+                await self._writer.run(lambda connection: connection.execute("COMMIT"))
             except BaseException:
                 with contextlib.suppress(sqlite3.Error):
-                    await self._writer.execute("ROLLBACK")
+                    await self._writer.run(lambda connection: connection.execute("ROLLBACK"))
                 raise
 
     async def query(self, sql: str, parameters: Sequence[Any] = ()) -> list[tuple[Any, ...]]:

@@ -1,0 +1,417 @@
+"""Commands over the projections: state, history, claim, audit, rebuild, projections.
+
+Query commands first bring the projections up to the head of the log, so answers include
+everything appended so far.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
+from typing import Any
+
+import click
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeRemainingColumn,
+)
+
+from leaderlog.cli._app import Context, err_console, main, print_json, run
+from leaderlog.projections import ProjectionRunner, Queries, runner_for
+
+# Catching up by fewer events than this shows no progress bar: it would only flicker.
+_PROGRESS_THRESHOLD = 5000
+
+
+class _Bar:
+    """A rich progress bar on stderr fed by the runner's (position, head) callback."""
+
+    def __init__(self, progress: Progress, task: TaskID, start: int) -> None:
+        self._progress = progress
+        self._task = task
+        self._start = start
+
+    def __call__(self, position: int, head: int) -> None:
+        self._progress.update(
+            self._task, completed=position - self._start, total=max(head - self._start, 1)
+        )
+
+
+def _progress_bar(label: str) -> Progress:
+    return Progress(
+        TextColumn(label),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("events"),
+        TimeRemainingColumn(),
+        console=err_console,
+        transient=True,
+    )
+
+
+async def _catch_up(runner: ProjectionRunner) -> None:
+    statuses = await runner.status()
+    lag = max((status.lag for status in statuses), default=0)
+    if lag < _PROGRESS_THRESHOLD:
+        await runner.catch_up()
+        return
+    start = min(status.checkpoint for status in statuses)
+    with _progress_bar("updating projections") as progress:
+        task = progress.add_task("catch-up", total=lag)
+        await runner.catch_up(_Bar(progress, task, start))
+
+
+@asynccontextmanager
+async def _current(context: Context) -> AsyncIterator[Queries]:
+    async with context.log() as log:
+        runner = await runner_for(log.store)
+        await _catch_up(runner)
+        yield Queries(log.store)
+
+
+# --- formatting ----------------------------------------------------------------------------------
+
+
+def _when(date: Mapping[str, Any] | None) -> str:
+    if not date:
+        return "date unknown"
+    words = [] if date.get("qualifier", "on") == "on" else [str(date["qualifier"])]
+    if date.get("date"):
+        words.append(str(date["date"]))
+    if date.get("text"):
+        words.append(f'"{date["text"]}"')
+    if not date.get("date") and not date.get("text"):
+        words.append("date unknown")
+    if date.get("basis") in ("published", "recorded"):
+        words.append(f"({date['basis']})")
+    return " ".join(words)
+
+
+def _who(item: Mapping[str, Any]) -> str:
+    return f"{item.get('name') or item['person']} ({item['person']})"
+
+
+def _change(item: Mapping[str, Any]) -> str:
+    what = {"appointment": "appointment", "departure": "departure", "incumbency": "holding"}
+    cause = f", {item['cause']}" if item.get("cause") else ""
+    attribution = item["attribution"]
+    parties = ", ".join(attribution.get("parties") or [])
+    told = f"{attribution['kind']}{f': {parties}' if parties else ''}"
+    return (
+        f"{what[item['kind']]} of {_who(item)} as {item['capacity']}{cause}, "
+        f"{item['modality']} {_when(item.get('effective'))} [{item['status']}; {told}] "
+        f"claim {item['claim']}"
+    )
+
+
+def _known(known: Mapping[str, Any]) -> str:
+    through = f", recorded through {known['recorded_through']}" if known["recorded_through"] else ""
+    return f"known at position {known['position']}{through}"
+
+
+def _print_state(answer: Mapping[str, Any]) -> None:
+    scope = f" in {answer['org']['name']} ({answer['org']['org']})" if answer["org"] else ""
+    click.echo(f"Leadership{scope} as of {answer['as_of']}, {_known(answer['known_at'])}")
+    if not answer["posts"]:
+        click.echo("  (no posts)")
+    for post in answer["posts"]:
+        about = post["post"]
+        click.echo("")
+        click.echo(f"{about['title']} ({about['post']}, {about['org_name']}): {post['vacancy']}")
+        for holder in post["holders"]:
+            click.echo(
+                f"  holder    {_who(holder)}, {holder['capacity']}, since "
+                f"{_when(holder['since'])} [{holder['status']}]"
+            )
+        for item in post["pending"]:
+            click.echo(f"  pending   {_change(item)}")
+        for conflict in post["conflicts"]:
+            click.echo(
+                f"  conflict  {conflict['kind']}: {', '.join(conflict['claims'])} "
+                f"- {conflict['reason']}"
+            )
+
+
+def _print_history(answer: Mapping[str, Any]) -> None:
+    ((kind, subject),) = answer["subject"].items()
+    title = subject.get("name") or subject.get("title") or subject[kind]
+    click.echo(f"History of {kind} {title} ({subject[kind]}), {_known(answer['known_at'])}")
+    if not answer["tenures"]:
+        click.echo("  (no tenures)")
+    for tenure in answer["tenures"]:
+        start = _when(tenure["start"]) if tenure["start"] else "start unknown"
+        end = _when(tenure["end"]) if tenure["end"] else "now"
+        cause = f" ({tenure['cause']})" if tenure["cause"] else ""
+        click.echo(
+            f"  {tenure['post_title']} ({tenure['post']}): {_who(tenure)}, {tenure['capacity']}, "
+            f"{start} to {end}{cause} [{tenure['status']}]"
+        )
+        for evidence in tenure["evidence"]:
+            source = answer["sources"].get(evidence["source"], {})
+            click.echo(
+                f"      {evidence['kind']} claim {evidence['claim']} ({evidence['modality']}, "
+                f"{evidence['status']}) from {source.get('publisher', evidence['source'])}"
+            )
+    for item in answer["pending"]:
+        click.echo(f"  pending   {item['post']}: {_change(item)}")
+
+
+def _print_claim(answer: Mapping[str, Any]) -> None:
+    current = answer["current"]
+    click.echo(f"Claim {answer['claim']}: {answer['status']}, {_known(answer['known_at'])}")
+    click.echo(
+        f"  {current['kind']} of {_who(current)} as {current['capacity']} of "
+        f"{current.get('post_title') or current['post']} ({current['post']}), "
+        f"{current['modality']} {_when(current['effective'])}"
+    )
+    if current.get("quote"):
+        click.echo(f'  "{current["quote"]}"')
+    for step in answer["lifecycle"]:
+        source = answer["sources"].get(step["source"] or "", {})
+        origin = f" from {source.get('publisher')} <{source.get('url')}>" if source else ""
+        reason = f": {step['reason']}" if step.get("reason") else ""
+        click.echo(
+            f"  {step['position']:>8}  {step['recorded_at']}  {step['type']:<16} by "
+            f"{step['actor']}{origin}{reason}"
+        )
+
+
+def _print_audit(answer: Mapping[str, Any]) -> None:
+    for event in answer["events"]:
+        subject = event["claim"] or event["stream"].partition("-")[2]
+        status = f" [{event['claim_status']}, {event['attribution']}]" if event["claim"] else ""
+        source = f" {event['source']} ({event['publisher']})" if event["source"] else ""
+        click.echo(
+            f"{event['position']:>8}  {event['recorded_at']}  {event['actor']:<10} "
+            f"{event['type']:<18} {subject}{status}{source}"
+        )
+    if not answer["events"]:
+        click.echo("(no matching events)")
+    if answer["next_after"] is not None:
+        click.echo(f"... more: add --after {answer['next_after']}")
+
+
+# --- commands ------------------------------------------------------------------------------------
+
+_KNOWN_AT_HELP = "A log position, or an RFC 3339 time (what the log held then). Default: now."
+
+
+@main.command("state")
+@click.option("--org", metavar="ORG", help="Only this organisation and its sub-organisations.")
+@click.option("--as-of", "as_of", metavar="DATE", help="Effective date YYYY-MM-DD (default today).")
+@click.option("--known-at", "known_at", metavar="TIME|POSITION", help=_KNOWN_AT_HELP)
+@click.option("--json", "as_json", is_flag=True, help="Print the answer as JSON.")
+@click.pass_obj
+def state_command(
+    context: Context, org: str | None, as_of: str | None, known_at: str | None, as_json: bool
+) -> None:
+    """Who holds each post: holders, pending changes, vacancy and conflicts.
+
+    Two time axes: --as-of is the date the leadership is wanted for; --known-at is how much
+    of the log to believe (a position, or a recorded time).
+
+    \b
+    Example:
+      leaderlog state --org ice
+      leaderlog state --as-of 2025-05-20 --known-at 42 --json
+      leaderlog state --known-at 2025-06-01T00:00:00Z
+    """
+
+    async def go() -> None:
+        async with _current(context) as queries:
+            answer = await queries.state(org=org, as_of=as_of, known_at=known_at)
+        if as_json:
+            print_json(answer)
+        else:
+            _print_state(answer)
+
+    run(go)
+
+
+@main.command("history")
+@click.option("--person", metavar="ID", help="Every tenure of this person.")
+@click.option("--post", metavar="ID", help="Every tenure of this post.")
+@click.option("--org", metavar="ID", help="Every tenure in this organisation's subtree.")
+@click.option("--known-at", "known_at", metavar="TIME|POSITION", help=_KNOWN_AT_HELP)
+@click.option("--json", "as_json", is_flag=True, help="Print the answer as JSON.")
+@click.pass_obj
+def history_command(
+    context: Context,
+    person: str | None,
+    post: str | None,
+    org: str | None,
+    known_at: str | None,
+    as_json: bool,
+) -> None:
+    """Timelines: every tenure with its start, end, cause and evidence.
+
+    \b
+    Example:
+      leaderlog history --post ice-hsi-ead
+      leaderlog history --person robert-hammer --json
+      leaderlog history --org dhs
+    """
+
+    async def go() -> None:
+        async with _current(context) as queries:
+            answer = await queries.history(person=person, post=post, org=org, known_at=known_at)
+        if as_json:
+            print_json(answer)
+        else:
+            _print_history(answer)
+
+    run(go)
+
+
+@main.command("claim")
+@click.argument("claim_id", metavar="ID")
+@click.option("--known-at", "known_at", metavar="TIME|POSITION", help=_KNOWN_AT_HELP)
+@click.option("--json", "as_json", is_flag=True, help="Print the answer as JSON.")
+@click.pass_obj
+def claim_command(context: Context, claim_id: str, known_at: str | None, as_json: bool) -> None:
+    """One claim's lifecycle: reported, then confirmed, corrected, disputed or retracted.
+
+    \b
+    Example:
+      leaderlog claim fox-ice-shakeup-2025-05-hammer-hsi-caption
+      leaderlog claim fox-ice-shakeup-2025-05-genalo-retirement --json
+    """
+
+    async def go() -> None:
+        async with _current(context) as queries:
+            answer = await queries.claim(claim_id, known_at=known_at)
+        if as_json:
+            print_json(answer)
+        else:
+            _print_claim(answer)
+
+    run(go)
+
+
+@main.command("audit")
+@click.option("--source", metavar="ID", help="Events citing this source.")
+@click.option("--publisher", metavar="P", help="Events citing a source from this publisher.")
+@click.option("--actor", metavar="A", help="Events appended by this actor.")
+@click.option(
+    "--type", "event_type", metavar="T", help="Events of this type, e.g. claim.retracted."
+)
+@click.option("--status", metavar="S", help="Events of claims now in this status.")
+@click.option("--attribution", metavar="K", help="Events of claims attributed this way.")
+@click.option("--from", "recorded_from", metavar="TIME", help="Recorded at or after (RFC 3339).")
+@click.option("--to", "recorded_to", metavar="TIME", help="Recorded at or before (RFC 3339).")
+@click.option("--after", type=click.IntRange(min=0), default=0, help="Start after this position.")
+@click.option("--limit", type=click.IntRange(min=1, max=10_000), default=500, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the answer as JSON.")
+@click.pass_obj
+def audit_command(
+    context: Context,
+    source: str | None,
+    publisher: str | None,
+    actor: str | None,
+    event_type: str | None,
+    status: str | None,
+    attribution: str | None,
+    recorded_from: str | None,
+    recorded_to: str | None,
+    after: int,
+    limit: int,
+    as_json: bool,
+) -> None:
+    """Who recorded what, from which source, and when; every filter given must match.
+
+    --status and --attribution are those of the event's claim (status: reported, confirmed,
+    corrected, disputed, retracted; attribution: official, named, anonymous, outlet).
+
+    \b
+    Example:
+      leaderlog audit --attribution anonymous --status retracted --json
+      leaderlog audit --publisher "Fox News" --from 2025-05-01 --to 2025-05-31
+    """
+
+    async def go() -> None:
+        async with _current(context) as queries:
+            answer = await queries.audit(
+                source=source,
+                publisher=publisher,
+                actor=actor,
+                type=event_type,
+                status=status,
+                attribution=attribution,
+                recorded_from=recorded_from,
+                recorded_to=recorded_to,
+                after=after,
+                limit=limit,
+            )
+        if as_json:
+            print_json(answer)
+        else:
+            _print_audit(answer)
+
+    run(go)
+
+
+@main.command("rebuild")
+@click.argument("names", nargs=-1, metavar="[NAME]...")
+@click.pass_obj
+def rebuild_command(context: Context, names: Sequence[str]) -> None:
+    """Rebuild projections from the log (all of them by default), with a progress bar.
+
+    A NAME that is not built in is loaded from projections/NAME.py (or the folder in
+    $LEADERLOG_PROJECTIONS); once built, it is kept current like the built-in ones.
+
+    \b
+    Example:
+      leaderlog rebuild
+      leaderlog rebuild leadership
+      leaderlog rebuild turnover
+    """
+
+    async def go() -> None:
+        async with context.log() as log:
+            runner = await runner_for(log.store, also=tuple(names))
+            chosen = list(names) or [projection.name for projection in runner.projections]
+            head, _ = await log.store.head()
+            started = time.perf_counter()
+            with _progress_bar(f"rebuilding {', '.join(chosen)}") as progress:
+                task = progress.add_task("rebuild", total=max(head, 1))
+                position = await runner.rebuild(chosen, _Bar(progress, task, 0))
+            elapsed = time.perf_counter() - started
+        rate = f", {position / elapsed:,.0f} events/s" if elapsed > 0 and position else ""
+        click.echo(f"rebuilt {', '.join(chosen)} to position {position} in {elapsed:.1f} s{rate}")
+
+    run(go)
+
+
+@main.command("projections")
+@click.option("--json", "as_json", is_flag=True, help="Print the list as JSON.")
+@click.pass_obj
+def projections_command(context: Context, as_json: bool) -> None:
+    """List projections with their version, checkpoint and lag behind the log.
+
+    \b
+    Example:
+      leaderlog projections
+      leaderlog projections --json
+    """
+
+    async def go() -> list[dict[str, Any]]:
+        async with context.log() as log:
+            runner = await runner_for(log.store)
+            return [status._asdict() for status in await runner.status()]
+
+    statuses = run(go)
+    if as_json:
+        print_json(statuses)
+        return
+    width = max([len("name"), *(len(status["name"]) for status in statuses)])
+    click.echo(f"{'name':<{width}} {'version':>7} {'checkpoint':>12} {'head':>12} {'lag':>10}")
+    for status in statuses:
+        click.echo(
+            f"{status['name']:<{width}} {status['version']:>7} {status['checkpoint']:>12} "
+            f"{status['head']:>12} {status['lag']:>10}"
+        )

@@ -1,0 +1,140 @@
+"""Commands that publish: ``serve`` (the HTTP server) and ``feed`` (one feed to stdout)."""
+
+from __future__ import annotations
+
+import sys
+from importlib.resources import as_file, files
+from pathlib import Path
+
+import click
+
+from leaderlog.cli._app import Context, err_console, main, run
+from leaderlog.errors import ProjectionError
+from leaderlog.feeds import (
+    FORMATS,
+    FeedNotFound,
+    FeedRequest,
+    FeedService,
+    Scope,
+    UnknownLanguage,
+    is_web_address,
+    resolve,
+)
+from leaderlog.http import create_app, feed_runner
+
+DEFAULT_BASE_URL = "http://127.0.0.1:8000"
+
+
+def seeds_folder() -> Path | None:
+    """./seeds when it holds seed files, else the copy packaged with leaderlog."""
+    local = Path("seeds")
+    if local.is_dir() and any(local.glob("*.jsonl")):
+        return local
+    packaged = files("leaderlog").joinpath("_seeds")
+    if packaged.is_dir():
+        with as_file(packaged) as folder:
+            return Path(folder)
+    return None
+
+
+@main.command("serve")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option("--port", default=8000, show_default=True, type=click.IntRange(1, 65535))
+@click.option("--no-seed", is_flag=True, help="Do not load seeds/ into an empty log.")
+@click.option(
+    "--proxy-headers",
+    is_flag=True,
+    help="Trust X-Forwarded-Proto/For (behind a reverse proxy), so feed links are right.",
+)
+@click.pass_obj
+def serve_command(
+    context: Context, host: str, port: int, no_seed: bool, proxy_headers: bool
+) -> None:
+    """Serve feeds, the JSON API and an HTML overview over HTTP.
+
+    On an empty log the seeds are loaded first (./seeds, or the copy shipped with
+    leaderlog). Projections are brought up to date, then kept current while serving.
+
+    \b
+    Example:
+      leaderlog serve
+      leaderlog --db sqlite:///other.db serve --port 8080 --no-seed
+      then open http://127.0.0.1:8000/ or subscribe to http://127.0.0.1:8000/feeds/all.atom
+    """
+    import uvicorn
+
+    seeds = None if no_seed else seeds_folder()
+    if not no_seed and seeds is None:
+        err_console.print("no seeds folder found; an empty log stays empty")
+    app = create_app(context.db, seeds=seeds)
+    err_console.print(f"leaderlog serving {context.db} on http://{host}:{port}/")
+    uvicorn.run(
+        app,
+        host=host,
+        port=port,
+        proxy_headers=proxy_headers,
+        forwarded_allow_ips="*" if proxy_headers else None,
+        log_level="info",
+    )
+
+
+@main.command("feed")
+@click.option(
+    "--scope",
+    default="all",
+    show_default=True,
+    help="all, org:ID (the whole subtree), person:ID or post:ID.",
+)
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="atom", show_default=True)
+@click.option("--lang", default=None, help="en, es, fr, de, it, pt, ru, zh-Hans, hi or ja.")
+@click.option("--page", type=click.IntRange(min=1), default=None, help="An archive page.")
+@click.option(
+    "--base-url",
+    default=DEFAULT_BASE_URL,
+    show_default=True,
+    help="Where the feed is served; its links start with this.",
+)
+@click.pass_obj
+def feed_command(
+    context: Context, scope: str, fmt: str, lang: str | None, page: int | None, base_url: str
+) -> None:
+    """Write a feed document to stdout: the same bytes the server sends for it.
+
+    Without --lang the document is the English one a client gets without ?lang=.
+
+    \b
+    Example:
+      leaderlog feed --scope org:ice --format rss
+      leaderlog feed --scope person:robert-hammer --lang fr > hammer.fr.atom
+    """
+    if not is_web_address(base_url):
+        raise click.BadParameter("give an http:// or https:// address", param_hint="--base-url")
+    try:
+        chosen_scope = Scope.parse(scope)
+    except ValueError as error:
+        raise click.BadParameter(str(error), param_hint="--scope") from None
+    try:
+        chosen_lang = resolve(lang) if lang is not None else "en"
+    except UnknownLanguage as error:
+        raise click.BadParameter(str(error), param_hint="--lang") from None
+    request = FeedRequest(
+        chosen_scope,
+        fmt,  # type: ignore[arg-type]
+        chosen_lang,
+        base_url.rstrip("/"),
+        page,
+        explicit_lang=lang is not None,
+    )
+
+    async def go() -> bytes:
+        async with context.log() as log:
+            await feed_runner(log.store).catch_up()
+            try:
+                rendered = await FeedService(log.store).render(request)
+            except FeedNotFound as error:
+                raise ProjectionError(str(error)) from None
+        return rendered.body
+
+    body = run(go)
+    sys.stdout.buffer.write(body)
+    sys.stdout.buffer.flush()

@@ -1,0 +1,198 @@
+"""The read API: the CLI's queries as JSON, with the same parameters.
+
+Errors are JSON ``{"detail": "..."}``: 404 for an unknown org, post, person, claim or
+position, 422 for a parameter that cannot be understood, 503 while projections are missing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable
+from typing import Annotated, Any
+
+from fastapi import APIRouter, HTTPException, Path, Query, Request
+from starlette.responses import Response
+
+from leaderlog.errors import ProjectionError
+from leaderlog.http._conditional import json_response
+from leaderlog.http._deps import Problem, invalid_parameter, log_of, queries_of, runners_of
+from leaderlog.projections import InvalidQuery, UnknownEntity
+
+__all__ = ["router"]
+
+router = APIRouter(tags=["read API"])
+
+KnownAt = Annotated[
+    str | None,
+    Query(
+        description="As known at: a log position (e.g. 42) or an RFC 3339 recorded time "
+        "(e.g. 2025-05-29T14:00:00Z, or a day meaning its end). Default: everything.",
+        max_length=64,
+    ),
+]
+Slug = Annotated[str | None, Query(max_length=64, description="An id (lower-case slug).")]
+_ERRORS: dict[int | str, dict[str, Any]] = {
+    404: {"model": Problem, "description": "Unknown organisation, post, person or claim."},
+    422: {"description": "A parameter cannot be understood; `detail` says which and why."},
+    503: {"model": Problem, "description": "The projections are not built yet."},
+}
+MAX_EVENTS = 1000
+
+
+async def _answer(request: Request, query: Awaitable[Any]) -> Response:
+    try:
+        value = await query
+    except UnknownEntity as error:
+        raise HTTPException(404, str(error)) from None
+    except InvalidQuery as error:
+        raise invalid_parameter(str(error), None) from None
+    except ProjectionError as error:
+        raise HTTPException(503, str(error)) from None
+    return json_response(request, value)
+
+
+@router.get("/api/state", responses=_ERRORS, summary="Current or historical leadership")
+async def state(
+    request: Request,
+    org: Slug = None,
+    as_of: Annotated[
+        str | None,
+        Query(description="Effective date YYYY-MM-DD (default: today, UTC).", max_length=32),
+    ] = None,
+    known_at: KnownAt = None,
+) -> Response:
+    """Who holds each post on `as_of`, as known at `known_at` (`leaderlog state`).
+
+    `org` limits the answer to that organisation and everything under it. Each post lists
+    its holders, pending changes (expected, announced or rumored), vacancy and conflicts.
+    """
+    return await _answer(request, queries_of(request).state(org, as_of, known_at))
+
+
+@router.get("/api/history", responses=_ERRORS, summary="Timelines of a person, post or org")
+async def history(
+    request: Request,
+    person: Slug = None,
+    post: Slug = None,
+    org: Slug = None,
+    known_at: KnownAt = None,
+) -> Response:
+    """Every tenure with start, end, cause and evidence (`leaderlog history`).
+
+    Give exactly one of `person`, `post` or `org` (an org means its whole subtree).
+    """
+    return await _answer(
+        request,
+        queries_of(request).history(person=person, post=post, org=org, known_at=known_at),
+    )
+
+
+@router.get("/api/claims/{claim_id}", responses=_ERRORS, summary="One claim's lifecycle")
+async def claim(
+    request: Request,
+    claim_id: Annotated[str, Path(max_length=64)],
+    known_at: KnownAt = None,
+) -> Response:
+    """Reported, then confirmed / corrected / disputed / retracted, with every source."""
+    return await _answer(request, queries_of(request).claim(claim_id, known_at))
+
+
+@router.get("/api/audit", responses=_ERRORS, summary="Audit queries over recorded events")
+async def audit(
+    request: Request,
+    source: Slug = None,
+    publisher: Annotated[str | None, Query(max_length=300)] = None,
+    actor: Annotated[str | None, Query(max_length=300)] = None,
+    type: Annotated[str | None, Query(max_length=64, description="e.g. claim.retracted")] = None,
+    status: Annotated[
+        str | None, Query(max_length=32, description="reported, confirmed, corrected, ...")
+    ] = None,
+    attribution: Annotated[
+        str | None, Query(max_length=32, description="official, named, anonymous or outlet")
+    ] = None,
+    recorded_from: Annotated[
+        str | None, Query(alias="from", max_length=64, description="RFC 3339 time or a day")
+    ] = None,
+    recorded_to: Annotated[
+        str | None, Query(alias="to", max_length=64, description="RFC 3339 time or a day")
+    ] = None,
+    after: Annotated[int, Query(ge=0, description="Page on: the previous `next_after`.")] = 0,
+    limit: Annotated[int, Query(ge=1, le=10_000)] = 500,
+) -> Response:
+    """Events matching every filter given, oldest first (`leaderlog audit`).
+
+    For example every claim from anonymous sources that was later retracted:
+    `/api/audit?attribution=anonymous&status=retracted`.
+    """
+    return await _answer(
+        request,
+        queries_of(request).audit(
+            source=source,
+            publisher=publisher,
+            actor=actor,
+            type=type,
+            status=status,
+            attribution=attribution,
+            recorded_from=recorded_from,
+            recorded_to=recorded_to,
+            after=after,
+            limit=limit,
+        ),
+    )
+
+
+@router.get("/api/events", summary="The raw log, envelopes included")
+async def events(
+    request: Request,
+    after: Annotated[int, Query(ge=0, description="Start after this position.")] = 0,
+    limit: Annotated[int, Query(ge=1, le=MAX_EVENTS)] = 100,
+) -> Response:
+    """Envelopes in position order (`leaderlog events --json`); page on with `after`."""
+    found = await log_of(request).events(after=after, limit=limit)
+    return json_response(request, [event.envelope() for event in found])
+
+
+@router.get(
+    "/api/events/{position}",
+    responses={404: {"model": Problem, "description": "No event at that position."}},
+    summary="One event by position",
+)
+async def event(request: Request, position: Annotated[int, Path(ge=1)]) -> Response:
+    found = await log_of(request).store.get(position)
+    if found is None:
+        raise HTTPException(404, f"no event at position {position}")
+    return json_response(request, found.envelope())
+
+
+@router.get("/api/verify", summary="Check the hash chain and counts")
+async def verify(request: Request) -> Response:
+    """The `leaderlog verify` report: `ok`, and the first bad position if any."""
+    report = await log_of(request).store.verify()
+    return json_response(
+        request,
+        {
+            "ok": report.ok,
+            "count": report.count,
+            "head_position": report.head_position,
+            "head_hash": report.head_hash,
+            "first_bad_position": report.first_bad_position,
+            "problem": report.problem,
+        },
+    )
+
+
+@router.get("/healthz", summary="Liveness, log head and projection lag")
+async def healthz(request: Request) -> Response:
+    """``ok`` while the server runs; each projection's checkpoint and lag behind the log."""
+    statuses = [status for runner in runners_of(request) for status in await runner.status()]
+    head = max((s.head for s in statuses), default=(await log_of(request).store.head())[0])
+    return json_response(
+        request,
+        {
+            "ok": True,
+            "head": head,
+            "projections": [
+                {"name": s.name, "version": s.version, "checkpoint": s.checkpoint, "lag": s.lag}
+                for s in statuses
+            ],
+        },
+    )

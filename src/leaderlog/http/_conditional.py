@@ -1,0 +1,183 @@
+"""HTTP caching and encoding: conditional GET (RFC 9110 §13), gzip, HEAD.
+
+- ``If-None-Match`` uses the weak comparison and, when present, ``If-Modified-Since`` is
+  ignored (RFC 9110 §13.1.3); a match gets ``304`` with no body.
+- A ``304`` repeats ETag, Last-Modified, Cache-Control, Vary and Content-Language, so caches
+  can refresh what they hold.
+- Feeds are compressed once, when rendered; these helpers only pick the stored encoding.
+- ``HEAD`` answers the headers a ``GET`` would, with the length of the body it would send.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import gzip
+from collections.abc import Awaitable, Callable
+from email.utils import parsedate_to_datetime
+from typing import Any
+
+from fastapi import APIRouter
+from starlette.requests import Request
+from starlette.responses import Response
+
+from leaderlog._json import dumps
+from leaderlog.feeds import Rendered, Validators
+
+__all__ = [
+    "VARY",
+    "PreparedResponse",
+    "accepts_gzip",
+    "cached_response",
+    "get_and_head",
+    "is_not_modified",
+    "json_response",
+    "not_modified",
+    "respond",
+]
+
+VARY = "Accept-Encoding, Accept-Language"
+# Below this a compressed body saves too little to be worth the work.
+_GZIP_MINIMUM = 1024
+
+
+Endpoint = Callable[..., Awaitable[Response]]
+
+
+def get_and_head(router: APIRouter, path: str, **options: Any) -> Callable[[Endpoint], Endpoint]:
+    """Route GET (documented) and HEAD (same handler, kept out of the API schema)."""
+
+    def register(endpoint: Endpoint) -> Endpoint:
+        router.add_api_route(path, endpoint, methods=["GET"], **options)
+        router.add_api_route(path, endpoint, methods=["HEAD"], include_in_schema=False)
+        return endpoint
+
+    return register
+
+
+def _opaque(tag: str) -> str:
+    tag = tag.strip()
+    return tag[2:] if tag.startswith("W/") else tag
+
+
+def is_not_modified(request: Request, validators: Validators) -> bool:
+    """Whether the client's copy is current: If-None-Match first, else If-Modified-Since."""
+    if_none_match = request.headers.get("if-none-match")
+    if if_none_match is not None:
+        if if_none_match.strip() == "*":
+            return True
+        current = _opaque(validators.etag)
+        return any(_opaque(tag) == current for tag in if_none_match.split(","))
+    if_modified_since = request.headers.get("if-modified-since")
+    if if_modified_since is None:
+        return False
+    try:
+        since = parsedate_to_datetime(if_modified_since)
+    except (TypeError, ValueError, IndexError):
+        return False
+    if since.tzinfo is None:
+        since = since.replace(tzinfo=dt.UTC)
+    return validators.last_modified.replace(microsecond=0) <= since
+
+
+def accepts_gzip(request: Request) -> bool:
+    """Whether Accept-Encoding allows gzip (a ``q=0`` refuses it)."""
+    header = request.headers.get("accept-encoding", "")
+    verdict: bool | None = None
+    for part in header.split(","):
+        coding, _, parameters = part.strip().partition(";")
+        name, _, value = parameters.strip().partition("=")
+        quality = 1.0
+        if name.strip().lower() == "q":
+            try:
+                quality = float(value)
+            except ValueError:
+                quality = 0.0
+        coding = coding.strip().lower()
+        if coding in ("gzip", "x-gzip"):
+            return quality > 0
+        if coding == "*":
+            verdict = quality > 0
+    return bool(verdict)
+
+
+def _caching_headers(validators: Validators, language: str | None) -> dict[str, str]:
+    headers = {
+        "ETag": validators.etag,
+        "Last-Modified": validators.last_modified_http,
+        "Cache-Control": validators.cache_control,
+        "Vary": VARY,
+    }
+    if language:
+        headers["Content-Language"] = language
+    return headers
+
+
+def respond(
+    request: Request,
+    *,
+    body: bytes,
+    media_type: str,
+    gzipped: bytes | None = None,
+    headers: dict[str, str] | None = None,
+    status_code: int = 200,
+) -> Response:
+    """A response in the best encoding the client accepts; HEAD gets the headers only."""
+    sent = dict(headers or {})
+    vary = sent.get("Vary")
+    if vary is None:
+        sent["Vary"] = "Accept-Encoding"
+    if accepts_gzip(request) and (gzipped is not None or len(body) >= _GZIP_MINIMUM):
+        body = gzipped if gzipped is not None else gzip.compress(body, compresslevel=6, mtime=0)
+        sent["Content-Encoding"] = "gzip"
+    sent["Content-Length"] = str(len(body))
+    if request.method == "HEAD":
+        body = b""
+    return Response(body, status_code=status_code, headers=sent, media_type=media_type)
+
+
+class PreparedResponse(Response):
+    """A response whose header lines were built once and are sent as they are."""
+
+    def __init__(self, body: bytes, status_code: int, raw_headers: list[tuple[bytes, bytes]]):
+        self.body = body
+        self.status_code = status_code
+        self.background = None
+        self.raw_headers = raw_headers
+
+
+def _raw(headers: dict[str, str]) -> list[tuple[bytes, bytes]]:
+    return [
+        (name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in headers.items()
+    ]
+
+
+def cached_response(request: Request, rendered: Rendered) -> Response:
+    """A rendered document, its header lines built once per encoding and kept with it."""
+    gzipped = accepts_gzip(request)
+    key = ("headers", gzipped)
+    raw_headers = rendered.memo.get(key)
+    body = rendered.gzipped if gzipped else rendered.body
+    if raw_headers is None:
+        headers = {
+            "Content-Type": rendered.media_type,
+            "Content-Length": str(len(body)),
+            **_caching_headers(rendered.validators, rendered.language),
+        }
+        if gzipped:
+            headers["Content-Encoding"] = "gzip"
+        raw_headers = rendered.memo[key] = _raw(headers)
+    return PreparedResponse(b"" if request.method == "HEAD" else body, 200, raw_headers)
+
+
+def not_modified(validators: Validators, language: str | None) -> Response:
+    return PreparedResponse(b"", 304, _raw(_caching_headers(validators, language)))
+
+
+def json_response(request: Request, value: object, status_code: int = 200) -> Response:
+    return respond(
+        request,
+        body=dumps(value).encode(),
+        media_type="application/json",
+        status_code=status_code,
+        headers={"Cache-Control": "no-cache"},
+    )

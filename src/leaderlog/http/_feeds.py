@@ -1,0 +1,152 @@
+"""Feed routes: ``/feeds/all.{ext}``, ``/feeds/{org|person|post}/{id}.{ext}`` and ``/opml``."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, HTTPException, Query, Request
+from starlette.responses import Response
+
+from leaderlog.feeds import (
+    FORMATS,
+    FeedFormat,
+    FeedNotFound,
+    FeedRequest,
+    Scope,
+    UnknownLanguage,
+    negotiate,
+    resolve,
+)
+from leaderlog.http._conditional import (
+    cached_response,
+    get_and_head,
+    is_not_modified,
+    not_modified,
+)
+from leaderlog.http._deps import Problem, base_url, feeds_of, invalid_parameter
+
+__all__ = ["pick_language", "router"]
+
+router = APIRouter(tags=["feeds"])
+
+LangQuery = Annotated[
+    str | None,
+    Query(
+        description="Language: en, es, fr, de, it, pt, ru, zh-Hans, hi or ja. Without it, "
+        "Accept-Language decides (English when nothing fits).",
+        max_length=35,
+    ),
+]
+PageQuery = Annotated[
+    int | None,
+    Query(ge=1, description="An RFC 5005 archive page (1 = oldest); omit for the newest 50."),
+]
+_FEED_RESPONSES: dict[int | str, dict[str, object]] = {
+    200: {
+        "description": "The feed document.",
+        "content": {
+            "application/atom+xml": {},
+            "application/rss+xml": {},
+            "application/feed+json": {},
+        },
+    },
+    304: {"description": "Not modified: the client's copy (ETag / date) is current."},
+    404: {
+        "model": Problem,
+        "description": "No such organisation, person, post, format or archive page.",
+    },
+    422: {"description": "A bad parameter (unknown language, page below 1)."},
+}
+
+
+def pick_language(request: Request, lang: str | None) -> tuple[str, bool]:
+    """The language to answer in, and whether it was asked for in the address."""
+    if lang is not None:
+        try:
+            return resolve(lang), True
+        except UnknownLanguage as error:
+            raise invalid_parameter(str(error), lang, "lang") from None
+    return negotiate(request.headers.get("accept-language")), False
+
+
+def _split(filename: str) -> tuple[str, FeedFormat]:
+    stem, dot, extension = filename.rpartition(".")
+    if not dot or extension not in FORMATS:
+        raise HTTPException(404, f"no feed at {filename!r}: feeds end in .atom, .rss or .json")
+    return stem, extension
+
+
+async def _serve(
+    request: Request, scope: Scope, fmt: FeedFormat, lang: str | None, page: int | None
+) -> Response:
+    chosen, explicit = pick_language(request, lang)
+    feed_request = FeedRequest(scope, fmt, chosen, base_url(request), page, explicit)
+    service = feeds_of(request)
+    try:
+        validators, rendered = await service.lookup(feed_request)
+        if is_not_modified(request, validators):
+            return not_modified(validators, chosen)
+        if rendered is None:
+            rendered = await service.render(feed_request)
+    except FeedNotFound as error:
+        raise HTTPException(404, str(error)) from None
+    return cached_response(request, rendered)
+
+
+@get_and_head(
+    router,
+    "/feeds/{filename}",
+    responses=_FEED_RESPONSES,
+    summary="Every claim: all.atom, all.rss or all.json",
+)
+async def all_feed(
+    request: Request, filename: str, lang: LangQuery = None, page: PageQuery = None
+) -> Response:
+    """The feed of every claim. One entry per claim; corrections update the same entry."""
+    stem, fmt = _split(filename)
+    if stem != "all":
+        raise HTTPException(404, f"no feed at /feeds/{filename}; try /feeds/all.{fmt}")
+    return await _serve(request, Scope("all"), fmt, lang, page)
+
+
+@get_and_head(
+    router,
+    "/feeds/{kind}/{filename}",
+    responses=_FEED_RESPONSES,
+    summary="One organisation (whole subtree), person or post: /feeds/org/ice.atom",
+)
+async def scoped_feed(
+    request: Request,
+    kind: str,
+    filename: str,
+    lang: LangQuery = None,
+    page: PageQuery = None,
+) -> Response:
+    """The feed of an organisation and everything under it, of a person, or of a post."""
+    stem, fmt = _split(filename)
+    try:
+        scope = Scope.parse(f"{kind}:{stem}")
+    except ValueError:
+        raise HTTPException(
+            404, f"no feed at /feeds/{kind}/{filename}: use /feeds/org|person|post/ID.{fmt}"
+        ) from None
+    return await _serve(request, scope, fmt, lang, page)
+
+
+@get_and_head(
+    router,
+    "/opml",
+    summary="Every feed as OPML, to subscribe to all of them at once",
+    responses={200: {"content": {"text/x-opml": {}}}, 304: {"description": "Not modified."}},
+)
+async def opml(
+    request: Request,
+    lang: LangQuery = None,
+    format: Annotated[FeedFormat, Query(description="Which feed format to list.")] = "atom",
+) -> Response:
+    """An OPML 2.0 list of every feed: everything, each organisation, person and post."""
+    chosen, explicit = pick_language(request, lang)
+    rendered = await feeds_of(request).opml(chosen, base_url(request), format, explicit)
+    if is_not_modified(request, rendered.validators):
+        return not_modified(rendered.validators, chosen)
+    return cached_response(request, rendered)

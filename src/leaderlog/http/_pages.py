@@ -1,0 +1,319 @@
+"""The HTML overview at ``/``: current leadership by organisation, recent changes, every feed.
+
+Stored text is escaped everywhere and names sit in ``<bdi>`` so right-to-left text cannot
+reorder what surrounds it. The page is a :class:`string.Template`; every value is escaped
+before it is substituted.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import html
+import string
+from collections.abc import Mapping, Sequence
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query, Request
+from starlette.responses import HTMLResponse, Response
+
+from leaderlog.errors import ProjectionError
+from leaderlog.feeds import (
+    CAPACITY_LABELS,
+    FORMATS,
+    LANGUAGES,
+    MEDIA_TYPES,
+    N_,
+    Scope,
+    clean,
+    feed_url,
+    headline,
+    is_web_address,
+    language,
+    post_label,
+    scope_name,
+)
+from leaderlog.feeds._i18n import Language
+from leaderlog.http._conditional import VARY, get_and_head, respond
+from leaderlog.http._deps import base_url, feeds_of, queries_of
+from leaderlog.http._feeds import pick_language
+
+__all__ = ["router"]
+
+router = APIRouter(tags=["pages"])
+
+RECENT = 20
+VACANCY_LABELS = {
+    "filled": N_("filled"),
+    "acting": N_("acting"),
+    "vacant": N_("vacant"),
+    "unknown": N_("unknown"),
+}
+_FORMAT_NAMES = {"atom": "Atom", "rss": "RSS", "json": "JSON Feed"}
+
+PAGE = string.Template(
+    """<!DOCTYPE html>
+<html lang="$lang" dir="$direction">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>$title</title>
+$discovery
+<style>
+body{font-family:system-ui,sans-serif;max-width:72rem;margin:0 auto;padding:1rem;line-height:1.45}
+table{border-collapse:collapse;width:100%;margin-bottom:1.5rem}
+th,td{border-bottom:1px solid #ddd;padding:.3rem .5rem;text-align:start;vertical-align:top}
+nav a{margin-inline-end:.6rem}.feeds li{margin:.2rem 0}small{color:#555}
+</style>
+</head>
+<body>
+<header>
+<h1>$title</h1>
+<nav aria-label="$languages">$language_links</nav>
+</header>
+<main>
+<section id="leadership">
+<h2>$leadership_heading</h2>
+<p>$situation</p>
+$leadership
+</section>
+<section id="changes">
+<h2>$changes_heading</h2>
+$changes
+</section>
+<section id="feeds">
+<h2>$feeds_heading</h2>
+$feeds
+</section>
+</main>
+<footer><p><a href="$base/docs">$api_docs</a> · <a href="$opml_url">$opml</a></p></footer>
+</body>
+</html>
+"""
+)
+
+
+def _day(value: object, lang: Language) -> str:
+    try:
+        return lang.date(dt.date.fromisoformat(str(value)))
+    except ValueError:
+        return clean(value)
+
+
+def _e(text: object) -> str:
+    return html.escape(clean(text))
+
+
+def _name(text: object) -> str:
+    return f"<bdi>{_e(text)}</bdi>"
+
+
+def _discovery(base: str, lang: Language, link_lang: str | None) -> str:
+    title = lang._(N_("Leadership changes"))
+    links = [
+        f'<link rel="alternate" type="{MEDIA_TYPES[fmt]}" title="{_e(title)} '
+        f'({_FORMAT_NAMES[fmt]})" href="{_e(feed_url(base, Scope("all"), fmt, lang=link_lang))}">'
+        for fmt in FORMATS
+    ]
+    opml = _e(_opml_url(base, link_lang))
+    links.append(f'<link rel="outline" type="text/x-opml" title="OPML" href="{opml}">')
+    return "\n".join(links)
+
+
+def _opml_url(base: str, link_lang: str | None) -> str:
+    return f"{base}/opml" + (f"?lang={link_lang}" if link_lang else "")
+
+
+def _language_links(current: str) -> str:
+    links = []
+    for tag in LANGUAGES:
+        name = language(tag).locale.display_name or tag
+        marker = ' aria-current="true"' if tag == current else ""
+        links.append(f'<a href="?lang={tag}" hreflang="{tag}" lang="{tag}"{marker}>{_e(name)}</a>')
+    return " ".join(links)
+
+
+def _holders(answer: Mapping[str, Any], lang: Language) -> str:
+    names = []
+    for holder in answer.get("holders", []):
+        text = _name(holder.get("name") or holder.get("person"))
+        capacity = holder.get("capacity")
+        if capacity in ("acting", "interim"):
+            text += f" ({_e(lang._(CAPACITY_LABELS[capacity]))})"
+        names.append(text)
+    return ", ".join(names) if names else _e(lang._(N_("none")))
+
+
+def _pending(answer: Mapping[str, Any], post: Mapping[str, Any], lang: Language) -> str:
+    items = []
+    for item in answer.get("pending", []):
+        doc = {
+            "fields": {key: item.get(key) for key in ("kind", "capacity", "cause", "modality")},
+            "status": item.get("status"),
+            "person": {"id": item.get("person"), "name": item.get("name")},
+            "post": post,
+        }
+        items.append(f"<li>{_e(headline(doc, lang))}</li>")
+    return f"<ul>{''.join(items)}</ul>" if items else ""
+
+
+def _conflicts(answer: Mapping[str, Any]) -> str:
+    reasons = [_e(c.get("reason") or c.get("kind") or "") for c in answer.get("conflicts", [])]
+    return "<br>".join(reasons)
+
+
+def _leadership(
+    state: Mapping[str, Any],
+    orgs: Sequence[tuple[str, dict[str, Any]]],
+    post_labels: Mapping[str, Any],
+    lang: Language,
+) -> str:
+    by_org: dict[str, list[Mapping[str, Any]]] = {}
+    for answer in state.get("posts", []):
+        by_org.setdefault(str(answer["post"].get("org")), []).append(answer)
+    if not by_org:
+        return "<p>" + _e(lang._(N_("No leadership has been recorded yet."))) + "</p>"
+    known = {org_id: doc for org_id, doc in orgs}
+    ordered = [org_id for org_id, _ in orgs if org_id in by_org]
+    ordered += sorted(set(by_org) - set(ordered))
+    header = "".join(
+        f"<th>{_e(lang._(label))}</th>"
+        for label in (
+            N_("Post"),
+            N_("Held by"),
+            N_("Vacancy"),
+            N_("Pending changes"),
+            N_("Conflicts"),
+        )
+    )
+    parts = []
+    for org_id in ordered:
+        title = scope_name("org", known.get(org_id), org_id, lang)
+        parts.append(f'<h3 id="org-{_e(org_id)}">{_name(title)}</h3>')
+        parts.append(f"<table><thead><tr>{header}</tr></thead><tbody>")
+        for answer in by_org[org_id]:
+            post = answer["post"]
+            post_doc = {
+                "id": post.get("post"),
+                "title": post.get("title"),
+                "labels": post_labels.get(str(post.get("post"))) or {},
+            }
+            vacancy = VACANCY_LABELS.get(str(answer.get("vacancy")), VACANCY_LABELS["unknown"])
+            parts.append(
+                "<tr>"
+                f"<td>{_name(post_label(post_doc, lang))}</td>"
+                f"<td>{_holders(answer, lang)}</td>"
+                f"<td>{_e(lang._(vacancy))}</td>"
+                f"<td>{_pending(answer, post_doc, lang)}</td>"
+                f"<td>{_conflicts(answer)}</td>"
+                "</tr>"
+            )
+        parts.append("</tbody></table>")
+    return "\n".join(parts)
+
+
+def _changes(entries: Sequence[Any], lang: Language) -> str:
+    if not entries:
+        return "<p>" + _e(lang._(N_("No changes yet."))) + "</p>"
+    items = []
+    for entry in entries:
+        title = _e(entry.title)
+        if is_web_address(entry.url):
+            title = f'<a href="{_e(entry.url)}">{title}</a>'
+        when = entry.updated.isoformat()
+        items.append(
+            f'<li><p>{title} <time datetime="{_e(when)}">{_e(lang.date(entry.updated))}</time>'
+            f"<br><small>{_e(entry.summary)}</small></p></li>"
+        )
+    return f"<ul>{''.join(items)}</ul>"
+
+
+def _feed_line(base: str, scope: Scope, label: str, link_lang: str | None) -> str:
+    links = " · ".join(
+        f'<a href="{_e(feed_url(base, scope, fmt, lang=link_lang))}" '
+        f'type="{MEDIA_TYPES[fmt]}">{_FORMAT_NAMES[fmt]}</a>'
+        for fmt in FORMATS
+    )
+    return f"<li>{_name(label)}: {links}</li>"
+
+
+def _feeds(
+    base: str,
+    entities: Mapping[str, Sequence[tuple[str, dict[str, Any]]]],
+    lang: Language,
+    link_lang: str | None,
+) -> str:
+    parts = [
+        '<ul class="feeds">',
+        _feed_line(base, Scope("all"), lang._(N_("Everything")), link_lang),
+        "</ul>",
+    ]
+    for kind, heading in (
+        ("org", N_("Organisations")),
+        ("person", N_("People")),
+        ("post", N_("Posts")),
+    ):
+        parts.append(f'<h3>{_e(lang._(heading))}</h3><ul class="feeds">')
+        for entity_id, doc in entities.get(kind, []):
+            label = scope_name(kind, doc, entity_id, lang)
+            parts.append(_feed_line(base, Scope(kind, entity_id), label, link_lang))  # type: ignore[arg-type]
+        parts.append("</ul>")
+    parts.append(
+        f'<p><a href="{_e(_opml_url(base, link_lang))}">'
+        + _e(lang._(N_("Subscribe to every feed at once (OPML)")))
+        + "</a></p>"
+    )
+    return "\n".join(parts)
+
+
+@get_and_head(router, "/", summary="HTML overview", response_class=HTMLResponse)
+async def overview(
+    request: Request,
+    lang: Annotated[str | None, Query(max_length=35, description="Page language.")] = None,
+) -> Response:
+    """Current leadership by organisation, recent changes, and links to every feed."""
+    chosen, explicit = pick_language(request, lang)
+    link_lang = chosen if explicit else None
+    words = language(chosen)
+    base = base_url(request)
+    service = feeds_of(request)
+    rows = await service.reader.entities(("org", "person", "post"))
+    entities: dict[str, list[tuple[str, dict[str, Any]]]] = {}
+    for row in rows:
+        entities.setdefault(row.kind, []).append((row.id, row.doc))
+    orgs = sorted(entities.get("org", []), key=lambda item: list(item[1].get("path") or []))
+    post_labels = {post_id: doc.get("labels") or {} for post_id, doc in entities.get("post", [])}
+    try:
+        state = await queries_of(request).state()
+    except ProjectionError:
+        state = {"posts": [], "as_of": "", "known_at": {"position": 0}}
+    situation = words._(
+        N_("Situation on {date}, as known at log position {position}."),
+        date=_day(state.get("as_of"), words),
+        position=str(state.get("known_at", {}).get("position", 0)),
+    )
+    recent = await service.recent(RECENT, chosen, base)
+    page = PAGE.substitute(
+        lang=_e(chosen),
+        direction=_e((words.locale.character_order == "right-to-left" and "rtl") or "ltr"),
+        title=_e(words._(N_("Who leads what, as reported"))),
+        discovery=_discovery(base, words, link_lang),
+        languages=_e(words._(N_("Languages"))),
+        language_links=_language_links(chosen),
+        leadership_heading=_e(words._(N_("Current leadership"))),
+        situation=_e(situation),
+        leadership=_leadership(state, orgs, post_labels, words),
+        changes_heading=_e(words._(N_("Recent changes"))),
+        changes=_changes(recent, words),
+        feeds_heading=_e(words._(N_("Feeds"))),
+        feeds=_feeds(base, entities, words, link_lang),
+        base=_e(base),
+        api_docs=_e(words._(N_("API documentation"))),
+        opml_url=_e(_opml_url(base, link_lang)),
+        opml="OPML",
+    )
+    return respond(
+        request,
+        body=page.encode(),
+        media_type="text/html; charset=utf-8",
+        headers={"Cache-Control": "no-cache", "Vary": VARY, "Content-Language": chosen},
+    )

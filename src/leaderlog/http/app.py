@@ -1,0 +1,148 @@
+"""The ASGI app: feeds, the read API, the HTML overview, and room for more routers.
+
+    app = create_app("sqlite:///leaderlog.db", seeds=Path("seeds"))
+    uvicorn.run(app, host="127.0.0.1", port=8000)
+
+At start-up the app opens the log (or uses the :class:`EventLog` it is given), loads the
+seeds into an empty log when asked to, brings every projection up to date, and then follows
+the log in a background task, so feeds and answers reflect new events while it runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
+
+from fastapi import APIRouter, FastAPI
+
+from leaderlog.feeds import FeedService
+from leaderlog.http import _api, _feeds, _pages
+from leaderlog.http._deps import Services, log_of
+from leaderlog.http.write_routes import write_router
+from leaderlog.log import EventLog, load_seeds
+from leaderlog.projections import ProjectionRunner, Queries, runner_for
+from leaderlog.projections.feed_entries import FeedEntriesProjection
+from leaderlog.store import EventStore
+
+__all__ = ["create_app", "feed_runner", "projection_runners"]
+
+logger = logging.getLogger("leaderlog.http")
+_RETRY_SECONDS = 2.0
+
+DESCRIPTION = """\
+Who leads what, as reported: an append-only log of leadership changes, served as
+Atom, RSS and JSON feeds (one entry per claim, in ten languages) and as JSON.
+
+* Feeds: `/feeds/all.atom`, `/feeds/org/{org}.rss` (the whole subtree),
+  `/feeds/person/{id}.json`, `/feeds/post/{id}.atom`; `?lang=` or Accept-Language picks
+  the language, `?page=N` an RFC 5005 archive page. Conditional GET, gzip and HEAD work.
+* `/opml` lists every feed; `/` is an HTML overview.
+* The read API takes the same parameters as the `leaderlog` command line.
+"""
+
+
+def feed_runner(store: EventStore) -> ProjectionRunner:
+    """The runner of the feed entries alone (feeds need nothing else)."""
+    return ProjectionRunner(store, [FeedEntriesProjection()])
+
+
+async def projection_runners(store: EventStore) -> tuple[ProjectionRunner, ...]:
+    """Runners over every projection the server reads.
+
+    The feed entries get a runner of their own, so a projection that cannot apply some
+    stored event does not hold the feeds back (and the other way round).
+    """
+    queries = await runner_for(store)
+    others = [p for p in queries.projections if p.name != FeedEntriesProjection.name]
+    return (ProjectionRunner(store, others), feed_runner(store))
+
+
+async def _catch_up(runner: ProjectionRunner) -> None:
+    try:
+        await runner.catch_up()
+    except Exception:
+        names = ", ".join(p.name for p in runner.projections)
+        # Serve what is projected; the follower keeps retrying and logging.
+        logger.exception("projections %s could not catch up at start", names)
+
+
+async def _follow(runner: ProjectionRunner, feeds: FeedService, stop: asyncio.Event) -> None:
+    while not stop.is_set():
+        try:
+            await runner.follow(stop=stop)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            # A failing page must not end the server; the error is logged and retried.
+            names = ", ".join(p.name for p in runner.projections)
+            logger.exception("applying events to %s failed; retrying", names)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), _RETRY_SECONDS)
+        feeds.invalidate()
+
+
+def create_app(
+    source: str | EventLog | None = None,
+    *,
+    seeds: Path | None = None,
+    routers: Sequence[APIRouter] = (),
+) -> FastAPI:
+    """The app over a database URL (default: ``LEADERLOG_DB`` or ./leaderlog.db) or a log.
+
+    ``seeds``: a folder of ``*.jsonl`` files loaded first when the log is empty.
+    ``routers``: more routers to include (their handlers reach the log and the projections
+    through :mod:`leaderlog.http._deps`).
+    """
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        owned = not isinstance(source, EventLog)
+        log = await EventLog.open(source) if not isinstance(source, EventLog) else source
+        stop = asyncio.Event()
+        tasks: list[asyncio.Task[None]] = []
+        try:
+            if seeds is not None and await log.store.count() == 0:
+                await load_seeds(log, seeds)
+            runners = await projection_runners(log.store)
+            for runner in runners:
+                await _catch_up(runner)
+            feeds = FeedService(log.store)
+            app.state.services = Services(log, runners, Queries(log.store), feeds)
+            tasks = [asyncio.create_task(_follow(runner, feeds, stop)) for runner in runners]
+            yield
+        finally:
+            stop.set()
+            for task in tasks:
+                task.cancel()
+            for task in tasks:
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+            if owned:
+                await log.close()
+
+    app = FastAPI(
+        title="leaderlog",
+        summary="Who leads what, as reported.",
+        description=DESCRIPTION,
+        version=_version(),
+        lifespan=lifespan,
+    )
+    app.include_router(_pages.router)
+    app.include_router(_feeds.router)
+    app.include_router(_api.router)
+    app.include_router(write_router(log_of))
+    for router in routers:
+        app.include_router(router)
+    return app
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("leaderlog")
+    except PackageNotFoundError:
+        return "0"

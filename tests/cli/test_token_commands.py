@@ -1,0 +1,156 @@
+"""``leaderlog token create|revoke|list``: the token on stdout once, errors on stderr."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import pytest
+from click.testing import CliRunner, Result
+
+from leaderlog.cli import main
+from leaderlog.errors import TokenError
+from leaderlog.log import EventLog
+from leaderlog.tokens import Tokens
+
+
+def leaderlog(url: str, *arguments: str) -> Result:
+    return CliRunner().invoke(main, ["--db", url, *arguments])
+
+
+def check(url: str, token: str) -> str:
+    async def go() -> str:
+        async with await EventLog.open(url) as log:
+            return await Tokens(log.store).check(token)
+
+    return asyncio.run(go())
+
+
+def refused(result: Result, message: str) -> None:
+    assert result.exit_code == 1, result.output
+    assert result.stdout == ""
+    assert message in result.stderr
+    assert result.stderr.startswith("error: ")
+    assert "Traceback" not in result.stderr
+
+
+def listing(url: str) -> list[dict[str, Any]]:
+    result = leaderlog(url, "token", "list", "--json")
+    assert result.exit_code == 0, result.output
+    found: list[dict[str, Any]] = json.loads(result.stdout)
+    return found
+
+
+def test_create_prints_only_the_token_on_stdout(sqlite_url: str) -> None:
+    result = leaderlog(sqlite_url, "token", "create", "alice")
+    assert result.exit_code == 0, result.output
+    token = result.stdout.strip()
+    assert result.stdout == token + "\n"  # T=$(leaderlog token create alice) gets just it
+    assert token.startswith("ll_")
+    assert "shown only this once" in result.stderr
+    assert token not in result.stderr
+    assert check(sqlite_url, token) == "alice"
+
+
+def test_list_shows_names_and_states_never_tokens(sqlite_url: str) -> None:
+    alice = leaderlog(sqlite_url, "token", "create", "alice").stdout.strip()
+    bob = leaderlog(sqlite_url, "token", "create", "bob").stdout.strip()
+    assert leaderlog(sqlite_url, "token", "revoke", "bob").exit_code == 0
+
+    text = leaderlog(sqlite_url, "token", "list")
+    assert text.exit_code == 0, text.output
+    lines = text.stdout.splitlines()
+    assert [line.split()[0] for line in lines] == ["alice", "bob"]
+    assert lines[0].endswith("live")
+    assert "revoked" in lines[1]
+
+    found = listing(sqlite_url)
+    assert [(entry["name"], entry["revoked_at"] is None) for entry in found] == [
+        ("alice", True),
+        ("bob", False),
+    ]
+    assert set(found[0]) == {"name", "created_at", "revoked_at"}
+    for token in (alice, bob):
+        assert token not in text.stdout
+        assert token not in json.dumps(found)
+
+
+def test_list_of_no_tokens_is_empty(sqlite_url: str) -> None:
+    assert listing(sqlite_url) == []
+
+
+def test_revoke_stops_the_token_at_once(sqlite_url: str) -> None:
+    token = leaderlog(sqlite_url, "token", "create", "alice").stdout.strip()
+    result = leaderlog(sqlite_url, "token", "revoke", "alice")
+    assert result.exit_code == 0, result.output
+    assert "revoked" in result.stdout
+    with pytest.raises(TokenError, match="revoked"):
+        check(sqlite_url, token)
+
+
+def test_revoke_then_create_gives_a_new_token(sqlite_url: str) -> None:
+    old = leaderlog(sqlite_url, "token", "create", "alice").stdout.strip()
+    leaderlog(sqlite_url, "token", "revoke", "alice")
+    new = leaderlog(sqlite_url, "token", "create", "alice").stdout.strip()
+    assert new.startswith("ll_")
+    assert new != old
+    assert check(sqlite_url, new) == "alice"
+
+
+def test_create_twice_is_refused(sqlite_url: str) -> None:
+    first = leaderlog(sqlite_url, "token", "create", "alice").stdout.strip()
+    refused(leaderlog(sqlite_url, "token", "create", "alice"), "revoke it first")
+    assert check(sqlite_url, first) == "alice"
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        ("Alice", "token name"),
+        ("a b", "token name"),
+        ("x" * 65, "token name"),
+        ("seed", "reserved"),
+    ],
+)
+def test_bad_names_are_refused(sqlite_url: str, name: str, message: str) -> None:
+    refused(leaderlog(sqlite_url, "token", "create", name), message)
+    assert listing(sqlite_url) == []
+
+
+def test_revoking_unknown_or_revoked_names_is_refused(sqlite_url: str) -> None:
+    refused(leaderlog(sqlite_url, "token", "revoke", "nobody"), "no token named 'nobody'")
+    leaderlog(sqlite_url, "token", "create", "alice")
+    leaderlog(sqlite_url, "token", "revoke", "alice")
+    refused(leaderlog(sqlite_url, "token", "revoke", "alice"), "already revoked")
+
+
+def test_the_database_can_come_from_the_environment(sqlite_url: str) -> None:
+    runner = CliRunner()
+    result = runner.invoke(main, ["token", "create", "alice"], env={"LEADERLOG_DB": sqlite_url})
+    assert result.exit_code == 0, result.output
+    assert check(sqlite_url, result.stdout.strip()) == "alice"
+
+
+def test_postgres_tokens_work_through_the_cli(postgres_url: str) -> None:
+    from tests.store import postgres_schema
+
+    async def in_schema() -> None:
+        async with postgres_schema(postgres_url) as url:
+            await asyncio.to_thread(run_commands, url)
+
+    def run_commands(url: str) -> None:
+        token = leaderlog(url, "token", "create", "alice").stdout.strip()
+        assert check(url, token) == "alice"
+        assert leaderlog(url, "token", "revoke", "alice").exit_code == 0
+        assert listing(url)[0]["revoked_at"] is not None
+
+    asyncio.run(in_schema())
+
+
+def test_help_shows_the_commands_with_examples() -> None:
+    result = CliRunner().invoke(main, ["token", "--help"])
+    assert result.exit_code == 0
+    for command in ("create", "revoke", "list"):
+        assert command in result.stdout
+    assert "leaderlog token create alice" in result.stdout

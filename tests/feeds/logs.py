@@ -1,0 +1,192 @@
+"""Real logs for feed tests: the seeds, generated claims, lifecycle events and hostile text."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+from leaderlog.events import (
+    Attribution,
+    ClaimConfirmed,
+    ClaimCorrected,
+    ClaimReported,
+    ClaimRetracted,
+    Event,
+    FuzzyDate,
+    PersonRegistered,
+    new_event_id,
+)
+from leaderlog.feeds import FeedService
+from leaderlog.log import EventLog
+from leaderlog.projections.feed_entries import FeedEntriesProjection
+from leaderlog.projections.runner import ProjectionRunner
+from leaderlog.store import NewEvent
+
+FOX = "fox-ice-shakeup-2025-05"
+HAMMER_CAPTION = f"{FOX}-hammer-hsi-caption"
+GENALO_RETIREMENT = f"{FOX}-genalo-retirement"
+SEED_CLAIMS = 10
+BASE = "http://feeds.test"
+
+SCRIPT = "<script>alert('x')</script> & <b>bold</b>"
+RTL = "\u05d3\u05d5\u05d3 \u05dc\u05d5\u05d9 \u0645\u062d\u0645\u062f \u202eevil\u202c"
+EMOJI = "Ana \U0001f469\u200d\U0001f4bc \u2603 \U0001f1fa\U0001f1f8"
+CONTROL = "Bad\x00Name\x07with\x1bcontrols\x7f\x85end"
+LONG = "Very Long Name " * 2000
+
+
+async def project(log: EventLog) -> FeedService:
+    """Bring the feed entries up to date and return a feed service over them."""
+    await ProjectionRunner(log.store, [FeedEntriesProjection()]).catch_up()
+    return FeedService(log.store, poll_interval=0)
+
+
+def generated_claim(index: int, *, person: str | None = None, post: str = "ice-hsi-ead") -> Event:
+    return ClaimReported(
+        claim=f"gen-{index}",
+        source=FOX,
+        kind=("appointment", "departure", "incumbency")[index % 3],
+        person=person or f"person-{index}",
+        post=post,
+        capacity=("acting", "permanent", "unspecified", "interim")[index % 4],
+        cause="retirement" if index % 3 == 1 else None,
+        effective=FuzzyDate(date=f"2025-0{index % 9 + 1}", qualifier="about"),
+        modality=("occurred", "expected", "announced", "rumored")[index % 4],
+        attribution=Attribution(kind="anonymous", parties=("ICE",)),
+        quote=f"Quote number {index}.",
+        locator="body",
+    )
+
+
+async def add_claims(log: EventLog, first: int, count: int, *, batch: int = 40) -> None:
+    """Register ``count`` people with one claim each (ids ``gen-<n>``), in a few batches."""
+    events: list[Event] = []
+    for index in range(first, first + count):
+        events.append(PersonRegistered(person=f"person-{index}", name=f"Person {index}"))
+        events.append(generated_claim(index))
+    for start in range(0, len(events), batch * 2):
+        await log.append_events(events[start : start + batch * 2], actor="test")
+
+
+async def correct(log: EventLog, claim: str, **changes: Any) -> None:
+    await log.append_events(
+        [ClaimCorrected(claim=claim, changes=changes, reason="The memo was misread.")],
+        actor="test",
+    )
+
+
+async def retract(log: EventLog, claim: str) -> None:
+    await log.append_events(
+        [ClaimRetracted(claim=claim, reason="The outlet withdrew the story.", source=FOX)],
+        actor="test",
+    )
+
+
+async def confirm(log: EventLog, claim: str) -> None:
+    await log.append_events(
+        [ClaimConfirmed(claim=claim, source=FOX, effective=FuzzyDate(date="2025-06-02"))],
+        actor="test",
+    )
+
+
+def _raw(stream: str, event_type: str, data: dict[str, Any], version: int = 1) -> NewEvent:
+    return NewEvent(
+        event_id=new_event_id(),
+        stream=stream,
+        type=event_type,
+        schema_version=version,
+        data=data,
+    )
+
+
+async def add_hostile(log: EventLog) -> list[str]:
+    """Hostile people and claims; returns the claim ids.
+
+    Text the write path accepts goes through it; what it refuses (control characters, names
+    far over the limit, a javascript: address) is appended straight to the store, as a
+    corrupted or foreign log might hold it.
+    """
+    accepted: list[Event] = [
+        PersonRegistered(person="hostile-script", name=SCRIPT),
+        PersonRegistered(person="hostile-rtl", name=RTL),
+        PersonRegistered(person="hostile-emoji", name=EMOJI),
+    ]
+    claims: list[str] = []
+    for person in ("hostile-script", "hostile-rtl", "hostile-emoji"):
+        claims.append(f"claim-{person}")
+        accepted.append(
+            ClaimReported(
+                claim=f"claim-{person}",
+                source=FOX,
+                kind="appointment",
+                person=person,
+                post="ice-hsi-ead",
+                capacity="acting",
+                modality="rumored",
+                attribution=Attribution(kind="named", parties=(SCRIPT, RTL)),
+                quote=f"{SCRIPT} {RTL} {EMOJI}",
+                locator="caption",
+            )
+        )
+    await log.append_events(accepted, actor="test")
+    refused: Sequence[NewEvent] = [
+        _raw(
+            "person-hostile-control",
+            "person.registered",
+            {"person": "hostile-control", "name": CONTROL},
+        ),
+        _raw("person-hostile-long", "person.registered", {"person": "hostile-long", "name": LONG}),
+        _raw(
+            "source-hostile-source",
+            "source.registered",
+            {
+                "source": "hostile-source",
+                "url": "javascript:alert(1)",
+                "publisher": CONTROL + SCRIPT,
+                "title": LONG,
+                "language": 'en"><script>',
+            },
+            version=2,
+        ),
+    ]
+    for person in ("hostile-control", "hostile-long"):
+        claims.append(f"claim-{person}")
+        refused = [
+            *refused,
+            _raw(
+                f"claim-claim-{person}",
+                "claim.reported",
+                {
+                    "claim": f"claim-{person}",
+                    "source": "hostile-source",
+                    "kind": "departure",
+                    "person": person,
+                    "post": "ice-hsi-ead",
+                    "capacity": "acting",
+                    "cause": "resignation",
+                    "effective": {"date": "2025-13-45", "qualifier": "about", "text": CONTROL},
+                    "modality": "expected",
+                    "attribution": {"kind": "anonymous", "parties": [CONTROL, LONG]},
+                    "quote": CONTROL + SCRIPT + LONG,
+                    "locator": "headline",
+                },
+            ),
+        ]
+    await log.store.append(refused, actor="test")
+    retracted = _raw(
+        "claim-claim-hostile-control",
+        "claim.retracted",
+        {"claim": "claim-hostile-control", "reason": CONTROL + SCRIPT},
+    )
+    await log.store.append([retracted], actor="test")
+    return claims
+
+
+def claim_event_id(events: Sequence[Any], claim: str) -> uuid.UUID:
+    """The event id of a claim's ``claim.reported`` event among recorded events."""
+    for event in events:
+        if event.type == "claim.reported" and event.data.get("claim") == claim:
+            found: uuid.UUID = event.event_id
+            return found
+    raise LookupError(claim)

@@ -1,0 +1,289 @@
+"""Feed documents: valid Atom, clean parses, stable ids, determinism, archives, hostile text."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+import feedparser
+import pytest
+from lxml import etree
+
+from leaderlog.feeds import (
+    FULL_ARCHIVE_CACHE,
+    LANGUAGES,
+    PAGE_SIZE,
+    FeedFormat,
+    FeedNotFound,
+    FeedRequest,
+    FeedService,
+    Scope,
+)
+from leaderlog.log import EventLog
+from leaderlog.projections.feed_entries import FeedEntriesProjection
+from leaderlog.projections.runner import ProjectionRunner
+from tests.feeds.atom_schema import atom_problems
+from tests.feeds.logs import (
+    BASE,
+    CONTROL,
+    GENALO_RETIREMENT,
+    HAMMER_CAPTION,
+    SCRIPT,
+    SEED_CLAIMS,
+    add_claims,
+    add_hostile,
+    confirm,
+    correct,
+    project,
+    retract,
+)
+
+ATOM = "{http://www.w3.org/2005/Atom}"
+HISTORY = "{http://purl.org/syndication/history/1.0}"
+SEED_SCOPES = (
+    "all",
+    "org:dhs",
+    "org:ice",
+    "org:ice-hsi",
+    "org:white-house",
+    "person:robert-hammer",
+    "person:kenneth-genalo",
+    "post:ice-hsi-ead",
+    "post:dhs-secretary",
+)
+
+
+async def _render(
+    service: FeedService,
+    scope: str,
+    fmt: FeedFormat = "atom",
+    lang: str = "en",
+    page: int | None = None,
+) -> bytes:
+    request = FeedRequest(Scope.parse(scope), fmt, lang, BASE, page, explicit_lang=True)
+    return (await service.render(request)).body
+
+
+def _parse(body: bytes, fmt: FeedFormat) -> feedparser.FeedParserDict:
+    media = {"atom": "application/atom+xml", "rss": "application/rss+xml"}[fmt]
+    parsed = feedparser.parse(body, response_headers={"content-type": f"{media}; charset=utf-8"})
+    assert not parsed.bozo, parsed.get("bozo_exception")
+    return parsed
+
+
+def _check_json_feed(body: bytes) -> dict[str, object]:
+    document = json.loads(body)
+    assert document["version"] == "https://jsonfeed.org/version/1.1"
+    assert document["title"] and document["feed_url"].startswith(BASE)
+    for item in document["items"]:
+        assert item["id"].startswith("urn:uuid:")
+        assert item["content_html"] and item["content_text"]
+        assert item["date_published"] <= item["date_modified"]
+    return dict(document)
+
+
+def _entry_ids(body: bytes) -> list[str]:
+    root = etree.fromstring(body)
+    return [str(entry.findtext(f"{ATOM}id")) for entry in root.iter(f"{ATOM}entry")]
+
+
+async def test_every_seed_feed_is_valid_in_every_language_and_format(
+    seeded_log: EventLog,
+) -> None:
+    service = await project(seeded_log)
+    for scope in SEED_SCOPES:
+        for lang in LANGUAGES:
+            atom = await _render(service, scope, "atom", lang)
+            assert atom_problems(atom) == [], (scope, lang)
+            root = etree.fromstring(atom)
+            assert root.get("{http://www.w3.org/XML/1998/namespace}lang") == lang
+            parsed = _parse(atom, "atom")
+            assert all(entry.get("id") and entry.get("updated_parsed") for entry in parsed.entries)
+            rss = _parse(await _render(service, scope, "rss", lang), "rss")
+            assert rss.feed.get("language") == lang
+            _check_json_feed(await _render(service, scope, "json", lang))
+
+
+async def test_titles_and_summaries_are_translated_with_labels_and_local_dates(
+    seeded_log: EventLog,
+) -> None:
+    service = await project(seeded_log)
+    german = _parse(await _render(service, "org:ice", "atom", "de"), "atom")
+    assert german.feed.title == "Führungswechsel: Einwanderungs- und Zollbehörde"
+    titles = [entry.title for entry in german.entries]
+    assert (
+        "Erwartet: Abgang von Robert Hammer als Exekutiver stellvertretender Direktor "
+        "(HSI) (Versetzung)" in titles
+    )
+    summaries = " ".join(entry.summary for entry in german.entries)
+    assert "etwa Mai 2025" in summaries and "anonyme Quellen: White House und ICE" in summaries
+    japanese = _parse(await _render(service, "all", "atom", "ja"), "atom")
+    assert japanese.feed.title == "指導部の交代"
+    assert any("2025年5月頃" in entry.summary for entry in japanese.entries)
+
+
+async def test_an_entry_says_who_which_post_what_change_status_source_and_quote(
+    seeded_log: EventLog,
+) -> None:
+    service = await project(seeded_log)
+    parsed = _parse(await _render(service, "person:kenneth-genalo"), "atom")
+    (entry,) = [e for e in parsed.entries if "retirement" in e.title]
+    assert entry.title == (
+        "Expected: Departure of Kenneth Genalo as Executive Associate Director (ERO) "
+        "(acting and retirement)"
+    )
+    for words in (
+        "Modality: Expected.",
+        "Status: Reported.",
+        "Attribution: anonymous sources: White House and ICE.",
+        "Source: Fox News (about May 2025), https://www.foxnews.com/politics/",
+        "Quote from the article text: \u201cThe changes include the retirement",
+        "Effective: date unknown (soon).",
+    ):
+        assert words in entry.summary
+    assert entry.link == "https://www.foxnews.com/politics/ice-leadership-shake-up"
+
+
+async def test_entry_links_keep_their_attributes_feedgen_issue_135(seeded_log: EventLog) -> None:
+    service = await project(seeded_log)
+    root = etree.fromstring(await _render(service, "all"))
+    for entry in root.iter(f"{ATOM}entry"):
+        links = {link.get("rel"): dict(link.attrib) for link in entry.iter(f"{ATOM}link")}
+        assert links["alternate"]["type"] == "text/html"
+        assert links["alternate"]["hreflang"] == "en"
+        assert links["alternate"]["title"] == "Fox News"
+        assert links["related"]["type"] == "application/json"
+        assert links["related"]["href"].startswith(f"{BASE}/api/claims/")
+
+
+async def test_same_log_gives_identical_bytes_and_ids_survive_rebuilds(
+    seeded_log: EventLog,
+) -> None:
+    await retract(seeded_log, GENALO_RETIREMENT)
+    first = await project(seeded_log)
+    formats: tuple[FeedFormat, ...] = ("atom", "rss", "json")
+    renders = {
+        (scope, fmt): await _render(first, scope, fmt)
+        for scope in ("all", "org:ice", "person:robert-hammer")
+        for fmt in formats
+    }
+    await ProjectionRunner(seeded_log.store, [FeedEntriesProjection()]).rebuild()
+    second = FeedService(seeded_log.store, poll_interval=0)
+    for (scope, fmt), body in renders.items():
+        assert await _render(second, scope, fmt) == body
+    ids = _entry_ids(renders[("all", "atom")])
+    guids = [item.id for item in _parse(renders[("all", "rss")], "rss").entries]
+    json_ids = [item["id"] for item in json.loads(renders[("all", "json")])["items"]]
+    assert ids == guids == json_ids
+    assert _entry_ids(await _render(second, "all", "atom", "hi")) == ids
+
+
+async def test_dates_come_from_events_not_the_clock(seeded_log: EventLog) -> None:
+    service = await project(seeded_log)
+    events = await seeded_log.events()
+    root = etree.fromstring(await _render(service, "all"))
+    stamps = [e.recorded_at.isoformat() for e in events]
+    updated = str(root.findtext(f"{ATOM}updated"))
+    # The seeds were recorded in one batch: stamps are the recorded time plus microseconds.
+    assert updated[:19] == stamps[-1][:19]
+    assert len({entry.findtext(f"{ATOM}updated") for entry in root.iter(f"{ATOM}entry")}) == 10
+
+
+async def test_corrections_and_retractions_update_the_same_entry_and_say_what_changed(
+    seeded_log: EventLog,
+) -> None:
+    service = await project(seeded_log)
+    before = {e.id: e for e in _parse(await _render(service, "all"), "atom").entries}
+    await correct(seeded_log, HAMMER_CAPTION, capacity="permanent")
+    await retract(seeded_log, HAMMER_CAPTION)
+    await confirm(seeded_log, GENALO_RETIREMENT)
+    service = await project(seeded_log)
+    parsed = _parse(await _render(service, "all"), "atom")
+    after = {e.id: e for e in parsed.entries}
+    assert set(after) == set(before)
+    changed = [e for e in parsed.entries if e.id in before and e.updated != before[e.id].updated]
+    assert len(changed) == 2
+    # The entries changed last come first.
+    hammer, genalo = parsed.entries[1], parsed.entries[0]
+    assert hammer.title.startswith("Retracted: ")
+    assert "Changed capacity: acting \u2192 permanent." in hammer.summary
+    assert "Retracted on " in hammer.summary and "withdrew the story" in hammer.summary
+    assert hammer.published == before[hammer.id].published
+    assert genalo.title.startswith("Confirmed: ")
+    assert "Effective: June 2, 2025." in genalo.summary
+
+
+async def test_archives_are_linked_and_never_change_once_full(seeded_log: EventLog) -> None:
+    await add_claims(seeded_log, 0, 2 * PAGE_SIZE + 5)
+    service = await project(seeded_log)
+    total = SEED_CLAIMS + 2 * PAGE_SIZE + 5
+    subscription = etree.fromstring(await _render(service, "all"))
+    assert len(list(subscription.iter(f"{ATOM}entry"))) == PAGE_SIZE
+    assert subscription.find(f"{HISTORY}complete") is None
+    links = {link.get("rel"): link.get("href") for link in subscription.iter(f"{ATOM}link")}
+    assert links["prev-archive"] == f"{BASE}/feeds/all.atom?lang=en&page=3"
+    pages = [await _render(service, "all", page=page) for page in (1, 2, 3)]
+    for number, body in enumerate(pages, start=1):
+        assert atom_problems(body) == []
+        root = etree.fromstring(body)
+        assert root.find(f"{HISTORY}archive") is not None
+        rels = {link.get("rel"): link.get("href") for link in root.iter(f"{ATOM}link")}
+        assert rels["current"] == f"{BASE}/feeds/all.atom?lang=en"
+        assert ("prev-archive" in rels) == (number > 1)
+        assert ("next-archive" in rels) == (number < 3)
+    assert sum(len(_entry_ids(body)) for body in pages) == total
+    first_ids = _entry_ids(pages[0])
+    frozen = await service.describe(FeedRequest(Scope("all"), "atom", "en", BASE, 1, True))
+    assert frozen.cache_control == FULL_ARCHIVE_CACHE
+
+    # Correct an entry of the full first page and add more claims: page 1 stays the same.
+    await add_claims(seeded_log, 500, PAGE_SIZE)
+    await correct(seeded_log, GENALO_RETIREMENT, capacity="permanent")
+    service = await project(seeded_log)
+    assert await _render(service, "all", page=1) == pages[0]
+    assert await _render(service, "all", page=2) == pages[1]
+    again = await service.describe(FeedRequest(Scope("all"), "atom", "en", BASE, 1, True))
+    assert again.etag == frozen.etag and again.last_modified == frozen.last_modified
+    assert await _render(service, "all", page=3) != pages[2]
+    newest = _parse(await _render(service, "all"), "atom").entries
+    assert "Changed capacity" in newest[0].summary and newest[0].id in first_ids
+
+
+async def test_small_feeds_are_complete_and_have_no_archive_pages(seeded_log: EventLog) -> None:
+    service = await project(seeded_log)
+    for fmt in ("atom", "rss"):
+        root = etree.fromstring(await _render(service, "all", fmt))
+        assert root.find(f".//{HISTORY}complete") is not None
+        assert root.find(f".//{HISTORY}archive") is None
+    document = _check_json_feed(await _render(service, "all", "json"))
+    assert "next_url" not in document
+    with pytest.raises(FeedNotFound):
+        await _render(service, "all", page=1)
+    with pytest.raises(FeedNotFound):
+        await _render(service, "org:nowhere")
+
+
+async def test_hostile_text_still_gives_valid_escaped_documents(seeded_log: EventLog) -> None:
+    claims = await add_hostile(seeded_log)
+    service = await project(seeded_log)
+    scopes: Sequence[str] = ["all", "post:ice-hsi-ead", *(f"person:{c[6:]}" for c in claims)]
+    for scope in scopes:
+        for lang in ("en", "ru", "ja"):
+            atom = await _render(service, scope, "atom", lang)
+            assert atom_problems(atom) == [], scope
+            rss = await _render(service, scope, "rss", lang)
+            pairs: tuple[tuple[bytes, FeedFormat], ...] = ((atom, "atom"), (rss, "rss"))
+            for body, fmt in pairs:
+                parsed = _parse(body, fmt)
+                assert b"<script>" not in body
+                texts = " ".join(e.title + e.summary for e in parsed.entries)
+                assert "\x00" not in texts and "\x07" not in texts
+            _check_json_feed(await _render(service, scope, "json", lang))
+    parsed = _parse(await _render(service, "all"), "atom")
+    titles = " ".join(entry.title for entry in parsed.entries)
+    assert SCRIPT in titles and "\U0001f469\u200d\U0001f4bc" in titles and "\u05d3" in titles
+    assert "Bad\ufffdName\ufffdwith" in titles
+    assert max(len(entry.title) for entry in parsed.entries) < 1000
+    assert "javascript:" not in (await _render(service, "all")).decode()
+    summaries = " ".join(entry.summary for entry in parsed.entries)
+    assert CONTROL not in summaries and "date unknown (Bad\ufffdName" in summaries

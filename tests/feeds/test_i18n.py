@@ -1,0 +1,99 @@
+"""Catalogs, language negotiation and locale formatting."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from babel.messages.extract import extract_from_dir
+from babel.messages.pofile import read_po
+
+from leaderlog.feeds import LANGUAGES, UnknownLanguage, language, negotiate, resolve
+from leaderlog.feeds._i18n import catalog_path
+from leaderlog.feeds._text import fuzzy_date
+from tests.conftest import ROOT
+
+SOURCES = [ROOT / "src" / "leaderlog" / "feeds", ROOT / "src" / "leaderlog" / "http"]
+PLACEHOLDER = re.compile(r"\{(\w+)\}")
+
+
+def _messages_in_code() -> set[str]:
+    found: set[str] = set()
+    for folder in SOURCES:
+        for _, _, message, _, _ in extract_from_dir(
+            str(folder), method_map=[("**.py", "python")], keywords={"_": None, "N_": None}
+        ):
+            assert isinstance(message, str)
+            found.add(message)
+    return found
+
+
+def test_every_message_is_translated_into_every_language() -> None:
+    wanted = _messages_in_code()
+    assert len(wanted) > 90
+    template = Path(catalog_path("fr")).parents[2] / "leaderlog.pot"
+    with template.open("rb") as handle:
+        assert {m.id for m in read_po(handle) if m.id} == wanted
+    for tag in LANGUAGES[1:]:
+        with catalog_path(tag).open("rb") as handle:
+            catalog = read_po(handle)
+        entries = {message.id: message for message in catalog if message.id}
+        assert set(entries) == wanted, tag
+        for message_id, message in entries.items():
+            assert isinstance(message.string, str) and message.string.strip(), (tag, message_id)
+            assert not message.fuzzy, (tag, message_id)
+            assert sorted(PLACEHOLDER.findall(message.string)) == sorted(
+                PLACEHOLDER.findall(str(message_id))
+            ), (tag, message_id)
+
+
+def test_translations_are_used() -> None:
+    assert language("es")._("Leadership changes") == "Cambios de liderazgo"
+    assert language("zh-Hans")._("{status}: {change}", status="预计", change="X") == "预计\uff1aX"
+    assert language("en")._("Leadership changes") == "Leadership changes"
+
+
+@pytest.mark.parametrize(
+    ("header", "expected"),
+    [
+        (None, "en"),
+        ("", "en"),
+        ("fr-CA,fr;q=0.9,en;q=0.8", "fr"),
+        ("zh-CN", "zh-Hans"),
+        ("zh", "zh-Hans"),
+        ("zh-TW, ja;q=0.5", "ja"),
+        ("pt-BR", "pt"),
+        ("de;q=0.1, it;q=0.9", "it"),
+        ("ru;q=0, hi", "hi"),
+        ("tlh, *", "en"),
+        ("!!!, ;q=x, es", "es"),
+    ],
+)
+def test_accept_language_negotiation(header: str | None, expected: str) -> None:
+    assert negotiate(header) == expected
+
+
+def test_explicit_languages_resolve_or_fail_clearly() -> None:
+    assert resolve("zh-Hans") == "zh-Hans"
+    assert resolve("pt-BR") == "pt"
+    assert resolve("JA") == "ja"
+    for asked in ("xx", "zh-Hant", "", "en" * 40):
+        with pytest.raises(UnknownLanguage, match="is not offered"):
+            resolve(asked)
+
+
+@pytest.mark.parametrize(
+    ("tag", "value", "expected"),
+    [
+        ("en", {"date": "2025-05", "qualifier": "about"}, "about May 2025"),
+        ("de", {"date": "2025-05-29"}, "29. Mai 2025"),
+        ("fr", {"date": "2025", "qualifier": "before"}, "avant 2025"),
+        ("ja", {"date": "2025-05", "qualifier": "about"}, "2025年5月頃"),
+        ("ru", {"date": None, "text": "soon"}, "дата неизвестна (soon)"),
+        ("es", {"date": "2025-02-30"}, "fecha desconocida"),
+        ("en", "not a date", "date unknown"),
+    ],
+)
+def test_fuzzy_dates_read_naturally(tag: str, value: object, expected: str) -> None:
+    assert fuzzy_date(value, language(tag)) == expected

@@ -1,0 +1,160 @@
+"""The feed entries read model: one entry per claim, versions, scopes, stamps, rebuilds."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from leaderlog._json import loads
+from leaderlog.events import OrgRegistered, OrgUpdated, PostDefined
+from leaderlog.log import EventLog
+from leaderlog.projections.feed_entries import (
+    ENTRIES,
+    HEADS,
+    SCOPES,
+    VERSIONS,
+    FeedEntriesProjection,
+)
+from leaderlog.projections.runner import ProjectionRunner
+from tests.feeds.logs import (
+    GENALO_RETIREMENT,
+    HAMMER_CAPTION,
+    SEED_CLAIMS,
+    add_claims,
+    add_hostile,
+    claim_event_id,
+    correct,
+    project,
+    retract,
+)
+
+TABLES = (
+    "p_feed_entries_entities",
+    ENTRIES,
+    VERSIONS,
+    SCOPES,
+    HEADS,
+    "p_feed_entries_clock",
+)
+
+
+async def _dump(log: EventLog) -> dict[str, list[tuple[Any, ...]]]:
+    return {
+        table: sorted(await log.store.query(f"SELECT * FROM {table}"), key=repr) for table in TABLES
+    }
+
+
+async def test_one_entry_per_claim_with_the_reported_event_id(seeded_log: EventLog) -> None:
+    await project(seeded_log)
+    rows = await seeded_log.store.query(f"SELECT claim, seq, doc FROM {ENTRIES} ORDER BY seq")
+    assert len(rows) == SEED_CLAIMS
+    assert [row[1] for row in rows] == list(range(1, SEED_CLAIMS + 1))
+    events = await seeded_log.events()
+    for claim, _, doc in rows:
+        assert loads(doc)["id"] == f"urn:uuid:{claim_event_id(events, claim)}"
+
+
+async def test_lifecycle_events_update_the_same_entry_with_a_new_version(
+    seeded_log: EventLog,
+) -> None:
+    await retract(seeded_log, GENALO_RETIREMENT)
+    await project(seeded_log)
+    versions = await seeded_log.store.query(
+        f"SELECT position, doc FROM {VERSIONS} WHERE claim = ? ORDER BY position",
+        (GENALO_RETIREMENT,),
+    )
+    assert len(versions) == 2
+    first, last = loads(versions[0][1]), loads(versions[1][1])
+    assert first["id"] == last["id"]
+    assert (first["status"], last["status"]) == ("reported", "retracted")
+    assert last["published"] == first["published"]
+    assert last["updated"] > first["updated"]
+    assert last["events"][-1]["reason"] == "The outlet withdrew the story."
+
+
+async def test_stamps_are_strictly_increasing_even_within_one_batch(
+    seeded_log: EventLog,
+) -> None:
+    await add_claims(seeded_log, 0, 30)
+    await project(seeded_log)
+    rows = await seeded_log.store.query(
+        f"SELECT reported_position, doc FROM {ENTRIES} ORDER BY reported_position"
+    )
+    published = [loads(doc)["published"] for _, doc in rows]
+    assert published == sorted(set(published))
+    events = {event.position: event for event in await seeded_log.events()}
+    for position, doc in rows:
+        stamp = dt.datetime.fromisoformat(loads(doc)["published"].replace("Z", "+00:00"))
+        recorded = events[position].recorded_at
+        # Never earlier than recorded, and only nudged by microseconds within a batch.
+        assert recorded <= stamp < recorded + dt.timedelta(milliseconds=1)
+
+
+async def test_a_correction_moves_the_entry_but_it_stays_in_the_first_persons_feed(
+    seeded_log: EventLog,
+) -> None:
+    await correct(seeded_log, HAMMER_CAPTION, person="derek-gordon", capacity="permanent")
+    await project(seeded_log)
+    scopes = {
+        row[0]
+        for row in await seeded_log.store.query(
+            f"SELECT scope FROM {SCOPES} WHERE claim = ?", (HAMMER_CAPTION,)
+        )
+    }
+    assert {"person:robert-hammer", "person:derek-gordon", "all", "org:ice"} <= scopes
+    (doc,) = await seeded_log.store.query(
+        f"SELECT doc FROM {ENTRIES} WHERE claim = ?", (HAMMER_CAPTION,)
+    )
+    entry = loads(doc[0])
+    changes = {change["field"]: change for change in entry["events"][-1]["changes"]}
+    assert changes["person"]["before"]["name"] == "Robert Hammer"
+    assert changes["person"]["after"]["name"] == "Derek Gordon"
+    assert changes["capacity"] == {"field": "capacity", "before": "acting", "after": "permanent"}
+    heads = dict(
+        (row[0], row[1])
+        for row in await seeded_log.store.query(f"SELECT scope, entries FROM {HEADS}")
+    )
+    assert heads["person:derek-gordon"] == 3
+
+
+async def test_moving_an_organisation_adds_its_entries_to_the_new_ancestors(
+    seeded_log: EventLog,
+) -> None:
+    await seeded_log.append_events(
+        [
+            OrgRegistered(org="new-parent", name="New Parent"),
+            OrgRegistered(org="bureau", name="Bureau", parent="ice-hsi"),
+            PostDefined(post="bureau-chief", org="bureau", title="Bureau Chief"),
+        ],
+        actor="test",
+    )
+    await project(seeded_log)
+    await seeded_log.append_events([OrgUpdated(org="ice", parent="new-parent")], actor="test")
+    await project(seeded_log)
+    members = await seeded_log.store.query(
+        f"SELECT COUNT(*) FROM {SCOPES} WHERE scope = 'org:new-parent'"
+    )
+    ice_members = await seeded_log.store.query(
+        f"SELECT COUNT(*) FROM {SCOPES} WHERE scope = 'org:ice'"
+    )
+    assert members[0][0] == ice_members[0][0] > 0
+    (path,) = await seeded_log.store.query(
+        "SELECT doc FROM p_feed_entries_entities WHERE kind = 'org' AND id = 'bureau' "
+        "ORDER BY position DESC LIMIT 1"
+    )
+    assert loads(path[0])["path"] == ["new-parent", "ice", "ice-hsi", "bureau"]
+    # Still in the old ancestor's feed: membership is never withdrawn.
+    dhs = await seeded_log.store.query(f"SELECT COUNT(*) FROM {SCOPES} WHERE scope = 'org:dhs'")
+    assert dhs[0][0] > 0
+
+
+async def test_rebuilding_equals_applying_one_event_at_a_time(seeded_log: EventLog) -> None:
+    await add_claims(seeded_log, 0, 60)
+    await correct(seeded_log, "gen-3", person="person-4")
+    await retract(seeded_log, "gen-5")
+    await seeded_log.append_events([OrgUpdated(org="ice-ero", parent="dhs")], actor="test")
+    await add_hostile(seeded_log)
+    await ProjectionRunner(seeded_log.store, [FeedEntriesProjection()], page=1).catch_up()
+    incremental = await _dump(seeded_log)
+    await ProjectionRunner(seeded_log.store, [FeedEntriesProjection()]).rebuild()
+    assert await _dump(seeded_log) == incremental

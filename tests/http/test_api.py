@@ -1,0 +1,103 @@
+"""The read API over HTTP: the CLI's queries as JSON, errors as 4xx, and the docs."""
+
+from __future__ import annotations
+
+import httpx
+
+from tests.feeds.logs import FOX, HAMMER_CAPTION
+
+
+def test_state_history_claims_and_audit(
+    seeded_server: tuple[str, str], client: httpx.Client
+) -> None:
+    base, _ = seeded_server
+    state = client.get(f"{base}/api/state", params={"org": "ice-hsi", "as_of": "2025-06-01"})
+    assert state.status_code == 200
+    body = state.json()
+    assert body["as_of"] == "2025-06-01" and body["org"]["org"] == "ice-hsi"
+    posts = {answer["post"]["post"] for answer in body["posts"]}
+    assert posts == {"ice-hsi-ead", "ice-hsi-dsac"}
+    early = client.get(f"{base}/api/state", params={"known_at": "5"}).json()
+    assert early["known_at"]["position"] == 5 and early["posts"] == []
+
+    history = client.get(f"{base}/api/history", params={"person": "robert-hammer"}).json()
+    assert history["subject"]["person"]["name"] == "Robert Hammer"
+
+    claim = client.get(f"{base}/api/claims/{HAMMER_CAPTION}").json()
+    assert claim["status"] == "disputed"
+    assert [step["type"] for step in claim["lifecycle"]] == ["claim.reported", "claim.disputed"]
+
+    audit = client.get(
+        f"{base}/api/audit", params={"attribution": "anonymous", "type": "claim.reported"}
+    ).json()
+    assert len(audit["events"]) == 5
+    assert {event["source"] for event in audit["events"]} == {FOX}
+
+
+def test_events_verify_and_health(seeded_server: tuple[str, str], client: httpx.Client) -> None:
+    base, _ = seeded_server
+    events = client.get(f"{base}/api/events", params={"after": 10, "limit": 3}).json()
+    assert [event["position"] for event in events] == [11, 12, 13]
+    one = client.get(f"{base}/api/events/11").json()
+    assert one == events[0] and one["stream"] == "person-kenneth-genalo"
+    verify = client.get(f"{base}/api/verify").json()
+    assert verify["ok"] is True and verify["count"] >= 29
+    health = client.get(f"{base}/healthz").json()
+    assert health["ok"] is True
+    assert {p["name"] for p in health["projections"]} >= {"leadership", "audit", "feed_entries"}
+
+
+def test_bad_parameters_are_422_and_unknown_ids_404(
+    seeded_server: tuple[str, str], client: httpx.Client
+) -> None:
+    base, _ = seeded_server
+    cases = {
+        "/api/state?org=atlantis": 404,
+        "/api/state?as_of=tomorrow": 422,
+        "/api/state?known_at=not-a-time": 422,
+        "/api/history": 422,
+        "/api/history?person=robert-hammer&post=ice-hsi-ead": 422,
+        "/api/history?person=nobody": 404,
+        "/api/claims/nothing-here": 404,
+        "/api/audit?status=lost": 422,
+        "/api/audit?limit=0": 422,
+        "/api/audit?from=yesterday": 422,
+        "/api/events?limit=100000": 422,
+        "/api/events?after=-1": 422,
+        "/api/events/0": 422,
+        "/api/events/99999": 404,
+    }
+    for path, status in cases.items():
+        response = client.get(base + path)
+        assert response.status_code == status, (path, response.text)
+        assert response.json()["detail"], path
+
+
+def test_large_answers_are_gzipped(seeded_server: tuple[str, str], client: httpx.Client) -> None:
+    base, _ = seeded_server
+    with client.stream("GET", f"{base}/api/events", headers={"Accept-Encoding": "gzip"}) as got:
+        assert got.headers["content-encoding"] == "gzip"
+        assert got.headers["vary"] == "Accept-Encoding"
+
+
+def test_docs_describe_every_route(seeded_server: tuple[str, str], client: httpx.Client) -> None:
+    base, _ = seeded_server
+    assert client.get(f"{base}/docs").status_code == 200
+    paths = client.get(f"{base}/openapi.json").json()["paths"]
+    for path in (
+        "/api/state",
+        "/api/history",
+        "/api/claims/{claim_id}",
+        "/api/audit",
+        "/api/events",
+        "/api/events/{position}",
+        "/api/verify",
+        "/healthz",
+        "/feeds/{filename}",
+        "/feeds/{kind}/{filename}",
+        "/opml",
+        "/",
+    ):
+        assert path in paths, path
+    audit = {p["name"] for p in paths["/api/audit"]["get"]["parameters"]}
+    assert audit >= {"source", "publisher", "actor", "type", "status", "attribution", "from", "to"}

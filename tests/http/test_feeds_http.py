@@ -1,0 +1,259 @@
+"""Feeds over real HTTP: media types, conditional GET, HEAD, gzip, languages, archives."""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import time
+import xml.etree.ElementTree as ElementTree
+from email.utils import format_datetime, parsedate_to_datetime
+
+import feedparser
+import httpx
+from click.testing import CliRunner
+
+from leaderlog.cli import serve_commands
+from leaderlog.cli._app import main
+from leaderlog.feeds import FULL_ARCHIVE_CACHE, SUBSCRIPTION_CACHE
+from leaderlog.log import EventLog
+from tests.feeds.atom_schema import atom_problems
+from tests.feeds.logs import GENALO_RETIREMENT, add_claims, correct
+
+IDENTITY = {"Accept-Encoding": "identity"}
+FEEDS = (
+    ("/feeds/all.atom", "application/atom+xml"),
+    ("/feeds/all.rss", "application/rss+xml"),
+    ("/feeds/all.json", "application/feed+json"),
+    ("/feeds/org/ice.atom", "application/atom+xml"),
+    ("/feeds/person/robert-hammer.rss", "application/rss+xml"),
+    ("/feeds/post/ice-hsi-ead.json", "application/feed+json"),
+)
+
+
+def _wait_for_change(client: httpx.Client, url: str, etag: str) -> httpx.Response:
+    """Poll until the server has applied what another writer appended (a wait, not a check)."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        response = client.get(url, headers=IDENTITY)
+        if response.headers["etag"] != etag:
+            return response
+        time.sleep(0.05)
+    raise AssertionError(f"{url} never changed")
+
+
+def test_feeds_have_media_types_with_charset_and_validators(
+    seeded_server: tuple[str, str], client: httpx.Client
+) -> None:
+    base, _ = seeded_server
+    for path, media_type in FEEDS:
+        response = client.get(base + path, headers=IDENTITY)
+        assert response.status_code == 200, path
+        assert response.headers["content-type"] == f"{media_type}; charset=utf-8"
+        assert response.headers["etag"].startswith('W/"')
+        parsedate_to_datetime(response.headers["last-modified"])
+        assert response.headers["cache-control"] == SUBSCRIPTION_CACHE
+        assert response.headers["vary"] == "Accept-Encoding, Accept-Language"
+        assert response.headers["content-language"] == "en"
+        if media_type != "application/feed+json":
+            parsed = feedparser.parse(response.content, response_headers=dict(response.headers))
+            assert not parsed.bozo, (path, parsed.get("bozo_exception"))
+            assert parsed.entries
+
+
+def test_conditional_get_answers_304_with_the_caching_headers(
+    seeded_server: tuple[str, str], client: httpx.Client
+) -> None:
+    base, _ = seeded_server
+    url = f"{base}/feeds/org/ice.atom"
+    first = client.get(url, headers=IDENTITY)
+    etag, modified = first.headers["etag"], first.headers["last-modified"]
+    stale = "Thu, 01 Jan 1970 00:00:00 GMT"
+    cases = [
+        ({"If-None-Match": etag}, 304),
+        ({"If-None-Match": etag.removeprefix("W/")}, 304),  # weak comparison
+        ({"If-None-Match": f'"other", {etag}'}, 304),
+        ({"If-None-Match": "*"}, 304),
+        ({"If-Modified-Since": modified}, 304),
+        ({"If-None-Match": etag, "If-Modified-Since": stale}, 304),  # If-None-Match wins
+        ({"If-None-Match": '"other"', "If-Modified-Since": modified}, 200),
+        ({"If-None-Match": '"other"'}, 200),
+        ({"If-Modified-Since": stale}, 200),
+        ({"If-Modified-Since": "yesterday-ish"}, 200),
+    ]
+    for headers, status in cases:
+        response = client.get(url, headers={**IDENTITY, **headers})
+        assert response.status_code == status, headers
+        if status == 304:
+            assert response.content == b""
+            for name in ("etag", "last-modified", "cache-control", "vary"):
+                assert response.headers[name] == first.headers[name], name
+        else:
+            assert response.content == first.content
+    later = format_datetime(parsedate_to_datetime(modified).replace(year=2999), usegmt=True)
+    assert client.get(url, headers={"If-Modified-Since": later}).status_code == 304
+
+
+def test_head_answers_the_get_headers_without_a_body(
+    seeded_server: tuple[str, str], client: httpx.Client
+) -> None:
+    base, _ = seeded_server
+    for path, _ in (*FEEDS, ("/opml", ""), ("/", "")):
+        for encoding in ("identity", "gzip"):
+            headers = {"Accept-Encoding": encoding}
+            got = client.get(base + path, headers=headers)
+            head = client.head(base + path, headers=headers)
+            assert head.status_code == 200 and head.content == b""
+            assert head.headers["content-length"] == got.headers["content-length"], path
+            for name in ("content-type", "etag", "last-modified", "cache-control", "vary"):
+                assert head.headers.get(name) == got.headers.get(name), (path, name)
+
+
+def test_gzip_when_accepted_and_identity_otherwise(
+    seeded_server: tuple[str, str], client: httpx.Client
+) -> None:
+    base, _ = seeded_server
+    url = f"{base}/feeds/all.rss"
+    plain = client.get(url, headers=IDENTITY)
+    assert "content-encoding" not in plain.headers
+    with client.stream("GET", url, headers={"Accept-Encoding": "gzip"}) as response:
+        raw = b"".join(response.iter_raw())
+        assert response.headers["content-encoding"] == "gzip"
+        assert "Accept-Encoding" in response.headers["vary"]
+        assert int(response.headers["content-length"]) == len(raw) < len(plain.content)
+    assert gzip.decompress(raw) == plain.content
+    refused = client.get(url, headers={"Accept-Encoding": "gzip;q=0, identity"})
+    assert "content-encoding" not in refused.headers
+    not_modified = client.get(
+        url, headers={"Accept-Encoding": "gzip", "If-None-Match": plain.headers["etag"]}
+    )
+    assert not_modified.status_code == 304 and not_modified.headers["etag"] == plain.headers["etag"]
+
+
+def test_language_from_the_address_or_accept_language(
+    seeded_server: tuple[str, str], client: httpx.Client
+) -> None:
+    base, _ = seeded_server
+    url = f"{base}/feeds/org/ice.atom"
+    german = client.get(url, headers={"Accept-Language": "de-AT,de;q=0.9,en;q=0.5"})
+    assert german.headers["content-language"] == "de"
+    assert "Führungswechsel: Einwanderungs- und Zollbehörde" in german.text
+    assert f'href="{url}" rel="self"' in german.text
+    japanese = client.get(f"{url}?lang=ja", headers={"Accept-Language": "de"})
+    assert japanese.headers["content-language"] == "ja"
+    assert 'xml:lang="ja"' in japanese.text and f'href="{url}?lang=ja" rel="self"' in japanese.text
+    assert german.headers["etag"] != japanese.headers["etag"]
+    assert client.get(f"{url}?lang=klingon").status_code == 422
+    english = client.get(url, headers={"Accept-Language": "tlh"})
+    assert english.headers["content-language"] == "en"
+
+
+def test_errors_are_clear_json(seeded_server: tuple[str, str], client: httpx.Client) -> None:
+    base, _ = seeded_server
+    cases = {
+        "/feeds/org/atlantis.atom": 404,
+        "/feeds/person/nobody.rss": 404,
+        "/feeds/all.xml": 404,
+        "/feeds/everything.atom": 404,
+        "/feeds/planet/earth.atom": 404,
+        "/feeds/org/Bad_Slug.atom": 404,
+        "/feeds/all.atom?page=1": 404,  # a complete feed has no archive pages
+        "/feeds/all.atom?page=0": 422,
+        "/feeds/all.atom?page=x": 422,
+        "/feeds/all.atom?lang=" + "x" * 50: 422,
+        "/opml?format=xml": 422,
+    }
+    for path, status in cases.items():
+        response = client.get(base + path)
+        assert response.status_code == status, path
+        assert response.headers["content-type"] == "application/json"
+        assert response.json()["detail"], path
+
+
+def test_opml_lists_every_feed(seeded_server: tuple[str, str], client: httpx.Client) -> None:
+    base, _ = seeded_server
+    response = client.get(f"{base}/opml?format=rss")
+    assert response.headers["content-type"] == "text/x-opml; charset=utf-8"
+    root = ElementTree.fromstring(response.content)
+    urls = [str(o.get("xmlUrl")) for o in root.iter("outline") if o.get("xmlUrl")]
+    # Everything, 5 organisations, 5 people and 5 posts.
+    assert len(urls) == len(set(urls)) == 16
+    assert f"{base}/feeds/all.rss" in urls and f"{base}/feeds/org/ice-hsi.rss" in urls
+    for url in urls:
+        assert client.get(url, headers=IDENTITY).status_code == 200
+    again = client.get(
+        f"{base}/opml?format=rss", headers={"If-None-Match": response.headers["etag"]}
+    )
+    assert again.status_code == 304
+
+
+def test_the_cli_writes_the_same_document_the_server_sends(
+    seeded_server: tuple[str, str], client: httpx.Client
+) -> None:
+    base, database = seeded_server
+    assert serve_commands.feed_command.name == "feed"
+    for scope, path, extra in (
+        ("org:ice", "/feeds/org/ice.rss", []),
+        ("all", "/feeds/all.rss?lang=fr", ["--lang", "fr"]),
+    ):
+        result = CliRunner().invoke(
+            main,
+            [
+                "--db",
+                database,
+                "feed",
+                "--scope",
+                scope,
+                "--format",
+                "rss",
+                "--base-url",
+                base,
+                *extra,
+            ],
+        )
+        assert result.exit_code == 0, result.output
+        served = client.get(base + path, headers=IDENTITY)
+        assert result.stdout_bytes == served.content
+    refused = CliRunner().invoke(main, ["--db", database, "feed", "--scope", "org:atlantis"])
+    assert refused.exit_code == 1 and "unknown org 'atlantis'" in refused.stderr
+    bad = CliRunner().invoke(main, ["--db", database, "feed", "--scope", "planet:x"])
+    assert bad.exit_code == 2
+
+
+async def _append_more(database: str) -> None:
+    log = await EventLog.open(database)
+    try:
+        await add_claims(log, 1000, 20)
+        await correct(log, GENALO_RETIREMENT, capacity="permanent")
+    finally:
+        await log.close()
+
+
+def test_full_archive_pages_are_immutable_while_the_feed_moves_on(
+    archive_server: tuple[str, str], client: httpx.Client
+) -> None:
+    base, database = archive_server
+    pages = {n: client.get(f"{base}/feeds/all.atom?page={n}", headers=IDENTITY) for n in (1, 2, 3)}
+    for number, response in pages.items():
+        assert response.status_code == 200
+        assert atom_problems(response.content) == []
+        expected = FULL_ARCHIVE_CACHE if number < 3 else SUBSCRIPTION_CACHE
+        assert response.headers["cache-control"] == expected
+    subscription = client.get(f"{base}/feeds/all.atom", headers=IDENTITY)
+    assert f'href="{base}/feeds/all.atom?page=3" rel="prev-archive"' in subscription.text
+
+    asyncio.run(_append_more(database))
+    moved = _wait_for_change(client, f"{base}/feeds/all.atom", subscription.headers["etag"])
+    assert "Changed capacity" in moved.text
+    assert f'href="{base}/feeds/all.atom?page=3" rel="prev-archive"' in moved.text
+    for number in (1, 2):
+        again = client.get(f"{base}/feeds/all.atom?page={number}", headers=IDENTITY)
+        assert again.content == pages[number].content
+        assert again.headers["etag"] == pages[number].headers["etag"]
+        assert again.headers["last-modified"] == pages[number].headers["last-modified"]
+        cached = client.get(
+            f"{base}/feeds/all.atom?page={number}",
+            headers={"If-None-Match": pages[number].headers["etag"]},
+        )
+        assert cached.status_code == 304
+    third = client.get(f"{base}/feeds/all.atom?page=3", headers=IDENTITY)
+    assert third.headers["etag"] != pages[3].headers["etag"]

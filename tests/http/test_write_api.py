@@ -1,0 +1,690 @@
+"""``POST /api/events`` over real HTTP: tokens, status codes, hostile bodies, races, logging.
+
+One uvicorn server on a free port of 127.0.0.1 serves a seeded SQLite log for the whole module.
+Tests that write use their own slugs, and every refused request must leave the log's count
+and head hash as they were.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import threading
+import uuid
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from click.testing import CliRunner
+
+from leaderlog.cli import main
+from leaderlog.cli import projection_commands as _projection_commands
+from leaderlog.events import parse_event
+from leaderlog.http import create_app
+from leaderlog.http.write_routes import MAX_BODY_BYTES, MAX_DEPTH, MAX_RECORDS
+from leaderlog.log import EventLog, load_seeds
+from leaderlog.tokens import Tokens
+from tests.cli.test_hostile_records import CASES, RETRACTED_CLAIM, SEED_FILE, Hostile
+from tests.http.server import running as serving
+
+del _projection_commands  # imported for the `audit` command it registers
+
+JSON = "application/json"
+
+
+# --- a live server --------------------------------------------------------------------------
+
+
+CLIENT_LOGGERS = ("httpx", "httpcore")
+
+
+class LogCapture(logging.Handler):
+    """Every log record emitted anywhere in the process, formatted, exceptions included."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.NOTSET)
+        self.lines: list[str] = []
+        self.setFormatter(logging.Formatter("%(name)s %(levelname)s %(message)s"))
+
+    def emit(self, record: logging.LogRecord) -> None:
+        # The test's own HTTP client logs too; only what the server side logs counts.
+        if not record.name.startswith(CLIENT_LOGGERS):
+            self.lines.append(self.format(record))
+
+    def text(self) -> str:
+        return "\n".join(self.lines)
+
+
+# The server's loggers at every level; the root (everything else, libraries included) from INFO
+# up, since library debug output is large and never sees a request's headers. uvicorn's own
+# loggers do not propagate to the root, so the capture joins each of them.
+CAPTURED_LOGGERS = {
+    "": logging.INFO,
+    "leaderlog": logging.DEBUG,
+    "uvicorn": logging.DEBUG,
+    "uvicorn.error": logging.DEBUG,
+    "uvicorn.access": logging.DEBUG,
+}
+
+
+@contextmanager
+def capturing_every_log() -> Iterator[LogCapture]:
+    """Everything the server logs (access log included) while the block runs."""
+    capture = LogCapture()
+    loggers = {logging.getLogger(name): level for name, level in CAPTURED_LOGGERS.items()}
+    saved = {logger: logger.level for logger in loggers}
+    for logger, level in loggers.items():
+        logger.addHandler(capture)
+        logger.setLevel(level)
+    try:
+        yield capture
+    finally:
+        for logger, level in saved.items():
+            logger.removeHandler(capture)
+            logger.setLevel(level)
+
+
+async def build_seeded_database(path: Path) -> str:
+    """The seeds plus one retracted claim (the state the hostile table expects); its URL."""
+    url = f"sqlite:///{path}"
+    async with await EventLog.open(url) as log:
+        await load_seeds(log, SEED_FILE.parent)
+        retraction = parse_event(
+            "claim.retracted", {"claim": RETRACTED_CLAIM, "reason": "The caption was wrong."}
+        )
+        await log.append_events([retraction], actor="test")
+    return url
+
+
+async def create_token(url: str, name: str) -> str:
+    async with await EventLog.open(url) as log:
+        return await Tokens(log.store).create(name)
+
+
+async def revoke_token(url: str, name: str) -> None:
+    async with await EventLog.open(url) as log:
+        await Tokens(log.store).revoke(name)
+
+
+@dataclass
+class Running:
+    base_url: str
+    db_url: str
+    token: str
+    logs: LogCapture
+    tokens_used: list[str] = field(default_factory=list)
+
+    def client(self) -> httpx.Client:
+        return httpx.Client(base_url=self.base_url, timeout=30)
+
+
+@pytest.fixture(scope="module")
+def running(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Running]:
+    db_url = asyncio.run(build_seeded_database(tmp_path_factory.mktemp("write") / "log.db"))
+    token = asyncio.run(create_token(db_url, "alice"))
+    with serving(create_app(db_url)) as base_url, capturing_every_log() as logs:
+        yield Running(base_url, db_url, token, logs, [token])
+
+
+@pytest.fixture(scope="module")
+def api(running: Running) -> Iterator[httpx.Client]:
+    with running.client() as client:
+        yield client
+
+
+# --- helpers --------------------------------------------------------------------------------
+
+
+def person(slug: str, name: str = "Test Person", **fields: Any) -> dict[str, Any]:
+    return {"type": "person.registered", "data": {"person": slug, "name": name}, **fields}
+
+
+def rename(slug: str, name: str, **fields: Any) -> dict[str, Any]:
+    return {"type": "person.updated", "data": {"person": slug, "name": name}, **fields}
+
+
+def unique(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:10]}"
+
+
+def post(
+    client: httpx.Client,
+    body: Any,
+    token: str | None,
+    *,
+    content_type: str | None = JSON,
+    headers: Mapping[str, str | bytes] | None = None,
+) -> httpx.Response:
+    sent: dict[str, str | bytes] = dict(headers or {})
+    if token is not None:
+        sent["Authorization"] = f"Bearer {token}"
+    if content_type is not None:
+        sent["Content-Type"] = content_type
+    content = body if isinstance(body, bytes | str) else json.dumps(body)
+    return client.post("/api/events", content=content, headers=sent)
+
+
+def log_head(api: httpx.Client) -> tuple[int, str | None]:
+    """Count and head hash, after checking the chain is intact and gap-free."""
+    report = api.get("/api/verify").json()
+    assert report["ok"] is True, report
+    assert report["count"] == report["head_position"]
+    return report["count"], report["head_hash"]
+
+
+def error_body(response: httpx.Response, status: int) -> dict[str, Any]:
+    assert response.status_code == status, response.text
+    assert response.headers["content-type"].startswith(JSON)
+    body: dict[str, Any] = response.json()
+    assert body["error"] and body["detail"], body
+    return body
+
+
+def envelope(api: httpx.Client, position: int) -> dict[str, Any]:
+    response = api.get(f"/api/events/{position}")
+    assert response.status_code == 200, response.text
+    found: dict[str, Any] = response.json()
+    return found
+
+
+# --- the auth matrix ------------------------------------------------------------------------
+
+
+def test_no_token_is_401_with_a_challenge(api: httpx.Client) -> None:
+    before = log_head(api)
+    response = post(api, person(unique("no-token")), None)
+    body = error_body(response, 401)
+    assert response.headers["www-authenticate"].startswith("Bearer")
+    assert "leaderlog token create" in body["detail"]
+    assert log_head(api) == before
+
+
+@pytest.mark.parametrize(
+    "authorization",
+    ["Basic YWxpY2U6c2VjcmV0", "Bearer", "Token abc", "{token}", "Bearer\t{token}"],
+    ids=["basic", "bearer-alone", "other-scheme", "no-scheme", "tab-separated"],
+)
+def test_malformed_authorization_is_401(
+    running: Running, api: httpx.Client, authorization: str
+) -> None:
+    before = log_head(api)
+    header = authorization.replace("{token}", running.token)
+    response = post(api, person(unique("malformed")), None, headers={"Authorization": header})
+    error_body(response, 401)
+    assert "www-authenticate" in response.headers
+    assert log_head(api) == before
+
+
+UNKNOWN_TOKENS: dict[str, Callable[[str], str]] = {
+    "well-formed-unknown": lambda good: "ll_" + "A" * 43,
+    "nonsense": lambda good: "nonsense",
+    "longer": lambda good: good + "x",
+    "shorter": lambda good: good[:-1],
+    "other-case": lambda good: good.swapcase(),
+    "non-ascii": lambda good: good[:-1] + "\u00e9",
+}
+
+
+@pytest.mark.parametrize("variant", UNKNOWN_TOKENS)
+def test_unknown_token_is_403(running: Running, api: httpx.Client, variant: str) -> None:
+    before = log_head(api)
+    sent = UNKNOWN_TOKENS[variant](running.token)
+    running.tokens_used.append(sent)
+    # Header bytes are Latin-1 on the wire; a non-ASCII token must still just be unknown.
+    header = f"Bearer {sent}".encode()
+    response = post(api, person(unique("unknown")), None, headers={"Authorization": header})
+    body = error_body(response, 403)
+    assert sent not in response.text
+    assert "unknown token" in body["detail"]
+    assert log_head(api) == before
+
+
+def test_token_revoked_through_the_cli_stops_working_at_once(
+    running: Running, api: httpx.Client
+) -> None:
+    cli = CliRunner()
+    created = cli.invoke(main, ["--db", running.db_url, "token", "create", "bob"])
+    assert created.exit_code == 0, created.output
+    token = created.stdout.strip()
+    running.tokens_used.append(token)
+
+    slug = unique("bob-first")
+    accepted = post(api, person(slug), token)
+    assert accepted.status_code == 201, accepted.text
+    assert envelope(api, accepted.json()["positions"][0])["actor"] == "bob"
+
+    revoked = cli.invoke(main, ["--db", running.db_url, "token", "revoke", "bob"])
+    assert revoked.exit_code == 0, revoked.output
+    before = log_head(api)
+    refused = post(api, person(unique("bob-after")), token)
+    assert "revoked" in error_body(refused, 403)["detail"]
+    assert log_head(api) == before
+
+
+def test_token_revoked_through_the_library_stops_working_at_once(
+    running: Running, api: httpx.Client
+) -> None:
+    token = asyncio.run(create_token(running.db_url, "carol"))
+    running.tokens_used.append(token)
+    assert post(api, person(unique("carol-first")), token).status_code == 201
+    asyncio.run(revoke_token(running.db_url, "carol"))
+    before = log_head(api)
+    error_body(post(api, person(unique("carol-after")), token), 403)
+    assert log_head(api) == before
+
+
+def wait_for_projections(api: httpx.Client) -> None:
+    """Until the server's projections have applied the whole log (they follow it live)."""
+    for _ in range(1000):
+        health = api.get("/healthz").json()
+        if all(projection["lag"] == 0 for projection in health["projections"]):
+            return
+        threading.Event().wait(0.01)
+    raise AssertionError(f"projections still lag: {health}")
+
+
+def test_good_token_appends_as_its_actor_and_the_audit_lists_it(
+    running: Running, api: httpx.Client
+) -> None:
+    count, _ = log_head(api)
+    slug = unique("alice-wrote")
+    response = post(api, person(slug), running.token)
+    assert response.status_code == 201, response.text
+    body = response.json()
+    assert body == {"appended": 1, "already_present": 0, "positions": [count + 1]}
+    stored = envelope(api, count + 1)
+    assert stored["actor"] == "alice"
+    assert stored["data"]["person"] == slug
+    assert log_head(api)[0] == count + 1
+
+    wait_for_projections(api)
+    audit = api.get("/api/audit", params={"actor": "alice", "limit": 10_000}).json()
+    assert count + 1 in [event["position"] for event in audit["events"]]
+    assert {event["actor"] for event in audit["events"]} == {"alice"}
+
+    result = CliRunner().invoke(
+        main, ["--db", running.db_url, "audit", "--actor", "alice", "--limit", "10000", "--json"]
+    )
+    assert result.exit_code == 0, result.output
+    listed = json.loads(result.stdout)["events"]
+    assert [event["stream"] for event in listed if event["position"] == count + 1] == [
+        f"person-{slug}"
+    ]
+
+
+# --- status codes ---------------------------------------------------------------------------
+
+
+def test_the_same_record_again_is_200_with_the_same_positions(
+    running: Running, api: httpx.Client
+) -> None:
+    record = person(unique("twice"))
+    first = post(api, record, running.token)
+    assert first.status_code == 201, first.text
+    before = log_head(api)
+    again = post(api, record, running.token)
+    assert again.status_code == 200, again.text
+    assert again.json() == {**first.json(), "appended": 0, "already_present": 1}
+    assert log_head(api) == before
+
+    newcomer = person(unique("newcomer"))
+    mixed = post(api, [record, newcomer], running.token)
+    assert mixed.status_code == 201, mixed.text
+    assert mixed.json()["appended"] == 1
+    assert mixed.json()["already_present"] == 1
+    assert mixed.json()["positions"][0] == first.json()["positions"][0]
+
+
+def test_a_list_is_one_batch_with_positions_in_record_order(
+    running: Running, api: httpx.Client
+) -> None:
+    count, _ = log_head(api)
+    slug = unique("batch")
+    records = [person(slug), rename(slug, "Renamed Once"), rename(slug, "Renamed Twice")]
+    response = post(api, records, running.token)
+    assert response.status_code == 201, response.text
+    assert response.json()["positions"] == [count + 1, count + 2, count + 3]
+    assert [envelope(api, count + n)["version"] for n in (1, 2, 3)] == [1, 2, 3]
+
+
+def test_expected_version_conflict_is_409(running: Running, api: httpx.Client) -> None:
+    slug = unique("versioned")
+    assert post(api, person(slug, expected_version="no_stream"), running.token).status_code == 201
+    assert post(api, rename(slug, "Second", expected_version=1), running.token).status_code == 201
+    before = log_head(api)
+    for stale in (1, 0, 5, "no_stream"):
+        response = post(api, rename(slug, "Stale", expected_version=stale), running.token)
+        body = error_body(response, 409)
+        assert f"person-{slug}" in body["detail"]
+        assert "record 0" in body["detail"]
+    assert log_head(api) == before
+
+
+def test_event_id_reused_with_other_content_is_409(running: Running, api: httpx.Client) -> None:
+    event_id = str(uuid.uuid4())
+    assert (
+        post(api, person(unique("id-owner"), event_id=event_id), running.token).status_code == 201
+    )
+    before = log_head(api)
+    response = post(api, person(unique("id-thief"), event_id=event_id), running.token)
+    assert event_id in error_body(response, 409)["detail"]
+    assert log_head(api) == before
+
+
+def test_every_problem_is_named_by_record_and_field(running: Running, api: httpx.Client) -> None:
+    before = log_head(api)
+    records = [
+        {"type": "person.registered", "data": {"person": "Not A Slug", "name": ""}},
+        {"type": "claim.reported", "data": {"claim": "half-a-claim"}},
+        person(unique("fine")),
+    ]
+    body = error_body(post(api, records, running.token), 422)
+    problems = body["problems"]
+    assert [problem["where"] for problem in problems] == ["record 0", "record 1"]
+    first_fields = {entry["field"] for entry in problems[0]["fields"]}
+    assert {"data.person", "data.name"} <= first_fields
+    second_fields = {entry["field"] for entry in problems[1]["fields"]}
+    assert {"data.source", "data.kind", "data.person", "data.post"} <= second_fields
+    assert all(entry["problem"] for problem in problems for entry in problem["fields"])
+    assert "nothing was written" in body["detail"]
+    assert log_head(api) == before
+
+
+@pytest.mark.parametrize(
+    ("body", "rule"),
+    [
+        ([], "schema"),
+        ({}, "schema"),
+        (json.dumps("just a string"), "schema"),
+        (
+            person(
+                "spoofed",
+                actor="cli",
+                position=1,
+                hash="0" * 64,
+                recorded_at="2020-01-01T00:00:00Z",
+            ),
+            "envelope",
+        ),
+        (person("spoofed", actor="seed"), "envelope"),
+        ({**person("oversized"), "meta": {"note": "n" * 70_000}}, "size"),
+    ],
+    ids=[
+        "empty-list",
+        "empty-object",
+        "string",
+        "export-envelope",
+        "actor-field",
+        "oversized-record",
+    ],
+)
+def test_invalid_bodies_are_422(running: Running, api: httpx.Client, body: Any, rule: str) -> None:
+    before = log_head(api)
+    problems = error_body(post(api, body, running.token), 422)["problems"]
+    assert [(problem["where"], problem["rule"]) for problem in problems] == [("record 0", rule)]
+    assert log_head(api) == before
+
+
+def test_envelope_fields_cannot_make_another_actor(running: Running, api: httpx.Client) -> None:
+    slug = unique("impostor")
+    record = person(
+        slug,
+        position=1,
+        hash="0" * 64,
+        actor="seed",
+        recorded_at="2020-01-01T00:00:00Z",
+        stream=f"person-{slug}",
+    )
+    before = log_head(api)
+    problems = error_body(post(api, record, running.token), 422)["problems"]
+    fields = {entry["field"] for entry in problems[0]["fields"]}
+    assert fields == {"position", "hash", "actor", "recorded_at", "stream"}
+    assert log_head(api) == before
+
+
+@pytest.mark.parametrize(
+    "body",
+    [b"{", b'{"type": "person.registered",}', b"\xff\xfe{}", b"", b"nul\x00l", b"[" * 100_000],
+    ids=["unclosed", "trailing-comma", "not-utf8", "empty", "nul-byte", "100000-nested-arrays"],
+)
+def test_malformed_json_is_400(running: Running, api: httpx.Client, body: bytes) -> None:
+    before = log_head(api)
+    assert error_body(post(api, body, running.token), 400)["error"] == "bad_json"
+    assert log_head(api) == before
+
+
+@pytest.mark.parametrize("depth", [MAX_DEPTH + 1, 300, 1000, 100_000])
+def test_deeply_nested_json_is_400_and_the_server_lives_on(
+    running: Running, api: httpx.Client, depth: int
+) -> None:
+    before = log_head(api)
+    nested = "[" * depth + "]" * depth
+    record = '{"type": "person.registered", "data": {"person": "deep", "name": "D"}, "meta": {"x": '
+    response = post(api, f"{record}{nested}}}}}", running.token)
+    assert error_body(response, 400)["error"] in {"bad_json", "too_deep"}
+    assert log_head(api) == before
+    assert post(api, person(unique("after-deep")), running.token).status_code == 201
+
+
+@pytest.mark.parametrize(
+    "content_type",
+    [None, "text/plain", "application/x-www-form-urlencoded", "application/jsonx", "text/json"],
+)
+def test_wrong_content_type_is_415(
+    running: Running, api: httpx.Client, content_type: str | None
+) -> None:
+    before = log_head(api)
+    response = post(api, person(unique("typed")), running.token, content_type=content_type)
+    error_body(response, 415)
+    assert log_head(api) == before
+
+
+def test_content_type_parameters_are_accepted(running: Running, api: httpx.Client) -> None:
+    record = person(unique("charset"))
+    response = post(api, record, running.token, content_type="Application/JSON; charset=utf-8")
+    assert response.status_code == 201, response.text
+
+
+def oversized_body() -> bytes:
+    record = person("too-big", meta={"padding": "p" * 1000})
+    body = json.dumps([record] * (MAX_BODY_BYTES // 1000 + 1)).encode()
+    assert len(body) > MAX_BODY_BYTES
+    return body
+
+
+def test_body_over_the_limit_is_413(running: Running, api: httpx.Client) -> None:
+    before = log_head(api)
+    response = post(api, oversized_body(), running.token)
+    assert str(MAX_BODY_BYTES) in error_body(response, 413)["detail"]
+    assert log_head(api) == before
+
+
+def test_chunked_body_over_the_limit_is_413(running: Running, api: httpx.Client) -> None:
+    """No Content-Length: the server must count while it reads."""
+    body = oversized_body()
+    chunks = [body[start : start + 65_536] for start in range(0, len(body), 65_536)]
+    before = log_head(api)
+    response = api.post(
+        "/api/events",
+        content=iter(chunks),
+        headers={"Authorization": f"Bearer {running.token}", "Content-Type": JSON},
+    )
+    assert response.request.headers.get("transfer-encoding") == "chunked"
+    assert "content-length" not in response.request.headers
+    error_body(response, 413)
+    assert log_head(api) == before
+
+
+def test_chunked_body_under_the_limit_is_read(running: Running, api: httpx.Client) -> None:
+    body = json.dumps(person(unique("chunked"))).encode()
+    response = api.post(
+        "/api/events",
+        content=iter([body[:10], body[10:]]),
+        headers={"Authorization": f"Bearer {running.token}", "Content-Type": JSON},
+    )
+    assert response.status_code == 201, response.text
+
+
+def test_too_many_records_is_413(running: Running, api: httpx.Client) -> None:
+    records = [person(f"many-{index}") for index in range(MAX_RECORDS + 1)]
+    before = log_head(api)
+    assert str(MAX_RECORDS) in error_body(post(api, records, running.token), 413)["detail"]
+    assert log_head(api) == before
+
+
+# --- the hostile-record table, over HTTP ----------------------------------------------------
+
+
+def http_body(case: Hostile) -> tuple[bytes, bool]:
+    """The case's non-blank lines as one JSON list, and whether every line is JSON."""
+    lines = [line if isinstance(line, bytes) else line.encode() for line in case.lines]
+    lines = [line for line in lines if line.strip()]
+    try:
+        for line in lines:
+            json.loads(line)
+        parsable = True
+    except (ValueError, RecursionError):
+        parsable = False
+    return b"[" + b",".join(lines) + b"]", parsable
+
+
+# Where HTTP names a rule differently from the import: an envelope is never accepted over HTTP.
+HTTP_RULES = {"export-with-wrong-stream": "envelope", "export-from-the-future": "envelope"}
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda case: case.name)
+def test_hostile_records_are_refused_over_http(
+    running: Running, api: httpx.Client, case: Hostile
+) -> None:
+    body, parsable = http_body(case)
+    before = log_head(api)
+    response = post(api, body, running.token)
+    if not parsable or case.rule == "json":
+        error_body(response, 400)
+    elif case.rule in {"expected_version", "event_id"} and response.status_code == 409:
+        assert error_body(response, 409)["error"] == "conflict"
+    else:
+        problems = error_body(response, 422)["problems"]
+        blank_before = sum(1 for line in case.lines[: case.line - 1] if not line.strip())
+        where = f"record {case.line - 1 - blank_before}"
+        rule = HTTP_RULES.get(case.name, case.rule)
+        assert (where, rule) in [(p["where"], p["rule"]) for p in problems], problems
+    assert log_head(api) == before
+
+
+# --- concurrency ----------------------------------------------------------------------------
+
+
+async def test_concurrent_posts_with_one_expected_version_have_one_winner(
+    running: Running,
+) -> None:
+    slug = unique("race")
+    headers = {"Authorization": f"Bearer {running.token}", "Content-Type": JSON}
+    async with httpx.AsyncClient(base_url=running.base_url, timeout=30) as api:
+        first = await api.post("/api/events", json=person(slug), headers=headers)
+        assert first.status_code == 201, first.text
+        responses = await asyncio.gather(
+            *(
+                api.post(
+                    "/api/events",
+                    json=rename(slug, f"Contender {index}", expected_version=1),
+                    headers=headers,
+                )
+                for index in range(20)
+            )
+        )
+        statuses = sorted(response.status_code for response in responses)
+        assert statuses == [201] + [409] * 19, [r.text for r in responses]
+        report = (await api.get("/api/verify")).json()
+        assert report["ok"] is True
+        assert report["count"] == report["head_position"]
+        start = first.json()["positions"][0]
+        stream = [
+            event
+            for event in (await api.get("/api/events", params={"after": start - 1})).json()
+            if event["stream"] == f"person-{slug}"
+        ]
+    assert [event["version"] for event in stream] == [1, 2]
+    winner = next(response for response in responses if response.status_code == 201)
+    assert stream[1]["position"] == winner.json()["positions"][0]
+
+
+async def test_concurrent_registrations_of_one_new_stream_have_one_winner(
+    running: Running,
+) -> None:
+    """The losers break the rule that a person is registered once (422, before their 409)."""
+    slug = unique("newborn")
+    headers = {"Authorization": f"Bearer {running.token}", "Content-Type": JSON}
+    async with httpx.AsyncClient(base_url=running.base_url, timeout=30) as api:
+        responses = await asyncio.gather(
+            *(
+                api.post(
+                    "/api/events",
+                    json=person(slug, f"Claimant {index}", expected_version="no_stream"),
+                    headers=headers,
+                )
+                for index in range(20)
+            )
+        )
+        report = (await api.get("/api/verify")).json()
+    assert sorted(response.status_code for response in responses) == [201] + [422] * 19
+    losers = [response.json() for response in responses if response.status_code == 422]
+    assert {loser["problems"][0]["rule"] for loser in losers} == {"unique"}
+    assert report["ok"] is True
+    assert report["count"] == report["head_position"]
+
+
+# --- documentation --------------------------------------------------------------------------
+
+
+def test_openapi_documents_the_write_route_with_examples(
+    running: Running, api: httpx.Client
+) -> None:
+    document = api.get("/openapi.json").json()
+    operation = document["paths"]["/api/events"]["post"]
+    content = operation["requestBody"]["content"][JSON]
+    assert set(content["examples"]) == {"one record", "a batch"}
+    assert {"201", "200", "400", "401", "403", "409", "413", "415", "422"} <= set(
+        operation["responses"]
+    )
+    assert operation["security"] == [{"token": []}]
+    assert document["components"]["securitySchemes"]["token"]["scheme"] == "bearer"
+    assert "#/$defs" not in json.dumps(document)
+
+    docs = api.get("/docs")
+    assert docs.status_code == 200
+    assert "/openapi.json" in docs.text
+
+    # The examples are real: they apply to the seeded log.
+    for name in ("one record", "a batch"):
+        response = post(api, content["examples"][name]["value"], running.token)
+        assert response.status_code == 201, (name, response.text)
+
+
+def test_the_largest_batch_is_accepted(running: Running, api: httpx.Client) -> None:
+    prefix = unique("most")
+    records = [person(f"{prefix}-{index}") for index in range(MAX_RECORDS)]
+    count, _ = log_head(api)
+    response = post(api, records, running.token)
+    assert response.status_code == 201, response.text
+    assert response.json()["positions"] == list(range(count + 1, count + MAX_RECORDS + 1))
+
+
+# --- secrets --------------------------------------------------------------------------------
+
+
+def test_tokens_never_reach_the_logs(running: Running, api: httpx.Client) -> None:
+    """Runs last: every token any test sent, good or bad, is absent from the server's logs."""
+    post(api, person(unique("logged")), running.token)
+    post(api, b"{", running.token)
+    post(api, person(unique("logged")), "ll_not-a-real-token-at-all")
+    running.tokens_used.append("ll_not-a-real-token-at-all")
+    text = running.logs.text()
+    assert "POST /api/events" in text  # the access log was captured
+    for token in running.tokens_used:
+        assert token not in text

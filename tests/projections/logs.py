@@ -1,0 +1,65 @@
+"""Building real logs for projection tests: seeds, extra records, fixed recorded times."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from leaderlog._json import loads
+from leaderlog.events import Record, parse_record
+from leaderlog.log import EventLog
+from leaderlog.projections import Queries, runner_for
+from tests.conftest import SEEDS
+
+SEED_FILE = SEEDS / "ice-leadership-2025-05.jsonl"
+SEED_COUNT = 29
+FOX = "fox-ice-shakeup-2025-05"
+HAMMER_CAPTION = f"{FOX}-hammer-hsi-caption"
+HAMMER_BODY = f"{FOX}-hammer-hsi-body"
+GENALO_RETIREMENT = f"{FOX}-genalo-retirement"
+GORDON_ACTING = f"{FOX}-gordon-hsi-acting"
+HAMMER_REASSIGNMENT = f"{FOX}-hammer-reassignment"
+
+
+def seed_records() -> list[dict[str, Any]]:
+    lines = SEED_FILE.read_text(encoding="utf-8").splitlines()
+    return [loads(line) for line in lines if line.strip()]
+
+
+def at(text: str) -> dt.datetime:
+    return dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+async def append(
+    log: EventLog,
+    raws: list[dict[str, Any]],
+    *,
+    recorded_at: dt.datetime | None = None,
+    actor: str = "test",
+) -> tuple[int, ...]:
+    """Append raw records as one batch, optionally stamped with a fixed recorded time."""
+    records = [parse_record(raw) for raw in raws]
+    if recorded_at is not None:
+        records = [
+            Record(
+                event=record.event,
+                event_id=record.event_id,
+                meta=record.meta,
+                recorded_at=recorded_at,
+                actor=actor,
+            )
+            for record in records
+        ]
+    outcome = await log.append_records(records, actor=actor)
+    return outcome.positions
+
+
+def record(event_type: str, **data: Any) -> dict[str, Any]:
+    return {"type": event_type, "data": data}
+
+
+async def current(log: EventLog) -> Queries:
+    """Queries over projections caught up with the log."""
+    runner = await runner_for(log.store)
+    await runner.catch_up()
+    return Queries(log.store)

@@ -1,0 +1,134 @@
+"""Audit queries: events by source, publisher, actor, type, claim status, attribution, time."""
+
+from __future__ import annotations
+
+import pytest
+
+from leaderlog.log import EventLog
+from leaderlog.projections import InvalidQuery, Queries
+from tests.projections.logs import (
+    FOX,
+    GENALO_RETIREMENT,
+    GORDON_ACTING,
+    HAMMER_CAPTION,
+    SEED_COUNT,
+    append,
+    at,
+    current,
+    record,
+    seed_records,
+)
+
+RELEASE = record(
+    "source.registered",
+    source="ice-release",
+    url="https://www.ice.gov/news/release",
+    publisher="ICE",
+    title="ICE names acting HSI head",
+)
+
+
+async def _audited_log(log: EventLog) -> Queries:
+    """Seeds on 29 May (actor seed); on 12 June an editor retracts an anonymous claim and
+    ICE confirms another."""
+    await append(log, seed_records(), recorded_at=at("2025-05-29T12:00:00Z"), actor="seed")
+    await append(
+        log,
+        [
+            RELEASE,
+            record("claim.retracted", claim=GENALO_RETIREMENT, reason="He is staying on."),
+            record("claim.confirmed", claim=GORDON_ACTING, source="ice-release"),
+        ],
+        recorded_at=at("2025-06-12T08:30:00Z"),
+        actor="editor",
+    )
+    return await current(log)
+
+
+async def test_anonymous_claims_later_retracted_who_recorded_them_and_from_where(
+    sqlite_url: str,
+) -> None:
+    async with await EventLog.open(sqlite_url) as log:
+        queries = await _audited_log(log)
+        answer = await queries.audit(attribution="anonymous", status="retracted")
+    assert answer["filters"] == {"attribution": "anonymous", "status": "retracted"}
+    assert [(e["type"], e["actor"], e["claim"]) for e in answer["events"]] == [
+        ("claim.reported", "seed", GENALO_RETIREMENT),
+        ("claim.retracted", "editor", GENALO_RETIREMENT),
+    ]
+    reported = answer["events"][0]
+    assert (reported["source"], reported["publisher"], reported["url"]) == (
+        FOX,
+        "Fox News",
+        "https://www.foxnews.com/politics/ice-leadership-shake-up",
+    )
+    assert reported["claim_status"] == "retracted"
+    # the retraction names no source, so the claim's own article is given
+    assert answer["events"][1]["source"] == FOX
+    assert answer["next_after"] is None
+
+
+async def test_each_filter_on_its_own(sqlite_url: str) -> None:
+    async with await EventLog.open(sqlite_url) as log:
+        queries = await _audited_log(log)
+        by_source = await queries.audit(source="ice-release")
+        assert [e["type"] for e in by_source["events"]] == ["source.registered", "claim.confirmed"]
+        by_publisher = await queries.audit(publisher="ICE")
+        assert by_publisher["events"] == by_source["events"]
+        by_actor = await queries.audit(actor="editor")
+        assert [e["position"] for e in by_actor["events"]] == [30, 31, 32]
+        disputes = await queries.audit(type="claim.disputed")
+        assert [e["claim"] for e in disputes["events"]] == [HAMMER_CAPTION]
+        confirmed = await queries.audit(status="confirmed")
+        assert {e["claim"] for e in confirmed["events"]} == {GORDON_ACTING}
+        outlet = await queries.audit(attribution="outlet", type="claim.reported")
+        assert len(outlet["events"]) == 5
+        comments = await queries.audit(type="comment.requested", source=FOX)
+        assert len(comments["events"]) == 2
+
+
+async def test_recorded_time_range_is_inclusive(sqlite_url: str) -> None:
+    async with await EventLog.open(sqlite_url) as log:
+        queries = await _audited_log(log)
+        june = await queries.audit(recorded_from="2025-06-01", recorded_to="2025-06-30")
+        assert [e["position"] for e in june["events"]] == [30, 31, 32]
+        exact = await queries.audit(
+            recorded_from="2025-06-12T08:30:00Z", recorded_to="2025-06-12T08:30:00Z"
+        )
+        assert len(exact["events"]) == 3
+        may = await queries.audit(recorded_to="2025-05-29")
+        assert len(may["events"]) == SEED_COUNT
+        assert may["filters"]["to"] == "2025-05-29T23:59:59.999999Z"
+        none = await queries.audit(recorded_from="2025-06-12T08:30:00.000001Z")
+        assert none["events"] == []
+
+
+async def test_paging_with_after(sqlite_url: str) -> None:
+    async with await EventLog.open(sqlite_url) as log:
+        queries = await _audited_log(log)
+        first = await queries.audit(actor="seed", limit=10)
+        assert [e["position"] for e in first["events"]] == list(range(1, 11))
+        assert first["next_after"] == 10
+        rest = await queries.audit(actor="seed", after=first["next_after"], limit=100)
+        assert [e["position"] for e in rest["events"]] == list(range(11, SEED_COUNT + 1))
+        assert rest["next_after"] is None
+
+
+@pytest.mark.parametrize(
+    ("filters", "message"),
+    [
+        ({"type": "claim.deleted"}, "unknown event type 'claim.deleted'"),
+        ({"status": "maybe"}, "unknown status 'maybe'"),
+        ({"attribution": "rumour"}, "unknown attribution 'rumour'"),
+        ({"recorded_from": "last week"}, "from must be an RFC 3339 time"),
+        ({"recorded_to": "2025-06-01T00:00:00"}, "to needs a UTC offset"),
+        ({"limit": 0}, "limit must be between"),
+        ({"after": -1}, "after must be a position"),
+    ],
+)
+async def test_bad_filters_are_refused(
+    seeded_log: EventLog, filters: dict[str, object], message: str
+) -> None:
+    queries = await current(seeded_log)
+    with pytest.raises(InvalidQuery, match=message):
+        await queries.audit(**filters)  # type: ignore[arg-type]

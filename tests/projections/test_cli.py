@@ -1,0 +1,152 @@
+"""The projection commands as a user runs them: state, history, claim, audit, rebuild."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner, Result
+
+import leaderlog.cli.projection_commands  # noqa: F401  (registers the commands on main)
+from leaderlog.cli import main
+from leaderlog.projections import BUILTIN
+from tests.conftest import ROOT
+from tests.projections.logs import GENALO_RETIREMENT, HAMMER_CAPTION, SEED_FILE
+
+COMMANDS = ("state", "history", "claim", "audit", "rebuild", "projections")
+
+
+@pytest.fixture
+def db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A database holding the seed article, with no projection built yet."""
+    monkeypatch.delenv("LEADERLOG_DB", raising=False)
+    monkeypatch.setenv("LEADERLOG_PROJECTIONS", str(ROOT / "projections"))
+    url = f"sqlite:///{tmp_path / 'cli.db'}"
+    ok(invoke(url, "import", str(SEED_FILE)))
+    return url
+
+
+def invoke(db: str, *args: str, stdin: str | None = None) -> Result:
+    return CliRunner().invoke(main, ["--db", db, *args], input=stdin)
+
+
+def ok(result: Result) -> str:
+    assert result.exit_code == 0, result.output + result.stderr
+    return result.stdout
+
+
+def as_json(result: Result) -> Any:
+    return json.loads(ok(result))
+
+
+def fails(result: Result, message: str) -> None:
+    assert result.exit_code == 1, result.output
+    assert message in result.stderr
+
+
+def test_state_catches_up_and_shows_the_leadership(db: str) -> None:
+    text = ok(invoke(db, "state", "--org", "ice", "--as-of", "2025-06-15"))
+    assert "Leadership in Immigration and Customs Enforcement (ice) as of 2025-06-15" in text
+    assert "holder    Kenneth Genalo (kenneth-genalo), acting, since about 2025-05" in text
+    assert f"claim {GENALO_RETIREMENT}" in text
+    assert "conflict  disputed:" in text
+    assert "White House Deputy" not in text
+
+
+def test_state_json_on_both_time_axes(db: str) -> None:
+    answer = as_json(invoke(db, "state", "--as-of", "2025-05-20", "--known-at", "29", "--json"))
+    assert answer["as_of"] == "2025-05-20"
+    assert answer["known_at"]["position"] == 29
+    # the article counts from the end of May, so on 20 May nothing is known in effect
+    assert {post["vacancy"] for post in answer["posts"]} == {"unknown"}
+    later = as_json(invoke(db, "state", "--org", "ice-ero", "--as-of", "2025-06-01", "--json"))
+    assert later["posts"][0]["holders"][0]["person"] == "kenneth-genalo"
+    by_time = as_json(
+        invoke(db, "state", "--known-at", "2000-01-01T00:00:00Z", "--org", "ice", "--json")
+    )
+    assert (by_time["known_at"]["position"], by_time["posts"]) == (0, [])
+
+
+def test_history_of_a_post_a_person_and_an_org(db: str) -> None:
+    text = ok(invoke(db, "history", "--post", "ice-hsi-ead"))
+    assert "Robert Hammer (robert-hammer), unspecified, about 2025-05 (published) to now" in text
+    person = as_json(invoke(db, "history", "--person", "derek-gordon", "--json"))
+    assert [tenure["post"] for tenure in person["tenures"]] == ["ice-hsi-dsac"]
+    org = as_json(invoke(db, "history", "--org", "dhs", "--json"))
+    assert len(org["tenures"]) == 4
+    assert "fox-ice-shakeup-2025-05" in org["sources"]
+
+
+def test_claim_lifecycle(db: str) -> None:
+    text = ok(invoke(db, "claim", HAMMER_CAPTION))
+    assert f"Claim {HAMMER_CAPTION}: disputed" in text
+    assert "claim.reported   by cli from Fox News" in text
+    answer = as_json(invoke(db, "claim", HAMMER_CAPTION, "--json"))
+    assert [step["type"] for step in answer["lifecycle"]] == ["claim.reported", "claim.disputed"]
+
+
+def test_audit_of_retracted_anonymous_claims(db: str, tmp_path: Path) -> None:
+    retraction = tmp_path / "retraction.jsonl"
+    retraction.write_text(
+        json.dumps(
+            {
+                "type": "claim.retracted",
+                "data": {"claim": GENALO_RETIREMENT, "reason": "He is staying on."},
+            }
+        )
+        + "\n",
+        encoding="utf-8",
+    )
+    ok(invoke(db, "import", "--actor", "desk", str(retraction)))
+    answer = as_json(
+        invoke(db, "audit", "--attribution", "anonymous", "--status", "retracted", "--json")
+    )
+    assert [(event["type"], event["actor"]) for event in answer["events"]] == [
+        ("claim.reported", "cli"),
+        ("claim.retracted", "desk"),
+    ]
+    text = ok(invoke(db, "audit", "--type", "claim.disputed"))
+    assert HAMMER_CAPTION in text
+    assert "(no matching events)" in ok(invoke(db, "audit", "--actor", "nobody"))
+    assert "--after 5" in ok(invoke(db, "audit", "--limit", "5"))
+
+
+def test_rebuild_and_projections(db: str) -> None:
+    text = ok(invoke(db, "rebuild"))
+    assert text.startswith(f"rebuilt {', '.join(BUILTIN)} to position 29 in ")
+    statuses = as_json(invoke(db, "projections", "--json"))
+    assert [(s["name"], s["checkpoint"], s["lag"]) for s in statuses] == [
+        (name, 29, 0) for name in BUILTIN
+    ]
+    # a user projection is loaded by name and then listed with the others
+    assert ok(invoke(db, "rebuild", "turnover")).startswith("rebuilt turnover to position 29")
+    table = ok(invoke(db, "projections"))
+    assert [line.split()[0] for line in table.splitlines()] == ["name", *BUILTIN, "turnover"]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("state", "--org", "atlantis"), "error: unknown organisation 'atlantis'"),
+        (("state", "--as-of", "2025-02-30"), "as-of must be a calendar day YYYY-MM-DD"),
+        (("state", "--known-at", "soon"), "known-at must be an RFC 3339 time"),
+        (("state", "--known-at", "999"), "beyond the log's head (29)"),
+        (("history",), "give exactly one of --person, --post or --org"),
+        (("history", "--person", "nobody"), "unknown person 'nobody'"),
+        (("claim", "no-such-claim"), "unknown claim 'no-such-claim'"),
+        (("audit", "--status", "maybe"), "unknown status 'maybe'"),
+        (("audit", "--from", "yesterday"), "from must be an RFC 3339 time"),
+        (("rebuild", "nope"), "unknown projection 'nope'"),
+    ],
+)
+def test_errors_are_clear_and_exit_1(db: str, args: tuple[str, ...], message: str) -> None:
+    fails(invoke(db, *args), message)
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_every_command_help_has_an_example(command: str) -> None:
+    text = ok(CliRunner().invoke(main, [command, "--help"]))
+    assert "Example:" in text
+    assert "leaderlog " + command in text

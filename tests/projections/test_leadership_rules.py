@@ -1,0 +1,351 @@
+"""Given/when/then tests of every leadership state rule, on the pure functions (no I/O)."""
+
+from __future__ import annotations
+
+import pytest
+
+from leaderlog.projections.claim_versions import counts_from
+from tests.projections.story import Story, day
+
+# --- capacity ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("capacity", "vacancy"),
+    [
+        ("permanent", "filled"),
+        ("acting", "acting"),
+        ("interim", "acting"),
+        ("unspecified", "filled"),
+    ],
+)
+def test_given_an_appointment_in_each_capacity_then_holder_and_vacancy_follow_it(
+    capacity: str, vacancy: str
+) -> None:
+    # given
+    story = Story().report("c1", capacity=capacity, effective="2025-06-01")
+    # when
+    state = story.state("2025-06-02")
+    # then
+    assert [(h["person"], h["capacity"]) for h in state["holders"]] == [("ann", capacity)]
+    assert state["vacancy"] == vacancy
+
+
+def test_given_no_claims_then_the_vacancy_is_unknown() -> None:
+    state = Story().state("2025-06-02")
+    assert state == {"holders": [], "pending": [], "vacancy": "unknown", "conflicts": []}
+
+
+def test_given_acting_and_unspecified_holders_then_the_post_counts_as_filled() -> None:
+    story = (
+        Story()
+        .report("c1", person="ann", capacity="acting", effective="2025-06-01")
+        .report("c2", person="bob", capacity="unspecified", effective="2025-06-01")
+    )
+    assert story.state("2025-06-02")["vacancy"] == "filled"
+
+
+def test_given_an_unspecified_claim_after_an_acting_one_then_acting_is_kept() -> None:
+    # "unspecified" is not a negation of "acting"
+    story = (
+        Story()
+        .report("c1", kind="incumbency", capacity="acting")
+        .report("c2", kind="incumbency", capacity="unspecified")
+    )
+    assert story.holders("2025-06-30") == [("ann", "acting")]
+
+
+def test_given_an_acting_then_a_permanent_appointment_then_two_tenures() -> None:
+    story = (
+        Story()
+        .report("c1", capacity="acting", effective="2025-01-10")
+        .report("c2", capacity="permanent", effective="2025-03-01")
+    )
+    assert story.holders("2025-02-01") == [("ann", "acting")]
+    assert story.holders("2025-03-01") == [("ann", "permanent")]
+    found = story.tenures()
+    assert [(t["capacity"], t["start"]["date"], (t["end"] or {}).get("date")) for t in found] == [
+        ("acting", "2025-01-10", "2025-03-01"),
+        ("permanent", "2025-03-01", None),
+    ]
+
+
+# --- modality ----------------------------------------------------------------------------------
+
+
+def test_given_an_occurred_appointment_then_the_person_holds_the_post() -> None:
+    story = Story().report("c1", modality="occurred", effective="2025-06-01")
+    assert story.holders("2025-06-01") == [("ann", "permanent")]
+    assert story.pending("2025-06-01") == []
+
+
+@pytest.mark.parametrize("modality", ["announced", "expected", "rumored"])
+def test_given_a_change_not_yet_occurred_then_it_stays_pending_even_after_its_date(
+    modality: str,
+) -> None:
+    # given
+    story = Story().report("c1", modality=modality, effective="2025-06-01")
+    # when
+    state = story.state("2026-01-01")
+    # then
+    assert state["holders"] == []
+    assert [item["claim"] for item in state["pending"]] == ["c1"]
+    assert state["pending"][0]["modality"] == modality
+    assert state["vacancy"] == "unknown"
+
+
+def test_given_an_occurred_change_dated_after_d_then_it_is_pending_on_d() -> None:
+    story = Story().report("c1", effective="2025-07-01")
+    assert story.pending("2025-06-30") == ["c1"]
+    assert story.holders("2025-06-30") == []
+    assert story.holders("2025-07-01") == [("ann", "permanent")]
+
+
+def test_given_a_pending_change_then_it_is_listed_only_once_its_report_is_published() -> None:
+    # the source was published on 2025-05-20
+    story = Story().report("c1", modality="expected")
+    assert story.pending("2025-05-19") == []
+    assert story.pending("2025-05-20") == ["c1"]
+
+
+# --- claim transitions -------------------------------------------------------------------------
+
+
+def test_given_an_expected_appointment_when_confirmed_with_its_date_then_that_date_counts() -> None:
+    story = Story().report("c1", modality="expected").confirm("c1", effective="2025-07-15")
+    assert story.holders("2025-07-14") == []
+    assert story.pending("2025-07-14") == ["c1"]
+    holders = story.state("2025-07-15")["holders"]
+    assert holders[0]["person"] == "ann"
+    assert holders[0]["status"] == "confirmed"
+    assert holders[0]["since"]["basis"] == "confirmed"
+
+
+def test_given_a_confirmation_without_a_date_then_the_confirming_source_date_counts() -> None:
+    story = Story(published={"paper": "2025-05-20", "release": "2025-08-02"})
+    story.report("c1", modality="announced").confirm("c1", source="release")
+    assert story.holders("2025-08-01") == []
+    assert story.holders("2025-08-02") == [("ann", "permanent")]
+    since = story.state("2025-08-02")["holders"][0]["since"]
+    assert (since["date"], since["basis"]) == ("2025-08-02", "published")
+
+
+def test_given_a_confirming_source_without_a_date_then_the_recorded_day_counts() -> None:
+    story = Story(published={"paper": "2025-05-20", "memo": None})
+    story.report("c1", modality="rumored").confirm("c1", source="memo", recorded="2025-09-03")
+    assert story.holders("2025-09-02") == []
+    assert story.holders("2025-09-03") == [("ann", "permanent")]
+    assert story.state("2025-09-03")["holders"][0]["since"]["basis"] == "recorded"
+
+
+def test_given_a_correction_to_occurred_then_the_change_takes_effect() -> None:
+    story = Story().report("c1", modality="expected", effective="2025-06-01")
+    assert story.holders("2025-06-05") == []
+    story.correct("c1", modality="occurred")
+    assert story.holders("2025-06-05") == [("ann", "permanent")]
+
+
+def test_given_a_correction_back_to_expected_then_the_change_is_pending_again() -> None:
+    story = Story().report("c1", effective="2025-06-01").correct("c1", modality="expected")
+    assert story.holders("2025-06-05") == []
+    assert story.pending("2025-06-05") == ["c1"]
+
+
+def test_given_a_correction_of_person_and_capacity_then_the_state_follows_it() -> None:
+    story = Story().report("c1", effective="2025-06-01")
+    story.correct("c1", person="bob", capacity="acting")
+    assert story.holders("2025-06-05") == [("bob", "acting")]
+    assert story.state("2025-06-05")["vacancy"] == "acting"
+
+
+def test_given_a_correction_of_the_date_then_the_change_moves() -> None:
+    story = Story().report("c1", effective="2025-06-01")
+    story.correct("c1", effective={"date": "2025-08-01", "qualifier": "on"})
+    assert story.holders("2025-07-01") == []
+    assert story.holders("2025-08-01") == [("ann", "permanent")]
+
+
+def test_given_a_retracted_claim_then_it_has_no_effect_at_all() -> None:
+    story = (
+        Story()
+        .report("c1", effective="2025-06-01")
+        .report("c2", modality="expected", kind="departure", cause="retirement")
+        .dispute("c2", "c1")
+    )
+    story.retract("c1").retract("c2")
+    assert story.state("2025-07-01") == {
+        "holders": [],
+        "pending": [],
+        "vacancy": "unknown",
+        "conflicts": [],
+    }
+    assert story.tenures() == []
+
+
+def test_given_a_disputed_claim_then_it_is_a_conflict_and_its_holder_is_disputed() -> None:
+    story = (
+        Story()
+        .report("body", kind="incumbency", person="hammer", capacity="unspecified")
+        .report("caption", kind="incumbency", person="hammer", capacity="acting")
+        .dispute("caption", "body", reason="caption says acting")
+    )
+    state = story.state("2025-06-30")
+    assert state["conflicts"] == [
+        {
+            "kind": "disputed",
+            "claims": ["caption", "body"],
+            "persons": ["hammer"],
+            "reason": "caption says acting",
+        }
+    ]
+    # the disputed claim does not decide the capacity while an undisputed one exists
+    assert state["holders"][0]["capacity"] == "unspecified"
+    assert state["holders"][0]["status"] == "disputed"
+
+
+def test_given_a_disputed_claim_when_later_confirmed_then_the_conflict_is_resolved() -> None:
+    story = Story().report("c1", kind="incumbency").dispute("c1").confirm("c1")
+    state = story.state("2025-06-30")
+    assert state["conflicts"] == []
+    assert state["holders"][0]["status"] == "confirmed"
+
+
+def test_given_two_permanent_holders_at_once_then_they_are_a_conflict() -> None:
+    story = (
+        Story()
+        .report("c1", person="ann", effective="2024-01-01")
+        .report("c2", person="bob", effective="2025-01-01")
+    )
+    state = story.state("2025-02-01")
+    assert [conflict["kind"] for conflict in state["conflicts"]] == ["overlapping_permanent"]
+    assert state["conflicts"][0]["persons"] == ["ann", "bob"]
+    # before the second appointment there is no overlap
+    assert story.state("2024-06-01")["conflicts"] == []
+
+
+def test_given_a_permanent_holder_and_an_acting_one_then_there_is_no_conflict() -> None:
+    story = (
+        Story()
+        .report("c1", person="ann", effective="2024-01-01")
+        .report("c2", person="bob", capacity="acting", effective="2025-01-01")
+    )
+    assert story.state("2025-02-01")["conflicts"] == []
+
+
+# --- departures and tenures --------------------------------------------------------------------
+
+
+def test_given_a_departure_of_the_holder_then_the_post_is_vacant() -> None:
+    story = (
+        Story()
+        .report("c1", effective="2024-01-01")
+        .report("c2", kind="departure", cause="retirement", effective="2025-03-31")
+    )
+    assert story.holders("2025-03-30") == [("ann", "permanent")]
+    state = story.state("2025-03-31")
+    assert (state["holders"], state["vacancy"]) == ([], "vacant")
+    (tenure,) = story.tenures()
+    assert (
+        tenure["start"]["date"],
+        tenure["end"]["date"],
+        tenure["cause"],
+        tenure["ended_by"],
+    ) == (
+        "2024-01-01",
+        "2025-03-31",
+        "retirement",
+        "c2",
+    )
+
+
+def test_given_only_a_departure_then_a_tenure_with_unknown_start_is_shown() -> None:
+    story = Story().report("c1", kind="departure", cause="resignation", effective="2025-02-01")
+    (tenure,) = story.tenures()
+    assert tenure["start"] is None
+    assert tenure["cause"] == "resignation"
+    assert story.state("2025-03-01")["vacancy"] == "vacant"
+
+
+def test_given_a_pending_departure_then_the_holder_stays_with_the_departure_pending() -> None:
+    story = (
+        Story()
+        .report("c1", kind="incumbency", capacity="acting")
+        .report("c2", kind="departure", capacity="acting", modality="expected", cause="retirement")
+    )
+    state = story.state("2025-06-30")
+    assert [(h["person"], h["capacity"]) for h in state["holders"]] == [("ann", "acting")]
+    assert [item["claim"] for item in state["pending"]] == ["c2"]
+
+
+# --- fuzzy dates -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("effective", "day_before", "first_day"),
+    [
+        ("2025-05-29", "2025-05-28", "2025-05-29"),
+        ("2025-05", "2025-05-30", "2025-05-31"),
+        ("2024-02", "2024-02-28", "2024-02-29"),
+        ("2025", "2025-12-30", "2025-12-31"),
+    ],
+    ids=["day", "month", "leap-month", "year"],
+)
+def test_given_a_fuzzy_date_then_the_change_counts_from_its_latest_possible_day(
+    effective: str, day_before: str, first_day: str
+) -> None:
+    story = Story().report("c1", effective=effective)
+    assert story.holders(day_before) == []
+    assert story.holders(first_day) == [("ann", "permanent")]
+
+
+@pytest.mark.parametrize(
+    ("qualifier", "day_before", "first_day"),
+    [
+        ("about", "2025-05-30", "2025-05-31"),
+        ("before", "2025-04-29", "2025-04-30"),
+        ("after", "2025-05-31", "2025-06-01"),
+    ],
+)
+def test_given_a_qualified_month_then_the_qualifier_moves_the_day(
+    qualifier: str, day_before: str, first_day: str
+) -> None:
+    story = Story().report("c1", effective="2025-05", qualifier=qualifier)
+    assert story.holders(day_before) == []
+    assert story.holders(first_day) == [("ann", "permanent")]
+
+
+def test_given_an_occurred_change_without_date_then_it_counts_from_the_published_date() -> None:
+    story = Story(published={"paper": "2025-05"}).report("c1", kind="incumbency")
+    assert story.holders("2025-05-30") == []
+    assert story.holders("2025-05-31") == [("ann", "permanent")]
+    assert story.state("2025-05-31")["holders"][0]["since"]["basis"] == "published"
+
+
+def test_given_no_published_date_either_then_it_counts_from_the_recorded_day() -> None:
+    story = Story(published={"blog": None})
+    story.report("c1", kind="incumbency", source="blog", recorded="2025-09-03")
+    assert story.holders("2025-09-02") == []
+    assert story.holders("2025-09-03") == [("ann", "permanent")]
+
+
+def test_counts_from_reads_every_precision() -> None:
+    assert counts_from(None) is None
+    assert counts_from({"date": None, "text": "soon"}) is None
+    assert counts_from({"date": "2025-05-29"}) == day("2025-05-29")
+    assert counts_from({"date": "2025-02", "qualifier": "about"}) == day("2025-02-28")
+    assert counts_from({"date": "2025", "qualifier": "after"}) == day("2026-01-01")
+    assert counts_from({"date": "2025", "qualifier": "before"}) == day("2024-12-31")
+
+
+# --- the two time axes -------------------------------------------------------------------------
+
+
+def test_given_claims_known_at_different_times_then_each_time_gives_its_own_answer() -> None:
+    # given: an appointment, later known to be wrong about the person
+    story = Story().report("c1", effective="2025-06-01")
+    before = story.state("2025-06-05")
+    story.correct("c1", person="bob")
+    after = story.state("2025-06-05")
+    # then: the state as known before the correction still names ann, afterwards bob
+    assert [h["person"] for h in before["holders"]] == ["ann"]
+    assert [h["person"] for h in after["holders"]] == ["bob"]

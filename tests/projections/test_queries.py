@@ -1,0 +1,328 @@
+"""Queries over real projections: the seed article's state, both time axes, history, claims."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from leaderlog.log import EventLog
+from leaderlog.projections import InvalidQuery, Queries, UnknownEntity
+from tests.projections.logs import (
+    FOX,
+    GENALO_RETIREMENT,
+    GORDON_ACTING,
+    HAMMER_BODY,
+    HAMMER_CAPTION,
+    HAMMER_REASSIGNMENT,
+    SEED_COUNT,
+    append,
+    at,
+    current,
+    record,
+    seed_records,
+)
+
+
+def _posts(state: dict[str, Any]) -> dict[str, Any]:
+    return {post["post"]["post"]: post for post in state["posts"]}
+
+
+async def test_golden_state_of_the_seed_article(seeded_log: EventLog) -> None:
+    # given the seed article, when asked for ICE's leadership in June 2025
+    queries = await current(seeded_log)
+    state = await queries.state(org="ice", as_of="2025-06-15")
+    # then ICE's subtree is shown, as known at the head of the log
+    assert state["known_at"]["position"] == SEED_COUNT
+    assert state["org"]["org"] == "ice"
+    posts = _posts(state)
+    assert sorted(posts) == ["ice-ero-ead", "ice-hsi-dsac", "ice-hsi-ead"]
+
+    # ERO's executive associate director: Genalo (acting), his retirement pending
+    ero = posts["ice-ero-ead"]
+    assert [(h["person"], h["name"], h["capacity"]) for h in ero["holders"]] == [
+        ("kenneth-genalo", "Kenneth Genalo", "acting")
+    ]
+    assert ero["vacancy"] == "acting"
+    assert [(p["claim"], p["kind"], p["cause"], p["modality"]) for p in ero["pending"]] == [
+        (GENALO_RETIREMENT, "departure", "retirement", "expected")
+    ]
+    assert ero["conflicts"] == []
+
+    # HSI's head: Hammer, his reassignment pending and Gordon's acting appointment expected
+    hsi = posts["ice-hsi-ead"]
+    assert [(h["person"], h["status"]) for h in hsi["holders"]] == [("robert-hammer", "disputed")]
+    assert sorted(hsi["holders"][0]["claims"]) == [HAMMER_BODY, HAMMER_CAPTION]
+    assert hsi["vacancy"] == "filled"
+    pending = {(p["claim"], p["person"], p["capacity"]) for p in hsi["pending"]}
+    assert pending == {
+        (HAMMER_REASSIGNMENT, "robert-hammer", "unspecified"),
+        (GORDON_ACTING, "derek-gordon", "acting"),
+    }
+    assert all(p["attribution"]["kind"] == "anonymous" for p in hsi["pending"])
+    # and the acting / not-acting disagreement about Hammer is a conflict
+    assert hsi["conflicts"] == [
+        {
+            "kind": "disputed",
+            "claims": [HAMMER_CAPTION, HAMMER_BODY],
+            "persons": ["robert-hammer"],
+            "reason": hsi["conflicts"][0]["reason"],
+        }
+    ]
+    assert "acting" in hsi["conflicts"][0]["reason"]
+
+
+async def test_the_seed_claims_count_from_the_end_of_the_published_month(
+    seeded_log: EventLog,
+) -> None:
+    queries = await current(seeded_log)
+    before = _posts(await queries.state(org="ice-ero", as_of="2025-05-30"))["ice-ero-ead"]
+    after = _posts(await queries.state(org="ice-ero", as_of="2025-05-31"))["ice-ero-ead"]
+    assert (before["holders"], before["vacancy"], before["pending"]) == ([], "unknown", [])
+    assert after["holders"][0]["since"] == {
+        "date": "2025-05",
+        "qualifier": "about",
+        "text": None,
+        "basis": "published",
+    }
+
+
+async def test_known_at_a_position_shows_what_the_log_held_then(seeded_log: EventLog) -> None:
+    queries = await current(seeded_log)
+    # position 22: both Hammer incumbencies are known, the dispute (23) is not
+    hsi = _posts(await queries.state(org="ice-hsi", as_of="2025-06-15", known_at=22))
+    hammer = hsi["ice-hsi-ead"]
+    assert [(h["person"], h["capacity"], h["status"]) for h in hammer["holders"]] == [
+        ("robert-hammer", "acting", "reported")
+    ]
+    assert hammer["conflicts"] == []
+    assert [p["claim"] for p in hammer["pending"]] == [HAMMER_REASSIGNMENT]
+    # the DSAC post's only claim comes later (position 25)
+    assert hsi["ice-hsi-dsac"]["vacancy"] == "unknown"
+    # at 23 the dispute is known
+    hammer = _posts(await queries.state(org="ice-hsi", as_of="2025-06-15", known_at="23"))
+    assert hammer["ice-hsi-ead"]["holders"][0]["capacity"] == "unspecified"
+    assert hammer["ice-hsi-ead"]["conflicts"][0]["kind"] == "disputed"
+
+
+async def test_known_at_position_zero_knows_nothing(seeded_log: EventLog) -> None:
+    queries = await current(seeded_log)
+    state = await queries.state(known_at=0)
+    assert state["posts"] == []
+    assert state["known_at"] == {"position": 0, "recorded_through": None}
+
+
+async def test_known_at_a_time_uses_the_last_position_recorded_by_then(sqlite_url: str) -> None:
+    async with await EventLog.open(sqlite_url) as log:
+        # given the seeds recorded on 29 May and a confirmation of Gordon on 10 June
+        await append(log, seed_records(), recorded_at=at("2025-05-29T12:00:00Z"), actor="seed")
+        await append(
+            log,
+            [
+                record(
+                    "source.registered",
+                    source="ice-release",
+                    url="https://www.ice.gov/news/release",
+                    publisher="ICE",
+                    published={"date": "2025-06-10"},
+                ),
+                record(
+                    "claim.confirmed",
+                    claim=GORDON_ACTING,
+                    source="ice-release",
+                    effective={"date": "2025-06-09"},
+                ),
+            ],
+            recorded_at=at("2025-06-10T09:00:00Z"),
+        )
+        # and an import carrying an older time, after both
+        await append(
+            log,
+            [record("person.registered", person="late", name="Late Import")],
+            recorded_at=at("2025-05-01T00:00:00Z"),
+        )
+        queries = await current(log)
+
+        # when asked as known on 1 June, then only the seeds count
+        june_1 = await queries.state(
+            org="ice-hsi", as_of="2025-06-15", known_at="2025-06-01T00:00:00Z"
+        )
+        assert june_1["known_at"] == {
+            "position": SEED_COUNT,
+            "recorded_through": "2025-05-29T12:00:00.000000Z",
+        }
+        holders = _posts(june_1)["ice-hsi-ead"]["holders"]
+        assert [h["person"] for h in holders] == ["robert-hammer"]
+
+        # when asked as known on 10 June, then Gordon's appointment is in effect
+        june_10 = await queries.state(
+            org="ice-hsi", as_of="2025-06-15", known_at="2025-06-10T09:00:00Z"
+        )
+        assert june_10["known_at"]["position"] == SEED_COUNT + 3
+        holders = _posts(june_10)["ice-hsi-ead"]["holders"]
+        assert sorted(h["person"] for h in holders) == ["derek-gordon", "robert-hammer"]
+        gordon = next(h for h in holders if h["person"] == "derek-gordon")
+        assert (gordon["capacity"], gordon["status"], gordon["since"]["date"]) == (
+            "acting",
+            "confirmed",
+            "2025-06-09",
+        )
+        # a time before anything was recorded knows nothing; an offset is honoured
+        assert (await queries.state(known_at="2025-01-01T00:00:00Z"))["posts"] == []
+        late = await queries.resolve_known_at("2025-06-10T11:00:00+02:00")
+        assert late["position"] == SEED_COUNT + 3
+
+
+async def test_history_of_a_post_a_person_and_an_org_subtree(seeded_log: EventLog) -> None:
+    # given the seeds and, later, Hammer's reassignment confirmed for 2025-06-02
+    await append(
+        seeded_log,
+        [
+            record(
+                "claim.confirmed",
+                claim=HAMMER_REASSIGNMENT,
+                source=FOX,
+                effective={"date": "2025-06-02"},
+            )
+        ],
+    )
+    queries = await current(seeded_log)
+
+    post = await queries.history(post="ice-hsi-ead")
+    assert post["subject"]["post"]["post"] == "ice-hsi-ead"
+    (tenure,) = post["tenures"]
+    assert (tenure["person"], tenure["name"], tenure["start"]["date"], tenure["end"]["date"]) == (
+        "robert-hammer",
+        "Robert Hammer",
+        "2025-05",
+        "2025-06-02",
+    )
+    assert (tenure["cause"], tenure["ended_by"]) == ("reassignment", HAMMER_REASSIGNMENT)
+    assert {e["claim"] for e in tenure["evidence"]} == {
+        HAMMER_BODY,
+        HAMMER_CAPTION,
+        HAMMER_REASSIGNMENT,
+    }
+    assert [p["claim"] for p in post["pending"]] == [GORDON_ACTING]
+    assert post["sources"][FOX]["publisher"] == "Fox News"
+
+    person = await queries.history(person="derek-gordon")
+    assert [(t["post"], t["post_title"]) for t in person["tenures"]] == [
+        ("ice-hsi-dsac", "Deputy Special Agent in Charge")
+    ]
+    assert [(p["claim"], p["post"]) for p in person["pending"]] == [(GORDON_ACTING, "ice-hsi-ead")]
+
+    ice = await queries.history(org="ice")
+    assert {t["post"] for t in ice["tenures"]} == {"ice-ero-ead", "ice-hsi-ead", "ice-hsi-dsac"}
+    dhs = await queries.history(org="dhs")
+    assert {t["post"] for t in dhs["tenures"]} == {
+        "dhs-secretary",
+        "ice-ero-ead",
+        "ice-hsi-ead",
+        "ice-hsi-dsac",
+    }
+    # the history as known before the confirmation shows the tenure still open
+    earlier = await queries.history(post="ice-hsi-ead", known_at=SEED_COUNT)
+    assert earlier["tenures"][0]["end"] is None
+
+
+async def test_claim_lifecycle_with_every_source(seeded_log: EventLog) -> None:
+    await append(
+        seeded_log,
+        [
+            record(
+                "source.registered",
+                source="follow-up",
+                url="https://example.com/follow-up",
+                publisher="Example Wire",
+            ),
+            record(
+                "claim.corrected",
+                claim=HAMMER_CAPTION,
+                changes={"capacity": "unspecified"},
+                reason="The caption was fixed.",
+                source="follow-up",
+            ),
+            record("claim.retracted", claim=HAMMER_CAPTION, reason="Duplicate of the body text."),
+        ],
+    )
+    queries = await current(seeded_log)
+    answer = await queries.claim(HAMMER_CAPTION)
+    assert answer["status"] == "retracted"
+    assert [(s["position"], s["type"], s["status"]) for s in answer["lifecycle"]] == [
+        (22, "claim.reported", "reported"),
+        (23, "claim.disputed", "disputed"),
+        (31, "claim.corrected", "corrected"),
+        (32, "claim.retracted", "retracted"),
+    ]
+    assert answer["lifecycle"][2]["changes"] == {"capacity": "unspecified"}
+    assert answer["lifecycle"][3]["reason"] == "Duplicate of the body text."
+    assert answer["current"]["capacity"] == "unspecified"
+    assert answer["current"]["name"] == "Robert Hammer"
+    assert set(answer["sources"]) == {FOX, "follow-up"}
+    assert answer["sources"]["follow-up"]["publisher"] == "Example Wire"
+    # as known at 22, the claim was only reported
+    early = await queries.claim(HAMMER_CAPTION, known_at=22)
+    assert (early["status"], len(early["lifecycle"])) == ("reported", 1)
+    assert early["current"]["capacity"] == "acting"
+    # the retraction removed the claim from the state: Hammer is no longer disputed
+    hsi = _posts(await queries.state(org="ice-hsi", as_of="2025-06-15"))["ice-hsi-ead"]
+    assert hsi["conflicts"] == []
+    assert hsi["holders"][0]["claims"] == [HAMMER_BODY]
+
+
+async def test_an_org_move_moves_its_subtree(seeded_log: EventLog) -> None:
+    await append(
+        seeded_log,
+        [
+            record("org.registered", org="oversight", name="Oversight Board"),
+            record("org.updated", org="ice", parent="oversight"),
+        ],
+    )
+    queries = await current(seeded_log)
+    moved = await queries.state(org="oversight", as_of="2025-06-15")
+    assert {p["post"]["post"] for p in moved["posts"]} == {
+        "ice-ero-ead",
+        "ice-hsi-ead",
+        "ice-hsi-dsac",
+    }
+    left = await queries.state(org="dhs", as_of="2025-06-15")
+    assert [p["post"]["post"] for p in left["posts"]] == ["dhs-secretary"]
+    assert (await queries.state(org="ice-hsi"))["org"]["parent"] == "ice"
+
+
+async def test_posts_defined_later_are_not_known_earlier(seeded_log: EventLog) -> None:
+    queries = await current(seeded_log)
+    state = await queries.state(known_at=6)
+    assert [p["post"]["post"] for p in state["posts"]] == ["ice-ero-ead"]
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "message"),
+    [
+        (lambda q: q.state(org="nowhere"), UnknownEntity, "unknown organisation 'nowhere'"),
+        (lambda q: q.history(post="nowhere"), UnknownEntity, "unknown post 'nowhere'"),
+        (lambda q: q.history(person="nobody"), UnknownEntity, "unknown person 'nobody'"),
+        (lambda q: q.claim("no-claim"), UnknownEntity, "unknown claim 'no-claim'"),
+        (lambda q: q.history(), InvalidQuery, "exactly one"),
+        (lambda q: q.history(post="a", org="b"), InvalidQuery, "exactly one"),
+        (lambda q: q.state(as_of="2025-02-30"), InvalidQuery, "as-of must be a calendar day"),
+        (lambda q: q.state(as_of="June"), InvalidQuery, "as-of must be a calendar day"),
+        (lambda q: q.state(known_at=10_000), InvalidQuery, "beyond the log's head (29)"),
+        (lambda q: q.state(known_at=-1), InvalidQuery, "0 or more"),
+        (lambda q: q.state(known_at="yesterday"), InvalidQuery, "RFC 3339"),
+        (lambda q: q.state(known_at="2025-06-01T00:00:00"), InvalidQuery, "UTC offset"),
+    ],
+)
+async def test_bad_questions_get_clear_errors(
+    seeded_log: EventLog, call: object, error: type[Exception], message: str
+) -> None:
+    queries = await current(seeded_log)
+    with pytest.raises(error, match=message.replace("(", r"\(").replace(")", r"\)")):
+        await call(queries)  # type: ignore[operator]
+
+
+async def test_queries_before_any_projection_explain_what_to_do(sqlite_url: str) -> None:
+    async with await EventLog.open(sqlite_url) as log:
+        with pytest.raises(Exception, match="leaderlog rebuild"):
+            await Queries(log.store).state()

@@ -1,0 +1,233 @@
+"""The runner: checkpoints commit with rows, versions rebuild, follow, rebuild = incremental."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+import pytest
+
+from leaderlog.errors import ProjectionError
+from leaderlog.events import RecordedEvent
+from leaderlog.log import EventLog
+from leaderlog.projections import (
+    BUILTIN,
+    LeadershipProjection,
+    Projection,
+    ProjectionRunner,
+    ProjectionTransaction,
+    runner_for,
+)
+from leaderlog.store.base import EventStore
+from tests.projections.logs import (
+    FOX,
+    GORDON_ACTING,
+    HAMMER_CAPTION,
+    SEED_COUNT,
+    append,
+    current,
+    record,
+    seed_records,
+)
+
+
+async def dump(store: EventStore, projections: Sequence[Projection]) -> dict[str, list[Any]]:
+    """Every row of every table of the projections, in a stable order."""
+    tables: dict[str, list[Any]] = {}
+    for projection in projections:
+        for table in projection.tables():
+            tables[table] = sorted(await store.query(f"SELECT * FROM {table}"), key=repr)
+    return tables
+
+
+def builtins() -> list[Projection]:
+    return [cls() for cls in BUILTIN.values()]
+
+
+FOLLOW_UPS = [
+    record(
+        "source.registered",
+        source="ice-release",
+        url="https://www.ice.gov/news/release",
+        publisher="ICE",
+        published={"date": "2025-06-10"},
+    ),
+    record("claim.confirmed", claim=GORDON_ACTING, source="ice-release"),
+    record(
+        "claim.corrected",
+        claim=HAMMER_CAPTION,
+        changes={"capacity": "unspecified", "locator": "body"},
+        reason="Caption fixed.",
+    ),
+    record("person.updated", person="derek-gordon", aliases=["D. Gordon"]),
+    record("claim.retracted", claim=f"{FOX}-miller-wh-dcos", reason="Misattributed."),
+]
+
+
+class Exploding(Projection):
+    """Writes a row for every event, and fails on the event at ``fail_at``."""
+
+    name: ClassVar[str] = "exploding"
+    version: ClassVar[int] = 1
+    fail_at = 0
+
+    def schema(self) -> Sequence[str]:
+        return ("CREATE TABLE IF NOT EXISTS p_exploding_seen (position BIGINT PRIMARY KEY)",)
+
+    def tables(self) -> Sequence[str]:
+        return ("p_exploding_seen",)
+
+    async def apply(self, tx: ProjectionTransaction, events: Sequence[RecordedEvent]) -> None:
+        await tx.executemany(
+            "INSERT INTO p_exploding_seen (position) VALUES (?)", [(e.position,) for e in events]
+        )
+        if any(event.position == self.fail_at for event in events):
+            raise RuntimeError("boom")
+
+
+async def test_rows_and_checkpoint_commit_together(seeded_log: EventLog) -> None:
+    # given a projection that fails while applying position 15, in pages of 10
+    exploding = Exploding()
+    exploding.fail_at = 15
+    leadership = LeadershipProjection()
+    runner = ProjectionRunner(seeded_log.store, [leadership, exploding], page=10)
+    # when catching up
+    with pytest.raises(RuntimeError, match="boom"):
+        await runner.catch_up()
+    # then the failed page left nothing: neither rows nor checkpoints moved past 10
+    statuses = {status.name: status for status in await runner.status()}
+    assert statuses["exploding"].checkpoint == statuses["leadership"].checkpoint == 10
+    seen = await seeded_log.store.query("SELECT MAX(position) FROM p_exploding_seen")
+    assert seen == [(10,)]
+    # and once the fault is gone, it carries on from the checkpoint
+    exploding.fail_at = 0
+    assert await runner.catch_up() == SEED_COUNT
+    count = await seeded_log.store.query("SELECT COUNT(*) FROM p_exploding_seen")
+    assert count == [(SEED_COUNT,)]
+
+
+async def test_a_changed_version_rebuilds_the_projection(seeded_log: EventLog) -> None:
+    runner = ProjectionRunner(seeded_log.store, [LeadershipProjection()])
+    await runner.catch_up()
+    before = await dump(seeded_log.store, [LeadershipProjection()])
+    await seeded_log.store.query("SELECT 1")
+
+    class LeadershipV2(LeadershipProjection):
+        version = 2
+
+    # given rows left by version 1 that version 2 would never write
+    async with seeded_log.store.projection_transaction() as tx:
+        await tx.execute(
+            "INSERT INTO p_leadership_persons (person, name, aliases, position) "
+            "VALUES ('stale', 'Stale Row', '[]', 1)"
+        )
+    upgraded = ProjectionRunner(seeded_log.store, [LeadershipV2()])
+    await upgraded.catch_up()
+    (status,) = await upgraded.status()
+    assert (status.version, status.checkpoint, status.lag) == (2, SEED_COUNT, 0)
+    assert await dump(seeded_log.store, [LeadershipProjection()]) == before
+
+
+async def test_incremental_state_equals_a_rebuild(seeded_log: EventLog) -> None:
+    # given projections caught up after the seeds, then after two more batches
+    runner = await runner_for(seeded_log.store)
+    await runner.catch_up()
+    await append(seeded_log, FOLLOW_UPS[:2])
+    await runner.catch_up()
+    await append(seeded_log, FOLLOW_UPS[2:])
+    await runner.catch_up()
+    incremental = await dump(seeded_log.store, runner.projections)
+    # when everything is rebuilt from the log, in small pages
+    progress: list[tuple[int, int]] = []
+    small_pages = ProjectionRunner(seeded_log.store, builtins(), page=7)
+    head = await small_pages.rebuild(progress=lambda done, total: progress.append((done, total)))
+    # then the tables are identical, and the progress reached the head
+    assert head == SEED_COUNT + len(FOLLOW_UPS)
+    assert await dump(seeded_log.store, runner.projections) == incremental
+    assert progress[-1] == (head, head)
+    assert [done for done, _ in progress] == sorted(done for done, _ in progress)
+
+
+async def test_rebuild_of_one_projection_leaves_the_others(seeded_log: EventLog) -> None:
+    runner = await runner_for(seeded_log.store)
+    await runner.catch_up()
+    await append(seeded_log, FOLLOW_UPS)
+    await runner.rebuild(["audit"])
+    statuses = {status.name: status.checkpoint for status in await runner.status()}
+    rebuilt = SEED_COUNT + len(FOLLOW_UPS)
+    assert statuses == {name: rebuilt if name == "audit" else SEED_COUNT for name in BUILTIN}
+    with pytest.raises(ProjectionError, match="unknown projection"):
+        await runner.rebuild(["nope"])
+
+
+async def test_status_reports_lag(seeded_log: EventLog) -> None:
+    runner = await runner_for(seeded_log.store)
+    assert [tuple(status) for status in await runner.status()] == [
+        (name, cls.version, 0, SEED_COUNT, SEED_COUNT) for name, cls in BUILTIN.items()
+    ]
+    await runner.catch_up()
+    assert {status.lag for status in await runner.status()} == {0}
+
+
+async def test_two_runners_never_apply_an_event_twice(seeded_log: EventLog) -> None:
+    first = ProjectionRunner(seeded_log.store, builtins(), page=4)
+    second = ProjectionRunner(seeded_log.store, builtins(), page=3)
+    await asyncio.gather(first.catch_up(), second.catch_up(), first.catch_up())
+    alone = await dump(seeded_log.store, builtins())
+    await ProjectionRunner(seeded_log.store, builtins()).rebuild()
+    assert await dump(seeded_log.store, builtins()) == alone
+
+
+async def test_follow_applies_new_events_live(seeded_log: EventLog) -> None:
+    runner = await runner_for(seeded_log.store)
+    stop = asyncio.Event()
+    follower = asyncio.create_task(runner.follow(poll_interval=0.05, stop=stop))
+    try:
+        positions = await append(seeded_log, FOLLOW_UPS[:2])
+        for _ in range(400):
+            statuses = await runner.status()
+            if all(status.checkpoint == positions[-1] for status in statuses):
+                break
+            await asyncio.sleep(0.01)
+        assert {status.checkpoint for status in await runner.status()} == {positions[-1]}
+    finally:
+        stop.set()
+        await asyncio.wait_for(follower, timeout=10)
+    answer = await current(seeded_log)
+    claim = await answer.claim(GORDON_ACTING)
+    assert claim["status"] == "confirmed"
+
+
+async def test_duplicate_projection_names_are_refused(seeded_log: EventLog) -> None:
+    with pytest.raises(ProjectionError, match="unique"):
+        ProjectionRunner(seeded_log.store, [LeadershipProjection(), LeadershipProjection()])
+
+
+async def test_a_rebuild_replays_the_seed_file_identically_in_one_page(sqlite_url: str) -> None:
+    async with await EventLog.open(sqlite_url) as log:
+        await append(log, seed_records())
+        one_page = ProjectionRunner(log.store, builtins(), page=10_000)
+        await one_page.catch_up()
+        whole = await dump(log.store, builtins())
+        single = ProjectionRunner(log.store, builtins(), page=1)
+        await single.rebuild()
+        assert await dump(log.store, builtins()) == whole
+
+
+def test_long_replays_hold_the_collector_back_and_restore_it() -> None:
+    import gc
+
+    from leaderlog.projections.runner import _few_collections
+
+    before = gc.get_threshold()
+    with _few_collections(10):
+        assert gc.get_threshold() == before
+    with _few_collections(1_000_000):
+        assert gc.get_threshold()[0] >= 100_000
+        assert gc.get_freeze_count() > 0
+        with _few_collections(1_000_000):
+            pass
+        assert gc.get_threshold()[0] >= 100_000
+    assert gc.get_threshold() == before
+    assert gc.get_freeze_count() == 0

@@ -1,0 +1,170 @@
+"""User projections: loaded by name from the projections/ folder; the shipped turnover one."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from leaderlog.errors import ProjectionError
+from leaderlog.log import EventLog
+from leaderlog.projections import BUILTIN, load_projection, runner_for
+from tests.conftest import ROOT
+from tests.projections.logs import append, record
+
+USER_FOLDER = ROOT / "projections"
+
+
+def _tenure_story() -> list[dict[str, object]]:
+    """One agency post: Ann (permanent) for 366 days, Bob (acting) for 59, then Cyd and Dee."""
+    appoint = "appointment"
+    claims = [
+        ("ann-in", appoint, "ann", "permanent", "2020-01-01", None),
+        ("ann-out", "departure", "ann", "permanent", "2021-01-01", "retirement"),
+        ("bob-in", appoint, "bob", "acting", "2021-01-02", None),
+        ("bob-out", "departure", "bob", "acting", "2021-03-02", "term_end"),
+        ("cyd-in", appoint, "cyd", "permanent", "2021-03-03", None),
+        ("dee-in", appoint, "dee", "acting", "2021-04-01", None),
+    ]
+    found: list[dict[str, object]] = [
+        record("org.registered", org="agency", name="Agency"),
+        record("org.registered", org="office", name="Office", parent="agency"),
+        record("post.defined", post="director", org="agency", title="Director"),
+        record("post.defined", post="clerk", org="office", title="Clerk"),
+        record("source.registered", source="gazette", url="https://example.com", publisher="G"),
+        *(
+            record("person.registered", person=p, name=p.title())
+            for p in ("ann", "bob", "cyd", "dee")
+        ),
+    ]
+    for claim, kind, person, capacity, day, cause in claims:
+        data = {
+            "claim": claim,
+            "source": "gazette",
+            "kind": kind,
+            "person": person,
+            "post": "director",
+            "capacity": capacity,
+            "effective": {"date": day},
+            "modality": "occurred",
+            "attribution": {"kind": "official"},
+        }
+        if cause:
+            data["cause"] = cause
+        found.append(record("claim.reported", **data))
+    return found
+
+
+async def test_turnover_counts_tenures_average_and_acting_share(sqlite_url: str) -> None:
+    async with await EventLog.open(sqlite_url) as log:
+        await append(log, _tenure_story())
+        runner = await runner_for(log.store, USER_FOLDER, also=("turnover",))
+        await runner.rebuild(["turnover"])
+        rows = await log.store.query(
+            "SELECT org, tenures, closed, average_days, acting, acting_share FROM p_turnover_orgs "
+            "ORDER BY org"
+        )
+        assert rows == [("agency", 4, 2, 212.5, 2, 0.5)]
+        # incremental: retracting Dee's appointment and adding a clerk updates the figures
+        await append(
+            log,
+            [
+                record("claim.retracted", claim="dee-in", reason="Never happened."),
+                record(
+                    "claim.reported",
+                    claim="ann-clerk",
+                    source="gazette",
+                    kind="incumbency",
+                    person="ann",
+                    post="clerk",
+                    capacity="interim",
+                    modality="occurred",
+                    attribution={"kind": "official"},
+                ),
+            ],
+        )
+        # a new runner picks the registered user projection up by itself
+        again = await runner_for(log.store, USER_FOLDER)
+        assert [p.name for p in again.projections] == [*BUILTIN, "turnover"]
+        await again.catch_up()
+        rows = await log.store.query(
+            "SELECT org, tenures, closed, average_days, acting, acting_share FROM p_turnover_orgs "
+            "ORDER BY org"
+        )
+        assert rows == [("agency", 3, 2, 212.5, 1, 1 / 3), ("office", 1, 0, None, 1, 1.0)]
+
+
+async def test_a_registered_projection_whose_module_is_gone_is_skipped(
+    sqlite_url: str, tmp_path: Path
+) -> None:
+    async with await EventLog.open(sqlite_url) as log:
+        runner = await runner_for(log.store, USER_FOLDER, also=("turnover",))
+        await runner.catch_up()
+        elsewhere = await runner_for(log.store, tmp_path)
+        assert [p.name for p in elsewhere.projections] == list(BUILTIN)
+
+
+async def test_a_registered_projection_that_no_longer_loads_does_not_stop_queries(
+    sqlite_url: str, tmp_path: Path
+) -> None:
+    (tmp_path / "turnover.py").write_text(
+        (USER_FOLDER / "turnover.py").read_text(encoding="utf-8"), encoding="utf-8"
+    )
+    async with await EventLog.open(sqlite_url) as log:
+        await (await runner_for(log.store, tmp_path, also=("turnover",))).catch_up()
+        (tmp_path / "turnover.py").write_text("this is not python\n", encoding="utf-8")
+        runner = await runner_for(log.store, tmp_path)
+        assert [p.name for p in runner.projections] == list(BUILTIN)
+        with pytest.raises(ProjectionError, match="failed to import"):
+            await runner_for(log.store, tmp_path, also=("turnover",))
+
+
+def test_builtin_names_load_without_the_folder(tmp_path: Path) -> None:
+    assert load_projection("leadership", tmp_path).name == "leadership"
+
+
+@pytest.mark.parametrize(
+    ("name", "source", "message"),
+    [
+        ("missing", None, "unknown projection 'missing'"),
+        ("Bad-Name", None, "not valid"),
+        ("empty", "X = 1\n", "must set PROJECTION"),
+        ("broken", "raise RuntimeError('no')\n", "failed to import: no"),
+        (
+            "misnamed",
+            "from leaderlog.projections.leadership import LeadershipProjection\n"
+            "class P(LeadershipProjection):\n    name = 'other'\nPROJECTION = P\n",
+            "must have name = 'misnamed'",
+        ),
+    ],
+)
+def test_bad_user_projections_are_refused(
+    tmp_path: Path, name: str, source: str | None, message: str
+) -> None:
+    if source is not None:
+        (tmp_path / f"{name}.py").write_text(source, encoding="utf-8")
+    with pytest.raises(ProjectionError, match=message):
+        load_projection(name, tmp_path)
+
+
+def test_a_user_module_cannot_take_a_builtin_name(tmp_path: Path) -> None:
+    from leaderlog.projections.loading import load_user_projection
+
+    (tmp_path / "audit.py").write_text(
+        "from leaderlog.projections.audit import AuditProjection\nPROJECTION = AuditProjection\n",
+        encoding="utf-8",
+    )
+    with pytest.raises(ProjectionError, match="built-in"):
+        load_user_projection("audit", tmp_path, builtin=BUILTIN)
+
+
+def test_the_folder_comes_from_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from leaderlog.projections import user_projection_folder
+
+    monkeypatch.setenv("LEADERLOG_PROJECTIONS", str(tmp_path))
+    assert user_projection_folder() == tmp_path
+    monkeypatch.delenv("LEADERLOG_PROJECTIONS")
+    monkeypatch.chdir(tmp_path)
+    assert user_projection_folder() == tmp_path / "projections"

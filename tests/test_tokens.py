@@ -1,0 +1,204 @@
+"""Write tokens: shown once, stored hashed, checked by name, revoked at once, on both backends."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import hmac
+import re
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from leaderlog.errors import TokenError
+from leaderlog.log import EventLog
+from leaderlog.tokens import Tokens
+from tests.store import postgres_schema
+
+TOKEN = re.compile(r"ll_[A-Za-z0-9_-]{43}")
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+async def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[str]:
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'leaderlog.db'}"
+        return
+    server_url: str = request.getfixturevalue("postgres_url")
+    async with postgres_schema(server_url) as url:
+        yield url
+
+
+@pytest.fixture
+async def log(store_url: str) -> AsyncIterator[EventLog]:
+    async with await EventLog.open(store_url) as opened:
+        yield opened
+
+
+@pytest.fixture
+def tokens(log: EventLog) -> Tokens:
+    return Tokens(log.store)
+
+
+@pytest.fixture
+async def sqlite_tokens(sqlite_url: str) -> AsyncIterator[Tokens]:
+    """For rules that do not depend on the backend."""
+    async with await EventLog.open(sqlite_url) as opened:
+        yield Tokens(opened.store)
+
+
+async def test_a_created_token_is_checked_back_to_its_name(tokens: Tokens) -> None:
+    token = await tokens.create("alice")
+    assert TOKEN.fullmatch(token)
+    assert await tokens.check(token) == "alice"
+
+
+async def test_tokens_are_random_and_distinct(tokens: Tokens) -> None:
+    created = [await tokens.create(f"writer-{index}") for index in range(5)]
+    assert len(set(created)) == 5
+    assert [await tokens.check(token) for token in created] == [f"writer-{i}" for i in range(5)]
+
+
+async def test_only_the_hash_is_stored(log: EventLog, tokens: Tokens) -> None:
+    token = await tokens.create("alice")
+    rows = await log.store.query("SELECT * FROM write_tokens")
+    stored = [str(value) for row in rows for value in row]
+    assert token not in stored
+    assert hashlib.sha256(token.encode()).hexdigest() in stored
+
+
+def database_bytes(folder: Path) -> bytes:
+    # The write-ahead log holds the newest pages until a checkpoint: read it too.
+    return b"".join(path.read_bytes() for path in sorted(folder.glob("tokens.db*")))
+
+
+async def test_the_raw_token_is_nowhere_in_the_sqlite_files(tmp_path: Path) -> None:
+    async with await EventLog.open(f"sqlite:///{tmp_path / 'tokens.db'}") as log:
+        token = await Tokens(log.store).create("alice")
+        while_open = database_bytes(tmp_path)
+    after_close = database_bytes(tmp_path)
+    digest = hashlib.sha256(token.encode()).hexdigest().encode()
+    for written in (while_open, after_close):
+        assert token.encode() not in written
+        assert digest in written
+
+
+async def test_listing_shows_names_and_times_never_tokens(tokens: Tokens) -> None:
+    alice = await tokens.create("alice")
+    await tokens.create("bob")
+    await tokens.revoke("bob")
+    listing = await tokens.listing()
+    assert [(info.name, info.revoked_at is None) for info in listing] == [
+        ("alice", True),
+        ("bob", False),
+    ]
+    assert all(info.created_at.endswith("Z") for info in listing)
+    assert alice not in repr(listing)
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["", "Alice", "-alice", ".alice", "al ice", "alice\n", "al\nice", "a" * 65, "álice", "a/b"],
+)
+async def test_bad_names_are_refused(sqlite_tokens: Tokens, name: str) -> None:
+    with pytest.raises(TokenError, match="token name"):
+        await sqlite_tokens.create(name)
+    assert await sqlite_tokens.listing() == []
+
+
+@pytest.mark.parametrize("name", ["cli", "seed", "import"])
+async def test_the_logs_own_actors_are_reserved(sqlite_tokens: Tokens, name: str) -> None:
+    with pytest.raises(TokenError, match="reserved"):
+        await sqlite_tokens.create(name)
+
+
+@pytest.mark.parametrize("name", ["a", "alice", "ci-bot.2", "a_b", "0" * 64])
+async def test_good_names_are_accepted(sqlite_tokens: Tokens, name: str) -> None:
+    assert await sqlite_tokens.check(await sqlite_tokens.create(name)) == name
+
+
+async def test_a_live_name_cannot_be_created_twice(tokens: Tokens) -> None:
+    first = await tokens.create("alice")
+    with pytest.raises(TokenError, match="revoke it first"):
+        await tokens.create("alice")
+    assert await tokens.check(first) == "alice"
+
+
+async def test_concurrent_creates_of_one_name_have_one_winner(store_url: str) -> None:
+    """Each creator has its own connection; the loser must not replace the winner's token."""
+    logs = [await EventLog.open(store_url) for _ in range(4)]
+    try:
+        await Tokens(logs[0].store).listing()  # the table exists before the race
+
+        async def create(log: EventLog) -> str | TokenError:
+            try:
+                return await Tokens(log.store).create("alice")
+            except TokenError as error:
+                return error
+
+        results = await asyncio.gather(*(create(log) for log in logs))
+        winners = [result for result in results if isinstance(result, str)]
+        assert len(winners) == 1
+        assert await Tokens(logs[0].store).check(winners[0]) == "alice"
+    finally:
+        for log in logs:
+            await log.close()
+
+
+async def test_revoking_stops_a_token_and_a_new_one_can_be_made(tokens: Tokens) -> None:
+    old = await tokens.create("alice")
+    await tokens.revoke("alice")
+    with pytest.raises(TokenError, match="revoked"):
+        await tokens.check(old)
+    new = await tokens.create("alice")
+    assert new != old
+    assert await tokens.check(new) == "alice"
+    with pytest.raises(TokenError, match="unknown token"):
+        await tokens.check(old)
+
+
+async def test_revoking_unknown_or_revoked_names_is_an_error(tokens: Tokens) -> None:
+    with pytest.raises(TokenError, match="no token named"):
+        await tokens.revoke("nobody")
+    await tokens.create("alice")
+    await tokens.revoke("alice")
+    with pytest.raises(TokenError, match="already revoked"):
+        await tokens.revoke("alice")
+
+
+async def test_a_revocation_elsewhere_takes_effect_at_once(store_url: str) -> None:
+    """The server's Tokens keeps no cache of answers: the CLI's revoke counts on the next check."""
+    async with (
+        await EventLog.open(store_url) as server_log,
+        await EventLog.open(store_url) as cli_log,
+    ):
+        server = Tokens(server_log.store)
+        token = await Tokens(cli_log.store).create("alice")
+        assert await server.check(token) == "alice"
+        await Tokens(cli_log.store).revoke("alice")
+        with pytest.raises(TokenError, match="revoked"):
+            await server.check(token)
+
+
+@pytest.mark.parametrize("token", ["", " ", "ll_", "nonsense", "ll_" + "A" * 43, "\udcff"])
+async def test_unknown_tokens_are_refused(sqlite_tokens: Tokens, token: str) -> None:
+    await sqlite_tokens.create("alice")
+    with pytest.raises(TokenError, match="unknown token"):
+        await sqlite_tokens.check(token)
+
+
+async def test_checking_compares_in_constant_time(
+    tokens: Tokens, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[tuple[Any, Any]] = []
+    real = hmac.compare_digest
+
+    def spy(left: Any, right: Any) -> bool:
+        calls.append((left, right))
+        return real(left, right)
+
+    monkeypatch.setattr(hmac, "compare_digest", spy)
+    token = await tokens.create("alice")
+    assert await tokens.check(token) == "alice"
+    assert calls == [(hashlib.sha256(token.encode()).hexdigest(),) * 2]
