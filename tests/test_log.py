@@ -444,3 +444,16 @@ async def test_the_same_file_imported_twice_at_once(sqlite_url: str) -> None:
         assert first.positions == second.positions == third.positions == tuple(range(1, 30))
         assert (first.appended, second.appended, third.appended) == (29, 0, 0)
         assert (await log.store.verify()).count == 29
+
+
+async def test_a_caller_that_stops_waiting_does_not_fail_its_group(seeded_log: EventLog) -> None:
+    impatient = asyncio.ensure_future(seeded_log.append_events([claim("impatient")], actor="test"))
+    patient = [
+        asyncio.ensure_future(seeded_log.append_events([claim(f"patient-{n}")], actor="test"))
+        for n in range(5)
+    ]
+    await asyncio.sleep(0)  # all six are queued for the same group
+    impatient.cancel()
+    outcomes = await asyncio.gather(*patient)
+    assert all(outcome.appended == 1 for outcome in outcomes)
+    assert (await seeded_log.store.verify()).ok

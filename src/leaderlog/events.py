@@ -649,7 +649,11 @@ def parse_record(raw: object) -> Record:
     meta = {} if raw.get("meta") is None else raw["meta"]
     if not isinstance(meta, Mapping):
         raise RecordError("'meta' must be a JSON object", rule="schema")
-    if len(canonical_bytes(dict(meta))) > _META_LIMIT_BYTES:
+    try:
+        meta_size = len(canonical_bytes(dict(meta)))
+    except TypeError:  # nested deeper than canonical JSON can encode (255 levels)
+        raise RecordError("'meta' is nested too deeply", rule="size") from None
+    if meta_size > _META_LIMIT_BYTES:
         raise RecordError(f"'meta' is larger than {_META_LIMIT_BYTES} bytes", rule="size")
 
     recorded_at: dt.datetime | None = None

@@ -135,6 +135,18 @@ CASES = [
         2,
         "json",
     ),
+    Hostile(
+        "meta-nested-300-deep",
+        [
+            GOOD,
+            '{"type":"person.registered","data":{"person":"t2","name":"T"},"meta":'
+            + '{"a":' * 300
+            + "1"
+            + "}" * 301,
+        ],
+        2,
+        "size",
+    ),
     # --- record shape
     Hostile("unknown-type", [GOOD, record("person.deleted", {"person": "tom-homan"})], 2, "type"),
     Hostile(

@@ -158,3 +158,17 @@ async def test_rebuilding_equals_applying_one_event_at_a_time(seeded_log: EventL
     incremental = await _dump(seeded_log)
     await ProjectionRunner(seeded_log.store, [FeedEntriesProjection()]).rebuild()
     assert await _dump(seeded_log) == incremental
+
+
+async def test_every_feed_an_entry_joined_moves_when_it_changes(seeded_log: EventLog) -> None:
+    await correct(seeded_log, HAMMER_CAPTION, person="derek-gordon")
+    await project(seeded_log)
+    before = dict(await seeded_log.store.query(f"SELECT scope, last_position FROM {HEADS}"))
+    await retract(seeded_log, HAMMER_CAPTION)
+    await project(seeded_log)
+    after = dict(await seeded_log.store.query(f"SELECT scope, last_position FROM {HEADS}"))
+    head, _ = await seeded_log.store.head()
+    moved = {scope for scope in after if after[scope] != before.get(scope)}
+    assert {"person:robert-hammer", "person:derek-gordon", "all", "org:ice"} <= moved
+    assert all(after[scope] == head for scope in moved)
+    assert "person:kenneth-genalo" not in moved

@@ -11,13 +11,13 @@ import asyncio
 from collections.abc import Awaitable, Callable, Iterator, MutableMapping
 from typing import Any
 
+import httpx
 import pytest
 import schemathesis
 from fastapi import FastAPI
 from hypothesis import HealthCheck, settings
 from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import response_schema_conformance
-from starlette.testclient import TestClient
 
 from leaderlog.http import create_app
 from tests.http.test_write_api import build_seeded_database, create_token
@@ -77,27 +77,30 @@ def write_token(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         APP.app = None
 
 
-def test_the_document_is_the_one_served(write_token: str) -> None:
+async def test_the_document_is_the_one_served(write_token: str) -> None:
     assert APP.app is not None
-    with TestClient(APP.app) as client:
-        assert client.get("/openapi.json").json() == DOCUMENT
+    transport = httpx.ASGITransport(app=APP.app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://app") as client:
+        response = await client.get("/openapi.json")
+    assert response.json() == DOCUMENT
 
 
-BOUNDED = settings(
-    max_examples=12,
-    deadline=None,
-    derandomize=True,
-    suppress_health_check=list(HealthCheck),
-)
+def bounded(examples: int) -> settings:
+    return settings(
+        max_examples=examples,
+        deadline=None,
+        derandomize=True,
+        suppress_health_check=list(HealthCheck),
+    )
 
 
 @read_routes.parametrize()
-@BOUNDED
-def test_read_routes(case: schemathesis.Case, write_token: str) -> None:
+@bounded(12)
+def test_read_routes(case: schemathesis.Case[Any], write_token: str) -> None:
     case.call_and_validate(checks=CHECKS)
 
 
 @write_routes.parametrize()
-@BOUNDED
-def test_write_route(case: schemathesis.Case, write_token: str) -> None:
+@bounded(30)
+def test_write_route(case: schemathesis.Case[Any], write_token: str) -> None:
     case.call_and_validate(headers={"Authorization": f"Bearer {write_token}"}, checks=CHECKS)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import threading
+import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -37,14 +37,14 @@ del _projection_commands  # imported for the `audit` command it registers
 JSON = "application/json"
 
 
-# --- a live server --------------------------------------------------------------------------
+# --- the server and its logs ---------------------------------------------------------------
 
 
 CLIENT_LOGGERS = ("httpx", "httpcore")
 
 
 class LogCapture(logging.Handler):
-    """Every log record emitted anywhere in the process, formatted, exceptions included."""
+    """The log records that reach it, formatted, exceptions included."""
 
     def __init__(self) -> None:
         super().__init__(logging.NOTSET)
@@ -160,11 +160,16 @@ def post(
     content_type: str | None = JSON,
     headers: Mapping[str, str | bytes] | None = None,
 ) -> httpx.Response:
-    sent: dict[str, str | bytes] = dict(headers or {})
+    given: dict[str, str | bytes] = dict(headers or {})
     if token is not None:
-        sent["Authorization"] = f"Bearer {token}"
+        given["Authorization"] = f"Bearer {token}"
     if content_type is not None:
-        sent["Content-Type"] = content_type
+        given["Content-Type"] = content_type
+    # As bytes, so a test can send header values that are not ASCII.
+    sent = {
+        name.encode(): value if isinstance(value, bytes) else value.encode()
+        for name, value in given.items()
+    }
     content = body if isinstance(body, bytes | str) else json.dumps(body)
     return client.post("/api/events", content=content, headers=sent)
 
@@ -284,7 +289,7 @@ def wait_for_projections(api: httpx.Client) -> None:
         health = api.get("/healthz").json()
         if all(projection["lag"] == 0 for projection in health["projections"]):
             return
-        threading.Event().wait(0.01)
+        time.sleep(0.01)
     raise AssertionError(f"projections still lag: {health}")
 
 
@@ -458,17 +463,33 @@ def test_malformed_json_is_400(running: Running, api: httpx.Client, body: bytes)
     assert log_head(api) == before
 
 
-@pytest.mark.parametrize("depth", [MAX_DEPTH + 1, 300, 1000, 100_000])
+@pytest.mark.parametrize(
+    ("depth", "error"),
+    [(MAX_DEPTH, "too_deep"), (300, "too_deep"), (1000, "too_deep"), (100_000, "bad_json")],
+)
 def test_deeply_nested_json_is_400_and_the_server_lives_on(
-    running: Running, api: httpx.Client, depth: int
+    running: Running, api: httpx.Client, depth: int, error: str
 ) -> None:
+    """Past the parser's own limit it is not JSON to us; short of it, our limit answers.
+
+    Canonical JSON cannot even encode a record nested a few hundred levels deep, so every
+    such body must be refused before a record is built from it.
+    """
     before = log_head(api)
     nested = "[" * depth + "]" * depth
     record = '{"type": "person.registered", "data": {"person": "deep", "name": "D"}, "meta": {"x": '
     response = post(api, f"{record}{nested}}}}}", running.token)
-    assert error_body(response, 400)["error"] in {"bad_json", "too_deep"}
+    assert error_body(response, 400)["error"] == error
     assert log_head(api) == before
     assert post(api, person(unique("after-deep")), running.token).status_code == 201
+
+
+def test_nesting_up_to_the_limit_is_accepted(running: Running, api: httpx.Client) -> None:
+    # The record, "meta" and its "x" are three levels; the list fills the rest.
+    depth = MAX_DEPTH - 3
+    meta = {"x": json.loads("[" * depth + "]" * depth)}
+    response = post(api, person(unique("nested"), meta=meta), running.token)
+    assert response.status_code == 201, response.text
 
 
 @pytest.mark.parametrize(
@@ -540,17 +561,23 @@ def test_too_many_records_is_413(running: Running, api: httpx.Client) -> None:
 # --- the hostile-record table, over HTTP ----------------------------------------------------
 
 
-def http_body(case: Hostile) -> tuple[bytes, bool]:
-    """The case's non-blank lines as one JSON list, and whether every line is JSON."""
+def nesting(value: Any) -> int:
+    if isinstance(value, dict):
+        return 1 + max((nesting(child) for child in value.values()), default=0)
+    if isinstance(value, list):
+        return 1 + max((nesting(child) for child in value), default=0)
+    return 0
+
+
+def http_body(case: Hostile) -> tuple[bytes, int | None]:
+    """The case's non-blank lines as one JSON list, and its nesting (None: not all JSON)."""
     lines = [line if isinstance(line, bytes) else line.encode() for line in case.lines]
     lines = [line for line in lines if line.strip()]
+    body = b"[" + b",".join(lines) + b"]"
     try:
-        for line in lines:
-            json.loads(line)
-        parsable = True
+        return body, nesting(json.loads(body))
     except (ValueError, RecursionError):
-        parsable = False
-    return b"[" + b",".join(lines) + b"]", parsable
+        return body, None
 
 
 # Where HTTP names a rule differently from the import: an envelope is never accepted over HTTP.
@@ -561,11 +588,13 @@ HTTP_RULES = {"export-with-wrong-stream": "envelope", "export-from-the-future": 
 def test_hostile_records_are_refused_over_http(
     running: Running, api: httpx.Client, case: Hostile
 ) -> None:
-    body, parsable = http_body(case)
+    body, depth = http_body(case)
     before = log_head(api)
     response = post(api, body, running.token)
-    if not parsable or case.rule == "json":
+    if depth is None or case.rule == "json":
         error_body(response, 400)
+    elif depth > MAX_DEPTH:
+        assert error_body(response, 400)["error"] == "too_deep"
     elif case.rule in {"expected_version", "event_id"} and response.status_code == 409:
         assert error_body(response, 409)["error"] == "conflict"
     else:
@@ -637,6 +666,40 @@ async def test_concurrent_registrations_of_one_new_stream_have_one_winner(
     assert {loser["problems"][0]["rule"] for loser in losers} == {"unique"}
     assert report["ok"] is True
     assert report["count"] == report["head_position"]
+
+
+# --- reads stay public; the one write route is the one above -------------------------------
+
+
+@pytest.mark.parametrize("path", ["/api/events", "/api/verify", "/healthz", "/feeds/all.atom"])
+def test_read_routes_need_no_token(api: httpx.Client, path: str) -> None:
+    assert api.get(path).status_code == 200
+    refused_token = api.get(path, headers={"Authorization": "Bearer not-a-token"})
+    assert refused_token.status_code == 200
+
+
+PATH_VALUES = {"filename": "all.atom", "kind": "org", "claim_id": "x", "position": "1"}
+
+
+def test_the_only_route_that_writes_is_post_api_events(api: httpx.Client) -> None:
+    """So the auth matrix above covers every write route the app has."""
+    document = api.get("/openapi.json").json()
+    operations = {
+        (method.upper(), path)
+        for path, item in document["paths"].items()
+        for method in item
+        if method in {"get", "head", "post", "put", "patch", "delete", "options", "trace"}
+    }
+    assert {op for op in operations if op[0] not in {"GET", "HEAD"}} == {("POST", "/api/events")}
+
+    before = log_head(api)
+    for path in document["paths"]:
+        concrete = path.format(**PATH_VALUES)
+        for method in ("POST", "PUT", "PATCH", "DELETE"):
+            response = api.request(method, concrete, json=person(unique("sneaky")))
+            expected = 401 if (method, path) == ("POST", "/api/events") else 405
+            assert response.status_code == expected, (method, concrete, response.text)
+    assert log_head(api) == before
 
 
 # --- documentation --------------------------------------------------------------------------

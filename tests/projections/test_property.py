@@ -103,7 +103,12 @@ def claim_records(draw: st.DrawFn) -> list[dict[str, Any]]:
             everything.append(claim)
         elif step == "confirm":
             claim = draw(st.sampled_from(live))
-            data = {"claim": claim, "source": draw(st.sampled_from([s for s, _ in SOURCES]))}
+            # Every record says something new, so no two share a content-derived event id.
+            data = {
+                "claim": claim,
+                "source": draw(st.sampled_from([s for s, _ in SOURCES])),
+                "quote": f"confirmed, step {number}",
+            }
             effective = draw(dates)
             if effective is not None:
                 data["effective"] = effective
@@ -126,7 +131,9 @@ def claim_records(draw: st.DrawFn) -> list[dict[str, Any]]:
                 changes["kind"] = kind
                 changes["cause"] = "unknown" if kind == "departure" else None
                 claims[claim] = kind
-            found.append(record("claim.corrected", claim=claim, changes=changes, reason="fix"))
+            found.append(
+                record("claim.corrected", claim=claim, changes=changes, reason=f"fix {number}")
+            )
         elif step == "dispute":
             claim = draw(st.sampled_from(live))
             others = [other for other in everything if other != claim]
@@ -134,11 +141,13 @@ def claim_records(draw: st.DrawFn) -> list[dict[str, Any]]:
                 draw(st.lists(st.sampled_from(others), max_size=2, unique=True)) if others else []
             )
             found.append(
-                record("claim.disputed", claim=claim, reason="no", conflicts_with=conflicts)
+                record(
+                    "claim.disputed", claim=claim, reason=f"no {number}", conflicts_with=conflicts
+                )
             )
         elif step == "retract":
             claim = draw(st.sampled_from(live))
-            found.append(record("claim.retracted", claim=claim, reason="wrong"))
+            found.append(record("claim.retracted", claim=claim, reason=f"wrong {number}"))
             del claims[claim]
         else:
             person = draw(st.sampled_from(PEOPLE))

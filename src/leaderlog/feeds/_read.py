@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from leaderlog._json import loads
-from leaderlog.errors import StoreError
 from leaderlog.projections.feed_entries import CLOCK, ENTITIES, ENTRIES, HEADS, SCOPES, VERSIONS
 from leaderlog.store import EventStore
 
@@ -58,8 +57,6 @@ class FeedReader:
             rows = await self.store.query(
                 "SELECT position FROM projection_checkpoints WHERE name = 'feed_entries'"
             )
-        except StoreError:
-            return None
         except Exception:
             # The checkpoint table appears with the first catch-up; until then nothing is known.
             return None

@@ -123,6 +123,7 @@ class FeedService:
         self.cache_bytes = cache_bytes
         self._checked = -1.0
         self._checkpoint: int | None = None
+        self._generation = 0
         self._heads: dict[str, Head | None] = {}
         self._described: dict[FeedRequest, Validators] = {}
         self._clock: tuple[int, dt.datetime] | None = None
@@ -146,6 +147,9 @@ class FeedService:
         checkpoint = await self.reader.checkpoint()
         if checkpoint != self._checkpoint:
             self._checkpoint = checkpoint
+            # Reads begun before this point may be older than the checkpoint: they are not
+            # remembered (see the generation checks below).
+            self._generation += 1
             self._heads.clear()
             self._described.clear()
             self._clock = None
@@ -154,9 +158,13 @@ class FeedService:
         """The scope's head; raises :class:`FeedNotFound` for an unknown subject."""
         await self._fresh()
         key = scope.key
-        if key not in self._heads:
-            self._heads[key] = await self.reader.head(key)
-        found = self._heads[key]
+        if key in self._heads:
+            found = self._heads[key]
+        else:
+            generation = self._generation
+            found = await self.reader.head(key)
+            if generation == self._generation:
+                self._heads[key] = found
         if found is None:
             if scope.kind == "all":
                 return Head.empty()
@@ -191,10 +199,12 @@ class FeedService:
         known = self._described.get(request)
         if known is not None:
             return known
+        generation = self._generation
         validators = await self._describe(request)
-        if len(self._described) >= _DESCRIBED_LIMIT:
-            self._described.clear()
-        self._described[request] = validators
+        if generation == self._generation:
+            if len(self._described) >= _DESCRIBED_LIMIT:
+                self._described.clear()
+            self._described[request] = validators
         return validators
 
     async def _describe(self, request: FeedRequest) -> Validators:
@@ -338,9 +348,13 @@ class FeedService:
     ) -> Rendered:
         """Every feed as OPML; it changes when any organisation, person or post does."""
         await self._fresh()
-        if self._clock is None:
-            self._clock = await self.reader.clock()
-        position, stamp = self._clock
+        clock = self._clock
+        if clock is None:
+            generation = self._generation
+            clock = await self.reader.clock()
+            if generation == self._generation:
+                self._clock = clock
+        position, stamp = clock
         key = ("opml", lang, base_url, fmt, explicit_lang, position)
         language_ = language(lang)
         link_lang = lang if explicit_lang else None

@@ -12,7 +12,7 @@ import datetime as dt
 import html
 import re
 import urllib.parse
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from leaderlog.feeds._document import Category, Entry, Link
@@ -32,6 +32,7 @@ __all__ = [
 # XML 1.0 cannot carry C0 controls (other than tab, LF, CR), lone surrogates, U+FFFE/U+FFFF;
 # C1 controls are legal but only ever arrive by accident or malice.
 _UNSAFE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff]")
+_BIDI_CONTROLS = re.compile("[\u202a-\u202e\u2066-\u2069]")
 _WEB_ADDRESS = re.compile(r"^https?://[^\s<>\"'{}|\\^`]+$")
 _FUZZY_DATE = re.compile(r"^(\d{4})(?:-(\d{2})(?:-(\d{2}))?)?$")
 _LANGUAGE_TAG = re.compile(r"^[A-Za-z]{2,3}(-[A-Za-z0-9]{1,8})*$")
@@ -118,8 +119,13 @@ class Markup(str):
 
 
 def clean(text: object, limit: int = TEXT_LIMIT) -> str:
-    """Text XML can carry, shortened to ``limit`` characters."""
+    """Text XML can carry, shortened to ``limit`` characters.
+
+    Explicit bidirectional embeddings, overrides and isolates are dropped: stored text must
+    not be able to reorder the words around it (right-to-left letters themselves stay).
+    """
     value = _UNSAFE.sub("\ufffd", text if isinstance(text, str) else str(text))
+    value = _BIDI_CONTROLS.sub("", value)
     return value if len(value) <= limit else value[: limit - 1] + "\u2026"
 
 
@@ -474,7 +480,3 @@ def scope_name(kind: str, doc: Mapping[str, Any] | None, entity_id: str, lang: L
     if kind == "post":
         return post_label({"id": entity_id, **(doc or {})}, lang)
     return _org_label({"id": entity_id, **(doc or {})}, lang) or entity_id
-
-
-def history_lines(doc: Mapping[str, Any], lang: Language) -> Sequence[str]:
-    return [" ".join(group) for group in _history(doc, lang)]

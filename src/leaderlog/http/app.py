@@ -31,6 +31,8 @@ __all__ = ["create_app", "feed_runner", "projection_runners"]
 
 logger = logging.getLogger("leaderlog.http")
 _RETRY_SECONDS = 2.0
+# Appends in this process wake the follower at once; other writers are seen within this.
+_POLL_SECONDS = 0.5
 
 DESCRIPTION = """\
 Who leads what, as reported: an append-only log of leadership changes, served as
@@ -70,18 +72,22 @@ async def _catch_up(runner: ProjectionRunner) -> None:
 
 
 async def _follow(runner: ProjectionRunner, feeds: FeedService, stop: asyncio.Event) -> None:
+    """``runner.follow()``, unrolled so the feeds learn at once that projections moved."""
+    applied = -1
     while not stop.is_set():
         try:
-            await runner.follow(stop=stop)
-        except asyncio.CancelledError:
-            raise
+            head = await runner.catch_up()
         except Exception:
             # A failing page must not end the server; the error is logged and retried.
             names = ", ".join(p.name for p in runner.projections)
             logger.exception("applying events to %s failed; retrying", names)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), _RETRY_SECONDS)
-        feeds.invalidate()
+            continue
+        if head != applied:
+            applied = head
+            feeds.invalidate()
+        await runner.store.wait_for_events(head, _POLL_SECONDS)
 
 
 def create_app(

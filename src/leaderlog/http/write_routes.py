@@ -1,30 +1,59 @@
 """``POST /api/events``: append one record or a list of them (one atomic batch), with a token.
 
 Checks run cheapest first and nothing is written unless every record passes:
-401/403 (token) → 413 (size) → 415 (media type) → 400 (JSON) → 422 (records and rules)
-→ 409 (expected version or event id) → 201 appended / 200 already present.
+401/403 (token) → 413 (size) → 415 (media type) → 400 (JSON, nesting) → 422 (records and
+rules) → 409 (expected version or event id) → 201 appended / 200 already present.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+import copy
+from collections.abc import Callable, Mapping
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Request, Security
 from fastapi.responses import JSONResponse
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel
 
-from leaderlog._json import JSONDecodeError, loads
-from leaderlog.errors import BatchError, ConcurrencyError, DuplicateEventError, TokenError
-from leaderlog.events import event_schema
-from leaderlog.log import EventLog
+from leaderlog._json import JSONDecodeError, canonical_bytes, loads
+from leaderlog.errors import (
+    BatchError,
+    ConcurrencyError,
+    DuplicateEventError,
+    RecordError,
+    TokenError,
+)
+from leaderlog.events import Record, event_schema, parse_record
+from leaderlog.log import MAX_LINE_BYTES, EventLog
 from leaderlog.tokens import Tokens
 
-__all__ = ["MAX_BODY_BYTES", "MAX_RECORDS", "write_router"]
+__all__ = ["MAX_BODY_BYTES", "MAX_DEPTH", "MAX_RECORDS", "MAX_RECORD_BYTES", "write_router"]
 
 MAX_BODY_BYTES = 1024 * 1024
 MAX_RECORDS = 1000
+# Deeper JSON than any record needs; also keeps values within what canonical JSON can encode.
 MAX_DEPTH = 64
+# Room is left for the envelope an export adds, so every record accepted here can be exported
+# and imported again within the import's line limit.
+MAX_RECORD_BYTES = MAX_LINE_BYTES - 1024
+# Set by the log, never by a writer: accepting them would let a token holder write under
+# another actor's name or at another time.
+ENVELOPE_FIELDS = (
+    "position",
+    "stream",
+    "version",
+    "schema_version",
+    "recorded_at",
+    "actor",
+    "hash",
+)
+
+_bearer = HTTPBearer(
+    auto_error=False,
+    scheme_name="token",
+    description="A write token from `leaderlog token create NAME`; NAME becomes the `actor`.",
+)
 
 
 class Appended(BaseModel):
@@ -63,21 +92,55 @@ def _record_example() -> dict[str, Any]:
     }
 
 
+def _inline_definitions(schema: Any, definitions: Mapping[str, Any]) -> Any:
+    """``schema`` with every ``#/$defs/X`` reference replaced by X itself.
+
+    In an OpenAPI document a reference resolves from the document's root, where the record
+    schema's own ``$defs`` are not; the definitions are small and not recursive.
+    """
+    if isinstance(schema, list):
+        return [_inline_definitions(item, definitions) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    reference = schema.get("$ref")
+    if isinstance(reference, str) and reference.startswith("#/$defs/"):
+        target = copy.deepcopy(definitions[reference.removeprefix("#/$defs/")])
+        return _inline_definitions(target, definitions)
+    return {key: _inline_definitions(value, definitions) for key, value in schema.items()}
+
+
 def _request_body_schema() -> dict[str, Any]:
     schema = event_schema()
-    definitions = schema.pop("$defs")
-    record = {"oneOf": schema["oneOf"]}
+    record = _inline_definitions({"oneOf": schema["oneOf"]}, schema["$defs"])
     return {
         "required": True,
         "content": {
             "application/json": {
                 "schema": {
-                    "oneOf": [record, {"type": "array", "items": record, "maxItems": MAX_RECORDS}],
-                    "$defs": definitions,
+                    "oneOf": [
+                        record,
+                        {"type": "array", "items": record, "minItems": 1, "maxItems": MAX_RECORDS},
+                    ],
                 },
                 "examples": {
-                    "one record": {"value": _record_example()},
-                    "a batch": {"value": [_record_example()]},
+                    "one record": {
+                        "summary": "Confirm a claim, expecting its stream at version 1",
+                        "value": _record_example(),
+                    },
+                    "a batch": {
+                        "summary": "A list is one atomic batch: all of it or none",
+                        "value": [
+                            {
+                                "type": "person.registered",
+                                "data": {"person": "jane-doe", "name": "Jane Doe"},
+                            },
+                            {
+                                "type": "person.updated",
+                                "data": {"person": "jane-doe", "aliases": ["J. Doe"]},
+                                "event_id": "0196f2a4-7c3e-7b21-9a4d-2f0c8e1b5a77",
+                            },
+                        ],
+                    },
                 },
             }
         },
@@ -97,6 +160,61 @@ async def _read_body(request: Request) -> bytes | None:
     return bytes(body)
 
 
+def _depth(value: Any) -> int:
+    """How deeply arrays and objects nest in a parsed JSON value (without recursion)."""
+    deepest = 0
+    pending: list[tuple[Any, int]] = [(value, 0)]
+    while pending:
+        item, depth = pending.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        deepest = max(deepest, depth + 1)
+        pending.extend((child, depth + 1) for child in children)
+    return deepest
+
+
+def _parse(raw: Any) -> list[Record]:
+    """Every record of the body; :class:`BatchError` naming every problem otherwise."""
+    items = raw if isinstance(raw, list) else [raw]
+    if not items:
+        raise BatchError([RecordError("no records given", where="record 0", rule="schema")])
+    records: list[Record] = []
+    problems: list[RecordError] = []
+    for index, item in enumerate(items):
+        where = f"record {index}"
+        if isinstance(item, dict):
+            envelope = [name for name in ENVELOPE_FIELDS if name in item]
+            if envelope:
+                problems.append(
+                    RecordError(
+                        f"{', '.join(envelope)} are set by the log, not by a writer",
+                        where=where,
+                        rule="envelope",
+                        fields=[(name, "set by the log; leave it out") for name in envelope],
+                    )
+                )
+                continue
+        size = len(canonical_bytes(item))
+        if size > MAX_RECORD_BYTES:
+            problems.append(
+                RecordError(
+                    f"record is {size} bytes; at most {MAX_RECORD_BYTES}", where=where, rule="size"
+                )
+            )
+            continue
+        try:
+            records.append(parse_record(item))
+        except RecordError as error:
+            problems.append(error.located(where))
+    if problems:
+        raise BatchError(problems)
+    return records
+
+
 def write_router(get_log: Callable[[Request], EventLog]) -> APIRouter:
     """The write route, given how a request finds the application's :class:`EventLog`."""
     router = APIRouter()
@@ -112,13 +230,22 @@ def write_router(get_log: Callable[[Request], EventLog]) -> APIRouter:
     responses: dict[int | str, dict[str, Any]] = {
         200: {"model": Appended, "description": "Every record was already present."},
         201: {"model": Appended, "description": "Appended; the positions, in record order."},
-        400: {"model": ErrorBody, "description": "The body is not JSON."},
+        400: {
+            "model": ErrorBody,
+            "description": f"The body is not JSON, or nests deeper than {MAX_DEPTH} levels.",
+        },
         401: {"model": ErrorBody, "description": "No bearer token."},
         403: {"model": ErrorBody, "description": "Unknown or revoked token."},
         409: {"model": ErrorBody, "description": "Expected version or event id conflict."},
-        413: {"model": ErrorBody, "description": f"Body over {MAX_BODY_BYTES} bytes."},
+        413: {
+            "model": ErrorBody,
+            "description": f"Body over {MAX_BODY_BYTES} bytes or over {MAX_RECORDS} records.",
+        },
         415: {"model": ErrorBody, "description": "Content-Type is not application/json."},
-        422: {"model": ErrorBody, "description": "Invalid records; every problem is named."},
+        422: {
+            "model": ErrorBody,
+            "description": "Invalid records; every problem is named with its record and fields.",
+        },
     }
 
     @router.post(
@@ -130,25 +257,33 @@ def write_router(get_log: Callable[[Request], EventLog]) -> APIRouter:
         responses=responses,
         openapi_extra={"requestBody": _request_body_schema()},
     )
-    async def append_events(request: Request) -> JSONResponse:
+    async def append_events(
+        request: Request,
+        credentials: Annotated[HTTPAuthorizationCredentials | None, Security(_bearer)],
+    ) -> JSONResponse:
         """Append one record or a list of records as one atomic batch.
 
         Needs `Authorization: Bearer <token>` (see `leaderlog token create NAME`); the
         token's name becomes the events' `actor`. Records without `event_id` get one derived
         from their content, so sending the same record twice answers 200 the second time.
-        At most 1 MiB and 1000 records per request.
+        `expected_version` (an integer, `"no_stream"` or `"any"`) guards the record's stream.
+        Limits: 1 MiB per body, 1000 records per body, 63 KiB per record, 64 levels of
+        nesting. Envelope fields (`position`, `actor`, `recorded_at`, ...) are set by the log.
+
+            curl -H "Authorization: Bearer $T" -H 'Content-Type: application/json' \\
+                 -d @record.json http://127.0.0.1:8000/api/events
         """
-        log = get_log(request)
-        scheme, _, token = request.headers.get("authorization", "").partition(" ")
-        if scheme.lower() != "bearer" or not token.strip():
+        token = credentials.credentials.strip() if credentials is not None else ""
+        if not token:
             return _error(
                 401,
                 "unauthorized",
                 "send Authorization: Bearer <token> (create one with `leaderlog token create`)",
                 headers={"WWW-Authenticate": 'Bearer realm="leaderlog"'},
             )
+        log = get_log(request)
         try:
-            actor = await tokens_for(log).check(token.strip())
+            actor = await tokens_for(log).check(token)
         except TokenError as error:
             return _error(403, "forbidden", str(error))
 
@@ -162,11 +297,15 @@ def write_router(get_log: Callable[[Request], EventLog]) -> APIRouter:
             raw = loads(body)
         except JSONDecodeError as error:
             return _error(400, "bad_json", f"the body is not valid JSON: {error}")
+        if _depth(raw) > MAX_DEPTH:
+            return _error(400, "too_deep", f"the body nests deeper than {MAX_DEPTH} levels")
         if isinstance(raw, list) and len(raw) > MAX_RECORDS:
             return _error(413, "too_many_records", f"at most {MAX_RECORDS} records per request")
 
         try:
-            outcome = await log.append_raw(raw, actor=actor)
+            records = _parse(raw)
+            labels = [f"record {index}" for index in range(len(records))]
+            outcome = await log.append_records(records, actor=actor, labels=labels)
         except BatchError as error:
             return _error(
                 422,

@@ -315,7 +315,8 @@ def apply_claim(page: Page, recorded: RecordedEvent, data: dict[str, Any]) -> No
     entry.doc["position"] = recorded.position
     page.versions.append((claim, recorded.position, dumps(entry.doc)))
     page.touched[claim] = recorded.position
-    for scope in scopes_of(entry.person, entry.post, entry.org_path):
+    # Every feed the entry ever joined shows this change (membership is never withdrawn).
+    for scope in sorted(page.memberships.get(claim, set())):
         page.bump(scope, recorded.position, at)
 
 

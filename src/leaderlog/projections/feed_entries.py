@@ -142,10 +142,8 @@ class FeedEntriesProjection(Projection):
         payloads = [(recorded, payload(recorded)) for recorded in events]
         claims = {str(data.get("claim")) for r, data in payloads if r.type in CLAIM_EVENTS}
         await self._load_entries(tx, page, claims)
-        corrected = sorted(
-            {str(data.get("claim")) for r, data in payloads if r.type == "claim.corrected"}
-        )
-        await self._load_memberships(tx, page, corrected)
+        # Every feed an entry ever joined shows its changes, so all of them move with it.
+        await self._load_memberships(tx, page, sorted(claims))
         await self._load_entities(tx, page, referenced_entities(payloads, page.entries.values()))
         rows = await tx.fetchall(f"SELECT entries FROM {HEADS} WHERE scope = 'all'")
         page.next_seq = (int(rows[0][0]) if rows else 0) + 1

@@ -320,6 +320,8 @@ class EventStore(abc.ABC):
 
     def __init__(self) -> None:
         self._appended = asyncio.Condition()
+        # A commit landing between a follower's read and its wait must still wake it.
+        self._committed_head = 0
 
     # --- writing ---------------------------------------------------------------------------
 
@@ -379,7 +381,8 @@ class EventStore(abc.ABC):
 
     # --- following -------------------------------------------------------------------------
 
-    async def _notify_appended(self) -> None:
+    async def _notify_appended(self, head: int) -> None:
+        self._committed_head = max(self._committed_head, head)
         async with self._appended:
             self._appended.notify_all()
 
@@ -389,6 +392,8 @@ class EventStore(abc.ABC):
         Commits in this process wake waiters at once; other writers are seen by polling
         (and, on PostgreSQL, by LISTEN/NOTIFY).
         """
+        if self._committed_head > after:
+            return
         async with self._appended:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._appended.wait(), timeout)

@@ -300,7 +300,9 @@ class SQLiteStore(EventStore):
                 lambda connection: _append(connection, batches)
             )
         if appended:
-            await self._notify_appended()
+            await self._notify_appended(
+                max(max(o.positions, default=0) for o in outcomes if isinstance(o, AppendResult))
+            )
         return outcomes
 
     # --- reading ---------------------------------------------------------------------------
