@@ -351,8 +351,20 @@ def bench_appends(settings: Settings) -> bool:
     return all(comparison.passed for comparison in comparisons)
 
 
+def bench_http(settings: Settings) -> bool:
+    """Warm feed GETs and 304s against a trivial endpoint of the same app (scripts/bench_http.py)."""
+    import bench_http as http_benchmark  # a sibling script: sys.path[0] is scripts/
+
+    print("http (seed log plus generated claims, one uvicorn process)")
+    sizes = http_benchmark.QUICK if settings.sizes is QUICK else http_benchmark.FULL
+    workdir = settings.workdir / "http"
+    workdir.mkdir()
+    return http_benchmark.run(sizes, workdir)
+
+
 BENCHMARKS: dict[str, Callable[[Settings], bool]] = {
     "appends": bench_appends,
+    "http": bench_http,
 }
 
 

@@ -107,10 +107,12 @@ class ClaimVersion:
     cost one copy to evolve and nothing to store or load. Treat it as immutable.
     """
 
-    __slots__ = ("doc",)
+    __slots__ = ("_effect_day", "doc")
 
     def __init__(self, doc: dict[str, Any]) -> None:
         self.doc = doc
+        # Folding asks for the day over and over; the document never changes, so keep it.
+        self._effect_day: dt.date | None | bool = False
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, ClaimVersion) and other.doc == self.doc
@@ -215,7 +217,12 @@ class ClaimVersion:
         return anchor
 
     def effect_day(self) -> dt.date | None:
-        return counts_from(self.effect_date())
+        """The day the change counts as in effect from; None while it is only expected."""
+        day = self._effect_day
+        if day is False:
+            day = self._effect_day = counts_from(self.effect_date())
+        assert day is None or isinstance(day, dt.date)
+        return day
 
     def reported_day(self) -> dt.date:
         day = counts_from(self.doc["reported_anchor"])

@@ -3,8 +3,9 @@
 Tables (all prefixed ``p_leadership_``):
 
 - ``orgs``, ``posts``, ``persons``, ``sources``: the entities with their current fields and
-  the position they were registered at. ``orgs.path`` is the org's place in the tree
-  (``/dhs/ice/ice-hsi/``) so a subtree is the orgs whose path starts with its path.
+  the position they were registered at.
+- ``org_tree``: one row per (ancestor, org) pair, each org being its own ancestor too, so an
+  org's subtree is one index lookup whatever the depth.
 - ``claim_versions``: every version of every claim, valid for known positions
   ``known_from <= T < known_to`` (:data:`OPEN` while current). A row is the claim's full
   version as JSON (see :mod:`.claim_versions`) with ``post`` and ``person`` as columns so
@@ -49,8 +50,13 @@ class LeadershipProjection(Projection):
     def schema(self) -> Sequence[str]:
         return (
             "CREATE TABLE IF NOT EXISTS p_leadership_orgs (org TEXT PRIMARY KEY, name TEXT NOT "
-            "NULL, short_name TEXT, parent TEXT, path TEXT NOT NULL, labels TEXT, "
+            "NULL, short_name TEXT, parent TEXT, labels TEXT, "
             "position BIGINT NOT NULL)",
+            "CREATE TABLE IF NOT EXISTS p_leadership_org_tree (ancestor TEXT NOT NULL, "
+            "org TEXT NOT NULL, PRIMARY KEY (ancestor, org))",
+            # apply looks up an org's ancestors when an organisation registers or moves.
+            "CREATE INDEX IF NOT EXISTS p_leadership_org_tree_org "
+            "ON p_leadership_org_tree (org, ancestor)",
             "CREATE TABLE IF NOT EXISTS p_leadership_posts (post TEXT PRIMARY KEY, org TEXT NOT "
             "NULL, title TEXT NOT NULL, aliases TEXT NOT NULL, labels TEXT, "
             "position BIGINT NOT NULL)",
@@ -80,6 +86,7 @@ class LeadershipProjection(Projection):
     def tables(self) -> Sequence[str]:
         return (
             "p_leadership_orgs",
+            "p_leadership_org_tree",
             "p_leadership_posts",
             "p_leadership_persons",
             "p_leadership_sources",
@@ -99,7 +106,7 @@ class LeadershipProjection(Projection):
             data = payload(recorded)
             position = recorded.position
             if kind in ("org.registered", "org.updated"):
-                # Rare, and a move rewrites the paths of a whole subtree: flush and apply now.
+                # Rare, and a move rewires a whole subtree: flush and apply it at once.
                 await page.flush_entities(tx)
                 await _apply_org(tx, kind, data, position)
             elif kind == "post.defined":
@@ -196,48 +203,54 @@ class _Page:
         self.sources = []
 
 
-async def _org_path(tx: ProjectionTransaction, org: str) -> str | None:
-    rows = await tx.fetchall("SELECT path FROM p_leadership_orgs WHERE org = ?", (org,))
-    return str(rows[0][0]) if rows else None
-
-
 async def _apply_org(
     tx: ProjectionTransaction, kind: str, data: dict[str, Any], position: int
 ) -> None:
     org, parent = data["org"], data.get("parent")
     if kind == "org.registered":
-        parent_path = await _org_path(tx, parent) if parent else None
         await tx.execute(
-            "INSERT INTO p_leadership_orgs (org, name, short_name, parent, path, labels, "
-            "position) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO p_leadership_orgs (org, name, short_name, parent, labels, position) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
             (
                 org,
                 data["name"],
                 data.get("short_name"),
                 parent,
-                f"{parent_path or '/'}{org}/",
                 _json(data.get("labels")),
                 position,
             ),
         )
+        await tx.execute(
+            "INSERT INTO p_leadership_org_tree (ancestor, org) VALUES (?, ?)", (org, org)
+        )
+        if parent:
+            await tx.execute(
+                "INSERT INTO p_leadership_org_tree (ancestor, org) "
+                "SELECT ancestor, ? FROM p_leadership_org_tree WHERE org = ?",
+                (org, parent),
+            )
         return
     await tx.execute(
         "UPDATE p_leadership_orgs SET name = COALESCE(?, name), "
-        "short_name = COALESCE(?, short_name), labels = COALESCE(?, labels) WHERE org = ?",
-        (data.get("name"), data.get("short_name"), _json(data.get("labels")), org),
+        "short_name = COALESCE(?, short_name), labels = COALESCE(?, labels), "
+        "parent = COALESCE(?, parent) WHERE org = ?",
+        (data.get("name"), data.get("short_name"), _json(data.get("labels")), parent, org),
     )
     if parent is None:
         return
-    old_path = await _org_path(tx, org)
-    parent_path = await _org_path(tx, parent)
-    if old_path is None or parent_path is None:
-        return
-    new_path = f"{parent_path}{org}/"
-    await tx.execute("UPDATE p_leadership_orgs SET parent = ? WHERE org = ?", (parent, org))
-    # A prefix test by equality, not by range: text order depends on the database collation.
+    # Detach the subtree from its old ancestors, then hang it under the new parent's.
     await tx.execute(
-        "UPDATE p_leadership_orgs SET path = ? || substr(path, ?) WHERE substr(path, 1, ?) = ?",
-        (new_path, len(old_path) + 1, len(old_path), old_path),
+        "DELETE FROM p_leadership_org_tree "
+        "WHERE org IN (SELECT org FROM p_leadership_org_tree WHERE ancestor = ?) "
+        "AND ancestor IN (SELECT ancestor FROM p_leadership_org_tree "
+        "WHERE org = ? AND ancestor <> ?)",
+        (org, org, org),
+    )
+    await tx.execute(
+        "INSERT INTO p_leadership_org_tree (ancestor, org) "
+        "SELECT above.ancestor, below.org FROM p_leadership_org_tree above, "
+        "p_leadership_org_tree below WHERE above.org = ? AND below.ancestor = ?",
+        (parent, org),
     )
 
 

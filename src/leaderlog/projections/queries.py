@@ -122,32 +122,30 @@ class Queries:
 
     async def _org(self, org: str) -> dict[str, Any]:
         rows = await self.store.query(
-            "SELECT org, name, short_name, parent, path FROM p_leadership_orgs WHERE org = ?",
+            "SELECT org, name, short_name, parent FROM p_leadership_orgs WHERE org = ?",
             (org,),
         )
         if not rows:
             raise UnknownEntity(f"unknown organisation {org!r}")
-        org_id, name, short_name, parent, path = rows[0]
+        org_id, name, short_name, parent = rows[0]
         return {
             "org": org_id,
             "name": name,
             "short_name": short_name,
             "parent": parent,
-            "path": path,
         }
 
     async def _posts(
-        self, *, org_path: str | None = None, post: str | None = None, known: int | None = None
+        self, *, org: str | None = None, post: str | None = None, known: int | None = None
     ) -> list[dict[str, Any]]:
         sql = (
             "SELECT p.post, p.title, p.org, o.name, p.position FROM p_leadership_posts p "
             "JOIN p_leadership_orgs o ON o.org = p.org WHERE 1 = 1"
         )
         parameters: list[Any] = []
-        if org_path is not None:
-            # A prefix test by equality, not by range: text order depends on the collation.
-            sql += " AND substr(o.path, 1, ?) = ?"
-            parameters += [len(org_path), org_path]
+        if org is not None:
+            sql += " AND p.org IN (SELECT org FROM p_leadership_org_tree WHERE ancestor = ?)"
+            parameters.append(org)
         if post is not None:
             sql += " AND p.post = ?"
             parameters.append(post)
@@ -238,7 +236,7 @@ class Queries:
 
             {"as_of": "2025-05-20",
              "known_at": {"position": 42, "recorded_through": "2025-...Z"},
-             "org": {"org", "name", "short_name", "parent", "path"} | None,
+             "org": {"org", "name", "short_name", "parent"} | None,
              "posts": [{"post": {"post", "title", "org", "org_name"},
                         "holders": [{"person", "name", "capacity", "since", "status",
                                      "claims"}],
@@ -255,7 +253,7 @@ class Queries:
         known = await self.resolve_known_at(known_at)
         position = known["position"]
         scope = await self._org(org) if org is not None else None
-        posts = await self._posts(org_path=scope["path"] if scope else None, known=position)
+        posts = await self._posts(org=org, known=position)
         if scope is None:
             rows = await self.store.query(
                 f"SELECT doc FROM p_leadership_claim_versions WHERE 1 = 1{_KNOWN}",
@@ -279,8 +277,6 @@ class Queries:
         for answer in answers:
             for item in (*answer["holders"], *answer["pending"]):
                 item["name"] = names.get(item["person"])
-        if scope is not None:
-            scope = {key: value for key, value in scope.items() if key != "path"}
         return {"as_of": day.isoformat(), "known_at": known, "org": scope, "posts": answers}
 
     # --- history -----------------------------------------------------------------------------
@@ -328,8 +324,8 @@ class Queries:
         else:
             assert org is not None
             scope = await self._org(org)
-            posts = await self._posts(org_path=scope["path"], known=position)
-            subject = {"org": {key: value for key, value in scope.items() if key != "path"}}
+            posts = await self._posts(org=org, known=position)
+            subject = {"org": scope}
             versions = await self._versions("post", [item["post"] for item in posts], position)
 
         groups: dict[tuple[str, str], list[ClaimVersion]] = defaultdict(list)
