@@ -61,6 +61,7 @@ __all__ = [
     "new_event_id",
     "parse_event",
     "parse_record",
+    "readable_event",
     "stream_of",
     "upcast",
 ]
@@ -517,6 +518,29 @@ def parse_event(event_type: object, data: object) -> Event:
 def event_from_stored(event_type: str, schema_version: int, data: Mapping[str, Any]) -> Event:
     """Decode a stored payload, upcasting older schema versions first."""
     return parse_event(event_type, upcast(event_type, schema_version, data))
+
+
+def _scrub(value: Any) -> Any:
+    if isinstance(value, str):
+        return _CONTROL_CHARACTERS.sub("", value)[:5000]
+    if isinstance(value, dict):
+        return {key: _scrub(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_scrub(item) for item in value]
+    return value
+
+
+def readable_event(event_type: str, schema_version: int, data: Mapping[str, Any]) -> Event:
+    """Decode a stored payload for reading, tolerating text the write path would refuse.
+
+    Rules tighten over time and stores can be written by other tools, so readers (projections,
+    feeds) drop control characters and cut over-long text rather than stop at such an event.
+    Anything else that does not validate still raises :class:`RecordError`.
+    """
+    try:
+        return event_from_stored(event_type, schema_version, data)
+    except RecordError:
+        return event_from_stored(event_type, schema_version, _scrub(dict(data)))
 
 
 def stream_of(event: Event) -> str:

@@ -31,6 +31,7 @@ from leaderlog.events import (
     RecordedEvent,
     current_schema_version,
     format_time,
+    readable_event,
     upcast,
 )
 from leaderlog.store.base import ProjectionTransaction
@@ -99,12 +100,12 @@ def decode(recorded: RecordedEvent) -> Event:
     """The event's payload as its current model (upcast if stored in an older shape)."""
     cache = _page_cache
     if cache is None:
-        return recorded.event()
+        return readable_event(recorded.type, recorded.schema_version, recorded.data)
     hit = cache.get(id(recorded))
     # The cached entry keeps the recorded event alive, so its id cannot be reused meanwhile.
     if hit is not None and hit[0] is recorded:
         return hit[1]
-    event = recorded.event()
+    event = readable_event(recorded.type, recorded.schema_version, recorded.data)
     cache[id(recorded)] = (recorded, event)
     return event
 

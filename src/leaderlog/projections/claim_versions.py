@@ -112,7 +112,7 @@ class ClaimVersion:
     def __init__(self, doc: dict[str, Any]) -> None:
         self.doc = doc
         # Folding asks for the day over and over; the document never changes, so keep it.
-        self._effect_day: dt.date | None | bool = False
+        self._effect_day: dt.date | bool | None = False
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, ClaimVersion) and other.doc == self.doc
