@@ -352,7 +352,7 @@ def bench_appends(settings: Settings) -> bool:
 
 
 def bench_http(settings: Settings) -> bool:
-    """Warm feed GETs and 304s against a trivial endpoint of the same app (scripts/bench_http.py)."""
+    """Warm feed GETs and 304s vs a trivial endpoint of the same app (scripts/bench_http.py)."""
     import bench_http as http_benchmark  # a sibling script: sys.path[0] is scripts/
 
     print("http (seed log plus generated claims, one uvicorn process)")
@@ -362,9 +362,24 @@ def bench_http(settings: Settings) -> bool:
     return http_benchmark.run(sizes, workdir)
 
 
+def bench_rebuild(settings: Settings) -> bool:
+    """Rebuild rate, peak memory and state p50 at 1M vs 10k (scripts/bench_projections.py)."""
+    import bench_projections as projection_benchmark  # a sibling script
+
+    quick = settings.sizes is QUICK
+    events, small, queries = (20_000, 2_000, 30) if quick else (1_000_000, 10_000, 200)
+    print(f"projections ({events:,}-event log against a {small:,}-event one)")
+    workdir = settings.workdir / "projections"
+    workdir.mkdir()
+    figures = projection_benchmark.bench_projections(workdir, events, small, queries)
+    print(figures.report(small))
+    return bool(figures.passed())
+
+
 BENCHMARKS: dict[str, Callable[[Settings], bool]] = {
     "appends": bench_appends,
     "http": bench_http,
+    "projections": bench_rebuild,
 }
 
 

@@ -77,9 +77,22 @@ _INSERT = f"INSERT INTO events ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?
 _CHUNK = 500
 
 
+# Events appended together share their recorded time: parse each distinct stamp once.
+_parsed_times: dict[str, dt.datetime] = {}
+
+
+def _recorded_at(text: str) -> dt.datetime:
+    moment = _parsed_times.get(text)
+    if moment is None:
+        if len(_parsed_times) > 4096:
+            _parsed_times.clear()
+        moment = _parsed_times[text] = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    return moment
+
+
 def _row_to_event(row: Sequence[Any]) -> RecordedEvent:
     # Rows were validated on the way in; constructing without validation keeps reads cheap.
-    return RecordedEvent.model_construct(
+    return RecordedEvent.trusted(
         position=row[0],
         event_id=uuid.UUID(bytes=row[1]),
         stream=row[2],
@@ -87,9 +100,9 @@ def _row_to_event(row: Sequence[Any]) -> RecordedEvent:
         type=row[4],
         schema_version=row[5],
         data=loads(row[6]),
-        recorded_at=dt.datetime.fromisoformat(row[7].replace("Z", "+00:00")),
+        recorded_at=_recorded_at(row[7]),
         actor=row[8],
-        meta=loads(row[9]),
+        meta={} if row[9] == "{}" else loads(row[9]),
         hash=row[10],
     )
 
