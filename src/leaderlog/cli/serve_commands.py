@@ -26,7 +26,7 @@ DEFAULT_BASE_URL = "http://127.0.0.1:8000"
 
 
 def seeds_folder() -> Path | None:
-    """./seeds when it holds seed files, else the copy packaged with leaderlog."""
+    """./seeds when it holds seed files, else the copy packaged with (or beside) leaderlog."""
     local = Path("seeds")
     if local.is_dir() and any(local.glob("*.jsonl")):
         return local
@@ -34,6 +34,10 @@ def seeds_folder() -> Path | None:
     if packaged.is_dir():
         with as_file(packaged) as folder:
             return Path(folder)
+    # An editable install runs from the source tree, whose seeds/ sits beside src/.
+    checkout = Path(__file__).resolve().parents[3] / "seeds"
+    if checkout.is_dir() and any(checkout.glob("*.jsonl")):
+        return checkout
     return None
 
 
