@@ -137,7 +137,6 @@ class PendingBatch:
     events: Sequence[NewEvent]
     expected: Mapping[str, ExpectedVersion]
     actor: str
-    positions: list[int | None] = field(default_factory=list)
 
 
 class PlannedRow(NamedTuple):
@@ -156,34 +155,6 @@ class PlannedRow(NamedTuple):
     meta: Mapping[str, Any]
     meta_json: bytes
     hash: str
-
-    def recorded(self) -> RecordedEvent:
-        return RecordedEvent.model_construct(
-            position=self.position,
-            stream=self.stream,
-            version=self.version,
-            event_id=self.event_id,
-            type=self.type,
-            schema_version=self.schema_version,
-            data=dict(self.data),
-            recorded_at=dt.datetime.fromisoformat(self.recorded_at.replace("Z", "+00:00")),
-            actor=self.actor,
-            meta=dict(self.meta),
-            hash=self.hash,
-        )
-
-
-def plan_batches(
-    batches: Sequence[PendingBatch],
-    stream_versions: Mapping[str, int],
-    existing: Mapping[uuid.UUID, tuple[int, str, str, bytes]],
-    head_position: int,
-    head_hash: str,
-    now: dt.datetime,
-) -> tuple[list[AppendResult | StoreError], list[RecordedEvent]]:
-    """:func:`plan_rows`, with the rows as recorded events."""
-    outcomes, rows = plan_rows(batches, stream_versions, existing, head_position, head_hash, now)
-    return outcomes, [row.recorded() for row in rows]
 
 
 def plan_rows(
