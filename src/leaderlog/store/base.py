@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple, TypeAlias
 
-from leaderlog._json import Embedded, canonical_bytes, embed
+from leaderlog._json import Embedded, canonical_bytes, embed, loads
 from leaderlog.errors import ConcurrencyError, DuplicateEventError, StoreError
 from leaderlog.events import RecordedEvent, format_time
 
@@ -104,6 +104,39 @@ def envelope_bytes(
             "actor": actor,
             "meta": meta,
         }
+    )
+
+
+# Events appended together share their recorded time: parse each distinct stamp once.
+_parsed_times: dict[str, dt.datetime] = {}
+
+
+def _recorded_at(text: str) -> dt.datetime:
+    moment = _parsed_times.get(text)
+    if moment is None:
+        if len(_parsed_times) > 4096:
+            _parsed_times.clear()
+        moment = _parsed_times[text] = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    return moment
+
+
+def event_from_row(row: Sequence[Any], event_id: uuid.UUID) -> RecordedEvent:
+    """An envelope from a stored row in ``events`` column order (the backends share it).
+
+    Rows were validated on the way in; constructing without validation keeps reads cheap.
+    """
+    return RecordedEvent.trusted(
+        position=row[0],
+        event_id=event_id,
+        stream=row[2],
+        version=row[3],
+        type=row[4],
+        schema_version=row[5],
+        data=loads(row[6]),
+        recorded_at=_recorded_at(row[7]),
+        actor=row[8],
+        meta={} if row[9] == "{}" else loads(row[9]),
+        hash=row[10],
     )
 
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import datetime as dt
 import functools
 import re
 import uuid
@@ -30,7 +29,6 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import asyncpg
 
-from leaderlog._json import loads
 from leaderlog.errors import StoreError, StoreUnavailable
 from leaderlog.events import RecordedEvent
 from leaderlog.store.base import (
@@ -40,6 +38,7 @@ from leaderlog.store.base import (
     PendingBatch,
     PlannedRow,
     ProjectionTransaction,
+    event_from_row,
     plan_rows,
     utc_now,
 )
@@ -206,20 +205,7 @@ def _connect_options(url: str) -> tuple[str, dict[str, str], str | None]:
 
 
 def _row_to_event(row: asyncpg.Record) -> RecordedEvent:
-    # Rows were validated on the way in; constructing without validation keeps reads cheap.
-    return RecordedEvent.model_construct(
-        position=row[0],
-        event_id=uuid.UUID(bytes=row[1].bytes),
-        stream=row[2],
-        version=row[3],
-        type=row[4],
-        schema_version=row[5],
-        data=loads(row[6]),
-        recorded_at=dt.datetime.fromisoformat(row[7].replace("Z", "+00:00")),
-        actor=row[8],
-        meta=loads(row[9]),
-        hash=row[10],
-    )
+    return event_from_row(tuple(row), uuid.UUID(bytes=row[1].bytes))
 
 
 def _rows_to_columns(rows: Sequence[PlannedRow]) -> list[list[Any]]:

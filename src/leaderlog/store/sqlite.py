@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import datetime as dt
 import sqlite3
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
@@ -21,7 +20,6 @@ from typing import Any, TypeVar
 
 import aiosqlite
 
-from leaderlog._json import loads
 from leaderlog.errors import StoreError, StoreUnavailable
 from leaderlog.events import RecordedEvent
 from leaderlog.store.base import (
@@ -31,6 +29,7 @@ from leaderlog.store.base import (
     PendingBatch,
     PlannedRow,
     ProjectionTransaction,
+    event_from_row,
     plan_rows,
     utc_now,
 )
@@ -77,34 +76,8 @@ _INSERT = f"INSERT INTO events ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?
 _CHUNK = 500
 
 
-# Events appended together share their recorded time: parse each distinct stamp once.
-_parsed_times: dict[str, dt.datetime] = {}
-
-
-def _recorded_at(text: str) -> dt.datetime:
-    moment = _parsed_times.get(text)
-    if moment is None:
-        if len(_parsed_times) > 4096:
-            _parsed_times.clear()
-        moment = _parsed_times[text] = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
-    return moment
-
-
 def _row_to_event(row: Sequence[Any]) -> RecordedEvent:
-    # Rows were validated on the way in; constructing without validation keeps reads cheap.
-    return RecordedEvent.trusted(
-        position=row[0],
-        event_id=uuid.UUID(bytes=row[1]),
-        stream=row[2],
-        version=row[3],
-        type=row[4],
-        schema_version=row[5],
-        data=loads(row[6]),
-        recorded_at=_recorded_at(row[7]),
-        actor=row[8],
-        meta={} if row[9] == "{}" else loads(row[9]),
-        hash=row[10],
-    )
+    return event_from_row(row, uuid.UUID(bytes=row[1]))
 
 
 def _planned_to_row(row: PlannedRow) -> tuple[Any, ...]:
@@ -335,8 +308,7 @@ class SQLiteStore(EventStore):
         for chunk in _chunks(list(dict.fromkeys(streams))):
             marks = ",".join("?" * len(chunk))
             for event in await self._select(
-                f"SELECT {_COLUMNS} FROM events WHERE stream IN ({marks}) "
-                "ORDER BY stream, version",
+                f"SELECT {_COLUMNS} FROM events WHERE stream IN ({marks}) ORDER BY stream, version",
                 chunk,
             ):
                 found.setdefault(event.stream, []).append(event)
