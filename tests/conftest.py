@@ -11,7 +11,9 @@ from leaderlog.log import EventLog
 
 ROOT = Path(__file__).resolve().parent.parent
 SEEDS = ROOT / "seeds"
-POSTGRES_URL = os.environ.get("LEADERLOG_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")
+POSTGRES_URL = os.environ.get(
+    "LEADERLOG_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test"
+)
 
 
 def postgres_reachable() -> bool:
@@ -47,3 +49,18 @@ async def seeded_log(sqlite_url: str) -> AsyncIterator[EventLog]:
         yield log
     finally:
         await log.close()
+
+
+@pytest.fixture
+async def seeded_postgres_log(postgres_url: str) -> AsyncIterator[EventLog]:
+    """An EventLog on a fresh PostgreSQL schema (dropped afterwards) with the seeds loaded."""
+    from leaderlog.log import load_seeds
+    from tests.store import postgres_schema
+
+    async with postgres_schema(postgres_url) as url:
+        log = await EventLog.open(url)
+        try:
+            await load_seeds(log, SEEDS)
+            yield log
+        finally:
+            await log.close()

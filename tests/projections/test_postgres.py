@@ -3,27 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-
-import pytest
 
 from leaderlog.log import EventLog, load_seeds
 from leaderlog.projections import BUILTIN, ProjectionRunner, Queries, runner_for
 from tests.conftest import ROOT, SEEDS
 from tests.projections.logs import GORDON_ACTING, HAMMER_CAPTION, SEED_COUNT, append, at, record
 from tests.projections.test_runner import FOLLOW_UPS, dump
-from tests.store import postgres_schema
-
-
-@pytest.fixture
-async def pg_log(postgres_url: str) -> AsyncIterator[EventLog]:
-    async with postgres_schema(postgres_url) as url:
-        log = await EventLog.open(url)
-        try:
-            await load_seeds(log, SEEDS)
-            yield log
-        finally:
-            await log.close()
 
 
 async def _answers(log: EventLog) -> dict[str, object]:
@@ -37,11 +22,13 @@ async def _answers(log: EventLog) -> dict[str, object]:
     }
 
 
-async def test_postgres_gives_the_same_answers_as_sqlite(pg_log: EventLog, sqlite_url: str) -> None:
+async def test_postgres_gives_the_same_answers_as_sqlite(
+    seeded_postgres_log: EventLog, sqlite_url: str
+) -> None:
     # given the same log on both backends, caught up in pages of different sizes
     async with await EventLog.open(sqlite_url) as lite:
         await load_seeds(lite, SEEDS)
-        for log in (lite, pg_log):
+        for log in (lite, seeded_postgres_log):
             await append(log, FOLLOW_UPS[:2], recorded_at=at("2030-01-01T00:00:00Z"))
             await append(
                 log,
@@ -51,7 +38,7 @@ async def test_postgres_gives_the_same_answers_as_sqlite(pg_log: EventLog, sqlit
             await (await runner_for(log.store)).catch_up()
         expected = await _answers(lite)
     # then every answer matches, except the times the two stores recorded
-    found = await _answers(pg_log)
+    found = await _answers(seeded_postgres_log)
     for key in ("state", "early", "history", "claim"):
         for answer in (expected[key], found[key]):
             answer["known_at"].pop("recorded_through")  # type: ignore[index]
@@ -63,35 +50,43 @@ async def test_postgres_gives_the_same_answers_as_sqlite(pg_log: EventLog, sqlit
             step.pop("recorded_at")
             step.pop("actor")
     assert found == expected
-    claim = await Queries(pg_log.store).claim(GORDON_ACTING)
+    claim = await Queries(seeded_postgres_log.store).claim(GORDON_ACTING)
     assert claim["status"] == "confirmed"
 
 
-async def test_postgres_rebuild_equals_incremental_and_time_travel(pg_log: EventLog) -> None:
-    runner = await runner_for(pg_log.store)
+async def test_postgres_rebuild_equals_incremental_and_time_travel(
+    seeded_postgres_log: EventLog,
+) -> None:
+    runner = await runner_for(seeded_postgres_log.store)
     await runner.catch_up()
-    await append(pg_log, FOLLOW_UPS, recorded_at=at("2030-01-01T00:00:00Z"))
+    await append(seeded_postgres_log, FOLLOW_UPS, recorded_at=at("2030-01-01T00:00:00Z"))
     await runner.catch_up()
-    incremental = await dump(pg_log.store, runner.projections)
-    await ProjectionRunner(pg_log.store, [cls() for cls in BUILTIN.values()], page=5).rebuild()
-    assert await dump(pg_log.store, runner.projections) == incremental
-    before = await Queries(pg_log.store).resolve_known_at("2029-12-31T23:59:59Z")
+    incremental = await dump(seeded_postgres_log.store, runner.projections)
+    await ProjectionRunner(
+        seeded_postgres_log.store, [cls() for cls in BUILTIN.values()], page=5
+    ).rebuild()
+    assert await dump(seeded_postgres_log.store, runner.projections) == incremental
+    before = await Queries(seeded_postgres_log.store).resolve_known_at("2029-12-31T23:59:59Z")
     assert before["position"] == SEED_COUNT
 
 
-async def test_postgres_runners_in_parallel_apply_each_event_once(pg_log: EventLog) -> None:
+async def test_postgres_runners_in_parallel_apply_each_event_once(
+    seeded_postgres_log: EventLog,
+) -> None:
     runners = [
-        ProjectionRunner(pg_log.store, [cls() for cls in BUILTIN.values()], page=3)
+        ProjectionRunner(seeded_postgres_log.store, [cls() for cls in BUILTIN.values()], page=3)
         for _ in range(3)
     ]
     await asyncio.gather(*(runner.catch_up() for runner in runners))
-    together = await dump(pg_log.store, runners[0].projections)
+    together = await dump(seeded_postgres_log.store, runners[0].projections)
     await runners[0].rebuild()
-    assert await dump(pg_log.store, runners[0].projections) == together
+    assert await dump(seeded_postgres_log.store, runners[0].projections) == together
 
 
-async def test_postgres_runs_the_user_turnover_projection(pg_log: EventLog) -> None:
-    runner = await runner_for(pg_log.store, ROOT / "projections", also=("turnover",))
+async def test_postgres_runs_the_user_turnover_projection(seeded_postgres_log: EventLog) -> None:
+    runner = await runner_for(seeded_postgres_log.store, ROOT / "projections", also=("turnover",))
     await runner.rebuild(["turnover"])
-    rows = await pg_log.store.query("SELECT org, tenures FROM p_turnover_orgs ORDER BY org")
+    rows = await seeded_postgres_log.store.query(
+        "SELECT org, tenures FROM p_turnover_orgs ORDER BY org"
+    )
     assert rows == [("dhs", 1), ("ice-ero", 1), ("ice-hsi", 2), ("white-house", 1)]
