@@ -18,7 +18,14 @@ from typing import Any
 
 from leaderlog._json import dumps, loads
 from leaderlog.events import RecordedEvent
-from leaderlog.projections.base import Projection, ProjectionTransaction, payload, recorded_time
+from leaderlog.projections.base import (
+    Projection,
+    ProjectionTransaction,
+    chunks,
+    marks,
+    payload,
+    recorded_time,
+)
 from leaderlog.projections.claim_versions import (
     CLAIM_EVENT_TYPES,
     ClaimVersion,
@@ -30,16 +37,6 @@ from leaderlog.projections.claim_versions import (
 from leaderlog.projections.leadership_rules import ACTING_CAPACITIES, tenures
 
 __all__ = ["PROJECTION", "TurnoverProjection"]
-
-_CHUNK = 500
-
-
-def _chunks(items: Sequence[str]) -> list[Sequence[str]]:
-    return [items[start : start + _CHUNK] for start in range(0, len(items), _CHUNK)]
-
-
-def _marks(count: int) -> str:
-    return ", ".join("?" * count)
 
 
 class TurnoverProjection(Projection):
@@ -106,17 +103,17 @@ async def _apply_claims(
     decoded = [(recorded, payload(recorded)) for recorded in claim_events]
     ids = sorted({data["claim"] for _, data in decoded})
     current: dict[str, ClaimVersion] = {}
-    for chunk in _chunks(ids):
+    for chunk in chunks(ids):
         for (doc,) in await tx.fetchall(
-            f"SELECT doc FROM p_turnover_claims WHERE claim IN ({_marks(len(chunk))})", chunk
+            f"SELECT doc FROM p_turnover_claims WHERE claim IN ({marks(len(chunk))})", chunk
         ):
             version = ClaimVersion(loads(doc))
             current[version.claim] = version
     wanted = sorted({data["source"] for _, data in decoded if data.get("source")})
-    for chunk in _chunks([source for source in wanted if source not in published]):
+    for chunk in chunks([source for source in wanted if source not in published]):
         for source, date in await tx.fetchall(
             "SELECT source, published FROM p_turnover_sources "
-            f"WHERE source IN ({_marks(len(chunk))})",
+            f"WHERE source IN ({marks(len(chunk))})",
             chunk,
         ):
             published[source] = loads(date) if date else None
@@ -147,9 +144,9 @@ async def _apply_claims(
 async def _recount(tx: ProjectionTransaction, posts: set[str]) -> None:
     """Recompute the tenure counts of the changed posts, then of their organisations."""
     by_post: dict[str, list[ClaimVersion]] = defaultdict(list)
-    for chunk in _chunks(sorted(posts)):
+    for chunk in chunks(sorted(posts)):
         for (doc,) in await tx.fetchall(
-            f"SELECT doc FROM p_turnover_claims WHERE post IN ({_marks(len(chunk))})", chunk
+            f"SELECT doc FROM p_turnover_claims WHERE post IN ({marks(len(chunk))})", chunk
         ):
             version = ClaimVersion(loads(doc))
             by_post[version.post].append(version)
@@ -170,11 +167,11 @@ async def _recount(tx: ProjectionTransaction, posts: set[str]) -> None:
         rows,
     )
     orgs: list[Any] = []
-    for chunk in _chunks(sorted(posts)):
+    for chunk in chunks(sorted(posts)):
         orgs += await tx.fetchall(
             "SELECT org, SUM(tenures), SUM(closed), SUM(total_days), SUM(acting) "
             "FROM p_turnover_posts WHERE org IN (SELECT org FROM p_turnover_posts "
-            f"WHERE post IN ({_marks(len(chunk))})) GROUP BY org",
+            f"WHERE post IN ({marks(len(chunk))})) GROUP BY org",
             chunk,
         )
     await tx.executemany(

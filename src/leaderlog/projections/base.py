@@ -34,13 +34,16 @@ from leaderlog.events import (
     readable_event,
     upcast,
 )
+from leaderlog.projections._sql import chunks, marks
 from leaderlog.store.base import ProjectionTransaction
 
 __all__ = [
     "CHECKPOINT_SCHEMA",
     "Projection",
     "ProjectionTransaction",
+    "chunks",
     "decode",
+    "marks",
     "payload",
     "recorded_time",
     "shared_decoding",
