@@ -183,16 +183,29 @@ def _check_no_cycle(knowledge: Knowledge, org: str, parent: str | None, event: E
 
 
 def decide(event: Event, knowledge: Knowledge) -> list[Event]:
-    """Accept ``event`` (returning the events to append) or raise :class:`DomainError`."""
-    missing: set[str] = set()
-    for stream in referenced_streams(event):
-        try:
-            knowledge.state(stream)
-        except MissingKnowledge as needed:
-            missing |= needed.streams
-    if missing:
-        raise MissingKnowledge(missing)
+    """Accept ``event`` (returning the events to append) or raise :class:`DomainError`.
 
+    When ``knowledge`` lacks streams, :class:`MissingKnowledge` names every stream the
+    decision reads that it lacks, so the caller loads them all at once.
+    """
+    try:
+        _check(event, knowledge)
+    except (MissingKnowledge, DomainError):
+        # A rule may have broken on what was known before reaching an unloaded stream;
+        # missing knowledge is reported first, so the verdict never rests on part of it.
+        missing: set[str] = set()
+        for stream in referenced_streams(event):
+            try:
+                knowledge.state(stream)
+            except MissingKnowledge as needed:
+                missing |= needed.streams
+        if missing:
+            raise MissingKnowledge(missing) from None
+        raise
+    return [event]
+
+
+def _check(event: Event, knowledge: Knowledge) -> None:
     match event:
         case OrgRegistered():
             _require_new(knowledge, event, "organisation")
@@ -258,7 +271,6 @@ def decide(event: Event, knowledge: Knowledge) -> list[Event]:
                 _require(
                     knowledge, f"source-{event.source}", "the source must be registered", event
                 )
-    return [event]
 
 
 def evolve(state: EntityState | None, event: Event) -> EntityState:

@@ -13,11 +13,12 @@ succeeds or fails on its own.
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from leaderlog._json import JSONDecodeError, canonical_bytes, loads
 from leaderlog.domain import EntityState, MissingKnowledge, decide, evolve, referenced_streams
@@ -30,15 +31,21 @@ from leaderlog.errors import (
     StoreError,
 )
 from leaderlog.events import (
+    EVENT_TYPES,
+    ClaimReported,
     Event,
     ExpectedVersion,
+    OrgRegistered,
+    PersonRegistered,
+    PostDefined,
     Record,
     RecordedEvent,
+    SourceRegistered,
     content_event_id,
     new_event_id,
     parse_record,
 )
-from leaderlog.store import EventStore, NewEvent, PendingBatch, open_store
+from leaderlog.store import AppendResult, EventStore, NewEvent, PendingBatch, open_store
 
 __all__ = ["AppendOutcome", "EventLog", "parse_lines"]
 
@@ -46,6 +53,11 @@ MAX_LINE_BYTES = 64 * 1024
 _GROUP_LIMIT = 1000
 _CACHE_LIMIT = 500_000
 _RETRIES = 5
+_EVENT_CLASSES = tuple(EVENT_TYPES.values())
+# Events that create their own stream. Their stream is assumed absent when it is not cached:
+# the append expects "no_stream", so if it exists after all the store refuses the batch,
+# which is then loaded and decided again (and refused by the ``unique`` rule).
+_CREATING = (OrgRegistered, PostDefined, PersonRegistered, SourceRegistered, ClaimReported)
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,14 +72,58 @@ class AppendOutcome:
         return len(self.positions) - self.appended
 
 
+class _Entry(NamedTuple):
+    """One record on its way through the write path: a :class:`Record`'s fields, without
+    a pydantic model's cost per appended event."""
+
+    event: Event
+    event_id: uuid.UUID
+    expected_version: ExpectedVersion | None
+    meta: Mapping[str, Any]
+    recorded_at: dt.datetime | None = None
+    actor: str | None = None
+
+    @classmethod
+    def of(cls, record: Record) -> _Entry:
+        return cls(
+            record.event,
+            record.event_id,
+            record.expected_version,
+            record.meta,
+            record.recorded_at,
+            record.actor,
+        )
+
+
 @dataclass(eq=False, slots=True)
 class _Request:
-    records: Sequence[Record]
-    labels: Sequence[str]
+    entries: Sequence[_Entry]
+    given_labels: Sequence[str] | None
     actor: str
     future: asyncio.Future[AppendOutcome]
     ids_are_fresh: bool
     attempts: int = 0
+
+    def label(self, index: int) -> str:
+        # Only needed for error messages, so built on demand.
+        return self.given_labels[index] if self.given_labels else f"record {index}"
+
+
+@dataclass(slots=True)
+class _Prepared:
+    """A group's decisions, ready to append: ``states``, ``versions`` and ``ids`` are what
+    they lead to; ``refused`` and ``deferred`` requests are not appended with them."""
+
+    group: list[_Request]
+    decided: list[tuple[_Request, _Decision]] = field(default_factory=list)
+    deferred: list[_Request] = field(default_factory=list)
+    refused: list[tuple[_Request, Exception]] = field(default_factory=list)
+    states: dict[str, EntityState] = field(default_factory=dict)
+    versions: dict[str, int] = field(default_factory=dict)
+    ids: set[uuid.UUID] = field(default_factory=set)
+
+    def batches(self) -> list[PendingBatch]:
+        return [PendingBatch(d.new_events, d.expected, r.actor) for r, d in self.decided]
 
 
 @dataclass(slots=True)
@@ -84,7 +140,7 @@ class _Decision:
 class _LayeredKnowledge:
     """The request's own uncommitted decisions, then its group's, then the cache."""
 
-    __slots__ = ("_cache", "_group", "_request")
+    __slots__ = ("_cache", "_group", "_request", "assumed_absent")
 
     def __init__(
         self,
@@ -95,6 +151,7 @@ class _LayeredKnowledge:
         self._request = request
         self._group = group
         self._cache = cache
+        self.assumed_absent: str | None = None
 
     def state(self, stream: str) -> EntityState | None:
         # Asked several times per record: plain membership tests, no loops.
@@ -104,7 +161,19 @@ class _LayeredKnowledge:
             return self._group[stream]
         if stream in self._cache:
             return self._cache[stream]
+        if stream == self.assumed_absent:
+            return None
         raise MissingKnowledge({stream})
+
+
+def _assumes_absent(request: _Request, entry: _Entry) -> bool:
+    """Whether the entry's own stream may be taken as absent without loading it (see
+    ``_CREATING``); never on a retry, which must decide on what is really stored."""
+    return (
+        request.attempts == 0
+        and entry.expected_version in (None, "no_stream")
+        and isinstance(entry.event, _CREATING)
+    )
 
 
 def _answer(future: asyncio.Future[AppendOutcome], answer: AppendOutcome | BaseException) -> None:
@@ -185,22 +254,27 @@ class EventLog:
         meta: Mapping[str, Any] | None = None,
     ) -> AppendOutcome:
         """Append events as one atomic batch with fresh, time-ordered ids."""
-        records = [
-            Record(
-                event=event,
-                event_id=new_event_id(),
-                expected_version=expected_version if index == 0 else None,
-                meta=dict(meta or {}),
-            )
+        for index, event in enumerate(events):
+            if not isinstance(event, _EVENT_CLASSES):
+                problem = RecordError(
+                    f"not an event model: {type(event).__name__}",
+                    where=f"record {index}",
+                    rule="schema",
+                )
+                raise BatchError([problem])
+        copied_meta = dict(meta or {})
+        entries = [
+            _Entry(event, new_event_id(), expected_version if index == 0 else None, copied_meta)
             for index, event in enumerate(events)
         ]
-        return await self._submit(records, None, actor, ids_are_fresh=True)
+        return await self._submit(entries, None, actor, ids_are_fresh=True)
 
     async def append_records(
         self, records: Sequence[Record], *, actor: str, labels: Sequence[str] | None = None
     ) -> AppendOutcome:
         """Append validated records as one atomic batch (idempotent on their event ids)."""
-        return await self._submit(records, labels, actor, ids_are_fresh=False)
+        entries = [_Entry.of(record) for record in records]
+        return await self._submit(entries, labels, actor, ids_are_fresh=False)
 
     async def append_raw(self, raw: object, *, actor: str) -> AppendOutcome:
         """Validate one JSON record, or a list of them, and append them as one batch."""
@@ -232,38 +306,46 @@ class EventLog:
 
     async def _submit(
         self,
-        records: Sequence[Record],
+        entries: Sequence[_Entry],
         labels: Sequence[str] | None,
         actor: str,
         *,
         ids_are_fresh: bool,
     ) -> AppendOutcome:
-        if not records:
+        if not entries:
             return AppendOutcome((), 0)
         future: asyncio.Future[AppendOutcome] = asyncio.get_running_loop().create_future()
-        labels = labels or [f"record {index}" for index in range(len(records))]
-        self._queue.append(_Request(records, labels, actor, future, ids_are_fresh))
+        self._queue.append(_Request(entries, labels, actor, future, ids_are_fresh))
         if self._writer is None or self._writer.done():
             self._writer = asyncio.create_task(self._drain())
         return await future
 
     async def _drain(self) -> None:
         while self._queue:
-            group, self._queue = self._queue[:_GROUP_LIMIT], self._queue[_GROUP_LIMIT:]
+            group = self._take()
             try:
-                retry = await self._commit_group(group)
+                prepared = await self._prepare(group)
+                for request, refusal in prepared.refused:
+                    _answer(request.future, refusal)
+                outcomes = await self.store.append_batches(prepared.batches())
             except BaseException as error:
-                # The cache may no longer match the store; start again from nothing.
-                self._forget()
-                for request in group:
-                    if not request.future.done():
-                        request.future.set_exception(
-                            error if isinstance(error, Exception) else StoreError(str(error))
-                        )
+                self._fail(group, error)
                 if not isinstance(error, Exception):
                     raise
                 continue
-            self._queue[:0] = retry
+            self._queue[:0] = self._finish(prepared, outcomes)
+
+    def _take(self) -> list[_Request]:
+        group, self._queue = self._queue[:_GROUP_LIMIT], self._queue[_GROUP_LIMIT:]
+        return group
+
+    def _fail(self, group: Sequence[_Request], error: BaseException) -> None:
+        # The cache may no longer match the store; start again from nothing.
+        self._forget()
+        for request in group:
+            _answer(
+                request.future, error if isinstance(error, Exception) else StoreError(str(error))
+            )
 
     def _forget(self) -> None:
         self._states.clear()
@@ -310,50 +392,61 @@ class EventLog:
             self._states[stream] = state
             self._versions[stream] = version
 
-    async def _commit_group(self, group: list[_Request]) -> list[_Request]:
+    async def _prepare(self, group: list[_Request]) -> _Prepared:
+        """Decide every request of a group (each on top of the ones before it)."""
         await self._catch_up()
-        needed = {
-            stream
-            for request in group
-            for record in request.records
-            for stream in referenced_streams(record.event)
-        } - self._states.keys()
+        prepared = _Prepared(group)
+        states = self._states
+        needed: set[str] = set()
+        for request in group:
+            for entry in request.entries:
+                for stream in referenced_streams(entry.event):
+                    if stream not in states:
+                        needed.add(stream)
+                if _assumes_absent(request, entry):
+                    needed.discard(entry.event.stream())
         if needed:
             await self._load(needed)
 
         stored: dict[uuid.UUID, RecordedEvent] = {}
-        ids = [r.event_id for req in group if not req.ids_are_fresh for r in req.records]
+        ids = [e.event_id for req in group if not req.ids_are_fresh for e in req.entries]
         if ids:
             stored = await self.store.find_event_ids(ids)
 
-        group_states: dict[str, EntityState] = {}
-        group_versions: dict[str, int] = {}
-        group_ids: set[uuid.UUID] = set()
-        decided: list[tuple[_Request, _Decision]] = []
-        deferred: list[_Request] = []
         for request in group:
-            if not request.ids_are_fresh and any(r.event_id in group_ids for r in request.records):
-                # An earlier request of this group appends these ids (the same file imported
-                # twice at once): once it has committed, they are found stored and this
-                # request is answered idempotently instead of breaking the unique rule.
-                deferred.append(request)
+            if not request.ids_are_fresh and any(
+                e.event_id in prepared.ids for e in request.entries
+            ):
+                # An earlier request appends these ids (the same file imported twice at
+                # once): once it has committed, they are found stored and this request is
+                # answered idempotently instead of breaking the unique rule.
+                prepared.deferred.append(request)
                 continue
             try:
-                decision = await self._decide(request, stored, group_states, group_versions)
+                while True:
+                    try:
+                        decision = self._decide(request, stored, prepared.states, prepared.versions)
+                        break
+                    except MissingKnowledge as missing:
+                        # Decisions are pure, so the request is simply decided again.
+                        await self._load(missing.streams)
             except (BatchError, StoreError) as error:
-                _answer(request.future, error)
+                prepared.refused.append((request, error))
                 continue
-            group_states.update(decision.states)
-            group_versions.update(decision.versions)
-            group_ids.update(event.event_id for event in decision.new_events)
-            decided.append((request, decision))
+            prepared.states.update(decision.states)
+            prepared.versions.update(decision.versions)
+            if not request.ids_are_fresh:
+                prepared.ids.update(event.event_id for event in decision.new_events)
+            prepared.decided.append((request, decision))
+        return prepared
 
-        outcomes = await self.store.append_batches(
-            [PendingBatch(d.new_events, d.expected, r.actor) for r, d in decided]
-        )
+    def _finish(
+        self, prepared: _Prepared, outcomes: Sequence[AppendResult | StoreError]
+    ) -> list[_Request]:
+        """Answer the committed requests; return those to decide again, in group order."""
         retry: list[_Request] = []
         appended_positions: list[int] = []
-        for (request, decision), outcome in zip(decided, outcomes, strict=True):
+        for (request, decision), outcome in zip(prepared.decided, outcomes, strict=True):
             if isinstance(outcome, ConcurrencyError) and request.attempts < _RETRIES:
                 # Decided on state another writer has since changed: reload and decide again.
                 for stream in decision.expected:
@@ -373,16 +466,16 @@ class EventLog:
                 new_positions = iter(positions)
                 positions = tuple(
                     decision.known_positions.get(index) or next(new_positions)
-                    for index in range(len(request.records))
+                    for index in range(len(request.entries))
                 )
             appended_positions.extend(outcome.positions)
             _answer(request.future, AppendOutcome(positions, outcome.appended))
         if appended_positions and min(appended_positions) == self._known_head + 1 and not retry:
             self._known_head = max(appended_positions)
-        waiting = {*retry, *deferred}
-        return [request for request in group if request in waiting]
+        waiting = {*retry, *prepared.deferred}
+        return [request for request in prepared.group if request in waiting]
 
-    async def _decide(
+    def _decide(
         self,
         request: _Request,
         stored: Mapping[uuid.UUID, RecordedEvent],
@@ -392,76 +485,97 @@ class EventLog:
         decision = _Decision()
         knowledge = _LayeredKnowledge(decision.states, group_states, self._states)
         problems: list[RecordError] = []
-        first_use: dict[uuid.UUID, str] = {}
-        for index, (record, label) in enumerate(zip(request.records, request.labels, strict=True)):
-            if record.event_id in first_use:
-                used_by = first_use[record.event_id]
-                problems.append(
-                    RecordError(
-                        f"event id {record.event_id} is already used by {used_by}",
-                        where=label,
-                        rule="event_id",
+        # Fresh ids are new UUIDv7s: neither stored nor repeated, so nothing to look up.
+        check_ids = not request.ids_are_fresh
+        first_use: dict[uuid.UUID, int] = {}
+        for index, entry in enumerate(request.entries):
+            if check_ids:
+                if entry.event_id in first_use:
+                    problems.append(
+                        RecordError(
+                            f"event id {entry.event_id} is already used by "
+                            f"{request.label(first_use[entry.event_id])}",
+                            where=request.label(index),
+                            rule="event_id",
+                        )
                     )
-                )
-                continue
-            first_use[record.event_id] = label
-            previous = stored.get(record.event_id)
-            if previous is not None:
-                event = record.event
-                if (previous.stream, previous.type, canonical_bytes(previous.data)) != (
-                    event.stream(),
-                    event.type,
-                    canonical_bytes(event.data()),
-                ):
-                    raise DuplicateEventError(record.event_id, previous.position)
-                decision.known_positions[index] = previous.position
-                continue
-            while True:
-                try:
-                    events = decide(record.event, knowledge)
-                    break
-                except MissingKnowledge as missing:
-                    await self._load(missing.streams)
-                except DomainError as error:
-                    problems.append(error.located(label))
-                    events = []
-                    break
-            for event in events:
-                stream = event.stream()
-                version = decision.versions.get(
-                    stream, group_versions.get(stream, self._versions.get(stream, 0))
-                )
-                if stream not in decision.expected:
-                    self._check_expected(record, stream, version, label)
-                    decision.expected[stream] = version if version else "no_stream"
-                decision.states[stream] = evolve(knowledge.state(stream), event)
-                decision.versions[stream] = version + 1
-                decision.new_events.append(
-                    NewEvent(
-                        event_id=record.event_id
-                        if event is record.event
-                        else content_event_id(event),
-                        stream=stream,
-                        type=event.type,
-                        schema_version=event.schema_version,
-                        data=event.data(),
-                        meta=record.meta,
-                        recorded_at=record.recorded_at,
-                        actor=record.actor,
-                    )
-                )
+                    continue
+                first_use[entry.event_id] = index
+                previous = stored.get(entry.event_id)
+                if previous is not None:
+                    self._check_same_event(entry, previous)
+                    decision.known_positions[index] = previous.position
+                    continue
+            event = entry.event
+            if _assumes_absent(request, entry):
+                knowledge.assumed_absent = event.stream()
+            try:
+                events = decide(event, knowledge)
+            except DomainError as error:
+                problems.append(error.located(request.label(index)))
+                events = []
+            knowledge.assumed_absent = None
+            for decided in events:
+                self._add(decision, knowledge, request, index, entry, decided, group_versions)
         if problems:
             raise BatchError(problems)
         return decision
 
     @staticmethod
-    def _check_expected(record: Record, stream: str, actual: int, label: str) -> None:
-        expected = record.expected_version
+    def _check_same_event(entry: _Entry, previous: RecordedEvent) -> None:
+        event = entry.event
+        if (previous.stream, previous.type, canonical_bytes(previous.data)) != (
+            event.stream(),
+            event.type,
+            canonical_bytes(event.data()),
+        ):
+            raise DuplicateEventError(entry.event_id, previous.position)
+
+    def _add(
+        self,
+        decision: _Decision,
+        knowledge: _LayeredKnowledge,
+        request: _Request,
+        index: int,
+        entry: _Entry,
+        event: Event,
+        group_versions: Mapping[str, int],
+    ) -> None:
+        """Add one decided event to the request's decision, at its stream's next version."""
+        stream = event.stream()
+        version = decision.versions.get(stream)
+        if version is None:
+            version = group_versions.get(stream)
+            if version is None:
+                version = self._versions.get(stream, 0)
+        if stream not in decision.expected:
+            self._check_expected(entry, stream, version, request, index)
+            decision.expected[stream] = version if version else "no_stream"
+        decision.states[stream] = evolve(None if version == 0 else knowledge.state(stream), event)
+        decision.versions[stream] = version + 1
+        decision.new_events.append(
+            NewEvent(
+                entry.event_id if event is entry.event else content_event_id(event),
+                stream,
+                event.type,
+                event.schema_version,
+                event.data(),
+                entry.meta,
+                entry.recorded_at,
+                entry.actor,
+            )
+        )
+
+    @staticmethod
+    def _check_expected(
+        entry: _Entry, stream: str, actual: int, request: _Request, index: int
+    ) -> None:
+        expected = entry.expected_version
         if expected is None or expected == "any":
             return
         wanted = 0 if expected == "no_stream" else expected
         if wanted != actual:
-            raise ConcurrencyError(stream, expected, actual or None, where=label)
+            raise ConcurrencyError(stream, expected, actual or None, where=request.label(index))
 
     # --- reading ---------------------------------------------------------------------------
 

@@ -13,7 +13,8 @@ import datetime as dt
 import hashlib
 import uuid
 from collections.abc import AsyncIterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any, Literal, NamedTuple, TypeAlias
 
 from leaderlog._json import Embedded, canonical_bytes, embed, loads
@@ -38,21 +39,24 @@ ExpectedVersion: TypeAlias = int | Literal["no_stream", "any"]
 GENESIS_HASH = "0" * 64
 
 
-@dataclass(frozen=True, slots=True)
-class NewEvent:
-    """An event to append. ``recorded_at``/``actor`` are only given when moving a log."""
+_NO_META: Mapping[str, Any] = MappingProxyType({})
+
+
+class NewEvent(NamedTuple):
+    """An event to append. ``recorded_at``/``actor`` are only given when moving a log.
+
+    A named tuple rather than a frozen dataclass: one is made per appended event, and a
+    frozen dataclass pays for a guarded attribute write per field.
+    """
 
     event_id: uuid.UUID
     stream: str
     type: str
     schema_version: int
     data: Mapping[str, Any]
-    meta: Mapping[str, Any] = field(default_factory=dict)
+    meta: Mapping[str, Any] = _NO_META
     recorded_at: dt.datetime | None = None
     actor: str | None = None
-
-    def data_bytes(self) -> bytes:
-        return canonical_bytes(self.data)
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,7 +177,7 @@ class PendingBatch:
 
 
 class PlannedRow(NamedTuple):
-    """One event to insert, its data and meta already in canonical JSON (encoded once)."""
+    """One event to insert, its data and meta already as canonical JSON text (encoded once)."""
 
     position: int
     stream: str
@@ -181,13 +185,14 @@ class PlannedRow(NamedTuple):
     event_id: uuid.UUID
     type: str
     schema_version: int
-    data: Mapping[str, Any]
-    data_json: bytes
+    data_json: str
     recorded_at: str
     actor: str
-    meta: Mapping[str, Any]
-    meta_json: bytes
+    meta_json: str
     hash: str
+
+
+_EMPTY_META = canonical_bytes({})
 
 
 def plan_rows(
@@ -204,7 +209,8 @@ def plan_rows(
     A batch that fails is left out whole; later batches see the state without it.
     """
     versions = dict(stream_versions)
-    new_ids: dict[uuid.UUID, tuple[int, str, str, bytes]] = {}
+    # Keyed by the id's integer: hashing a UUID object runs Python code, an int's does not.
+    known = {event_id.int: stored for event_id, stored in existing.items()}
     outcomes: list[AppendResult | StoreError] = []
     rows: list[PlannedRow] = []
     position, previous = head_position, head_hash
@@ -212,25 +218,27 @@ def plan_rows(
 
     for batch in batches:
         try:
-            plan = _plan_one(batch, versions, existing, new_ids, position)
+            plan = _plan_one(batch, versions, known, position)
         except StoreError as error:
             outcomes.append(error)
             continue
         positions: list[int] = []
-        for event, known_position in plan:
+        appended = 0
+        for event, data_json, known_position in plan:
             if known_position is not None:
                 positions.append(known_position)
                 continue
             position += 1
-            version = versions.get(event.stream, 0) + 1
-            versions[event.stream] = version
+            appended += 1
+            stream = event.stream
+            version = versions.get(stream, 0) + 1
+            versions[stream] = version
             stamp = format_time(event.recorded_at) if event.recorded_at else recorded_at
             actor = event.actor or batch.actor
-            data_json = event.data_bytes()
-            meta_json = canonical_bytes(event.meta)
+            meta_json = canonical_bytes(event.meta) if event.meta else _EMPTY_META
             envelope = envelope_bytes(
                 position=position,
-                stream=event.stream,
+                stream=stream,
                 version=version,
                 event_id=event.event_id,
                 type=event.type,
@@ -244,49 +252,49 @@ def plan_rows(
             rows.append(
                 PlannedRow(
                     position,
-                    event.stream,
+                    stream,
                     version,
                     event.event_id,
                     event.type,
                     event.schema_version,
-                    event.data,
-                    data_json,
+                    data_json.decode(),
                     stamp,
                     actor,
-                    event.meta,
-                    meta_json,
+                    meta_json.decode(),
                     previous,
                 )
             )
-            new_ids[event.event_id] = (position, event.stream, event.type, data_json)
+            known[event.event_id.int] = (position, stream, event.type, data_json)
             positions.append(position)
-        outcomes.append(AppendResult(tuple(positions), sum(1 for _, p in plan if p is None)))
+        outcomes.append(AppendResult(tuple(positions), appended))
     return outcomes, rows
 
 
 def _plan_one(
     batch: PendingBatch,
     versions: Mapping[str, int],
-    existing: Mapping[uuid.UUID, tuple[int, str, str, bytes]],
-    new_ids: Mapping[uuid.UUID, tuple[int, str, str, bytes]],
+    known: Mapping[int, tuple[int, str, str, bytes]],
     head_position: int,
-) -> list[tuple[NewEvent, int | None]]:
-    plan: list[tuple[NewEvent, int | None]] = []
-    seen_in_batch: set[uuid.UUID] = set()
+) -> list[tuple[NewEvent, bytes, int | None]]:
+    """Each event with its canonical data and, if it is already stored, its position."""
+    plan: list[tuple[NewEvent, bytes, int | None]] = []
+    seen_in_batch: set[int] = set()
     streams_with_new_events: set[str] = set()
     for event in batch.events:
-        if event.event_id in seen_in_batch:
+        key = event.event_id.int
+        if key in seen_in_batch:
             raise DuplicateEventError(event.event_id, head_position)
-        seen_in_batch.add(event.event_id)
-        stored = existing.get(event.event_id) or new_ids.get(event.event_id)
+        seen_in_batch.add(key)
+        data_json = canonical_bytes(event.data)
+        stored = known.get(key)
         if stored is None:
-            plan.append((event, None))
+            plan.append((event, data_json, None))
             streams_with_new_events.add(event.stream)
             continue
         stored_position, stream, event_type, data = stored
-        if (stream, event_type, data) != (event.stream, event.type, event.data_bytes()):
+        if (stream, event_type, data) != (event.stream, event.type, data_json):
             raise DuplicateEventError(event.event_id, stored_position)
-        plan.append((event, stored_position))
+        plan.append((event, data_json, stored_position))
     # An idempotent retry of a batch whose events are all stored must succeed even though
     # the stream has moved on, so versions are only checked where something is appended.
     for stream, expected in batch.expected.items():
