@@ -457,3 +457,27 @@ async def test_a_caller_that_stops_waiting_does_not_fail_its_group(seeded_log: E
     outcomes = await asyncio.gather(*patient)
     assert all(outcome.appended == 1 for outcome in outcomes)
     assert (await seeded_log.store.verify()).ok
+
+
+async def test_a_claim_reported_elsewhere_is_refused_though_this_instance_never_loaded_it(
+    seeded_log: EventLog, sqlite_url: str
+) -> None:
+    # New claims are appended without loading their stream first (the append expects no
+    # stream); a claim another instance already reported must still break the unique rule.
+    async with await EventLog.open(sqlite_url) as other:
+        await other.append_events([claim("reported-elsewhere")], actor="other")
+    before = await snapshot(seeded_log)
+    with pytest.raises(BatchError) as caught:
+        await seeded_log.append_events([claim("reported-elsewhere")], actor="test")
+    assert caught.value.problems[0].rule == "unique"
+    assert await snapshot(seeded_log) == before
+    # And one that nobody reported goes in without a detour.
+    assert (await seeded_log.append_events([claim("new-here")], actor="test")).appended == 1
+
+
+async def test_append_events_refuses_what_is_not_an_event_model(seeded_log: EventLog) -> None:
+    before = await snapshot(seeded_log)
+    with pytest.raises(BatchError) as caught:
+        await seeded_log.append_events([{"type": "claim.reported"}], actor="test")  # type: ignore[list-item]
+    assert caught.value.problems[0].rule == "schema"
+    assert await snapshot(seeded_log) == before

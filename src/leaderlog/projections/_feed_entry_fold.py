@@ -131,6 +131,8 @@ class Entry:
     org: str | None
     org_path: list[str]
     is_new: bool = False
+    # The doc as JSON after the entry's latest event, stored as a version and reused.
+    doc_json: str = ""
 
 
 @dataclass
@@ -313,7 +315,8 @@ def apply_claim(page: Page, recorded: RecordedEvent, data: dict[str, Any]) -> No
     entry.doc["events"].append(step)
     entry.doc["updated"] = at
     entry.doc["position"] = recorded.position
-    page.versions.append((claim, recorded.position, dumps(entry.doc)))
+    entry.doc_json = dumps(entry.doc)
+    page.versions.append((claim, recorded.position, entry.doc_json))
     page.touched[claim] = recorded.position
     # Every feed the entry ever joined shows this change (membership is never withdrawn).
     for scope in sorted(page.memberships.get(claim, set())):

@@ -83,21 +83,27 @@ class FeedEntriesProjection(Projection):
             "reported_position BIGINT NOT NULL, last_position BIGINT NOT NULL, "
             "last_recorded_at TEXT NOT NULL, person TEXT, post TEXT, org TEXT, org_path TEXT, "
             "doc TEXT NOT NULL)",
-            f"CREATE INDEX IF NOT EXISTS {ENTRIES}_seq ON {ENTRIES} (seq)",
             f"CREATE INDEX IF NOT EXISTS {ENTRIES}_org_path ON {ENTRIES} (org_path)",
             f"CREATE TABLE IF NOT EXISTS {VERSIONS} (claim TEXT NOT NULL, "
             "position BIGINT NOT NULL, doc TEXT NOT NULL, PRIMARY KEY (claim, position))",
             f"CREATE TABLE IF NOT EXISTS {SCOPES} (scope TEXT NOT NULL, claim TEXT NOT NULL, "
             "rank BIGINT NOT NULL, joined_position BIGINT NOT NULL, joined_at TEXT NOT NULL, "
             "last_position BIGINT NOT NULL, PRIMARY KEY (scope, claim))",
-            f"CREATE INDEX IF NOT EXISTS {SCOPES}_rank ON {SCOPES} (scope, rank)",
-            f"CREATE INDEX IF NOT EXISTS {SCOPES}_recent ON {SCOPES} (scope, last_position)",
             f"CREATE INDEX IF NOT EXISTS {SCOPES}_claim ON {SCOPES} (claim)",
             f"CREATE TABLE IF NOT EXISTS {CLOCK} (name TEXT PRIMARY KEY, "
             "position BIGINT NOT NULL, stamp TEXT NOT NULL)",
             f"CREATE TABLE IF NOT EXISTS {HEADS} (scope TEXT PRIMARY KEY, "
             "entries BIGINT NOT NULL, last_position BIGINT NOT NULL, "
             "last_recorded_at TEXT NOT NULL)",
+        )
+
+    def query_indexes(self) -> Sequence[str]:
+        # Applying never reads these: ranks are counted from HEADS, and entries are only
+        # listed by seq, rank or recency when a feed is served.
+        return (
+            f"CREATE INDEX IF NOT EXISTS {ENTRIES}_seq ON {ENTRIES} (seq)",
+            f"CREATE INDEX IF NOT EXISTS {SCOPES}_rank ON {SCOPES} (scope, rank)",
+            f"CREATE INDEX IF NOT EXISTS {SCOPES}_recent ON {SCOPES} (scope, last_position)",
         )
 
     def tables(self) -> Sequence[str]:
@@ -328,22 +334,29 @@ async def _write(tx: ProjectionTransaction, page: Page) -> None:
                     e.post,
                     e.org,
                     path_text(e.org_path),
-                    dumps(e.doc),
+                    e.doc_json or dumps(e.doc),
                 )
                 for e in changed
             ],
         )
     if page.joins:
-        # Ranks are handed out in join order; the statement reads the rank before it.
+        # Ranks are handed out in join order, after the scope's last one: a scope's entry
+        # count in HEADS (written below, so still the page's starting count).
+        ranks: dict[str, int] = {}
+        for chunk in _chunks(sorted({join[0] for join in page.joins})):
+            marks = ",".join("?" * len(chunk))
+            for scope, entries in await tx.fetchall(
+                f"SELECT scope, entries FROM {HEADS} WHERE scope IN ({marks})", chunk
+            ):
+                ranks[scope] = int(entries)
+        rows = []
+        for scope, claim, position, at in page.joins:
+            rank = ranks[scope] = ranks.get(scope, 0) + 1
+            rows.append((scope, claim, rank, position, at, position))
         await tx.executemany(
             f"INSERT INTO {SCOPES} (scope, claim, rank, joined_position, joined_at, "
-            "last_position) SELECT ?, ?, COALESCE(MAX(rank), 0) + 1, CAST(? AS BIGINT), "
-            f"?, CAST(? AS BIGINT) FROM {SCOPES} WHERE scope = ? "
-            "ON CONFLICT (scope, claim) DO NOTHING",
-            [
-                (scope, claim, position, at, position, scope)
-                for scope, claim, position, at in page.joins
-            ],
+            "last_position) VALUES (?, ?, ?, ?, ?, ?)",
+            rows,
         )
     updates = [
         (position, claim)
