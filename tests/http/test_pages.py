@@ -7,7 +7,9 @@ from html.parser import HTMLParser
 
 import feedparser
 import httpx
+import pytest
 
+from leaderlog.http import _pages as pages
 from tests.feeds.atom_schema import atom_problems
 from tests.feeds.logs import EMOJI, SCRIPT
 
@@ -34,6 +36,15 @@ def _collect(html: str) -> _Collector:
     collector = _Collector()
     collector.feed(html)
     return collector
+
+
+def _section(html: str, name: str) -> str:
+    return html.split(f'<section id="{name}">', 1)[1].split("</section>", 1)[0]
+
+
+def _leadership_text(html: str) -> str:
+    """The text of the page's leadership section only."""
+    return " ".join(_collect(_section(html, "leadership")).text)
 
 
 def test_overview_shows_leadership_changes_and_every_feed(
@@ -105,3 +116,57 @@ def test_hostile_text_is_escaped_in_pages_and_feeds(
             assert atom_problems(feed.content) == [], path
     assert client.get(f"{base}/feeds/all.json").json()["items"]
     assert client.get(f"{base}/opml").status_code == 200
+
+
+def test_overview_of_one_organisation_shows_its_subtree_only(
+    seeded_server: tuple[str, str], client: httpx.Client
+) -> None:
+    base, _ = seeded_server
+    response = client.get(f"{base}/?org=ice")
+    assert response.status_code == 200
+    text = _leadership_text(response.text)
+    assert "Robert Hammer" in text and "Enforcement and Removal Operations" in text
+    assert "Secretary of Homeland Security" not in text
+    assert "White House Deputy Chief of Staff" not in text
+    # The feeds listed are those of what the page shows.
+    feeds = _section(response.text, "feeds")
+    for path in (
+        "/feeds/org/ice-hsi.atom",
+        "/feeds/post/ice-hsi-ead.atom",
+        "/feeds/person/robert-hammer.atom",
+    ):
+        assert f'href="{base}{path}"' in feeds, path
+    for path in ("/feeds/org/white-house.atom", "/feeds/post/dhs-secretary.atom"):
+        assert f'href="{base}{path}"' not in feeds, path
+    assert f'href="{base}/"' in response.text and "All organisations" in text
+    french = client.get(f"{base}/?org=ice&lang=fr")
+    assert "Toutes les organisations" in french.text
+    assert f'href="{base}/?lang=fr"' in french.text
+
+
+def test_overview_refuses_unknown_or_malformed_organisations(
+    seeded_server: tuple[str, str], client: httpx.Client
+) -> None:
+    base, _ = seeded_server
+    unknown = client.get(f"{base}/?org=no-such-org")
+    assert unknown.status_code == 404 and "no-such-org" in unknown.json()["detail"]
+    assert client.get(f"{base}/?org=Not%20A%20Slug").status_code == 422
+
+
+def test_overview_of_a_large_log_lists_organisations_instead_of_every_post(
+    seeded_server: tuple[str, str], client: httpx.Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    base, _ = seeded_server
+    # The seeds define five posts; a limit below that makes them "many".
+    monkeypatch.setattr(pages, "OVERVIEW_POSTS", 2)
+    response = client.get(f"{base}/?lang=de")
+    assert response.status_code == 200
+    text = _leadership_text(response.text)
+    assert "Wählen Sie eine Organisation" in text
+    assert "Robert Hammer" not in text  # no holders listed: the whole state is not computed
+    for org in ("dhs", "ice", "ice-hsi", "ice-ero", "white-house"):
+        assert f'href="{base}/?org={org}&amp;lang=de"' in response.text, org
+    feeds = _section(response.text, "feeds")
+    assert f'href="{base}/feeds/org/white-house.atom?lang=de"' in feeds
+    assert "/feeds/person/" not in feeds and "/feeds/post/" not in feeds
+    assert "Robert Hammer" in _leadership_text(client.get(f"{base}/?org=ice-hsi").text)

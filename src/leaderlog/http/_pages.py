@@ -12,11 +12,13 @@ import html
 import string
 from collections.abc import Mapping, Sequence
 from typing import Annotated, Any
+from urllib.parse import urlencode
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, HTTPException, Query, Request
 from starlette.responses import HTMLResponse, Response
 
 from leaderlog.errors import ProjectionError
+from leaderlog.events import SLUG_PATTERN
 from leaderlog.feeds import (
     CAPACITY_LABELS,
     FORMATS,
@@ -36,12 +38,16 @@ from leaderlog.feeds._i18n import Language
 from leaderlog.http._conditional import VARY, get_and_head, respond
 from leaderlog.http._deps import base_url, feeds_of, queries_of
 from leaderlog.http._feeds import pick_language
+from leaderlog.projections import UnknownEntity
 
 __all__ = ["router"]
 
 router = APIRouter(tags=["pages"])
 
 RECENT = 20
+# Above this many posts the overview lists organisations, each linking to its own
+# leadership, instead of every post's holders: the whole state reads every claim.
+OVERVIEW_POSTS = 200
 VACANCY_LABELS = {
     "filled": N_("filled"),
     "acting": N_("acting"),
@@ -252,8 +258,10 @@ def _feeds(
         ("person", N_("People")),
         ("post", N_("Posts")),
     ):
+        if not entities.get(kind):
+            continue
         parts.append(f'<h3>{_e(lang._(heading))}</h3><ul class="feeds">')
-        for entity_id, doc in entities.get(kind, []):
+        for entity_id, doc in entities[kind]:
             label = scope_name(kind, doc, entity_id, lang)
             parts.append(_feed_line(base, Scope(kind, entity_id), label, link_lang))  # type: ignore[arg-type]
         parts.append("</ul>")
@@ -265,12 +273,62 @@ def _feeds(
     return "\n".join(parts)
 
 
+def _feed_entities(
+    entities: Mapping[str, Sequence[tuple[str, dict[str, Any]]]],
+    orgs: Sequence[tuple[str, dict[str, Any]]],
+    org: str | None,
+    by_org: bool,
+    state: Mapping[str, Any],
+) -> Mapping[str, Sequence[tuple[str, dict[str, Any]]]]:
+    """The feeds the page lists: all of them, or those of what it shows (OPML has all)."""
+    if by_org:
+        return {"org": orgs}
+    if org is None:
+        return entities
+    subtree = {org_id for org_id, doc in orgs if org in (doc.get("path") or [org_id])}
+    people = {
+        str(someone.get("person"))
+        for answer in state.get("posts", [])
+        for someone in (*answer.get("holders", []), *answer.get("pending", []))
+    }
+    return {
+        "org": [item for item in orgs if item[0] in subtree],
+        "person": [item for item in entities.get("person", []) if item[0] in people],
+        "post": [item for item in entities.get("post", []) if item[1].get("org") in subtree],
+    }
+
+
+def _org_index(
+    base: str, orgs: Sequence[tuple[str, dict[str, Any]]], lang: Language, link_lang: str | None
+) -> str:
+    parts = ["<p>" + _e(lang._(N_("Choose an organisation to see its leadership."))) + "</p>"]
+    parts.append('<ul class="orgs">')
+    for org_id, doc in orgs:
+        query = urlencode({"org": org_id, **({"lang": link_lang} if link_lang else {})})
+        label = scope_name("org", doc, org_id, lang)
+        parts.append(f'<li><a href="{_e(base)}/?{_e(query)}">{_name(label)}</a></li>')
+    parts.append("</ul>")
+    return "\n".join(parts)
+
+
 @get_and_head(router, "/", summary="HTML overview", response_class=HTMLResponse)
 async def overview(
     request: Request,
     lang: Annotated[str | None, Query(max_length=35, description="Page language.")] = None,
+    org: Annotated[
+        str | None,
+        Query(
+            max_length=64,
+            pattern=SLUG_PATTERN,
+            description="Show the leadership of this organisation and its subtree only.",
+        ),
+    ] = None,
 ) -> Response:
-    """Current leadership by organisation, recent changes, and links to every feed."""
+    """Current leadership by organisation, recent changes, and links to every feed.
+
+    On a log with more than ``OVERVIEW_POSTS`` posts, the leadership section lists the
+    organisations instead; ``?org=`` shows one organisation's subtree.
+    """
     chosen, explicit = pick_language(request, lang)
     link_lang = chosen if explicit else None
     words = language(chosen)
@@ -282,10 +340,31 @@ async def overview(
         entities.setdefault(row.kind, []).append((row.id, row.doc))
     orgs = sorted(entities.get("org", []), key=lambda item: list(item[1].get("path") or []))
     post_labels = {post_id: doc.get("labels") or {} for post_id, doc in entities.get("post", [])}
+    by_org = org is None and len(post_labels) > OVERVIEW_POSTS
+    queries = queries_of(request)
+    state: dict[str, Any]
     try:
-        state = await queries_of(request).state()
+        if by_org:
+            today = dt.datetime.now(dt.UTC).date().isoformat()
+            state = {"posts": [], "as_of": today, "known_at": await queries.resolve_known_at(None)}
+        else:
+            state = await queries.state(org=org)
+    except UnknownEntity as error:
+        raise HTTPException(404, str(error)) from None
     except ProjectionError:
         state = {"posts": [], "as_of": "", "known_at": {"position": 0}}
+    if by_org:
+        leadership = _org_index(base, orgs, words, link_lang)
+    else:
+        leadership = _leadership(state, orgs, post_labels, words)
+    if org is not None:
+        back = urlencode({"lang": link_lang}) if link_lang else ""
+        leadership = (
+            f'<p><a href="{_e(base)}/{"?" + _e(back) if back else ""}">'
+            + _e(words._(N_("All organisations")))
+            + "</a></p>\n"
+            + leadership
+        )
     situation = words._(
         N_("Situation on {date}, as known at log position {position}."),
         date=_day(state.get("as_of"), words),
@@ -301,11 +380,11 @@ async def overview(
         language_links=_language_links(chosen),
         leadership_heading=_e(words._(N_("Current leadership"))),
         situation=_e(situation),
-        leadership=_leadership(state, orgs, post_labels, words),
+        leadership=leadership,
         changes_heading=_e(words._(N_("Recent changes"))),
         changes=_changes(recent, words),
         feeds_heading=_e(words._(N_("Feeds"))),
-        feeds=_feeds(base, entities, words, link_lang),
+        feeds=_feeds(base, _feed_entities(entities, orgs, org, by_org, state), words, link_lang),
         base=_e(base),
         api_docs=_e(words._(N_("API documentation"))),
         opml_url=_e(_opml_url(base, link_lang)),
