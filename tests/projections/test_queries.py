@@ -112,6 +112,19 @@ async def test_known_at_position_zero_knows_nothing(seeded_log: EventLog) -> Non
     assert state["known_at"] == {"position": 0, "recorded_through": None}
 
 
+async def test_situation_is_the_header_of_every_state(seeded_log: EventLog) -> None:
+    queries = await current(seeded_log)
+    state = await queries.state(as_of="2025-06-15", known_at=22)
+    situation = await queries.situation(as_of="2025-06-15", known_at=22)
+    assert situation == {"as_of": "2025-06-15", "known_at": state["known_at"]}
+    assert situation["known_at"]["position"] == 22
+    today = await queries.situation()
+    assert today["as_of"] == (await queries.state())["as_of"]
+    assert today["known_at"]["position"] == SEED_COUNT
+    with pytest.raises(InvalidQuery):
+        await queries.situation(as_of="2025-02-30")
+
+
 async def test_known_at_a_time_uses_the_last_position_recorded_by_then(sqlite_url: str) -> None:
     async with await EventLog.open(sqlite_url) as log:
         # given the seeds recorded on 29 May and a confirmation of Gordon on 10 June

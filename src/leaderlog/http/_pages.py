@@ -345,8 +345,7 @@ async def overview(
     state: dict[str, Any]
     try:
         if by_org:
-            today = dt.datetime.now(dt.UTC).date().isoformat()
-            state = {"posts": [], "as_of": today, "known_at": await queries.resolve_known_at(None)}
+            state = {**await queries.situation(), "posts": []}
         else:
             state = await queries.state(org=org)
     except UnknownEntity as error:

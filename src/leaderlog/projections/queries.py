@@ -223,6 +223,18 @@ class Queries:
 
     # --- leadership state --------------------------------------------------------------------
 
+    async def situation(
+        self,
+        as_of: dt.date | str | None = None,
+        known_at: int | str | dt.datetime | None = None,
+    ) -> dict[str, Any]:
+        """The two axes a state answers on: ``{"as_of": "2025-05-20", "known_at": {...}}``.
+
+        ``as_of`` defaults to today (UTC); ``known_at`` is resolved as in :meth:`state`.
+        """
+        day = parse_day(as_of, "as-of") if as_of is not None else dt.datetime.now(dt.UTC).date()
+        return {"as_of": day.isoformat(), "known_at": await self.resolve_known_at(known_at)}
+
     async def state(
         self,
         org: str | None = None,
@@ -249,9 +261,9 @@ class Queries:
         ``since`` and ``reported`` are fuzzy dates with a ``basis`` saying where they come from
         (see :mod:`leaderlog.projections.leadership_rules` for the rules).
         """
-        day = parse_day(as_of, "as-of") if as_of is not None else dt.datetime.now(dt.UTC).date()
-        known = await self.resolve_known_at(known_at)
-        position = known["position"]
+        situation = await self.situation(as_of, known_at)
+        day = dt.date.fromisoformat(situation["as_of"])
+        position = situation["known_at"]["position"]
         scope = await self._org(org) if org is not None else None
         posts = await self._posts(org=org, known=position)
         if scope is None:
@@ -277,7 +289,7 @@ class Queries:
         for answer in answers:
             for item in (*answer["holders"], *answer["pending"]):
                 item["name"] = names.get(item["person"])
-        return {"as_of": day.isoformat(), "known_at": known, "org": scope, "posts": answers}
+        return {**situation, "org": scope, "posts": answers}
 
     # --- history -----------------------------------------------------------------------------
 
