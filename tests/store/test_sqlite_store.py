@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import multiprocessing
+import random
 import sqlite3
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -61,3 +65,45 @@ async def test_sqlite_url_opens_a_sqlite_store(sqlite_url: str) -> None:
 async def test_missing_folder_is_unavailable(tmp_path: Path) -> None:
     with pytest.raises(StoreUnavailable, match="does not exist"):
         await open_store(f"sqlite:///{tmp_path / 'nowhere' / 'log.db'}")
+
+
+def _open_new_files_when_released(urls: list[str], barrier: Any, failures: Any, seed: int) -> None:
+    async def open_and_read(url: str) -> None:
+        store = await open_store(url)
+        try:
+            await store.read_all()
+        finally:
+            await store.close()
+
+    jitter = random.Random(seed)
+    for url in urls:
+        barrier.wait()
+        # Spread the openers over a few milliseconds: the refusal needs one of them to be
+        # switching the file to WAL just when another asks for it.
+        time.sleep(jitter.uniform(0, 0.01))
+        try:
+            asyncio.run(open_and_read(url))
+        except Exception as error:
+            failures.put(f"{url}: {error!r}")
+
+
+def test_processes_opening_a_new_file_at_once_all_succeed(tmp_path: Path) -> None:
+    # SQLite refuses a journal-mode switch with "database is locked" at once, without its
+    # busy handler, while another connection is switching the same new file: the store waits.
+    context = multiprocessing.get_context("spawn")
+    failures = context.Queue()
+    urls = [f"sqlite:///{tmp_path / f'new-{number}.db'}" for number in range(30)]
+    barrier = context.Barrier(4)
+    openers = [
+        context.Process(target=_open_new_files_when_released, args=(urls, barrier, failures, seed))
+        for seed in range(4)
+    ]
+    for opener in openers:
+        opener.start()
+    for opener in openers:
+        opener.join(timeout=120)
+        assert opener.exitcode == 0
+    reported = []
+    while not failures.empty():
+        reported.append(failures.get())
+    assert reported == []

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sqlite3
+import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -213,17 +214,40 @@ class _WriteConnection:
         self._thread.shutdown(wait=False)
 
 
+# As long as PRAGMA busy_timeout lets a writer wait for another.
+_SET_UP_PATIENCE = 10.0
+_BUSY_CODES = (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+
+
 def _connect_writer(path: Path) -> sqlite3.Connection:
     # Runs on the writer thread, which is the only thread that ever touches the connection.
     connection = sqlite3.connect(path, isolation_level=None)
     try:
-        for pragma in PRAGMAS:
-            connection.execute(pragma)
-        connection.executescript(SCHEMA)
+        _set_up(connection)
     except BaseException:
         connection.close()
         raise
     return connection
+
+
+def _set_up(connection: sqlite3.Connection) -> None:
+    """Switch to WAL and create the schema, waiting while another process does the same.
+
+    When two processes open a new file at once, SQLite refuses the journal-mode switch
+    with "database is locked" straight away, without its busy handler, so the wait is here.
+    Every statement is idempotent, so trying again is safe.
+    """
+    deadline = time.monotonic() + _SET_UP_PATIENCE
+    while True:
+        try:
+            for pragma in PRAGMAS:
+                connection.execute(pragma)
+            connection.executescript(SCHEMA)
+            return
+        except sqlite3.OperationalError as error:
+            if error.sqlite_errorcode not in _BUSY_CODES or time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)
 
 
 class _SQLiteProjectionTransaction(ProjectionTransaction):
