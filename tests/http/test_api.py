@@ -71,6 +71,9 @@ def test_bad_parameters_are_422_and_unknown_ids_404(
         response = client.get(base + path)
         assert response.status_code == status, (path, response.text)
         assert response.json()["detail"], path
+    meant = client.get(f"{base}/api/history?post=HSI%20director")
+    assert meant.status_code == 404
+    assert "did you mean ice-hsi-ead (" in meant.json()["detail"]
 
 
 def test_large_answers_are_gzipped(seeded_server: tuple[str, str], client: httpx.Client) -> None:

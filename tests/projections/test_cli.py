@@ -135,6 +135,8 @@ def test_rebuild_and_projections(db: str) -> None:
         (("state", "--known-at", "999"), "beyond the log's head (29)"),
         (("history",), "give exactly one of --person, --post or --org"),
         (("history", "--person", "nobody"), "unknown person 'nobody'"),
+        (("state", "--org", "ero"), "unknown organisation 'ero'; did you mean ice-ero (ERO,"),
+        (("history", "--person", "hammer"), "did you mean robert-hammer (Robert Hammer,"),
         (("claim", "no-such-claim"), "unknown claim 'no-such-claim'"),
         (("audit", "--status", "maybe"), "unknown status 'maybe'"),
         (("audit", "--from", "yesterday"), "from must be an RFC 3339 time"),

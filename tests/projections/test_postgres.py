@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from leaderlog.log import EventLog, load_seeds
-from leaderlog.projections import BUILTIN, ProjectionRunner, Queries, runner_for
+from leaderlog.projections import BUILTIN, ProjectionRunner, Queries, UnknownEntity, runner_for
 from tests.conftest import ROOT, SEEDS
 from tests.projections.logs import GORDON_ACTING, HAMMER_CAPTION, SEED_COUNT, append, at, record
 from tests.projections.test_runner import FOLLOW_UPS, dump
@@ -90,3 +90,35 @@ async def test_postgres_runs_the_user_turnover_projection(seeded_postgres_log: E
         "SELECT org, tenures FROM p_turnover_orgs ORDER BY org"
     )
     assert rows == [("dhs", 1), ("ice-ero", 1), ("ice-hsi", 2), ("white-house", 1)]
+
+
+async def _unknown_answers(log: EventLog) -> list[tuple[str, tuple[str, ...]]]:
+    await (await runner_for(log.store)).catch_up()
+    queries = Queries(log.store)
+    calls = [
+        queries.state(org="ICE"),
+        queries.state(org="_"),
+        queries.history(person="Robert J. Hammer"),
+        queries.history(person="%"),
+        queries.history(post="hsi DIRECTOR"),
+        queries.history(post="director"),
+    ]
+    answers = []
+    for call in calls:
+        try:
+            await call
+        except UnknownEntity as error:
+            answers.append((str(error), error.suggestions))
+    return answers
+
+
+async def test_postgres_suggests_the_same_ids_as_sqlite(
+    seeded_postgres_log: EventLog, sqlite_url: str
+) -> None:
+    async with await EventLog.open(sqlite_url) as lite:
+        await load_seeds(lite, SEEDS)
+        expected = await _unknown_answers(lite)
+    found = await _unknown_answers(seeded_postgres_log)
+    assert len(found) == 6
+    assert found == expected
+    assert found[0][1][0] == "ice" and found[3] == ("unknown person '%'", ())

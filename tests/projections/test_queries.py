@@ -311,6 +311,63 @@ async def test_posts_defined_later_are_not_known_earlier(seeded_log: EventLog) -
 
 
 @pytest.mark.parametrize(
+    ("call", "message", "suggestions"),
+    [
+        (
+            lambda q: q.state(org="ero"),
+            "unknown organisation 'ero'; did you mean ice-ero (ERO, Enforcement and Removal "
+            "Operations)?",
+            ("ice-ero",),
+        ),
+        (
+            lambda q: q.history(person="Robert J. Hammer"),
+            "unknown person 'Robert J. Hammer'; did you mean robert-hammer (Robert Hammer, "
+            "Robert J. Hammer)?",
+            ("robert-hammer",),
+        ),
+        (
+            lambda q: q.history(post="hsi DIRECTOR"),
+            "unknown post 'hsi DIRECTOR'; did you mean ice-hsi-ead (Executive Associate "
+            "Director, Homeland Security Investigations, HSI director, HSI executive "
+            "associate director)?",
+            ("ice-hsi-ead",),
+        ),
+        (
+            lambda q: q.history(org="HSI"),
+            "unknown organisation 'HSI'; did you mean ice-hsi (HSI, Homeland Security "
+            "Investigations)?",
+            ("ice-hsi",),
+        ),
+        # LIKE's wildcards are taken literally
+        (lambda q: q.history(person="%"), "unknown person '%'", ()),
+        (lambda q: q.state(org="_"), "unknown organisation '_'", ()),
+        (lambda q: q.history(post=" "), "unknown post ' '", ()),
+    ],
+)
+async def test_unknown_ids_suggest_what_was_meant(
+    seeded_log: EventLog, call: object, message: str, suggestions: tuple[str, ...]
+) -> None:
+    queries = await current(seeded_log)
+    with pytest.raises(UnknownEntity) as raised:
+        await call(queries)  # type: ignore[operator]
+    assert str(raised.value) == message
+    assert raised.value.suggestions == suggestions
+
+
+async def test_exact_names_are_suggested_before_partial_ones(seeded_log: EventLog) -> None:
+    # given an organisation whose id sorts before "ice" and whose name only contains "ice"
+    await append(seeded_log, [record("org.registered", org="agency-x", name="Office of Ice")])
+    queries = await current(seeded_log)
+    with pytest.raises(UnknownEntity) as raised:
+        await queries.state(org="ICE")
+    # then the organisation whose id or short name is "ice" comes first, the others by id
+    assert raised.value.suggestions == ("ice", "agency-x", "ice-ero", "ice-hsi")
+    assert "; did you mean ice (ICE, Immigration and Customs Enforcement), agency-x" in str(
+        raised.value
+    )
+
+
+@pytest.mark.parametrize(
     ("call", "error", "message"),
     [
         (lambda q: q.state(org="nowhere"), UnknownEntity, "unknown organisation 'nowhere'"),

@@ -43,6 +43,14 @@ _AUDIT_COLUMNS = {
     "attribution": "c.attribution",
 }
 AUDIT_FILTERS = (*_AUDIT_COLUMNS, "from", "to")
+# Where to look for what a user may have meant by an unknown id: the table, its id column,
+# and the human-facing columns shown beside a suggestion (aliases are stored as JSON text).
+_LOOKUPS = {
+    "organisation": ("p_leadership_orgs", "org", ("short_name", "name")),
+    "post": ("p_leadership_posts", "post", ("title", "aliases")),
+    "person": ("p_leadership_persons", "person", ("name", "aliases")),
+}
+_SUGGESTIONS = 5
 _AUDIT_KEYS = (
     "position",
     "event_id",
@@ -126,7 +134,7 @@ class Queries:
             (org,),
         )
         if not rows:
-            raise UnknownEntity(f"unknown organisation {org!r}")
+            raise await self._unknown("organisation", org)
         org_id, name, short_name, parent = rows[0]
         return {
             "org": org_id,
@@ -134,6 +142,39 @@ class Queries:
             "short_name": short_name,
             "parent": parent,
         }
+
+    async def _unknown(self, kind: str, given: str) -> UnknownEntity:
+        """The error for an id that does not exist, naming what the user may have meant:
+        entities whose id, name, short name, title or an alias contains ``given``
+        (ignoring case), e.g. ``ice-ero`` for ``ero`` or ``robert-hammer`` for ``Hammer``.
+
+        Only asked on this error path, so a scan of one entity table is acceptable.
+        """
+        message = f"unknown {kind} {given!r}"
+        text = given.strip().lower()
+        if not text:
+            return UnknownEntity(message)
+        table, id_column, label_columns = _LOOKUPS[kind]
+        escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        searched = (id_column, *label_columns)
+        contains = " OR ".join(f"lower({column}) LIKE ? ESCAPE '\\'" for column in searched)
+        equals = " OR ".join(f"lower({column}) = ?" for column in searched)
+        rows = await self.store.query(
+            f"SELECT {id_column}, {', '.join(label_columns)} FROM {table} WHERE {contains} "
+            f"ORDER BY CASE WHEN {equals} THEN 0 ELSE 1 END, {id_column} LIMIT {_SUGGESTIONS}",
+            [f"%{escaped}%"] * len(searched) + [text] * len(searched),
+        )
+        if not rows:
+            return UnknownEntity(message)
+        described = [
+            f"{row[0]} ({_suggestion_label(dict(zip(label_columns, row[1:], strict=True)))})"
+            for row in rows
+        ]
+        if len(described) > 1:
+            options = f"{', '.join(described[:-1])} or {described[-1]}"
+        else:
+            options = described[0]
+        return UnknownEntity(f"{message}; did you mean {options}?", [row[0] for row in rows])
 
     async def _posts(
         self, *, org: str | None = None, post: str | None = None, known: int | None = None
@@ -163,7 +204,7 @@ class Queries:
             "SELECT person, name, aliases FROM p_leadership_persons WHERE person = ?", (person,)
         )
         if not rows:
-            raise UnknownEntity(f"unknown person {person!r}")
+            raise await self._unknown("person", person)
         return {"person": rows[0][0], "name": rows[0][1], "aliases": loads(rows[0][2])}
 
     async def _names(self, people: Iterable[str]) -> dict[str, str]:
@@ -330,7 +371,7 @@ class Queries:
         elif post is not None:
             found = await self._posts(post=post)
             if not found:
-                raise UnknownEntity(f"unknown post {post!r}")
+                raise await self._unknown("post", post)
             subject = {"post": found[0]}
             versions = await self._versions("post", [post], position)
         else:
@@ -502,3 +543,15 @@ class Queries:
 def _tenure_order(tenure: Mapping[str, Any]) -> tuple[str, str, str]:
     start = tenure["start"] or tenure["end"] or {}
     return (start.get("date") or "9999", tenure["post"], tenure["person"])
+
+
+def _suggestion_label(columns: Mapping[str, str | None]) -> str:
+    """A suggested entity's names, short name, title and aliases, for a person to read."""
+    labels: list[str] = []
+    for column, value in columns.items():
+        if value is None:
+            continue
+        for label in loads(value) if column == "aliases" else [value]:
+            if label not in labels:
+                labels.append(label)
+    return ", ".join(labels)

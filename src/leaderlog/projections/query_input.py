@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from collections.abc import Sequence
 
 from leaderlog.errors import ProjectionError
 
@@ -13,7 +14,14 @@ _DAY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
 
 class UnknownEntity(ProjectionError):
-    """The org, post, person or claim asked about does not exist (as known at that time)."""
+    """The org, post, person or claim asked about does not exist (as known at that time).
+
+    ``suggestions`` holds the ids of entities the asker may have meant, best first.
+    """
+
+    def __init__(self, message: str, suggestions: Sequence[str] = ()) -> None:
+        super().__init__(message)
+        self.suggestions = tuple(suggestions)
 
 
 class InvalidQuery(ProjectionError):
