@@ -43,14 +43,6 @@ _AUDIT_COLUMNS = {
     "attribution": "c.attribution",
 }
 AUDIT_FILTERS = (*_AUDIT_COLUMNS, "from", "to")
-# Where to look for what a user may have meant by an unknown id: the table, its id column,
-# and the human-facing columns shown beside a suggestion (aliases are stored as JSON text).
-_LOOKUPS = {
-    "organisation": ("p_leadership_orgs", "org", ("short_name", "name")),
-    "post": ("p_leadership_posts", "post", ("title", "aliases")),
-    "person": ("p_leadership_persons", "person", ("name", "aliases")),
-}
-_SUGGESTIONS = 5
 _AUDIT_KEYS = (
     "position",
     "event_id",
@@ -69,6 +61,15 @@ _AUDIT_KEYS = (
 CLAIM_STATUSES = ("reported", "confirmed", "corrected", "disputed", "retracted")
 ATTRIBUTION_KINDS = ("official", "named", "anonymous", "outlet")
 MAX_AUDIT_LIMIT = 10_000
+
+# Where to look for what a user may have meant by an unknown id: the table, its id column,
+# and the human-facing columns shown beside a suggestion (aliases are stored as JSON text).
+_LOOKUPS = {
+    "organisation": ("p_leadership_orgs", "org", ("short_name", "name")),
+    "post": ("p_leadership_posts", "post", ("title", "aliases")),
+    "person": ("p_leadership_persons", "person", ("name", "aliases")),
+}
+_SUGGESTIONS = 5
 
 
 _VERSIONS = "SELECT doc FROM p_leadership_claim_versions WHERE "
