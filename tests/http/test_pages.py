@@ -149,8 +149,28 @@ def test_overview_refuses_unknown_or_malformed_organisations(
 ) -> None:
     base, _ = seeded_server
     unknown = client.get(f"{base}/?org=no-such-org")
-    assert unknown.status_code == 404 and "no-such-org" in unknown.json()["detail"]
+    assert unknown.status_code == 404 and "no-such-org" in _leadership_text(unknown.text)
+    assert unknown.headers["content-type"] == "text/html; charset=utf-8"
+    assert "Did you mean" not in unknown.text
     assert client.get(f"{base}/?org=Not%20A%20Slug").status_code == 422
+
+
+def test_unknown_organisation_page_links_what_was_meant(
+    seeded_server: tuple[str, str], client: httpx.Client
+) -> None:
+    base, _ = seeded_server
+    # ERO is the short name of ice-ero; the page is a 404 that still works as a page
+    response = client.get(f"{base}/?org=ero&lang=fr")
+    assert response.status_code == 404
+    assert response.headers["content-language"] == "fr"
+    text = _leadership_text(response.text)
+    assert "Aucune organisation n\u2019a l\u2019identifiant ero." in text
+    assert "Vouliez-vous dire" in text
+    leadership = _section(response.text, "leadership")
+    assert f'href="{base}/?org=ice-ero&amp;lang=fr"' in leadership
+    assert f'href="{base}/?org=ice&amp;lang=fr"' not in leadership
+    assert f'href="{base}/?lang=fr"' in response.text  # back to all organisations
+    assert "Robert Hammer" not in text
 
 
 def test_overview_of_a_large_log_lists_organisations_instead_of_every_post(

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Annotated, Any
 from urllib.parse import urlencode
 
-from fastapi import APIRouter, HTTPException, Query, Request
+from fastapi import APIRouter, Query, Request
 from starlette.responses import HTMLResponse, Response
 
 from leaderlog.errors import ProjectionError
@@ -298,16 +298,40 @@ def _feed_entities(
     }
 
 
-def _org_index(
+def _org_links(
     base: str, orgs: Sequence[tuple[str, dict[str, Any]]], lang: Language, link_lang: str | None
 ) -> str:
-    parts = ["<p>" + _e(lang._(N_("Choose an organisation to see its leadership."))) + "</p>"]
-    parts.append('<ul class="orgs">')
+    parts = ['<ul class="orgs">']
     for org_id, doc in orgs:
         query = urlencode({"org": org_id, **({"lang": link_lang} if link_lang else {})})
         label = scope_name("org", doc, org_id, lang)
         parts.append(f'<li><a href="{_e(base)}/?{_e(query)}">{_name(label)}</a></li>')
     parts.append("</ul>")
+    return "\n".join(parts)
+
+
+def _org_index(
+    base: str, orgs: Sequence[tuple[str, dict[str, Any]]], lang: Language, link_lang: str | None
+) -> str:
+    choose = "<p>" + _e(lang._(N_("Choose an organisation to see its leadership."))) + "</p>"
+    return choose + "\n" + _org_links(base, orgs, lang, link_lang)
+
+
+def _unknown_org(
+    base: str,
+    org: str,
+    suggestions: Sequence[str],
+    orgs: Sequence[tuple[str, dict[str, Any]]],
+    lang: Language,
+    link_lang: str | None,
+) -> str:
+    """What a 404 page says instead of a leadership: no such id, and what was likely meant."""
+    parts = ["<p>" + _e(lang._(N_("No organisation has the id {org}."), org=org)) + "</p>"]
+    if suggestions:
+        known = dict(orgs)
+        meant = [(org_id, known.get(org_id, {})) for org_id in suggestions]
+        parts.append("<p>" + _e(lang._(N_("Did you mean:"))) + "</p>")
+        parts.append(_org_links(base, meant, lang, link_lang))
     return "\n".join(parts)
 
 
@@ -343,16 +367,20 @@ async def overview(
     by_org = org is None and len(post_labels) > OVERVIEW_POSTS
     queries = queries_of(request)
     state: dict[str, Any]
+    unknown: UnknownEntity | None = None
     try:
         if by_org:
             state = {**await queries.situation(), "posts": []}
         else:
             state = await queries.state(org=org)
     except UnknownEntity as error:
-        raise HTTPException(404, str(error)) from None
+        unknown = error
+        state = {**await queries.situation(), "posts": []}
     except ProjectionError:
         state = {"posts": [], "as_of": "", "known_at": {"position": 0}}
-    if by_org:
+    if unknown is not None and org is not None:
+        leadership = _unknown_org(base, org, unknown.suggestions, orgs, words, link_lang)
+    elif by_org:
         leadership = _org_index(base, orgs, words, link_lang)
     else:
         leadership = _leadership(state, orgs, post_labels, words)
@@ -394,4 +422,5 @@ async def overview(
         body=page.encode(),
         media_type="text/html; charset=utf-8",
         headers={"Cache-Control": "no-cache", "Vary": VARY, "Content-Language": chosen},
+        status_code=404 if unknown is not None else 200,
     )
