@@ -74,6 +74,9 @@ def test_bad_parameters_are_422_and_unknown_ids_404(
     meant = client.get(f"{base}/api/history?post=HSI%20director")
     assert meant.status_code == 404
     assert "did you mean ice-hsi-ead (" in meant.json()["detail"]
+    claim = client.get(f"{base}/api/claims/genalo-retirement")
+    assert claim.status_code == 404
+    assert "did you mean fox-ice-shakeup-2025-05-genalo-retirement (" in claim.json()["detail"]
 
 
 def test_large_answers_are_gzipped(seeded_server: tuple[str, str], client: httpx.Client) -> None:

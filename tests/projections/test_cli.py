@@ -138,6 +138,11 @@ def test_rebuild_and_projections(db: str) -> None:
         (("state", "--org", "ero"), "unknown organisation 'ero'; did you mean ice-ero (ERO,"),
         (("history", "--person", "hammer"), "did you mean robert-hammer (Robert Hammer,"),
         (("claim", "no-such-claim"), "unknown claim 'no-such-claim'"),
+        (
+            ("claim", "gordon-hsi"),
+            "did you mean fox-ice-shakeup-2025-05-gordon-hsi-acting (appointment of "
+            "derek-gordon as ice-hsi-ead) or fox-ice-shakeup-2025-05-gordon-hsi-dsac",
+        ),
         (("audit", "--status", "maybe"), "unknown status 'maybe'"),
         (("audit", "--from", "yesterday"), "from must be an RFC 3339 time"),
         (("rebuild", "nope"), "unknown projection 'nope'"),

@@ -102,6 +102,8 @@ async def _unknown_answers(log: EventLog) -> list[tuple[str, tuple[str, ...]]]:
         queries.history(person="%"),
         queries.history(post="hsi DIRECTOR"),
         queries.history(post="director"),
+        queries.claim("HAMMER hsi"),
+        queries.claim("fox-ice-shakeup-2025-05-gordon-hsi-acting", known_at=3),
     ]
     answers = []
     for call in calls:
@@ -119,6 +121,6 @@ async def test_postgres_suggests_the_same_ids_as_sqlite(
         await load_seeds(lite, SEEDS)
         expected = await _unknown_answers(lite)
     found = await _unknown_answers(seeded_postgres_log)
-    assert len(found) == 6
+    assert len(found) == 8
     assert found == expected
     assert found[0][1][0] == "ice" and found[3] == ("unknown person '%'", ())

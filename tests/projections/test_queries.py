@@ -338,8 +338,29 @@ async def test_posts_defined_later_are_not_known_earlier(seeded_log: EventLog) -
             "Investigations)?",
             ("ice-hsi",),
         ),
+        (
+            lambda q: q.claim("genalo RETIREMENT"),
+            "unknown claim 'genalo RETIREMENT'; did you mean "
+            "fox-ice-shakeup-2025-05-genalo-retirement (departure of kenneth-genalo as "
+            "ice-ero-ead)?",
+            ("fox-ice-shakeup-2025-05-genalo-retirement",),
+        ),
+        (
+            lambda q: q.claim("hammer-hsi"),
+            "unknown claim 'hammer-hsi'; did you mean fox-ice-shakeup-2025-05-hammer-hsi-body "
+            "(incumbency of robert-hammer as ice-hsi-ead) or "
+            "fox-ice-shakeup-2025-05-hammer-hsi-caption (incumbency of robert-hammer as "
+            "ice-hsi-ead)?",
+            (
+                "fox-ice-shakeup-2025-05-hammer-hsi-body",
+                "fox-ice-shakeup-2025-05-hammer-hsi-caption",
+            ),
+        ),
+        # claims reported after the known-at position are not suggested
+        (lambda q: q.claim("gordon", known_at=17), "unknown claim 'gordon'", ()),
         # LIKE's wildcards are taken literally
         (lambda q: q.history(person="%"), "unknown person '%'", ()),
+        (lambda q: q.claim("2025_05%"), "unknown claim '2025_05%'", ()),
         (lambda q: q.state(org="_"), "unknown organisation '_'", ()),
         (lambda q: q.history(post=" "), "unknown post ' '", ()),
     ],
@@ -352,6 +373,22 @@ async def test_unknown_ids_suggest_what_was_meant(
         await call(queries)  # type: ignore[operator]
     assert str(raised.value) == message
     assert raised.value.suggestions == suggestions
+
+
+async def test_a_claim_asked_before_it_was_reported_says_when_it_was(
+    seeded_log: EventLog,
+) -> None:
+    queries = await current(seeded_log)
+    claim = "fox-ice-shakeup-2025-05-genalo-retirement"
+    reported = (await queries.claim(claim))["lifecycle"][0]["position"]
+    with pytest.raises(UnknownEntity) as raised:
+        await queries.claim(claim, known_at=reported - 1)
+    assert str(raised.value) == (
+        f"claim '{claim}' is not known at position {reported - 1}: "
+        f"it was reported at position {reported}"
+    )
+    assert raised.value.suggestions == ()
+    assert (await queries.claim(claim, known_at=reported))["status"] == "reported"
 
 
 async def test_exact_names_are_suggested_before_partial_ones(seeded_log: EventLog) -> None:

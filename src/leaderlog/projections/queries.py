@@ -156,26 +156,50 @@ class Queries:
         if not text:
             return UnknownEntity(message)
         table, id_column, label_columns = _LOOKUPS[kind]
-        escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
         searched = (id_column, *label_columns)
         contains = " OR ".join(f"lower({column}) LIKE ? ESCAPE '\\'" for column in searched)
         equals = " OR ".join(f"lower({column}) = ?" for column in searched)
         rows = await self.store.query(
             f"SELECT {id_column}, {', '.join(label_columns)} FROM {table} WHERE {contains} "
             f"ORDER BY CASE WHEN {equals} THEN 0 ELSE 1 END, {id_column} LIMIT {_SUGGESTIONS}",
-            [f"%{escaped}%"] * len(searched) + [text] * len(searched),
+            [_containing(text)] * len(searched) + [text] * len(searched),
         )
-        if not rows:
+        return _did_you_mean(
+            message,
+            [
+                (row[0], _suggestion_label(dict(zip(label_columns, row[1:], strict=True))))
+                for row in rows
+            ],
+        )
+
+    async def _unknown_claim(self, given: str, known: int) -> UnknownEntity:
+        """The error for a claim id not known at position ``known``: when the claim was
+        reported later, say so; otherwise name the claims known then whose id contains every
+        word given (ignoring case), e.g. ``...-genalo-retirement`` for ``genalo retirement``.
+        """
+        rows = await self.store.query(
+            "SELECT MIN(known_from) FROM p_leadership_claim_versions WHERE claim = ?", (given,)
+        )
+        if rows and rows[0][0] is not None:
+            return UnknownEntity(
+                f"claim {given!r} is not known at position {known}: "
+                f"it was reported at position {int(rows[0][0])}"
+            )
+        message = f"unknown claim {given!r}"
+        words = given.lower().split()
+        if not words:
             return UnknownEntity(message)
-        described = [
-            f"{row[0]} ({_suggestion_label(dict(zip(label_columns, row[1:], strict=True)))})"
-            for row in rows
-        ]
-        if len(described) > 1:
-            options = f"{', '.join(described[:-1])} or {described[-1]}"
-        else:
-            options = described[0]
-        return UnknownEntity(f"{message}; did you mean {options}?", [row[0] for row in rows])
+        contains = " AND ".join("lower(claim) LIKE ? ESCAPE '\\'" for _ in words)
+        rows = await self.store.query(
+            f"{_VERSIONS}{contains}{_KNOWN} "
+            f"ORDER BY CASE WHEN lower(claim) = ? THEN 0 ELSE 1 END, claim LIMIT {_SUGGESTIONS}",
+            [*(_containing(word) for word in words), known, known, given.strip().lower()],
+        )
+        found = [loads(doc) for (doc,) in rows]
+        return _did_you_mean(
+            message,
+            [(doc["claim"], f"{doc['kind']} of {doc['person']} as {doc['post']}") for doc in found],
+        )
 
     async def _posts(
         self, *, org: str | None = None, post: str | None = None, known: int | None = None
@@ -439,7 +463,7 @@ class Queries:
             (claim_id, known["position"]),
         )
         if not rows:
-            raise UnknownEntity(f"unknown claim {claim_id!r}")
+            raise await self._unknown_claim(claim_id, known["position"])
         versions = [ClaimVersion(loads(doc)) for (doc,) in rows]
         latest = versions[-1]
         hidden = ("claim", "status", "step", "reported_anchor", "effect_anchor")
@@ -544,6 +568,24 @@ class Queries:
 def _tenure_order(tenure: Mapping[str, Any]) -> tuple[str, str, str]:
     start = tenure["start"] or tenure["end"] or {}
     return (start.get("date") or "9999", tenure["post"], tenure["person"])
+
+
+def _containing(text: str) -> str:
+    """A LIKE pattern matching values that contain ``text`` (its wildcards taken literally)."""
+    escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"
+
+
+def _did_you_mean(message: str, suggestions: Sequence[tuple[str, str]]) -> UnknownEntity:
+    """``message``, followed by the suggested ids (each with its label), if there are any."""
+    if not suggestions:
+        return UnknownEntity(message)
+    described = [f"{found} ({label})" for found, label in suggestions]
+    if len(described) > 1:
+        options = f"{', '.join(described[:-1])} or {described[-1]}"
+    else:
+        options = described[0]
+    return UnknownEntity(f"{message}; did you mean {options}?", [found for found, _ in suggestions])
 
 
 def _suggestion_label(columns: Mapping[str, str | None]) -> str:
