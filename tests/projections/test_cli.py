@@ -141,7 +141,7 @@ def test_rebuild_and_projections(db: str) -> None:
         (
             ("claim", "gordon-hsi"),
             "did you mean fox-ice-shakeup-2025-05-gordon-hsi-acting (appointment of "
-            "derek-gordon as ice-hsi-ead) or fox-ice-shakeup-2025-05-gordon-hsi-dsac",
+            "derek-gordon at ice-hsi-ead) or fox-ice-shakeup-2025-05-gordon-hsi-dsac",
         ),
         (("audit", "--status", "maybe"), "unknown status 'maybe'"),
         (("audit", "--from", "yesterday"), "from must be an RFC 3339 time"),

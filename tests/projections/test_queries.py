@@ -341,15 +341,15 @@ async def test_posts_defined_later_are_not_known_earlier(seeded_log: EventLog) -
         (
             lambda q: q.claim("genalo RETIREMENT"),
             "unknown claim 'genalo RETIREMENT'; did you mean "
-            "fox-ice-shakeup-2025-05-genalo-retirement (departure of kenneth-genalo as "
+            "fox-ice-shakeup-2025-05-genalo-retirement (departure of kenneth-genalo at "
             "ice-ero-ead)?",
             ("fox-ice-shakeup-2025-05-genalo-retirement",),
         ),
         (
             lambda q: q.claim("hammer-hsi"),
             "unknown claim 'hammer-hsi'; did you mean fox-ice-shakeup-2025-05-hammer-hsi-body "
-            "(incumbency of robert-hammer as ice-hsi-ead) or "
-            "fox-ice-shakeup-2025-05-hammer-hsi-caption (incumbency of robert-hammer as "
+            "(incumbency of robert-hammer at ice-hsi-ead) or "
+            "fox-ice-shakeup-2025-05-hammer-hsi-caption (incumbency of robert-hammer at "
             "ice-hsi-ead)?",
             (
                 "fox-ice-shakeup-2025-05-hammer-hsi-body",

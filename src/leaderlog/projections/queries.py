@@ -198,7 +198,7 @@ class Queries:
         found = [loads(doc) for (doc,) in rows]
         return _did_you_mean(
             message,
-            [(doc["claim"], f"{doc['kind']} of {doc['person']} as {doc['post']}") for doc in found],
+            [(doc["claim"], f"{doc['kind']} of {doc['person']} at {doc['post']}") for doc in found],
         )
 
     async def _posts(
