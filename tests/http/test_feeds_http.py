@@ -167,6 +167,12 @@ def test_errors_are_clear_json(seeded_server: tuple[str, str], client: httpx.Cli
         assert response.status_code == status, path
         assert response.headers["content-type"] == "application/json"
         assert response.json()["detail"], path
+    # an unknown subject's 404 names the ids probably meant
+    meant = client.get(f"{base}/feeds/org/ero.rss").json()["detail"]
+    assert meant.startswith("unknown organisation 'ero'; did you mean ice-ero (ERO,")
+    assert client.get(f"{base}/feeds/post/nothing.json").json()["detail"] == (
+        "unknown post 'nothing'"
+    )
 
 
 def test_opml_lists_every_feed(seeded_server: tuple[str, str], client: httpx.Client) -> None:

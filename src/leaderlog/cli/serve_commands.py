@@ -21,6 +21,7 @@ from leaderlog.feeds import (
     resolve,
 )
 from leaderlog.http import create_app, feed_runner
+from leaderlog.projections import Queries, runner_for
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8000"
 
@@ -136,7 +137,10 @@ def feed_command(
             try:
                 rendered = await FeedService(log.store).render(request)
             except FeedNotFound as error:
-                raise ProjectionError(str(error)) from None
+                if error.scope is not None:
+                    # The ids probably meant come from the leadership read model.
+                    await (await runner_for(log.store)).catch_up()
+                raise ProjectionError(await error.explained(Queries(log.store))) from None
         return rendered.body
 
     body = run(go)

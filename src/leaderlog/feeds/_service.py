@@ -43,6 +43,7 @@ from leaderlog.feeds._paging import (
 )
 from leaderlog.feeds._read import FeedReader, Head
 from leaderlog.feeds._render import render_atom, render_rss
+from leaderlog.projections import EntityKind, Queries
 from leaderlog.store import EventStore
 
 __all__ = ["FeedNotFound", "FeedRequest", "FeedService", "Rendered", "Validators"]
@@ -56,6 +57,7 @@ _FEED_NAMESPACE = uuid.UUID("0f1d5f7e-3b0a-4c55-9a57-7a4b7b0f7c11")
 _CACHE_BYTES = 64 * 1024 * 1024
 # Requests remembered between two moves of the log (each is a few hundred bytes).
 _DESCRIBED_LIMIT = 10_000
+_ENTITY_KINDS: dict[str, EntityKind] = {"org": "organisation", "person": "person", "post": "post"}
 
 
 def _generator_version() -> str:
@@ -66,7 +68,22 @@ def _generator_version() -> str:
 
 
 class FeedNotFound(LookupError):
-    """No such organisation, person, post or archive page."""
+    """No such organisation, person, post or archive page.
+
+    ``scope`` is the feed's scope when its subject is unknown, None for a missing page.
+    """
+
+    def __init__(self, message: str, scope: Scope | None = None) -> None:
+        super().__init__(message)
+        self.scope = scope
+
+    async def explained(self, queries: Queries) -> str:
+        """The message, naming the ids probably meant when the feed's subject is unknown
+        (``org:ero`` names ``ice-ero``). Needs the leadership projection built."""
+        scope = self.scope
+        if scope is None or scope.id is None:
+            return str(self)
+        return str(await queries.unknown(_ENTITY_KINDS[scope.kind], scope.id))
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,7 +185,7 @@ class FeedService:
         if found is None:
             if scope.kind == "all":
                 return Head.empty()
-            raise FeedNotFound(f"unknown {scope.kind} {scope.id!r}")
+            raise FeedNotFound(f"unknown {scope.kind} {scope.id!r}", scope)
         return found
 
     # --- validators --------------------------------------------------------------------------

@@ -23,7 +23,7 @@ from leaderlog.http._conditional import (
     is_not_modified,
     not_modified,
 )
-from leaderlog.http._deps import Problem, base_url, feeds_of, invalid_parameter
+from leaderlog.http._deps import Problem, base_url, feeds_of, invalid_parameter, queries_of
 
 __all__ = ["pick_language", "router"]
 
@@ -89,7 +89,7 @@ async def _serve(
         if rendered is None:
             rendered = await service.render(feed_request)
     except FeedNotFound as error:
-        raise HTTPException(404, str(error)) from None
+        raise HTTPException(404, await error.explained(queries_of(request))) from None
     return cached_response(request, rendered)
 
 

@@ -20,7 +20,7 @@ from leaderlog.projections.base import Projection, ProjectionTransaction, decode
 from leaderlog.projections.feed_entries import FeedEntriesProjection
 from leaderlog.projections.leadership import LeadershipProjection
 from leaderlog.projections.loading import load_user_projection, user_projection_folder
-from leaderlog.projections.queries import Queries
+from leaderlog.projections.queries import EntityKind, Queries
 from leaderlog.projections.query_input import InvalidQuery, UnknownEntity
 from leaderlog.projections.runner import ProjectionRunner, ProjectionStatus
 from leaderlog.store.base import EventStore
@@ -28,6 +28,7 @@ from leaderlog.store.base import EventStore
 __all__ = [
     "BUILTIN",
     "AuditProjection",
+    "EntityKind",
     "FeedEntriesProjection",
     "InvalidQuery",
     "LeadershipProjection",

@@ -14,7 +14,7 @@ from __future__ import annotations
 import datetime as dt
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from leaderlog._json import loads
 from leaderlog.errors import ProjectionError
@@ -31,7 +31,7 @@ from leaderlog.projections.query_input import (
 )
 from leaderlog.store.base import EventStore
 
-__all__ = ["AUDIT_FILTERS", "InvalidQuery", "Queries", "UnknownEntity"]
+__all__ = ["AUDIT_FILTERS", "EntityKind", "InvalidQuery", "Queries", "UnknownEntity"]
 
 # Each exact-match audit filter and the column it compares.
 _AUDIT_COLUMNS = {
@@ -64,7 +64,8 @@ MAX_AUDIT_LIMIT = 10_000
 
 # Where to look for what a user may have meant by an unknown id: the table, its id column,
 # and the human-facing columns shown beside a suggestion (aliases are stored as JSON text).
-_LOOKUPS = {
+EntityKind = Literal["organisation", "post", "person"]
+_LOOKUPS: dict[EntityKind, tuple[str, str, tuple[str, ...]]] = {
     "organisation": ("p_leadership_orgs", "org", ("short_name", "name")),
     "post": ("p_leadership_posts", "post", ("title", "aliases")),
     "person": ("p_leadership_persons", "person", ("name", "aliases")),
@@ -135,7 +136,7 @@ class Queries:
             (org,),
         )
         if not rows:
-            raise await self._unknown("organisation", org)
+            raise await self.unknown("organisation", org)
         org_id, name, short_name, parent = rows[0]
         return {
             "org": org_id,
@@ -144,12 +145,13 @@ class Queries:
             "parent": parent,
         }
 
-    async def _unknown(self, kind: str, given: str) -> UnknownEntity:
+    async def unknown(self, kind: EntityKind, given: str) -> UnknownEntity:
         """The error for an id that does not exist, naming what the user may have meant:
         entities whose id, name, short name, title or an alias contains ``given``
         (ignoring case), e.g. ``ice-ero`` for ``ero`` or ``robert-hammer`` for ``Hammer``.
 
-        Only asked on this error path, so a scan of one entity table is acceptable.
+        For error paths only (it scans one entity table); the feeds use it for unknown
+        scopes too.
         """
         message = f"unknown {kind} {given!r}"
         text = given.strip().lower()
@@ -229,7 +231,7 @@ class Queries:
             "SELECT person, name, aliases FROM p_leadership_persons WHERE person = ?", (person,)
         )
         if not rows:
-            raise await self._unknown("person", person)
+            raise await self.unknown("person", person)
         return {"person": rows[0][0], "name": rows[0][1], "aliases": loads(rows[0][2])}
 
     async def _names(self, people: Iterable[str]) -> dict[str, str]:
@@ -396,7 +398,7 @@ class Queries:
         elif post is not None:
             found = await self._posts(post=post)
             if not found:
-                raise await self._unknown("post", post)
+                raise await self.unknown("post", post)
             subject = {"post": found[0]}
             versions = await self._versions("post", [post], position)
         else:
