@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import multiprocessing
 import random
 import sqlite3
+import subprocess
+import sys
 import time
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -107,3 +111,40 @@ def test_processes_opening_a_new_file_at_once_all_succeed(tmp_path: Path) -> Non
     while not failures.empty():
         reported.append(failures.get())
     assert reported == []
+
+
+_FORGETS_TO_CLOSE = """
+import asyncio, sys
+from leaderlog.store import open_store
+
+async def main() -> None:
+    store = await open_store(sys.argv[1])
+    print(await store.count())
+
+asyncio.run(main())
+"""
+
+
+def test_a_store_never_closed_does_not_hold_the_process_open(sqlite_url: str) -> None:
+    # given a program that opens a store, reads, and ends without closing it
+    finished = subprocess.run(
+        [sys.executable, "-W", "always::ResourceWarning", "-c", _FORGETS_TO_CLOSE, sqlite_url],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    # then it exits on its own, and is told what it forgot
+    assert finished.returncode == 0, finished.stderr
+    assert finished.stdout == "0\n"
+    assert "ResourceWarning: the SQLite store on" in finished.stderr
+    assert "was not closed; use `async with` or `await store.close()`" in finished.stderr
+    assert "Traceback" not in finished.stderr
+
+
+async def test_a_closed_store_is_not_warned_about(sqlite_url: str) -> None:
+    store = await open_store(sqlite_url)
+    await store.close()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ResourceWarning)
+        del store
+        gc.collect()

@@ -12,8 +12,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sqlite3
+import threading
 import time
 import uuid
+import warnings
+import weakref
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -172,6 +175,17 @@ def _stored_ids(
     return existing
 
 
+def _stop_abandoned(reader: aiosqlite.Connection, path: str) -> None:
+    warnings.warn(
+        f"the SQLite store on {path} was not closed; use `async with` or `await store.close()`",
+        ResourceWarning,
+        stacklevel=2,
+    )
+    # stop() answers on the current event loop, which may be closed by the time the thread
+    # gets to it; called from a thread without a loop, it answers nobody.
+    threading.Thread(target=reader.stop, name="leaderlog-sqlite-reader-stop").start()
+
+
 def path_from_url(url: str) -> Path:
     """``sqlite:///relative.db`` or ``sqlite:////absolute.db`` (or a bare path)."""
     if url.startswith("sqlite:///"):
@@ -275,6 +289,11 @@ class SQLiteStore(EventStore):
         self._writer = writer
         self._reader = reader
         self._write_lock = asyncio.Lock()
+        # The reader's thread is not a daemon and its last call keeps the reader alive, so a
+        # store dropped without close() would hold the process open at exit: stop the thread
+        # when the store is garbage collected, and warn as an unclosed file does.
+        self._abandoned = weakref.finalize(self, _stop_abandoned, reader, str(path))
+        self._abandoned.atexit = False
 
     @classmethod
     async def open(cls, url: str) -> SQLiteStore:
@@ -287,14 +306,20 @@ class SQLiteStore(EventStore):
             raise StoreUnavailable(f"cannot open SQLite database {path}: {error}") from error
         try:
             reader = await aiosqlite.connect(path, isolation_level=None)
+        except sqlite3.Error as error:
+            await writer.close()
+            raise StoreUnavailable(f"cannot open SQLite database {path}: {error}") from error
+        try:
             for pragma in PRAGMAS[1:]:
                 await reader.execute(pragma)
         except sqlite3.Error as error:
+            await reader.close()
             await writer.close()
             raise StoreUnavailable(f"cannot open SQLite database {path}: {error}") from error
         return cls(path, writer, reader)
 
     async def close(self) -> None:
+        self._abandoned.detach()
         await self._reader.close()
         await self._writer.close()
 
