@@ -218,7 +218,7 @@ def state_command(
     \b
     Example:
       leaderlog state --org ice
-      leaderlog state --as-of 2025-05-20 --known-at 42 --json
+      leaderlog state --as-of 2025-05-20 --known-at 22 --json
       leaderlog state --known-at 2025-06-01T00:00:00Z
     """
 
