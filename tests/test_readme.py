@@ -1,14 +1,15 @@
-"""The documentation's code runs as written: the README's Python examples and the example
-projection in projections/README.md."""
+"""The documentation's code runs as written: the README's commands and Python examples, and
+the example projection in projections/README.md."""
 
 from __future__ import annotations
 
 import re
+import shlex
 import shutil
 import sqlite3
 import textwrap
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 from click.testing import CliRunner, Result
@@ -19,6 +20,74 @@ from tests.conftest import ROOT, SEEDS
 
 README = ROOT / "README.md"
 PROJECTIONS_README = ROOT / "projections" / "README.md"
+
+
+class Command(NamedTuple):
+    line: int
+    arguments: list[str]
+    redirect: str | None
+    expected: list[str]
+
+
+def readme_commands() -> list[Command]:
+    """Every ``leaderlog`` command of the README's code blocks, in order, with the output a
+    ``$ `` console block shows after it. Pipelines are left out (they need PostgreSQL)."""
+    lines = README.read_text(encoding="utf-8").splitlines()
+    commands: list[Command] = []
+    fenced = False
+    for number, text in enumerate(lines, start=1):
+        if text.startswith("```"):
+            fenced = not fenced
+            continue
+        shown = text.removeprefix("$ ").removeprefix("    ")
+        if text.startswith("T=$("):  # the README keeps the token a command prints
+            shown = text.removeprefix("T=$(").removesuffix(")")
+        if not (fenced or text.startswith("    ")) or not shown.startswith("leaderlog "):
+            continue
+        if "|" in shown:
+            continue
+        words = shlex.split(shown, comments=True)[1:]
+        redirect = None
+        if ">" in words:
+            words, redirect = words[: words.index(">")], words[-1]
+        expected = []
+        if text.startswith("$ "):
+            for following in lines[number:]:
+                if following.startswith(("$ ", "```")):
+                    break
+                expected.append(following)
+        commands.append(Command(number, words, redirect, expected))
+    return commands
+
+
+def test_the_readme_commands_run_as_shown(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("LEADERLOG_DB", raising=False)
+    monkeypatch.setenv("LEADERLOG_PROJECTIONS", str(ROOT / "projections"))
+    shutil.copytree(SEEDS, tmp_path / "seeds")
+    commands = readme_commands()
+    assert len(commands) >= 25
+    said: dict[str, str] = {}
+    for command in commands:
+        result = CliRunner().invoke(main, command.arguments)
+        where = f"README.md:{command.line} leaderlog {shlex.join(command.arguments)}"
+        if any(line.startswith("error: ") for line in command.expected):
+            assert result.exit_code == 1, where
+            assert result.stderr.splitlines() == command.expected, where
+            continue
+        assert result.exit_code == 0, f"{where}\n{result.output}{result.stderr}"
+        for line in command.expected:
+            assert line in result.stdout, where
+        if command.redirect:
+            (tmp_path / command.redirect).write_bytes(result.stdout_bytes)
+        said.setdefault(shlex.join(command.arguments), result.stdout)
+    # what the first block's comments promise
+    imported = "import seeds/ice-leadership-2025-05.jsonl"
+    assert said[imported].strip() == "appended 29, already present 0"
+    assert said["verify"].startswith("chain OK, 29 events, head hash ")
+    assert said["--db sqlite:///other.db import log.jsonl"].strip() == (
+        "appended 29, already present 0"
+    )
 
 
 def python_blocks(path: Path) -> list[str]:
