@@ -186,6 +186,17 @@ def _answer(future: asyncio.Future[AppendOutcome], answer: AppendOutcome | BaseE
         future.set_result(answer)
 
 
+def _without_byte_order_mark(first_line: str | bytes) -> str | bytes:
+    """Editors on Windows start UTF-8 files with a byte order mark: it is not data. A UTF-16
+    one means the whole file is in the wrong encoding."""
+    if isinstance(first_line, str):
+        return first_line.removeprefix("\ufeff")
+    if first_line.startswith((b"\xff\xfe", b"\xfe\xff")):
+        problem = "the file is UTF-16 text; JSON Lines must be UTF-8"
+        raise BatchError([RecordError(problem, where="line 1", rule="json")])
+    return first_line.removeprefix(b"\xef\xbb\xbf")
+
+
 def parse_lines(lines: Iterable[str | bytes]) -> tuple[list[Record], list[str]]:
     """Parse JSON Lines into records; every problem names its line. Blank lines are skipped."""
     records: list[Record] = []
@@ -193,6 +204,8 @@ def parse_lines(lines: Iterable[str | bytes]) -> tuple[list[Record], list[str]]:
     problems: list[RecordError] = []
     for number, line in enumerate(lines, start=1):
         where = f"line {number}"
+        if number == 1:
+            line = _without_byte_order_mark(line)
         if len(line) > MAX_LINE_BYTES:
             problems.append(
                 RecordError(

@@ -124,6 +124,13 @@ CASES = [
         2,
         "json",
     ),
+    Hostile("utf-16-file", [GOOD.encode("utf-16"), person("t2").encode("utf-16-le")], 1, "json"),
+    Hostile(
+        "byte-order-mark-on-a-later-line",
+        [GOOD, b"\xef\xbb\xbf" + person("t2").encode("utf-8")],
+        2,
+        "json",
+    ),
     Hostile("raw-nul-in-string", [GOOD, '{"type":"x","data":{"name":"a\x00b"}}'], 2, "json"),
     Hostile("array-instead-of-object", [GOOD, json.dumps([json.loads(person("t2"))])], 2, "schema"),
     Hostile("number-instead-of-object", [GOOD, "42"], 2, "schema"),

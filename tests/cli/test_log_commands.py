@@ -242,6 +242,18 @@ def test_import_of_blank_lines_appends_nothing(seeded_url: str, tmp_path: Path) 
     )
 
 
+def test_a_file_saved_by_a_windows_editor_imports_the_same_records(
+    seeded_url: str, tmp_path: Path
+) -> None:
+    # given the seed file with a UTF-8 byte order mark and CRLF line ends
+    path = tmp_path / "windows.jsonl"
+    path.write_bytes(b"\xef\xbb\xbf" + SEED_FILE.read_bytes().replace(b"\n", b"\r\n"))
+    # then every record is the one already imported (same content, same id)
+    assert invoke("--db", seeded_url, "import", str(path)).startswith(
+        "appended 0, already present 29"
+    )
+
+
 def test_importing_a_missing_file(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'leaderlog.db'}"
     result = CliRunner().invoke(main, ["--db", url, "import", str(tmp_path / "missing.jsonl")])
