@@ -141,10 +141,23 @@ def test_a_store_never_closed_does_not_hold_the_process_open(sqlite_url: str) ->
     assert "Traceback" not in finished.stderr
 
 
-async def test_a_closed_store_is_not_warned_about(sqlite_url: str) -> None:
-    store = await open_store(sqlite_url)
-    await store.close()
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", ResourceWarning)
-        del store
+def _resource_warnings(caught: list[warnings.WarningMessage]) -> list[str]:
+    return [str(w.message) for w in caught if issubclass(w.category, ResourceWarning)]
+
+
+async def test_only_a_store_left_open_is_warned_about(sqlite_url: str) -> None:
+    closed = await open_store(sqlite_url)
+    await closed.close()
+    left_open = await open_store(sqlite_url)
+    # The warning comes from a finalizer, whose exceptions are only printed: record it instead.
+    # Both stores are dropped before any assertion, so a failure leaves no thread behind.
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        del closed
         gc.collect()
+        after_the_closed_one = _resource_warnings(caught)
+        del left_open
+        gc.collect()
+    warned = _resource_warnings(caught)
+    assert after_the_closed_one == [], warned
+    assert len(warned) == 1 and warned[0].startswith("the SQLite store on "), warned

@@ -185,7 +185,7 @@ class FeedService:
         if found is None:
             if scope.kind == "all":
                 return Head.empty()
-            raise FeedNotFound(f"unknown {scope.kind} {scope.id!r}", scope)
+            raise FeedNotFound(f"unknown {_ENTITY_KINDS[scope.kind]} {scope.id!r}", scope)
         return found
 
     # --- validators --------------------------------------------------------------------------
