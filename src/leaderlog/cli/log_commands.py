@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterator
+from dataclasses import asdict
 from typing import IO
 
 import click
@@ -138,16 +139,7 @@ def verify_command(context: Context, as_json: bool) -> None:
         async with context.log() as log:
             report = await log.store.verify()
         if as_json:
-            print_json(
-                {
-                    "ok": report.ok,
-                    "count": report.count,
-                    "head_position": report.head_position,
-                    "head_hash": report.head_hash,
-                    "first_bad_position": report.first_bad_position,
-                    "problem": report.problem,
-                }
-            )
+            print_json(asdict(report))
         elif report.ok:
             click.echo(f"chain OK, {report.count} events, head hash {report.head_hash}")
         else:

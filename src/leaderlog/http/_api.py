@@ -7,6 +7,7 @@ position, 422 for a parameter that cannot be understood, 503 while projections a
 from __future__ import annotations
 
 from collections.abc import Awaitable
+from dataclasses import asdict
 from typing import Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Path, Query, Request
@@ -167,17 +168,7 @@ async def event(request: Request, position: Annotated[int, Path(ge=1)]) -> Respo
 async def verify(request: Request) -> Response:
     """The `leaderlog verify` report: `ok`, and the first bad position if any."""
     report = await log_of(request).store.verify()
-    return json_response(
-        request,
-        {
-            "ok": report.ok,
-            "count": report.count,
-            "head_position": report.head_position,
-            "head_hash": report.head_hash,
-            "first_bad_position": report.first_bad_position,
-            "problem": report.problem,
-        },
-    )
+    return json_response(request, asdict(report))
 
 
 @router.get("/healthz", summary="Liveness, log head and projection lag")

@@ -18,16 +18,10 @@ from typing import Any
 from leaderlog.events import RecordedEvent
 from leaderlog.projections._sql import chunks, marks
 from leaderlog.projections.base import Projection, ProjectionTransaction, payload, recorded_time
+from leaderlog.projections.claim_versions import STATUS_AFTER
 
 __all__ = ["AuditProjection"]
 
-_STATUS_AFTER = {
-    "claim.reported": "reported",
-    "claim.confirmed": "confirmed",
-    "claim.corrected": "corrected",
-    "claim.disputed": "disputed",
-    "claim.retracted": "retracted",
-}
 # The columns of p_audit_claims, in order.
 _CLAIM_COLUMNS = ("claim", "source", "publisher", "attribution", "status", "person", "post")
 
@@ -77,7 +71,7 @@ class AuditProjection(Projection):
                 new_sources.append(
                     (data["source"], data["publisher"], data["url"], data.get("title"))
                 )
-            elif recorded.type in _STATUS_AFTER and recorded.type != "claim.reported":
+            elif recorded.type in STATUS_AFTER and recorded.type != "claim.reported":
                 claim_ids.add(data["claim"])
             named = data.get("source")
             if named:
@@ -110,10 +104,10 @@ class AuditProjection(Projection):
                     data["post"],
                 ]
                 changed[claim] = claims[claim]
-            elif kind in _STATUS_AFTER:
+            elif kind in STATUS_AFTER:
                 claim = data["claim"]
                 row = claims[claim]
-                row[4] = _STATUS_AFTER[kind]
+                row[4] = STATUS_AFTER[kind]
                 if kind == "claim.corrected":
                     changes = data["changes"]
                     if changes.get("attribution") is not None:

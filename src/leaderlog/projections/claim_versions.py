@@ -31,6 +31,7 @@ from typing import Any
 
 __all__ = [
     "CLAIM_EVENT_TYPES",
+    "STATUS_AFTER",
     "ClaimVersion",
     "FuzzyJSON",
     "counts_from",
@@ -39,16 +40,15 @@ __all__ = [
     "latest_versions",
 ]
 
-CLAIM_EVENT_TYPES = frozenset(
-    {"claim.reported", "claim.confirmed", "claim.corrected", "claim.disputed", "claim.retracted"}
-)
-_STATUS_AFTER = {
+# A claim's status after each event that can happen to it.
+STATUS_AFTER = {
     "claim.reported": "reported",
     "claim.confirmed": "confirmed",
     "claim.corrected": "corrected",
     "claim.disputed": "disputed",
     "claim.retracted": "retracted",
 }
+CLAIM_EVENT_TYPES = frozenset(STATUS_AFTER)
 # A fuzzy date as JSON: {"date": "2025" | "2025-05" | "2025-05-29" | None, "qualifier", "text"};
 # an *anchor* is one with a "basis": effective, confirmed, published or recorded.
 FuzzyJSON = Mapping[str, Any]
@@ -327,7 +327,7 @@ def evolve_claim(
             detail = {"reason": data["reason"]}
         else:
             raise ValueError(f"{event_type} is not a claim event")
-    status = _STATUS_AFTER[event_type]
+    status = STATUS_AFTER[event_type]
     doc["status"] = status
     doc["step"] = {
         "position": position,
