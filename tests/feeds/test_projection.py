@@ -9,6 +9,7 @@ from leaderlog._json import loads
 from leaderlog.events import OrgRegistered, OrgUpdated, PostDefined
 from leaderlog.log import EventLog
 from leaderlog.projections.feed_entries import (
+    CURRENT_DOC,
     ENTRIES,
     HEADS,
     SCOPES,
@@ -46,7 +47,9 @@ async def _dump(log: EventLog) -> dict[str, list[tuple[Any, ...]]]:
 
 async def test_one_entry_per_claim_with_the_reported_event_id(seeded_log: EventLog) -> None:
     await project(seeded_log)
-    rows = await seeded_log.store.query(f"SELECT claim, seq, doc FROM {ENTRIES} ORDER BY seq")
+    rows = await seeded_log.store.query(
+        f"SELECT c.claim, c.seq, v.doc FROM {ENTRIES} c {CURRENT_DOC} ORDER BY c.seq"
+    )
     assert len(rows) == SEED_CLAIMS
     assert [row[1] for row in rows] == list(range(1, SEED_CLAIMS + 1))
     events = await seeded_log.events()
@@ -78,7 +81,8 @@ async def test_stamps_are_strictly_increasing_even_within_one_batch(
     await add_claims(seeded_log, 0, 30)
     await project(seeded_log)
     rows = await seeded_log.store.query(
-        f"SELECT reported_position, doc FROM {ENTRIES} ORDER BY reported_position"
+        f"SELECT c.reported_position, v.doc FROM {ENTRIES} c {CURRENT_DOC} "
+        "ORDER BY c.reported_position"
     )
     published = [loads(doc)["published"] for _, doc in rows]
     assert published == sorted(set(published))
@@ -103,7 +107,7 @@ async def test_a_correction_moves_the_entry_but_it_stays_in_the_first_persons_fe
     }
     assert {"person:robert-hammer", "person:derek-gordon", "all", "org:ice"} <= scopes
     (doc,) = await seeded_log.store.query(
-        f"SELECT doc FROM {ENTRIES} WHERE claim = ?", (HAMMER_CAPTION,)
+        f"SELECT v.doc FROM {ENTRIES} c {CURRENT_DOC} WHERE c.claim = ?", (HAMMER_CAPTION,)
     )
     entry = loads(doc[0])
     changes = {change["field"]: change for change in entry["events"][-1]["changes"]}

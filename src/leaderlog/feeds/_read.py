@@ -8,7 +8,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from leaderlog._json import loads
-from leaderlog.projections.feed_entries import CLOCK, ENTITIES, ENTRIES, HEADS, SCOPES, VERSIONS
+from leaderlog.projections.feed_entries import (
+    CLOCK,
+    CURRENT_DOC,
+    ENTITIES,
+    ENTRIES,
+    HEADS,
+    SCOPES,
+    VERSIONS,
+)
 from leaderlog.store import EventStore
 
 __all__ = ["EntityRow", "FeedReader", "Head", "PageInfo"]
@@ -101,7 +109,8 @@ class FeedReader:
     async def recent(self, scope: str, limit: int) -> list[dict[str, Any]]:
         """The current docs of the ``limit`` entries of a scope changed most recently."""
         rows = await self.store.query(
-            f"SELECT c.doc FROM {SCOPES} s JOIN {ENTRIES} c ON c.claim = s.claim "
+            f"SELECT v.doc FROM {SCOPES} s JOIN {ENTRIES} c ON c.claim = s.claim "
+            f"{CURRENT_DOC} "
             "WHERE s.scope = ? ORDER BY s.last_position DESC, s.rank DESC LIMIT ?",
             (scope, limit),
         )
@@ -119,7 +128,8 @@ class FeedReader:
         """Docs of ranks ``first..last``, newest first: as known at ``at``, or current."""
         if at is None:
             rows = await self.store.query(
-                f"SELECT c.doc FROM {SCOPES} s JOIN {ENTRIES} c ON c.claim = s.claim "
+                f"SELECT v.doc FROM {SCOPES} s JOIN {ENTRIES} c ON c.claim = s.claim "
+                f"{CURRENT_DOC} "
                 "WHERE s.scope = ? AND s.rank BETWEEN ? AND ? ORDER BY s.rank DESC",
                 (scope, first, last),
             )

@@ -131,8 +131,6 @@ class Entry:
     org: str | None
     org_path: list[str]
     is_new: bool = False
-    # The doc as JSON after the entry's latest event, stored as a version and reused.
-    doc_json: str = ""
 
 
 @dataclass
@@ -315,8 +313,7 @@ def apply_claim(page: Page, recorded: RecordedEvent, data: dict[str, Any]) -> No
     entry.doc["events"].append(step)
     entry.doc["updated"] = at
     entry.doc["position"] = recorded.position
-    entry.doc_json = dumps(entry.doc)
-    page.versions.append((claim, recorded.position, entry.doc_json))
+    page.versions.append((claim, recorded.position, dumps(entry.doc)))
     page.touched[claim] = recorded.position
     # Every feed the entry ever joined shows this change (membership is never withdrawn).
     for scope in sorted(page.memberships.get(claim, set())):

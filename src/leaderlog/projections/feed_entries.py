@@ -3,7 +3,9 @@
 Each claim becomes one feed entry whose id is ``urn:uuid:<event id of its claim.reported>``,
 so it never changes across rebuilds, hosts and formats. After every event of a claim the
 entry's full render input (a JSON *doc*) is stored as a new version; an archive page can then
-be rendered "as known at position P" and stays byte-identical once it is full.
+be rendered "as known at position P" and stays byte-identical once it is full. An entry's
+current doc is its version at ``last_position``: docs are the bulk of this model, so none is
+stored twice.
 
 The names and labels of people, posts, organisations and sources are copied into the doc when
 a claim event happens. A later rename therefore changes no existing entry: feed readers only
@@ -45,6 +47,7 @@ from leaderlog.projections.base import Projection, ProjectionTransaction
 
 __all__ = [
     "CLOCK",
+    "CURRENT_DOC",
     "ENTITIES",
     "ENTRIES",
     "HEADS",
@@ -60,6 +63,8 @@ VERSIONS = "p_feed_entries_versions"
 SCOPES = "p_feed_entries_scopes"
 HEADS = "p_feed_entries_heads"
 CLOCK = "p_feed_entries_clock"
+# Joined to ENTRIES (as ``c``): the entry's current doc, as ``v.doc``.
+CURRENT_DOC = f"JOIN {VERSIONS} v ON v.claim = c.claim AND v.position = c.last_position"
 # Keep IN (...) lists well under every backend's parameter limit.
 _CHUNK = 500
 
@@ -71,7 +76,7 @@ def _chunks(items: Sequence[Any]) -> Iterator[Sequence[Any]]:
 
 class FeedEntriesProjection(Projection):
     name: ClassVar[str] = "feed_entries"
-    version: ClassVar[int] = 1
+    version: ClassVar[int] = 2
 
     def schema(self) -> Sequence[str]:
         return (
@@ -81,8 +86,7 @@ class FeedEntriesProjection(Projection):
             f"CREATE INDEX IF NOT EXISTS {ENTITIES}_path ON {ENTITIES} (kind, path)",
             f"CREATE TABLE IF NOT EXISTS {ENTRIES} (claim TEXT PRIMARY KEY, seq BIGINT NOT NULL, "
             "reported_position BIGINT NOT NULL, last_position BIGINT NOT NULL, "
-            "last_recorded_at TEXT NOT NULL, person TEXT, post TEXT, org TEXT, org_path TEXT, "
-            "doc TEXT NOT NULL)",
+            "last_recorded_at TEXT NOT NULL, person TEXT, post TEXT, org TEXT, org_path TEXT)",
             f"CREATE INDEX IF NOT EXISTS {ENTRIES}_org_path ON {ENTRIES} (org_path)",
             f"CREATE TABLE IF NOT EXISTS {VERSIONS} (claim TEXT NOT NULL, "
             "position BIGINT NOT NULL, doc TEXT NOT NULL, PRIMARY KEY (claim, position))",
@@ -164,8 +168,8 @@ class FeedEntriesProjection(Projection):
         for chunk in _chunks(sorted(claims)):
             marks = ",".join("?" * len(chunk))
             for row in await tx.fetchall(
-                f"SELECT claim, seq, reported_position, person, post, org, org_path, doc "
-                f"FROM {ENTRIES} WHERE claim IN ({marks})",
+                f"SELECT c.claim, c.seq, c.reported_position, c.person, c.post, c.org, "
+                f"c.org_path, v.doc FROM {ENTRIES} c {CURRENT_DOC} WHERE c.claim IN ({marks})",
                 chunk,
             ):
                 page.entries[row[0]] = Entry(
@@ -317,12 +321,11 @@ async def _write(tx: ProjectionTransaction, page: Page) -> None:
     if changed:
         await tx.executemany(
             f"INSERT INTO {ENTRIES} (claim, seq, reported_position, last_position, "
-            "last_recorded_at, person, post, org, org_path, doc) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (claim) DO UPDATE SET "
+            "last_recorded_at, person, post, org, org_path) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (claim) DO UPDATE SET "
             "last_position = excluded.last_position, "
             "last_recorded_at = excluded.last_recorded_at, person = excluded.person, "
-            "post = excluded.post, org = excluded.org, org_path = excluded.org_path, "
-            "doc = excluded.doc",
+            "post = excluded.post, org = excluded.org, org_path = excluded.org_path",
             [
                 (
                     e.claim,
@@ -334,7 +337,6 @@ async def _write(tx: ProjectionTransaction, page: Page) -> None:
                     e.post,
                     e.org,
                     path_text(e.org_path),
-                    e.doc_json or dumps(e.doc),
                 )
                 for e in changed
             ],
