@@ -71,6 +71,17 @@ async def test_missing_folder_is_unavailable(tmp_path: Path) -> None:
         await open_store(f"sqlite:///{tmp_path / 'nowhere' / 'log.db'}")
 
 
+async def test_a_file_that_is_not_a_database_is_unavailable_and_left_as_it_was(
+    tmp_path: Path,
+) -> None:
+    junk = tmp_path / "junk.db"
+    content = random.Random(3).randbytes(8192)
+    junk.write_bytes(content)
+    with pytest.raises(StoreUnavailable, match="file is not a database"):
+        await open_store(f"sqlite:///{junk}")
+    assert junk.read_bytes() == content
+
+
 def _open_new_files_when_released(urls: list[str], barrier: Any, failures: Any, seed: int) -> None:
     async def open_and_read(url: str) -> None:
         store = await open_store(url)

@@ -300,22 +300,18 @@ class SQLiteStore(EventStore):
         path = path_from_url(url)
         if str(path) != ":memory:" and not path.parent.exists():
             raise StoreUnavailable(f"cannot create {path}: folder {path.parent} does not exist")
-        try:
-            writer = await _WriteConnection.open(path)
-        except sqlite3.Error as error:
-            raise StoreUnavailable(f"cannot open SQLite database {path}: {error}") from error
-        try:
-            reader = await aiosqlite.connect(path, isolation_level=None)
-        except sqlite3.Error as error:
-            await writer.close()
-            raise StoreUnavailable(f"cannot open SQLite database {path}: {error}") from error
-        try:
-            for pragma in PRAGMAS[1:]:
-                await reader.execute(pragma)
-        except sqlite3.Error as error:
-            await reader.close()
-            await writer.close()
-            raise StoreUnavailable(f"cannot open SQLite database {path}: {error}") from error
+        # Whatever was opened before a failure is closed again, newest first.
+        async with contextlib.AsyncExitStack() as opened:
+            try:
+                writer = await _WriteConnection.open(path)
+                opened.push_async_callback(writer.close)
+                reader = await aiosqlite.connect(path, isolation_level=None)
+                opened.push_async_callback(reader.close)
+                for pragma in PRAGMAS[1:]:
+                    await reader.execute(pragma)
+            except sqlite3.Error as error:
+                raise StoreUnavailable(f"cannot open SQLite database {path}: {error}") from error
+            opened.pop_all()
         return cls(path, writer, reader)
 
     async def close(self) -> None:
