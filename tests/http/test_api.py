@@ -62,6 +62,7 @@ def test_bad_parameters_are_422_and_unknown_ids_404(
         "/api/audit?status=lost": 422,
         "/api/audit?limit=0": 422,
         "/api/audit?from=yesterday": 422,
+        "/api/audit?from=2025-06-02&to=2025-06-01": 422,
         "/api/events?limit=100000": 422,
         "/api/events?after=-1": 422,
         "/api/events/0": 422,

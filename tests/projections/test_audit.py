@@ -122,6 +122,10 @@ async def test_paging_with_after(sqlite_url: str) -> None:
         ({"attribution": "rumour"}, "unknown attribution 'rumour'"),
         ({"recorded_from": "last week"}, "from must be an RFC 3339 time"),
         ({"recorded_to": "2025-06-01T00:00:00"}, "to needs a UTC offset"),
+        (
+            {"recorded_from": "2025-06-02", "recorded_to": "2025-06-01"},
+            r"from \(2025-06-02T00:00:00\.000000Z\) is after to \(2025-06-01T23:59:59\.999999Z\)",
+        ),
         ({"limit": 0}, "limit must be between"),
         ({"after": -1}, "after must be a position"),
     ],

@@ -544,13 +544,21 @@ class Queries:
                 conditions.append(f"{_AUDIT_COLUMNS[name]} = ?")
                 parameters.append(value)
                 filters[name] = value
-        if recorded_from is not None:
-            start = parse_time(recorded_from, "from", end_of_day=False)
+        start = (
+            None if recorded_from is None else parse_time(recorded_from, "from", end_of_day=False)
+        )
+        end = None if recorded_to is None else parse_time(recorded_to, "to", end_of_day=True)
+        if start is not None and end is not None and start > end:
+            # Most likely the two were swapped; an empty answer would hide that.
+            raise InvalidQuery(
+                f"from ({format_time(start)}) is after to ({format_time(end)}): "
+                "no time is in that range"
+            )
+        if start is not None:
             conditions.append("e.recorded_at >= ?")
             parameters.append(format_time(start))
             filters["from"] = format_time(start)
-        if recorded_to is not None:
-            end = parse_time(recorded_to, "to", end_of_day=True)
+        if end is not None:
             conditions.append("e.recorded_at <= ?")
             parameters.append(format_time(end))
             filters["to"] = format_time(end)
