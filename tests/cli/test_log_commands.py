@@ -190,6 +190,13 @@ def test_events_paging(seeded_url: str) -> None:
     )
     assert page == everything[10:15]
     assert json.loads(invoke("--db", seeded_url, "events", "--json", "--after", "29")) == []
+    beyond_storage = str(10**30)
+    assert (
+        json.loads(invoke("--db", seeded_url, "events", "--json", "--after", beyond_storage)) == []
+    )
+    assert json.loads(
+        invoke("--db", seeded_url, "events", "--json", "--limit", beyond_storage)
+    ) == (everything)
 
 
 def test_events_as_text(seeded_url: str) -> None:

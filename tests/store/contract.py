@@ -314,6 +314,19 @@ class StoreContract(abc.ABC):
         assert await store.read_all(after=6) == []
         assert len(await store.read_all(limit=0)) == 0
 
+    async def test_positions_beyond_what_storage_holds_ask_for_nothing_more(
+        self, store: EventStore
+    ) -> None:
+        await store.append([event("a"), event("b")], actor="t")
+        huge = 10**30  # beyond SQLite INTEGER and PostgreSQL BIGINT
+
+        assert await store.read_all(after=huge) == []
+        assert [e.position for e in await store.read_all(limit=huge)] == [1, 2]
+        assert [e.position for e in await store.read_all(after=-huge)] == [1, 2]
+        assert await store.read_all(limit=-1) == []
+        assert await store.get(huge) is None
+        assert await store.get(-huge) is None
+
     async def test_iterate_pages_through_everything(self, store: EventStore) -> None:
         await store.append([event(f"s{i % 3}") for i in range(10)], actor="t")
 

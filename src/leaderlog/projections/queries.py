@@ -29,7 +29,7 @@ from leaderlog.projections.query_input import (
     parse_known_at,
     parse_time,
 )
-from leaderlog.store.base import EventStore
+from leaderlog.store.base import EventStore, storable
 
 __all__ = ["AUDIT_FILTERS", "EntityKind", "InvalidQuery", "Queries", "UnknownEntity"]
 
@@ -529,7 +529,7 @@ class Queries:
             raise InvalidQuery("after must be a position (0 or more)")
         await self._checkpoint("audit")
         conditions = ["e.position > ?"]
-        parameters: list[Any] = [after]
+        parameters: list[Any] = [storable(after)]
         filters: dict[str, Any] = {}
         given = {
             "source": source,

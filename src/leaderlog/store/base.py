@@ -23,6 +23,7 @@ from leaderlog.events import RecordedEvent, format_time
 
 __all__ = [
     "GENESIS_HASH",
+    "MAX_POSITION",
     "AppendResult",
     "EventStore",
     "ExpectedVersion",
@@ -33,10 +34,23 @@ __all__ = [
     "VerifyReport",
     "chain_hash",
     "plan_rows",
+    "storable",
 ]
 
 ExpectedVersion: TypeAlias = int | Literal["no_stream", "any"]
 GENESIS_HASH = "0" * 64
+# The largest integer both backends can store (SQLite INTEGER, PostgreSQL BIGINT).
+MAX_POSITION = 2**63 - 1
+
+
+def storable(number: int) -> int:
+    """A position or limit brought within 0..``MAX_POSITION``.
+
+    No event lies outside that range, so a number beyond it asks for nothing more (and a
+    negative limit nothing at all); bound as it is, it would overflow the column type, and
+    the two backends would read a negative limit differently.
+    """
+    return min(max(number, 0), MAX_POSITION)
 
 
 _NO_META: Mapping[str, Any] = MappingProxyType({})

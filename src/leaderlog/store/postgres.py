@@ -40,6 +40,7 @@ from leaderlog.store.base import (
     ProjectionTransaction,
     event_from_row,
     plan_rows,
+    storable,
     utc_now,
 )
 
@@ -403,7 +404,11 @@ class PostgresStore(EventStore):
 
     async def read_all(self, after: int = 0, limit: int | None = None) -> list[RecordedEvent]:
         # LIMIT NULL means no limit.
-        return await self._select("WHERE position > $1 ORDER BY position LIMIT $2", after, limit)
+        return await self._select(
+            "WHERE position > $1 ORDER BY position LIMIT $2",
+            storable(after),
+            None if limit is None else storable(limit),
+        )
 
     async def read_streams(self, streams: Sequence[str]) -> dict[str, list[RecordedEvent]]:
         found: dict[str, list[RecordedEvent]] = {}
@@ -418,7 +423,7 @@ class PostgresStore(EventStore):
         return {event.event_id: event for event in events}
 
     async def get(self, position: int) -> RecordedEvent | None:
-        found = await self._select("WHERE position = $1", position)
+        found = await self._select("WHERE position = $1", storable(position))
         return found[0] if found else None
 
     async def head(self) -> tuple[int, str]:

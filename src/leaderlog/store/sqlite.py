@@ -35,6 +35,7 @@ from leaderlog.store.base import (
     ProjectionTransaction,
     event_from_row,
     plan_rows,
+    storable,
     utc_now,
 )
 
@@ -345,7 +346,7 @@ class SQLiteStore(EventStore):
     async def read_all(self, after: int = 0, limit: int | None = None) -> list[RecordedEvent]:
         return await self._select(
             f"SELECT {_COLUMNS} FROM events WHERE position > ? ORDER BY position LIMIT ?",
-            (after, -1 if limit is None else limit),
+            (storable(after), -1 if limit is None else storable(limit)),
         )
 
     async def read_streams(self, streams: Sequence[str]) -> dict[str, list[RecordedEvent]]:
@@ -370,7 +371,9 @@ class SQLiteStore(EventStore):
         return found
 
     async def get(self, position: int) -> RecordedEvent | None:
-        found = await self._select(f"SELECT {_COLUMNS} FROM events WHERE position = ?", (position,))
+        found = await self._select(
+            f"SELECT {_COLUMNS} FROM events WHERE position = ?", (storable(position),)
+        )
         return found[0] if found else None
 
     async def head(self) -> tuple[int, str]:
