@@ -11,12 +11,15 @@ Hierarchy::
     │   ├── DuplicateEventError  an event id is already stored with other content
     │   └── StoreUnavailable     the database cannot be reached or opened
     ├── ProjectionError          a projection cannot be loaded or answered
+    │   └── ProjectionFailed     projections could not apply some events; the others went on
     └── TokenError               a write token is unknown, revoked or malformed
 """
 
 from __future__ import annotations
 
+import traceback
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 __all__ = [
     "BatchError",
@@ -25,6 +28,8 @@ __all__ = [
     "DuplicateEventError",
     "LeaderlogError",
     "ProjectionError",
+    "ProjectionFailed",
+    "ProjectionFailure",
     "RecordError",
     "StoreError",
     "StoreUnavailable",
@@ -123,6 +128,50 @@ class StoreUnavailable(StoreError):
 
 class ProjectionError(LeaderlogError):
     """A projection is unknown, cannot be loaded, or cannot answer a query."""
+
+
+@dataclass(frozen=True)
+class ProjectionFailure:
+    """One projection that could not apply events ``first``..``last``, and why."""
+
+    name: str
+    first: int
+    last: int
+    cause: BaseException
+
+    def __str__(self) -> str:
+        span = (
+            f"event {self.first}" if self.first == self.last else f"events {self.first}-{self.last}"
+        )
+        return (
+            f"projection {self.name} could not apply {span}: {type(self.cause).__name__}: "
+            f"{self.cause}{_where_raised(self.cause)}; it stays at position {self.first - 1} "
+            "until that is fixed"
+        )
+
+
+class ProjectionFailed(ProjectionError):
+    """Some projections raised while applying events; every other one went on.
+
+    ``failures`` holds one :class:`ProjectionFailure` per projection that stopped: its rows
+    from the failing page were rolled back and its checkpoint stays before that page.
+    """
+
+    def __init__(self, failures: Sequence[ProjectionFailure]) -> None:
+        self.failures = tuple(failures)
+        super().__init__("; ".join(str(failure) for failure in self.failures))
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(failure.name for failure in self.failures)
+
+
+def _where_raised(error: BaseException) -> str:
+    """`` (file, line N)`` of the innermost frame that raised ``error``, if known."""
+    frames = traceback.extract_tb(error.__traceback__)
+    if not frames:
+        return ""
+    return f" ({frames[-1].filename}, line {frames[-1].lineno})"
 
 
 class TokenError(LeaderlogError):

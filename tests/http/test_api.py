@@ -2,9 +2,23 @@
 
 from __future__ import annotations
 
-import httpx
+import asyncio
+import logging
+import time
+from pathlib import Path
 
+import httpx
+import pytest
+
+from leaderlog.errors import ProjectionFailed
+from leaderlog.http import create_app
+from leaderlog.log import EventLog, load_seeds
+from leaderlog.projections import runner_for
+from tests.conftest import SEEDS
 from tests.feeds.logs import FOX, HAMMER_CAPTION
+from tests.http.server import running
+from tests.projections.logs import GORDON_ACTING
+from tests.projections.test_cli import FAILING_PROJECTION
 
 
 def test_state_history_claims_and_audit(
@@ -112,3 +126,45 @@ def test_docs_describe_every_route(seeded_server: tuple[str, str], client: httpx
         assert path in paths, path
     audit = {p["name"] for p in paths["/api/audit"]["get"]["parameters"]}
     assert audit >= {"source", "publisher", "actor", "type", "status", "attribution", "from", "to"}
+
+
+def test_a_failing_user_projection_does_not_hold_the_answers_back(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    client: httpx.Client,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # given a log whose registered user projection raises on every event
+    (tmp_path / "failing.py").write_text(FAILING_PROJECTION, encoding="utf-8")
+    monkeypatch.setenv("LEADERLOG_PROJECTIONS", str(tmp_path))
+    url = f"sqlite:///{tmp_path / 'leaderlog.db'}"
+
+    async def register_it() -> None:
+        async with await EventLog.open(url) as log:
+            await load_seeds(log, SEEDS)
+            with pytest.raises(ProjectionFailed):
+                await (await runner_for(log.store, also=("failing",))).rebuild(["failing"])
+
+    asyncio.run(register_it())
+    with caplog.at_level(logging.ERROR, logger="leaderlog.http"), running(create_app(url)) as base:
+        # when another writer appends a claim while the server runs
+        async def append_claim() -> None:
+            async with await EventLog.open(url) as log:
+                await log.append_raw(
+                    {
+                        "type": "claim.confirmed",
+                        "data": {"claim": GORDON_ACTING, "source": "fox-ice-shakeup-2025-05"},
+                    },
+                    actor="test",
+                )
+
+        asyncio.run(append_claim())
+        # then the built-in read models still follow the log
+        deadline = time.monotonic() + 20
+        status = ""
+        while status != "confirmed" and time.monotonic() < deadline:
+            status = client.get(f"{base}/api/claims/{GORDON_ACTING}").json()["status"]
+            time.sleep(0.1)
+        assert status == "confirmed"
+        # and the failure is in the log, naming the projection and what raised
+        assert "projection failing could not apply events 1-29: ValueError" in caplog.text

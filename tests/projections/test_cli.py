@@ -126,6 +126,49 @@ def test_rebuild_and_projections(db: str) -> None:
     assert [line.split()[0] for line in table.splitlines()] == ["name", *BUILTIN, "turnover"]
 
 
+FAILING_PROJECTION = """
+from leaderlog.projections import Projection
+
+
+class Failing(Projection):
+    name = "failing"
+    version = 1
+
+    def schema(self):
+        return ("CREATE TABLE IF NOT EXISTS p_failing (position BIGINT)",)
+
+    def tables(self):
+        return ("p_failing",)
+
+    async def apply(self, tx, events):
+        raise ValueError("no such column in my head")
+
+
+PROJECTION = Failing
+"""
+
+
+def test_a_user_projection_that_raises_is_named_and_does_not_stop_queries(
+    db: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "failing.py").write_text(FAILING_PROJECTION, encoding="utf-8")
+    monkeypatch.setenv("LEADERLOG_PROJECTIONS", str(tmp_path))
+    # building it fails with the projection, the events and the line that raised
+    fails(
+        invoke(db, "rebuild", "failing"),
+        "error: projection failing could not apply events 1-29: ValueError: no such column in "
+        f"my head ({tmp_path / 'failing.py'}, line 16); it stays at position 0 until that is "
+        "fixed",
+    )
+    # queries still answer from the built-ins, with the failure as a warning
+    answered = invoke(db, "state", "--org", "ice-hsi")
+    assert "Leadership in Homeland Security Investigations (ice-hsi)" in ok(answered)
+    assert answered.stderr.startswith("warning: projection failing could not apply events 1-29")
+    statuses = {s["name"]: s for s in as_json(invoke(db, "projections", "--json"))}
+    assert statuses["failing"]["checkpoint"] == 0
+    assert statuses["leadership"]["checkpoint"] == 29
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

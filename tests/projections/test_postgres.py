@@ -8,7 +8,12 @@ from leaderlog.log import EventLog, load_seeds
 from leaderlog.projections import BUILTIN, ProjectionRunner, Queries, UnknownEntity, runner_for
 from tests.conftest import ROOT, SEEDS
 from tests.projections.logs import GORDON_ACTING, HAMMER_CAPTION, SEED_COUNT, append, at, record
-from tests.projections.test_runner import FOLLOW_UPS, dump
+from tests.projections.test_runner import (
+    FOLLOW_UPS,
+    a_failing_projection_stops_alone,
+    a_refused_statement_stops_only_its_projection,
+    dump,
+)
 
 
 async def _answers(log: EventLog) -> dict[str, object]:
@@ -124,3 +129,13 @@ async def test_postgres_suggests_the_same_ids_as_sqlite(
     assert len(found) == 8
     assert found == expected
     assert found[0][1][0] == "ice" and found[3] == ("unknown person '%'", ())
+
+
+async def test_postgres_a_failing_projection_stops_alone(seeded_postgres_log: EventLog) -> None:
+    await a_failing_projection_stops_alone(seeded_postgres_log)
+
+
+async def test_postgres_a_refused_statement_stops_only_its_projection(
+    seeded_postgres_log: EventLog,
+) -> None:
+    await a_refused_statement_stops_only_its_projection(seeded_postgres_log)

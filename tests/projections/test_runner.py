@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
 
-from leaderlog.errors import ProjectionError
+from leaderlog.errors import ProjectionError, ProjectionFailed
 from leaderlog.events import RecordedEvent
 from leaderlog.log import EventLog
 from leaderlog.projections import (
@@ -86,25 +87,76 @@ class Exploding(Projection):
             raise RuntimeError("boom")
 
 
-async def test_rows_and_checkpoint_commit_together(seeded_log: EventLog) -> None:
+async def a_failing_projection_stops_alone(log: EventLog) -> None:
+    """Given/when/then shared with the PostgreSQL tests (savepoints behave alike on both)."""
     # given a projection that fails while applying position 15, in pages of 10
     exploding = Exploding()
     exploding.fail_at = 15
     leadership = LeadershipProjection()
-    runner = ProjectionRunner(seeded_log.store, [leadership, exploding], page=10)
+    runner = ProjectionRunner(log.store, [leadership, exploding], page=10)
     # when catching up
-    with pytest.raises(RuntimeError, match="boom"):
+    with pytest.raises(ProjectionFailed) as raised:
         await runner.catch_up()
-    # then the failed page left nothing: neither rows nor checkpoints moved past 10
+    # then the error names the projection, the events and where the cause was raised
+    (failure,) = raised.value.failures
+    assert (failure.name, failure.first, failure.last) == ("exploding", 11, 20)
+    assert str(failure).startswith(
+        "projection exploding could not apply events 11-20: RuntimeError: boom ("
+    )
+    assert f"{Path(__file__).name}, line " in str(failure)
+    # and the failed page left nothing of it: neither rows nor its checkpoint moved past 10
     statuses = {status.name: status for status in await runner.status()}
-    assert statuses["exploding"].checkpoint == statuses["leadership"].checkpoint == 10
-    seen = await seeded_log.store.query("SELECT MAX(position) FROM p_exploding_seen")
+    assert statuses["exploding"].checkpoint == 10
+    seen = await log.store.query("SELECT MAX(position) FROM p_exploding_seen")
     assert seen == [(10,)]
-    # and once the fault is gone, it carries on from the checkpoint
+    # while the projection that did not fail went on to the head
+    assert statuses["leadership"].checkpoint == SEED_COUNT
+    # and once the fault is gone, it carries on from its checkpoint
     exploding.fail_at = 0
     assert await runner.catch_up() == SEED_COUNT
-    count = await seeded_log.store.query("SELECT COUNT(*) FROM p_exploding_seen")
+    count = await log.store.query("SELECT COUNT(*) FROM p_exploding_seen")
     assert count == [(SEED_COUNT,)]
+
+
+class BadStatement(Exploding):
+    """Like :class:`Exploding`, but what fails is a statement the database refuses."""
+
+    name: ClassVar[str] = "bad_statement"
+
+    def tables(self) -> Sequence[str]:
+        return ("p_bad_statement_seen",)
+
+    def schema(self) -> Sequence[str]:
+        return ("CREATE TABLE IF NOT EXISTS p_bad_statement_seen (position BIGINT PRIMARY KEY)",)
+
+    async def apply(self, tx: ProjectionTransaction, events: Sequence[RecordedEvent]) -> None:
+        await tx.executemany(
+            "INSERT INTO p_bad_statement_seen (position) VALUES (?)",
+            [(e.position,) for e in events],
+        )
+        await tx.execute("INSERT INTO p_bad_statement_no_such_table VALUES (1)")
+
+
+async def a_refused_statement_stops_only_its_projection(log: EventLog) -> None:
+    """After the database refused one projection's statement, the transaction still works
+    for the others (PostgreSQL aborts a whole transaction unless a savepoint is rolled back)."""
+    runner = ProjectionRunner(log.store, [BadStatement(), LeadershipProjection()], page=10)
+    with pytest.raises(ProjectionFailed) as raised:
+        await runner.catch_up()
+    assert raised.value.names == ("bad_statement",)
+    statuses = {status.name: status.checkpoint for status in await runner.status()}
+    assert statuses == {"bad_statement": 0, "leadership": SEED_COUNT}
+    assert await log.store.query("SELECT COUNT(*) FROM p_bad_statement_seen") == [(0,)]
+
+
+async def test_a_refused_statement_stops_only_its_projection(seeded_log: EventLog) -> None:
+    await a_refused_statement_stops_only_its_projection(seeded_log)
+
+
+async def test_rows_and_checkpoint_commit_together_and_a_failure_stops_only_its_projection(
+    seeded_log: EventLog,
+) -> None:
+    await a_failing_projection_stops_alone(seeded_log)
 
 
 async def test_a_changed_version_rebuilds_the_projection(seeded_log: EventLog) -> None:

@@ -22,7 +22,8 @@ from rich.progress import (
 )
 
 from leaderlog.cli._app import Context, err_console, main, print_json, run
-from leaderlog.projections import ProjectionRunner, Queries, runner_for
+from leaderlog.errors import ProjectionFailed
+from leaderlog.projections import BUILTIN, ProjectionRunner, Queries, runner_for
 
 # Catching up by fewer events than this shows no progress bar: it would only flicker.
 _PROGRESS_THRESHOLD = 5000
@@ -54,6 +55,22 @@ def _progress_bar(label: str) -> Progress:
     )
 
 
+async def catch_up_for_queries(runner: ProjectionRunner) -> None:
+    """Bring the runner's projections to the head before a query answers.
+
+    Queries read the built-in projections only, so a user projection that fails is reported
+    on stderr and left behind rather than refusing the answer; a built-in that fails is an
+    error.
+    """
+    try:
+        await _catch_up(runner)
+    except ProjectionFailed as failed:
+        if any(name in BUILTIN for name in failed.names):
+            raise
+        for failure in failed.failures:
+            click.echo(f"warning: {failure}", err=True)
+
+
 async def _catch_up(runner: ProjectionRunner) -> None:
     statuses = await runner.status()
     lag = max((status.lag for status in statuses), default=0)
@@ -69,8 +86,7 @@ async def _catch_up(runner: ProjectionRunner) -> None:
 @asynccontextmanager
 async def _current(context: Context) -> AsyncIterator[Queries]:
     async with context.log() as log:
-        runner = await runner_for(log.store)
-        await _catch_up(runner)
+        await catch_up_for_queries(await runner_for(log.store))
         yield Queries(log.store)
 
 

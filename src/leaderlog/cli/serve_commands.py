@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from leaderlog.cli._app import Context, err_console, main, run
+from leaderlog.cli.projection_commands import catch_up_for_queries
 from leaderlog.errors import ProjectionError
 from leaderlog.feeds import (
     FORMATS,
@@ -139,7 +140,7 @@ def feed_command(
             except FeedNotFound as error:
                 if error.scope is not None:
                     # The ids probably meant come from the leadership read model.
-                    await (await runner_for(log.store)).catch_up()
+                    await catch_up_for_queries(await runner_for(log.store))
                 raise ProjectionError(await error.explained(Queries(log.store))) from None
         return rendered.body
 

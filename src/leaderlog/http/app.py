@@ -74,16 +74,21 @@ async def _catch_up(runner: ProjectionRunner) -> None:
 async def _follow(runner: ProjectionRunner, feeds: FeedService, stop: asyncio.Event) -> None:
     """``runner.follow()``, unrolled so the feeds learn at once that projections moved."""
     applied = -1
+    reported = ""
     while not stop.is_set():
         try:
             head = await runner.catch_up()
-        except Exception:
-            # A failing page must not end the server; the error is logged and retried.
-            names = ", ".join(p.name for p in runner.projections)
-            logger.exception("applying events to %s failed; retrying", names)
+        except Exception as error:
+            # A failing page must not end the server: it is retried, and logged again only
+            # when the failure changes (projections that did not fail have gone on).
+            if str(error) != reported:
+                reported = str(error)
+                names = ", ".join(p.name for p in runner.projections)
+                logger.exception("applying events to %s failed; retrying", names)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), _RETRY_SECONDS)
             continue
+        reported = ""
         if head != applied:
             applied = head
             feeds.invalidate()

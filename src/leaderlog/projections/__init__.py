@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from leaderlog.errors import ProjectionError
+from leaderlog.errors import ProjectionError, ProjectionFailed
 from leaderlog.projections.audit import AuditProjection
 from leaderlog.projections.base import Projection, ProjectionTransaction, decode, payload
 from leaderlog.projections.feed_entries import FeedEntriesProjection
@@ -34,6 +34,7 @@ __all__ = [
     "LeadershipProjection",
     "Projection",
     "ProjectionError",
+    "ProjectionFailed",
     "ProjectionRunner",
     "ProjectionStatus",
     "ProjectionTransaction",

@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import NamedTuple
 
-from leaderlog.errors import ProjectionError
+from leaderlog.errors import ProjectionError, ProjectionFailed, ProjectionFailure
 from leaderlog.events import RecordedEvent
 from leaderlog.projections._sql import marks
 from leaderlog.projections.base import (
@@ -181,8 +181,9 @@ class ProjectionRunner:
                 names,
             )
 
-    async def _create_deferred_indexes(self) -> None:
-        waiting = [p for p in self.projections if p.name in self._deferred]
+    async def _create_deferred_indexes(self, behind: set[str]) -> None:
+        """Create the query indexes of rebuilt projections, except those ``behind``."""
+        waiting = [p for p in self.projections if p.name in self._deferred - behind]
         if not waiting:
             return
         async with self.store.projection_transaction() as tx:
@@ -195,8 +196,14 @@ class ProjectionRunner:
 
     async def _apply_page(
         self, projections: Sequence[Projection], events: Sequence[RecordedEvent]
-    ) -> None:
+    ) -> list[ProjectionFailure]:
+        """Apply a page to each projection that has not seen it; return those that raised.
+
+        Each projection applies inside a savepoint, so one that raises (a user projection's
+        bug, say) loses only its own rows of the page while the others commit theirs.
+        """
         first = events[0].position
+        failures: list[ProjectionFailure] = []
         async with self.store.projection_transaction() as tx:
             await self._lock(tx)
             stored = await self._checkpoints(tx)
@@ -210,19 +217,38 @@ class ProjectionRunner:
                     todo = [event for event in events if event.position > checkpoint]
                     if not todo:
                         continue
-                    await projection.apply(tx, todo)
+                    await tx.execute("SAVEPOINT projection_page")
+                    try:
+                        await projection.apply(tx, todo)
+                    except Exception as error:
+                        await tx.execute("ROLLBACK TO SAVEPOINT projection_page")
+                        await tx.execute("RELEASE SAVEPOINT projection_page")
+                        failures.append(
+                            ProjectionFailure(
+                                projection.name, todo[0].position, todo[-1].position, error
+                            )
+                        )
+                        continue
+                    await tx.execute("RELEASE SAVEPOINT projection_page")
                     await tx.execute(
                         "UPDATE projection_checkpoints SET position = ? WHERE name = ?",
                         (todo[-1].position, projection.name),
                     )
+        return failures
 
     async def _stored(self) -> dict[str, tuple[int, int]]:
         rows = await self.store.query("SELECT name, version, position FROM projection_checkpoints")
         return {str(name): (int(version), int(position)) for name, version, position in rows}
 
     async def _run(self, projections: Sequence[Projection], progress: Progress | None) -> int:
-        """Apply pages until the named projections reach today's head; returns that head."""
+        """Apply pages until the named projections reach today's head; returns that head.
+
+        A projection that raises is left where it was and the others go on; at the end,
+        :class:`ProjectionFailed` names each one that stopped.
+        """
         target, _ = await self.store.head()
+        failures: list[ProjectionFailure] = []
+        projections = list(projections)
         # The next page is read while this one is applied: turning rows into events and
         # writing projection rows then overlap (they run on different connections).
         ahead: asyncio.Task[list[RecordedEvent]] | None = None
@@ -249,12 +275,20 @@ class ProjectionRunner:
                         ahead = asyncio.create_task(
                             self.store.read_all(after=ahead_after, limit=self.page)
                         )
-                    await self._apply_page(projections, events)
+                    failed = await self._apply_page(projections, events)
+                    if failed:
+                        failures += failed
+                        stopped = {failure.name for failure in failed}
+                        projections = [p for p in projections if p.name not in stopped]
+                        if not projections:
+                            break
                     if progress is not None:
                         progress(min(events[-1].position, target), target)
         finally:
             await _cancel(ahead)
-        await self._create_deferred_indexes()
+        await self._create_deferred_indexes({failure.name for failure in failures})
+        if failures:
+            raise ProjectionFailed(failures)
         return target
 
     async def catch_up(self, progress: Progress | None = None) -> int:
