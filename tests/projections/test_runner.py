@@ -74,14 +74,14 @@ class Exploding(Projection):
     fail_at = 0
 
     def schema(self) -> Sequence[str]:
-        return ("CREATE TABLE IF NOT EXISTS p_exploding_seen (position BIGINT PRIMARY KEY)",)
+        return (f"CREATE TABLE IF NOT EXISTS p_{self.name}_seen (position BIGINT PRIMARY KEY)",)
 
     def tables(self) -> Sequence[str]:
-        return ("p_exploding_seen",)
+        return (f"p_{self.name}_seen",)
 
     async def apply(self, tx: ProjectionTransaction, events: Sequence[RecordedEvent]) -> None:
         await tx.executemany(
-            "INSERT INTO p_exploding_seen (position) VALUES (?)", [(e.position,) for e in events]
+            f"INSERT INTO p_{self.name}_seen (position) VALUES (?)", [(e.position,) for e in events]
         )
         if any(event.position == self.fail_at for event in events):
             raise RuntimeError("boom")
@@ -123,17 +123,8 @@ class BadStatement(Exploding):
 
     name: ClassVar[str] = "bad_statement"
 
-    def tables(self) -> Sequence[str]:
-        return ("p_bad_statement_seen",)
-
-    def schema(self) -> Sequence[str]:
-        return ("CREATE TABLE IF NOT EXISTS p_bad_statement_seen (position BIGINT PRIMARY KEY)",)
-
     async def apply(self, tx: ProjectionTransaction, events: Sequence[RecordedEvent]) -> None:
-        await tx.executemany(
-            "INSERT INTO p_bad_statement_seen (position) VALUES (?)",
-            [(e.position,) for e in events],
-        )
+        await super().apply(tx, events)
         await tx.execute("INSERT INTO p_bad_statement_no_such_table VALUES (1)")
 
 
