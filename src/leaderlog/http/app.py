@@ -18,6 +18,7 @@ from pathlib import Path
 
 from fastapi import APIRouter, FastAPI
 
+from leaderlog.errors import ProjectionFailed
 from leaderlog.feeds import FeedService
 from leaderlog.http import _api, _feeds, _pages
 from leaderlog.http._deps import Services, log_of
@@ -62,29 +63,44 @@ async def projection_runners(store: EventStore) -> tuple[ProjectionRunner, ...]:
     return (ProjectionRunner(store, others), feed_runner(store))
 
 
-async def _catch_up(runner: ProjectionRunner) -> None:
+def _log_failure(runner: ProjectionRunner, error: Exception) -> None:
+    if isinstance(error, ProjectionFailed):
+        # It names each projection that stopped, its events and the line that raised; the
+        # runner's own stack would add nothing, and the other projections went on.
+        logger.error("%s; retrying", error)
+    else:
+        names = ", ".join(p.name for p in runner.projections)
+        logger.exception("applying events to %s failed; retrying", names)
+
+
+async def _catch_up(runner: ProjectionRunner) -> str:
+    """Catch up before serving; returns the failure logged, if any (serving goes on with
+    what is projected, and the follower retries)."""
     try:
         await runner.catch_up()
-    except Exception:
-        names = ", ".join(p.name for p in runner.projections)
-        # Serve what is projected; the follower keeps retrying and logging.
-        logger.exception("projections %s could not catch up at start", names)
+    except Exception as error:
+        _log_failure(runner, error)
+        return str(error)
+    return ""
 
 
-async def _follow(runner: ProjectionRunner, feeds: FeedService, stop: asyncio.Event) -> None:
-    """``runner.follow()``, unrolled so the feeds learn at once that projections moved."""
+async def _follow(
+    runner: ProjectionRunner, feeds: FeedService, stop: asyncio.Event, reported: str
+) -> None:
+    """``runner.follow()``, unrolled so the feeds learn at once that projections moved.
+
+    ``reported`` is the failure already logged, if any: a failure is logged again only when
+    it changes, not on every retry.
+    """
     applied = -1
-    reported = ""
     while not stop.is_set():
         try:
             head = await runner.catch_up()
         except Exception as error:
-            # A failing page must not end the server: it is retried, and logged again only
-            # when the failure changes (projections that did not fail have gone on).
+            # A failing page must not end the server: it is retried.
             if str(error) != reported:
                 reported = str(error)
-                names = ", ".join(p.name for p in runner.projections)
-                logger.exception("applying events to %s failed; retrying", names)
+                _log_failure(runner, error)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), _RETRY_SECONDS)
             continue
@@ -118,11 +134,13 @@ def create_app(
             if seeds is not None and await log.store.count() == 0:
                 await load_seeds(log, seeds)
             runners = await projection_runners(log.store)
-            for runner in runners:
-                await _catch_up(runner)
+            reported = [await _catch_up(runner) for runner in runners]
             feeds = FeedService(log.store)
             app.state.services = Services(log, runners, Queries(log.store), feeds)
-            tasks = [asyncio.create_task(_follow(runner, feeds, stop)) for runner in runners]
+            tasks = [
+                asyncio.create_task(_follow(runner, feeds, stop, failure))
+                for runner, failure in zip(runners, reported, strict=True)
+            ]
             yield
         finally:
             stop.set()
