@@ -69,6 +69,7 @@ def test_bad_parameters_are_422_and_unknown_ids_404(
         "/api/state?org=atlantis": 404,
         "/api/state?as_of=tomorrow": 422,
         "/api/state?known_at=not-a-time": 422,
+        "/api/state?known_at=-3": 422,
         "/api/history": 422,
         "/api/history?person=robert-hammer&post=ice-hsi-ead": 422,
         "/api/history?person=nobody": 404,

@@ -11,6 +11,7 @@ from leaderlog.errors import ProjectionError
 __all__ = ["InvalidQuery", "UnknownEntity", "parse_day", "parse_known_at", "parse_time"]
 
 _DAY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_WHOLE_NUMBER = re.compile(r"^[+-]?\d+$")
 
 
 class UnknownEntity(ProjectionError):
@@ -70,10 +71,10 @@ def parse_known_at(value: int | str | dt.datetime | None) -> int | dt.datetime |
         return None
     if isinstance(value, bool):
         raise InvalidQuery(f"known-at must be a position or an RFC 3339 time, got {value!r}")
+    if isinstance(value, str) and _WHOLE_NUMBER.match(value.strip()):
+        value = int(value.strip())
     if isinstance(value, int):
         if value < 0:
             raise InvalidQuery(f"known-at position must be 0 or more, got {value}")
         return value
-    if isinstance(value, str) and value.strip().isdigit():
-        return int(value.strip())
     return parse_time(value, "known-at", end_of_day=True)
