@@ -137,7 +137,7 @@ class ProjectionFailure:
     name: str
     first: int
     last: int
-    cause: BaseException
+    cause: Exception
 
     def __str__(self) -> str:
         span = (

@@ -12,6 +12,7 @@ import pytest
 
 from leaderlog.errors import ProjectionFailed
 from leaderlog.http import create_app
+from leaderlog.http.app import _RETRY_SECONDS as RETRY_SECONDS
 from leaderlog.log import EventLog, load_seeds
 from leaderlog.projections import runner_for
 from tests.conftest import SEEDS
@@ -169,7 +170,7 @@ def test_a_failing_user_projection_does_not_hold_the_answers_back(
         assert status == "confirmed"
         # and the failure is logged, naming the projection and what raised, once while it
         # stays the same rather than on every retry
-        time.sleep(2.5)  # longer than the server waits between retries
+        time.sleep(RETRY_SECONDS + 0.5)  # so the server has retried at least once
         first = [
             r for r in caplog.records if "could not apply events 1-29: ValueError" in r.message
         ]
