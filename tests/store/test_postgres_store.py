@@ -227,6 +227,37 @@ async def test_bad_schema_name_is_refused() -> None:
         await PostgresStore.open("postgresql://postgres@127.0.0.1:5432/test?schema=x;drop")
 
 
+@pytest.mark.parametrize(
+    ("url", "message"),
+    [
+        ("postgresql://postgres@127.0.0.1:abc/test", "not a valid PostgreSQL URL"),
+        ("postgresql://postgres@127.0.0.1:99999/test", "not a valid PostgreSQL URL"),
+        ("postgresql://postgres:hunter2@[::1/test", "the database URL is not a valid"),
+        ("postgresql://postgres@127.0.0.1/test?schema=a&schema=b", "more than once"),
+    ],
+)
+async def test_a_malformed_url_is_refused_before_connecting(url: str, message: str) -> None:
+    with pytest.raises(StoreUnavailable, match=message) as refused:
+        await PostgresStore.open(url)
+    assert "hunter2" not in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    ("query", "message"),
+    [
+        ("no_such_setting=1", 'unrecognized configuration parameter "no_such_setting"'),
+        ("DateStyle=garbage", 'invalid value for parameter "DateStyle"'),
+        ("sslmode=bogus", "sslmode"),
+    ],
+)
+async def test_a_setting_the_server_refuses_is_unavailable_not_a_crash(
+    postgres_url: str, query: str, message: str
+) -> None:
+    separator = "&" if "?" in postgres_url else "?"
+    with pytest.raises(StoreUnavailable, match=message):
+        await PostgresStore.open(f"{postgres_url}{separator}{query}")
+
+
 async def test_closed_store_is_unavailable(schema_url: str) -> None:
     opened = await PostgresStore.open(schema_url)
     await opened.close()

@@ -138,8 +138,19 @@ _OPEN_ERRORS: tuple[type[BaseException], ...] = (
     asyncpg.InvalidAuthorizationSpecificationError,
     asyncpg.InsufficientPrivilegeError,
 )
+# What a URL can get wrong that asyncpg only finds when it connects: a port that is not a
+# number or out of range, a bad option value, a server setting the server does not know.
+_OPEN_OR_URL_ERRORS: tuple[type[BaseException], ...] = (
+    *_OPEN_ERRORS,
+    asyncpg.PostgresError,
+    asyncpg.InterfaceError,
+    ValueError,
+    OverflowError,
+)
+# Anything the server can answer with once connected.
+_SERVER_ERRORS: tuple[type[BaseException], ...] = (*_OPEN_ERRORS, asyncpg.PostgresError)
 # Listening is optional: any failure to start it just leaves the follower polling.
-_LISTEN_ERRORS: tuple[type[BaseException], ...] = (*_OPEN_ERRORS, asyncpg.PostgresError)
+_LISTEN_ERRORS = _SERVER_ERRORS
 
 _PLACEHOLDER_OR_QUOTED = re.compile(
     r"'(?:[^']|'')*'"  # string literal ('' is an escaped quote)
@@ -182,16 +193,32 @@ def _redacted(dsn: str) -> str:
     return urlunsplit(parts._replace(netloc=netloc))
 
 
+def _redacted_or_hidden(url: str) -> str:
+    """A URL fit for an error message, even one too broken to find its password in."""
+    try:
+        return _redacted(url)
+    except ValueError:
+        return "the database URL" if "@" in url else url
+
+
 def _connect_options(url: str) -> tuple[str, dict[str, str], str | None]:
     """Split our own ``schema`` parameter off the URL asyncpg gets."""
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - parsing the port is what checks it
+    except ValueError as error:
+        raise StoreUnavailable(
+            f"{_redacted_or_hidden(url)} is not a valid PostgreSQL URL: {error}"
+        ) from error
     schema: str | None = None
     passed: list[tuple[str, str]] = []
     for key, value in parse_qsl(parts.query, keep_blank_values=True):
-        if key == "schema":
-            schema = value
-        else:
+        if key != "schema":
             passed.append((key, value))
+        elif schema is not None:
+            raise StoreUnavailable("schema is given more than once in the database URL")
+        else:
+            schema = value
     if schema is not None and not _SCHEMA_NAME.fullmatch(schema):
         raise StoreUnavailable(
             f"schema {schema!r} is not a valid name: use lowercase letters, digits and _ "
@@ -305,14 +332,14 @@ class PostgresStore(EventStore):
                 timeout=_CONNECT_TIMEOUT,
                 server_settings=settings,
             )
-        except _OPEN_ERRORS as error:
+        except _OPEN_OR_URL_ERRORS as error:
             raise StoreUnavailable(
                 f"cannot open PostgreSQL database {_redacted(dsn)}: {error}"
             ) from error
         try:
             async with pool.acquire() as connection:
                 table_schema, table_oid = await _create_schema(connection, schema)
-        except _OPEN_ERRORS as error:
+        except _SERVER_ERRORS as error:
             await pool.close()
             raise StoreUnavailable(
                 f"cannot prepare PostgreSQL database {_redacted(dsn)}: {error}"
