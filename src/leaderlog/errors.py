@@ -132,21 +132,27 @@ class ProjectionError(LeaderlogError):
 
 @dataclass(frozen=True)
 class ProjectionFailure:
-    """One projection that could not apply events ``first``..``last``, and why."""
+    """One projection that could not apply events ``first``..``last``, and why; both are
+    ``None`` when it could not even create its tables (its ``schema()`` failed)."""
 
     name: str
-    first: int
-    last: int
+    first: int | None
+    last: int | None
     cause: Exception
 
     def __str__(self) -> str:
+        if self.first is None or self.last is None:
+            return (
+                f"projection {self.name} could not create its tables: {self.cause}; "
+                "it is left out until that is fixed"
+            )
+        cause = f"{type(self.cause).__name__}: {self.cause}{_where_raised(self.cause)}"
         span = (
             f"event {self.first}" if self.first == self.last else f"events {self.first}-{self.last}"
         )
         return (
-            f"projection {self.name} could not apply {span}: {type(self.cause).__name__}: "
-            f"{self.cause}{_where_raised(self.cause)}; it stays at position {self.first - 1} "
-            "until that is fixed"
+            f"projection {self.name} could not apply {span}: {cause}; "
+            f"it stays at position {self.first - 1} until that is fixed"
         )
 
 

@@ -135,10 +135,10 @@ class Failing(Projection):
     version = 1
 
     def schema(self):
-        return ("CREATE TABLE IF NOT EXISTS p_failing (position BIGINT)",)
+        return ("CREATE TABLE IF NOT EXISTS p_failing_rows (position BIGINT)",)
 
     def tables(self):
-        return ("p_failing",)
+        return ("p_failing_rows",)
 
     async def apply(self, tx, events):
         raise ValueError("no such column in my head")

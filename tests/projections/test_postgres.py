@@ -10,6 +10,7 @@ from tests.conftest import ROOT, SEEDS
 from tests.projections.logs import GORDON_ACTING, HAMMER_CAPTION, SEED_COUNT, append, at, record
 from tests.projections.test_runner import (
     FOLLOW_UPS,
+    a_broken_schema_stops_only_its_projection,
     a_failing_projection_stops_alone,
     a_refused_statement_stops_only_its_projection,
     dump,
@@ -139,3 +140,9 @@ async def test_postgres_a_refused_statement_stops_only_its_projection(
     seeded_postgres_log: EventLog,
 ) -> None:
     await a_refused_statement_stops_only_its_projection(seeded_postgres_log)
+
+
+async def test_postgres_a_broken_schema_stops_only_its_projection(
+    seeded_postgres_log: EventLog,
+) -> None:
+    await a_broken_schema_stops_only_its_projection(seeded_postgres_log)

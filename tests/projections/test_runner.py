@@ -242,6 +242,59 @@ async def test_follow_applies_new_events_live(seeded_log: EventLog) -> None:
     assert claim["status"] == "confirmed"
 
 
+class Trespassing(Exploding):
+    """Declares the log's own table as one of its tables: a rebuild would drop it."""
+
+    name: ClassVar[str] = "trespassing"
+
+    def tables(self) -> Sequence[str]:
+        return (*super().tables(), "events")
+
+
+async def test_a_projection_naming_tables_it_does_not_own_is_refused(seeded_log: EventLog) -> None:
+    with pytest.raises(ProjectionError, match="table 'events': it is not its own"):
+        ProjectionRunner(seeded_log.store, [LeadershipProjection(), Trespassing()])
+    assert (await seeded_log.store.verify()).count == SEED_COUNT
+
+
+class BrokenSchema(Exploding):
+    """Its DDL is well formed enough to pass the ownership check, but the database refuses it."""
+
+    name: ClassVar[str] = "broken_schema"
+
+    def schema(self) -> Sequence[str]:
+        return (
+            *super().schema(),
+            "CREATE INDEX IF NOT EXISTS p_broken_schema_i ON p_broken_schema_seen (nope)",
+        )
+
+
+async def a_broken_schema_stops_only_its_projection(log: EventLog) -> None:
+    """Given/when/then shared with the PostgreSQL tests."""
+    # given a projection whose schema the database refuses, beside a built-in
+    runner = ProjectionRunner(log.store, [BrokenSchema(), LeadershipProjection()])
+    # when catching up
+    with pytest.raises(ProjectionFailed) as raised:
+        await runner.catch_up()
+    # then the failure names the projection and the statement
+    (failure,) = raised.value.failures
+    assert (failure.name, failure.first, failure.last) == ("broken_schema", None, None)
+    assert str(failure).startswith(
+        "projection broken_schema could not create its tables: "
+        "'CREATE INDEX IF NOT EXISTS p_broken_schema_i ON p_broken_schema_seen (nope)' failed: "
+    )
+    # and the built-in beside it reached the head, while it has no checkpoint at all
+    assert await runner.registered() == {"leadership": (1, SEED_COUNT)}
+    # and a rebuild of both reports it again without holding the built-in back
+    with pytest.raises(ProjectionFailed, match="broken_schema could not create its tables"):
+        await runner.rebuild()
+    assert await runner.registered() == {"leadership": (1, SEED_COUNT)}
+
+
+async def test_a_broken_schema_stops_only_its_projection(seeded_log: EventLog) -> None:
+    await a_broken_schema_stops_only_its_projection(seeded_log)
+
+
 async def test_duplicate_projection_names_are_refused(seeded_log: EventLog) -> None:
     with pytest.raises(ProjectionError, match="unique"):
         ProjectionRunner(seeded_log.store, [LeadershipProjection(), LeadershipProjection()])

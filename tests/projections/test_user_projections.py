@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 
 from leaderlog.errors import ProjectionError
-from leaderlog.log import EventLog
+from leaderlog.log import EventLog, load_seeds
 from leaderlog.projections import BUILTIN, load_projection, runner_for
-from tests.conftest import ROOT
-from tests.projections.logs import append, record
+from tests.conftest import ROOT, SEEDS
+from tests.projections.logs import SEED_COUNT, append, record
 
 USER_FOLDER = ROOT / "projections"
 
@@ -136,6 +136,21 @@ def test_builtin_names_load_without_the_folder(tmp_path: Path) -> None:
             "class P(LeadershipProjection):\n    name = 'other'\nPROJECTION = P\n",
             "must have name = 'misnamed'",
         ),
+        ("exits", "import sys\nsys.exit(3)\n", r"failed to import: it exited \(3\)"),
+        (
+            "unfinished",
+            "from leaderlog.projections import Projection\n"
+            "class P(Projection):\n    name = 'unfinished'\n    version = 1\n"
+            "    def tables(self): return ()\nPROJECTION = P\n",
+            "must implement apply, schema",
+        ),
+        (
+            "needs_setup",
+            "from leaderlog.projections.audit import AuditProjection\n"
+            "class P(AuditProjection):\n    name = 'needs_setup'\n"
+            "    def __init__(self): raise KeyError('TOKEN')\nPROJECTION = P\n",
+            "could not be set up: 'TOKEN'",
+        ),
     ],
 )
 def test_bad_user_projections_are_refused(
@@ -145,6 +160,62 @@ def test_bad_user_projections_are_refused(
         (tmp_path / f"{name}.py").write_text(source, encoding="utf-8")
     with pytest.raises(ProjectionError, match=message):
         load_projection(name, tmp_path)
+
+
+def _declaring(name: str, tables: tuple[str, ...], schema: tuple[str, ...]) -> str:
+    return (
+        "from leaderlog.projections import Projection\n"
+        f"class P(Projection):\n    name = {name!r}\n    version = 1\n"
+        f"    def schema(self): return {schema!r}\n"
+        f"    def tables(self): return {tables!r}\n"
+        "    async def apply(self, tx, events): pass\n"
+        "PROJECTION = P\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "tables", "schema", "message"),
+    [
+        (
+            "thief",
+            ("events",),
+            (),
+            "table 'events': it is not its own; its names start with p_thief_",
+        ),
+        ("thief", ("projection_checkpoints",), (), "table 'projection_checkpoints'"),
+        ("feed", ("p_feed_entries_versions",), (), "belongs to projection feed_entries"),
+        ("thief", ("p_thief_x; DROP TABLE events",), (), "not valid"),
+        ("thief", (), ("DROP TABLE events",), "is not one CREATE TABLE/INDEX IF NOT EXISTS"),
+        (
+            "thief",
+            (),
+            ("CREATE TABLE IF NOT EXISTS p_thief_x (a TEXT); DROP TABLE events",),
+            "is not one CREATE",
+        ),
+        ("thief", (), ("CREATE INDEX IF NOT EXISTS p_thief_i ON events (stream)",), "'events'"),
+        (
+            "thief",
+            (),
+            ("CREATE TABLE IF NOT EXISTS p_audit_claims (a TEXT)",),
+            "to projection audit",
+        ),
+    ],
+)
+async def test_a_projection_may_only_declare_its_own_tables(
+    sqlite_url: str,
+    tmp_path: Path,
+    name: str,
+    tables: tuple[str, ...],
+    schema: tuple[str, ...],
+    message: str,
+) -> None:
+    """The runner drops ``tables()`` on rebuild: naming the log there once destroyed it."""
+    (tmp_path / f"{name}.py").write_text(_declaring(name, tables, schema), encoding="utf-8")
+    async with await EventLog.open(sqlite_url) as log:
+        await load_seeds(log, SEEDS)
+        with pytest.raises(ProjectionError, match=message):
+            await runner_for(log.store, tmp_path, also=(name,))
+        assert (await log.store.verify()).count == SEED_COUNT
 
 
 def test_a_user_module_cannot_take_a_builtin_name(tmp_path: Path) -> None:

@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import abc
 import datetime as dt
-from collections.abc import Iterator, Sequence
+import re
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, ClassVar
 
@@ -41,6 +42,7 @@ __all__ = [
     "CHECKPOINT_SCHEMA",
     "Projection",
     "ProjectionTransaction",
+    "check_owned_names",
     "chunks",
     "decode",
     "marks",
@@ -81,6 +83,56 @@ class Projection(abc.ABC):
         with the schema.
         """
         return ()
+
+
+_TABLE_NAME = re.compile(r"[a-z][a-z0-9_]*")
+_DDL = re.compile(
+    r"\s*CREATE\s+(?:UNIQUE\s+)?(TABLE|INDEX)\s+IF\s+NOT\s+EXISTS\s+(\w+)(?:\s+ON\s+(\w+))?",
+    re.IGNORECASE,
+)
+
+
+def _owner(name: str, projections: Iterable[str]) -> str | None:
+    """The projection whose ``p_<projection>_`` prefix ``name`` carries; the longest wins,
+    so ``p_feed_entries_versions`` belongs to ``feed_entries`` even beside a ``feed``."""
+    owners = [p for p in projections if name.lower().startswith(f"p_{p}_")]
+    return max(owners, key=len, default=None)
+
+
+def check_owned_names(projection: Projection, others: Iterable[str] = ()) -> list[str]:
+    """What is wrong with the tables and DDL a projection declares, as messages.
+
+    The runner drops ``tables()`` on every rebuild and runs ``schema()`` on every start, so
+    a name outside the projection's own ``p_<name>_`` prefix could destroy the log itself or
+    another projection's rows. ``others`` are the names of projections it runs beside.
+    """
+    everyone = {projection.name, *others}
+    problems: list[str] = []
+
+    def check(name: str, what: str) -> None:
+        owner = _owner(name, everyone)
+        if owner == projection.name:
+            return
+        whose = f"it belongs to projection {owner}" if owner else "it is not its own"
+        problems.append(f"{what} {name!r}: {whose}; its names start with p_{projection.name}_")
+
+    for table in projection.tables():
+        if not _TABLE_NAME.fullmatch(table):
+            problems.append(f"table name {table!r} is not valid: use a-z, 0-9 and _")
+        else:
+            check(table, "table")
+    for statement in (*projection.schema(), *projection.query_indexes()):
+        found = _DDL.match(statement)
+        if found is None or ";" in statement.rstrip().rstrip(";"):
+            problems.append(
+                f"statement {statement[:60]!r} is not one CREATE TABLE/INDEX IF NOT EXISTS"
+            )
+            continue
+        kind, created, table = found.groups()
+        check(created, kind.lower())
+        if table is not None:
+            check(table, "table")
+    return list(dict.fromkeys(problems))
 
 
 # Several projections read the same page; decoding a payload with pydantic costs more than

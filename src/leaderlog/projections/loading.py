@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from leaderlog.errors import ProjectionError
-from leaderlog.projections.base import Projection
+from leaderlog.projections.base import Projection, check_owned_names
 
 __all__ = ["PROJECTIONS_ENV", "load_user_projection", "user_projection_folder"]
 
@@ -53,9 +53,11 @@ def load_user_projection(
     sys.modules[module_name] = module
     try:
         spec.loader.exec_module(module)
-    except Exception as error:
+    except (Exception, SystemExit) as error:
+        # SystemExit too: a module that calls sys.exit() on import must not end the command.
         del sys.modules[module_name]
-        raise ProjectionError(f"projection module {path} failed to import: {error}") from error
+        why = f"it exited ({error})" if isinstance(error, SystemExit) else str(error)
+        raise ProjectionError(f"projection module {path} failed to import: {why}") from error
     found = getattr(module, "PROJECTION", None)
     if not (isinstance(found, type) and issubclass(found, Projection)):
         raise ProjectionError(f"{path} must set PROJECTION to a Projection subclass")
@@ -65,4 +67,14 @@ def load_user_projection(
         )
     if name in builtin:
         raise ProjectionError(f"{name!r} is a built-in projection name")
-    return found()
+    missing = sorted(getattr(found, "__abstractmethods__", ()))
+    if missing:
+        raise ProjectionError(f"{path}: PROJECTION must implement {', '.join(missing)}")
+    try:
+        projection = found()
+        problems = check_owned_names(projection, builtin)
+    except Exception as error:
+        raise ProjectionError(f"{path}: PROJECTION could not be set up: {error}") from error
+    if problems:
+        raise ProjectionError(f"{path}: " + "; ".join(problems))
+    return projection

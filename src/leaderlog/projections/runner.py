@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import NamedTuple
 
@@ -29,6 +29,7 @@ from leaderlog.projections.base import (
     CHECKPOINT_SCHEMA,
     Projection,
     ProjectionTransaction,
+    check_owned_names,
     shared_decoding,
 )
 from leaderlog.store.base import EventStore
@@ -75,6 +76,31 @@ def _few_collections(backlog: int) -> Iterator[None]:
             gc.unfreeze()
 
 
+@contextlib.asynccontextmanager
+async def _alone(tx: ProjectionTransaction) -> AsyncIterator[None]:
+    """Run one projection's statements inside a savepoint: if they raise, only they are
+    undone and the transaction stays usable for the others (PostgreSQL would otherwise
+    refuse every later statement of the transaction)."""
+    await tx.execute("SAVEPOINT one_projection")
+    try:
+        yield
+    except Exception:
+        await tx.execute("ROLLBACK TO SAVEPOINT one_projection")
+        await tx.execute("RELEASE SAVEPOINT one_projection")
+        raise
+    await tx.execute("RELEASE SAVEPOINT one_projection")
+
+
+async def _create(tx: ProjectionTransaction, statement: str) -> None:
+    """Run one of a projection's DDL statements; a failure names the statement."""
+    try:
+        await tx.execute(statement)
+    except Exception as error:
+        shown = " ".join(statement.split())
+        shown = shown if len(shown) <= 100 else f"{shown[:97]}..."
+        raise ProjectionError(f"{shown!r} failed: {error}") from error
+
+
 async def _cancel(task: asyncio.Task[list[RecordedEvent]] | None) -> None:
     if task is None:
         return
@@ -102,8 +128,14 @@ class ProjectionRunner:
         names = [projection.name for projection in self.projections]
         if len(set(names)) != len(names):
             raise ProjectionError(f"projection names must be unique, got {names}")
+        for projection in self.projections:
+            problems = check_owned_names(projection, names)
+            if problems:
+                raise ProjectionError(f"projection {projection.name}: " + "; ".join(problems))
         self.page = page
         self._prepared = False
+        # Projections whose schema() failed at the last prepare: left out of every run.
+        self._unprepared: dict[str, ProjectionFailure] = {}
         # Projections (re)built from scratch whose query indexes wait for the end of the replay.
         self._deferred: set[str] = set()
 
@@ -133,7 +165,7 @@ class ProjectionRunner:
         for table in projection.tables():
             await tx.execute(f"DROP TABLE IF EXISTS {table}")
         for statement in projection.schema():
-            await tx.execute(statement)
+            await _create(tx, statement)
         await tx.execute(
             "INSERT INTO projection_checkpoints (name, version, position) VALUES (?, ?, 0) "
             "ON CONFLICT (name) DO UPDATE SET version = excluded.version, position = 0",
@@ -146,29 +178,40 @@ class ProjectionRunner:
         if self._prepared:
             return
         for attempt in range(_PREPARE_ATTEMPTS):
+            last_attempt = attempt == _PREPARE_ATTEMPTS - 1
             try:
-                await self._prepare_once()
+                self._unprepared = await self._prepare_once(isolate=last_attempt)
                 break
             except Exception:
                 # Another process creating the same tables at the same moment can make
                 # CREATE ... IF NOT EXISTS fail on PostgreSQL; the next attempt finds them.
-                if attempt == _PREPARE_ATTEMPTS - 1:
+                if last_attempt:
                     raise
                 await asyncio.sleep(0.05 * (attempt + 1))
         self._prepared = True
 
-    async def _prepare_once(self) -> None:
+    async def _prepare_once(self, *, isolate: bool) -> dict[str, ProjectionFailure]:
+        """Create or reset each projection's tables. With ``isolate``, one whose statements
+        fail is rolled back alone and returned, so a broken user schema stops only itself."""
+        failed: dict[str, ProjectionFailure] = {}
         async with self.store.projection_transaction() as tx:
             await tx.execute(CHECKPOINT_SCHEMA)
             await self._lock(tx)
             stored = await self._checkpoints(tx)
             for projection in self.projections:
-                found = stored.get(projection.name)
-                if found is None or found[0] != projection.version or found[1] == 0:
-                    await self._reset(tx, projection)
-                    continue
-                for statement in (*projection.schema(), *projection.query_indexes()):
-                    await tx.execute(statement)
+                try:
+                    async with _alone(tx):
+                        found = stored.get(projection.name)
+                        if found is None or found[0] != projection.version or found[1] == 0:
+                            await self._reset(tx, projection)
+                            continue
+                        for statement in (*projection.schema(), *projection.query_indexes()):
+                            await _create(tx, statement)
+                except Exception as error:
+                    if not isolate:
+                        raise
+                    failed[projection.name] = ProjectionFailure(projection.name, None, None, error)
+        return failed
 
     async def _lock(self, tx: ProjectionTransaction) -> None:
         """Serialise runners on this projection set's checkpoint rows (a no-op on SQLite,
@@ -189,7 +232,7 @@ class ProjectionRunner:
         async with self.store.projection_transaction() as tx:
             for projection in waiting:
                 for statement in projection.query_indexes():
-                    await tx.execute(statement)
+                    await _create(tx, statement)
         self._deferred -= {projection.name for projection in waiting}
 
     # --- applying --------------------------------------------------------------------------
@@ -217,19 +260,16 @@ class ProjectionRunner:
                     todo = [event for event in events if event.position > checkpoint]
                     if not todo:
                         continue
-                    await tx.execute("SAVEPOINT projection_page")
                     try:
-                        await projection.apply(tx, todo)
+                        async with _alone(tx):
+                            await projection.apply(tx, todo)
                     except Exception as error:
-                        await tx.execute("ROLLBACK TO SAVEPOINT projection_page")
-                        await tx.execute("RELEASE SAVEPOINT projection_page")
                         failures.append(
                             ProjectionFailure(
                                 projection.name, todo[0].position, todo[-1].position, error
                             )
                         )
                         continue
-                    await tx.execute("RELEASE SAVEPOINT projection_page")
                     await tx.execute(
                         "UPDATE projection_checkpoints SET position = ? WHERE name = ?",
                         (todo[-1].position, projection.name),
@@ -247,8 +287,8 @@ class ProjectionRunner:
         :class:`ProjectionFailed` names each one that stopped.
         """
         target, _ = await self.store.head()
-        failures: list[ProjectionFailure] = []
-        projections = list(projections)
+        failures = [self._unprepared[p.name] for p in projections if p.name in self._unprepared]
+        projections = [p for p in projections if p.name not in self._unprepared]
         # The next page is read while this one is applied: turning rows into events and
         # writing projection rows then overlap (they run on different connections).
         ahead: asyncio.Task[list[RecordedEvent]] | None = None
@@ -304,7 +344,11 @@ class ProjectionRunner:
         async with self.store.projection_transaction() as tx:
             await tx.execute(CHECKPOINT_SCHEMA)
             for projection in chosen:
-                await self._reset(tx, projection)
+                # One whose schema fails keeps its tables; prepare() meets the same failure
+                # and reports it without holding back the others.
+                with contextlib.suppress(Exception):
+                    async with _alone(tx):
+                        await self._reset(tx, projection)
         self._prepared = False
         await self.prepare()
         return await self._run(chosen, progress)
