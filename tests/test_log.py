@@ -340,6 +340,40 @@ async def test_expected_version_in_records(seeded_log: EventLog) -> None:
     assert (await seeded_log.import_lines(fixed, actor="test")).appended == 2
 
 
+def _renames(*expected: object) -> list[str]:
+    """One ``person.updated`` line per expected version, all on derek-gordon's stream (at 1)."""
+    return [
+        json.dumps(
+            {
+                "type": "person.updated",
+                "data": {"person": "derek-gordon", "name": f"Derek Gordon {index}"},
+                **({} if version is None else {"expected_version": version}),
+            }
+        )
+        for index, version in enumerate(expected)
+    ]
+
+
+@pytest.mark.parametrize(
+    ("expected", "where", "actual"),
+    [
+        ((1, 1), "line 2", 2),
+        (("any", "no_stream"), "line 2", 2),
+        ((None, 1), "line 2", 2),
+        ((1, 2, 2), "line 3", 3),
+    ],
+)
+async def test_each_records_expected_version_counts_the_records_before_it_in_the_batch(
+    seeded_log: EventLog, expected: tuple[object, ...], where: str, actual: int
+) -> None:
+    before = await snapshot(seeded_log)
+    with pytest.raises(ConcurrencyError) as caught:
+        await seeded_log.import_lines(_renames(*expected), actor="test")
+    assert (caught.value.where, caught.value.actual) == (where, actual)
+    assert await snapshot(seeded_log) == before
+    assert (await seeded_log.import_lines(_renames(1, 2, "any", 4), actor="test")).appended == 4
+
+
 async def test_another_instance_retracts_and_this_one_notices(
     seeded_log: EventLog, sqlite_url: str
 ) -> None:

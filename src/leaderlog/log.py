@@ -561,8 +561,11 @@ class EventLog:
             version = group_versions.get(stream)
             if version is None:
                 version = self._versions.get(stream, 0)
-        if stream not in decision.expected:
+        if event is entry.event:
+            # Against the version the batch has brought the stream to so far: a second
+            # record of a stream in one batch expects what the first one left.
             self._check_expected(entry, stream, version, request, index)
+        if stream not in decision.expected:
             decision.expected[stream] = version if version else "no_stream"
         decision.states[stream] = evolve(None if version == 0 else knowledge.state(stream), event)
         decision.versions[stream] = version + 1
