@@ -6,6 +6,7 @@ import pytest
 
 from leaderlog.log import EventLog
 from leaderlog.projections import InvalidQuery, Queries
+from leaderlog.projections.query_input import parse_time
 from tests.projections.logs import (
     FOX,
     GENALO_RETIREMENT,
@@ -122,6 +123,11 @@ async def test_paging_with_after(sqlite_url: str) -> None:
         ({"attribution": "rumour"}, "unknown attribution 'rumour'"),
         ({"recorded_from": "last week"}, "from must be an RFC 3339 time"),
         ({"recorded_to": "2025-06-01T00:00:00"}, "to needs a UTC offset"),
+        ({"recorded_from": "0001-01-01T00:00:00+01:00"}, "out of range once converted to UTC"),
+        ({"recorded_to": "9999-12-31T23:59:59-01:00"}, "out of range once converted to UTC"),
+        ({"recorded_from": "2025-W22-4T14:00:00Z"}, "from must be an RFC 3339 time"),
+        ({"recorded_from": "20250529T140000Z"}, "from must be an RFC 3339 time"),
+        ({"recorded_to": "2025-02-30T00:00:00Z"}, "is not a real time of a calendar day"),
         (
             {"recorded_from": "2025-06-02", "recorded_to": "2025-06-01"},
             r"from \(2025-06-02T00:00:00\.000000Z\) is after to \(2025-06-01T23:59:59\.999999Z\)",
@@ -136,3 +142,17 @@ async def test_bad_filters_are_refused(
     queries = await current(seeded_log)
     with pytest.raises(InvalidQuery, match=message):
         await queries.audit(**filters)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("text", "moment"),
+    [
+        ("2016-12-31T23:59:60Z", "2016-12-31T23:59:59.999999+00:00"),
+        ("2025-05-29t14:00:00.1234567+02:00", "2025-05-29T12:00:00.123456+00:00"),
+        ("2025-05-29 14:00:00z", "2025-05-29T14:00:00+00:00"),
+    ],
+)
+def test_rfc3339_times_with_leap_seconds_and_long_fractions_are_read(
+    text: str, moment: str
+) -> None:
+    assert parse_time(text, "from", end_of_day=False).isoformat() == moment

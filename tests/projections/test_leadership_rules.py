@@ -328,6 +328,16 @@ def test_given_no_published_date_either_then_it_counts_from_the_recorded_day() -
     assert story.holders("2025-09-03") == [("ann", "permanent")]
 
 
+@pytest.mark.parametrize("effective", ["9999-12-31", "9999-12", "9999"])
+def test_given_a_change_after_the_last_representable_day_then_it_never_takes_effect_before_it(
+    effective: str,
+) -> None:
+    story = Story().report("c1", effective=effective, qualifier="after")
+    assert story.holders("2025-06-10") == []
+    assert story.holders("9999-12-30") == []
+    assert counts_from({"date": effective, "qualifier": "after"}) == day("9999-12-31")
+
+
 def test_counts_from_reads_every_precision() -> None:
     assert counts_from(None) is None
     assert counts_from({"date": None, "text": "soon"}) is None

@@ -304,6 +304,54 @@ async def test_an_org_move_moves_its_subtree(seeded_log: EventLog) -> None:
     assert (await queries.state(org="ice-hsi"))["org"]["parent"] == "ice"
 
 
+async def test_dates_at_the_end_of_the_calendar_are_answered(seeded_log: EventLog) -> None:
+    # given a change dated after the last day a date can name, and a source published then
+    # with an undated holder, both accepted on append
+    await append(
+        seeded_log,
+        [
+            record(
+                "claim.reported",
+                claim="far-future",
+                source=FOX,
+                kind="appointment",
+                person="derek-gordon",
+                post="ice-hsi-ead",
+                capacity="acting",
+                modality="occurred",
+                attribution={"kind": "outlet", "parties": []},
+                effective={"date": "9999-12-31", "qualifier": "after"},
+            ),
+            record(
+                "source.registered",
+                source="far-paper",
+                url="https://example.com/far",
+                publisher="Far",
+                published={"date": "9999", "qualifier": "after"},
+            ),
+            record(
+                "claim.reported",
+                claim="far-holder",
+                source="far-paper",
+                kind="incumbency",
+                person="kristi-noem",
+                post="ice-hsi-ead",
+                capacity="permanent",
+                modality="occurred",
+                attribution={"kind": "outlet", "parties": []},
+            ),
+        ],
+    )
+    # when the state and history are asked for, as known now and at that position
+    queries = await current(seeded_log)
+    state = await queries.state(org="ice", as_of="2025-06-15")
+    await queries.state(org="ice", as_of="2025-06-15", known_at=str(SEED_COUNT + 3))
+    await queries.history(org="ice")
+    # then they answer, and neither far change holds the post in 2025
+    holders = [h["person"] for h in _posts(state)["ice-hsi-ead"]["holders"]]
+    assert "kristi-noem" not in holders and holders.count("derek-gordon") <= 1
+
+
 async def test_posts_defined_later_are_not_known_earlier(seeded_log: EventLog) -> None:
     queries = await current(seeded_log)
     state = await queries.state(known_at=6)

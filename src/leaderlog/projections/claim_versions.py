@@ -81,7 +81,8 @@ def counts_from(date: FuzzyJSON | None) -> dt.date | None:
     if qualifier == "before":
         return first - _ONE_DAY
     if qualifier == "after":
-        return last + _ONE_DAY
+        # "after 9999-12-31" has no next day to name; the last one is the nearest answer.
+        return last + _ONE_DAY if last < dt.date.max else dt.date.max
     return last
 
 

@@ -12,6 +12,13 @@ __all__ = ["InvalidQuery", "UnknownEntity", "parse_day", "parse_known_at", "pars
 
 _DAY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _WHOLE_NUMBER = re.compile(r"^[+-]?\d+$")
+# RFC 3339 section 5.6, the only time shape accepted (datetime.fromisoformat alone also takes
+# week dates, basic format and times without seconds). A leap second is read as its
+# second's last microsecond; digits beyond microseconds are dropped.
+_RFC3339 = re.compile(
+    r"^(?P<date>\d{4}-\d{2}-\d{2})[Tt ](?P<clock>\d{2}:\d{2}):(?P<second>\d{2})"
+    r"(?:\.(?P<fraction>\d+))?(?P<offset>[Zz]|[+-]\d{2}:\d{2})$"
+)
 
 
 class UnknownEntity(ProjectionError):
@@ -54,15 +61,32 @@ def parse_time(value: str | dt.datetime, what: str, *, end_of_day: bool) -> dt.d
             day = parse_day(text, what)
             clock = dt.time.max if end_of_day else dt.time.min
             return dt.datetime.combine(day, clock, tzinfo=dt.UTC)
-        try:
-            moment = dt.datetime.fromisoformat(text.replace("z", "Z").replace("Z", "+00:00"))
-        except ValueError:
-            raise InvalidQuery(
-                f"{what} must be an RFC 3339 time such as 2025-05-29T14:00:00Z, got {value!r}"
-            ) from None
+        moment = _rfc3339(text, what)
     if moment.tzinfo is None:
         raise InvalidQuery(f"{what} needs a UTC offset (e.g. Z or +02:00), got {value!r}")
-    return moment.astimezone(dt.UTC)
+    try:
+        return moment.astimezone(dt.UTC)
+    except OverflowError:
+        raise InvalidQuery(f"{what} {value!r} is out of range once converted to UTC") from None
+
+
+def _rfc3339(text: str, what: str) -> dt.datetime:
+    found = _RFC3339.match(text)
+    if found is None:
+        if _RFC3339.match(f"{text}Z"):
+            raise InvalidQuery(f"{what} needs a UTC offset (e.g. Z or +02:00), got {text!r}")
+        raise InvalidQuery(
+            f"{what} must be an RFC 3339 time such as 2025-05-29T14:00:00Z, got {text!r}"
+        )
+    second = found["second"]
+    leap = second == "60"
+    fraction = "999999" if leap else (found["fraction"] or "0")[:6].ljust(6, "0")
+    offset = found["offset"].upper().replace("Z", "+00:00")
+    normal = f"{found['date']}T{found['clock']}:{'59' if leap else second}.{fraction}{offset}"
+    try:
+        return dt.datetime.fromisoformat(normal)
+    except ValueError:
+        raise InvalidQuery(f"{what} {text!r} is not a real time of a calendar day") from None
 
 
 def parse_known_at(value: int | str | dt.datetime | None) -> int | dt.datetime | None:
