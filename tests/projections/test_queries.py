@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from leaderlog.errors import ProjectionError
 from leaderlog.log import EventLog
 from leaderlog.projections import InvalidQuery, Queries, UnknownEntity
 from tests.projections.logs import (
@@ -103,6 +104,20 @@ async def test_known_at_a_position_shows_what_the_log_held_then(seeded_log: Even
     hammer = _posts(await queries.state(org="ice-hsi", as_of="2025-06-15", known_at="23"))
     assert hammer["ice-hsi-ead"]["holders"][0]["capacity"] == "unspecified"
     assert hammer["ice-hsi-ead"]["conflicts"][0]["kind"] == "disputed"
+
+
+async def test_known_at_a_position_appended_but_not_yet_projected_says_so(
+    seeded_log: EventLog,
+) -> None:
+    queries = await current(seeded_log)
+    (position,) = await append(
+        seeded_log, [record("person.updated", person="derek-gordon", name="D. Gordon")]
+    )
+    with pytest.raises(ProjectionError, match="not projected yet") as raised:
+        await queries.state(known_at=position)
+    assert not isinstance(raised.value, InvalidQuery)
+    with pytest.raises(InvalidQuery, match=rf"beyond the log's head \({position}\)"):
+        await queries.state(known_at=position + 1)
 
 
 async def test_known_at_position_zero_knows_nothing(seeded_log: EventLog) -> None:

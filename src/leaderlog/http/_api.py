@@ -47,7 +47,7 @@ async def _answer(request: Request, query: Awaitable[Any]) -> Response:
     except InvalidQuery as error:
         raise invalid_parameter(str(error), None) from None
     except ProjectionError as error:
-        raise HTTPException(503, str(error)) from None
+        raise HTTPException(503, str(error), headers={"Retry-After": "1"}) from None
     return json_response(request, value)
 
 

@@ -6,18 +6,22 @@ Other routers (for example the write API) use these too, so the app can be exten
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel
 from starlette.requests import Request
 
+from leaderlog.errors import ProjectionFailed, ProjectionFailure
 from leaderlog.feeds import FeedService
 from leaderlog.log import EventLog
-from leaderlog.projections import ProjectionRunner, Queries
+from leaderlog.projections import BUILTIN, ProjectionRunner, Queries
 
 __all__ = [
+    "OWN_WRITES_SECONDS",
     "Problem",
     "Services",
     "base_url",
@@ -33,18 +37,65 @@ __all__ = [
 _HOST = re.compile(r"^[A-Za-z0-9.-]{1,253}(:[0-9]{1,5})?$|^\[[0-9A-Fa-f:.]{2,45}\](:[0-9]{1,5})?$")
 
 
+# How long a write waits for the projections to apply it before answering anyway.
+OWN_WRITES_SECONDS = 5.0
+
+
+class _Applied:
+    """The position every runner has applied, as far as writers have seen; one catch-up at
+    a time, so writers arriving together share it."""
+
+    def __init__(self) -> None:
+        self.position = 0
+        self.lock = asyncio.Lock()
+        self.running: set[asyncio.Task[None]] = set()
+
+
 @dataclass(frozen=True, slots=True)
 class Services:
     log: EventLog
     runners: tuple[ProjectionRunner, ...]
     queries: Queries
     feeds: FeedService
+    _applied: _Applied = field(default_factory=_Applied)
 
     async def catch_up(self) -> None:
-        """Apply everything appended so far (a writer calls this to read its own writes)."""
+        """Apply everything appended so far. A user projection that fails holds back neither
+        the built-ins nor the other runners; :class:`ProjectionFailed` then comes last."""
+        target, _ = await self.log.store.head()
+        failures: list[ProjectionFailure] = []
         for runner in self.runners:
-            await runner.catch_up()
+            try:
+                await runner.catch_up()
+            except ProjectionFailed as failed:
+                failures += failed.failures
         self.feeds.invalidate()
+        if not any(failure.name in BUILTIN for failure in failures):
+            # What queries and feeds read is there.
+            self._applied.position = max(self._applied.position, target)
+        if failures:
+            raise ProjectionFailed(failures)
+
+    async def applied_through(self, position: int, timeout: float = OWN_WRITES_SECONDS) -> bool:
+        """Wait until the projections have applied ``position`` (so whoever appended it reads
+        it back at once); False if that took longer than ``timeout`` or failed, in which case
+        the followers apply it soon and report any failure."""
+        applied = self._applied
+        if applied.position >= position:
+            return True
+
+        async def catch_up_once() -> None:
+            async with applied.lock:
+                if applied.position < position:
+                    await self.catch_up()
+
+        task = asyncio.create_task(catch_up_once())
+        applied.running.add(task)
+        task.add_done_callback(applied.running.discard)
+        # Shielded: a write that stops waiting must not cut a projection transaction short.
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(asyncio.shield(task), timeout)
+        return applied.position >= position
 
 
 class Problem(BaseModel):

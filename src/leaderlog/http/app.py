@@ -16,12 +16,13 @@ import logging
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
-from fastapi import APIRouter, FastAPI
+from fastapi import APIRouter, FastAPI, Request
+from fastapi.responses import JSONResponse
 
-from leaderlog.errors import ProjectionFailed
+from leaderlog.errors import ProjectionFailed, StoreUnavailable
 from leaderlog.feeds import FeedService
 from leaderlog.http import _api, _feeds, _pages
-from leaderlog.http._deps import Services, log_of
+from leaderlog.http._deps import Services, log_of, services_of
 from leaderlog.http.write_routes import write_router
 from leaderlog.log import EventLog, load_seeds
 from leaderlog.projections import ProjectionRunner, Queries, runner_for
@@ -162,10 +163,21 @@ def create_app(
     app.include_router(_pages.router)
     app.include_router(_feeds.router)
     app.include_router(_api.router)
-    app.include_router(write_router(log_of))
+    app.include_router(write_router(log_of, _applied_through))
     for router in routers:
         app.include_router(router)
+    app.add_exception_handler(StoreUnavailable, _unavailable)
     return app
+
+
+async def _applied_through(request: Request, position: int) -> bool:
+    return await services_of(request).applied_through(position)
+
+
+async def _unavailable(request: Request, error: Exception) -> JSONResponse:
+    """The database is busy or gone: a condition to retry, not a server fault."""
+    logger.warning("%s %s: %s", request.method, request.url.path, error)
+    return JSONResponse({"detail": str(error)}, 503, headers={"Retry-After": "1"})
 
 
 def _version() -> str:

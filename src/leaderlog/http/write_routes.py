@@ -8,7 +8,7 @@ rules) → 409 (expected version or event id) → 201 appended / 200 already pre
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Request, Security
@@ -22,6 +22,7 @@ from leaderlog.errors import (
     ConcurrencyError,
     DuplicateEventError,
     RecordError,
+    StoreUnavailable,
     TokenError,
 )
 from leaderlog.events import Record, event_schema, parse_record
@@ -215,8 +216,15 @@ def _parse(raw: Any) -> list[Record]:
     return records
 
 
-def write_router(get_log: Callable[[Request], EventLog]) -> APIRouter:
-    """The write route, given how a request finds the application's :class:`EventLog`."""
+def write_router(
+    get_log: Callable[[Request], EventLog],
+    applied_through: Callable[[Request, int], Awaitable[object]] | None = None,
+) -> APIRouter:
+    """The write route, given how a request finds the application's :class:`EventLog`.
+
+    ``applied_through(request, position)``, when given, is awaited before a write is
+    answered, so that the writer's next read sees what it wrote.
+    """
     router = APIRouter()
     # One Tokens per store, so its table is ensured once rather than on every request.
     tokens_by_store: dict[int, Tokens] = {}
@@ -315,6 +323,10 @@ def write_router(get_log: Callable[[Request], EventLog]) -> APIRouter:
             )
         except (ConcurrencyError, DuplicateEventError) as error:
             return _error(409, "conflict", str(error))
+        except StoreUnavailable as error:
+            return _error(503, "unavailable", str(error), headers={"Retry-After": "1"})
+        if applied_through is not None and outcome.positions:
+            await applied_through(request, max(outcome.positions))
         status = 201 if outcome.appended else 200
         return JSONResponse(
             {

@@ -112,7 +112,16 @@ class Queries:
             position = head
         elif isinstance(wanted, int):
             if wanted > head:
-                raise InvalidQuery(f"known-at position {wanted} is beyond the log's head ({head})")
+                log_head, _ = await self.store.head()
+                if wanted <= log_head:
+                    # Appended and answered already, but not yet applied: a moment's wait.
+                    raise ProjectionError(
+                        f"known-at position {wanted} is in the log but not projected yet "
+                        f"(projections are at {head}); try again shortly"
+                    )
+                raise InvalidQuery(
+                    f"known-at position {wanted} is beyond the log's head ({log_head})"
+                )
             position = wanted
         else:
             rows = await self.store.query(
