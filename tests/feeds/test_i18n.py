@@ -68,6 +68,14 @@ def test_translations_are_used() -> None:
         ("ru;q=0, hi", "hi"),
         ("tlh, *", "en"),
         ("!!!, ;q=x, es", "es"),
+        ("en;q=0, *", "es"),
+        ("*", "en"),
+        ("en;q=0, de;q=0, *;q=0.5", "es"),
+        ("es;level=1;q=0.1, it;q=0.2", "it"),
+        ("zh-Hant-CN, de;q=0.5", "de"),
+        ("zh-Hans-TW", "zh-Hans"),
+        ("fr;q=nan, de", "de"),
+        ("de;q=2, fr", "de"),
     ],
 )
 def test_accept_language_negotiation(header: str | None, expected: str) -> None:
@@ -78,7 +86,7 @@ def test_explicit_languages_resolve_or_fail_clearly() -> None:
     assert resolve("zh-Hans") == "zh-Hans"
     assert resolve("pt-BR") == "pt"
     assert resolve("JA") == "ja"
-    for asked in ("xx", "zh-Hant", "", "en" * 40):
+    for asked in ("xx", "zh-Hant", "zh-Hant-CN", "", "en" * 40):
         with pytest.raises(UnknownLanguage, match="is not offered"):
             resolve(asked)
 

@@ -11,12 +11,14 @@ import datetime as dt
 import functools
 import gettext
 import io
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from babel import Locale, UnknownLocaleError
+from babel.core import parse_locale
 from babel.dates import format_date, format_datetime, format_skeleton
 from babel.lists import format_list
 from babel.messages.mofile import write_mo
@@ -121,15 +123,24 @@ def language(tag: str) -> Language:
 
 def _candidates(tag: str) -> list[str]:
     """Babel identifiers a requested tag may match, most specific first."""
+    separator = "-" if "-" in tag else "_"
     try:
-        locale = Locale.parse(tag.strip(), sep="-" if "-" in tag else "_")
-    except (ValueError, UnknownLocaleError):
+        language_code, territory, script, *_ = parse_locale(tag.strip(), sep=separator)
+    except ValueError:
         return []
-    # Babel fills in the likely script, so "zh-CN" becomes zh_Hans_CN and "zh-TW" zh_Hant_TW.
-    found = [str(locale)]
-    if locale.script:
-        found.append(f"{locale.language}_{locale.script}")
-    return found
+    if not script:
+        # Babel fills in the likely script, so "zh-CN" becomes zh_Hans_CN and "zh-TW"
+        # zh_Hant_TW. Only when the tag names none: Babel would override a named one.
+        try:
+            script = Locale.parse(tag.strip(), sep=separator).script
+        except (ValueError, UnknownLocaleError):
+            script = None
+    if not script:
+        return ["_".join(part for part in (language_code, territory) if part)]
+    return [
+        "_".join(part for part in (language_code, script, territory) if part),
+        f"{language_code}_{script}",
+    ]
 
 
 def _negotiate(preferred: Sequence[str]) -> str | None:
@@ -142,21 +153,45 @@ def _negotiate(preferred: Sequence[str]) -> str | None:
     return next((tag for tag, babel_id in _BABEL_IDS.items() if babel_id == identifier), None)
 
 
-def _accept_language(header: str) -> list[str]:
-    """The tags of an Accept-Language header, best first (q=0 means "not this one")."""
-    weighted: list[tuple[float, int, str]] = []
-    for index, part in enumerate(header.split(",")):
-        tag, _, parameters = part.strip().partition(";")
-        quality = 1.0
-        name, _, value = parameters.strip().partition("=")
+def _quality(parameters: Sequence[str]) -> float:
+    """The ``q`` parameter wherever it stands among a range's parameters (RFC 9110 12.4.2);
+    1 when absent, 0 (not acceptable) when unreadable, clamped to 0..1."""
+    for parameter in parameters:
+        name, _, value = parameter.partition("=")
         if name.strip().lower() == "q":
             try:
                 quality = float(value)
             except ValueError:
-                quality = 0.0
-        if tag and tag != "*" and quality > 0:
-            weighted.append((-quality, index, tag))
-    return [tag for _, _, tag in sorted(weighted)]
+                return 0.0
+            return min(max(quality, 0.0), 1.0) if math.isfinite(quality) else 0.0
+    return 1.0
+
+
+def _accept_language(header: str) -> list[str]:
+    """The tags of an Accept-Language header, best first. q=0 means "not this one", and
+    ``*`` stands for every offered language the header does not refuse."""
+    weighted: list[tuple[float, int, int, str]] = []
+    refused: set[str] = set()
+    wildcard: tuple[float, int] | None = None
+    for index, part in enumerate(header.split(",")):
+        tag, *parameters = (piece.strip() for piece in part.split(";"))
+        quality = _quality(parameters)
+        if not tag:
+            continue
+        if quality == 0:
+            refused.add(tag.lower())
+        elif tag == "*":
+            wildcard = (-quality, index)
+        else:
+            weighted.append((-quality, index, 0, tag))
+    if wildcard is not None:
+        # In the order offered; a refused range refuses what it covers ("zh;q=0": zh-Hans).
+        weighted += [
+            (*wildcard, order, offered)
+            for order, offered in enumerate(LANGUAGES)
+            if not any(offered.lower().startswith(no) for no in refused)
+        ]
+    return [tag for *_, tag in sorted(weighted) if tag.lower() not in refused]
 
 
 def negotiate(accept_language: str | None) -> str:
