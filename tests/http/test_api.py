@@ -49,6 +49,39 @@ def test_state_history_claims_and_audit(
     assert {event["source"] for event in audit["events"]} == {FOX}
 
 
+@pytest.mark.parametrize(
+    "path",
+    ["/healthz", "/api/state?org=ice", "/api/events?limit=2", "/api/claims/" + HAMMER_CAPTION],
+)
+def test_head_answers_what_get_would_without_the_body(
+    seeded_server: tuple[str, str], client: httpx.Client, path: str
+) -> None:
+    base, _ = seeded_server
+    got, head = client.get(f"{base}{path}"), client.head(f"{base}{path}")
+    assert (got.status_code, head.status_code) == (200, 200)
+    assert head.content == b""
+    assert head.headers["content-type"] == got.headers["content-type"]
+    assert head.headers["content-length"] == got.headers["content-length"]
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "allowed"),
+    [
+        ("PUT", "/api/events", "GET, HEAD, POST"),
+        ("DELETE", "/api/events", "GET, HEAD, POST"),
+        ("POST", "/api/state", "GET, HEAD"),
+        ("POST", "/feeds/all.atom", "GET, HEAD"),
+    ],
+)
+def test_a_method_the_path_lacks_is_405_listing_every_method_it_has(
+    seeded_server: tuple[str, str], client: httpx.Client, method: str, path: str, allowed: str
+) -> None:
+    base, _ = seeded_server
+    response = client.request(method, f"{base}{path}")
+    assert response.status_code == 405
+    assert response.headers["allow"] == allowed
+
+
 def test_events_verify_and_health(seeded_server: tuple[str, str], client: httpx.Client) -> None:
     base, _ = seeded_server
     events = client.get(f"{base}/api/events", params={"after": 10, "limit": 3}).json()

@@ -14,7 +14,7 @@ from fastapi import APIRouter, HTTPException, Path, Query, Request
 from starlette.responses import Response
 
 from leaderlog.errors import ProjectionError
-from leaderlog.http._conditional import json_response
+from leaderlog.http._conditional import get_and_head, json_response
 from leaderlog.http._deps import Problem, invalid_parameter, log_of, queries_of, runners_of
 from leaderlog.projections import InvalidQuery, UnknownEntity
 
@@ -51,7 +51,7 @@ async def _answer(request: Request, query: Awaitable[Any]) -> Response:
     return json_response(request, value)
 
 
-@router.get("/api/state", responses=_ERRORS, summary="Current or historical leadership")
+@get_and_head(router, "/api/state", responses=_ERRORS, summary="Current or historical leadership")
 async def state(
     request: Request,
     org: Slug = None,
@@ -69,7 +69,9 @@ async def state(
     return await _answer(request, queries_of(request).state(org, as_of, known_at))
 
 
-@router.get("/api/history", responses=_ERRORS, summary="Timelines of a person, post or org")
+@get_and_head(
+    router, "/api/history", responses=_ERRORS, summary="Timelines of a person, post or org"
+)
 async def history(
     request: Request,
     person: Slug = None,
@@ -87,7 +89,7 @@ async def history(
     )
 
 
-@router.get("/api/claims/{claim_id}", responses=_ERRORS, summary="One claim's lifecycle")
+@get_and_head(router, "/api/claims/{claim_id}", responses=_ERRORS, summary="One claim's lifecycle")
 async def claim(
     request: Request,
     claim_id: Annotated[str, Path(max_length=64)],
@@ -97,7 +99,7 @@ async def claim(
     return await _answer(request, queries_of(request).claim(claim_id, known_at))
 
 
-@router.get("/api/audit", responses=_ERRORS, summary="Audit queries over recorded events")
+@get_and_head(router, "/api/audit", responses=_ERRORS, summary="Audit queries over recorded events")
 async def audit(
     request: Request,
     source: Slug = None,
@@ -141,7 +143,7 @@ async def audit(
     )
 
 
-@router.get("/api/events", summary="The raw log, envelopes included")
+@get_and_head(router, "/api/events", summary="The raw log, envelopes included")
 async def events(
     request: Request,
     after: Annotated[int, Query(ge=0, description="Start after this position.")] = 0,
@@ -152,7 +154,8 @@ async def events(
     return json_response(request, [event.envelope() for event in found])
 
 
-@router.get(
+@get_and_head(
+    router,
     "/api/events/{position}",
     responses={404: {"model": Problem, "description": "No event at that position."}},
     summary="One event by position",
@@ -164,14 +167,14 @@ async def event(request: Request, position: Annotated[int, Path(ge=1)]) -> Respo
     return json_response(request, found.envelope())
 
 
-@router.get("/api/verify", summary="Check the hash chain and counts")
+@get_and_head(router, "/api/verify", summary="Check the hash chain and counts")
 async def verify(request: Request) -> Response:
     """The `leaderlog verify` report: `ok`, and the first bad position if any."""
     report = await log_of(request).store.verify()
     return json_response(request, asdict(report))
 
 
-@router.get("/healthz", summary="Liveness, log head and projection lag")
+@get_and_head(router, "/healthz", summary="Liveness, log head and projection lag")
 async def healthz(request: Request) -> Response:
     """``ok`` while the server runs; each projection's checkpoint and lag behind the log."""
     statuses = [status for runner in runners_of(request) for status in await runner.status()]

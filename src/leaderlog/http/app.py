@@ -17,7 +17,11 @@ from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
 from fastapi import APIRouter, FastAPI, Request
+from fastapi.exception_handlers import http_exception_handler
 from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.responses import Response
+from starlette.routing import BaseRoute, Match
 
 from leaderlog.errors import ProjectionFailed, StoreUnavailable
 from leaderlog.feeds import FeedService
@@ -167,7 +171,32 @@ def create_app(
     for router in routers:
         app.include_router(router)
     app.add_exception_handler(StoreUnavailable, _unavailable)
+    app.add_exception_handler(StarletteHTTPException, _http_error)
     return app
+
+
+_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE")
+
+
+async def _http_error(request: Request, error: Exception) -> Response:
+    """FastAPI's answer, except that a 405 lists every method the path has: Starlette names
+    only those of the first route that matched the path (GET for ``/api/events``, not POST)."""
+    assert isinstance(error, StarletteHTTPException)
+    if error.status_code == 405:
+        # Asked route by route through the public matching API: included routers may be
+        # wrapped, so their routes' methods cannot be listed directly.
+        routes = [route for route in request.app.routes if isinstance(route, BaseRoute)]
+        allowed = [
+            method
+            for method in _METHODS
+            if any(
+                route.matches({**request.scope, "method": method})[0] == Match.FULL
+                for route in routes
+            )
+        ]
+        if allowed:
+            error.headers = {**(error.headers or {}), "Allow": ", ".join(allowed)}
+    return await http_exception_handler(request, error)
 
 
 async def _applied_through(request: Request, position: int) -> bool:
