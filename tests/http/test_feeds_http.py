@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import gzip
 import time
 import xml.etree.ElementTree as ElementTree
 from email.utils import format_datetime, parsedate_to_datetime
+from pathlib import Path
 
 import feedparser
 import httpx
@@ -15,9 +17,14 @@ from click.testing import CliRunner
 from leaderlog.cli import serve_commands
 from leaderlog.cli._app import main
 from leaderlog.feeds import FULL_ARCHIVE_CACHE, SUBSCRIPTION_CACHE
+from leaderlog.feeds._service import Validators
+from leaderlog.http import create_app
+from leaderlog.http._conditional import caching_headers
 from leaderlog.log import EventLog
+from tests.conftest import SEEDS
 from tests.feeds.atom_schema import atom_problems
 from tests.feeds.logs import GENALO_RETIREMENT, add_claims, correct
+from tests.http.server import running
 
 IDENTITY = {"Accept-Encoding": "identity"}
 FEEDS = (
@@ -259,3 +266,41 @@ def test_full_archive_pages_are_immutable_while_the_feed_moves_on(
         assert cached.status_code == 304
     third = client.get(f"{base}/feeds/all.atom?page=3", headers=IDENTITY)
     assert third.headers["etag"] != pages[3].headers["etag"]
+
+
+def test_last_modified_is_left_out_while_its_second_is_still_running() -> None:
+    changed = dt.datetime(2025, 6, 1, 12, 0, 0, 250_000, tzinfo=dt.UTC)
+    validators = Validators(7, 'W/"7-atom"', changed, SUBSCRIPTION_CACHE)
+    during = caching_headers(validators, "en", now=changed + dt.timedelta(milliseconds=500))
+    after = caching_headers(validators, "en", now=changed + dt.timedelta(seconds=1))
+    assert "Last-Modified" not in during and during["ETag"] == 'W/"7-atom"'
+    assert after["Last-Modified"] == "Sun, 01 Jun 2025 12:00:00 GMT"
+
+
+async def _correct(database: str, capacity: str) -> None:
+    async with await EventLog.open(database) as log:
+        await correct(log, GENALO_RETIREMENT, capacity=capacity)
+
+
+def test_if_modified_since_never_hides_a_change_made_in_the_same_second(
+    tmp_path: Path, client: httpx.Client
+) -> None:
+    """Two changes in one second share an HTTP date; a reader sending only If-Modified-Since
+    must still get the second one."""
+    database = f"sqlite:///{tmp_path / 'leaderlog.db'}"
+    with running(create_app(database, seeds=SEEDS)) as base:
+        url = f"{base}/feeds/org/ice.atom"
+        etag = client.get(url, headers=IDENTITY).headers["etag"]
+        for capacity in ("permanent", "interim", "acting", "permanent"):
+            asyncio.run(_correct(database, capacity))
+            first = _wait_for_change(client, url, etag)
+            asyncio.run(
+                _correct(database, "unspecified" if capacity != "unspecified" else "acting")
+            )
+            second = _wait_for_change(client, url, first.headers["etag"])
+            etag = second.headers["etag"]
+            if "last-modified" in first.headers:
+                since = {"If-Modified-Since": first.headers["last-modified"], **IDENTITY}
+                again = client.get(url, headers=since)
+                assert again.status_code == 200
+                assert again.content == second.content

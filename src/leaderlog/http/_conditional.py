@@ -28,6 +28,7 @@ __all__ = [
     "PreparedResponse",
     "accepts_gzip",
     "cached_response",
+    "caching_headers",
     "get_and_head",
     "is_not_modified",
     "json_response",
@@ -100,13 +101,21 @@ def accepts_gzip(request: Request) -> bool:
     return bool(verdict)
 
 
-def _caching_headers(validators: Validators, language: str | None) -> dict[str, str]:
-    headers = {
-        "ETag": validators.etag,
-        "Last-Modified": validators.last_modified_http,
-        "Cache-Control": validators.cache_control,
-        "Vary": VARY,
-    }
+def caching_headers(
+    validators: Validators, language: str | None, now: dt.datetime | None = None
+) -> dict[str, str]:
+    """ETag, Cache-Control, Vary, Content-Language, and Last-Modified once it is safe.
+
+    HTTP dates count whole seconds. While the second of the last change is still running,
+    another change may land in it with the same date, and a reader that sends only
+    If-Modified-Since would then be told 304 and miss it; so Last-Modified is left out
+    until that second is over (the ETag tells the two changes apart meanwhile).
+    """
+    headers = {"ETag": validators.etag}
+    this_second = (now or dt.datetime.now(dt.UTC)).replace(microsecond=0)
+    if validators.last_modified < this_second:
+        headers["Last-Modified"] = validators.last_modified_http
+    headers |= {"Cache-Control": validators.cache_control, "Vary": VARY}
     if language:
         headers["Content-Language"] = language
     return headers
@@ -161,7 +170,7 @@ def cached_response(request: Request, rendered: Rendered) -> Response:
         headers = {
             "Content-Type": rendered.media_type,
             "Content-Length": str(len(body)),
-            **_caching_headers(rendered.validators, rendered.language),
+            **caching_headers(rendered.validators, rendered.language),
         }
         if gzipped:
             headers["Content-Encoding"] = "gzip"
@@ -170,7 +179,7 @@ def cached_response(request: Request, rendered: Rendered) -> Response:
 
 
 def not_modified(validators: Validators, language: str | None) -> Response:
-    return PreparedResponse(b"", 304, _raw(_caching_headers(validators, language)))
+    return PreparedResponse(b"", 304, _raw(caching_headers(validators, language)))
 
 
 def json_response(request: Request, value: object, status_code: int = 200) -> Response:
