@@ -177,7 +177,7 @@ def test_a_user_projection_that_raises_is_named_and_does_not_stop_queries(
         (("state", "--known-at", "soon"), "known-at must be an RFC 3339 time"),
         (("state", "--known-at", "999"), "beyond the log's head (29)"),
         (("state", "--known-at", "-3"), "known-at position must be 0 or more, got -3"),
-        (("history",), "give exactly one of --person, --post or --org"),
+        (("history",), "give exactly one of person, post or org"),
         (("history", "--person", "nobody"), "unknown person 'nobody'"),
         (("state", "--org", "ero"), "unknown organisation 'ero'; did you mean ice-ero (ERO,"),
         (("history", "--person", "hammer"), "did you mean robert-hammer (Robert Hammer,"),

@@ -4,8 +4,17 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from leaderlog.log import EventLog, load_seeds
-from leaderlog.projections import BUILTIN, ProjectionRunner, Queries, UnknownEntity, runner_for
+from leaderlog.projections import (
+    BUILTIN,
+    InvalidQuery,
+    ProjectionRunner,
+    Queries,
+    UnknownEntity,
+    runner_for,
+)
 from tests.conftest import ROOT, SEEDS
 from tests.projections.logs import GORDON_ACTING, HAMMER_CAPTION, SEED_COUNT, append, at, record
 from tests.projections.test_runner import (
@@ -130,6 +139,22 @@ async def test_postgres_suggests_the_same_ids_as_sqlite(
     assert len(found) == 8
     assert found == expected
     assert found[0][1][0] == "ice" and found[3] == ("unknown person '%'", ())
+
+
+async def test_postgres_ids_with_control_characters_are_refused_not_a_crash(
+    seeded_postgres_log: EventLog,
+) -> None:
+    """PostgreSQL refuses NUL in text outright; the question is refused before it gets there."""
+    await (await runner_for(seeded_postgres_log.store)).catch_up()
+    queries = Queries(seeded_postgres_log.store)
+    with pytest.raises(InvalidQuery, match="contains a control character"):
+        await queries.state(org="\x00")
+    with pytest.raises(InvalidQuery, match="contains a control character"):
+        await queries.history(person="a\x00")
+    with pytest.raises(InvalidQuery, match="contains a control character"):
+        await queries.claim("\x00")
+    with pytest.raises(InvalidQuery, match="contains a control character"):
+        await queries.audit(publisher="\x00")
 
 
 async def test_postgres_a_failing_projection_stops_alone(seeded_postgres_log: EventLog) -> None:

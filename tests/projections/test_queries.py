@@ -425,7 +425,6 @@ async def test_posts_defined_later_are_not_known_earlier(seeded_log: EventLog) -
         (lambda q: q.history(person="%"), "unknown person '%'", ()),
         (lambda q: q.claim("2025_05%"), "unknown claim '2025_05%'", ()),
         (lambda q: q.state(org="_"), "unknown organisation '_'", ()),
-        (lambda q: q.history(post=" "), "unknown post ' '", ()),
     ],
 )
 async def test_unknown_ids_suggest_what_was_meant(
@@ -482,6 +481,12 @@ async def test_exact_names_are_suggested_before_partial_ones(seeded_log: EventLo
         (lambda q: q.state(known_at=-1), InvalidQuery, "0 or more"),
         (lambda q: q.state(known_at="yesterday"), InvalidQuery, "RFC 3339"),
         (lambda q: q.state(known_at="2025-06-01T00:00:00"), InvalidQuery, "UTC offset"),
+        (lambda q: q.history(post=" "), InvalidQuery, "post must not be empty"),
+        (lambda q: q.history(person=""), InvalidQuery, "person must not be empty"),
+        (lambda q: q.state(org="ice\x00"), InvalidQuery, "contains a control character"),
+        (lambda q: q.claim("\x00"), InvalidQuery, "claim .* contains a control character"),
+        (lambda q: q.audit(source=""), InvalidQuery, "source must not be empty"),
+        (lambda q: q.audit(actor="a\nb"), InvalidQuery, "actor .* contains a control"),
     ],
 )
 async def test_bad_questions_get_clear_errors(

@@ -23,8 +23,10 @@ from leaderlog.projections._sql import chunks, marks
 from leaderlog.projections.claim_versions import ClaimVersion
 from leaderlog.projections.leadership_rules import pending, post_state, tenures
 from leaderlog.projections.query_input import (
+    CONTROL_CHARACTERS,
     InvalidQuery,
     UnknownEntity,
+    check_names,
     parse_day,
     parse_known_at,
     parse_time,
@@ -164,7 +166,7 @@ class Queries:
         """
         message = f"unknown {kind} {given!r}"
         text = given.strip().lower()
-        if not text:
+        if not text or CONTROL_CHARACTERS.search(text):
             return UnknownEntity(message)
         table, id_column, label_columns = _LOOKUPS[kind]
         searched = (id_column, *label_columns)
@@ -338,6 +340,7 @@ class Queries:
         ``since`` and ``reported`` are fuzzy dates with a ``basis`` saying where they come from
         (see :mod:`leaderlog.projections.leadership_rules` for the rules).
         """
+        check_names(org=org)
         situation = await self.situation(as_of, known_at)
         day = dt.date.fromisoformat(situation["as_of"])
         position = situation["known_at"]["position"]
@@ -393,11 +396,12 @@ class Queries:
         ``start``/``end`` are fuzzy dates with a ``basis``; ``start`` is None when only the
         end is known, ``end`` None while the tenure lasts. ``evidence`` lists the claims.
         """
+        check_names(person=person, post=post, org=org)
         given = [
             name for name, value in (("person", person), ("post", post), ("org", org)) if value
         ]
         if len(given) != 1:
-            raise InvalidQuery("give exactly one of --person, --post or --org")
+            raise InvalidQuery("give exactly one of person, post or org")
         known = await self.resolve_known_at(known_at)
         position = known["position"]
         subject: dict[str, Any]
@@ -467,6 +471,7 @@ class Queries:
                             conflicts_with}],
              "sources": {source id: {"source", "url", "publisher", "title", ...}}}
         """
+        check_names(claim=claim_id)
         known = await self.resolve_known_at(known_at)
         rows = await self.store.query(
             "SELECT doc FROM p_leadership_claim_versions WHERE claim = ? AND known_from <= ? "
@@ -522,6 +527,7 @@ class Queries:
                          "url", "title"}],
              "next_after": position | None}
         """
+        check_names(source=source, publisher=publisher, actor=actor)
         if type is not None and type not in EVENT_TYPES:
             raise InvalidQuery(
                 f"unknown event type {type!r}; known: {', '.join(sorted(EVENT_TYPES))}"

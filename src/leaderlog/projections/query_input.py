@@ -8,7 +8,15 @@ from collections.abc import Sequence
 
 from leaderlog.errors import ProjectionError
 
-__all__ = ["InvalidQuery", "UnknownEntity", "parse_day", "parse_known_at", "parse_time"]
+__all__ = [
+    "CONTROL_CHARACTERS",
+    "InvalidQuery",
+    "UnknownEntity",
+    "check_names",
+    "parse_day",
+    "parse_known_at",
+    "parse_time",
+]
 
 _DAY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _WHOLE_NUMBER = re.compile(r"^[+-]?\d+$")
@@ -34,6 +42,21 @@ class UnknownEntity(ProjectionError):
 
 class InvalidQuery(ProjectionError):
     """A date, time, position or filter cannot be understood."""
+
+
+CONTROL_CHARACTERS = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def check_names(**given: str | None) -> None:
+    """Ids and filter values: not empty, and without control characters (which no stored
+    id has, and which PostgreSQL refuses outright in the case of NUL)."""
+    for name, value in given.items():
+        if value is None:
+            continue
+        if not value.strip():
+            raise InvalidQuery(f"{name} must not be empty")
+        if CONTROL_CHARACTERS.search(value):
+            raise InvalidQuery(f"{name} {value!r} contains a control character")
 
 
 def parse_day(value: dt.date | str, what: str) -> dt.date:
