@@ -610,7 +610,16 @@ async def load_seeds(
     positions: list[int] = []
     appended = 0
     for path in seed_files(directory):
-        outcome = await log.import_file(path, actor="seed")
+        try:
+            outcome = await log.import_file(path, actor="seed")
+        except BatchError as error:
+            # Several files load in turn: "line 1" alone would not say which.
+            raise BatchError(
+                [
+                    p.located(f"{path.name} {p.where}" if p.where else path.name)
+                    for p in error.problems
+                ]
+            ) from None
         positions.extend(outcome.positions)
         appended += outcome.appended
         if on_file:

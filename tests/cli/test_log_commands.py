@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -267,3 +268,53 @@ def test_importing_a_missing_file(tmp_path: Path) -> None:
     assert result.exit_code == 2
     assert "missing.jsonl" in result.stderr
     assert not (tmp_path / "leaderlog.db").exists()
+
+
+def test_output_that_cannot_be_written_is_a_clear_error(seeded_url: str) -> None:
+    full = Path("/dev/full")
+    if not full.exists():
+        pytest.skip("needs /dev/full")
+    for command in (["export"], ["schema"], ["verify"], ["events", "--json"]):
+        with full.open("w") as output:
+            result = subprocess.run(
+                [str(LEADERLOG), "--db", seeded_url, *command],
+                stdout=output,
+                stderr=subprocess.PIPE,
+                text=True,
+                timeout=60,
+                check=False,
+            )
+        assert result.returncode == 1, command
+        assert result.stderr == "error: cannot write the output: No space left on device\n"
+
+
+def test_ctrl_c_during_an_import_says_what_was_written(tmp_path: Path) -> None:
+    """The import is one transaction: stopped while it commits, it is whole or absent, and
+    the message says so (not click's bare 'Aborted!', and exit status 130)."""
+    url = f"sqlite:///{tmp_path / 'leaderlog.db'}"
+    count = 12_000
+    big = tmp_path / "big.jsonl"
+    big.write_text(
+        "".join(
+            json.dumps({"type": "org.registered", "data": {"org": f"org-{n}", "name": f"Org {n}"}})
+            + "\n"
+            for n in range(count)
+        ),
+        encoding="utf-8",
+    )
+    process = subprocess.Popen(
+        [str(LEADERLOG), "--db", url, "import", str(big)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stderr is not None
+    # Interrupt once the records are checked and the append has started.
+    first = process.stderr.readline()
+    assert first.startswith(f"appending {count} records"), first
+    process.send_signal(signal.SIGINT)
+    _, rest = process.communicate(timeout=120)
+    assert process.returncode == 130, rest
+    assert rest.startswith("interrupted: an import is one transaction"), rest
+    stored = json.loads(ok(leaderlog("--db", url, "verify", "--json", cwd=tmp_path)))
+    assert stored["ok"] and stored["count"] in (0, count)

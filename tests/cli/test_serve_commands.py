@@ -62,3 +62,31 @@ def test_serve_is_documented() -> None:
     assert result.exit_code == 0
     for option in ("--host", "--port", "--no-seed"):
         assert option in result.output
+
+
+def test_serve_reports_a_database_it_cannot_open_in_one_line(tmp_path: Path) -> None:
+    # No server starts: the database is opened (and seeded) before uvicorn is.
+    missing = tmp_path / "no-such-folder" / "leaderlog.db"
+    result = CliRunner().invoke(main, ["--db", f"sqlite:///{missing}", "serve", "--port", "1"])
+    assert result.exit_code == 1
+    assert result.stderr.endswith(
+        f"error: cannot create {missing}: folder {missing.parent} does not exist\n"
+    )
+    assert "Traceback" not in result.stderr
+
+
+def test_serve_names_the_seed_file_that_is_bad(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "seeds").mkdir()
+    (tmp_path / "seeds" / "a.jsonl").write_text(
+        (SEEDS / "ice-leadership-2025-05.jsonl").read_text(encoding="utf-8")
+    )
+    (tmp_path / "seeds" / "b.jsonl").write_text('{"type": "org.registered"}\n')
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, ["--db", "sqlite:///leaderlog.db", "serve", "--port", "1"])
+    assert result.exit_code == 1
+    assert "b.jsonl line 1: " in result.stderr, result.stderr
+    # the whole of a.jsonl went in before b.jsonl was refused; b.jsonl wrote nothing
+    verify = CliRunner().invoke(main, ["--db", "sqlite:///leaderlog.db", "verify", "--json"])
+    assert '"count": 29' in verify.stdout

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import contextlib
+import errno
+import os
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar
@@ -42,10 +44,21 @@ class Context:
             await log.close()
 
 
-def run(function: Callable[[], Awaitable[T]]) -> T:
-    """Run a coroutine; turn leaderlog errors into a message on stderr and exit code 1."""
+# What a shell reports for a command stopped by Ctrl-C (128 + SIGINT).
+INTERRUPTED_STATUS = 130
+
+
+def run(function: Callable[[], Awaitable[T]], *, interrupted: str = "") -> T:
+    """Run a coroutine; turn leaderlog errors into a message on stderr and exit code 1.
+
+    ``interrupted`` is added to the message a Ctrl-C prints (say, what was or was not
+    written); the exit status is then 130, as a shell expects.
+    """
     try:
         return anyio.run(function)
+    except KeyboardInterrupt:
+        click.echo("interrupted" + (f": {interrupted}" if interrupted else ""), err=True)
+        sys.exit(INTERRUPTED_STATUS)
     except BatchError as error:
         click.echo(f"error: {len(error.problems)} problem(s), nothing written", err=True)
         for problem in error.problems[:50]:
@@ -57,6 +70,23 @@ def run(function: Callable[[], Awaitable[T]]) -> T:
         rule = _rule_of(error)
         click.echo(f"error: {error}" + (f" [rule: {rule}]" if rule else ""), err=True)
         sys.exit(1)
+
+
+def _is_output_error(error: OSError) -> bool:
+    """Whether writing to stdout failed (a full disk, a closed pipe), as opposed to an
+    error the command itself should have reported."""
+    try:
+        sys.stdout.flush()
+    except OSError:
+        return True
+    return error.errno in (errno.ENOSPC, errno.EPIPE, errno.EIO, errno.EDQUOT)
+
+
+def _silence_stdout() -> None:
+    # Python flushes stdout again at exit; pointed at /dev/null, that flush cannot fail.
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
 
 
 def _rule_of(error: LeaderlogError) -> str | None:
@@ -74,7 +104,28 @@ def print_json(value: Any) -> None:
     click.echo(dumps(value, indent=True))
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Commands(click.Group):
+    """The root group: what every command shares when it is stopped or cannot write."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            click.echo("interrupted", err=True)
+            ctx.exit(INTERRUPTED_STATUS)
+        except BrokenPipeError:
+            # The reader went away (`leaderlog export | head`): nothing left to say to it.
+            _silence_stdout()
+            ctx.exit(1)
+        except OSError as error:
+            if not _is_output_error(error):
+                raise
+            _silence_stdout()
+            click.echo(f"error: cannot write the output: {error.strerror or error}", err=True)
+            ctx.exit(1)
+
+
+@click.group(cls=_Commands, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option(
     "--db",
     metavar="URL",
@@ -91,4 +142,8 @@ def main(context: click.Context, db: str | None) -> None:
       leaderlog import seeds/ice-leadership-2025-05.jsonl
       leaderlog --db sqlite:///other.db events --json
     """
-    context.obj = Context(db)
+    try:
+        context.obj = Context(db)
+    except LeaderlogError as error:
+        click.echo(f"error: {error}", err=True)
+        sys.exit(1)

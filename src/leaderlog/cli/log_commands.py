@@ -16,6 +16,10 @@ from leaderlog.errors import DuplicateEventError, RecordError
 from leaderlog.events import event_schema
 from leaderlog.log import parse_lines
 
+_IMPORT_INTERRUPTED = (
+    "an import is one transaction, so the file was written whole or not at all; "
+    "importing it again appends only what is missing"
+)
 # Files smaller than this import without a progress bar: it would only flicker.
 _PROGRESS_THRESHOLD = 1024 * 1024
 
@@ -89,7 +93,7 @@ def import_command(context: Context, file: IO[bytes], actor: str, as_json: bool)
         else:
             click.echo(f"appended {outcome.appended}, already present {outcome.already_present}")
 
-    run(go)
+    run(go, interrupted=_IMPORT_INTERRUPTED)
 
 
 @main.command("events")

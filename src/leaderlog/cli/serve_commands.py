@@ -22,6 +22,7 @@ from leaderlog.feeds import (
     resolve,
 )
 from leaderlog.http import create_app, feed_runner
+from leaderlog.log import load_seeds
 from leaderlog.projections import Queries, runner_for
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8000"
@@ -64,14 +65,23 @@ def serve_command(
     \b
     Example:
       leaderlog serve
-      leaderlog --db sqlite:///other.db serve --port 8080 --no-seed
       then open http://127.0.0.1:8000/ or subscribe to http://127.0.0.1:8000/feeds/all.atom
+      leaderlog --db sqlite:///other.db serve --port 8080 --no-seed
     """
     import uvicorn
 
     seeds = None if no_seed else seeds_folder()
     if not no_seed and seeds is None:
         err_console.print("no seeds folder found; an empty log stays empty")
+
+    async def open_and_seed() -> None:
+        # Here rather than in the server's startup, so that a database that cannot be
+        # opened or a bad seed file is a one-line error, as with every other command.
+        async with context.log() as log:
+            if seeds is not None and await log.store.count() == 0:
+                await load_seeds(log, seeds)
+
+    run(open_and_seed)
     app = create_app(context.db, seeds=seeds)
     err_console.print(f"leaderlog serving {context.db} on http://{host}:{port}/")
     uvicorn.run(
