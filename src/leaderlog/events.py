@@ -34,6 +34,8 @@ from leaderlog._json import canonical_bytes
 from leaderlog.errors import RecordError
 
 __all__ = [
+    "ACTOR_NAME",
+    "ACTOR_RULE",
     "EVENT_TYPES",
     "Attribution",
     "ClaimConfirmed",
@@ -54,6 +56,7 @@ __all__ = [
     "Record",
     "RecordedEvent",
     "SourceRegistered",
+    "check_actor",
     "content_event_id",
     "current_schema_version",
     "event_from_stored",
@@ -590,6 +593,17 @@ def event_schema() -> dict[str, Any]:
 # Fixed forever: content-derived event ids depend on it.
 _CONTENT_NAMESPACE = uuid.UUID("5b0f4a52-3c6e-4a8e-9d43-6c1e8f1f2a10")
 _META_LIMIT_BYTES = 4096
+# Who appended: "cli", "seed", "import" or a write token's name. One short word, so the
+# audit and the events tables stay one line per event.
+ACTOR_NAME = re.compile(r"[a-z0-9][a-z0-9_.-]{0,63}")
+ACTOR_RULE = "1-64 of a-z, 0-9, '.', '_', '-' (lowercase first)"
+
+
+def check_actor(actor: str) -> str:
+    """``actor`` if it is a valid actor name, else a :class:`RecordError` (rule ``actor``)."""
+    if not ACTOR_NAME.fullmatch(actor):
+        raise RecordError(f"actor {actor!r} must be {ACTOR_RULE}", rule="actor")
+    return actor
 
 
 def new_event_id() -> uuid.UUID:
@@ -689,7 +703,7 @@ def parse_record(raw: object) -> Record:
             raise RecordError("recorded_at must be an RFC 3339 time", rule="schema") from None
         if recorded_at.tzinfo is None:
             raise RecordError("recorded_at needs a UTC offset", rule="schema")
-        actor = str(raw.get("actor") or "import")
+        actor = check_actor(str(raw.get("actor") or "import"))
     return Record(
         event=event,
         event_id=event_id,

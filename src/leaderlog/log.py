@@ -41,6 +41,7 @@ from leaderlog.events import (
     Record,
     RecordedEvent,
     SourceRegistered,
+    check_actor,
     content_event_id,
     new_event_id,
     parse_record,
@@ -325,6 +326,7 @@ class EventLog:
         *,
         ids_are_fresh: bool,
     ) -> AppendOutcome:
+        check_actor(actor)
         if not entries:
             return AppendOutcome((), 0)
         future: asyncio.Future[AppendOutcome] = asyncio.get_running_loop().create_future()

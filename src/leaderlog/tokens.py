@@ -9,18 +9,16 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import re
 import secrets
 from dataclasses import dataclass
 
 from leaderlog.errors import TokenError
-from leaderlog.events import format_time
+from leaderlog.events import ACTOR_NAME, ACTOR_RULE, format_time
 from leaderlog.store import EventStore
 from leaderlog.store.base import utc_now
 
 __all__ = ["TokenInfo", "Tokens"]
 
-_NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,63}$")
 _RESERVED = {"cli", "seed", "import"}
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS write_tokens ("
@@ -58,10 +56,8 @@ class Tokens:
     async def create(self, name: str) -> str:
         """Create a token for ``name`` and return it; it cannot be shown again."""
         # fullmatch: with match, "$" would also accept a name ending in a newline.
-        if not _NAME.fullmatch(name):
-            raise TokenError(
-                f"token name {name!r} must be 1-64 of a-z, 0-9, '.', '_', '-' (lowercase first)"
-            )
+        if not ACTOR_NAME.fullmatch(name):
+            raise TokenError(f"token name {name!r} must be {ACTOR_RULE}")
         if name in _RESERVED:
             raise TokenError(f"token name {name!r} is reserved for the log's own actors")
         await self._ensure_table()

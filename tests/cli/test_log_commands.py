@@ -242,6 +242,36 @@ def test_import_with_actor(seeded_url: str, tmp_path: Path) -> None:
     assert (last["position"], last["actor"], last["version"]) == (30, "desk", 1)
 
 
+@pytest.mark.parametrize("actor", ["", "Desk", "evil\nname", "a b", "x" * 65])
+def test_an_actor_that_is_not_one_short_name_is_refused(
+    seeded_url: str, tmp_path: Path, actor: str
+) -> None:
+    path = tmp_path / "one.jsonl"
+    path.write_text(json.dumps({"type": "person.registered", "data": {"person": "t", "name": "T"}}))
+    result = CliRunner().invoke(main, ["--db", seeded_url, "import", "--actor", actor, str(path)])
+    assert result.exit_code == 1
+    assert result.stderr == (
+        f"error: actor {actor!r} must be 1-64 of a-z, 0-9, '.', '_', '-' (lowercase first)"
+        " [rule: actor]\n"
+    )
+    assert invoke("--db", seeded_url, "verify").startswith("chain OK, 29 events")
+
+
+def test_an_export_line_with_a_bad_actor_is_refused_by_line(
+    seeded_url: str, tmp_path: Path
+) -> None:
+    exported = invoke("--db", seeded_url, "export").splitlines()
+    envelope = json.loads(exported[3])
+    envelope["actor"] = "root\u202e"
+    exported[3] = json.dumps(envelope)
+    path = tmp_path / "log.jsonl"
+    path.write_text("\n".join(exported) + "\n", encoding="utf-8")
+    other = f"sqlite:///{tmp_path / 'other.db'}"
+    result = CliRunner().invoke(main, ["--db", other, "import", str(path)])
+    assert result.exit_code == 1
+    assert "line 4: actor 'root\\u202e' must be" in result.stderr
+
+
 def test_import_of_blank_lines_appends_nothing(seeded_url: str, tmp_path: Path) -> None:
     path = tmp_path / "blank.jsonl"
     path.write_text("\n  \n\n", encoding="utf-8")
