@@ -71,14 +71,20 @@ __all__ = [
 
 SLUG_PATTERN = r"^[a-z0-9][a-z0-9-]{0,63}$"
 # C0 controls other than tab/newline/CR, DEL and C1 controls cannot appear in XML 1.0 feeds
-# and only ever arrive by accident or malice.
-_CONTROL_CHARACTERS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+# and only ever arrive by accident or malice; nor can U+FFFE and U+FFFF, and the other
+# noncharacters (U+FDD0-U+FDEF, the last two of every plane) are for a program's own use.
+_NONCHARACTERS = "\ufdd0-\ufdef" + "".join(
+    f"{chr(plane * 0x10000 + 0xFFFE)}{chr(plane * 0x10000 + 0xFFFF)}" for plane in range(17)
+)
+_CONTROL_CHARACTERS = re.compile(f"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f{_NONCHARACTERS}]")
 
 
 def _no_control_characters(value: str) -> str:
     match = _CONTROL_CHARACTERS.search(value)
     if match:
-        raise ValueError(f"control character U+{ord(match.group()):04X} is not allowed in text")
+        code = ord(match.group())
+        what = "control character" if code <= 0x9F else "noncharacter"
+        raise ValueError(f"{what} U+{code:04X} is not allowed in text")
     return value
 
 

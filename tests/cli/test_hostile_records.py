@@ -240,6 +240,8 @@ CASES = [
     Hostile("nul-in-text", [GOOD, person("t2", name="Tom\u0000Homan")], 2, "schema"),
     Hostile("escape-in-text", [GOOD, claim(quote="\u001b[2J\u001b[31mrewritten")], 2, "schema"),
     Hostile("next-line-in-text", [GOOD, claim(quote="expected\u0085to take over")], 2, "schema"),
+    Hostile("noncharacter-in-text", [GOOD, claim(quote="x \ufffe y")], 2, "schema"),
+    Hostile("plane-noncharacter", [GOOD, person("t2", name="Tom\U0010ffff")], 2, "schema"),
     Hostile(
         "javascript-url",
         [
