@@ -63,10 +63,13 @@ def test_state_json_on_both_time_axes(db: str) -> None:
     assert {post["vacancy"] for post in answer["posts"]} == {"unknown"}
     later = as_json(invoke(db, "state", "--org", "ice-ero", "--as-of", "2025-06-01", "--json"))
     assert later["posts"][0]["holders"][0]["person"] == "kenneth-genalo"
-    by_time = as_json(
-        invoke(db, "state", "--known-at", "2000-01-01T00:00:00Z", "--org", "ice", "--json")
-    )
+    by_time = as_json(invoke(db, "state", "--known-at", "2000-01-01T00:00:00Z", "--json"))
     assert (by_time["known_at"]["position"], by_time["posts"]) == (0, [])
+    # ICE was not registered yet in 2000
+    fails(
+        invoke(db, "state", "--known-at", "2000-01-01T00:00:00Z", "--org", "ice"),
+        "error: organisation 'ice' is not known at position 0: it was registered at position 3",
+    )
 
 
 def test_history_of_a_post_a_person_and_an_org(db: str) -> None:

@@ -481,6 +481,21 @@ async def test_exact_names_are_suggested_before_partial_ones(seeded_log: EventLo
         (lambda q: q.state(known_at=-1), InvalidQuery, "0 or more"),
         (lambda q: q.state(known_at="yesterday"), InvalidQuery, "RFC 3339"),
         (lambda q: q.state(known_at="2025-06-01T00:00:00"), InvalidQuery, "UTC offset"),
+        (
+            lambda q: q.state(org="ice-hsi", known_at=4),
+            UnknownEntity,
+            "organisation 'ice-hsi' is not known at position 4: it was registered at position 5",
+        ),
+        (
+            lambda q: q.history(person="derek-gordon", known_at=12),
+            UnknownEntity,
+            "person 'derek-gordon' is not known at position 12: it was registered at position 13",
+        ),
+        (
+            lambda q: q.history(post="ice-hsi-ead", known_at="6"),
+            UnknownEntity,
+            "post 'ice-hsi-ead' is not known at position 6: it was registered at position 7",
+        ),
         (lambda q: q.history(post=" "), InvalidQuery, "post must not be empty"),
         (lambda q: q.history(person=""), InvalidQuery, "person must not be empty"),
         (lambda q: q.state(org="ice\x00"), InvalidQuery, "contains a control character"),

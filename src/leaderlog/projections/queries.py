@@ -141,14 +141,15 @@ class Queries:
 
     # --- lookups -----------------------------------------------------------------------------
 
-    async def _org(self, org: str) -> dict[str, Any]:
+    async def _org(self, org: str, known: int | None = None) -> dict[str, Any]:
         rows = await self.store.query(
-            "SELECT org, name, short_name, parent FROM p_leadership_orgs WHERE org = ?",
+            "SELECT org, name, short_name, parent, position FROM p_leadership_orgs WHERE org = ?",
             (org,),
         )
         if not rows:
             raise await self.unknown("organisation", org)
-        org_id, name, short_name, parent = rows[0]
+        _known_by_then("organisation", org, known, int(rows[0][4]))
+        org_id, name, short_name, parent, _ = rows[0]
         return {
             "org": org_id,
             "name": name,
@@ -237,12 +238,14 @@ class Queries:
             for post_id, title, org_id, org_name, _ in rows
         ]
 
-    async def _person(self, person: str) -> dict[str, Any]:
+    async def _person(self, person: str, known: int | None = None) -> dict[str, Any]:
         rows = await self.store.query(
-            "SELECT person, name, aliases FROM p_leadership_persons WHERE person = ?", (person,)
+            "SELECT person, name, aliases, position FROM p_leadership_persons WHERE person = ?",
+            (person,),
         )
         if not rows:
             raise await self.unknown("person", person)
+        _known_by_then("person", person, known, int(rows[0][3]))
         return {"person": rows[0][0], "name": rows[0][1], "aliases": loads(rows[0][2])}
 
     async def _names(self, people: Iterable[str]) -> dict[str, str]:
@@ -344,7 +347,7 @@ class Queries:
         situation = await self.situation(as_of, known_at)
         day = dt.date.fromisoformat(situation["as_of"])
         position = situation["known_at"]["position"]
-        scope = await self._org(org) if org is not None else None
+        scope = await self._org(org, position) if org is not None else None
         posts = await self._posts(org=org, known=position)
         if scope is None:
             rows = await self.store.query(
@@ -406,17 +409,21 @@ class Queries:
         position = known["position"]
         subject: dict[str, Any]
         if person is not None:
-            subject = {"person": await self._person(person)}
+            subject = {"person": await self._person(person, position)}
             versions = await self._versions("person", [person], position)
         elif post is not None:
             found = await self._posts(post=post)
             if not found:
                 raise await self.unknown("post", post)
+            registered = await self.store.query(
+                "SELECT position FROM p_leadership_posts WHERE post = ?", (post,)
+            )
+            _known_by_then("post", post, position, int(registered[0][0]))
             subject = {"post": found[0]}
             versions = await self._versions("post", [post], position)
         else:
             assert org is not None
-            scope = await self._org(org)
+            scope = await self._org(org, position)
             posts = await self._posts(org=org, known=position)
             subject = {"org": scope}
             versions = await self._versions("post", [item["post"] for item in posts], position)
@@ -593,6 +600,15 @@ class Queries:
 def _tenure_order(tenure: Mapping[str, Any]) -> tuple[str, str, str]:
     start = tenure["start"] or tenure["end"] or {}
     return (start.get("date") or "9999", tenure["post"], tenure["person"])
+
+
+def _known_by_then(kind: str, entity: str, known: int | None, registered: int) -> None:
+    """Refuse a question about an entity as known before it was registered."""
+    if known is not None and registered > known:
+        raise UnknownEntity(
+            f"{kind} {entity!r} is not known at position {known}: "
+            f"it was registered at position {registered}"
+        )
 
 
 def _containing(text: str) -> str:
