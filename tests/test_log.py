@@ -515,3 +515,15 @@ async def test_append_events_refuses_what_is_not_an_event_model(seeded_log: Even
         await seeded_log.append_events([{"type": "claim.reported"}], actor="test")  # type: ignore[list-item]
     assert caught.value.problems[0].rule == "schema"
     assert await snapshot(seeded_log) == before
+
+
+def test_a_line_in_another_encoding_is_named_as_not_utf8() -> None:
+    record = {"type": "person.registered", "data": {"person": "z", "name": "Zo\u00eb"}}
+    latin1 = json.dumps(record, ensure_ascii=False).encode("latin-1")
+    with pytest.raises(BatchError) as raised:
+        parse_lines([line("person.registered", person="x", name="X").encode(), latin1])
+    (problem,) = raised.value.problems
+    column = latin1.index(b"\xeb") + 1
+    assert str(problem) == (
+        f"line 2: not UTF-8 text (byte 0xEB at column {column}); save the file as UTF-8"
+    )

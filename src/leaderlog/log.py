@@ -198,6 +198,22 @@ def _without_byte_order_mark(first_line: str | bytes) -> str | bytes:
     return first_line.removeprefix(b"\xef\xbb\xbf")
 
 
+def _unreadable(line: str | bytes, error: Exception, where: str) -> RecordError:
+    """Why a line is not JSON; text in another encoding (Latin-1, say) is named as such."""
+    if isinstance(line, bytes):
+        try:
+            line.decode("utf-8")
+        except UnicodeDecodeError as not_utf8:
+            byte = line[not_utf8.start]
+            return RecordError(
+                f"not UTF-8 text (byte 0x{byte:02X} at column {not_utf8.start + 1}); "
+                "save the file as UTF-8",
+                where=where,
+                rule="json",
+            )
+    return RecordError(f"not valid JSON ({error})", where=where, rule="json")
+
+
 def parse_lines(lines: Iterable[str | bytes]) -> tuple[list[Record], list[str]]:
     """Parse JSON Lines into records; every problem names its line. Blank lines are skipped."""
     records: list[Record] = []
@@ -219,7 +235,7 @@ def parse_lines(lines: Iterable[str | bytes]) -> tuple[list[Record], list[str]]:
         try:
             raw = loads(line)
         except (JSONDecodeError, UnicodeDecodeError) as error:
-            problems.append(RecordError(f"not valid JSON ({error})", where=where, rule="json"))
+            problems.append(_unreadable(line, error, where))
             continue
         try:
             records.append(parse_record(raw))

@@ -124,6 +124,7 @@ CASES = [
         2,
         "json",
     ),
+    Hostile("latin-1-line", [GOOD, person("t2", name="Zo\u00eb").encode("latin-1")], 2, "json"),
     Hostile("utf-16-file", [GOOD.encode("utf-16"), person("t2").encode("utf-16-le")], 1, "json"),
     Hostile(
         "byte-order-mark-on-a-later-line",

@@ -129,6 +129,20 @@ def test_rebuild_and_projections(db: str) -> None:
     assert [line.split()[0] for line in table.splitlines()] == ["name", *BUILTIN, "turnover"]
 
 
+def test_a_built_projection_whose_module_is_not_found_is_listed_as_not_loaded(
+    db: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert ok(invoke(db, "rebuild", "turnover")).startswith("rebuilt turnover")
+    # run from somewhere without that projections/ folder
+    monkeypatch.setenv("LEADERLOG_PROJECTIONS", str(tmp_path))
+    (row,) = [s for s in as_json(invoke(db, "projections", "--json")) if s["name"] == "turnover"]
+    assert row["checkpoint"] == 29
+    assert row["problem"].startswith("not loaded: unknown projection 'turnover'")
+    assert str(tmp_path / "turnover.py") in row["problem"]
+    last = ok(invoke(db, "projections")).splitlines()[-1]
+    assert last.startswith("turnover") and "not loaded: unknown projection" in last
+
+
 FAILING_PROJECTION = """
 from leaderlog.projections import Projection
 

@@ -367,6 +367,16 @@ async def test_dates_at_the_end_of_the_calendar_are_answered(seeded_log: EventLo
     assert "kristi-noem" not in holders and holders.count("derek-gordon") <= 1
 
 
+async def test_a_name_typed_decomposed_still_finds_the_composed_one(seeded_log: EventLog) -> None:
+    await append(
+        seeded_log, [record("person.registered", person="zoe-baird", name="Zo\u00eb Baird")]
+    )
+    queries = await current(seeded_log)
+    with pytest.raises(UnknownEntity) as raised:
+        await queries.history(person="Zoe\u0308 Baird")
+    assert raised.value.suggestions == ("zoe-baird",)
+
+
 async def test_posts_defined_later_are_not_known_earlier(seeded_log: EventLog) -> None:
     queries = await current(seeded_log)
     state = await queries.state(known_at=6)
@@ -497,6 +507,8 @@ async def test_exact_names_are_suggested_before_partial_ones(seeded_log: EventLo
             "post 'ice-hsi-ead' is not known at position 6: it was registered at position 7",
         ),
         (lambda q: q.history(post=" "), InvalidQuery, "post must not be empty"),
+        (lambda q: q.state(known_at="\uff15"), InvalidQuery, "RFC 3339"),
+        (lambda q: q.state(as_of="\uff12\uff10\uff12\uff15-05-20"), InvalidQuery, "calendar day"),
         (lambda q: q.history(person=""), InvalidQuery, "person must not be empty"),
         (lambda q: q.state(org="ice\x00"), InvalidQuery, "contains a control character"),
         (lambda q: q.claim("\x00"), InvalidQuery, "claim .* contains a control character"),

@@ -22,8 +22,14 @@ from rich.progress import (
 )
 
 from leaderlog.cli._app import Context, err_console, main, print_json, run
-from leaderlog.errors import ProjectionFailed
-from leaderlog.projections import BUILTIN, ProjectionRunner, Queries, runner_for
+from leaderlog.errors import ProjectionError, ProjectionFailed
+from leaderlog.projections import (
+    BUILTIN,
+    ProjectionRunner,
+    Queries,
+    load_projection,
+    runner_for,
+)
 
 # Catching up by fewer events than this shows no progress bar: it would only flicker.
 _PROGRESS_THRESHOLD = 5000
@@ -390,7 +396,7 @@ def rebuild_command(context: Context, names: Sequence[str]) -> None:
     async def go() -> None:
         async with context.log() as log:
             runner = await runner_for(log.store, also=tuple(names))
-            chosen = list(names) or [projection.name for projection in runner.projections]
+            chosen = list(dict.fromkeys(names)) or [p.name for p in runner.projections]
             head, _ = await log.store.head()
             started = time.perf_counter()
             with _progress_bar(f"rebuilding {', '.join(chosen)}") as progress:
@@ -418,7 +424,30 @@ def projections_command(context: Context, as_json: bool) -> None:
     async def go() -> list[dict[str, Any]]:
         async with context.log() as log:
             runner = await runner_for(log.store)
-            return [status._asdict() for status in await runner.status()]
+            statuses = [status._asdict() for status in await runner.status()]
+            head, _ = await log.store.head()
+            loaded = {status["name"] for status in statuses}
+            # Built here once but not loadable now (run from another folder, say): listed,
+            # with the reason, rather than silently left behind.
+            for name, (version, checkpoint) in sorted((await runner.registered()).items()):
+                if name in loaded:
+                    continue
+                try:
+                    load_projection(name)
+                    problem = "not loaded"
+                except ProjectionError as error:
+                    problem = f"not loaded: {error}"
+                statuses.append(
+                    {
+                        "name": name,
+                        "version": version,
+                        "checkpoint": checkpoint,
+                        "head": head,
+                        "lag": head - checkpoint,
+                        "problem": problem,
+                    }
+                )
+            return statuses
 
     statuses = run(go)
     if as_json:
@@ -427,7 +456,8 @@ def projections_command(context: Context, as_json: bool) -> None:
     width = max([len("name"), *(len(status["name"]) for status in statuses)])
     click.echo(f"{'name':<{width}} {'version':>7} {'checkpoint':>12} {'head':>12} {'lag':>10}")
     for status in statuses:
+        problem = f"  {status['problem']}" if "problem" in status else ""
         click.echo(
             f"{status['name']:<{width}} {status['version']:>7} {status['checkpoint']:>12} "
-            f"{status['head']:>12} {status['lag']:>10}"
+            f"{status['head']:>12} {status['lag']:>10}{problem}"
         )

@@ -37,7 +37,8 @@ def load_user_projection(
     """Import ``<folder>/<name>.py`` and instantiate its ``PROJECTION``."""
     if not _NAME.match(name):
         raise ProjectionError(
-            f"projection name {name!r} is not valid: use lower-case letters, digits and _"
+            f"projection name {name!r} is not valid: use lower-case letters, digits and _, "
+            "starting with a letter"
         )
     path = user_projection_folder(folder) / f"{name}.py"
     if not path.is_file():

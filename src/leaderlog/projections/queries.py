@@ -12,6 +12,7 @@ Errors: :class:`UnknownEntity` (no such org, post, person or claim) and :class:`
 from __future__ import annotations
 
 import datetime as dt
+import unicodedata
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal
@@ -166,7 +167,9 @@ class Queries:
         scopes too.
         """
         message = f"unknown {kind} {given!r}"
-        text = given.strip().lower()
+        # Names are stored as typed, nearly always composed (NFC): "Zoë" typed decomposed
+        # must still find them.
+        text = unicodedata.normalize("NFC", given).strip().lower()
         if not text or CONTROL_CHARACTERS.search(text):
             return UnknownEntity(message)
         table, id_column, label_columns = _LOOKUPS[kind]

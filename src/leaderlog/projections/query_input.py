@@ -18,14 +18,16 @@ __all__ = [
     "parse_time",
 ]
 
-_DAY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
-_WHOLE_NUMBER = re.compile(r"^[+-]?\d+$")
+# ASCII digits only: \d would also take other scripts' digits (fullwidth U+FF15, say).
+_DAY = re.compile(r"^\d{4}-\d{2}-\d{2}$", re.ASCII)
+_WHOLE_NUMBER = re.compile(r"^[+-]?\d+$", re.ASCII)
 # RFC 3339 section 5.6, the only time shape accepted (datetime.fromisoformat alone also takes
 # week dates, basic format and times without seconds). A leap second is read as its
 # second's last microsecond; digits beyond microseconds are dropped.
 _RFC3339 = re.compile(
     r"^(?P<date>\d{4}-\d{2}-\d{2})[Tt ](?P<clock>\d{2}:\d{2}):(?P<second>\d{2})"
-    r"(?:\.(?P<fraction>\d+))?(?P<offset>[Zz]|[+-]\d{2}:\d{2})$"
+    r"(?:\.(?P<fraction>\d+))?(?P<offset>[Zz]|[+-]\d{2}:\d{2})$",
+    re.ASCII,
 )
 
 
