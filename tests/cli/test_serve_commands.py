@@ -36,6 +36,8 @@ def test_feed_writes_a_document_and_refuses_bad_arguments(sqlite_url: str) -> No
         ("--lang", "tlh"): (2, "is not offered"),
         ("--format", "xml"): (2, "'xml' is not one of"),
         ("--base-url", "ftp://example.org"): (2, "http:// or https://"),
+        ("--base-url", "http://example.com/sub?x=1&y=2"): (2, "without ?query or #fragment"),
+        ("--base-url", "http://example.com/sub#top"): (2, "without ?query or #fragment"),
         ("--scope", "org:atlantis"): (1, "unknown organisation 'atlantis'"),
         ("--scope", "person:hammer"): (1, "'hammer'; did you mean robert-hammer (Robert Hammer,"),
         ("--page", "1"): (1, "the feed is complete"),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from urllib.parse import urlsplit
 from importlib.resources import as_file, files
 from pathlib import Path
 
@@ -125,6 +126,12 @@ def feed_command(
     """
     if not is_web_address(base_url):
         raise click.BadParameter("give an http:// or https:// address", param_hint="--base-url")
+    if urlsplit(base_url).query or urlsplit(base_url).fragment or "?" in base_url:
+        # Feed paths are appended to it: a query or fragment would end up in the middle.
+        raise click.BadParameter(
+            "give the address feeds are served under, without ?query or #fragment",
+            param_hint="--base-url",
+        )
     try:
         chosen_scope = Scope.parse(scope)
     except ValueError as error:
