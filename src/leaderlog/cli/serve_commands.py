@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import sys
-from urllib.parse import urlsplit
 from importlib.resources import as_file, files
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import click
 
