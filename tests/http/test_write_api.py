@@ -8,6 +8,7 @@ and head hash as they were.
 from __future__ import annotations
 
 import asyncio
+import gzip
 import json
 import logging
 import sqlite3
@@ -525,6 +526,24 @@ def test_wrong_content_type_is_415(
     response = post(api, person(unique("typed")), running.token, content_type=content_type)
     error_body(response, 415)
     assert log_head(api) == before
+
+
+def test_a_compressed_body_is_415_naming_the_encoding(running: Running, api: httpx.Client) -> None:
+    before = log_head(api)
+    body = gzip.compress(json.dumps(person(unique("zipped"))).encode())
+    response = post(api, body, running.token, headers={"Content-Encoding": "gzip"})
+    assert error_body(response, 415)["detail"] == (
+        "Content-Encoding 'gzip' is not accepted: send the JSON uncompressed"
+    )
+    assert log_head(api) == before
+
+
+def test_a_body_starting_with_a_byte_order_mark_is_read(
+    running: Running, api: httpx.Client
+) -> None:
+    body = b"\xef\xbb\xbf" + json.dumps(person(unique("bom"))).encode()
+    response = post(api, body, running.token)
+    assert response.status_code == 201, response.text
 
 
 def test_content_type_parameters_are_accepted(running: Running, api: httpx.Client) -> None:

@@ -301,8 +301,17 @@ def write_router(
         media_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
         if media_type != "application/json":
             return _error(415, "unsupported_media_type", "send Content-Type: application/json")
+        encoding = request.headers.get("content-encoding", "identity").strip().lower()
+        if encoding not in ("", "identity"):
+            return _error(
+                415,
+                "unsupported_media_type",
+                f"Content-Encoding {encoding!r} is not accepted: send the JSON uncompressed",
+                headers={"Accept-Encoding": "identity"},
+            )
         try:
-            raw = loads(body)
+            # A byte order mark is not JSON, but editors write one; import accepts it too.
+            raw = loads(body.removeprefix(b"\xef\xbb\xbf"))
         except JSONDecodeError as error:
             return _error(400, "bad_json", f"the body is not valid JSON: {error}")
         if _depth(raw) > MAX_DEPTH:
