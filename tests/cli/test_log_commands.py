@@ -348,3 +348,9 @@ def test_ctrl_c_during_an_import_says_what_was_written(tmp_path: Path) -> None:
     assert rest.startswith("interrupted: an import is one transaction"), rest
     stored = json.loads(ok(leaderlog("--db", url, "verify", "--json", cwd=tmp_path)))
     assert stored["ok"] and stored["count"] in (0, count)
+
+
+def test_db_after_the_command_says_where_it_goes() -> None:
+    result = CliRunner().invoke(main, ["events", "--db", "sqlite:///x.db"])
+    assert result.exit_code == 2
+    assert "Error: --db goes before the command: leaderlog --db URL events ..." in result.stderr

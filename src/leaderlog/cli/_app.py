@@ -110,6 +110,15 @@ class _Commands(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
+        except click.NoSuchOption as error:
+            if error.option_name != "--db":
+                raise
+            # A global option, easily put after the command by habit.
+            raise click.UsageError(
+                "--db goes before the command: leaderlog --db URL "
+                f"{ctx.invoked_subcommand or 'COMMAND'} ...",
+                error.ctx,
+            ) from None
         except KeyboardInterrupt:
             click.echo("interrupted", err=True)
             ctx.exit(INTERRUPTED_STATUS)
