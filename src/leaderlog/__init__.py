@@ -19,10 +19,12 @@ from leaderlog.errors import (
     LeaderlogError,
     ProjectionError,
     ProjectionFailed,
+    RecordedAtRefused,
     RecordError,
     StoreError,
     StoreUnavailable,
     TokenError,
+    UnreadableEvent,
 )
 from leaderlog.events import Event, FuzzyDate, Record, RecordedEvent, parse_record
 from leaderlog.log import AppendOutcome, EventLog, load_seeds
@@ -44,11 +46,13 @@ __all__ = [
     "ProjectionFailed",
     "Record",
     "RecordError",
+    "RecordedAtRefused",
     "RecordedEvent",
     "StoreError",
     "StoreUnavailable",
     "TokenError",
     "Tokens",
+    "UnreadableEvent",
     "load_seeds",
     "open_store",
     "parse_record",

@@ -9,7 +9,9 @@ Hierarchy::
     ├── StoreError
     │   ├── ConcurrencyError     the expected version of a stream did not match
     │   ├── DuplicateEventError  an event id is already stored with other content
-    │   └── StoreUnavailable     the database cannot be reached or opened
+    │   ├── RecordedAtRefused    a given recorded time would run backwards or into the future
+    │   ├── UnreadableEvent      a stored row cannot be decoded (edited behind the store)
+    │   └── StoreUnavailable     the database cannot be reached or opened, or is busy
     ├── ProjectionError          a projection cannot be loaded or answered
     │   └── ProjectionFailed     projections could not apply some events; the others went on
     └── TokenError               a write token is unknown, revoked or malformed
@@ -18,6 +20,7 @@ Hierarchy::
 from __future__ import annotations
 
 import traceback
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -31,9 +34,11 @@ __all__ = [
     "ProjectionFailed",
     "ProjectionFailure",
     "RecordError",
+    "RecordedAtRefused",
     "StoreError",
     "StoreUnavailable",
     "TokenError",
+    "UnreadableEvent",
 ]
 
 
@@ -120,6 +125,25 @@ class DuplicateEventError(StoreError):
         super().__init__(
             f"event id {event_id} is already stored at position {position} with other content"
         )
+
+
+class UnreadableEvent(StoreError):
+    """A stored row cannot be decoded into an event (edited behind the store's back)."""
+
+    def __init__(self, position: int, reason: str, stored_hash: str = "") -> None:
+        self.position = position
+        self.reason = reason
+        # The row's hash column, when it is text, so verify can name where it stopped.
+        self.stored_hash = stored_hash
+        super().__init__(f"event at position {position} cannot be read: {reason}")
+
+
+class RecordedAtRefused(StoreError):
+    """A given recorded time would make the log's clock run backwards or into the future."""
+
+    def __init__(self, event_id: uuid.UUID, message: str) -> None:
+        self.event_id = event_id
+        super().__init__(f"event {event_id}: {message}")
 
 
 class StoreUnavailable(StoreError):

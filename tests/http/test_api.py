@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sqlite3
 import time
 from pathlib import Path
 
@@ -212,3 +213,24 @@ def test_a_failing_user_projection_does_not_hold_the_answers_back(
         ]
         assert len(first) == 1
         assert "(" + str(tmp_path / "failing.py") + ", line 16)" in first[0].message
+
+
+def test_a_row_edited_behind_the_store_is_reported_not_a_crash(
+    tmp_path: Path, client: httpx.Client
+) -> None:
+    url = f"sqlite:///{tmp_path / 'leaderlog.db'}"
+
+    async def seed() -> None:
+        async with await EventLog.open(url) as log:
+            await load_seeds(log, SEEDS)
+
+    asyncio.run(seed())
+    with sqlite3.connect(tmp_path / "leaderlog.db") as connection:
+        connection.execute("DROP TRIGGER events_are_append_only_update")
+        connection.execute("UPDATE events SET data = '{not json' WHERE position = 3")
+    with running(create_app(url)) as base:
+        broken = client.get(f"{base}/api/events/3")
+        assert broken.status_code == 500
+        assert broken.json()["detail"].startswith("event at position 3 cannot be read: ")
+        report = client.get(f"{base}/api/verify").json()
+        assert (report["ok"], report["first_bad_position"]) == (False, 3)

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 
 import pytest
 
+from leaderlog.events import format_time
 from leaderlog.log import EventLog, load_seeds
 from leaderlog.projections import (
     BUILTIN,
@@ -15,8 +17,9 @@ from leaderlog.projections import (
     UnknownEntity,
     runner_for,
 )
+from leaderlog.store.base import utc_now
 from tests.conftest import ROOT, SEEDS
-from tests.projections.logs import GORDON_ACTING, HAMMER_CAPTION, SEED_COUNT, append, at, record
+from tests.projections.logs import GORDON_ACTING, HAMMER_CAPTION, SEED_COUNT, append, record
 from tests.projections.test_runner import (
     FOLLOW_UPS,
     a_broken_schema_stops_only_its_projection,
@@ -37,18 +40,25 @@ async def _answers(log: EventLog) -> dict[str, object]:
     }
 
 
+def later(seconds: int = 0) -> dt.datetime:
+    """A recorded time after the seeds (stamped as they were appended) and not in the
+    future by more than the store allows: recorded times only move forward."""
+    return utc_now() + dt.timedelta(seconds=30 + seconds)
+
+
 async def test_postgres_gives_the_same_answers_as_sqlite(
     seeded_postgres_log: EventLog, sqlite_url: str
 ) -> None:
     # given the same log on both backends, caught up in pages of different sizes
     async with await EventLog.open(sqlite_url) as lite:
         await load_seeds(lite, SEEDS)
+        first, second = later(), later(1)
         for log in (lite, seeded_postgres_log):
-            await append(log, FOLLOW_UPS[:2], recorded_at=at("2030-01-01T00:00:00Z"))
+            await append(log, FOLLOW_UPS[:2], recorded_at=first)
             await append(
                 log,
                 [record("org.registered", org="board", name="Board"), *FOLLOW_UPS[2:]],
-                recorded_at=at("2030-01-02T00:00:00Z"),
+                recorded_at=second,
             )
             await (await runner_for(log.store)).catch_up()
         expected = await _answers(lite)
@@ -74,14 +84,16 @@ async def test_postgres_rebuild_equals_incremental_and_time_travel(
 ) -> None:
     runner = await runner_for(seeded_postgres_log.store)
     await runner.catch_up()
-    await append(seeded_postgres_log, FOLLOW_UPS, recorded_at=at("2030-01-01T00:00:00Z"))
+    moment = later()
+    await append(seeded_postgres_log, FOLLOW_UPS, recorded_at=moment)
     await runner.catch_up()
     incremental = await dump(seeded_postgres_log.store, runner.projections)
     await ProjectionRunner(
         seeded_postgres_log.store, [cls() for cls in BUILTIN.values()], page=5
     ).rebuild()
     assert await dump(seeded_postgres_log.store, runner.projections) == incremental
-    before = await Queries(seeded_postgres_log.store).resolve_known_at("2029-12-31T23:59:59Z")
+    just_before = format_time(moment - dt.timedelta(seconds=1))
+    before = await Queries(seeded_postgres_log.store).resolve_known_at(just_before)
     assert before["position"] == SEED_COUNT
 
 

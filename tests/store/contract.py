@@ -10,6 +10,7 @@ from __future__ import annotations
 import abc
 import asyncio
 import datetime as dt
+import sys
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from typing import Any, ClassVar
@@ -17,7 +18,13 @@ from typing import Any, ClassVar
 import anyio
 import pytest
 
-from leaderlog.errors import ConcurrencyError, DuplicateEventError, StoreError
+from leaderlog.errors import (
+    ConcurrencyError,
+    DuplicateEventError,
+    RecordedAtRefused,
+    StoreError,
+    UnreadableEvent,
+)
 from leaderlog.events import RecordedEvent, format_time
 from leaderlog.store import AppendResult, EventStore, NewEvent, PendingBatch, open_store
 from leaderlog.store.base import GENESIS_HASH, recorded_hash
@@ -379,6 +386,88 @@ class StoreContract(abc.ABC):
         assert report.count == 2
         assert report.problem is not None
 
+    # A row edited into something that cannot be decoded at all (what each column type lets
+    # through on both backends: event_id is a UUID column on PostgreSQL).
+    UNREADABLE_EDITS: ClassVar[list[tuple[str, str]]] = [
+        ("data = '{not json'", "data '{not json' is not valid JSON"),
+        ("data = '[1, 2]'", "data '[1, 2]' is not a JSON object"),
+        ("data = '\"text\"'", "is not a JSON object"),
+        ("meta = 'null'", "meta 'null' is not a JSON object"),
+        ("recorded_at = 'garbage'", "recorded_at 'garbage' is not a time with a UTC offset"),
+        ("recorded_at = '2025-05-01T12:00:00'", "is not a time with a UTC offset"),
+    ]
+
+    @pytest.mark.parametrize(("edit", "reason"), UNREADABLE_EDITS)
+    async def test_verify_reports_a_row_that_cannot_be_decoded_at_its_position(
+        self, store: EventStore, store_url: str, edit: str, reason: str
+    ) -> None:
+        # given a log whose third row was edited into something no event decodes from
+        await store.append([event(f"s{i % 2}") for i in range(5)], actor="t")
+        await self.drop_append_only_guard(store_url)
+        await self.execute_raw(store_url, f"UPDATE events SET {edit} WHERE position = 3")
+
+        # when it is verified, then the chain is broken at exactly that row, with the reason
+        report = await store.verify()
+        assert (report.ok, report.first_bad_position, report.count) == (False, 3, 2)
+        assert report.problem is not None
+        assert report.problem.startswith("the stored row cannot be read: "), report.problem
+        assert reason in report.problem
+
+    @pytest.mark.parametrize(("edit", "reason"), UNREADABLE_EDITS[:1] + UNREADABLE_EDITS[4:5])
+    async def test_reading_a_row_that_cannot_be_decoded_names_its_position(
+        self, store: EventStore, store_url: str, edit: str, reason: str
+    ) -> None:
+        first, _, third = event("a"), event("b"), event("a")
+        await store.append([first, _, third, event("c")], actor="t")
+        await self.drop_append_only_guard(store_url)
+        await self.execute_raw(store_url, f"UPDATE events SET {edit} WHERE position = 3")
+
+        message = f"^event at position 3 cannot be read: {reason}"
+        for read in (
+            store.read_all(),
+            store.read_all(after=2, limit=1),
+            store.get(3),
+            store.read_stream("a"),
+            store.find_event_ids([third.event_id]),
+        ):
+            with pytest.raises(UnreadableEvent, match=message) as refused:
+                await read
+            assert refused.value.position == 3
+        with pytest.raises(UnreadableEvent, match=message):
+            _ = [e async for e in store.iterate()]
+        # Every other row still reads.
+        assert [e.position for e in await store.read_all(limit=2)] == [1, 2]
+        assert [e.position for e in await store.read_all(after=3)] == [4]
+        assert (await store.get(1)) is not None
+        assert [e.position for e in await store.read_stream("b")] == [2]
+
+    async def test_verify_reports_the_first_bad_row_before_an_unreadable_one(
+        self, store: EventStore, store_url: str
+    ) -> None:
+        # given rows 2 (content edited) and 5 (undecodable) in the same page of reading
+        await store.append([event(f"s{i % 3}") for i in range(8)], actor="t")
+        await self.drop_append_only_guard(store_url)
+        await self.execute_raw(
+            store_url, """UPDATE events SET data = '{"n":-1}' WHERE position = 2"""
+        )
+        await self.execute_raw(store_url, "UPDATE events SET data = '{not json' WHERE position = 5")
+
+        report = await store.verify()
+        assert (report.ok, report.first_bad_position, report.count) == (False, 2, 1)
+        assert report.problem == "hash does not match the event's content and the previous hash"
+
+    async def test_verify_reports_a_gap_before_an_unreadable_row(
+        self, store: EventStore, store_url: str
+    ) -> None:
+        await store.append([event(f"s{i % 3}") for i in range(8)], actor="t")
+        await self.drop_append_only_guard(store_url)
+        await self.execute_raw(store_url, "DELETE FROM events WHERE position = 4")
+        await self.execute_raw(store_url, "UPDATE events SET data = '{not json' WHERE position = 6")
+
+        report = await store.verify()
+        assert (report.ok, report.first_bad_position, report.count) == (False, 4, 3)
+        assert report.problem == "position 4 is missing"
+
     async def test_verify_finds_a_deleted_row(self, store: EventStore, store_url: str) -> None:
         await store.append([event(f"s{i % 2}") for i in range(5)], actor="t")
         await self.drop_append_only_guard(store_url)
@@ -386,6 +475,108 @@ class StoreContract(abc.ABC):
 
         report = await store.verify()
         assert (report.ok, report.first_bad_position, report.count) == (False, 4, 3)
+
+    # --- recorded times -------------------------------------------------------------------
+
+    async def test_a_recorded_time_before_the_last_event_is_refused(
+        self, store: EventStore
+    ) -> None:
+        # given a log whose last event was recorded now
+        await store.append([event("a")], actor="t")
+        head, count = await store.head(), await store.count()
+        (last,) = await store.read_all()
+
+        # when an import brings an event recorded in 1970, then it is refused, naming both times
+        old = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+        with pytest.raises(RecordedAtRefused) as refused:
+            await store.append([event("b", recorded_at=old), event("c")], actor="t")
+        message = str(refused.value)
+        assert "recorded_at 1970-01-01T00:00:00.000000Z is before the log's last event" in message
+        assert f"({format_time(last.recorded_at)})" in message
+        assert "recorded times never go backwards" in message
+        # and nothing of its batch is written
+        assert (await store.head(), await store.count()) == (head, count)
+
+    async def test_a_recorded_time_in_the_future_is_refused(self, store: EventStore) -> None:
+        far = dt.datetime(9999, 12, 31, 23, 59, 59, tzinfo=dt.UTC)
+        with pytest.raises(RecordedAtRefused, match="cannot be in the future") as refused:
+            await store.append([event("a", recorded_at=far)], actor="t")
+        assert "recorded_at 9999-12-31T23:59:59.000000Z is more than 5 minutes after" in str(
+            refused.value
+        )
+        soon = dt.datetime.now(dt.UTC) + dt.timedelta(minutes=10)
+        with pytest.raises(RecordedAtRefused, match="cannot be in the future"):
+            await store.append([event("a", recorded_at=soon)], actor="t")
+        assert await store.count() == 0
+        assert (await store.verify()).ok
+
+    async def test_recorded_times_within_a_batch_never_go_backwards(
+        self, store: EventStore
+    ) -> None:
+        later = dt.datetime(2025, 5, 2, tzinfo=dt.UTC)
+        earlier = dt.datetime(2025, 5, 1, tzinfo=dt.UTC)
+        with pytest.raises(RecordedAtRefused, match="is before the event before it"):
+            await store.append(
+                [event("a", recorded_at=later), event("b", recorded_at=earlier)], actor="t"
+            )
+        assert await store.count() == 0
+        naive = dt.datetime(2025, 5, 1)
+        with pytest.raises(RecordedAtRefused, match="has no UTC offset"):
+            await store.append([event("a", recorded_at=naive)], actor="t")
+        assert await store.count() == 0
+
+    async def test_an_old_log_moves_into_an_empty_one_with_its_times(
+        self, store: EventStore
+    ) -> None:
+        # given an export's events, recorded long ago, some in the same instant
+        times = [dt.datetime(2001, 1, 1, tzinfo=dt.UTC) + dt.timedelta(days=d) for d in (0, 0, 3)]
+        moved = [event(f"s{i}", recorded_at=t) for i, t in enumerate(times)]
+        await store.append(moved[:2], actor="mover")
+        await store.append(moved[2:], actor="mover")
+
+        # then they are kept, and a second import of the same events is no conflict
+        assert [e.recorded_at for e in await store.read_all()] == times
+        assert await store.append(moved, actor="mover") == AppendResult((1, 2, 3), 0)
+        # and a time equal to the last one's, or a little ahead of the clock, is accepted
+        await store.append([event("same", recorded_at=times[-1])], actor="t")
+        ahead = dt.datetime.now(dt.UTC) + dt.timedelta(minutes=2)
+        await store.append([event("ahead", recorded_at=ahead)], actor="t")
+        assert (await store.verify()).ok
+
+    async def test_a_refused_time_leaves_the_other_batches_of_a_group_commit(
+        self, store: EventStore
+    ) -> None:
+        await store.append([event("a")], actor="t")
+        old = dt.datetime(2000, 1, 1, tzinfo=dt.UTC)
+        outcomes = await store.append_batches(
+            [
+                PendingBatch([event("b")], {}, "t1"),
+                PendingBatch([event("c", recorded_at=old)], {}, "t2"),
+                PendingBatch([event("d")], {}, "t3"),
+            ]
+        )
+        assert succeeded(outcomes[0]).positions == (2,)
+        assert isinstance(outcomes[1], RecordedAtRefused)
+        assert succeeded(outcomes[2]).positions == (3,)
+        assert [e.actor for e in await store.read_all()] == ["t", "t1", "t3"]
+
+    async def test_stamped_times_do_not_go_backwards_when_the_clock_does(
+        self, store: EventStore, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        # given an event recorded a minute ahead of the clock (another server's, say)
+        ahead = dt.datetime.now(dt.UTC) + dt.timedelta(minutes=1)
+        await store.append([event("a", recorded_at=ahead)], actor="t")
+        # when the next event brings no time, then it is stamped no earlier
+        await store.append([event("b")], actor="t")
+        # and when this clock then jumps two minutes back, still no earlier
+        backend = sys.modules[type(store).__module__]
+        behind = dt.datetime.now(dt.UTC) - dt.timedelta(minutes=2)
+        monkeypatch.setattr(backend, "utc_now", lambda: behind)
+        await store.append([event("c")], actor="t")
+
+        stamps = [e.recorded_at for e in await store.read_all()]
+        assert stamps == [ahead, ahead, ahead]
+        assert (await store.verify()).ok
 
     # --- following ------------------------------------------------------------------------
 

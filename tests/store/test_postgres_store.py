@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from urllib.parse import urlsplit, urlunsplit
 
 import anyio
 import asyncpg
@@ -284,3 +285,68 @@ async def test_closed_store_is_unavailable(schema_url: str) -> None:
 )
 def test_placeholders_are_translated_outside_quotes(portable: str, translated: str) -> None:
     assert translate_placeholders(portable) == translated
+
+
+@pytest.mark.parametrize("scheme", ["POSTGRESQL", "PostgreSQL", "POSTGRES"])
+async def test_the_scheme_of_a_postgresql_url_is_case_insensitive(
+    schema_url: str, scheme: str
+) -> None:
+    url = scheme + schema_url[schema_url.index("://") :]
+    async with await open_store(url) as opened:
+        assert isinstance(opened, PostgresStore)
+        await opened.append([event("a")], actor="t")
+        assert await opened.count() == 1
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql://postgres@127.0.0.1:5432",
+        "postgresql://postgres@127.0.0.1:5432/",
+        "postgres://postgres:hunter2@127.0.0.1:5432/?schema=mine",
+        "postgresql://",
+    ],
+)
+async def test_a_url_naming_no_database_is_refused(url: str) -> None:
+    # libpq would connect to a default database and the tables would be created there.
+    with pytest.raises(
+        StoreUnavailable, match="name the database: postgresql://user@host:5432/dbname"
+    ) as refused:
+        await open_store(url)
+    assert "hunter2" not in str(refused.value)
+
+
+async def test_a_database_named_by_a_parameter_is_enough(schema_url: str) -> None:
+    parts = urlsplit(schema_url)
+    url = urlunsplit(parts._replace(path="", query=f"{parts.query}&dbname={parts.path[1:]}"))
+    async with await open_store(url) as opened:
+        await opened.append([event("a")], actor="t")
+    async with await open_store(schema_url) as same:
+        assert await same.count() == 1
+
+
+async def test_a_schema_whose_events_table_is_not_leaderlogs_is_refused_untouched(
+    schema_url: str,
+) -> None:
+    # given a schema where another program keeps a table called events
+    schema = schema_url.rpartition("schema=")[2]
+    async with postgres_connection(schema_url) as connection:
+        await connection.execute(f'CREATE SCHEMA "{schema}"')
+        await connection.execute("CREATE TABLE events (id INTEGER, what TEXT)")
+
+    # when it is opened as a log, then it is refused
+    with pytest.raises(
+        StoreUnavailable,
+        match=rf"is not a leaderlog database: its events table \(schema {schema}\) has other "
+        r"columns \(id, what\)",
+    ):
+        await open_store(schema_url)
+    # and no trigger or function was left behind on it
+    async with postgres_connection(schema_url) as connection:
+        triggers = await connection.fetchval(
+            "SELECT COUNT(*) FROM pg_trigger WHERE tgrelid = 'events'::regclass"
+        )
+        functions = await connection.fetchval(
+            "SELECT COUNT(*) FROM pg_proc WHERE pronamespace = $1::regnamespace", schema
+        )
+    assert (triggers, functions) == (0, 0)

@@ -15,10 +15,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
+from leaderlog.cli import main
 from leaderlog.errors import StoreUnavailable
-from leaderlog.store import open_store
-from leaderlog.store.sqlite import SQLiteStore, path_from_url
+from leaderlog.store import DEFAULT_DATABASE_URL, database_url, open_store
+from leaderlog.store import sqlite as sqlite_backend
+from leaderlog.store.sqlite import PRAGMAS, SQLiteStore, path_from_url
 
 from .contract import StoreContract, event
 
@@ -172,3 +175,231 @@ async def test_only_a_store_left_open_is_warned_about(sqlite_url: str) -> None:
     warned = _resource_warnings(caught)
     assert after_the_closed_one == [], warned
     assert len(warned) == 1 and warned[0].startswith("the SQLite store on "), warned
+
+
+# --- rows that cannot be decoded ----------------------------------------------------------
+
+
+async def _seeded_with_an_edit(url: str, edit: str) -> None:
+    """Five events, then the append-only guard dropped and row 3 edited behind the store."""
+    store = await open_store(url)
+    try:
+        await store.append([event(f"s{i % 2}") for i in range(5)], actor="t")
+    finally:
+        await store.close()
+    _execute(
+        path_from_url(url),
+        f"DROP TRIGGER events_are_append_only_update; UPDATE events SET {edit} WHERE position = 3;",
+    )
+
+
+@pytest.mark.parametrize(
+    ("edit", "reason"),
+    [
+        ("event_id = X'00'", "event_id b'\\x00' is not 16 bytes"),
+        ("event_id = 'text'", "event_id 'text' is not 16 bytes"),
+        ("stream = X'41', version = 1", "the stored row cannot be read: "),
+        ("data = X'7b7d'", "hash does not match"),
+    ],
+)
+async def test_verify_reports_columns_edited_into_another_type(
+    sqlite_url: str, edit: str, reason: str
+) -> None:
+    # SQLite keeps whatever a column is given, whatever its declared type.
+    await _seeded_with_an_edit(sqlite_url, edit)
+    async with await open_store(sqlite_url) as store:
+        report = await store.verify()
+    assert (report.ok, report.first_bad_position, report.count) == (False, 3, 2)
+    assert report.problem is not None and reason in report.problem
+
+
+def test_the_commands_report_an_undecodable_row_without_a_traceback(sqlite_url: str) -> None:
+    # given the reported repro: a seeded file whose row 3 holds data that is not JSON
+    asyncio.run(_seeded_with_an_edit(sqlite_url, "data = '{not json'"))
+    runner = CliRunner()
+
+    # when verified, then the chain is reported broken at position 3
+    verified = runner.invoke(main, ["--db", sqlite_url, "verify"])
+    assert verified.exit_code == 1, verified.output
+    assert verified.stdout.startswith(
+        "chain BROKEN at position 3: the stored row cannot be read: data '{not json' is not "
+        "valid JSON"
+    )
+    assert "(2 events verified before it)" in verified.stdout
+    # and the commands that read it name the row instead of raising
+    listed = runner.invoke(main, ["--db", sqlite_url, "events"])
+    assert listed.exit_code == 1
+    assert listed.stderr.startswith("error: event at position 3 cannot be read: data ")
+    assert listed.exception is None or isinstance(listed.exception, SystemExit)
+    for command in (["events", "--after", "3"], ["events", "--limit", "2"]):
+        assert runner.invoke(main, ["--db", sqlite_url, *command]).exit_code == 0
+
+
+# --- URLs ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("tail", "message"),
+    [
+        ("q.db?mode=ro", "SQLite URLs take no query parameters"),
+        ("q.db?", "SQLite URLs take no query parameters"),
+        ("q.db#frag", "SQLite URLs take no fragment"),
+        ("q.db#a?b", "SQLite URLs take no fragment"),
+        ("q%FF.db", "its percent-escapes are not UTF-8"),
+        ("q%00.db", "contains a NUL character"),
+    ],
+)
+async def test_a_sqlite_url_that_is_not_just_a_path_is_refused(
+    tmp_path: Path, tail: str, message: str
+) -> None:
+    with pytest.raises(StoreUnavailable, match=message):
+        await open_store(f"sqlite:///{tmp_path}/{tail}")
+    assert list(tmp_path.iterdir()) == []
+
+
+async def test_a_sqlite_url_is_percent_decoded(tmp_path: Path) -> None:
+    async with await open_store(f"sqlite:///{tmp_path}/x%20y%3Fz%23.db") as store:
+        await store.append([event("a")], actor="t")
+    assert sorted(path.name for path in tmp_path.glob("*.db")) == ["x y?z#.db"]
+
+
+@pytest.mark.parametrize("scheme", ["SQLITE", "Sqlite"])
+async def test_the_scheme_of_a_sqlite_url_is_case_insensitive(tmp_path: Path, scheme: str) -> None:
+    async with await open_store(f"{scheme}:///{tmp_path}/log.db") as store:
+        assert isinstance(store, SQLiteStore)
+        assert store.path == tmp_path / "log.db"
+    with pytest.raises(StoreUnavailable, match="sqlite:///"):
+        await open_store(f"{scheme}:/{tmp_path}/log.db")
+
+
+async def test_a_sqlite_url_naming_no_file_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(StoreUnavailable, match="names no file"):
+        await open_store("sqlite:///")
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("url", ["sqlite:///:memory:", ":memory:", "sqlite:///%3Amemory%3A"])
+async def test_an_in_memory_database_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, url: str
+) -> None:
+    # Its writer and reader connections would each get a database of their own.
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(
+        StoreUnavailable,
+        match="an in-memory SQLite database is not supported: each connection would see its "
+        "own empty database; use a file",
+    ):
+        await open_store(url)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_an_empty_database_url_is_an_error_but_an_unset_one_is_the_default(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("LEADERLOG_DB", raising=False)
+    assert database_url() == DEFAULT_DATABASE_URL
+    assert database_url("sqlite:///x.db") == "sqlite:///x.db"
+    for empty in ("", "  "):
+        with pytest.raises(StoreUnavailable, match=r"^the database URL is empty$"):
+            database_url(empty)
+    monkeypatch.setenv("LEADERLOG_DB", "")
+    with pytest.raises(StoreUnavailable, match=r"^the database URL is empty$"):
+        database_url()
+    # An explicit URL still wins over the (empty) environment.
+    assert database_url("sqlite:///x.db") == "sqlite:///x.db"
+
+
+@pytest.mark.parametrize("where", ["--db", "env"])
+def test_an_empty_database_url_from_the_command_line_writes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("LEADERLOG_DB", raising=False)
+    if where == "env":
+        monkeypatch.setenv("LEADERLOG_DB", "")
+    arguments = ["--db", "", "verify"] if where == "--db" else ["verify"]
+    result = CliRunner().invoke(main, arguments)
+    assert result.exit_code == 1
+    assert result.stderr == "error: the database URL is empty\n"
+    assert list(tmp_path.iterdir()) == []
+
+
+# --- someone else's file ------------------------------------------------------------------
+
+
+async def test_a_file_whose_events_table_is_not_leaderlogs_is_refused_untouched(
+    tmp_path: Path,
+) -> None:
+    # given a database of another program that happens to have an events table
+    foreign = tmp_path / "other.db"
+    _execute(
+        foreign, "CREATE TABLE events (id INTEGER, what TEXT); INSERT INTO events VALUES (1, 'x');"
+    )
+    content = foreign.read_bytes()
+
+    # when it is opened as a log, then it is refused, and left exactly as it was
+    with pytest.raises(
+        StoreUnavailable,
+        match=f"^{foreign} is not a leaderlog database: its events table has other columns "
+        r"\(id, what\)$",
+    ):
+        await open_store(f"sqlite:///{foreign}")
+    assert foreign.read_bytes() == content
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["other.db"]
+
+
+async def test_a_file_with_other_tables_and_no_events_table_still_opens(tmp_path: Path) -> None:
+    shared = tmp_path / "shared.db"
+    _execute(
+        shared, "CREATE TABLE notes (id INTEGER, text TEXT); INSERT INTO notes VALUES (1, 'x');"
+    )
+    async with await open_store(f"sqlite:///{shared}") as store:
+        await store.append([event("a")], actor="t")
+        assert await store.query("SELECT text FROM notes") == [("x",)]
+        assert (await store.verify()).ok
+
+
+# --- another process holding the write lock -----------------------------------------------
+
+
+@pytest.fixture
+def short_busy_timeout(monkeypatch: pytest.MonkeyPatch) -> float:
+    monkeypatch.setattr(sqlite_backend, "BUSY_TIMEOUT", 0.2)
+    return 0.2
+
+
+async def test_a_projection_transaction_waiting_too_long_for_the_lock_is_busy(
+    sqlite_url: str, short_busy_timeout: float
+) -> None:
+    async with await open_store(sqlite_url) as store:
+        await store.append([event("a")], actor="t")
+        # given another process holding the write lock
+        holder = sqlite3.connect(path_from_url(sqlite_url), isolation_level=None)
+        try:
+            holder.execute("BEGIN IMMEDIATE")
+            started = time.monotonic()
+            # when a projection transaction waits past busy_timeout, then it is told so
+            with pytest.raises(StoreUnavailable, match=r"^database is busy: database is locked"):
+                async with store.projection_transaction() as tx:
+                    await tx.execute("CREATE TABLE p_never (id INTEGER)")
+            with pytest.raises(StoreUnavailable, match=r"^database is busy: database is locked"):
+                await store.append([event("b")], actor="t")
+            assert time.monotonic() - started < 10 * short_busy_timeout + 2
+        finally:
+            holder.execute("ROLLBACK")
+            holder.close()
+
+        # and once the lock is free, both work again: nothing was left half open
+        async with store.projection_transaction() as tx:
+            await tx.execute("CREATE TABLE p_after (id INTEGER)")
+        await store.append([event("b")], actor="t")
+        assert await store.query("SELECT COUNT(*) FROM p_after") == [(0,)]
+        assert await store.count() == 2
+
+
+def test_the_pragmas_shared_with_scripts_keep_the_default_busy_timeout() -> None:
+    assert sqlite_backend.BUSY_TIMEOUT == 10.0
+    assert "PRAGMA busy_timeout=10000" in PRAGMAS

@@ -23,7 +23,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Match
 
-from leaderlog.errors import ProjectionFailed, StoreUnavailable
+from leaderlog.errors import ProjectionFailed, StoreUnavailable, UnreadableEvent
 from leaderlog.feeds import FeedService
 from leaderlog.http import _api, _feeds, _pages
 from leaderlog.http._deps import Services, log_of, services_of
@@ -171,6 +171,7 @@ def create_app(
     for router in routers:
         app.include_router(router)
     app.add_exception_handler(StoreUnavailable, _unavailable)
+    app.add_exception_handler(UnreadableEvent, _unreadable)
     app.add_exception_handler(StarletteHTTPException, _http_error)
     return app
 
@@ -206,7 +207,16 @@ async def _applied_through(request: Request, position: int) -> bool:
 async def _unavailable(request: Request, error: Exception) -> JSONResponse:
     """The database is busy or gone: a condition to retry, not a server fault."""
     logger.warning("%s %s: %s", request.method, request.url.path, error)
-    return JSONResponse({"detail": str(error)}, 503, headers={"Retry-After": "1"})
+    return JSONResponse(
+        {"error": "unavailable", "detail": str(error)}, 503, headers={"Retry-After": "1"}
+    )
+
+
+async def _unreadable(request: Request, error: Exception) -> JSONResponse:
+    """A stored row was edited behind the store's back: a server fault, said plainly
+    (``leaderlog verify`` names the first bad position)."""
+    logger.error("%s %s: %s", request.method, request.url.path, error)
+    return JSONResponse({"error": "unreadable_event", "detail": str(error)}, 500)
 
 
 def _version() -> str:

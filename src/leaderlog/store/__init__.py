@@ -30,18 +30,29 @@ DEFAULT_DATABASE_URL = "sqlite:///leaderlog.db"
 
 
 def database_url(explicit: str | None = None) -> str:
-    """The URL to use: the explicit one, else ``LEADERLOG_DB``, else ``./leaderlog.db``."""
-    return explicit or os.environ.get("LEADERLOG_DB") or DEFAULT_DATABASE_URL
+    """The URL to use: the explicit one, else ``LEADERLOG_DB``, else ``./leaderlog.db``.
+
+    Only an unset one falls back: an empty one (``--db ""``, ``LEADERLOG_DB=``) is more
+    likely a variable that went missing than a wish for the default file.
+    """
+    url = explicit if explicit is not None else os.environ.get("LEADERLOG_DB")
+    if url is None:
+        return DEFAULT_DATABASE_URL
+    if not url.strip():
+        raise StoreUnavailable("the database URL is empty")
+    return url
 
 
 async def open_store(url: str | None = None) -> EventStore:
     """Open the store a URL names: ``sqlite:///path`` or ``postgresql://...``."""
     url = database_url(url)
-    if url.startswith(("postgresql://", "postgres://")):
+    # Schemes are case-insensitive (RFC 3986).
+    scheme = url.partition("://")[0].lower() if "://" in url else None
+    if scheme in ("postgresql", "postgres"):
         from leaderlog.store.postgres import PostgresStore
 
         return await PostgresStore.open(url)
-    if url.startswith("sqlite:") or "://" not in url:
+    if scheme is None or scheme == "sqlite":
         from leaderlog.store.sqlite import SQLiteStore
 
         return await SQLiteStore.open(url)

@@ -18,10 +18,17 @@ from types import MappingProxyType
 from typing import Any, Literal, NamedTuple, TypeAlias
 
 from leaderlog._json import Embedded, canonical_bytes, embed, loads
-from leaderlog.errors import ConcurrencyError, DuplicateEventError, StoreError
+from leaderlog.errors import (
+    ConcurrencyError,
+    DuplicateEventError,
+    RecordedAtRefused,
+    StoreError,
+    UnreadableEvent,
+)
 from leaderlog.events import RecordedEvent, format_time
 
 __all__ = [
+    "FUTURE_SLACK",
     "GENESIS_HASH",
     "MAX_POSITION",
     "AppendResult",
@@ -31,6 +38,8 @@ __all__ = [
     "PendingBatch",
     "PlannedRow",
     "ProjectionTransaction",
+    "RecordedAtRefused",
+    "UnreadableEvent",
     "VerifyReport",
     "chain_hash",
     "plan_rows",
@@ -54,6 +63,8 @@ def storable(number: int) -> int:
 
 
 _NO_META: Mapping[str, Any] = MappingProxyType({})
+# How far ahead of the store's clock a given recorded time may be (another server's clock).
+FUTURE_SLACK = dt.timedelta(minutes=5)
 
 
 class NewEvent(NamedTuple):
@@ -132,17 +143,41 @@ _parsed_times: dict[str, dt.datetime] = {}
 def _recorded_at(text: str) -> dt.datetime:
     moment = _parsed_times.get(text)
     if moment is None:
+        moment = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+        if moment.utcoffset() is None:
+            raise ValueError(f"recorded_at {text!r} has no UTC offset")
+        # What the hash covers is the time in UTC: one that cannot be moved there is unusable.
+        moment.astimezone(dt.UTC)
         if len(_parsed_times) > 4096:
             _parsed_times.clear()
-        moment = _parsed_times[text] = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+        _parsed_times[text] = moment
     return moment
+
+
+def _stored_time(text: object) -> dt.datetime | None:
+    """A stored recorded_at as a time, or None when the row was edited into something else."""
+    try:
+        return _recorded_at(text) if isinstance(text, str) else None
+    except (ValueError, OverflowError):
+        return None
 
 
 def event_from_row(row: Sequence[Any], event_id: uuid.UUID) -> RecordedEvent:
     """An envelope from a stored row in ``events`` column order (the backends share it).
 
     Rows were validated on the way in; constructing without validation keeps reads cheap.
+    Only what a row edited behind the store's back would break far from its cause is
+    checked (data and meta are JSON objects, recorded_at is a time with an offset): such a
+    row raises :class:`UnreadableEvent`, naming its position.
     """
+    try:
+        data = loads(row[6])
+        meta = {} if row[9] == "{}" else loads(row[9])
+        recorded_at = _recorded_at(row[7])
+    except (ValueError, TypeError, OverflowError) as error:
+        raise unreadable(row, _why_unreadable(row)) from error
+    if type(data) is not dict or type(meta) is not dict:
+        raise unreadable(row, _why_unreadable(row))
     return RecordedEvent.trusted(
         position=row[0],
         event_id=event_id,
@@ -150,12 +185,38 @@ def event_from_row(row: Sequence[Any], event_id: uuid.UUID) -> RecordedEvent:
         version=row[3],
         type=row[4],
         schema_version=row[5],
-        data=loads(row[6]),
-        recorded_at=_recorded_at(row[7]),
+        data=data,
+        recorded_at=recorded_at,
         actor=row[8],
-        meta={} if row[9] == "{}" else loads(row[9]),
+        meta=meta,
         hash=row[10],
     )
+
+
+def unreadable(row: Sequence[Any], reason: str) -> UnreadableEvent:
+    """The error for a stored row (in ``events`` column order) that cannot be decoded."""
+    return UnreadableEvent(row[0], reason, row[10] if isinstance(row[10], str) else "")
+
+
+def _shown(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else f"{text[:57]}..."
+
+
+def _why_unreadable(row: Sequence[Any]) -> str:
+    """Which column of a row event_from_row refused, and why (only run once it has)."""
+    for column, index in (("data", 6), ("meta", 9)):
+        try:
+            value = loads(row[index])
+        except (ValueError, TypeError) as error:
+            return f"{column} {_shown(row[index])} is not valid JSON ({error})"
+        if type(value) is not dict:
+            return f"{column} {_shown(row[index])} is not a JSON object"
+    try:
+        _recorded_at(row[7])
+    except (ValueError, TypeError, OverflowError) as error:
+        return f"recorded_at {_shown(row[7])} is not a time with a UTC offset ({error})"
+    return "its columns do not hold an event"
 
 
 def chain_hash(previous: str, envelope: bytes) -> str:
@@ -209,6 +270,28 @@ class PlannedRow(NamedTuple):
 _EMPTY_META = canonical_bytes({})
 
 
+# The recorded times of a plan so far: the last event's time (None in an empty log, or when
+# the stored one cannot be read) and whether it is the stored head's; the time (and its
+# text) given to events that bring none.
+_Times: TypeAlias = tuple[dt.datetime | None, bool, dt.datetime, str]
+
+
+class _Clock:
+    """Where a plan's recorded times stand; a given time must lie in [last, ``latest``]."""
+
+    __slots__ = ("latest", "now", "times")
+
+    def __init__(self, now: dt.datetime, head_recorded_at: str | None) -> None:
+        head = _stored_time(head_recorded_at)
+        self.now = now
+        self.latest = now + FUTURE_SLACK
+        # A clock that went backwards (or another server's that runs a little behind) stamps
+        # the head's time instead, so recorded times never go backwards and any export can
+        # be imported again; a head beyond what could be accepted now is not followed there.
+        stamp = head if head is not None and now < head <= self.latest else now
+        self.times: _Times = (head, True, stamp, format_time(stamp))
+
+
 def plan_rows(
     batches: Sequence[PendingBatch],
     stream_versions: Mapping[str, int],
@@ -216,10 +299,13 @@ def plan_rows(
     head_position: int,
     head_hash: str,
     now: dt.datetime,
+    head_recorded_at: str | None = None,
 ) -> tuple[list[AppendResult | StoreError], list[PlannedRow]]:
     """Check each batch in order against the stored state and lay out the rows to insert.
 
     ``existing`` maps already stored event ids to (position, stream, type, canonical data).
+    ``head_recorded_at`` is the last stored event's recorded_at: a given recorded time may
+    not be before it (nor more than :data:`FUTURE_SLACK` after ``now``).
     A batch that fails is left out whole; later batches see the state without it.
     """
     versions = dict(stream_versions)
@@ -228,17 +314,17 @@ def plan_rows(
     outcomes: list[AppendResult | StoreError] = []
     rows: list[PlannedRow] = []
     position, previous = head_position, head_hash
-    recorded_at = format_time(now)
+    clock = _Clock(now, head_recorded_at)
 
     for batch in batches:
         try:
-            plan = _plan_one(batch, versions, known, position)
+            plan, clock.times = _plan_one(batch, versions, known, position, clock)
         except StoreError as error:
             outcomes.append(error)
             continue
         positions: list[int] = []
         appended = 0
-        for event, data_json, known_position in plan:
+        for event, data_json, known_position, stamp in plan:
             if known_position is not None:
                 positions.append(known_position)
                 continue
@@ -247,7 +333,6 @@ def plan_rows(
             stream = event.stream
             version = versions.get(stream, 0) + 1
             versions[stream] = version
-            stamp = format_time(event.recorded_at) if event.recorded_at else recorded_at
             actor = event.actor or batch.actor
             meta_json = canonical_bytes(event.meta) if event.meta else _EMPTY_META
             envelope = envelope_bytes(
@@ -289,11 +374,14 @@ def _plan_one(
     versions: Mapping[str, int],
     known: Mapping[int, tuple[int, str, str, bytes]],
     head_position: int,
-) -> list[tuple[NewEvent, bytes, int | None]]:
-    """Each event with its canonical data and, if it is already stored, its position."""
-    plan: list[tuple[NewEvent, bytes, int | None]] = []
+    clock: _Clock,
+) -> tuple[list[tuple[NewEvent, bytes, int | None, str]], _Times]:
+    """Each event with its canonical data, its position if it is already stored, and its
+    recorded time if not; and the clock's times once the batch is appended."""
+    plan: list[tuple[NewEvent, bytes, int | None, str]] = []
     seen_in_batch: set[int] = set()
     streams_with_new_events: set[str] = set()
+    last, last_is_head, stamp_time, stamp_text = clock.times
     for event in batch.events:
         key = event.event_id.int
         if key in seen_in_batch:
@@ -302,13 +390,22 @@ def _plan_one(
         data_json = canonical_bytes(event.data)
         stored = known.get(key)
         if stored is None:
-            plan.append((event, data_json, None))
+            given = event.recorded_at
+            if given is None:
+                stamp, last = stamp_text, stamp_time
+            else:
+                stamp = _given_time(event.event_id, given, last, last_is_head, clock)
+                last = given
+                if given > stamp_time:
+                    stamp_time, stamp_text = given, stamp
+            last_is_head = False
+            plan.append((event, data_json, None, stamp))
             streams_with_new_events.add(event.stream)
             continue
         stored_position, stream, event_type, data = stored
         if (stream, event_type, data) != (event.stream, event.type, data_json):
             raise DuplicateEventError(event.event_id, stored_position)
-        plan.append((event, data_json, stored_position))
+        plan.append((event, data_json, stored_position, ""))
     # An idempotent retry of a batch whose events are all stored must succeed even though
     # the stream has moved on, so versions are only checked where something is appended.
     for stream, expected in batch.expected.items():
@@ -320,7 +417,44 @@ def _plan_one(
                 raise ConcurrencyError(stream, expected, actual)
         elif actual != expected and not (expected == 0 and actual is None):
             raise ConcurrencyError(stream, expected, actual)
-    return plan
+    return plan, (last, last_is_head, stamp_time, stamp_text)
+
+
+def _given_time(
+    event_id: uuid.UUID,
+    given: dt.datetime,
+    last: dt.datetime | None,
+    last_is_head: bool,
+    clock: _Clock,
+) -> str:
+    """The text of a recorded time an event brings (an import), once it is known to fit.
+
+    "Known at a time" reads the log up to the last event recorded by then, which only
+    means something while recorded times follow positions and none lies in the future.
+    """
+    if given.utcoffset() is None:
+        raise RecordedAtRefused(event_id, f"recorded_at {given.isoformat()} has no UTC offset")
+    try:
+        text = format_time(given)
+    except (OverflowError, ValueError):
+        raise RecordedAtRefused(
+            event_id, f"recorded_at {given.isoformat()} cannot be expressed in UTC"
+        ) from None
+    if last is not None and given < last:
+        before = "the log's last event" if last_is_head else "the event before it"
+        raise RecordedAtRefused(
+            event_id,
+            f"recorded_at {text} is before {before} ({format_time(last)}): "
+            "recorded times never go backwards",
+        )
+    if given > clock.latest:
+        minutes = int(FUTURE_SLACK.total_seconds() // 60)
+        raise RecordedAtRefused(
+            event_id,
+            f"recorded_at {text} is more than {minutes} minutes after the store's clock "
+            f"({format_time(clock.now)}): recorded times cannot be in the future",
+        )
+    return text
 
 
 class ProjectionTransaction(abc.ABC):
@@ -337,6 +471,10 @@ class ProjectionTransaction(abc.ABC):
 
     @abc.abstractmethod
     async def fetchall(self, sql: str, parameters: Sequence[Any] = ()) -> list[tuple[Any, ...]]: ...
+
+
+# Events verify reads at a time (as many as iterate() pages through).
+_VERIFY_PAGE = 2000
 
 
 class EventStore(abc.ABC):
@@ -440,25 +578,55 @@ class EventStore(abc.ABC):
     # --- integrity ------------------------------------------------------------------------
 
     async def verify(self) -> VerifyReport:
-        """Recompute the hash chain and check positions and versions are gap-free."""
+        """Recompute the hash chain and check positions and versions are gap-free.
+
+        A row that cannot even be decoded is reported at its position like any other edit.
+        """
         previous, count, expected_position = GENESIS_HASH, 0, 1
         versions: dict[str, int] = {}
-        async for event in self.iterate():
-            problem = None
-            if event.position != expected_position:
-                problem = f"position {expected_position} is missing"
-                bad = expected_position
-            elif event.version != versions.get(event.stream, 0) + 1:
-                problem = f"stream {event.stream} version {event.version} is out of order"
-                bad = event.position
-            elif recorded_hash(previous, event) != event.hash:
-                problem = "hash does not match the event's content and the previous hash"
-                bad = event.position
-            if problem:
-                return VerifyReport(False, count, event.position, event.hash, bad, problem)
-            versions[event.stream] = event.version
-            previous, count, expected_position = event.hash, count + 1, expected_position + 1
-        return VerifyReport(True, count, expected_position - 1, previous)
+        page = _VERIFY_PAGE
+        while True:
+            try:
+                events = await self.read_all(after=expected_position - 1, limit=page)
+            except UnreadableEvent as error:
+                # Rows before it must be checked first (an earlier one may be bad too): read
+                # up to it, in smaller pages while there is a gap in between.
+                before = error.position - expected_position
+                if before > 0 and page > 1:
+                    page = before if before < page else page // 2
+                    continue
+                if error.position != expected_position:
+                    reason, at = f"position {expected_position} is missing", expected_position
+                else:
+                    reason, at = f"the stored row cannot be read: {error.reason}", error.position
+                return VerifyReport(False, count, error.position, error.stored_hash, at, reason)
+            for event in events:
+                problem, bad = self._check_link(event, expected_position, versions, previous)
+                if problem:
+                    return VerifyReport(False, count, event.position, event.hash, bad, problem)
+                versions[event.stream] = event.version
+                previous, count, expected_position = event.hash, count + 1, expected_position + 1
+            if len(events) < page:
+                return VerifyReport(True, count, expected_position - 1, previous)
+            page = _VERIFY_PAGE
+
+    @staticmethod
+    def _check_link(
+        event: RecordedEvent, expected_position: int, versions: Mapping[str, int], previous: str
+    ) -> tuple[str | None, int]:
+        """What is wrong with the next event of the chain, if anything, and at which position."""
+        if event.position != expected_position:
+            return f"position {expected_position} is missing", expected_position
+        if event.version != versions.get(event.stream, 0) + 1:
+            return f"stream {event.stream} version {event.version} is out of order", event.position
+        try:
+            recomputed = recorded_hash(previous, event)
+        except (TypeError, ValueError) as error:
+            # A column edited into another type (SQLite keeps whatever it is given).
+            return f"the stored row cannot be read: {error}", event.position
+        if recomputed != event.hash:
+            return "hash does not match the event's content and the previous hash", event.position
+        return None, event.position
 
     @abc.abstractmethod
     async def count(self) -> int: ...

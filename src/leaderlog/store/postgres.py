@@ -101,6 +101,7 @@ _COLUMNS = (
     "position, event_id, stream, version, type, schema_version, "
     "data, recorded_at, actor, meta, hash"
 )
+_COLUMN_NAMES = tuple(_COLUMNS.split(", "))
 # One statement, one round trip, however many rows.
 _INSERT = (
     f"INSERT INTO events ({_COLUMNS}) SELECT * FROM unnest("
@@ -110,9 +111,14 @@ _INSERT = (
 # Keeps each message to the server a few megabytes even when importing a whole log at once.
 _INSERT_CHUNK = 10_000
 _HEAD = "SELECT position, hash FROM events ORDER BY position DESC LIMIT 1"
+_HEAD_AND_TIME = "SELECT position, hash, recorded_at FROM events ORDER BY position DESC LIMIT 1"
 _EVENTS_TABLE = (
     "SELECT n.nspname, c.oid::bigint FROM pg_class c "
     "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = 'events'::regclass"
+)
+_EVENTS_COLUMNS = (
+    "SELECT attname FROM pg_attribute WHERE attrelid = 'events'::regclass "
+    "AND attnum > 0 AND NOT attisdropped ORDER BY attnum"
 )
 
 _SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
@@ -210,9 +216,17 @@ def _connect_options(url: str) -> tuple[str, dict[str, str], str | None]:
         raise StoreUnavailable(
             f"{_redacted_or_hidden(url)} is not a valid PostgreSQL URL: {error}"
         ) from error
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    # Without one, libpq falls back to a default database (PGDATABASE, or the user's name)
+    # and the log's tables would be created in whatever that is.
+    if not parts.path.strip("/") and not {"dbname", "database", "service"} & {k for k, _ in query}:
+        raise StoreUnavailable(
+            f"{_redacted_or_hidden(url)} connects to no particular database; "
+            "name the database: postgresql://user@host:5432/dbname"
+        )
     schema: str | None = None
     passed: list[tuple[str, str]] = []
-    for key, value in parse_qsl(parts.query, keep_blank_values=True):
+    for key, value in query:
         if key != "schema":
             passed.append((key, value))
         elif schema is not None:
@@ -253,7 +267,7 @@ def _rows_to_columns(rows: Sequence[PlannedRow]) -> list[list[Any]]:
 
 
 async def _create_schema(
-    connection: asyncpg.pool.PoolConnectionProxy[asyncpg.Record], schema: str | None
+    connection: asyncpg.pool.PoolConnectionProxy[asyncpg.Record], schema: str | None, where: str
 ) -> tuple[str, int]:
     """Create what is missing, one process at a time; return the events table's schema and oid."""
     async with connection.transaction():
@@ -264,8 +278,15 @@ async def _create_schema(
             await connection.execute(f'CREATE SCHEMA "{schema}"')
         await connection.execute(SCHEMA)
         row = await connection.fetchrow(_EVENTS_TABLE)
-    if row is None:
-        raise StoreUnavailable("the events table could not be created")
+        if row is None:
+            raise StoreUnavailable("the events table could not be created")
+        columns = [str(column[0]) for column in await connection.fetch(_EVENTS_COLUMNS)]
+        if sorted(columns) != sorted(_COLUMN_NAMES):
+            # Raised inside the transaction: the triggers just put on that table roll back.
+            raise StoreUnavailable(
+                f"{where} is not a leaderlog database: its events table (schema {row[0]}) has "
+                f"other columns ({', '.join(columns)})"
+            )
     return str(row[0]), int(row[1])
 
 
@@ -338,7 +359,7 @@ class PostgresStore(EventStore):
             ) from error
         try:
             async with pool.acquire() as connection:
-                table_schema, table_oid = await _create_schema(connection, schema)
+                table_schema, table_oid = await _create_schema(connection, schema, _redacted(dsn))
         except _SERVER_ERRORS as error:
             await pool.close()
             raise StoreUnavailable(
@@ -397,7 +418,7 @@ class PostgresStore(EventStore):
         """Read the state the batches depend on (under the append lock) and lay out the rows."""
         streams = sorted({event.stream for batch in batches for event in batch.events})
         ids = [event.event_id for batch in batches for event in batch.events]
-        head = await connection.fetchrow(_HEAD)
+        head = await connection.fetchrow(_HEAD_AND_TIME)
         versions = {
             row[0]: row[1]
             for row in await connection.fetch(
@@ -414,8 +435,10 @@ class PostgresStore(EventStore):
                 ids,
             )
         }
-        head_position, head_hash = (head[0], head[1]) if head else (0, GENESIS_HASH)
-        return plan_rows(batches, versions, existing, head_position, head_hash, utc_now())
+        head_position, head_hash, head_time = head if head else (0, GENESIS_HASH, None)
+        return plan_rows(
+            batches, versions, existing, head_position, head_hash, utc_now(), head_time
+        )
 
     # --- reading ---------------------------------------------------------------------------
 

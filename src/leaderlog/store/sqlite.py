@@ -21,6 +21,7 @@ from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
+from urllib.parse import unquote
 
 import aiosqlite
 
@@ -36,18 +37,24 @@ from leaderlog.store.base import (
     event_from_row,
     plan_rows,
     storable,
+    unreadable,
     utc_now,
 )
 
-__all__ = ["PRAGMAS", "SCHEMA", "SQLiteStore"]
+__all__ = ["BUSY_TIMEOUT", "PRAGMAS", "SCHEMA", "SQLiteStore"]
 
 _T = TypeVar("_T")
+
+# Seconds a write waits for another process's write lock before "database is busy". The
+# store reads it when it opens a connection (so a test can shorten it); PRAGMAS keeps the
+# default for scripts that use them without a store.
+BUSY_TIMEOUT = 10.0
 
 # Shared with scripts/bench.py so the raw sqlite3 baseline runs with the same settings.
 PRAGMAS = (
     "PRAGMA journal_mode=WAL",
     "PRAGMA synchronous=FULL",
-    "PRAGMA busy_timeout=10000",
+    f"PRAGMA busy_timeout={int(BUSY_TIMEOUT * 1000)}",
     "PRAGMA foreign_keys=ON",
 )
 
@@ -77,12 +84,17 @@ _COLUMNS = (
     "hash"
 )
 _INSERT = f"INSERT INTO events ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+_COLUMN_NAMES = tuple(_COLUMNS.split(", "))
 # SQLite's default limit on host parameters is 32766; stay far below it.
 _CHUNK = 500
 
 
 def _row_to_event(row: Sequence[Any]) -> RecordedEvent:
-    return event_from_row(row, uuid.UUID(bytes=row[1]))
+    try:
+        event_id = uuid.UUID(bytes=row[1])
+    except (ValueError, TypeError):
+        raise unreadable(row, f"event_id {row[1]!r:.60} is not 16 bytes") from None
+    return event_from_row(row, event_id)
 
 
 def _planned_to_row(row: PlannedRow) -> tuple[Any, ...]:
@@ -118,18 +130,25 @@ def _append(
         return _append_in_transaction(connection, batches, look_up_ids=True)
 
 
-def _append_in_transaction(
-    connection: sqlite3.Connection, batches: Sequence[PendingBatch], *, look_up_ids: bool
-) -> tuple[list[AppendResult | StoreError], bool]:
+def _begin_immediate(connection: sqlite3.Connection) -> None:
+    """Take the write lock, or say the database is busy once busy_timeout has run out."""
     try:
         connection.execute("BEGIN IMMEDIATE")
     except sqlite3.OperationalError as error:
-        raise StoreUnavailable(f"database is busy: {error}") from error
+        if error.sqlite_errorcode in _BUSY_CODES:
+            raise StoreUnavailable(f"database is busy: {error}") from error
+        raise StoreUnavailable(f"cannot write to the SQLite database: {error}") from error
+
+
+def _append_in_transaction(
+    connection: sqlite3.Connection, batches: Sequence[PendingBatch], *, look_up_ids: bool
+) -> tuple[list[AppendResult | StoreError], bool]:
+    _begin_immediate(connection)
     try:
         head = connection.execute(
-            "SELECT position, hash FROM events ORDER BY position DESC LIMIT 1"
+            "SELECT position, hash, recorded_at FROM events ORDER BY position DESC LIMIT 1"
         ).fetchone()
-        head_position, head_hash = (head[0], head[1]) if head else (0, GENESIS_HASH)
+        head_position, head_hash, head_time = head if head else (0, GENESIS_HASH, None)
         streams = sorted({event.stream for batch in batches for event in batch.events})
         versions: dict[str, int] = {}
         for chunk in _chunks(streams):
@@ -143,12 +162,16 @@ def _append_in_transaction(
             )
         now = utc_now()
         existing = _stored_ids(connection, batches) if look_up_ids else {}
-        outcomes, rows = plan_rows(batches, versions, existing, head_position, head_hash, now)
+        outcomes, rows = plan_rows(
+            batches, versions, existing, head_position, head_hash, now, head_time
+        )
         if not look_up_ids and any(isinstance(o, StoreError) for o in outcomes):
             # A refused batch may be the retry of a stored one (an idempotent retry is no
             # conflict even when its stream has moved on): plan again knowing the stored ids.
             existing = _stored_ids(connection, batches)
-            outcomes, rows = plan_rows(batches, versions, existing, head_position, head_hash, now)
+            outcomes, rows = plan_rows(
+                batches, versions, existing, head_position, head_hash, now, head_time
+            )
         if rows:
             connection.executemany(_INSERT, [_planned_to_row(row) for row in rows])
         connection.execute("COMMIT")
@@ -187,13 +210,45 @@ def _stop_abandoned(reader: aiosqlite.Connection, path: str) -> None:
     threading.Thread(target=reader.stop, name="leaderlog-sqlite-reader-stop").start()
 
 
+_URL_PREFIX = "sqlite:///"
+
+
 def path_from_url(url: str) -> Path:
-    """``sqlite:///relative.db`` or ``sqlite:////absolute.db`` (or a bare path)."""
-    if url.startswith("sqlite:///"):
-        return Path(url[len("sqlite:///") :])
-    if url.startswith("sqlite:"):
+    """``sqlite:///relative.db`` or ``sqlite:////absolute.db`` (or a bare path, taken as is).
+
+    A URL's path is percent-decoded (``%20`` is a space, ``%3F`` a question mark), and a
+    query string or fragment is refused rather than left in the file name. The scheme is
+    case-insensitive, as in every URL.
+    """
+    if not url:
+        raise StoreUnavailable("the database URL is empty")
+    if url[: len("sqlite:")].lower() != "sqlite:":
+        return Path(url)
+    if url[: len(_URL_PREFIX)].lower() != _URL_PREFIX:
         raise StoreUnavailable(f"SQLite URLs look like sqlite:///path/to/file.db, not {url!r}")
-    return Path(url)
+    encoded = url[len(_URL_PREFIX) :]
+    marks = [index for index in (encoded.find("?"), encoded.find("#")) if index >= 0]
+    if marks:
+        if encoded[min(marks)] == "?":
+            raise StoreUnavailable(
+                f"SQLite URLs take no query parameters: {url!r} "
+                "(write a ? that is part of the file name as %3F)"
+            )
+        raise StoreUnavailable(
+            f"SQLite URLs take no fragment: {url!r} "
+            "(write a # that is part of the file name as %23)"
+        )
+    try:
+        path = unquote(encoded, errors="strict")
+    except UnicodeDecodeError:
+        raise StoreUnavailable(
+            f"{url!r} is not a valid SQLite URL: its percent-escapes are not UTF-8"
+        ) from None
+    if not path:
+        raise StoreUnavailable(f"{url!r} names no file: use sqlite:///path/to/file.db")
+    if "\0" in path:
+        raise StoreUnavailable(f"{url!r} is not a valid SQLite URL: it contains a NUL character")
+    return Path(path)
 
 
 class _WriteConnection:
@@ -229,33 +284,42 @@ class _WriteConnection:
         self._thread.shutdown(wait=False)
 
 
-# As long as PRAGMA busy_timeout lets a writer wait for another.
-_SET_UP_PATIENCE = 10.0
 _BUSY_CODES = (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+
+
+def _pragmas() -> list[str]:
+    """PRAGMAS, with the busy timeout :data:`BUSY_TIMEOUT` holds now."""
+    busy = f"PRAGMA busy_timeout={int(BUSY_TIMEOUT * 1000)}"
+    return [busy if pragma.startswith("PRAGMA busy_timeout=") else pragma for pragma in PRAGMAS]
 
 
 def _connect_writer(path: Path) -> sqlite3.Connection:
     # Runs on the writer thread, which is the only thread that ever touches the connection.
     connection = sqlite3.connect(path, isolation_level=None)
     try:
-        _set_up(connection)
+        _set_up(connection, path)
     except BaseException:
         connection.close()
         raise
     return connection
 
 
-def _set_up(connection: sqlite3.Connection) -> None:
+def _set_up(connection: sqlite3.Connection, path: Path) -> None:
     """Switch to WAL and create the schema, waiting while another process does the same.
 
     When two processes open a new file at once, SQLite refuses the journal-mode switch
-    with "database is locked" straight away, without its busy handler, so the wait is here.
-    Every statement is idempotent, so trying again is safe.
+    with "database is locked" straight away, without its busy handler, so the wait is here
+    (as long as busy_timeout lets a writer wait for another). Every statement is
+    idempotent, so trying again is safe.
     """
-    deadline = time.monotonic() + _SET_UP_PATIENCE
+    pragmas = _pragmas()
+    deadline = time.monotonic() + BUSY_TIMEOUT
     while True:
         try:
-            for pragma in PRAGMAS:
+            # Before anything is written (WAL mode, triggers), so a file that is someone
+            # else's is left exactly as it was.
+            _check_events_table(connection, path)
+            for pragma in pragmas:
                 connection.execute(pragma)
             connection.executescript(SCHEMA)
             return
@@ -263,6 +327,16 @@ def _set_up(connection: sqlite3.Connection) -> None:
             if error.sqlite_errorcode not in _BUSY_CODES or time.monotonic() > deadline:
                 raise
             time.sleep(0.01)
+
+
+def _check_events_table(connection: sqlite3.Connection, path: Path) -> None:
+    """Refuse a file whose ``events`` table is not leaderlog's (other tables are fine)."""
+    columns = [row[0] for row in connection.execute("SELECT name FROM pragma_table_info('events')")]
+    if columns and sorted(columns) != sorted(_COLUMN_NAMES):
+        raise StoreUnavailable(
+            f"{path} is not a leaderlog database: its events table has other columns "
+            f"({', '.join(columns)})"
+        )
 
 
 class _SQLiteProjectionTransaction(ProjectionTransaction):
@@ -299,7 +373,13 @@ class SQLiteStore(EventStore):
     @classmethod
     async def open(cls, url: str) -> SQLiteStore:
         path = path_from_url(url)
-        if str(path) != ":memory:" and not path.parent.exists():
+        if str(path) == ":memory:":
+            # The writer and the reader are two connections: two separate databases.
+            raise StoreUnavailable(
+                "an in-memory SQLite database is not supported: each connection would see "
+                "its own empty database; use a file"
+            )
+        if not path.parent.exists():
             raise StoreUnavailable(f"cannot create {path}: folder {path.parent} does not exist")
         # Whatever was opened before a failure is closed again, newest first.
         async with contextlib.AsyncExitStack() as opened:
@@ -308,7 +388,7 @@ class SQLiteStore(EventStore):
                 opened.push_async_callback(writer.close)
                 reader = await aiosqlite.connect(path, isolation_level=None)
                 opened.push_async_callback(reader.close)
-                for pragma in PRAGMAS[1:]:
+                for pragma in _pragmas()[1:]:
                     await reader.execute(pragma)
             except sqlite3.Error as error:
                 raise StoreUnavailable(f"cannot open SQLite database {path}: {error}") from error
@@ -393,7 +473,7 @@ class SQLiteStore(EventStore):
     @contextlib.asynccontextmanager
     async def projection_transaction(self) -> AsyncIterator[ProjectionTransaction]:
         async with self._write_lock:
-            await self._writer.run(lambda connection: connection.execute("BEGIN IMMEDIATE"))
+            await self._writer.run(_begin_immediate)
             try:
                 yield _SQLiteProjectionTransaction(self._writer)
                 await self._writer.run(lambda connection: connection.execute("COMMIT"))
