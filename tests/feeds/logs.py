@@ -15,6 +15,8 @@ from leaderlog.events import (
     Event,
     FuzzyDate,
     PersonRegistered,
+    PersonUpdated,
+    SourceRegistered,
     new_event_id,
 )
 from leaderlog.feeds import FeedService
@@ -34,6 +36,22 @@ RTL = "\u05d3\u05d5\u05d3 \u05dc\u05d5\u05d9 \u0645\u062d\u0645\u062f \u202eevil
 EMOJI = "Ana \U0001f469\u200d\U0001f4bc \u2603 \U0001f1fa\U0001f1f8"
 CONTROL = "Bad\x00Name\x07with\x1bcontrols\x7f\x85end"
 LONG = "Very Long Name " * 2000
+
+# Accepted by the write path, and each once mishandled by a feed (see add_markup):
+MARKUP_NAME = "Tom <b>Tag</b>"
+SCRIPT_QUOTE = "see <script>alert(1)</script> now"
+# Source addresses (as stored) and the URI each must be linked as.
+ADDRESSES = {
+    "amp": ("https://example.org/a?a=1&b=2", "https://example.org/a?a=1&b=2"),
+    "apos": ("https://example.org/a?d='s'", "https://example.org/a?d='s'"),
+    "iri": ("https://example.org/\u00fcn\u00efcode", "https://example.org/%C3%BCn%C3%AFcode"),
+    "angle": ("https://example.org/a?b=<2>&f=]]>", "https://example.org/a?b=%3C2%3E&f=%5D%5D%3E"),
+    "braces": ("https://example.org/a?x={1}|^`\\", "https://example.org/a?x=%7B1%7D%7C%5E%60%5C"),
+    "idn": (
+        "https://b\u00fccher.example/stra\u00dfe?q=\u65e5\u672c#frag<ment>",
+        "https://xn--bcher-kva.example/stra%C3%9Fe?q=%E6%97%A5%E6%9C%AC#frag%3Cment%3E",
+    ),
+}
 
 
 async def project(log: EventLog) -> FeedService:
@@ -181,6 +199,44 @@ async def add_hostile(log: EventLog) -> list[str]:
     )
     await log.store.append([retracted], actor="test")
     return claims
+
+
+def _incumbency(claim: str, person: str, source: str = FOX, quote: str | None = None) -> Event:
+    return ClaimReported(
+        claim=claim,
+        source=source,
+        kind="incumbency",
+        person=person,
+        post="ice-hsi-ead",
+        capacity="unspecified",
+        modality="occurred",
+        attribution=Attribution(kind="outlet"),
+        quote=quote,
+        locator="body" if quote else None,
+    )
+
+
+async def add_markup(log: EventLog) -> None:
+    """Text the write path accepts that looks like markup, and source addresses with
+    characters a URI cannot carry as they are: claim ``addr-<key>`` (person ``addr-<key>``)
+    per :data:`ADDRESSES`, ``markup-name`` (person ``markup-name``, :data:`MARKUP_NAME`) and
+    ``markup-quote`` (person ``markup-quote``, quoting :data:`SCRIPT_QUOTE`)."""
+    events: list[Event] = []
+    for key, (url, _) in ADDRESSES.items():
+        events.append(SourceRegistered(source=f"src-{key}", url=url, publisher="Example"))
+        events.append(PersonRegistered(person=f"addr-{key}", name=f"Ann {key.title()}"))
+        events.append(_incumbency(f"addr-{key}", f"addr-{key}", source=f"src-{key}"))
+    events += [
+        PersonRegistered(person="markup-name", name=MARKUP_NAME),
+        _incumbency("markup-name", "markup-name"),
+        PersonRegistered(person="markup-quote", name="Quinn"),
+        _incumbency("markup-quote", "markup-quote", quote=SCRIPT_QUOTE),
+    ]
+    await log.append_events(events, actor="test")
+
+
+async def rename(log: EventLog, person: str, name: str) -> None:
+    await log.append_events([PersonUpdated(person=person, name=name)], actor="test")
 
 
 def claim_event_id(events: Sequence[Any], claim: str) -> uuid.UUID:

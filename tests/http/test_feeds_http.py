@@ -154,6 +154,35 @@ def test_language_from_the_address_or_accept_language(
     assert english.headers["content-language"] == "en"
 
 
+def test_a_language_asked_for_another_way_redirects_to_the_offered_tag(
+    seeded_server: tuple[str, str], client: httpx.Client
+) -> None:
+    """The self link names ?lang=pt, so ?lang=pt-BR is sent there rather than served."""
+    base, _ = seeded_server
+    cases = {
+        "/feeds/org/ice.atom?lang=pt-BR": "/feeds/org/ice.atom?lang=pt",
+        "/feeds/all.rss?x=1&lang=EN&y=2": "/feeds/all.rss?x=1&lang=en&y=2",
+        "/feeds/post/ice-hsi-ead.json?lang=zh": "/feeds/post/ice-hsi-ead.json?lang=zh-Hans",
+        "/feeds/all.atom?lang=pt&lang=pt": "/feeds/all.atom?lang=pt",
+        "/opml?format=rss&lang=de-AT": "/opml?format=rss&lang=de",
+    }
+    for path, canonical in cases.items():
+        for method in ("GET", "HEAD"):
+            response = client.request(method, base + path, follow_redirects=False)
+            assert response.status_code == 308, (method, path)
+            assert response.headers["location"] == base + canonical
+    followed = client.get(
+        f"{base}/feeds/org/ice.atom?lang=pt-BR", headers=IDENTITY, follow_redirects=True
+    )
+    assert followed.status_code == 200 and followed.history[0].status_code == 308
+    assert str(followed.url) == f"{base}/feeds/org/ice.atom?lang=pt"
+    assert f'href="{followed.url}" rel="self"' in followed.text
+    assert (
+        client.get(f"{base}/feeds/org/ice.atom?lang=pt", follow_redirects=False).status_code == 200
+    )
+    assert client.get(f"{base}/feeds/org/ice.atom?lang=xx-YY").status_code == 422
+
+
 def test_errors_are_clear_json(seeded_server: tuple[str, str], client: httpx.Client) -> None:
     base, _ = seeded_server
     cases = {

@@ -10,6 +10,7 @@ same bytes on every host. See :mod:`._paging` for the RFC 5005 archive layout.
 
 from __future__ import annotations
 
+from leaderlog.feeds._address import is_web_address
 from leaderlog.feeds._document import Entry
 from leaderlog.feeds._i18n import (
     DEFAULT_LANGUAGE,
@@ -35,7 +36,6 @@ from leaderlog.feeds._text import (
     clean,
     fuzzy_date,
     headline,
-    is_web_address,
     post_label,
     scope_name,
 )

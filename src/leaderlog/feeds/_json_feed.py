@@ -3,6 +3,10 @@
 JSON Feed pages with ``next_url`` (the next, older, set of items), so the subscription
 document points at the newest archive page and each archive page at the one before it. The
 RFC 5005 facts are repeated in an ``_archive`` extension object for clients that want them.
+
+``title``, ``summary`` and ``content_text`` are plain text (JSON carries them as they are),
+``content_html`` is HTML; addresses are URIs (:func:`._address.uri`), as the spec's ``url``
+fields ask.
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ from typing import Any
 
 from leaderlog._json import dumps
 from leaderlog.events import format_time
+from leaderlog.feeds._address import uri
 from leaderlog.feeds._document import Entry, Feed
 
 __all__ = ["render_json"]
@@ -30,8 +35,12 @@ def _item(entry: Entry) -> dict[str, Any]:
         "tags": [category.label for category in entry.categories],
     }
     if entry.url:
-        item["url"] = entry.url
+        item["url"] = uri(entry.url)
     return item
+
+
+def _address(address: str | None) -> str | None:
+    return uri(address) if address else None
 
 
 def render_json(feed: Feed) -> bytes:
@@ -39,8 +48,8 @@ def render_json(feed: Feed) -> bytes:
         "version": VERSION,
         "title": feed.title,
         "description": feed.subtitle,
-        "home_page_url": feed.home_url,
-        "feed_url": feed.self_url,
+        "home_page_url": uri(feed.home_url),
+        "feed_url": uri(feed.self_url),
         "language": feed.language,
         "authors": [{"name": feed.author}],
         "items": [_item(entry) for entry in feed.entries],
@@ -48,13 +57,13 @@ def render_json(feed: Feed) -> bytes:
             "about": "https://www.rfc-editor.org/rfc/rfc5005",
             "archive": feed.archive,
             "complete": feed.complete,
-            "current": feed.current,
-            "prev_archive": feed.prev_archive,
-            "next_archive": feed.next_archive,
+            "current": _address(feed.current),
+            "prev_archive": _address(feed.prev_archive),
+            "next_archive": _address(feed.next_archive),
             "updated": format_time(feed.updated),
         },
     }
     older = feed.prev_archive
     if older:
-        document["next_url"] = older
+        document["next_url"] = uri(older)
     return (dumps(document, indent=True) + "\n").encode()

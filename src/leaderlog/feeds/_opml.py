@@ -1,12 +1,20 @@
-"""OPML 2.0: every feed in one document, so a reader can subscribe to all of them at once."""
+"""OPML 2.0: every feed in one document, so a reader can subscribe to all of them at once.
+
+A group outline (Organisations, People, Posts) has only its ``text``: any other attribute
+would call for a ``type``. Outline texts and titles are read as HTML (the W3C validator checks
+them so), so a name holding ``<`` or ``&`` is HTML-escaped and shows as it was written.
+"""
 
 from __future__ import annotations
 
 import datetime as dt
+import html
 import xml.etree.ElementTree as ElementTree
 from collections.abc import Sequence
 from dataclasses import dataclass
 from email.utils import format_datetime
+
+from leaderlog.feeds._address import uri
 
 __all__ = ["Outline", "render_opml"]
 
@@ -22,13 +30,18 @@ class Outline:
     children: Sequence[Outline] = ()
 
 
+def _text(value: str) -> str:
+    return html.escape(value, quote=False) if "<" in value or "&" in value else value
+
+
 def _add(parent: ElementTree.Element, outline: Outline) -> None:
-    attributes = {"text": outline.text, "title": outline.text}
+    attributes = {"text": _text(outline.text)}
     if outline.url is not None:
+        attributes["title"] = attributes["text"]
         attributes["type"] = "rss"
-        attributes["xmlUrl"] = outline.url
+        attributes["xmlUrl"] = uri(outline.url)
         if outline.html_url:
-            attributes["htmlUrl"] = outline.html_url
+            attributes["htmlUrl"] = uri(outline.html_url)
         if outline.language:
             attributes["language"] = outline.language
     element = ElementTree.SubElement(parent, "outline", attributes)
@@ -39,7 +52,7 @@ def _add(parent: ElementTree.Element, outline: Outline) -> None:
 def render_opml(title: str, updated: dt.datetime, outlines: Sequence[Outline]) -> bytes:
     root = ElementTree.Element("opml", {"version": "2.0"})
     head = ElementTree.SubElement(root, "head")
-    ElementTree.SubElement(head, "title").text = title
+    ElementTree.SubElement(head, "title").text = _text(title)
     ElementTree.SubElement(head, "dateModified").text = format_datetime(
         updated.astimezone(dt.UTC).replace(microsecond=0), usegmt=True
     )

@@ -8,18 +8,37 @@ feedgen's defaults are unsafe for reproducible feeds, so this module always over
 - feedgen 1.0.0 dropped the attributes of an entry's links when it had more than one
   (issue #135); the ``feedgen2`` fork fixes it and ``tests/feeds`` checks it stays fixed;
 - it knows nothing of RFC 5005, so archive elements come from an extension (below), which is
-  also how the archive links reach RSS (feedgen only copies ``rel="self"`` there).
+  also how the archive links reach RSS (feedgen only copies ``rel="self"`` there);
+- it has no ``type`` for a feed's Atom title and no modification time for RSS items, so both
+  come from a second extension (below), as do the RSS titles written for readers that guess.
+
+Text is never passed as markup, and each format says so in its own way:
+
+- Atom: a title or summary holding ``<`` or ``&`` is ``type="html"`` with the text HTML-escaped
+  (otherwise the W3C validator, and readers, take ``Tom <b>Tag</b>`` for undeclared markup);
+  plain text stays ``type="text"`` (no attribute). Content is always ``type="html"``.
+- RSS: a description is HTML by convention, so the summary is HTML-escaped into it
+  (``<script>`` arrives as text). A title is read as HTML by readers that see a tag or an entity
+  in it (feedparser does), so one holding ``<`` or ``&`` is HTML-escaped too, and its ``&`` are
+  written ``&#x26;``: the RSS Profile's hexadecimal references, which the validator takes as
+  the sign of deliberate character data. Addresses are URIs (:func:`._address.uri`; sources'
+  addresses already are, in every format), and items carry ``atom:updated``.
 """
 
 from __future__ import annotations
 
+import datetime as dt
+import html
+from dataclasses import replace
 from typing import Any
 
 from feedgen.entry import FeedEntry  # type: ignore[import-untyped]
 from feedgen.ext.base import BaseEntryExtension, BaseExtension  # type: ignore[import-untyped]
 from feedgen.feed import FeedGenerator  # type: ignore[import-untyped]
 from feedgen.util import xml_elem  # type: ignore[import-untyped]
+from lxml import etree  # type: ignore[import-untyped]  # feedgen's XML library
 
+from leaderlog.feeds._address import uri
 from leaderlog.feeds._document import Entry, Feed, Link
 from leaderlog.feeds._paging import MEDIA_TYPES, FeedFormat
 
@@ -77,13 +96,78 @@ class ArchiveEntryExtension(BaseEntryExtension):  # type: ignore[misc]
     """Entries carry nothing of RFC 5005; feedgen still wants a class per extension."""
 
 
-def _add_entry(generator: FeedGenerator, entry: Entry) -> None:
+def _looks_like_markup(text: str) -> bool:
+    return "<" in text or "&" in text
+
+
+def _atom_text(text: str) -> tuple[str, str | None]:
+    """An Atom text construct's value and ``type``: plain text, or escaped HTML (see above)."""
+    if _looks_like_markup(text):
+        return html.escape(text, quote=False), "html"
+    return text, None
+
+
+def _rss_title(element: Any) -> None:
+    """Rewrite an RSS ``<title>`` whose text holds ``<`` or ``&`` as HTML-escaped text with
+    every ``&`` a ``&#x26;`` reference (see above); other titles are left as they are."""
+    if element is None or not element.text or not _looks_like_markup(element.text):
+        return
+    first, *rest = html.escape(element.text, quote=False).split("&")
+    element.text = first
+    for piece in rest:
+        reference = etree.Entity("#x26")
+        reference.tail = piece
+        element.append(reference)
+
+
+class TextExtension(BaseExtension):  # type: ignore[misc]
+    """The feed's title: ``type="html"`` in Atom when it holds ``<`` or ``&``, escaped in RSS."""
+
+    def extend_atom(self, feed: Any) -> Any:
+        # feedgen writes Atom elements without a namespace (see ArchiveExtension.extend_atom).
+        title = feed.find("title")
+        if title is not None and title.text:
+            text, kind = _atom_text(title.text)
+            title.text = text
+            if kind:
+                title.set("type", kind)
+        return feed
+
+    def extend_rss(self, feed: Any) -> Any:
+        _rss_title(feed[0].find("title"))
+        return feed
+
+
+class ItemExtension(BaseEntryExtension):  # type: ignore[misc]
+    """An RSS item's title (escaped as the channel's) and ``atom:updated``: RSS has only
+    ``pubDate``, so without it readers show a corrected or confirmed entry's first date."""
+
+    def __init__(self) -> None:
+        self.updated: dt.datetime | None = None
+
+    def extend_rss(self, item: Any) -> Any:
+        _rss_title(item.find("title"))
+        if self.updated is not None:
+            xml_elem(f"{{{ATOM_NS}}}updated", item).text = self.updated.isoformat()
+        return item
+
+
+def _add_entry(generator: FeedGenerator, entry: Entry, fmt: FeedFormat) -> None:
     item: FeedEntry = generator.add_entry(order="append")
     item.id(entry.id)
-    item.title(entry.title)
-    item.summary(entry.summary)
+    links = entry.links
+    if fmt == "atom":
+        title, title_type = _atom_text(entry.title)
+        item.title(title, ttype=title_type)
+        summary, summary_type = _atom_text(entry.summary)
+        item.summary(summary, type=summary_type)
+    else:
+        item.title(entry.title)
+        item.summary(html.escape(entry.summary, quote=False))
+        item.text.updated = entry.updated
+        links = tuple(replace(link, href=uri(link.href)) for link in links)
     item.content(entry.content_html, type="html")
-    item.link([_attributes(link) for link in entry.links])
+    item.link([_attributes(link) for link in links])
     item.published(entry.published)
     item.updated(entry.updated)
     if entry.categories:
@@ -91,8 +175,10 @@ def _add_entry(generator: FeedGenerator, entry: Entry) -> None:
 
 
 def _generator(feed: Feed, fmt: FeedFormat) -> FeedGenerator:
+    address = uri if fmt == "rss" else str
     generator = FeedGenerator()
     generator.register_extension("archive", ArchiveExtension, ArchiveEntryExtension)
+    generator.register_extension("text", TextExtension, ItemExtension)
     generator.id(feed.id)
     generator.title(feed.title)
     generator.subtitle(feed.subtitle)
@@ -100,9 +186,9 @@ def _generator(feed: Feed, fmt: FeedFormat) -> FeedGenerator:
     generator.updated(feed.updated)
     generator.author({"name": feed.author})
     generator.generator(feed.generator, version=feed.generator_version)
-    generator.link(href=feed.self_url, rel="self", type=MEDIA_TYPES[fmt])
+    generator.link(href=address(feed.self_url), rel="self", type=MEDIA_TYPES[fmt])
     # Last, because feedgen makes the last feed link the RSS channel's <link>.
-    generator.link(href=feed.home_url, rel="alternate", type="text/html")
+    generator.link(href=address(feed.home_url), rel="alternate", type="text/html")
     extension: ArchiveExtension = generator.archive
     extension.archive = feed.archive
     extension.complete = feed.complete
@@ -112,9 +198,9 @@ def _generator(feed: Feed, fmt: FeedFormat) -> FeedGenerator:
         ("next-archive", feed.next_archive),
     ):
         if href:
-            extension.links.append(Link(href=href, rel=rel, media_type=MEDIA_TYPES[fmt]))
+            extension.links.append(Link(href=address(href), rel=rel, media_type=MEDIA_TYPES[fmt]))
     for entry in feed.entries:
-        _add_entry(generator, entry)
+        _add_entry(generator, entry, fmt)
     return generator
 
 

@@ -49,7 +49,7 @@ from leaderlog.store import EventStore
 __all__ = ["FeedNotFound", "FeedRequest", "FeedService", "Rendered", "Validators"]
 
 # Bump when the rendering changes, so validators handed out before no longer match.
-RENDER_VERSION = 1
+RENDER_VERSION = 2
 SUBSCRIPTION_CACHE = "public, max-age=300"
 FULL_ARCHIVE_CACHE = "public, max-age=31536000, immutable"
 # Fixed forever: feed ids derive from it.

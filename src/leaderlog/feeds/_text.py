@@ -3,7 +3,7 @@
 Everything is templated from the entry's doc (see
 :mod:`leaderlog.projections.feed_entries`) through the gettext catalogs. Stored text is
 never trusted: characters XML cannot carry are replaced, HTML is escaped, very long names are
-shortened, and only ``http(s)`` addresses become links.
+shortened, and only ``http(s)`` addresses become links (see :mod:`._address`).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import urllib.parse
 from collections.abc import Mapping
 from typing import Any
 
+from leaderlog.feeds._address import web_address, web_uri
 from leaderlog.feeds._document import Category, Entry, Link
 from leaderlog.feeds._i18n import N_, Language
 
@@ -24,7 +25,6 @@ __all__ = [
     "entry",
     "fuzzy_date",
     "headline",
-    "is_web_address",
     "post_label",
     "scope_name",
 ]
@@ -33,7 +33,8 @@ __all__ = [
 # C1 controls are legal but only ever arrive by accident or malice.
 _UNSAFE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff]")
 _BIDI_CONTROLS = re.compile("[\u202a-\u202e\u2066-\u2069]")
-_WEB_ADDRESS = re.compile(r"^https?://[^\s<>\"'{}|\\^`]+$")
+# What readers and validators take for markup in text: a tag, a comment or a reference.
+_MARKUP_LIKE = re.compile(r"<[A-Za-z/!?]|&#?\w")
 _FUZZY_DATE = re.compile(r"^(\d{4})(?:-(\d{2})(?:-(\d{2}))?)?$")
 _LANGUAGE_TAG = re.compile(r"^[A-Za-z]{2,3}(-[A-Za-z0-9]{1,8})*$")
 NAME_LIMIT = 200
@@ -129,10 +130,6 @@ def clean(text: object, limit: int = TEXT_LIMIT) -> str:
     return value if len(value) <= limit else value[: limit - 1] + "\u2026"
 
 
-def is_web_address(value: object) -> bool:
-    return isinstance(value, str) and len(value) <= 2000 and bool(_WEB_ADDRESS.match(value))
-
-
 def _html(lang: Language, message: str, **values: str) -> Markup:
     """Translate a message into HTML: its words escaped, Markup values inserted as they are."""
     template = html.escape(lang.translations.gettext(message), quote=False)
@@ -226,9 +223,9 @@ def _source_name(source: Mapping[str, Any] | None, lang: Language) -> str:
 
 def _source_html(source: Mapping[str, Any] | None, lang: Language) -> Markup:
     text = _source_name(source, lang)
-    url = source.get("url") if source else None
-    if is_web_address(url):
-        return Markup(f'<a href="{html.escape(str(url))}">{html.escape(text)}</a>')
+    address = web_address(source.get("url")) if source else None
+    if address:
+        return Markup(f'<a href="{html.escape(address)}">{html.escape(text)}</a>')
     return Markup(html.escape(text))
 
 
@@ -371,10 +368,10 @@ def _summary(doc: Mapping[str, Any], lang: Language, change: str) -> str:
     parts = [lang._(N_("{change}."), change=change)]
     parts.extend(lang._(message, **values) for message, values in _facts(doc, lang))
     source = doc.get("source")
-    url = source.get("url") if source else None
-    if is_web_address(url):
+    address = web_address(source.get("url")) if source else None
+    if address:
         parts.append(
-            lang._(N_("Source: {source}, {url}."), source=_source_name(source, lang), url=str(url))
+            lang._(N_("Source: {source}, {url}."), source=_source_name(source, lang), url=address)
         )
     else:
         parts.append(lang._(N_("Source: {source}."), source=_source_name(source, lang)))
@@ -414,20 +411,24 @@ def _content(doc: Mapping[str, Any], lang: Language, status: str, change: str) -
 
 
 def _links(doc: Mapping[str, Any], base_url: str) -> tuple[Link, ...]:
+    """The source's page (a URI: IRIs with long paths trip up validators and readers) and
+    the claim's JSON. A link title is an attribute, which cannot say it holds HTML, so a
+    publisher name that looks like markup is left out of it (the summary names it)."""
     links: list[Link] = []
     source = doc.get("source") or {}
-    url = source.get("url")
-    if is_web_address(url):
+    address = web_uri(source.get("url"))
+    if address:
         language = source.get("language")
+        publisher = clean(source.get("publisher") or source.get("id") or "?", NAME_LIMIT)
         links.append(
             Link(
-                href=str(url),
+                href=address,
                 rel="alternate",
                 media_type="text/html",
                 hreflang=language
                 if isinstance(language, str) and _LANGUAGE_TAG.match(language)
                 else None,
-                title=clean(source.get("publisher") or source.get("id") or "?", NAME_LIMIT),
+                title=None if _MARKUP_LIKE.search(publisher) else publisher,
             )
         )
     claim = urllib.parse.quote(str(doc.get("claim", "")), safe="")

@@ -1,11 +1,17 @@
-"""Feed routes: ``/feeds/all.{ext}``, ``/feeds/{org|person|post}/{id}.{ext}`` and ``/opml``."""
+"""Feed routes: ``/feeds/all.{ext}``, ``/feeds/{org|person|post}/{id}.{ext}`` and ``/opml``.
+
+A ``?lang=`` that names an offered language another way (``pt-BR``, ``EN``, ``zh``) is answered
+with a permanent redirect to the address with the offered tag: a document's self link names
+the address it is served at, so it is only served there.
+"""
 
 from __future__ import annotations
 
+import urllib.parse
 from typing import Annotated
 
 from fastapi import APIRouter, HTTPException, Query, Request
-from starlette.responses import Response
+from starlette.responses import RedirectResponse, Response
 
 from leaderlog.feeds import (
     FORMATS,
@@ -55,6 +61,10 @@ _FEED_RESPONSES: dict[int | str, dict[str, object]] = {
         "model": Problem,
         "description": "No such organisation, person, post, format or archive page.",
     },
+    308: {
+        "description": "`lang` named an offered language another way: the same address "
+        "with the offered tag (`?lang=pt-BR` goes to `?lang=pt`)."
+    },
     422: {"description": "A bad parameter (unknown language, page below 1)."},
 }
 
@@ -69,6 +79,22 @@ def pick_language(request: Request, lang: str | None) -> tuple[str, bool]:
     return negotiate(request.headers.get("accept-language")), False
 
 
+def _canonical(request: Request, path: str, chosen: str) -> Response | None:
+    """A 308 to ``path`` with ``lang=<chosen>`` (other parameters kept, in their order) when the
+    address asked for the language another way; None when it is already the canonical one."""
+    items = request.query_params.multi_items()
+    if [value for name, value in items if name == "lang"] == [chosen]:
+        return None
+    query: list[tuple[str, str]] = []
+    for name, value in items:
+        if name != "lang":
+            query.append((name, value))
+        elif ("lang", chosen) not in query:
+            query.append(("lang", chosen))
+    location = f"{base_url(request)}{path}?{urllib.parse.urlencode(query)}"
+    return RedirectResponse(location, status_code=308)
+
+
 def _split(filename: str) -> tuple[str, FeedFormat]:
     stem, dot, extension = filename.rpartition(".")
     if not dot or extension not in FORMATS:
@@ -80,6 +106,8 @@ async def _serve(
     request: Request, scope: Scope, fmt: FeedFormat, lang: str | None, page: int | None
 ) -> Response:
     chosen, explicit = pick_language(request, lang)
+    if explicit and (redirect := _canonical(request, scope.path(fmt), chosen)) is not None:
+        return redirect
     feed_request = FeedRequest(scope, fmt, chosen, base_url(request), page, explicit)
     service = feeds_of(request)
     try:
@@ -137,7 +165,11 @@ async def scoped_feed(
     router,
     "/opml",
     summary="Every feed as OPML, to subscribe to all of them at once",
-    responses={200: {"content": {"text/x-opml": {}}}, 304: {"description": "Not modified."}},
+    responses={
+        200: {"content": {"text/x-opml": {}}},
+        304: {"description": "Not modified."},
+        308: _FEED_RESPONSES[308],
+    },
 )
 async def opml(
     request: Request,
@@ -146,6 +178,8 @@ async def opml(
 ) -> Response:
     """An OPML 2.0 list of every feed: everything, each organisation, person and post."""
     chosen, explicit = pick_language(request, lang)
+    if explicit and (redirect := _canonical(request, "/opml", chosen)) is not None:
+        return redirect
     rendered = await feeds_of(request).opml(chosen, base_url(request), format, explicit)
     if is_not_modified(request, rendered.validators):
         return not_modified(rendered.validators, chosen)

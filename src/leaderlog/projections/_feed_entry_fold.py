@@ -186,6 +186,11 @@ def referenced_entities(
                     wanted.add((key, str(changes[key])))
     for entry in entries:
         wanted.update(("org", org) for org in entry.org_path)
+        # A change to the claim copies the names as they are by then (_copy_names).
+        if entry.person:
+            wanted.add(("person", entry.person))
+        if entry.post:
+            wanted.add(("post", entry.post))
     return wanted
 
 
@@ -285,6 +290,7 @@ def apply_claim(page: Page, recorded: RecordedEvent, data: dict[str, Any]) -> No
         return
     else:
         doc = entry.doc
+        _copy_names(page, entry)
         if as_text(data.get("source")):
             step["source"] = _source(page, data["source"])
         if as_text(data.get("reason")):
@@ -355,6 +361,24 @@ def _report(
     page.entries[claim] = entry
     _join(page, entry, recorded.position, at)
     return entry
+
+
+def _copy_names(page: Page, entry: Entry) -> None:
+    """Bring the entry's person name, post title and org name up to date: an entry shows the
+    names as they were when its claim last changed. Which person, post and org it is about
+    (and so the feeds it is in) stays as it was."""
+    doc = entry.doc
+    if entry.person and ("person", entry.person) in page.entities:
+        doc["person"] = _person(page, entry.person)
+    if entry.post and ("post", entry.post) in page.entities:
+        current = _post(page, entry.post)
+        doc["post"] = {**doc["post"], "title": current["title"], "labels": current["labels"]}
+    org = doc.get("org")
+    if entry.org and org and ("org", entry.org) in page.entities:
+        current_org = _org(page, entry.org)
+        if current_org is not None:
+            names = {key: current_org[key] for key in ("name", "short_name", "labels")}
+            doc["org"] = {**org, **names}
 
 
 def _join(page: Page, entry: Entry, position: int, at: str) -> None:

@@ -1,0 +1,154 @@
+"""Web addresses from stored data, made safe to link to without dropping valid ones.
+
+The write path accepts any ``http(s)://`` address without white space, so a stored source
+address may hold characters an address cannot carry as they are: ``"<>\\^`{|}``, brackets
+outside an IPv6 host, a ``%`` that starts no escape, a second ``#``, control characters, or
+letters outside ASCII. Rather than refusing such an address, each of those characters is
+percent-encoded (as UTF-8), which is what a browser sends for it anyway; what is already
+valid — reserved characters, existing escapes — is left exactly as it was.
+
+Two forms are made:
+
+- :func:`web_address`, an IRI (RFC 3987): letters outside ASCII stay readable. It is what
+  people read (the address in a summary) and the ``href`` in HTML content.
+- :func:`web_uri`, a URI (RFC 3986): the host name in IDNA (``xn--``) form, every other
+  character outside ASCII percent-encoded. Every feed link is one: RSS and JSON Feed ask for
+  URIs, and though Atom allows IRIs, validators and readers handle URIs more reliably (the
+  W3C validator rejects an IRI whose path holds more than 63 characters past the last dot).
+
+Anything but ``http`` and ``https`` is refused (``javascript:``, ``data:``...), as is an address
+whose authority is not a host and port (an unbalanced bracket, a port that is not digits).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+import string
+
+__all__ = ["is_web_address", "uri", "web_address", "web_uri"]
+
+ADDRESS_LIMIT = 2000
+_SHAPE = re.compile(r"^(https?)://([^/?#]*)(.*)$", re.DOTALL)
+_WHITE_SPACE = re.compile(r"\s")
+_HEX = frozenset(string.hexdigits)
+_UNRESERVED = frozenset(string.ascii_letters + string.digits + "-._~")
+_SUB_DELIMS = frozenset("!$&'()*+,;=")
+_USERINFO = _UNRESERVED | _SUB_DELIMS | {":"}
+_HOST = _UNRESERVED | _SUB_DELIMS
+_PATH = _UNRESERVED | _SUB_DELIMS | {":", "@", "/"}
+_QUERY = _PATH | {"?"}
+
+
+def _iri_letter(code: int, in_query: bool) -> bool:
+    """Whether a character outside ASCII may stand as it is in an IRI (RFC 3987 ``ucschar``,
+    ``iprivate`` in the query only); bidirectional formatting characters may not (4.1)."""
+    if code < 0xA0 or 0xD800 <= code <= 0xDFFF:
+        return False
+    if code in (0x200E, 0x200F) or 0x202A <= code <= 0x202E or 0x2066 <= code <= 0x2069:
+        return False
+    if (code & 0xFFFF) >= 0xFFFE or 0xFDD0 <= code <= 0xFDEF or 0xFFF0 <= code <= 0xFFFF:
+        return False
+    if 0xE000 <= code <= 0xF8FF or code >= 0xF0000:
+        return in_query
+    return True
+
+
+def _escape(part: str, allowed: frozenset[str], iri: bool, in_query: bool = False) -> str:
+    out: list[str] = []
+    for index, char in enumerate(part):
+        if char in allowed:
+            out.append(char)
+        elif char == "%" and len(part) > index + 2 and set(part[index + 1 : index + 3]) <= _HEX:
+            out.append(char)  # an escape already: kept as it is
+        elif iri and _iri_letter(ord(char), in_query):
+            out.append(char)
+        else:
+            out.append("".join(f"%{byte:02X}" for byte in char.encode("utf-8", "surrogatepass")))
+    return "".join(out)
+
+
+def _ascii_host(host: str) -> str:
+    """A host name in IDNA form, label by label; a label IDNA refuses is percent-encoded."""
+    labels = []
+    for label in host.split("."):
+        if label.isascii():
+            labels.append(label)
+            continue
+        try:
+            labels.append(label.encode("idna").decode("ascii"))
+        except UnicodeError:
+            labels.append(_escape(label, _HOST, iri=False))
+    return ".".join(labels)
+
+
+def _authority(authority: str, iri: bool) -> str | None:
+    if "\\" in authority:
+        # Browsers read a backslash as a slash, RFC 3986 as data: the host would depend on
+        # who reads the address, so it is not linked at all.
+        return None
+    userinfo, at, host_port = authority.rpartition("@")
+    if host_port.startswith("["):
+        literal, bracket, after = host_port[1:].partition("]")
+        if not bracket or not _ip_literal(literal) or after[:1] not in ("", ":"):
+            return None
+        host, colon, port = f"[{literal}]", after[:1], after[1:]
+    else:
+        name, colon, port = host_port.partition(":")
+        if not name:
+            return None
+        host = _escape(name, _HOST, iri=True)
+        if not iri:
+            host = _ascii_host(host)
+    if port and not (port.isascii() and port.isdigit()):
+        return None
+    return f"{_escape(userinfo, _USERINFO, iri)}{at}{host}{colon}{port}"
+
+
+def _ip_literal(literal: str) -> bool:
+    if re.fullmatch(r"v[0-9A-Fa-f]+\.[A-Za-z0-9\-._~!$&'()*+,;=:]+", literal):
+        return True  # IPvFuture
+    try:
+        ipaddress.IPv6Address(literal.replace("%25", "%", 1))
+    except ValueError:
+        return False
+    return True
+
+
+def _normalise(value: object, iri: bool) -> str | None:
+    if not isinstance(value, str) or len(value) > ADDRESS_LIMIT or _WHITE_SPACE.search(value):
+        return None
+    shape = _SHAPE.match(value)
+    if shape is None:
+        return None
+    scheme, authority, rest = shape.groups()
+    host = _authority(authority, iri)
+    if host is None:
+        return None
+    before_fragment, hash_mark, fragment = rest.partition("#")
+    path, question_mark, query = before_fragment.partition("?")
+    return (
+        f"{scheme}://{host}{_escape(path, _PATH, iri)}"
+        f"{question_mark}{_escape(query, _QUERY, iri, in_query=True)}"
+        f"{hash_mark}{_escape(fragment, _QUERY, iri)}"
+    )
+
+
+def web_address(value: object) -> str | None:
+    """The ``http(s)`` address as an IRI anyone can follow, or None when it is not one."""
+    return _normalise(value, iri=True)
+
+
+def web_uri(value: object) -> str | None:
+    """The ``http(s)`` address as a URI (IDNA host, UTF-8 escapes), or None."""
+    return _normalise(value, iri=False)
+
+
+def uri(address: str) -> str:
+    """An address made by this package (a feed's own, or a :func:`web_address`) as a URI."""
+    return web_uri(address) or address
+
+
+def is_web_address(value: object) -> bool:
+    """Whether ``value`` is an ``http(s)`` address that can be used exactly as it is."""
+    return value is not None and web_address(value) == value

@@ -1,0 +1,282 @@
+"""Text that looks like markup and addresses that need escaping, in every format.
+
+Each format has its own way of saying "this is text": Atom's ``type``, RSS's convention that
+descriptions (and, to readers that guess, titles) are HTML, JSON Feed's separate fields. What a
+reader shows must be the stored characters in all three, and links must be URIs.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import html
+import json
+import re
+import xml.etree.ElementTree as ElementTree
+from typing import Any
+
+import feedparser
+import pytest
+from lxml import etree
+
+from leaderlog.feeds import FeedFormat, FeedRequest, FeedService, Scope
+from leaderlog.feeds._address import is_web_address, web_address, web_uri
+from leaderlog.log import EventLog
+from tests.feeds.atom_schema import atom_problems
+from tests.feeds.logs import (
+    ADDRESSES,
+    BASE,
+    MARKUP_NAME,
+    SCRIPT,
+    SCRIPT_QUOTE,
+    add_hostile,
+    add_markup,
+    confirm,
+    project,
+    rename,
+)
+
+ATOM = "{http://www.w3.org/2005/Atom}"
+CONTENT = "{http://purl.org/rss/1.0/modules/content/}encoded"
+# RFC 3986 characters; the address must also have a scheme and a host.
+URI = re.compile(r"^https?://[A-Za-z0-9\-._~!$&'()*+,;=:@%/?#\[\]]+$")
+
+
+async def _render(service: FeedService, scope: str, fmt: FeedFormat, lang: str = "en") -> bytes:
+    request = FeedRequest(Scope.parse(scope), fmt, lang, BASE, None, explicit_lang=True)
+    return (await service.render(request)).body
+
+
+def _parse(body: bytes) -> feedparser.FeedParserDict:
+    parsed = feedparser.parse(body)
+    assert not parsed.bozo, parsed.get("bozo_exception")
+    return parsed
+
+
+def _shown(detail: Any) -> str:
+    """What a reader shows for a feedparser text construct: HTML is read as HTML."""
+    value = str(detail["value"])
+    if detail["type"] == "text/html":
+        assert "<" not in value, f"markup where text was meant: {value!r}"
+        return html.unescape(value)
+    return value
+
+
+async def _markup_service(log: EventLog) -> FeedService:
+    await add_markup(log)
+    return await project(log)
+
+
+async def test_rss_descriptions_are_escaped_html_so_every_format_shows_the_same_text(
+    seeded_log: EventLog,
+) -> None:
+    service = await _markup_service(seeded_log)
+    rss = await _render(service, "person:markup-quote", "rss")
+    atom = await _render(service, "person:markup-quote", "atom")
+    document = json.loads(await _render(service, "person:markup-quote", "json"))
+    item = etree.fromstring(rss).find("channel/item")
+    assert item is not None
+    description = str(item.findtext("description"))
+    # The description is HTML: the quoted tag is escaped in it, so it arrives as text.
+    assert "<script>" not in description and "&lt;script&gt;" in description
+    assert "<script>" not in str(item.findtext(CONTENT))
+    (rss_entry,) = _parse(rss).entries
+    (atom_entry,) = _parse(atom).entries
+    (json_item,) = document["items"]
+    shown = _shown(rss_entry.summary_detail)
+    assert SCRIPT_QUOTE in shown
+    assert shown == _shown(atom_entry.summary_detail) == json_item["summary"]
+    assert json_item["content_text"] == json_item["summary"]
+    assert "&lt;script&gt;" in json_item["content_html"]
+    # An address with "&" is text in the summary, escaped in the HTML description.
+    amp = await _render(service, "person:addr-amp", "rss")
+    amp_description = str(etree.fromstring(amp).findtext("channel/item/description"))
+    assert "a=1&amp;b=2" in amp_description
+    assert "a=1&b=2" in _shown(_parse(amp).entries[0].summary_detail)
+
+
+async def test_atom_text_is_typed_by_what_it_holds(seeded_log: EventLog) -> None:
+    service = await _markup_service(seeded_log)
+    for scope, typed in (("person:markup-quote", "html"), ("person:addr-apos", None)):
+        root = etree.fromstring(await _render(service, scope, "atom"))
+        entry = root.find(f"{ATOM}entry")
+        assert entry is not None
+        summary = entry.find(f"{ATOM}summary")
+        assert summary is not None and summary.get("type") == typed, scope
+        content = entry.find(f"{ATOM}content")
+        assert content is not None and content.get("type") == "html"
+        title = entry.find(f"{ATOM}title")
+        assert title is not None and title.get("type") is None
+
+
+@pytest.mark.parametrize("key", sorted(ADDRESSES))
+async def test_source_addresses_are_kept_as_uris_in_every_format(
+    seeded_log: EventLog, key: str
+) -> None:
+    service = await _markup_service(seeded_log)
+    stored, expected = ADDRESSES[key]
+    assert URI.match(expected) and expected.isascii()
+    scope = f"person:addr-{key}"
+    atom = etree.fromstring(await _render(service, scope, "atom"))
+    links = {link.get("rel"): link.get("href") for link in atom.iter(f"{ATOM}link")}
+    assert links["alternate"] == expected
+    rss = etree.fromstring(await _render(service, scope, "rss"))
+    assert rss.findtext("channel/item/link") == expected
+    (item,) = json.loads(await _render(service, scope, "json"))["items"]
+    assert item["url"] == expected
+    # People read the address in the summary: letters stay letters, the rest is escaped.
+    readable = web_address(stored)
+    assert readable is not None and readable in item["summary"]
+    assert f'href="{html.escape(readable)}"' in item["content_html"]
+
+
+@pytest.mark.parametrize(
+    ("stored", "iri", "uri"),
+    [
+        ("https://example.org/a?e=%20&x=1#f", None, None),  # valid: left exactly as it is
+        ("http://[2001:db8::1]:8080/a", None, None),
+        ("https://user:pw@example.org/", None, None),
+        ("https://example.org/a%zz", "https://example.org/a%25zz", None),
+        ("https://example.org/a#b#c", "https://example.org/a#b%23c", None),
+        ("https://example.org/[x]", "https://example.org/%5Bx%5D", None),
+        (
+            "https://example.org/\u05d0?\u202e#\ue000",
+            "https://example.org/\u05d0?%E2%80%AE#%EE%80%80",
+            "https://example.org/%D7%90?%E2%80%AE#%EE%80%80",
+        ),
+    ],
+)
+def test_addresses_are_escaped_only_where_they_must_be(
+    stored: str, iri: str | None, uri: str | None
+) -> None:
+    assert web_address(stored) == (iri or stored)
+    assert web_uri(stored) == (uri or iri or stored)
+    assert is_web_address(stored) == (iri is None)
+
+
+@pytest.mark.parametrize(
+    "refused",
+    [
+        "javascript:alert(1)",
+        "ftp://example.org/",
+        "https://[example.org/",  # an unbalanced bracket: no host
+        "https://[not-an-address]/",
+        "https://example.org:80x/",
+        "https://example.org\\@evil.example/",  # which host depends on who reads it
+        "https://exa mple.org/",
+        None,
+    ],
+)
+def test_addresses_that_are_not_http_links_are_refused(refused: str | None) -> None:
+    assert web_address(refused) is None and web_uri(refused) is None
+    assert not is_web_address(refused)
+
+
+async def test_names_that_look_like_markup_are_declared_or_escaped(seeded_log: EventLog) -> None:
+    service = await _markup_service(seeded_log)
+    scope = "person:markup-name"
+    feed_title = f"Leadership changes: {MARKUP_NAME}"
+    entry_title = f"Reported: {MARKUP_NAME} serves as Executive Associate Director (HSI)"
+
+    atom = await _render(service, scope, "atom")
+    assert atom_problems(atom) == []
+    root = etree.fromstring(atom)
+    titles = [root.find(f"{ATOM}title"), root.find(f"{ATOM}entry/{ATOM}title")]
+    summary = root.find(f"{ATOM}entry/{ATOM}summary")
+    for element in (*titles, summary):
+        assert element is not None and element.get("type") == "html"
+        assert "<" not in str(element.text)
+    parsed = _parse(atom)
+    assert _shown(parsed.feed.title_detail) == feed_title
+    assert _shown(parsed.entries[0].title_detail) == entry_title
+
+    rss = await _render(service, scope, "rss")
+    # HTML-escaped (readers that see an entity read the title as HTML), with the RSS
+    # Profile's hexadecimal references for "&" that tell validators it is character data.
+    assert (
+        b"<title>Leadership changes: Tom &#x26;lt;b&#x26;gt;Tag&#x26;lt;/b&#x26;gt;</title>" in rss
+    )
+    for element in etree.fromstring(rss).iter("title"):
+        assert "</b>" not in "".join(element.itertext())
+    parsed = _parse(rss)
+    assert _shown(parsed.feed.title_detail) == feed_title
+    assert _shown(parsed.entries[0].title_detail) == entry_title
+
+    # JSON Feed titles are plain text.
+    document = json.loads(await _render(service, scope, "json"))
+    assert document["title"] == feed_title and document["items"][0]["title"] == entry_title
+
+
+async def test_plain_titles_are_written_as_before(seeded_log: EventLog) -> None:
+    service = await project(seeded_log)
+    atom = await _render(service, "person:robert-hammer", "atom")
+    assert b'<title type="html">' not in atom and b"<summary type=" not in atom
+    assert b"<title>Leadership changes: Robert Hammer</title>" in atom
+    rss = await _render(service, "person:robert-hammer", "rss")
+    assert b"&#x26;" not in rss and b"<title>Leadership changes: Robert Hammer</title>" in rss
+
+
+async def test_hostile_titles_show_their_characters_in_atom_and_rss(seeded_log: EventLog) -> None:
+    await add_hostile(seeded_log)
+    service = await project(seeded_log)
+    for fmt in ("atom", "rss"):
+        parsed = _parse(await _render(service, "person:hostile-script", fmt))
+        (entry,) = parsed.entries
+        assert SCRIPT in _shown(entry.title_detail), fmt
+        assert SCRIPT in _shown(parsed.feed.title_detail), fmt
+
+
+async def test_rss_items_carry_their_modification_time(seeded_log: EventLog) -> None:
+    service = await _markup_service(seeded_log)
+    await confirm(seeded_log, "markup-quote")
+    service = await project(seeded_log)
+    rss = await _render(service, "person:markup-quote", "rss")
+    atom = await _render(service, "person:markup-quote", "atom")
+    item = etree.fromstring(rss).find("channel/item")
+    assert item is not None
+    atom_entry = etree.fromstring(atom).find(f"{ATOM}entry")
+    assert atom_entry is not None
+    assert item.findtext(f"{ATOM}updated") == atom_entry.findtext(f"{ATOM}updated")
+    (rss_entry,) = _parse(rss).entries
+    (parsed_atom,) = _parse(atom).entries
+    # The confirmation came after the report (pubDate stays the report's time).
+    assert parsed_atom.published != parsed_atom.updated
+    assert rss_entry.updated == parsed_atom.updated
+    assert rss_entry.updated_parsed == parsed_atom.updated_parsed
+    published = dt.datetime.fromisoformat(str(atom_entry.findtext(f"{ATOM}published")))
+    assert rss_entry.published_parsed[:6] == published.timetuple()[:6]
+
+
+async def test_opml_groups_have_only_text_and_names_are_escaped(seeded_log: EventLog) -> None:
+    await add_markup(seeded_log)
+    await add_hostile(seeded_log)
+    service = await project(seeded_log)
+    body = (await service.opml("en", BASE, "rss", True)).body
+    root = ElementTree.fromstring(body)
+    body_element = root.find("body")
+    assert body_element is not None
+    groups = [outline for outline in body_element if outline.get("xmlUrl") is None]
+    assert [dict(group.attrib) for group in groups] == [
+        {"text": "Organisations"},
+        {"text": "People"},
+        {"text": "Posts"},
+    ]
+    by_url = {str(o.get("xmlUrl")): o for o in root.iter("outline") if o.get("xmlUrl")}
+    for person, name in (("markup-name", MARKUP_NAME), ("hostile-script", SCRIPT)):
+        outline = by_url[f"{BASE}/feeds/person/{person}.rss?lang=en"]
+        for attribute in ("text", "title"):
+            value = str(outline.get(attribute))
+            assert "<" not in value and html.unescape(value) == name
+    plain = by_url[f"{BASE}/feeds/person/robert-hammer.rss?lang=en"]
+    assert plain.get("text") == plain.get("title") == "Robert Hammer"
+
+
+async def test_an_entry_changed_after_a_rename_shows_the_new_name(seeded_log: EventLog) -> None:
+    await add_markup(seeded_log)
+    await rename(seeded_log, "addr-apos", "Abe Renamed")
+    await confirm(seeded_log, "addr-apos")
+    await rename(seeded_log, "addr-amp", "Ann Renamed")  # no claim event after it
+    service = await project(seeded_log)
+    (changed,) = json.loads(await _render(service, "person:addr-apos", "json"))["items"]
+    (untouched,) = json.loads(await _render(service, "person:addr-amp", "json"))["items"]
+    assert "Ann Amp" in untouched["title"]  # a rename alone leaves entries alone
+    assert changed["title"].startswith("Confirmed: Abe Renamed serves as")
