@@ -354,3 +354,29 @@ def test_db_after_the_command_says_where_it_goes() -> None:
     result = CliRunner().invoke(main, ["events", "--db", "sqlite:///x.db"])
     assert result.exit_code == 2
     assert "Error: --db goes before the command: leaderlog --db URL events ..." in result.stderr
+
+
+def test_several_files_import_as_one_transaction_naming_the_file_at_fault(
+    tmp_path: Path,
+) -> None:
+    url = f"sqlite:///{tmp_path / 'leaderlog.db'}"
+    extra = tmp_path / "extra.jsonl"
+    extra.write_text(
+        json.dumps({"type": "person.registered", "data": {"person": "zz", "name": "Z"}}) + "\n",
+        encoding="utf-8",
+    )
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(extra.read_text(encoding="utf-8") + '{"type": "bogus"}\n', encoding="utf-8")
+    # one bad line in the second file: nothing of either is written
+    refused = leaderlog("--db", url, "import", str(SEED_FILE), str(bad), cwd=tmp_path)
+    assert refused.returncode == 1
+    assert f"  {bad} line 2: a record needs 'type' and 'data' [rule: schema]" in refused.stderr
+    assert ok(leaderlog("--db", url, "verify", cwd=tmp_path)).startswith("chain OK, 0 events")
+    # both good: appended in the order given
+    assert ok(leaderlog("--db", url, "import", str(SEED_FILE), str(extra), cwd=tmp_path)) == (
+        "appended 30, already present 0\n"
+    )
+    (last,) = json.loads(
+        ok(leaderlog("--db", url, "events", "--json", "--after", "29", cwd=tmp_path))
+    )
+    assert last["stream"] == "person-zz"

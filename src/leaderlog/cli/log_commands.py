@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict
 from typing import IO
 
@@ -12,16 +12,32 @@ from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeR
 
 from leaderlog._json import dumps
 from leaderlog.cli._app import Context, err_console, main, print_json, run
-from leaderlog.errors import DuplicateEventError, RecordError
-from leaderlog.events import event_schema
+from leaderlog.errors import BatchError, DuplicateEventError, RecordError
+from leaderlog.events import Record, event_schema
 from leaderlog.log import parse_lines
 
 _IMPORT_INTERRUPTED = (
-    "an import is one transaction, so the file was written whole or not at all; "
-    "importing it again appends only what is missing"
+    "an import is one transaction, so it was written whole or not at all; "
+    "importing the same files again appends only what is missing"
 )
 # Files smaller than this import without a progress bar: it would only flicker.
 _PROGRESS_THRESHOLD = 1024 * 1024
+
+
+def _size(file: IO[bytes]) -> int | None:
+    """The file's size for the progress bar, when it can be known (not for a pipe)."""
+    if file is sys.stdin.buffer:
+        return None
+    try:
+        size = file.seek(0, 2)
+        file.seek(0)
+    except OSError:
+        return None
+    return size
+
+
+def _in_file(problem: RecordError, file: IO[bytes]) -> RecordError:
+    return problem.located(f"{file.name} {problem.where}" if problem.where else file.name)
 
 
 def _lines_with_progress(handle: IO[bytes], size: int | None) -> Iterator[bytes]:
@@ -43,32 +59,47 @@ def _lines_with_progress(handle: IO[bytes], size: int | None) -> Iterator[bytes]
 
 
 @main.command("import")
-@click.argument("file", type=click.File("rb"))
+@click.argument("files", metavar="FILE...", nargs=-1, required=True, type=click.File("rb"))
 @click.option("--actor", default="cli", show_default=True, help="Recorded as who appended.")
 @click.option("--json", "as_json", is_flag=True, help="Print the counts as JSON.")
 @click.pass_obj
-def import_command(context: Context, file: IO[bytes], actor: str, as_json: bool) -> None:
-    """Append JSON Lines records (or an export) from FILE, or - for stdin.
+def import_command(context: Context, files: Sequence[IO[bytes]], actor: str, as_json: bool) -> None:
+    """Append JSON Lines records (or an export) from each FILE, or - for stdin.
 
-    Every record is checked before anything is written: one bad record means nothing from
-    the file is written, and the error names its line and the rule. Importing the same file
-    twice appends nothing the second time.
+    Every record of every file is checked before anything is written: one bad record means
+    nothing is written, and the error names its file, line and rule. The files are appended
+    in the order given, as one transaction. Importing the same file twice appends nothing the
+    second time.
 
     \b
     Example:
       leaderlog import seeds/ice-leadership-2025-05.jsonl
+      leaderlog import seeds/*.jsonl
       leaderlog export | leaderlog --db sqlite:///copy.db import -
     """
-    size: int | None = None
-    if file is not sys.stdin.buffer:
-        try:
-            size = file.seek(0, 2)
-            file.seek(0)
-        except OSError:
-            size = None
+
+    def read_all() -> tuple[list[Record], list[str]]:
+        records: list[Record] = []
+        labels: list[str] = []
+        problems: list[RecordError] = []
+        for file in files:
+            # With several files, "line 3" alone would not say which one.
+            named = len(files) > 1
+            try:
+                found, found_labels = parse_lines(_lines_with_progress(file, _size(file)))
+            except BatchError as error:
+                problems += [
+                    _in_file(problem, file) if named else problem for problem in error.problems
+                ]
+                continue
+            records += found
+            labels += [f"{file.name} {label}" if named else label for label in found_labels]
+        if problems:
+            raise BatchError(problems)
+        return records, labels
 
     async def go() -> None:
-        records, labels = parse_lines(_lines_with_progress(file, size))
+        records, labels = read_all()
         if not records:
             click.echo("appended 0, already present 0 (no records)")
             return
