@@ -127,6 +127,25 @@ async def test_every_problem_of_a_batch_is_reported(seeded_log: EventLog) -> Non
     assert await snapshot(seeded_log) == before
 
 
+async def test_a_refused_batch_also_names_a_stream_it_would_create_twice(sqlite_url: str) -> None:
+    async with await EventLog.open(sqlite_url) as writer:
+        await load_seeds(writer, SEEDS)
+    # a fresh log knows nothing yet: a record creating a stream is not looked up before
+    # appending (the store's expected version catches it), but when the batch is refused
+    # anyway, that record is named too
+    async with await EventLog.open(sqlite_url) as log:
+        lines = [
+            line("claim.retracted", claim="nobody", reason="r"),
+            line("org.registered", org="dhs", name="DHS again"),
+        ]
+        with pytest.raises(BatchError) as caught:
+            await log.import_lines(lines, actor="test")
+        assert [(p.where, p.rule) for p in caught.value.problems] == [
+            ("line 1", "reference"),
+            ("line 2", "unique"),
+        ]
+
+
 async def test_references_within_one_batch(sqlite_url: str) -> None:
     lines = [
         line("org.registered", org="dhs", name="DHS"),

@@ -461,6 +461,14 @@ class EventLog:
                     except MissingKnowledge as missing:
                         # Decisions are pure, so the request is simply decided again.
                         await self._load(missing.streams)
+                    except BatchError:
+                        if request.attempts > 0 or not any(
+                            _assumes_absent(request, entry) for entry in request.entries
+                        ):
+                            raise
+                        # Refused anyway: decide again on what is really stored, so that a
+                        # record creating a stream that exists is named among the problems.
+                        request.attempts = 1
             except (BatchError, StoreError) as error:
                 prepared.refused.append((request, error))
                 continue
