@@ -9,10 +9,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
 from leaderlog.errors import BatchError, ConcurrencyError, DuplicateEventError
 from leaderlog.events import Event, Record, parse_event, parse_record
-from leaderlog.log import EventLog, load_seeds, parse_lines
+from leaderlog.log import MAX_RECORD_BYTES, EventLog, load_seeds, parse_lines
 
 SEEDS = Path(__file__).resolve().parent.parent / "seeds"
 
@@ -546,3 +547,41 @@ def test_a_line_in_another_encoding_is_named_as_not_utf8() -> None:
     assert str(problem) == (
         f"line 2: not UTF-8 text (byte 0xEB at column {column}); save the file as UTF-8"
     )
+
+
+async def test_events_from_a_generator_are_all_appended(seeded_log: EventLog) -> None:
+    people = (parse_event("person.registered", {"person": f"g{n}", "name": "G"}) for n in range(3))
+    outcome = await seeded_log.append_events(people, actor="desk")  # type: ignore[arg-type]
+    assert (outcome.positions, outcome.appended) == ((30, 31, 32), 3)
+
+
+async def test_no_entry_point_stores_a_record_too_large_to_export(seeded_log: EventLog) -> None:
+    before = await snapshot(seeded_log)
+    big = "\U0001f600" * 300
+    post = {
+        "type": "post.defined",
+        "data": {
+            "post": "bigpost",
+            "org": "ice",
+            "title": big,
+            "aliases": [f"{big[:-3]}{n}" for n in range(50)],
+            "labels": {f"x{chr(97 + n // 26)}{chr(97 + n % 26)}": big for n in range(50)},
+        },
+    }
+    with pytest.raises(BatchError) as caught:
+        await seeded_log.append_raw(post, actor="desk")
+    ((where, rule, message),) = [(p.where, p.rule, p.message) for p in caught.value.problems]
+    assert (where, rule) == ("record 0", "size")
+    assert message.endswith(f"bytes; at most {MAX_RECORD_BYTES}")
+    with pytest.raises(BatchError, match="at most"):
+        await seeded_log.append_events([parse_record(post).event], actor="desk")
+    assert await snapshot(seeded_log) == before
+
+
+def test_changing_a_frozen_event_validates_the_result() -> None:
+    person = parse_event("person.registered", {"person": "template", "name": "Template"})
+    assert person.model_copy(update={"name": "Jane"}).name == "Jane"  # type: ignore[union-attr]
+    with pytest.raises(ValidationError, match="should match pattern"):
+        person.model_copy(update={"person": "Jane Doe"})
+    with pytest.raises(ValidationError):
+        type(person).model_construct(person="Bad Slug", name="")

@@ -15,7 +15,7 @@ import datetime as dt
 import re
 import uuid
 from collections.abc import Callable, Mapping
-from typing import Annotated, Any, ClassVar, Literal, TypeAlias
+from typing import Annotated, Any, ClassVar, Literal, Self, TypeAlias
 
 import uuid_utils.compat
 from pydantic import (
@@ -130,6 +130,21 @@ _DATE_PATTERN = re.compile(r"^(\d{4})(?:-(\d{2})(?:-(\d{2}))?)?$")
 
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", str_strip_whitespace=False)
+
+    # Pydantic's model_copy(update=...) and model_construct skip validation. Frozen models
+    # invite the first for "changing" an event, and an unchecked event would reach the log
+    # (appends trust models, which the constructor validated), so both validate here.
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        if not update:
+            return super().model_copy(deep=deep)
+        fields = {name: getattr(self, name) for name in type(self).model_fields}
+        return self.model_validate({**fields, **update})
+
+    @classmethod
+    def model_construct(  # type: ignore[override]  # the pydantic plugin rewrites its signature
+        cls, _fields_set: set[str] | None = None, **values: Any
+    ) -> Self:
+        return cls.model_validate(values)
 
 
 class FuzzyDate(_Frozen):

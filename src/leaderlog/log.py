@@ -48,9 +48,12 @@ from leaderlog.events import (
 )
 from leaderlog.store import AppendResult, EventStore, NewEvent, PendingBatch, open_store
 
-__all__ = ["AppendOutcome", "EventLog", "parse_lines"]
+__all__ = ["MAX_LINE_BYTES", "MAX_RECORD_BYTES", "AppendOutcome", "EventLog", "parse_lines"]
 
 MAX_LINE_BYTES = 64 * 1024
+# Room is left for the envelope an export adds, so every record the log accepts, from any
+# entry point, can be exported and imported again within the import's line limit.
+MAX_RECORD_BYTES = MAX_LINE_BYTES - 1024
 _GROUP_LIMIT = 1000
 _CACHE_LIMIT = 500_000
 _RETRIES = 5
@@ -284,6 +287,8 @@ class EventLog:
         meta: Mapping[str, Any] | None = None,
     ) -> AppendOutcome:
         """Append events as one atomic batch with fresh, time-ordered ids."""
+        # A generator would be used up by the checks below and append nothing.
+        events = list(events)
         for index, event in enumerate(events):
             if not isinstance(event, _EVENT_CLASSES):
                 problem = RecordError(
@@ -303,7 +308,7 @@ class EventLog:
         self, records: Sequence[Record], *, actor: str, labels: Sequence[str] | None = None
     ) -> AppendOutcome:
         """Append validated records as one atomic batch (idempotent on their event ids)."""
-        entries = [_Entry.of(record) for record in records]
+        entries = [_Entry.of(record) for record in list(records)]
         return await self._submit(entries, labels, actor, ids_are_fresh=False)
 
     async def append_raw(self, raw: object, *, actor: str) -> AppendOutcome:
@@ -546,6 +551,19 @@ class EventLog:
                     decision.known_positions[index] = previous.position
                     continue
             event = entry.event
+            data = event.data()
+            size = len(canonical_bytes(data)) + (
+                len(canonical_bytes(entry.meta)) if entry.meta else 0
+            )
+            if size > MAX_RECORD_BYTES:
+                problems.append(
+                    RecordError(
+                        f"record is {size} bytes; at most {MAX_RECORD_BYTES}",
+                        where=request.label(index),
+                        rule="size",
+                    )
+                )
+                continue
             if _assumes_absent(request, entry):
                 knowledge.assumed_absent = event.stream()
             try:
@@ -555,7 +573,7 @@ class EventLog:
                 events = []
             knowledge.assumed_absent = None
             for decided in events:
-                self._add(decision, knowledge, request, index, entry, decided, group_versions)
+                self._add(decision, knowledge, request, index, entry, decided, group_versions, data)
         if problems:
             raise BatchError(problems)
         return decision
@@ -579,8 +597,11 @@ class EventLog:
         entry: _Entry,
         event: Event,
         group_versions: Mapping[str, int],
+        data: dict[str, Any],
     ) -> None:
-        """Add one decided event to the request's decision, at its stream's next version."""
+        """Add one decided event to the request's decision, at its stream's next version.
+
+        ``data`` is the record's own payload, already dumped (used when ``event`` is it)."""
         stream = event.stream()
         version = decision.versions.get(stream)
         if version is None:
@@ -601,7 +622,7 @@ class EventLog:
                 stream,
                 event.type,
                 event.schema_version,
-                event.data(),
+                data if event is entry.event else event.data(),
                 entry.meta,
                 entry.recorded_at,
                 entry.actor,

@@ -26,7 +26,7 @@ from leaderlog.errors import (
     TokenError,
 )
 from leaderlog.events import Record, event_schema, parse_record
-from leaderlog.log import MAX_LINE_BYTES, EventLog
+from leaderlog.log import MAX_RECORD_BYTES, EventLog
 from leaderlog.tokens import Tokens
 
 __all__ = ["MAX_BODY_BYTES", "MAX_DEPTH", "MAX_RECORDS", "MAX_RECORD_BYTES", "write_router"]
@@ -35,9 +35,6 @@ MAX_BODY_BYTES = 1024 * 1024
 MAX_RECORDS = 1000
 # Deeper JSON than any record needs; also keeps values within what canonical JSON can encode.
 MAX_DEPTH = 64
-# Room is left for the envelope an export adds, so every record accepted here can be exported
-# and imported again within the import's line limit.
-MAX_RECORD_BYTES = MAX_LINE_BYTES - 1024
 # Set by the log, never by a writer: accepting them would let a token holder write under
 # another actor's name or at another time.
 ENVELOPE_FIELDS = (
