@@ -333,3 +333,23 @@ def test_if_modified_since_never_hides_a_change_made_in_the_same_second(
                 again = client.get(url, headers=since)
                 assert again.status_code == 200
                 assert again.content == second.content
+
+
+def test_last_modified_appears_once_its_second_is_over_though_the_document_is_cached(
+    tmp_path: Path, client: httpx.Client
+) -> None:
+    database = f"sqlite:///{tmp_path / 'leaderlog.db'}"
+    with running(create_app(database, seeds=SEEDS)) as base:
+        url = f"{base}/feeds/org/ice.atom"
+        etag = client.get(url, headers=IDENTITY).headers["etag"]
+        asyncio.run(_correct(database, "permanent"))
+        first = _wait_for_change(client, url, etag)
+        # whether or not the first answer came within the change's second, a later one
+        # (from the same rendered document) carries Last-Modified
+        time.sleep(1.1)
+        later = client.get(url, headers=IDENTITY)
+        assert later.headers["etag"] == first.headers["etag"]
+        assert "last-modified" in later.headers
+        revalidated = client.get(url, headers={"If-None-Match": first.headers["etag"]})
+        assert revalidated.status_code == 304
+        assert revalidated.headers["last-modified"] == later.headers["last-modified"]

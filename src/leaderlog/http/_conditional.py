@@ -112,8 +112,7 @@ def caching_headers(
     until that second is over (the ETag tells the two changes apart meanwhile).
     """
     headers = {"ETag": validators.etag}
-    this_second = (now or dt.datetime.now(dt.UTC)).replace(microsecond=0)
-    if validators.last_modified < this_second:
+    if _second_is_over(validators, now):
         headers["Last-Modified"] = validators.last_modified_http
     headers |= {"Cache-Control": validators.cache_control, "Vary": VARY}
     if language:
@@ -160,17 +159,25 @@ def _raw(headers: dict[str, str]) -> list[tuple[bytes, bytes]]:
     ]
 
 
+def _second_is_over(validators: Validators, now: dt.datetime | None = None) -> bool:
+    """Whether the second of the document's last change has ended (see caching_headers)."""
+    this_second = (now or dt.datetime.now(dt.UTC)).replace(microsecond=0)
+    return validators.last_modified < this_second
+
+
 def cached_response(request: Request, rendered: Rendered) -> Response:
-    """A rendered document, its header lines built once per encoding and kept with it."""
+    """A rendered document, its header lines built once per encoding and kept with it (and
+    again once Last-Modified can be sent)."""
     gzipped = accepts_gzip(request)
-    key = ("headers", gzipped)
+    now = dt.datetime.now(dt.UTC)
+    key = ("headers", gzipped, _second_is_over(rendered.validators, now))
     raw_headers = rendered.memo.get(key)
     body = rendered.gzipped if gzipped else rendered.body
     if raw_headers is None:
         headers = {
             "Content-Type": rendered.media_type,
             "Content-Length": str(len(body)),
-            **caching_headers(rendered.validators, rendered.language),
+            **caching_headers(rendered.validators, rendered.language, now),
         }
         if gzipped:
             headers["Content-Encoding"] = "gzip"
