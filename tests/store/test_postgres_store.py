@@ -12,7 +12,12 @@ import pytest
 
 from leaderlog.errors import StoreUnavailable
 from leaderlog.store import EventStore, open_store
-from leaderlog.store.postgres import _INSERT_CHUNK, PostgresStore, translate_placeholders
+from leaderlog.store.postgres import (
+    _INSERT_CHUNK,
+    PostgresStore,
+    _unavailable_on_disconnect,
+    translate_placeholders,
+)
 
 from . import postgres_connection, postgres_schema
 from .contract import StoreContract, event
@@ -350,3 +355,12 @@ async def test_a_schema_whose_events_table_is_not_leaderlogs_is_refused_untouche
             "SELECT COUNT(*) FROM pg_proc WHERE pronamespace = $1::regnamespace", schema
         )
     assert (triggers, functions) == (0, 0)
+
+
+def test_a_connection_the_server_terminated_is_unavailable_not_a_fault() -> None:
+    # asyncpg's words when a terminated connection is used before the pool notices
+    with pytest.raises(StoreUnavailable, match="PostgreSQL is unavailable"):
+        with _unavailable_on_disconnect():
+            raise asyncpg.InternalClientError(
+                "cannot switch to state 12; another operation (2) is in progress"
+            )

@@ -136,6 +136,9 @@ _CONNECTION_ERRORS: tuple[type[BaseException], ...] = (
     asyncpg.CrashShutdownError,
     asyncpg.CannotConnectNowError,
     asyncpg.TooManyConnectionsError,
+    # What a connection the server just terminated can raise on its next use ("cannot
+    # switch to state ...; another operation is in progress").
+    asyncpg.InternalClientError,
 )
 # At open time a wrong database name or credentials also mean "cannot be reached".
 _OPEN_ERRORS: tuple[type[BaseException], ...] = (
