@@ -359,8 +359,11 @@ async def test_a_schema_whose_events_table_is_not_leaderlogs_is_refused_untouche
 
 def test_a_connection_the_server_terminated_is_unavailable_not_a_fault() -> None:
     # asyncpg's words when a terminated connection is used before the pool notices
-    with pytest.raises(StoreUnavailable, match="PostgreSQL is unavailable"):
-        with _unavailable_on_disconnect():
-            raise asyncpg.InternalClientError(
-                "cannot switch to state 12; another operation (2) is in progress"
-            )
+    lost = asyncpg.InternalClientError(
+        "cannot switch to state 12; another operation is in progress"
+    )
+    with (
+        pytest.raises(StoreUnavailable, match="PostgreSQL is unavailable"),
+        _unavailable_on_disconnect(),
+    ):
+        raise lost
