@@ -234,3 +234,19 @@ def test_a_row_edited_behind_the_store_is_reported_not_a_crash(
         assert broken.json()["detail"].startswith("event at position 3 cannot be read: ")
         report = client.get(f"{base}/api/verify").json()
         assert (report["ok"], report["first_bad_position"]) == (False, 3)
+
+
+def test_healthz_answers_while_another_writer_holds_the_database(
+    tmp_path: Path, client: httpx.Client
+) -> None:
+    url = f"sqlite:///{tmp_path / 'leaderlog.db'}"
+    with running(create_app(url, seeds=SEEDS)) as base:
+        holder = sqlite3.connect(tmp_path / "leaderlog.db", isolation_level=None)
+        try:
+            holder.execute("BEGIN IMMEDIATE")
+            # a liveness probe reads: it must not queue for the write lock and time out
+            health = client.get(f"{base}/healthz")
+        finally:
+            holder.execute("ROLLBACK")
+            holder.close()
+        assert health.status_code == 200, health.text

@@ -22,7 +22,7 @@ from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequenc
 from contextlib import contextmanager
 from typing import NamedTuple
 
-from leaderlog.errors import ProjectionError, ProjectionFailed, ProjectionFailure
+from leaderlog.errors import ProjectionError, ProjectionFailed, ProjectionFailure, StoreError
 from leaderlog.events import RecordedEvent
 from leaderlog.projections._sql import marks
 from leaderlog.projections.base import (
@@ -366,9 +366,7 @@ class ProjectionRunner:
     async def status(self) -> list[ProjectionStatus]:
         """Each projection's stored version, checkpoint, the log head and the lag behind it."""
         head, _ = await self.store.head()
-        async with self.store.projection_transaction() as tx:
-            await tx.execute(CHECKPOINT_SCHEMA)
-        stored = await self._stored()
+        stored = await self.registered()
         found = []
         for projection in self.projections:
             version, checkpoint = stored.get(projection.name, (projection.version, 0))
@@ -379,6 +377,13 @@ class ProjectionRunner:
 
     async def registered(self) -> dict[str, tuple[int, int]]:
         """Every projection with a checkpoint in this database: name -> (version, position)."""
-        async with self.store.projection_transaction() as tx:
-            await tx.execute(CHECKPOINT_SCHEMA)
-        return await self._stored()
+        try:
+            return await self._stored()
+        except StoreError:
+            raise
+        except Exception:
+            # No checkpoint table yet. Created only then: a write transaction would make
+            # a status check (a server's /healthz, say) wait for any other writer.
+            async with self.store.projection_transaction() as tx:
+                await tx.execute(CHECKPOINT_SCHEMA)
+            return await self._stored()
