@@ -514,6 +514,8 @@ async def test_exact_names_are_suggested_before_partial_ones(seeded_log: EventLo
         (lambda q: q.state(org="ice\x00"), InvalidQuery, "contains a control character"),
         (lambda q: q.claim("\x00"), InvalidQuery, "claim .* contains a control character"),
         (lambda q: q.audit(source=""), InvalidQuery, "source must not be empty"),
+        (lambda q: q.claim("x" * 50_010), InvalidQuery, "claim is 50010 characters long"),
+        (lambda q: q.claim("x " * 1500), InvalidQuery, "no id or name is longer than 300"),
         (lambda q: q.audit(actor="a\nb"), InvalidQuery, "actor .* contains a control"),
     ],
 )

@@ -49,6 +49,11 @@ class InvalidQuery(ProjectionError):
 CONTROL_CHARACTERS = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
+# Slugs have at most 64 characters and names at most 300 (leaderlog.events): a longer value
+# can match nothing, and would make the suggestions' LIKE patterns needlessly heavy.
+MAX_NAME_LENGTH = 300
+
+
 def check_names(**given: str | None) -> None:
     """Ids and filter values: not empty, and without control characters (which no stored
     id has, and which PostgreSQL refuses outright in the case of NUL)."""
@@ -59,6 +64,11 @@ def check_names(**given: str | None) -> None:
             raise InvalidQuery(f"{name} must not be empty")
         if CONTROL_CHARACTERS.search(value):
             raise InvalidQuery(f"{name} {value!r} contains a control character")
+        if len(value) > MAX_NAME_LENGTH:
+            raise InvalidQuery(
+                f"{name} is {len(value)} characters long; no id or name is longer than "
+                f"{MAX_NAME_LENGTH}"
+            )
 
 
 def parse_day(value: dt.date | str, what: str) -> dt.date:
