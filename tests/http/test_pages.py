@@ -152,7 +152,16 @@ def test_overview_refuses_unknown_or_malformed_organisations(
     assert unknown.status_code == 404 and "no-such-org" in _leadership_text(unknown.text)
     assert unknown.headers["content-type"] == "text/html; charset=utf-8"
     assert "Did you mean" not in unknown.text
-    assert client.get(f"{base}/?org=Not%20A%20Slug").status_code == 422
+    # anything else typed as an org is looked up like an id, and suggests what it may mean
+    by_name = client.get(f"{base}/?org=ICE")
+    assert by_name.status_code == 404 and by_name.headers["content-type"].startswith("text/html")
+    assert f'href="{base}/?org=ice"' in _section(by_name.text, "leadership")
+    control = client.get(f"{base}/?org=ice%00")
+    assert control.status_code == 404 and "No organisation has the id" in control.text
+    assert client.get(f"{base}/?org=").status_code == 200  # an empty field: the overview
+    # the language links keep the organisation shown
+    page = client.get(f"{base}/?org=ice&lang=fr").text
+    assert 'href="?org=ice&amp;lang=de"' in page
 
 
 def test_unknown_organisation_page_links_what_was_meant(

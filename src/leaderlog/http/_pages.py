@@ -18,7 +18,6 @@ from fastapi import APIRouter, Query, Request
 from starlette.responses import HTMLResponse, Response
 
 from leaderlog.errors import ProjectionError
-from leaderlog.events import SLUG_PATTERN
 from leaderlog.feeds import (
     CAPACITY_LABELS,
     FORMATS,
@@ -38,7 +37,7 @@ from leaderlog.feeds._i18n import Language
 from leaderlog.http._conditional import VARY, get_and_head, respond
 from leaderlog.http._deps import base_url, feeds_of, queries_of
 from leaderlog.http._feeds import pick_language
-from leaderlog.projections import UnknownEntity
+from leaderlog.projections import InvalidQuery, UnknownEntity
 
 __all__ = ["router"]
 
@@ -129,12 +128,17 @@ def _opml_url(base: str, link_lang: str | None) -> str:
     return f"{base}/opml" + (f"?lang={link_lang}" if link_lang else "")
 
 
-def _language_links(current: str) -> str:
+def _language_links(current: str, org: str | None) -> str:
+    """Links to this page in each language; a query-only link replaces the whole query, so
+    the organisation shown is repeated in it."""
     links = []
     for tag in LANGUAGES:
         name = language(tag).locale.display_name or tag
         marker = ' aria-current="true"' if tag == current else ""
-        links.append(f'<a href="?lang={tag}" hreflang="{tag}" lang="{tag}"{marker}>{_e(name)}</a>')
+        query = urlencode({"org": org, "lang": tag} if org else {"lang": tag})
+        links.append(
+            f'<a href="?{_e(query)}" hreflang="{tag}" lang="{tag}"{marker}>{_e(name)}</a>'
+        )
     return " ".join(links)
 
 
@@ -342,8 +346,7 @@ async def overview(
     org: Annotated[
         str | None,
         Query(
-            max_length=64,
-            pattern=SLUG_PATTERN,
+            max_length=300,
             description="Show the leadership of this organisation and its subtree only.",
         ),
     ] = None,
@@ -358,6 +361,8 @@ async def overview(
     words = language(chosen)
     base = base_url(request)
     service = feeds_of(request)
+    if org is not None and not org.strip():
+        org = None  # "?org=" as an empty form field leaves: the whole overview
     rows = await service.reader.entities(("org", "person", "post"))
     entities: dict[str, list[tuple[str, dict[str, Any]]]] = {}
     for row in rows:
@@ -375,6 +380,10 @@ async def overview(
             state = await queries.state(org=org)
     except UnknownEntity as error:
         unknown = error
+        state = {**await queries.situation(), "posts": []}
+    except InvalidQuery as error:
+        # Not even the shape of an id (a control character, say): unknown, with no guesses.
+        unknown = UnknownEntity(str(error))
         state = {**await queries.situation(), "posts": []}
     except ProjectionError:
         state = {"posts": [], "as_of": "", "known_at": {"position": 0}}
@@ -404,7 +413,7 @@ async def overview(
         title=_e(words._(N_("Who leads what, as reported"))),
         discovery=_discovery(base, words, link_lang),
         languages=_e(words._(N_("Languages"))),
-        language_links=_language_links(chosen),
+        language_links=_language_links(chosen, org),
         leadership_heading=_e(words._(N_("Current leadership"))),
         situation=_e(situation),
         leadership=leadership,
