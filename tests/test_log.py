@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 import uuid
 from pathlib import Path
 from typing import Any
@@ -585,3 +586,36 @@ def test_changing_a_frozen_event_validates_the_result() -> None:
         person.model_copy(update={"person": "Jane Doe"})
     with pytest.raises(ValidationError):
         type(person).model_construct(person="Bad Slug", name="")
+
+
+def test_an_event_log_busy_in_one_event_loop_refuses_another(sqlite_url: str) -> None:
+    """Two threads, each with its own loop, sharing one EventLog: the second is told to open
+    its own instead of waiting forever for answers the first loop's writer cannot give it."""
+    log = asyncio.run(EventLog.open(sqlite_url))
+    outcomes: dict[str, set[str]] = {}
+
+    def append_from_a_thread(name: str) -> None:
+        async def appends() -> list[object]:
+            people = [
+                parse_event("person.registered", {"person": f"{name}-{n}", "name": "P"})
+                for n in range(50)
+            ]
+            return await asyncio.wait_for(
+                asyncio.gather(
+                    *(log.append_events([person], actor="t") for person in people),
+                    return_exceptions=True,
+                ),
+                30,
+            )
+
+        outcomes[name] = {type(outcome).__name__ for outcome in asyncio.run(appends())}
+
+    threads = [threading.Thread(target=append_from_a_thread, args=(n,)) for n in ("a", "b")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    asyncio.run(log.close())
+    # every caller got an answer: appended, or told to use its own EventLog
+    assert set().union(*outcomes.values()) <= {"AppendOutcome", "RuntimeError"}
+    assert "TimeoutError" not in set().union(*outcomes.values())

@@ -350,7 +350,15 @@ class EventLog:
         check_actor(actor)
         if not entries:
             return AppendOutcome((), 0)
-        future: asyncio.Future[AppendOutcome] = asyncio.get_running_loop().create_future()
+        loop = asyncio.get_running_loop()
+        writer = self._writer
+        if writer is not None and not writer.done() and writer.get_loop() is not loop:
+            # Its group commit would answer this caller from another loop's thread: a hang.
+            raise RuntimeError(
+                "this EventLog is appending in another event loop; open one EventLog per "
+                "event loop (or thread)"
+            )
+        future: asyncio.Future[AppendOutcome] = loop.create_future()
         self._queue.append(_Request(entries, labels, actor, future, ids_are_fresh))
         if self._writer is None or self._writer.done():
             self._writer = asyncio.create_task(self._drain())
