@@ -14,6 +14,7 @@ import pytest
 
 from leaderlog.errors import TokenError
 from leaderlog.log import EventLog
+from leaderlog.store import open_store
 from leaderlog.tokens import Tokens
 from tests.store import postgres_schema
 
@@ -144,6 +145,20 @@ async def test_concurrent_creates_of_one_name_have_one_winner(store_url: str) ->
     finally:
         for log in logs:
             await log.close()
+
+
+async def test_the_first_creates_on_a_new_log_race_to_make_the_table(store_url: str) -> None:
+    """Stores opened at once on a new log each create the token table on first use."""
+    stores = [await open_store(store_url) for _ in range(8)]
+    try:
+        made = await asyncio.gather(*(Tokens(s).create(f"n{i}") for i, s in enumerate(stores)))
+        assert all(TOKEN.fullmatch(token) for token in made)
+        assert [info.name for info in await Tokens(stores[0]).listing()] == [
+            f"n{i}" for i in range(8)
+        ]
+    finally:
+        for opened in stores:
+            await opened.close()
 
 
 async def test_revoking_stops_a_token_and_a_new_one_can_be_made(tokens: Tokens) -> None:

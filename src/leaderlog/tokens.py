@@ -7,12 +7,13 @@ next request.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import hmac
 import secrets
 from dataclasses import dataclass
 
-from leaderlog.errors import TokenError
+from leaderlog.errors import StoreError, TokenError
 from leaderlog.events import ACTOR_NAME, ACTOR_RULE, format_time
 from leaderlog.store import EventStore
 from leaderlog.store.base import utc_now
@@ -27,6 +28,9 @@ _SCHEMA = (
     " created_at TEXT NOT NULL,"
     " revoked_at TEXT)"
 )
+
+
+_CREATE_ATTEMPTS = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,10 +52,22 @@ class Tokens:
         self._ready = False
 
     async def _ensure_table(self) -> None:
-        if not self._ready:
-            async with self._store.projection_transaction() as tx:
-                await tx.execute(_SCHEMA)
-            self._ready = True
+        if self._ready:
+            return
+        for attempt in range(_CREATE_ATTEMPTS):
+            try:
+                async with self._store.projection_transaction() as tx:
+                    await tx.execute(_SCHEMA)
+                break
+            except StoreError:
+                raise
+            except Exception:
+                # Another process creating the table at the same moment can make PostgreSQL's
+                # CREATE TABLE IF NOT EXISTS fail (a duplicate type); the next try finds it.
+                if attempt == _CREATE_ATTEMPTS - 1:
+                    raise
+                await asyncio.sleep(0.05 * (attempt + 1))
+        self._ready = True
 
     async def create(self, name: str) -> str:
         """Create a token for ``name`` and return it; it cannot be shown again."""
