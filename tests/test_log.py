@@ -619,3 +619,19 @@ def test_an_event_log_busy_in_one_event_loop_refuses_another(sqlite_url: str) ->
     # every caller got an answer: appended, or told to use its own EventLog
     assert set().union(*outcomes.values()) <= {"AppendOutcome", "RuntimeError"}
     assert "TimeoutError" not in set().union(*outcomes.values())
+
+
+async def test_library_arguments_of_the_wrong_shape_are_named(
+    seeded_log: EventLog, tmp_path: Path
+) -> None:
+    person = parse_event("person.registered", {"person": "shape", "name": "S"})
+    for bad in ("bogus", -1, True, 1.5):
+        with pytest.raises(BatchError, match="expected_version must be"):
+            await seeded_log.append_events([person], actor="t", expected_version=bad)  # type: ignore[arg-type]
+    # a whole text of lines, and a path given as a string, are read as such
+    text = line("person.registered", person="text-1", name="T") + "\n"
+    text += line("person.registered", person="text-2", name="T") + "\n"
+    assert (await seeded_log.import_lines(text, actor="t")).appended == 2
+    path = tmp_path / "one.jsonl"
+    path.write_text(line("person.registered", person="from-path", name="P") + "\n")
+    assert (await seeded_log.import_file(str(path), actor="t")).appended == 1

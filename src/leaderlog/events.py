@@ -617,7 +617,7 @@ _META_LIMIT_BYTES = 4096
 # Who appended: "cli", "seed", "import" or a write token's name. One short word, so the
 # audit and the events tables stay one line per event.
 ACTOR_NAME = re.compile(r"[a-z0-9][a-z0-9_.-]{0,63}")
-ACTOR_RULE = "1-64 of a-z, 0-9, '.', '_', '-' (lowercase first)"
+ACTOR_RULE = "1-64 of a-z, 0-9, '.', '_', '-', starting with a letter or digit"
 
 
 def check_actor(actor: str) -> str:

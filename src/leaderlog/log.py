@@ -297,6 +297,21 @@ class EventLog:
                     rule="schema",
                 )
                 raise BatchError([problem])
+        if not (
+            expected_version in (None, "no_stream", "any")
+            or (
+                isinstance(expected_version, int)
+                and not isinstance(expected_version, bool)
+                and expected_version >= 0
+            )
+        ):
+            problem = RecordError(
+                f"expected_version must be a non-negative integer, 'no_stream' or 'any', "
+                f"not {expected_version!r}",
+                where="record 0",
+                rule="expected_version",
+            )
+            raise BatchError([problem])
         copied_meta = dict(meta or {})
         entries = [
             _Entry(event, new_event_id(), expected_version if index == 0 else None, copied_meta)
@@ -328,15 +343,20 @@ class EventLog:
         labels = [f"record {index}" for index in range(len(records))]
         return await self.append_records(records, actor=actor, labels=labels)
 
-    async def import_lines(self, lines: Iterable[str | bytes], *, actor: str) -> AppendOutcome:
+    async def import_lines(
+        self, lines: Iterable[str | bytes] | str | bytes, *, actor: str
+    ) -> AppendOutcome:
         """Check every JSON line, then append them all as one batch, or none of them."""
+        if isinstance(lines, str | bytes):
+            # One text of lines, not an iterable of one-character "lines".
+            lines = lines.splitlines()
         records, labels = parse_lines(lines)
         if not records:
             return AppendOutcome((), 0)
         return await self.append_records(records, actor=actor, labels=labels)
 
-    async def import_file(self, path: Path, *, actor: str) -> AppendOutcome:
-        with path.open("rb") as handle:
+    async def import_file(self, path: Path | str, *, actor: str) -> AppendOutcome:
+        with Path(path).open("rb") as handle:
             return await self.import_lines(handle, actor=actor)
 
     async def _submit(

@@ -251,8 +251,8 @@ def test_an_actor_that_is_not_one_short_name_is_refused(
     result = CliRunner().invoke(main, ["--db", seeded_url, "import", "--actor", actor, str(path)])
     assert result.exit_code == 1
     assert result.stderr == (
-        f"error: actor {actor!r} must be 1-64 of a-z, 0-9, '.', '_', '-' (lowercase first)"
-        " [rule: actor]\n"
+        f"error: actor {actor!r} must be 1-64 of a-z, 0-9, '.', '_', '-', "
+        "starting with a letter or digit [rule: actor]\n"
     )
     assert invoke("--db", seeded_url, "verify").startswith("chain OK, 29 events")
 

@@ -23,6 +23,7 @@ from leaderlog.errors import (
     DuplicateEventError,
     RecordedAtRefused,
     StoreError,
+    StoreUnavailable,
     UnreadableEvent,
 )
 from leaderlog.events import RecordedEvent, format_time
@@ -92,6 +93,21 @@ class StoreContract(abc.ABC):
             yield opened
         finally:
             await opened.close()
+
+    async def test_a_closed_store_says_so_and_closes_twice_quietly(self, store_url: str) -> None:
+        opened = await open_store(store_url)
+        await opened.append([event("a")], actor="t")
+        await opened.close()
+        await opened.close()
+        for use in (
+            opened.read_all(),
+            opened.head(),
+            opened.verify(),
+            opened.append([event("b")], actor="t"),
+            opened.query("SELECT 1"),
+        ):
+            with pytest.raises(StoreUnavailable, match="closed"):
+                await use
 
     # --- appending and reading back -------------------------------------------------------
 

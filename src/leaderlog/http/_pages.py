@@ -136,9 +136,7 @@ def _language_links(current: str, org: str | None) -> str:
         name = language(tag).locale.display_name or tag
         marker = ' aria-current="true"' if tag == current else ""
         query = urlencode({"org": org, "lang": tag} if org else {"lang": tag})
-        links.append(
-            f'<a href="?{_e(query)}" hreflang="{tag}" lang="{tag}"{marker}>{_e(name)}</a>'
-        )
+        links.append(f'<a href="?{_e(query)}" hreflang="{tag}" lang="{tag}"{marker}>{_e(name)}</a>')
     return " ".join(links)
 
 

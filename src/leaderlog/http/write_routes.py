@@ -189,7 +189,8 @@ def _parse(raw: Any) -> list[Record]:
             if envelope:
                 problems.append(
                     RecordError(
-                        f"{', '.join(envelope)} are set by the log, not by a writer",
+                        f"{', '.join(envelope)} {'is' if len(envelope) == 1 else 'are'} "
+                        "set by the log, not by a writer",
                         where=where,
                         rule="envelope",
                         fields=[(name, "set by the log; leave it out") for name in envelope],

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 from leaderlog._json import loads
-from leaderlog.errors import ProjectionError
+from leaderlog.errors import ProjectionError, StoreError
 from leaderlog.events import EVENT_TYPES, format_time
 from leaderlog.projections._sql import chunks, marks
 from leaderlog.projections.claim_versions import ClaimVersion
@@ -93,6 +93,8 @@ class Queries:
             rows = await self.store.query(
                 "SELECT position FROM projection_checkpoints WHERE name = ?", (name,)
             )
+        except StoreError:
+            raise  # the store is closed, busy or gone: not a missing projection
         except Exception as error:  # the table itself is missing: nothing was ever projected
             raise ProjectionError(
                 f"the {name} projection has not been built; run `leaderlog rebuild`"

@@ -261,6 +261,7 @@ class _WriteConnection:
     def __init__(self, connection: sqlite3.Connection, thread: ThreadPoolExecutor) -> None:
         self._connection = connection
         self._thread = thread
+        self._closed = False
 
     @classmethod
     async def open(cls, path: Path) -> _WriteConnection:
@@ -275,16 +276,22 @@ class _WriteConnection:
         return cls(connection, thread)
 
     async def run(self, work: Callable[[sqlite3.Connection], _T]) -> _T:
+        if self._closed:
+            raise StoreUnavailable(_CLOSED)
         return await asyncio.get_running_loop().run_in_executor(
             self._thread, work, self._connection
         )
 
     async def close(self) -> None:
+        if self._closed:
+            return
         await self.run(sqlite3.Connection.close)
+        self._closed = True
         self._thread.shutdown(wait=False)
 
 
 _BUSY_CODES = (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+_CLOSED = "the store is closed"
 
 
 def _pragmas() -> list[str]:
@@ -363,6 +370,7 @@ class SQLiteStore(EventStore):
         self.path = path
         self._writer = writer
         self._reader = reader
+        self._closed = False
         self._write_lock = asyncio.Lock()
         # The reader's thread is not a daemon and its last call keeps the reader alive, so a
         # store dropped without close() would hold the process open at exit: stop the thread
@@ -396,9 +404,19 @@ class SQLiteStore(EventStore):
         return cls(path, writer, reader)
 
     async def close(self) -> None:
+        """Close both connections; closing again does nothing."""
+        if self._closed:
+            return
+        self._closed = True
         self._abandoned.detach()
         await self._reader.close()
         await self._writer.close()
+
+    async def _fetch(self, sql: str, parameters: Sequence[Any] = ()) -> Iterable[Any]:
+        if self._closed:
+            raise StoreUnavailable(_CLOSED)
+        # execute_fetchall costs one thread hop where execute + fetchall cost two.
+        return await self._reader.execute_fetchall(sql, parameters)
 
     # --- writing ---------------------------------------------------------------------------
 
@@ -420,8 +438,7 @@ class SQLiteStore(EventStore):
     # --- reading ---------------------------------------------------------------------------
 
     async def _select(self, sql: str, parameters: Sequence[Any] = ()) -> list[RecordedEvent]:
-        # execute_fetchall costs one thread hop where execute + fetchall cost two.
-        return [_row_to_event(row) for row in await self._reader.execute_fetchall(sql, parameters)]
+        return [_row_to_event(row) for row in await self._fetch(sql, parameters)]
 
     async def read_all(self, after: int = 0, limit: int | None = None) -> list[RecordedEvent]:
         return await self._select(
@@ -458,14 +475,12 @@ class SQLiteStore(EventStore):
 
     async def head(self) -> tuple[int, str]:
         rows = list(
-            await self._reader.execute_fetchall(
-                "SELECT position, hash FROM events ORDER BY position DESC LIMIT 1"
-            )
+            await self._fetch("SELECT position, hash FROM events ORDER BY position DESC LIMIT 1")
         )
         return (rows[0][0], rows[0][1]) if rows else (0, GENESIS_HASH)
 
     async def count(self) -> int:
-        rows = list(await self._reader.execute_fetchall("SELECT COUNT(*) FROM events"))
+        rows = list(await self._fetch("SELECT COUNT(*) FROM events"))
         return int(rows[0][0])
 
     # --- projections -----------------------------------------------------------------------
@@ -483,4 +498,4 @@ class SQLiteStore(EventStore):
                 raise
 
     async def query(self, sql: str, parameters: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        return [tuple(row) for row in await self._reader.execute_fetchall(sql, parameters)]
+        return [tuple(row) for row in await self._fetch(sql, parameters)]
