@@ -129,6 +129,45 @@ async def test_source_addresses_are_kept_as_uris_in_every_format(
     assert f'href="{html.escape(readable)}"' in item["content_html"]
 
 
+async def test_an_ipv6_literal_address_is_linked_except_in_rss(seeded_log: EventLog) -> None:
+    """Valid, but refused in RSS <link> by the W3C Feed Validator: there the summary alone
+    gives it."""
+    address = "http://[2001:db8::1]/a"
+    await seeded_log.append_raw(
+        [
+            {
+                "type": "source.registered",
+                "data": {"source": "v6", "url": address, "publisher": "Six"},
+            },
+            {"type": "person.registered", "data": {"person": "six", "name": "Six"}},
+            {
+                "type": "claim.reported",
+                "data": {
+                    "claim": "six-hsi",
+                    "source": "v6",
+                    "kind": "incumbency",
+                    "person": "six",
+                    "post": "ice-hsi-ead",
+                    "capacity": "unspecified",
+                    "modality": "occurred",
+                    "attribution": {"kind": "outlet"},
+                },
+            },
+        ],
+        actor="test",
+    )
+    service = await project(seeded_log)
+    atom = etree.fromstring(await _render(service, "person:six", "atom"))
+    assert [
+        link.get("href") for link in atom.iter(f"{ATOM}link") if link.get("rel") == "alternate"
+    ][-1] == address
+    rss = etree.fromstring(await _render(service, "person:six", "rss"))
+    assert rss.find("channel/item/link") is None
+    assert address in (rss.findtext("channel/item/description") or "")
+    (item,) = json.loads(await _render(service, "person:six", "json"))["items"]
+    assert item["url"] == address
+
+
 @pytest.mark.parametrize(
     ("stored", "iri", "uri"),
     [
