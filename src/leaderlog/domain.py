@@ -137,6 +137,10 @@ def referenced_streams(event: Event) -> set[str]:
     return streams
 
 
+# The fields of claim.reported that are not optional.
+_ALWAYS_REPORTED = ("kind", "person", "post", "capacity", "modality", "attribution")
+
+
 def _require(knowledge: Knowledge, stream: str, what: str, event: Event) -> EntityState:
     found = knowledge.state(stream)
     if found is None:
@@ -241,6 +245,18 @@ def _check(event: Event, knowledge: Knowledge) -> None:
         case ClaimCorrected():
             claim = _require_live_claim(knowledge, event)
             changes = event.changes
+            cleared = [
+                field
+                for field in _ALWAYS_REPORTED
+                if field in changes.model_fields_set and getattr(changes, field) is None
+            ]
+            if cleared:
+                # null clears an optional field (a cause, a date); these a claim always has.
+                raise DomainError(
+                    f"claim.corrected: {', '.join(cleared)} cannot be cleared, only changed "
+                    "(every claim has them)",
+                    rule="correction",
+                )
             if event.source:
                 _require(
                     knowledge, f"source-{event.source}", "the source must be registered", event

@@ -368,6 +368,34 @@ CASES = [
         "cause_kind",
     ),
     Hostile(
+        "correction-clears-a-person",
+        [
+            GOOD,
+            record(
+                "claim.corrected",
+                {"claim": LIVE_CLAIM, "changes": {"person": None}, "reason": "r"},
+            ),
+        ],
+        2,
+        "correction",
+    ),
+    Hostile(
+        "correction-clears-kind-and-attribution",
+        [
+            GOOD,
+            record(
+                "claim.corrected",
+                {
+                    "claim": LIVE_CLAIM,
+                    "changes": {"kind": None, "attribution": None},
+                    "reason": "r",
+                },
+            ),
+        ],
+        2,
+        "correction",
+    ),
+    Hostile(
         "confirm-after-retract-in-file",
         [GOOD, retract(LIVE_CLAIM), confirm(LIVE_CLAIM)],
         3,
