@@ -650,6 +650,11 @@ def test_schema_accepts_every_seed_record() -> None:
         {"type": "claim.reported", "data": with_(GOOD["claim.reported"], kind="promotion")},
         {"type": "claim.reported", "data": with_(GOOD["claim.reported"], modality=...)},
         {"type": "source.registered", "data": with_(GOOD["source.registered"], url="mailto:x")},
+        {"type": "org.registered", "data": {"org": "x", "name": "X", "labels": {"EN": "X"}}},
+        {
+            "type": "source.registered",
+            "data": with_(GOOD["source.registered"], published={"date": "2025-5"}),
+        },
     ],
 )
 def test_schema_refuses_bad_records(record: dict[str, Any]) -> None:

@@ -105,7 +105,12 @@ Url = Annotated[
     AfterValidator(_no_control_characters),
 ]
 LanguageTag = Annotated[str, StringConstraints(pattern=r"^[a-z]{2,3}(-[A-Za-z0-9]{2,8})*$")]
-Labels = Annotated[dict[LanguageTag, Name], Field(max_length=50)]
+# Only language tags as keys, in the JSON Schema too (patternProperties alone would let any
+# other key through).
+Labels = Annotated[
+    dict[LanguageTag, Name],
+    Field(max_length=50, json_schema_extra={"additionalProperties": False}),
+]
 Aliases = Annotated[tuple[Name, ...], Field(max_length=50)]
 
 Kind = Literal["appointment", "departure", "incumbency"]
@@ -150,7 +155,10 @@ class _Frozen(BaseModel):
 class FuzzyDate(_Frozen):
     """A day, a month, a year, or unknown (``date: null``, the words kept in ``text``)."""
 
-    date: str | None = None
+    # The validator below checks the calendar; the schema can at least give the shape.
+    date: str | None = Field(
+        default=None, json_schema_extra={"pattern": r"^[0-9]{4}(-[0-9]{2}(-[0-9]{2})?)?$"}
+    )
     qualifier: Literal["on", "about", "before", "after"] = "on"
     text: Name | None = None
 
