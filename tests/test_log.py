@@ -635,3 +635,38 @@ async def test_library_arguments_of_the_wrong_shape_are_named(
     path = tmp_path / "one.jsonl"
     path.write_text(line("person.registered", person="from-path", name="P") + "\n")
     assert (await seeded_log.import_file(str(path), actor="t")).appended == 1
+
+
+async def test_an_exported_event_of_an_older_schema_version_is_stored_as_it_was(
+    sqlite_url: str, tmp_path: Path
+) -> None:
+    """Upcast to be checked, but stored with its own version and bytes: stored events are never
+    rewritten, so a copy keeps the hash chain and importing the export again adds nothing."""
+    async with await EventLog.open(sqlite_url) as log:
+        await load_seeds(log, SEEDS)
+        envelopes = [event.envelope() for event in await log.events()]
+    old_data = {
+        "source": "old-src",
+        "url": "https://example.org/old",
+        "publisher": "Old",
+        "published": "2025-05-01",
+    }
+    envelopes.append(
+        {
+            **envelopes[-1],
+            "position": 30,
+            "stream": "source-old-src",
+            "version": 1,
+            "event_id": str(uuid.uuid4()),
+            "type": "source.registered",
+            "schema_version": 1,
+            "data": old_data,
+        }
+    )
+    lines = [json.dumps(envelope) for envelope in envelopes]
+    async with await EventLog.open(f"sqlite:///{tmp_path / 'copy.db'}") as copy:
+        assert (await copy.import_lines(lines, actor="import")).appended == 30
+        stored = (await copy.events())[-1]
+        assert (stored.schema_version, stored.data) == (1, old_data)
+        again = await copy.import_lines(lines, actor="import")
+        assert (again.appended, again.already_present) == (0, 30)

@@ -656,6 +656,10 @@ class Record(_Frozen):
     # Only set when re-importing an export: the original envelope is kept.
     recorded_at: dt.datetime | None = None
     actor: str | None = None
+    # An exported event of an older schema version: its version and data exactly as stored.
+    # ``event`` is its upcast form, for the rules; the copy stores this, since stored events
+    # are never rewritten (and the hash chain covers their bytes).
+    stored_as: tuple[int, dict[str, Any]] | None = None
 
     @property
     def stream(self) -> str:
@@ -678,6 +682,7 @@ def parse_record(raw: object) -> Record:
     if "type" not in raw or "data" not in raw:
         raise RecordError("a record needs 'type' and 'data'", rule="schema")
     data = raw["data"]
+    stored_as: tuple[int, dict[str, Any]] | None = None
     if exported:
         version = raw.get("schema_version", 1)
         if not isinstance(version, int) or isinstance(version, bool) or version < 1:
@@ -685,6 +690,8 @@ def parse_record(raw: object) -> Record:
         if not isinstance(data, Mapping):
             raise RecordError("'data' must be a JSON object", rule="schema")
         if raw["type"] in EVENT_TYPES:
+            if version < current_schema_version(str(raw["type"])):
+                stored_as = (version, dict(data))
             data = upcast(str(raw["type"]), version, data)
     event = parse_event(raw["type"], data)
     if exported and raw.get("stream") not in (None, event.stream()):
@@ -740,6 +747,7 @@ def parse_record(raw: object) -> Record:
         meta=dict(meta),
         recorded_at=recorded_at,
         actor=actor,
+        stored_as=stored_as,
     )
 
 

@@ -86,6 +86,7 @@ class _Entry(NamedTuple):
     meta: Mapping[str, Any]
     recorded_at: dt.datetime | None = None
     actor: str | None = None
+    stored_as: tuple[int, dict[str, Any]] | None = None
 
     @classmethod
     def of(cls, record: Record) -> _Entry:
@@ -96,7 +97,14 @@ class _Entry(NamedTuple):
             record.meta,
             record.recorded_at,
             record.actor,
+            record.stored_as,
         )
+
+    def stored_form(self) -> tuple[int, dict[str, Any]]:
+        """The schema version and data to store for the record's own event."""
+        if self.stored_as is not None:
+            return self.stored_as
+        return self.event.schema_version, self.event.data()
 
 
 @dataclass(eq=False, slots=True)
@@ -579,7 +587,7 @@ class EventLog:
                     decision.known_positions[index] = previous.position
                     continue
             event = entry.event
-            data = event.data()
+            schema_version, data = entry.stored_form()
             size = len(canonical_bytes(data)) + (
                 len(canonical_bytes(entry.meta)) if entry.meta else 0
             )
@@ -601,7 +609,8 @@ class EventLog:
                 events = []
             knowledge.assumed_absent = None
             for decided in events:
-                self._add(decision, knowledge, request, index, entry, decided, group_versions, data)
+                form = (schema_version, data)
+                self._add(decision, knowledge, request, index, entry, decided, group_versions, form)
         if problems:
             raise BatchError(problems)
         return decision
@@ -609,10 +618,11 @@ class EventLog:
     @staticmethod
     def _check_same_event(entry: _Entry, previous: RecordedEvent) -> None:
         event = entry.event
-        if (previous.stream, previous.type, canonical_bytes(previous.data)) != (
-            event.stream(),
-            event.type,
-            canonical_bytes(event.data()),
+        version, data = entry.stored_form()
+        stored = (previous.stream, previous.type, previous.schema_version, previous.data)
+        if (stored[:3], canonical_bytes(stored[3])) != (
+            (event.stream(), event.type, version),
+            canonical_bytes(data),
         ):
             raise DuplicateEventError(entry.event_id, previous.position)
 
@@ -625,11 +635,12 @@ class EventLog:
         entry: _Entry,
         event: Event,
         group_versions: Mapping[str, int],
-        data: dict[str, Any],
+        stored_form: tuple[int, dict[str, Any]],
     ) -> None:
         """Add one decided event to the request's decision, at its stream's next version.
 
-        ``data`` is the record's own payload, already dumped (used when ``event`` is it)."""
+        ``stored_form`` is the record's own schema version and payload, already dumped (used
+        when ``event`` is the record's own)."""
         stream = event.stream()
         version = decision.versions.get(stream)
         if version is None:
@@ -649,8 +660,7 @@ class EventLog:
                 entry.event_id if event is entry.event else content_event_id(event),
                 stream,
                 event.type,
-                event.schema_version,
-                data if event is entry.event else event.data(),
+                *(stored_form if event is entry.event else (event.schema_version, event.data())),
                 entry.meta,
                 entry.recorded_at,
                 entry.actor,
