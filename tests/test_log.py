@@ -670,3 +670,18 @@ async def test_an_exported_event_of_an_older_schema_version_is_stored_as_it_was(
         assert (stored.schema_version, stored.data) == (1, old_data)
         again = await copy.import_lines(lines, actor="import")
         assert (again.appended, again.already_present) == (0, 30)
+
+
+def test_an_integer_too_large_to_keep_is_refused_not_rounded() -> None:
+    # orjson alone reads it as the float 1.2345678901234568e+29, silently
+    record = {"type": "person.registered", "data": {"person": "big", "name": "B"}}
+    big = json.dumps({**record, "meta": {"n": 123456789012345678901234567890}})
+    with pytest.raises(BatchError) as raised:
+        parse_lines([big])
+    (problem,) = raised.value.problems
+    assert problem.rule == "json"
+    assert "integer 123456789012345678901234567890 is out of range" in str(problem)
+    # the largest 64-bit values, and long digit runs inside strings, are read as they are
+    fits = json.dumps({**record, "meta": {"n": 2**64 - 1, "text": "1" * 30}})
+    ((stored,), _) = parse_lines([fits])
+    assert stored.meta == {"n": 2**64 - 1, "text": "1" * 30}

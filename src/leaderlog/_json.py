@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import re
 from typing import Any
 
 import orjson
@@ -30,8 +32,36 @@ def dumps(value: Any, *, indent: bool = False) -> str:
     return orjson.dumps(value, option=option).decode()
 
 
-def loads(text: str | bytes) -> Any:
-    return orjson.loads(text)
-
-
 JSONDecodeError = orjson.JSONDecodeError
+
+# orjson reads an integer beyond 64 bits as a float, silently losing digits. Such a number
+# needs at least 19 digits in a row, which this finds cheaply (strings included, so a match
+# only means a closer look).
+_LONG_DIGITS = re.compile(rb"[0-9]{19}")
+_SMALLEST, _LARGEST = -(2**63), 2**64 - 1
+
+
+def loads(text: str | bytes) -> Any:
+    value = orjson.loads(text)
+    encoded = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
+    if _LONG_DIGITS.search(encoded):
+        _refuse_long_integers(encoded)
+    return value
+
+
+def _refuse_long_integers(encoded: bytes) -> None:
+    def integer(digits: str) -> int:
+        number = int(digits)
+        if not _SMALLEST <= number <= _LARGEST:
+            raise ValueError(digits)
+        return number
+
+    try:
+        json.loads(encoded, parse_int=integer)
+    except ValueError as error:
+        if isinstance(error, json.JSONDecodeError):
+            return  # orjson read it, so this is only a difference between parsers
+        document = encoded.decode("utf-8", "replace")
+        raise JSONDecodeError(
+            f"integer {error} is out of range (JSON numbers here hold 64 bits)", document, 0
+        ) from None
