@@ -651,6 +651,9 @@ def test_schema_accepts_every_seed_record() -> None:
         {"type": "claim.reported", "data": with_(GOOD["claim.reported"], modality=...)},
         {"type": "source.registered", "data": with_(GOOD["source.registered"], url="mailto:x")},
         {"type": "org.registered", "data": {"org": "x", "name": "X", "labels": {"EN": "X"}}},
+        {"type": "person.registered", "data": {"person": "x", "name": "\u3000"}},
+        {"type": "person.registered", "data": {"person": "x", "name": "Tom\u0007"}},
+        {"type": "person.registered", "data": {"person": "x", "name": "Tom\ufffe"}},
         {
             "type": "source.registered",
             "data": with_(GOOD["source.registered"], published={"date": "2025-5"}),

@@ -26,6 +26,7 @@ from pydantic import (
     StringConstraints,
     TypeAdapter,
     ValidationError,
+    WithJsonSchema,
     field_validator,
     model_validator,
 )
@@ -88,16 +89,24 @@ def _no_control_characters(value: str) -> str:
     return value
 
 
+# What the validators check, said in the JSON Schema too: something besides whitespace, and
+# none of the characters _no_control_characters refuses.
+_TEXT_PATTERN = (
+    "^(?=[\\s\\S]*\\S)[^\\u0000-\\u0008\\u000b\\u000c\\u000e-\\u001f\\u007f-\\u009f"
+    "\\ufdd0-\\ufdef\\ufffe\\uffff]*$"
+)
 Slug = Annotated[str, StringConstraints(pattern=SLUG_PATTERN)]
 Name = Annotated[
     str,
     StringConstraints(strip_whitespace=True, min_length=1, max_length=300),
     AfterValidator(_no_control_characters),
+    WithJsonSchema({"type": "string", "minLength": 1, "maxLength": 300, "pattern": _TEXT_PATTERN}),
 ]
 Text = Annotated[
     str,
     StringConstraints(strip_whitespace=True, min_length=1, max_length=5000),
     AfterValidator(_no_control_characters),
+    WithJsonSchema({"type": "string", "minLength": 1, "maxLength": 5000, "pattern": _TEXT_PATTERN}),
 ]
 Url = Annotated[
     str,
