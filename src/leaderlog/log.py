@@ -588,9 +588,8 @@ class EventLog:
                     continue
             event = entry.event
             schema_version, data = entry.stored_form()
-            size = len(canonical_bytes(data)) + (
-                len(canonical_bytes(entry.meta)) if entry.meta else 0
-            )
+            data_json = canonical_bytes(data)
+            size = len(data_json) + (len(canonical_bytes(entry.meta)) if entry.meta else 0)
             if size > MAX_RECORD_BYTES:
                 problems.append(
                     RecordError(
@@ -609,7 +608,7 @@ class EventLog:
                 events = []
             knowledge.assumed_absent = None
             for decided in events:
-                form = (schema_version, data)
+                form = (schema_version, data, data_json)
                 self._add(decision, knowledge, request, index, entry, decided, group_versions, form)
         if problems:
             raise BatchError(problems)
@@ -635,12 +634,12 @@ class EventLog:
         entry: _Entry,
         event: Event,
         group_versions: Mapping[str, int],
-        stored_form: tuple[int, dict[str, Any]],
+        stored_form: tuple[int, dict[str, Any], bytes],
     ) -> None:
         """Add one decided event to the request's decision, at its stream's next version.
 
-        ``stored_form`` is the record's own schema version and payload, already dumped (used
-        when ``event`` is the record's own)."""
+        ``stored_form`` is the record's own schema version, payload and its canonical JSON,
+        already made (used when ``event`` is the record's own)."""
         stream = event.stream()
         version = decision.versions.get(stream)
         if version is None:
@@ -655,15 +654,21 @@ class EventLog:
             decision.expected[stream] = version if version else "no_stream"
         decision.states[stream] = evolve(None if version == 0 else knowledge.state(stream), event)
         decision.versions[stream] = version + 1
+        own = event is entry.event
+        schema_version, data, data_json = (
+            stored_form if own else (event.schema_version, event.data(), None)
+        )
         decision.new_events.append(
             NewEvent(
-                entry.event_id if event is entry.event else content_event_id(event),
+                entry.event_id if own else content_event_id(event),
                 stream,
                 event.type,
-                *(stored_form if event is entry.event else (event.schema_version, event.data())),
+                schema_version,
+                data,
                 entry.meta,
                 entry.recorded_at,
                 entry.actor,
+                data_json,
             )
         )
 

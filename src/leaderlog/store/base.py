@@ -82,6 +82,8 @@ class NewEvent(NamedTuple):
     meta: Mapping[str, Any] = _NO_META
     recorded_at: dt.datetime | None = None
     actor: str | None = None
+    # canonical_bytes(data), when the writer has it already (it measured the record).
+    data_json: bytes | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -387,7 +389,7 @@ def _plan_one(
         if key in seen_in_batch:
             raise DuplicateEventError(event.event_id, head_position)
         seen_in_batch.add(key)
-        data_json = canonical_bytes(event.data)
+        data_json = event.data_json or canonical_bytes(event.data)
         stored = known.get(key)
         if stored is None:
             given = event.recorded_at
