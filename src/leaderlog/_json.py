@@ -37,19 +37,21 @@ JSONDecodeError = orjson.JSONDecodeError
 # orjson reads an integer beyond 64 bits as a float, silently losing digits. Such a number
 # needs at least 19 digits in a row, which this finds cheaply (strings included, so a match
 # only means a closer look).
-_LONG_DIGITS = re.compile(rb"[0-9]{19}")
+_LONG_DIGITS = re.compile(r"[0-9]{19}")
+_LONG_DIGIT_BYTES = re.compile(rb"[0-9]{19}")
 _SMALLEST, _LARGEST = -(2**63), 2**64 - 1
 
 
 def loads(text: str | bytes) -> Any:
     value = orjson.loads(text)
-    encoded = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
-    if _LONG_DIGITS.search(encoded):
-        _refuse_long_integers(encoded)
+    # Stored rows arrive as str, lines and bodies as bytes: each is searched as it comes.
+    long_digits = _LONG_DIGITS if isinstance(text, str) else _LONG_DIGIT_BYTES
+    if long_digits.search(text):  # type: ignore[arg-type]
+        _refuse_long_integers(text)
     return value
 
 
-def _refuse_long_integers(encoded: bytes) -> None:
+def _refuse_long_integers(encoded: str | bytes) -> None:
     def integer(digits: str) -> int:
         number = int(digits)
         if not _SMALLEST <= number <= _LARGEST:
@@ -61,7 +63,7 @@ def _refuse_long_integers(encoded: bytes) -> None:
     except ValueError as error:
         if isinstance(error, json.JSONDecodeError):
             return  # orjson read it, so this is only a difference between parsers
-        document = encoded.decode("utf-8", "replace")
+        document = encoded if isinstance(encoded, str) else encoded.decode("utf-8", "replace")
         raise JSONDecodeError(
             f"integer {error} is out of range (JSON numbers here hold 64 bits)", document, 0
         ) from None

@@ -58,6 +58,7 @@ __all__ = [
     "RecordedEvent",
     "SourceRegistered",
     "check_actor",
+    "check_expected_version",
     "content_event_id",
     "current_schema_version",
     "event_from_stored",
@@ -679,6 +680,18 @@ _RECORD_KEYS = {"type", "data", "event_id", "expected_version", "meta"}
 _EXPORT_KEYS = {"position", "stream", "version", "schema_version", "recorded_at", "actor", "hash"}
 
 
+def check_expected_version(value: object) -> ExpectedVersion | None:
+    """``value`` if it is an expected version (or None), else a :class:`RecordError`."""
+    if value is None or value in ("no_stream", "any"):
+        return value
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    raise RecordError(
+        f"expected_version must be a non-negative integer, 'no_stream' or 'any', not {value!r}",
+        rule="expected_version",
+    )
+
+
 def parse_record(raw: object) -> Record:
     """Validate one record (or one exported envelope) into a :class:`Record`."""
     if not isinstance(raw, Mapping):
@@ -719,15 +732,7 @@ def parse_record(raw: object) -> Record:
             message = f"event_id {raw['event_id']!r} is not a UUID"
             raise RecordError(message, rule="schema") from None
 
-    expected = raw.get("expected_version")
-    if expected is not None and not (
-        expected in ("no_stream", "any")
-        or (isinstance(expected, int) and not isinstance(expected, bool) and expected >= 0)
-    ):
-        raise RecordError(
-            "expected_version must be a non-negative integer, 'no_stream' or 'any'",
-            rule="expected_version",
-        )
+    expected = check_expected_version(raw.get("expected_version"))
 
     meta = {} if raw.get("meta") is None else raw["meta"]
     if not isinstance(meta, Mapping):

@@ -42,6 +42,7 @@ from leaderlog.events import (
     RecordedEvent,
     SourceRegistered,
     check_actor,
+    check_expected_version,
     content_event_id,
     new_event_id,
     parse_record,
@@ -305,21 +306,10 @@ class EventLog:
                     rule="schema",
                 )
                 raise BatchError([problem])
-        if not (
-            expected_version in (None, "no_stream", "any")
-            or (
-                isinstance(expected_version, int)
-                and not isinstance(expected_version, bool)
-                and expected_version >= 0
-            )
-        ):
-            problem = RecordError(
-                f"expected_version must be a non-negative integer, 'no_stream' or 'any', "
-                f"not {expected_version!r}",
-                where="record 0",
-                rule="expected_version",
-            )
-            raise BatchError([problem])
+        try:
+            check_expected_version(expected_version)
+        except RecordError as error:
+            raise BatchError([error.located("record 0")]) from None
         copied_meta = dict(meta or {})
         entries = [
             _Entry(event, new_event_id(), expected_version if index == 0 else None, copied_meta)
@@ -618,11 +608,12 @@ class EventLog:
     def _check_same_event(entry: _Entry, previous: RecordedEvent) -> None:
         event = entry.event
         version, data = entry.stored_form()
-        stored = (previous.stream, previous.type, previous.schema_version, previous.data)
-        if (stored[:3], canonical_bytes(stored[3])) != (
-            (event.stream(), event.type, version),
-            canonical_bytes(data),
-        ):
+        same = (previous.stream, previous.type, previous.schema_version) == (
+            event.stream(),
+            event.type,
+            version,
+        )
+        if not same or canonical_bytes(previous.data) != canonical_bytes(data):
             raise DuplicateEventError(entry.event_id, previous.position)
 
     def _add(
