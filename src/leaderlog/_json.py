@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 import orjson
 
-__all__ = ["Embedded", "canonical_bytes", "dumps", "embed", "loads"]
+__all__ = ["Embedded", "canonical_bytes", "dumps", "embed", "loads", "loads_input"]
 
 # JSON bytes placed verbatim inside a value given to canonical_bytes.
 Embedded = orjson.Fragment
@@ -35,18 +34,31 @@ def dumps(value: Any, *, indent: bool = False) -> str:
 JSONDecodeError = orjson.JSONDecodeError
 
 # orjson reads an integer beyond 64 bits as a float, silently losing digits. Such a number
-# needs at least 19 digits in a row, which this finds cheaply (strings included, so a match
-# only means a closer look).
-_LONG_DIGITS = re.compile(r"[0-9]{19}")
-_LONG_DIGIT_BYTES = re.compile(rb"[0-9]{19}")
+# needs at least 19 digits in a row (strings count too, so a run only means a closer look).
+# With every digit turned into 0, finding a run is a plain substring search: several times
+# cheaper than a regular expression over the same text.
+_DIGITS_AS_ZERO = bytes.maketrans(b"123456789", b"000000000")
+_DIGITS_AS_ZERO_TEXT = str.maketrans("123456789", "000000000")
+_NINETEEN_ZEROS = "0" * 19
+_NINETEEN_ZERO_BYTES = b"0" * 19
 _SMALLEST, _LARGEST = -(2**63), 2**64 - 1
 
 
 def loads(text: str | bytes) -> Any:
+    """JSON the project wrote itself (stored rows and read models): read as it is."""
+    return orjson.loads(text)
+
+
+def loads_input(text: str | bytes) -> Any:
+    """JSON from outside (an imported line, a request body): an integer beyond 64 bits is
+    refused rather than read as a rounded float. The search costs about as much as the parse,
+    so stored JSON, which came in through here once, is read with :func:`loads`."""
     value = orjson.loads(text)
-    # Stored rows arrive as str, lines and bodies as bytes: each is searched as it comes.
-    long_digits = _LONG_DIGITS if isinstance(text, str) else _LONG_DIGIT_BYTES
-    if long_digits.search(text):  # type: ignore[arg-type]
+    if isinstance(text, str):
+        long_digits = _NINETEEN_ZEROS in text.translate(_DIGITS_AS_ZERO_TEXT)
+    else:
+        long_digits = _NINETEEN_ZERO_BYTES in text.translate(_DIGITS_AS_ZERO)
+    if long_digits:
         _refuse_long_integers(text)
     return value
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from leaderlog._json import JSONDecodeError, canonical_bytes, loads
+from leaderlog._json import JSONDecodeError, canonical_bytes, loads_input
 from leaderlog.domain import EntityState, MissingKnowledge, decide, evolve, referenced_streams
 from leaderlog.errors import (
     BatchError,
@@ -245,7 +245,7 @@ def parse_lines(lines: Iterable[str | bytes]) -> tuple[list[Record], list[str]]:
         if not line.strip():
             continue
         try:
-            raw = loads(line)
+            raw = loads_input(line)
         except (JSONDecodeError, UnicodeDecodeError) as error:
             problems.append(_unreadable(line, error, where))
             continue

@@ -16,7 +16,7 @@ from fastapi.responses import JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel
 
-from leaderlog._json import JSONDecodeError, canonical_bytes, loads
+from leaderlog._json import JSONDecodeError, canonical_bytes, loads_input
 from leaderlog.errors import (
     BatchError,
     ConcurrencyError,
@@ -309,7 +309,7 @@ def write_router(
             )
         try:
             # A byte order mark is not JSON, but editors write one; import accepts it too.
-            raw = loads(body.removeprefix(b"\xef\xbb\xbf"))
+            raw = loads_input(body.removeprefix(b"\xef\xbb\xbf"))
         except JSONDecodeError as error:
             return _error(400, "bad_json", f"the body is not valid JSON: {error}")
         if _depth(raw) > MAX_DEPTH:
