@@ -27,6 +27,7 @@ from leaderlog.store import NewEvent
 
 FOX = "fox-ice-shakeup-2025-05"
 HAMMER_CAPTION = f"{FOX}-hammer-hsi-caption"
+HAMMER_BODY = f"{FOX}-hammer-hsi-body"
 GENALO_RETIREMENT = f"{FOX}-genalo-retirement"
 SEED_CLAIMS = 10
 BASE = "http://feeds.test"

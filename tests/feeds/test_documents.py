@@ -10,10 +10,12 @@ import feedparser
 import pytest
 from lxml import etree
 
+from leaderlog.events import ClaimDisputed
 from leaderlog.feeds import (
     FULL_ARCHIVE_CACHE,
     LANGUAGES,
     PAGE_SIZE,
+    SUBSCRIPTION_CACHE,
     FeedFormat,
     FeedNotFound,
     FeedRequest,
@@ -28,16 +30,19 @@ from tests.feeds.logs import (
     BASE,
     CONTROL,
     GENALO_RETIREMENT,
+    HAMMER_BODY,
     HAMMER_CAPTION,
     SCRIPT,
     SEED_CLAIMS,
     add_claims,
     add_hostile,
+    claim_event_id,
     confirm,
     correct,
     project,
     retract,
 )
+from tests.projections.logs import current
 
 ATOM = "{http://www.w3.org/2005/Atom}"
 HISTORY = "{http://purl.org/syndication/history/1.0}"
@@ -207,6 +212,25 @@ async def test_corrections_and_retractions_update_the_same_entry_and_say_what_ch
     assert "Effective: June 2, 2025." in genalo.summary
 
 
+async def test_an_entry_s_status_is_its_claim_s_latest_step_as_everywhere_else(
+    seeded_log: EventLog,
+) -> None:
+    # given a confirmed claim, then disputed; and a disputed claim, then corrected
+    await confirm(seeded_log, GENALO_RETIREMENT)
+    await seeded_log.append_events(
+        [ClaimDisputed(claim=GENALO_RETIREMENT, reason="ICE denies it")], actor="test"
+    )
+    await correct(seeded_log, HAMMER_BODY, quote="Robert Hammer, who leads HSI")
+    service = await project(seeded_log)
+    # then each entry shows the status the claim command shows
+    queries = await current(seeded_log)
+    titles = {e.id: e.title for e in _parse(await _render(service, "all"), "atom").entries}
+    events = await seeded_log.events()
+    for claim, title in ((GENALO_RETIREMENT, "Disputed: "), (HAMMER_BODY, "Corrected: ")):
+        assert title.lower().startswith((await queries.claim(claim))["status"])
+        assert titles[f"urn:uuid:{claim_event_id(events, claim)}"].startswith(title)
+
+
 async def test_archives_are_linked_and_never_change_once_full(seeded_log: EventLog) -> None:
     await add_claims(seeded_log, 0, 2 * PAGE_SIZE + 5)
     service = await project(seeded_log)
@@ -241,6 +265,30 @@ async def test_archives_are_linked_and_never_change_once_full(seeded_log: EventL
     assert await _render(service, "all", page=3) != pages[2]
     newest = _parse(await _render(service, "all"), "atom").entries
     assert "Changed capacity" in newest[0].summary and newest[0].id in first_ids
+
+
+async def test_a_page_that_has_just_filled_freezes_only_once_the_next_page_begins(
+    seeded_log: EventLog,
+) -> None:
+    # given exactly two pages of entries: page 2 is full but nothing follows it yet
+    await add_claims(seeded_log, 0, 2 * PAGE_SIZE - SEED_CLAIMS)
+    service = await project(seeded_log)
+    request = FeedRequest(Scope("all"), "atom", "en", BASE, 2, True)
+    assert (await service.describe(request)).cache_control == SUBSCRIPTION_CACHE
+    # when the next page begins, page 2 freezes, already linking to it
+    await add_claims(seeded_log, 500, 1)
+    service = await project(seeded_log)
+    frozen = await service.describe(request)
+    assert frozen.cache_control == FULL_ARCHIVE_CACHE
+    page = await _render(service, "all", page=2)
+    rels = {link.get("rel") for link in etree.fromstring(page).iter(f"{ATOM}link")}
+    assert "next-archive" in rels
+    # then more pages and a correction leave its bytes and validators alone
+    await add_claims(seeded_log, 600, 2 * PAGE_SIZE)
+    await correct(seeded_log, "gen-60", capacity="permanent")
+    service = await project(seeded_log)
+    assert await _render(service, "all", page=2) == page
+    assert await service.describe(request) == frozen
 
 
 async def test_small_feeds_are_complete_and_have_no_archive_pages(seeded_log: EventLog) -> None:

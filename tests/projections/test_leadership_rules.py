@@ -359,3 +359,62 @@ def test_given_claims_known_at_different_times_then_each_time_gives_its_own_answ
     # then: the state as known before the correction still names ann, afterwards bob
     assert [h["person"] for h in before["holders"]] == ["ann"]
     assert [h["person"] for h in after["holders"]] == ["bob"]
+
+
+# --- later steps over earlier ones ---------------------------------------------------------------
+
+
+def test_given_a_dated_confirmation_when_the_date_is_corrected_then_the_correction_counts() -> None:
+    # given an expected appointment confirmed for 15 June
+    story = (
+        Story(published={"paper": "2025-05-20", "release": "2025-06-20"})
+        .report("c1", modality="expected", effective="2025-06-01")
+        .confirm("c1", source="release", effective="2025-06-15")
+    )
+    assert story.holders("2025-07-01") == [("ann", "permanent")]
+    # when the date is corrected afterwards
+    story.correct("c1", effective={"date": "2025-08-01", "qualifier": "on"})
+    # then the correction, the newer word, decides: vacant in July, held from August
+    assert story.holders("2025-07-01") == []
+    state = story.state("2025-08-01")
+    assert state["holders"][0]["since"]["date"] == "2025-08-01"
+    assert state["holders"][0]["status"] == "confirmed"
+
+
+def test_given_claims_disputing_each_other_then_one_conflict_names_both_persons() -> None:
+    # given two incumbents, each claim disputing the other, the second dispute the newer
+    story = (
+        Story()
+        .report("zz", kind="incumbency", person="xavier", capacity="acting")
+        .report("aa", kind="incumbency", person="yolanda")
+        .dispute("aa", "zz", reason="first reason")
+        .dispute("zz", "aa", reason="second, newer reason")
+    )
+    # then they are one conflict, with both persons and the newest reason
+    (conflict,) = story.state("2025-06-30")["conflicts"]
+    assert sorted(conflict["claims"]) == ["aa", "zz"]
+    assert sorted(conflict["persons"]) == ["xavier", "yolanda"]
+    assert conflict["reason"] == "second, newer reason"
+
+
+def test_given_a_departure_in_another_capacity_then_the_tenure_keeps_its_appointment_s() -> None:
+    # given a permanent appointment, then a departure reported as acting
+    story = (
+        Story()
+        .report("c1", effective="2025-03-01")
+        .report("c2", kind="departure", capacity="acting", effective="2025-06-01")
+    )
+    # then the tenure is the permanent one the appointment opened
+    (tenure,) = story.tenures()
+    assert (tenure["capacity"], tenure["ended_by"]) == ("permanent", "c2")
+
+
+def test_given_only_a_departure_s_capacity_then_it_names_the_tenure() -> None:
+    # given an incumbency of unknown capacity ended by a departure as acting
+    story = (
+        Story()
+        .report("c1", kind="incumbency", capacity="unspecified", effective="2025-03-01")
+        .report("c2", kind="departure", capacity="acting", effective="2025-06-01")
+    )
+    (tenure,) = story.tenures()
+    assert tenure["capacity"] == "acting"

@@ -320,6 +320,67 @@ async def test_an_org_move_moves_its_subtree(seeded_log: EventLog) -> None:
     assert (await queries.state(org="ice-hsi"))["org"]["parent"] == "ice"
 
 
+async def test_known_at_before_a_move_and_a_rename_shows_the_tree_and_names_of_then(
+    seeded_log: EventLog,
+) -> None:
+    # given ICE moved under a new board, and Hammer and his post renamed, after the seeds
+    await append(
+        seeded_log,
+        [
+            record("org.registered", org="oversight", name="Oversight Board"),
+            record("org.updated", org="ice", parent="oversight", name="ICE, renamed"),
+            record("person.updated", person="robert-hammer", name="R. Hammer"),
+            record("post.updated", post="ice-hsi-ead", title="HSI Director"),
+        ],
+    )
+    queries = await current(seeded_log)
+    # when asked as known at the end of the seeds
+    before = await queries.state(org="dhs", as_of="2025-06-15", known_at=SEED_COUNT)
+    # then ICE's posts are still DHS's, under the names known then
+    posts = _posts(before)
+    assert {"ice-ero-ead", "ice-hsi-ead", "ice-hsi-dsac"} <= set(posts)
+    hsi = posts["ice-hsi-ead"]
+    assert hsi["post"]["title"] == "Executive Associate Director, Homeland Security Investigations"
+    assert hsi["holders"][0]["name"] == "Robert Hammer"
+    assert (await queries.state(org="ice", known_at=SEED_COUNT))["org"]["parent"] == "dhs"
+    ice_then = await queries.state(org="ice", known_at=SEED_COUNT)
+    assert ice_then["org"]["name"] == "Immigration and Customs Enforcement"
+    with pytest.raises(UnknownEntity, match="not known at position"):
+        await queries.state(org="oversight", known_at=SEED_COUNT)
+    history = await queries.history(org="dhs", known_at=SEED_COUNT)
+    assert "ice-hsi-ead" in {tenure["post"] for tenure in history["tenures"]}
+    claim = await queries.claim(HAMMER_BODY, known_at=SEED_COUNT)
+    assert claim["current"]["name"] == "Robert Hammer"
+    # and as known now, the move and the new names
+    now = await queries.state(org="oversight", as_of="2025-06-15")
+    assert _posts(now)["ice-hsi-ead"]["post"]["title"] == "HSI Director"
+    assert _posts(now)["ice-hsi-ead"]["holders"][0]["name"] == "R. Hammer"
+    assert (await queries.state(org="ice"))["org"]["name"] == "ICE, renamed"
+    assert "ice-hsi-ead" not in _posts(await queries.state(org="dhs", as_of="2025-06-15"))
+    assert (await queries.claim(HAMMER_BODY))["current"]["name"] == "R. Hammer"
+
+
+async def test_history_lists_tenures_by_the_day_they_count_from(seeded_log: EventLog) -> None:
+    # given a tenure dated "after 2025-06" (counts from 1 July) and one from 15 June
+    dated = {"late": {"date": "2025-06", "qualifier": "after"}, "early": {"date": "2025-06-15"}}
+    records = []
+    for name, effective in dated.items():
+        records.append(record("post.defined", post=f"ice-{name}", org="ice", title=name))
+        records.append(
+            record(
+                "claim.reported",
+                **{"claim": name, "source": FOX, "kind": "appointment"},
+                **{"person": "derek-gordon", "post": f"ice-{name}", "capacity": "acting"},
+                **{"modality": "occurred", "effective": effective},
+                attribution={"kind": "outlet"},
+            )
+        )
+    await append(seeded_log, records)
+    queries = await current(seeded_log)
+    tenures = (await queries.history(person="derek-gordon"))["tenures"]
+    assert [tenure["post"] for tenure in tenures][-2:] == ["ice-early", "ice-late"]
+
+
 async def test_dates_at_the_end_of_the_calendar_are_answered(seeded_log: EventLog) -> None:
     # given a change dated after the last day a date can name, and a source published then
     # with an undated holder, both accepted on append

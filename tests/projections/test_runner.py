@@ -156,19 +156,23 @@ async def test_a_changed_version_rebuilds_the_projection(seeded_log: EventLog) -
     before = await dump(seeded_log.store, [LeadershipProjection()])
     await seeded_log.store.query("SELECT 1")
 
-    class LeadershipV2(LeadershipProjection):
-        version = 2
+    class LeadershipNext(LeadershipProjection):
+        version = LeadershipProjection.version + 1
 
-    # given rows left by version 1 that version 2 would never write
+    # given rows left by the current version that the next would never write
     async with seeded_log.store.projection_transaction() as tx:
         await tx.execute(
-            "INSERT INTO p_leadership_persons (person, name, aliases, position) "
-            "VALUES ('stale', 'Stale Row', '[]', 1)"
+            "INSERT INTO p_leadership_persons (person, known_from, known_to, name, aliases) "
+            "VALUES ('stale', 1, 2, 'Stale Row', '[]')"
         )
-    upgraded = ProjectionRunner(seeded_log.store, [LeadershipV2()])
+    upgraded = ProjectionRunner(seeded_log.store, [LeadershipNext()])
     await upgraded.catch_up()
     (status,) = await upgraded.status()
-    assert (status.version, status.checkpoint, status.lag) == (2, SEED_COUNT, 0)
+    assert (status.version, status.checkpoint, status.lag) == (
+        LeadershipNext.version,
+        SEED_COUNT,
+        0,
+    )
     assert await dump(seeded_log.store, [LeadershipProjection()]) == before
 
 
@@ -284,11 +288,11 @@ async def a_broken_schema_stops_only_its_projection(log: EventLog) -> None:
         "'CREATE INDEX IF NOT EXISTS p_broken_schema_i ON p_broken_schema_seen (nope)' failed: "
     )
     # and the built-in beside it reached the head, while it has no checkpoint at all
-    assert await runner.registered() == {"leadership": (1, SEED_COUNT)}
+    assert await runner.registered() == {"leadership": (LeadershipProjection.version, SEED_COUNT)}
     # and a rebuild of both reports it again without holding the built-in back
     with pytest.raises(ProjectionFailed, match="broken_schema could not create its tables"):
         await runner.rebuild()
-    assert await runner.registered() == {"leadership": (1, SEED_COUNT)}
+    assert await runner.registered() == {"leadership": (LeadershipProjection.version, SEED_COUNT)}
 
 
 async def test_a_broken_schema_stops_only_its_projection(seeded_log: EventLog) -> None:

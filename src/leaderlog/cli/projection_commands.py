@@ -240,8 +240,8 @@ def state_command(
     \b
     Example:
       leaderlog state --org ice
-      leaderlog state --as-of 2025-05-20 --known-at 22 --json
-      leaderlog state --known-at 2025-06-01T00:00:00Z
+      leaderlog state --as-of 2025-06-01 --known-at 22 --json
+      leaderlog state --as-of 2025-06-01 --known-at 2026-12-01T09:00:00Z
     """
 
     async def go() -> None:
@@ -352,7 +352,8 @@ def audit_command(
     \b
     Example:
       leaderlog audit --attribution anonymous --status retracted --json
-      leaderlog audit --publisher "Fox News" --from 2025-05-01 --to 2025-05-31
+      leaderlog audit --publisher "Fox News" --type claim.disputed
+      leaderlog audit --actor cli --from 2026-12-01 --to 2026-12-31
     """
 
     async def go() -> None:

@@ -3,8 +3,9 @@
 A scope's entries are ranked in the order they joined it. While a scope has at most 50
 entries its subscription document holds them all and says so (``fh:complete``, a complete
 feed). From the 51st on it is an archived feed: archive page ``n`` holds ranks
-``50(n-1)+1 .. 50n`` and is *full* once rank ``50n`` exists; from then on it is rendered as
-known at the position where it filled up, so it never changes again. The subscription
+``50(n-1)+1 .. 50n`` and is *full* once the page after it has begun (rank ``50n + 1``
+exists); from then on it is rendered as known at the position where that happened, so it
+never changes again, its ``next-archive`` link included. The subscription
 document holds the 50 entries changed most recently, newest first, and links to the newest
 archive page; corrections to archived entries show up there.
 """
@@ -87,7 +88,9 @@ def rank_range(page: int) -> tuple[int, int]:
 
 
 def is_full(page: int, entries: int) -> bool:
-    return entries >= page * PAGE_SIZE
+    """Whether a page is frozen for good: the page after it has begun, so even the link to
+    it, which a page that has only just filled would gain later, is already there."""
+    return entries > page * PAGE_SIZE
 
 
 def feed_url(

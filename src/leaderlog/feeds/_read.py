@@ -43,7 +43,7 @@ class Head:
 
 @dataclass(frozen=True, slots=True)
 class PageInfo:
-    """Where a full archive page was frozen: the position at which it filled up."""
+    """Where a full archive page was frozen: the position at which the next page began."""
 
     position: int
     recorded_at: dt.datetime

@@ -241,10 +241,12 @@ class FeedService:
         return Validators(position, etag, moment, cache)
 
     async def _frozen(self, scope: Scope, page: int) -> tuple[int, dt.datetime]:
-        """Where a full page filled up; it never moves, so it is remembered for good."""
+        """Where a full page froze (the first entry of the next page joined); it never
+        moves, so it is remembered for good."""
         key = (scope.key, page)
         if key not in self._frozen_pages:
-            info = await self.reader.page_info(scope.key, *rank_range(page))
+            first, last = rank_range(page)
+            info = await self.reader.page_info(scope.key, first, last + 1)
             if info is None:
                 raise FeedNotFound(f"archive page {page} does not exist")
             self._frozen_pages[key] = (info.position, info.recorded_at)

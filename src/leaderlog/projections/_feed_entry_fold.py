@@ -14,6 +14,7 @@ from typing import Any
 from leaderlog._json import dumps
 from leaderlog.errors import RecordError
 from leaderlog.events import RecordedEvent, format_time, upcast
+from leaderlog.projections.claim_versions import STATUS_AFTER
 
 __all__ = [
     "CLAIM_EVENTS",
@@ -295,8 +296,9 @@ def apply_claim(page: Page, recorded: RecordedEvent, data: dict[str, Any]) -> No
             step["source"] = _source(page, data["source"])
         if as_text(data.get("reason")):
             step["reason"] = data["reason"]
+        # The status is the latest step's, as in the leadership and audit projections.
+        doc["status"] = STATUS_AFTER[recorded.type]
         if recorded.type == "claim.confirmed":
-            doc["status"] = "confirmed"
             for key in ("effective", "quote"):
                 if key in data:
                     step[key] = data[key]
@@ -304,18 +306,12 @@ def apply_claim(page: Page, recorded: RecordedEvent, data: dict[str, Any]) -> No
                 doc["fields"]["effective"] = dict(data["effective"])
         elif recorded.type == "claim.corrected":
             step["changes"] = _correct(page, entry, data.get("changes"))
-            if doc["status"] not in ("confirmed", "disputed"):
-                doc["status"] = "corrected"
             # A claim corrected onto another person or post joins that feed, where it is news.
             _join(page, entry, recorded.position, at)
         elif recorded.type == "claim.disputed":
             conflicts = data.get("conflicts_with")
             if isinstance(conflicts, list):
                 step["conflicts_with"] = [str(other) for other in conflicts]
-            if doc["status"] != "confirmed":
-                doc["status"] = "disputed"
-        elif recorded.type == "claim.retracted":
-            doc["status"] = "retracted"
     entry.doc["events"].append(step)
     entry.doc["updated"] = at
     entry.doc["position"] = recorded.position

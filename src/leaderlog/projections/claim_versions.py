@@ -17,9 +17,10 @@ How dates are read (DESIGN.md, "Projections"):
   date of its source (read the same way); when that is unknown too, from the day it was
   recorded.
 - ``announced``, ``expected`` and ``rumored`` changes take effect only once confirmed, or
-  corrected to ``occurred``. A confirmation's own date wins over the reported one; without
-  either, the confirming source's published date (else the day the confirmation was
-  recorded) is used; a correction without a source keeps the report's.
+  corrected to ``occurred``. A confirmation's own date wins over the reported one, and a
+  later correction of the effective date wins over both; without any, the confirming
+  source's published date (else the day the confirmation was recorded) is used; a
+  correction without a source keeps the report's.
 """
 
 from __future__ import annotations
@@ -306,6 +307,9 @@ def evolve_claim(
             # Every changed field is a reported field of the same name; null clears it.
             for name, value in changes.items():
                 doc[name] = fuzzy(value) if name == "effective" else value
+            if "effective" in changes:
+                # The correction is the newer word on the date, over a confirmation's too.
+                doc["confirmed_effective"] = None
             if doc["modality"] != "occurred" and not doc["confirmed"]:
                 doc["effect_anchor"] = None
             elif doc["effect_anchor"] is None:

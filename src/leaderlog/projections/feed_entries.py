@@ -76,7 +76,7 @@ def _chunks(items: Sequence[Any]) -> Iterator[Sequence[Any]]:
 
 class FeedEntriesProjection(Projection):
     name: ClassVar[str] = "feed_entries"
-    version: ClassVar[int] = 3
+    version: ClassVar[int] = 4
 
     def schema(self) -> Sequence[str]:
         return (

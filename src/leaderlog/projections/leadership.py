@@ -2,10 +2,13 @@
 
 Tables (all prefixed ``p_leadership_``):
 
-- ``orgs``, ``posts``, ``persons``, ``sources``: the entities with their current fields and
-  the position they were registered at.
-- ``org_tree``: one row per (ancestor, org) pair, each org being its own ancestor too, so an
-  org's subtree is one index lookup whatever the depth.
+- ``orgs``, ``posts``, ``persons``: every version of every entity, valid for known positions
+  ``known_from <= T < known_to`` (:data:`OPEN` while current), so names, titles and parents
+  read as known at T; the first version's ``known_from`` is where it was registered.
+- ``sources``: the sources (never updated) and the position they were registered at.
+- ``org_tree``: one row per (ancestor, org) pair, each org being its own ancestor too, valid
+  for the same kind of known range, so an org's subtree as known at T is one index lookup
+  whatever the depth, and a move does not rewrite what was known before it.
 - ``claim_versions``: every version of every claim, valid for known positions
   ``known_from <= T < known_to`` (:data:`OPEN` while current). A row is the claim's full
   version as JSON (see :mod:`.claim_versions`) with ``post`` and ``person`` as columns so
@@ -45,23 +48,26 @@ def _json(value: Any) -> str | None:
 
 class LeadershipProjection(Projection):
     name = "leadership"
-    version = 1
+    version = 2
 
     def schema(self) -> Sequence[str]:
         return (
-            "CREATE TABLE IF NOT EXISTS p_leadership_orgs (org TEXT PRIMARY KEY, name TEXT NOT "
-            "NULL, short_name TEXT, parent TEXT, labels TEXT, "
-            "position BIGINT NOT NULL)",
+            "CREATE TABLE IF NOT EXISTS p_leadership_orgs (org TEXT NOT NULL, "
+            "known_from BIGINT NOT NULL, known_to BIGINT NOT NULL, name TEXT NOT NULL, "
+            "short_name TEXT, parent TEXT, labels TEXT, PRIMARY KEY (org, known_from))",
             "CREATE TABLE IF NOT EXISTS p_leadership_org_tree (ancestor TEXT NOT NULL, "
-            "org TEXT NOT NULL, PRIMARY KEY (ancestor, org))",
+            "org TEXT NOT NULL, known_from BIGINT NOT NULL, known_to BIGINT NOT NULL, "
+            "PRIMARY KEY (ancestor, org, known_from))",
             # apply looks up an org's ancestors when an organisation registers or moves.
             "CREATE INDEX IF NOT EXISTS p_leadership_org_tree_org "
             "ON p_leadership_org_tree (org, ancestor)",
-            "CREATE TABLE IF NOT EXISTS p_leadership_posts (post TEXT PRIMARY KEY, org TEXT NOT "
-            "NULL, title TEXT NOT NULL, aliases TEXT NOT NULL, labels TEXT, "
-            "position BIGINT NOT NULL)",
-            "CREATE TABLE IF NOT EXISTS p_leadership_persons (person TEXT PRIMARY KEY, "
-            "name TEXT NOT NULL, aliases TEXT NOT NULL, position BIGINT NOT NULL)",
+            "CREATE TABLE IF NOT EXISTS p_leadership_posts (post TEXT NOT NULL, "
+            "known_from BIGINT NOT NULL, known_to BIGINT NOT NULL, org TEXT NOT NULL, "
+            "title TEXT NOT NULL, aliases TEXT NOT NULL, labels TEXT, "
+            "PRIMARY KEY (post, known_from))",
+            "CREATE TABLE IF NOT EXISTS p_leadership_persons (person TEXT NOT NULL, "
+            "known_from BIGINT NOT NULL, known_to BIGINT NOT NULL, name TEXT NOT NULL, "
+            "aliases TEXT NOT NULL, PRIMARY KEY (person, known_from))",
             "CREATE TABLE IF NOT EXISTS p_leadership_sources (source TEXT PRIMARY KEY, "
             "url TEXT NOT NULL, publisher TEXT NOT NULL, title TEXT, published TEXT, "
             "language TEXT, position BIGINT NOT NULL)",
@@ -74,7 +80,8 @@ class LeadershipProjection(Projection):
 
     def query_indexes(self) -> Sequence[str]:
         return (
-            "CREATE INDEX IF NOT EXISTS p_leadership_posts_org ON p_leadership_posts (org)",
+            "CREATE INDEX IF NOT EXISTS p_leadership_posts_org "
+            "ON p_leadership_posts (org, known_from)",
             "CREATE INDEX IF NOT EXISTS p_leadership_claim_versions_post "
             "ON p_leadership_claim_versions (post, known_from)",
             "CREATE INDEX IF NOT EXISTS p_leadership_claim_versions_person "
@@ -110,31 +117,35 @@ class LeadershipProjection(Projection):
                 await page.flush_entities(tx)
                 await _apply_org(tx, kind, data, position)
             elif kind == "post.defined":
-                page.posts.append(
+                page.posts.register(
+                    data["post"],
+                    position,
                     (
-                        data["post"],
                         data["org"],
                         data["title"],
                         dumps(data.get("aliases", [])),
                         _json(data.get("labels")),
-                        position,
-                    )
+                    ),
                 )
             elif kind == "post.updated":
-                page.post_updates.append(
-                    (
-                        data.get("title"),
-                        _json(data.get("aliases")),
-                        _json(data.get("labels")),
-                        data["post"],
-                    )
+                page.posts.update(
+                    data["post"],
+                    position,
+                    {
+                        "title": data.get("title"),
+                        "aliases": _json(data.get("aliases")),
+                        "labels": _json(data.get("labels")),
+                    },
                 )
             elif kind == "person.registered":
-                aliases = dumps(data.get("aliases", []))
-                page.persons.append((data["person"], data["name"], aliases, position))
+                page.persons.register(
+                    data["person"], position, (data["name"], dumps(data.get("aliases", [])))
+                )
             elif kind == "person.updated":
-                page.person_updates.append(
-                    (data.get("name"), _json(data.get("aliases")), data["person"])
+                page.persons.update(
+                    data["person"],
+                    position,
+                    {"name": data.get("name"), "aliases": _json(data.get("aliases"))},
                 )
             elif kind == "source.registered":
                 published = fuzzy(data.get("published"))
@@ -155,51 +166,82 @@ class LeadershipProjection(Projection):
         await _advance_clock(tx, events)
 
 
+class _Versions:
+    """One versioned entity table's registrations and updates from a page, in log order."""
+
+    def __init__(self, table: str, key: str, fields: tuple[str, ...]) -> None:
+        self.table, self.key, self.fields = table, key, fields
+        self.registered: list[tuple[Any, ...]] = []
+        self.updates: list[tuple[str, int, dict[str, Any]]] = []
+
+    def register(self, key: str, position: int, values: tuple[Any, ...]) -> None:
+        self.registered.append((key, position, OPEN, *values))
+
+    def update(self, key: str, position: int, changes: dict[str, Any]) -> None:
+        """``changes`` maps fields to new values; None leaves a field as it was."""
+        self.updates.append((key, position, changes))
+
+    async def flush(self, tx: ProjectionTransaction) -> None:
+        # A registration comes before the updates of its entity, so it is inserted first.
+        columns = f"{self.key}, known_from, known_to, {', '.join(self.fields)}"
+        insert = f"INSERT INTO {self.table} ({columns}) VALUES ({marks(3 + len(self.fields))})"
+        if self.registered:
+            await tx.executemany(insert, self.registered)
+        if self.updates:
+            await self._apply_updates(tx, columns, insert)
+        self.registered, self.updates = [], []
+
+    async def _apply_updates(self, tx: ProjectionTransaction, columns: str, insert: str) -> None:
+        keys = sorted({key for key, _, _ in self.updates})
+        current: dict[str, list[Any]] = {}
+        for chunk in chunks(keys):
+            for row in await tx.fetchall(
+                f"SELECT {columns} FROM {self.table} "
+                f"WHERE {self.key} IN ({marks(len(chunk))}) AND known_to = ?",
+                (*chunk, OPEN),
+            ):
+                current[str(row[0])] = list(row)
+        new_rows: dict[tuple[str, int], list[Any]] = {}
+        closing: list[tuple[int, str, int]] = []
+        for key, position, changes in self.updates:
+            previous = current[key]
+            unsaved = new_rows.get((key, previous[1]))
+            if unsaved is not None:
+                unsaved[2] = position
+            else:
+                closing.append((position, key, previous[1]))
+            values = [
+                old if changes.get(field) is None else changes[field]
+                for field, old in zip(self.fields, previous[3:], strict=True)
+            ]
+            current[key] = new_rows[(key, position)] = [key, position, OPEN, *values]
+        if closing:
+            await tx.executemany(
+                f"UPDATE {self.table} SET known_to = ? WHERE {self.key} = ? AND known_from = ?",
+                closing,
+            )
+        await tx.executemany(insert, list(new_rows.values()))
+
+
 class _Page:
     """Rows collected from one page, written a table at a time."""
 
     def __init__(self) -> None:
-        self.posts: list[tuple[Any, ...]] = []
-        self.post_updates: list[tuple[Any, ...]] = []
-        self.persons: list[tuple[Any, ...]] = []
-        self.person_updates: list[tuple[Any, ...]] = []
+        self.posts = _Versions("p_leadership_posts", "post", ("org", "title", "aliases", "labels"))
+        self.persons = _Versions("p_leadership_persons", "person", ("name", "aliases"))
         self.sources: list[tuple[Any, ...]] = []
         self.published: dict[str, FuzzyJSON | None] = {}
         self.claim_events: list[RecordedEvent] = []
 
     async def flush_entities(self, tx: ProjectionTransaction) -> None:
-        # Registrations come before updates of the same entity, so inserting first keeps order.
-        if self.posts:
-            await tx.executemany(
-                "INSERT INTO p_leadership_posts (post, org, title, aliases, labels, position) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
-                self.posts,
-            )
-        if self.post_updates:
-            await tx.executemany(
-                "UPDATE p_leadership_posts SET title = COALESCE(?, title), "
-                "aliases = COALESCE(?, aliases), labels = COALESCE(?, labels) WHERE post = ?",
-                self.post_updates,
-            )
-        if self.persons:
-            await tx.executemany(
-                "INSERT INTO p_leadership_persons (person, name, aliases, position) "
-                "VALUES (?, ?, ?, ?)",
-                self.persons,
-            )
-        if self.person_updates:
-            await tx.executemany(
-                "UPDATE p_leadership_persons SET name = COALESCE(?, name), "
-                "aliases = COALESCE(?, aliases) WHERE person = ?",
-                self.person_updates,
-            )
+        await self.posts.flush(tx)
+        await self.persons.flush(tx)
         if self.sources:
             await tx.executemany(
                 "INSERT INTO p_leadership_sources (source, url, publisher, title, published, "
                 "language, position) VALUES (?, ?, ?, ?, ?, ?, ?)",
                 self.sources,
             )
-        self.posts, self.post_updates, self.persons, self.person_updates = [], [], [], []
         self.sources = []
 
 
@@ -207,50 +249,49 @@ async def _apply_org(
     tx: ProjectionTransaction, kind: str, data: dict[str, Any], position: int
 ) -> None:
     org, parent = data["org"], data.get("parent")
+    orgs = _Versions("p_leadership_orgs", "org", ("name", "short_name", "parent", "labels"))
     if kind == "org.registered":
+        labels = _json(data.get("labels"))
+        orgs.register(org, position, (data["name"], data.get("short_name"), parent, labels))
+        await orgs.flush(tx)
         await tx.execute(
-            "INSERT INTO p_leadership_orgs (org, name, short_name, parent, labels, position) "
-            "VALUES (?, ?, ?, ?, ?, ?)",
-            (
-                org,
-                data["name"],
-                data.get("short_name"),
-                parent,
-                _json(data.get("labels")),
-                position,
-            ),
-        )
-        await tx.execute(
-            "INSERT INTO p_leadership_org_tree (ancestor, org) VALUES (?, ?)", (org, org)
+            "INSERT INTO p_leadership_org_tree (ancestor, org, known_from, known_to) "
+            "VALUES (?, ?, ?, ?)",
+            (org, org, position, OPEN),
         )
         if parent:
             await tx.execute(
-                "INSERT INTO p_leadership_org_tree (ancestor, org) "
-                "SELECT ancestor, ? FROM p_leadership_org_tree WHERE org = ?",
-                (org, parent),
+                "INSERT INTO p_leadership_org_tree (ancestor, org, known_from, known_to) "
+                "SELECT ancestor, ?, ?, ? FROM p_leadership_org_tree "
+                "WHERE org = ? AND known_to = ?",
+                (org, position, OPEN, parent, OPEN),
             )
         return
-    await tx.execute(
-        "UPDATE p_leadership_orgs SET name = COALESCE(?, name), "
-        "short_name = COALESCE(?, short_name), labels = COALESCE(?, labels), "
-        "parent = COALESCE(?, parent) WHERE org = ?",
-        (data.get("name"), data.get("short_name"), _json(data.get("labels")), parent, org),
-    )
+    changes = {
+        "name": data.get("name"),
+        "short_name": data.get("short_name"),
+        "parent": parent,
+        "labels": _json(data.get("labels")),
+    }
+    orgs.update(org, position, changes)
+    await orgs.flush(tx)
     if parent is None:
         return
-    # Detach the subtree from its old ancestors, then hang it under the new parent's.
+    # Detach the subtree from its old ancestors (as known until now), then hang it under
+    # the new parent's.
     await tx.execute(
-        "DELETE FROM p_leadership_org_tree "
-        "WHERE org IN (SELECT org FROM p_leadership_org_tree WHERE ancestor = ?) "
+        "UPDATE p_leadership_org_tree SET known_to = ? WHERE known_to = ? "
+        "AND org IN (SELECT org FROM p_leadership_org_tree WHERE ancestor = ? AND known_to = ?) "
         "AND ancestor IN (SELECT ancestor FROM p_leadership_org_tree "
-        "WHERE org = ? AND ancestor <> ?)",
-        (org, org, org),
+        "WHERE org = ? AND ancestor <> ? AND known_to = ?)",
+        (position, OPEN, org, OPEN, org, org, OPEN),
     )
     await tx.execute(
-        "INSERT INTO p_leadership_org_tree (ancestor, org) "
-        "SELECT above.ancestor, below.org FROM p_leadership_org_tree above, "
-        "p_leadership_org_tree below WHERE above.org = ? AND below.ancestor = ?",
-        (parent, org),
+        "INSERT INTO p_leadership_org_tree (ancestor, org, known_from, known_to) "
+        "SELECT above.ancestor, below.org, ?, ? FROM p_leadership_org_tree above, "
+        "p_leadership_org_tree below WHERE above.org = ? AND above.known_to = ? "
+        "AND below.ancestor = ? AND below.known_to = ?",
+        (position, OPEN, parent, OPEN, org, OPEN),
     )
 
 

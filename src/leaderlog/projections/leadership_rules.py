@@ -12,9 +12,11 @@ at some T (see :mod:`.claim_versions` for how versions and their dates come abou
   closes a tenure implicitly, so two permanent holders at once stay visible as a conflict.
   An appointment in another specific capacity (acting, then permanent) starts a new tenure.
 - A tenure's capacity is the latest specific capacity its evidence gives, from undisputed
-  claims when there are any: "unspecified" never overrides "acting".
+  claims when there are any: "unspecified" never overrides "acting". The appointments and
+  incumbencies come first; a departure's capacity counts only when they give none.
 - A live claim whose latest step is a dispute is a conflict, as are overlapping permanent
-  holders.
+  holders. Claims that dispute each other are one conflict: every person involved, and the
+  newest dispute's reason.
 """
 
 from __future__ import annotations
@@ -50,10 +52,14 @@ class Tenure:
         return self.end is None
 
     def capacity(self) -> str:
-        undisputed = [claim for claim in self.evidence if claim.status != "disputed"]
-        for claim in reversed(undisputed or self.evidence):
-            if claim.capacity != "unspecified":
-                return claim.capacity
+        # The claims that opened or showed the tenure say what it was; a departure's
+        # capacity only speaks when they do not.
+        openers = [claim for claim in self.evidence if claim.kind != "departure"]
+        for claims in (openers, self.evidence):
+            undisputed = [claim for claim in claims if claim.status != "disputed"]
+            for claim in reversed(undisputed or claims):
+                if claim.capacity != "unspecified":
+                    return claim.capacity
         return "unspecified"
 
     def status(self) -> str:
@@ -220,20 +226,25 @@ def post_state(versions: Sequence[ClaimVersion], as_of: dt.date) -> dict[str, An
     relevant = {claim.claim for _, claim in changes} | {item["claim"] for item in waiting}
     conflicts: list[dict[str, Any]] = []
     seen: set[tuple[str, ...]] = set()
-    for claim in versions:
-        if claim.claim not in relevant or claim.status != "disputed":
-            continue
+    by_claim = {claim.claim: claim for claim in versions}
+    disputed = [
+        claim for claim in versions if claim.claim in relevant and claim.status == "disputed"
+    ]
+    # Newest dispute first, so that of claims disputing each other its reason is the one shown.
+    disputed.sort(key=lambda claim: -int(claim.disputes[-1]["position"]))
+    for claim in disputed:
         dispute = claim.disputes[-1]
         claims = [claim.claim, *dispute["conflicts_with"]]
         key = tuple(sorted(claims))
         if key in seen:
             continue
         seen.add(key)
+        persons = [by_claim[other].person for other in claims if other in by_claim]
         conflicts.append(
             {
                 "kind": "disputed",
                 "claims": claims,
-                "persons": [claim.person],
+                "persons": list(dict.fromkeys(persons)),
                 "reason": dispute["reason"],
             }
         )

@@ -21,7 +21,8 @@ from leaderlog._json import loads
 from leaderlog.errors import ProjectionError, StoreError
 from leaderlog.events import EVENT_TYPES, format_time
 from leaderlog.projections._sql import chunks, marks
-from leaderlog.projections.claim_versions import ClaimVersion
+from leaderlog.projections.claim_versions import ClaimVersion, counts_from
+from leaderlog.projections.leadership import OPEN
 from leaderlog.projections.leadership_rules import pending, post_state, tenures
 from leaderlog.projections.query_input import (
     CONTROL_CHARACTERS,
@@ -144,15 +145,31 @@ class Queries:
 
     # --- lookups -----------------------------------------------------------------------------
 
-    async def _org(self, org: str, known: int | None = None) -> dict[str, Any]:
+    async def _entity(
+        self, kind: EntityKind, given: str, columns: str, known: int | None
+    ) -> tuple[Any, ...]:
+        """The entity's version as known at position ``known`` (None: now), or the error."""
+        table, id_column, _ = _LOOKUPS[kind]
+        at = _at(known)
         rows = await self.store.query(
-            "SELECT org, name, short_name, parent, position FROM p_leadership_orgs WHERE org = ?",
-            (org,),
+            f"SELECT {columns} FROM {table} WHERE {id_column} = ?{_KNOWN}", (given, at, at)
         )
-        if not rows:
-            raise await self.unknown("organisation", org)
-        _known_by_then("organisation", org, known, int(rows[0][4]))
-        org_id, name, short_name, parent, _ = rows[0]
+        if rows:
+            return tuple(rows[0])
+        registered = await self.store.query(
+            f"SELECT MIN(known_from) FROM {table} WHERE {id_column} = ?", (given,)
+        )
+        if registered and registered[0][0] is not None:
+            raise UnknownEntity(
+                f"{kind} {given!r} is not known at position {known}: "
+                f"it was registered at position {int(registered[0][0])}"
+            )
+        raise await self.unknown(kind, given)
+
+    async def _org(self, org: str, known: int | None = None) -> dict[str, Any]:
+        org_id, name, short_name, parent = await self._entity(
+            "organisation", org, "org, name, short_name, parent", known
+        )
         return {
             "org": org_id,
             "name": name,
@@ -179,9 +196,10 @@ class Queries:
         contains = " OR ".join(f"lower({column}) LIKE ? ESCAPE '\\'" for column in searched)
         equals = " OR ".join(f"lower({column}) = ?" for column in searched)
         rows = await self.store.query(
-            f"SELECT {id_column}, {', '.join(label_columns)} FROM {table} WHERE {contains} "
+            f"SELECT {id_column}, {', '.join(label_columns)} FROM {table} "
+            f"WHERE known_to = ? AND ({contains}) "
             f"ORDER BY CASE WHEN {equals} THEN 0 ELSE 1 END, {id_column} LIMIT {_SUGGESTIONS}",
-            [_containing(text)] * len(searched) + [text] * len(searched),
+            [OPEN] + [_containing(text)] * len(searched) + [text] * len(searched),
         )
         return _did_you_mean(
             message,
@@ -220,58 +238,61 @@ class Queries:
             [(doc["claim"], f"{doc['kind']} of {doc['person']} at {doc['post']}") for doc in found],
         )
 
-    async def _posts(
-        self, *, org: str | None = None, post: str | None = None, known: int | None = None
-    ) -> list[dict[str, Any]]:
+    async def _posts(self, *, org: str, known: int | None = None) -> list[dict[str, Any]]:
+        """The posts of an org's subtree (every post when ``org`` is ``"*"``) as known then."""
+        at = _at(known)
         sql = (
-            "SELECT p.post, p.title, p.org, o.name, p.position FROM p_leadership_posts p "
-            "JOIN p_leadership_orgs o ON o.org = p.org WHERE 1 = 1"
+            "SELECT p.post, p.title, p.org, o.name FROM p_leadership_posts p "
+            "JOIN p_leadership_orgs o ON o.org = p.org AND o.known_from <= ? AND o.known_to > ? "
+            "WHERE p.known_from <= ? AND p.known_to > ?"
         )
-        parameters: list[Any] = []
-        if org is not None:
-            sql += " AND p.org IN (SELECT org FROM p_leadership_org_tree WHERE ancestor = ?)"
-            parameters.append(org)
-        if post is not None:
-            sql += " AND p.post = ?"
-            parameters.append(post)
-        if known is not None:
-            sql += " AND p.position <= ?"
-            parameters.append(known)
+        parameters: list[Any] = [at, at, at, at]
+        if org != "*":
+            sql += (
+                f" AND p.org IN (SELECT org FROM p_leadership_org_tree WHERE ancestor = ?{_KNOWN})"
+            )
+            parameters += [org, at, at]
         rows = await self.store.query(sql + " ORDER BY p.post", parameters)
         return [
             {"post": post_id, "title": title, "org": org_id, "org_name": org_name}
-            for post_id, title, org_id, org_name, _ in rows
+            for post_id, title, org_id, org_name in rows
         ]
 
-    async def _person(self, person: str, known: int | None = None) -> dict[str, Any]:
-        rows = await self.store.query(
-            "SELECT person, name, aliases, position FROM p_leadership_persons WHERE person = ?",
-            (person,),
-        )
-        if not rows:
-            raise await self.unknown("person", person)
-        _known_by_then("person", person, known, int(rows[0][3]))
-        return {"person": rows[0][0], "name": rows[0][1], "aliases": loads(rows[0][2])}
+    async def _post(self, post: str, known: int | None = None) -> dict[str, Any]:
+        post_id, title, org = await self._entity("post", post, "post, title, org", known)
+        org_name = (await self._org(org, known))["name"]
+        return {"post": post_id, "title": title, "org": org, "org_name": org_name}
 
-    async def _names(self, people: Iterable[str]) -> dict[str, str]:
+    async def _person(self, person: str, known: int | None = None) -> dict[str, Any]:
+        person_id, name, aliases = await self._entity(
+            "person", person, "person, name, aliases", known
+        )
+        return {"person": person_id, "name": name, "aliases": loads(aliases)}
+
+    async def _names(self, people: Iterable[str], known: int | None) -> dict[str, str]:
         found: dict[str, str] = {}
+        at = _at(known)
         for chunk in chunks(sorted(set(people))):
             rows = await self.store.query(
                 "SELECT person, name FROM p_leadership_persons "
-                f"WHERE person IN ({marks(len(chunk))})",
-                chunk,
+                f"WHERE person IN ({marks(len(chunk))}){_KNOWN}",
+                (*chunk, at, at),
             )
             found.update({str(person): str(name) for person, name in rows})
         return found
 
-    async def _post_titles(self, posts: Iterable[str]) -> dict[str, dict[str, Any]]:
+    async def _post_titles(
+        self, posts: Iterable[str], known: int | None
+    ) -> dict[str, dict[str, Any]]:
         found: dict[str, dict[str, Any]] = {}
+        at = _at(known)
         for chunk in chunks(sorted(set(posts))):
             rows = await self.store.query(
                 "SELECT p.post, p.title, p.org, o.name FROM p_leadership_posts p "
                 "JOIN p_leadership_orgs o ON o.org = p.org "
-                f"WHERE p.post IN ({marks(len(chunk))})",
-                chunk,
+                "AND o.known_from <= ? AND o.known_to > ? "
+                f"WHERE p.post IN ({marks(len(chunk))}) AND p.known_from <= ? AND p.known_to > ?",
+                (at, at, *chunk, at, at),
             )
             for post, title, org, org_name in rows:
                 found[post] = {"post": post, "title": title, "org": org, "org_name": org_name}
@@ -353,7 +374,7 @@ class Queries:
         day = dt.date.fromisoformat(situation["as_of"])
         position = situation["known_at"]["position"]
         scope = await self._org(org, position) if org is not None else None
-        posts = await self._posts(org=org, known=position)
+        posts = await self._posts(org=org or "*", known=position)
         if scope is None:
             rows = await self.store.query(
                 f"SELECT doc FROM p_leadership_claim_versions WHERE 1 = 1{_KNOWN}",
@@ -370,9 +391,12 @@ class Queries:
             answer = post_state(by_post.get(post["post"], []), day)
             answers.append({"post": post, **answer})
         names = await self._names(
-            item["person"]
-            for answer in answers
-            for item in (*answer["holders"], *answer["pending"])
+            (
+                item["person"]
+                for answer in answers
+                for item in (*answer["holders"], *answer["pending"])
+            ),
+            position,
         )
         for answer in answers:
             for item in (*answer["holders"], *answer["pending"]):
@@ -417,14 +441,7 @@ class Queries:
             subject = {"person": await self._person(person, position)}
             versions = await self._versions("person", [person], position)
         elif post is not None:
-            found = await self._posts(post=post)
-            if not found:
-                raise await self.unknown("post", post)
-            registered = await self.store.query(
-                "SELECT position FROM p_leadership_posts WHERE post = ?", (post,)
-            )
-            _known_by_then("post", post, position, int(registered[0][0]))
-            subject = {"post": found[0]}
+            subject = {"post": await self._post(post, position)}
             versions = await self._versions("post", [post], position)
         else:
             assert org is not None
@@ -444,7 +461,7 @@ class Queries:
             for item in pending(group, None):
                 waiting.append({**item, "post": post_id})
         waiting.sort(key=lambda item: (item["reported"]["date"] or "", item["claim"]))
-        await self._label(found_tenures, waiting)
+        await self._label(position, found_tenures, waiting)
         sources = await self._sources(source for version in versions for source in version.sources)
         return {
             "subject": subject,
@@ -454,10 +471,11 @@ class Queries:
             "sources": sources,
         }
 
-    async def _label(self, *groups: list[dict[str, Any]]) -> None:
+    async def _label(self, known: int, *groups: list[dict[str, Any]]) -> None:
+        """Name each item's person and post as they were known at position ``known``."""
         items = [item for group in groups for item in group]
-        names = await self._names(item["person"] for item in items)
-        posts = await self._post_titles(item["post"] for item in items)
+        names = await self._names((item["person"] for item in items), known)
+        posts = await self._post_titles((item["post"] for item in items), known)
         for item in items:
             item["name"] = names.get(item["person"])
             known_post = posts.get(item["post"], {})
@@ -496,7 +514,7 @@ class Queries:
         latest = versions[-1]
         hidden = ("claim", "status", "step", "reported_anchor", "effect_anchor")
         current = {key: value for key, value in latest.doc.items() if key not in hidden}
-        await self._label([current])
+        await self._label(known["position"], [current])
         lifecycle = [version.step for version in versions]
         sources = await self._sources(
             [*latest.sources, *(step["source"] for step in lifecycle if step["source"])]
@@ -602,18 +620,15 @@ class Queries:
         return {"filters": filters, "events": events, "next_after": next_after}
 
 
-def _tenure_order(tenure: Mapping[str, Any]) -> tuple[str, str, str]:
-    start = tenure["start"] or tenure["end"] or {}
-    return (start.get("date") or "9999", tenure["post"], tenure["person"])
+def _tenure_order(tenure: Mapping[str, Any]) -> tuple[dt.date, str, str]:
+    # By the day each tenure counts from, as the rules read it ("after 2025-06" is July).
+    day = counts_from(tenure["start"] or tenure["end"])
+    return (day or dt.date.max, tenure["post"], tenure["person"])
 
 
-def _known_by_then(kind: str, entity: str, known: int | None, registered: int) -> None:
-    """Refuse a question about an entity as known before it was registered."""
-    if known is not None and registered > known:
-        raise UnknownEntity(
-            f"{kind} {entity!r} is not known at position {known}: "
-            f"it was registered at position {registered}"
-        )
+def _at(known: int | None) -> int:
+    """The position a version must be valid at: ``known``, or (None) the current one."""
+    return OPEN - 1 if known is None else known
 
 
 def _containing(text: str) -> str:
