@@ -10,6 +10,7 @@ import feedparser
 import pytest
 from lxml import etree
 
+from leaderlog.errors import StoreUnavailable
 from leaderlog.events import ClaimDisputed
 from leaderlog.feeds import (
     FULL_ARCHIVE_CACHE,
@@ -22,6 +23,7 @@ from leaderlog.feeds import (
     FeedService,
     Scope,
 )
+from leaderlog.feeds._paging import page_count
 from leaderlog.log import EventLog
 from leaderlog.projections.feed_entries import FeedEntriesProjection
 from leaderlog.projections.runner import ProjectionRunner
@@ -46,6 +48,7 @@ from tests.projections.logs import current
 
 ATOM = "{http://www.w3.org/2005/Atom}"
 HISTORY = "{http://purl.org/syndication/history/1.0}"
+FEED = FeedEntriesProjection.name
 
 
 async def _render(
@@ -177,6 +180,24 @@ async def test_same_log_gives_identical_bytes_and_ids_survive_rebuilds(
     assert _entry_ids(await _render(second, "all", "atom", "hi")) == ids
 
 
+async def test_while_the_feeds_are_rebuilt_they_are_unavailable_not_partial(
+    seeded_log: EventLog,
+) -> None:
+    # given a service that has served the feeds
+    service = FeedService(seeded_log.store, poll_interval=0)
+    await project(seeded_log)
+    served = await _render(service, "all")
+    # when a rebuild elsewhere has taken the feed projection back to its first events
+    async with seeded_log.store.projection_transaction() as tx:
+        await tx.execute("UPDATE projection_checkpoints SET position = 3 WHERE name = ?", (FEED,))
+    # then the service says so instead of serving a partial feed
+    with pytest.raises(StoreUnavailable, match="being rebuilt"):
+        await _render(service, "all")
+    # and once the rebuild is through, it serves again
+    await ProjectionRunner(seeded_log.store, [FeedEntriesProjection()]).rebuild()
+    assert await _render(service, "all") == served
+
+
 async def test_dates_come_from_events_not_the_clock(seeded_log: EventLog) -> None:
     service = await project(seeded_log)
     events = await seeded_log.events()
@@ -239,7 +260,8 @@ async def test_archives_are_linked_and_never_change_once_full(seeded_log: EventL
     assert len(list(subscription.iter(f"{ATOM}entry"))) == PAGE_SIZE
     assert subscription.find(f"{HISTORY}complete") is None
     links = {link.get("rel"): link.get("href") for link in subscription.iter(f"{ATOM}link")}
-    assert links["prev-archive"] == f"{BASE}/feeds/all.atom?lang=en&page=3"
+    # the newest full page: page 3 is still filling, and its entries are all listed here
+    assert links["prev-archive"] == f"{BASE}/feeds/all.atom?lang=en&page=2"
     pages = [await _render(service, "all", page=page) for page in (1, 2, 3)]
     for number, body in enumerate(pages, start=1):
         assert atom_problems(body) == []
@@ -265,6 +287,57 @@ async def test_archives_are_linked_and_never_change_once_full(seeded_log: EventL
     assert await _render(service, "all", page=3) != pages[2]
     newest = _parse(await _render(service, "all"), "atom").entries
     assert "Changed capacity" in newest[0].summary and newest[0].id in first_ids
+
+
+async def _walk_as_an_rfc_5005_reader(service: FeedService) -> dict[str, tuple[str, str]]:
+    """What a reader rebuilding the feed gets: the subscription document, then every page
+    down the ``prev-archive`` links, keeping each entry's newest version (id -> updated,
+    title)."""
+    seen: dict[str, tuple[str, str]] = {}
+    page: int | None = None
+    while True:
+        parsed = _parse(await _render(service, "all", page=page), "atom")
+        for entry in parsed.entries:
+            if entry.id not in seen or seen[entry.id][0] < entry.updated:
+                seen[entry.id] = (entry.updated, entry.title)
+        older = [link.href for link in parsed.feed.links if link.rel == "prev-archive"]
+        if not older:
+            return seen
+        page = int(older[0].rpartition("page=")[2])
+
+
+async def test_a_reader_walking_the_archives_finds_every_entry_s_newest_version(
+    seeded_log: EventLog,
+) -> None:
+    # given three pages, two of them full, and corrections to entries on the full ones
+    await add_claims(seeded_log, 0, 2 * PAGE_SIZE + 5)
+    await correct(seeded_log, GENALO_RETIREMENT, capacity="permanent")
+    await correct(seeded_log, "gen-60", capacity="permanent")
+    # when more than a page of later changes has pushed them out of the subscription document
+    await add_claims(seeded_log, 500, 2 * PAGE_SIZE)
+    await retract(seeded_log, "gen-61")
+    service = await project(seeded_log)
+    subscription = {e.id for e in _parse(await _render(service, "all"), "atom").entries}
+    events = await seeded_log.events()
+    corrected = [f"urn:uuid:{claim_event_id(events, c)}" for c in (GENALO_RETIREMENT, "gen-60")]
+    assert not subscription & set(corrected)
+    # then walking down from the subscription document finds every entry, each as it is now
+    found = await _walk_as_an_rfc_5005_reader(service)
+    pages = page_count((await service.head(Scope("all"))).entries)
+    newest: dict[str, tuple[str, str]] = {}
+    for number in (None, *range(1, pages + 1)):
+        for entry in _parse(await _render(service, "all", page=number), "atom").entries:
+            if entry.id not in newest or newest[entry.id][0] < entry.updated:
+                newest[entry.id] = (entry.updated, entry.title)
+    assert len(found) == SEED_CLAIMS + 4 * PAGE_SIZE + 5
+    assert found == newest
+    assert all(found[entry][1].startswith("Corrected: ") for entry in corrected)
+    retracted = f"urn:uuid:{claim_event_id(events, 'gen-61')}"
+    assert found[retracted][1].startswith("Retracted: ")
+    # and every page it met on the way is full, so it never changes
+    for number in range(1, pages):
+        request = FeedRequest(Scope("all"), "atom", "en", BASE, number, True)
+        assert (await service.describe(request)).cache_control == FULL_ARCHIVE_CACHE
 
 
 async def test_a_page_that_has_just_filled_freezes_only_once_the_next_page_begins(

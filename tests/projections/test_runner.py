@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 
 import pytest
 
-from leaderlog.errors import ProjectionError, ProjectionFailed
+from leaderlog.errors import ProjectionError, ProjectionFailed, StoreUnavailable
 from leaderlog.events import RecordedEvent
 from leaderlog.log import EventLog
 from leaderlog.projections import (
@@ -331,3 +331,49 @@ def test_long_replays_hold_the_collector_back_and_restore_it() -> None:
         assert gc.get_threshold()[0] >= 100_000
     assert gc.get_threshold() == before
     assert gc.get_freeze_count() == 0
+
+
+class Busy(Exploding):
+    """Finds the database busy while applying position ``fail_at``."""
+
+    name: ClassVar[str] = "busy"
+
+    async def apply(self, tx: ProjectionTransaction, events: Sequence[RecordedEvent]) -> None:
+        if any(event.position == self.fail_at for event in events):
+            raise StoreUnavailable("the database is busy")
+        await super().apply(tx, events)
+
+
+async def test_a_busy_database_is_not_a_projection_failure(seeded_log: EventLog) -> None:
+    # given a projection that meets a busy database on the page holding position 15
+    busy = Busy()
+    busy.fail_at = 15
+    runner = ProjectionRunner(seeded_log.store, [busy], page=10)
+    # when catching up, then the store's error comes out as it is, to be retried
+    with pytest.raises(StoreUnavailable, match="busy"):
+        await runner.catch_up()
+    (status,) = await runner.status()
+    assert status.checkpoint == 10
+    # and once the database answers again, the same runner carries on
+    busy.fail_at = 0
+    await runner.catch_up()
+    assert (await runner.status())[0].checkpoint == SEED_COUNT
+
+
+async def test_a_checkpoint_beyond_the_log_s_head_is_rebuilt(seeded_log: EventLog) -> None:
+    # given projections caught up, then a checkpoint claiming more than the log holds (as
+    # when the events table was replaced by a shorter log)
+    runner = await runner_for(seeded_log.store)
+    await runner.catch_up()
+    expected = await dump(seeded_log.store, runner.projections)
+    async with seeded_log.store.projection_transaction() as tx:
+        await tx.execute("DELETE FROM p_leadership_clock")
+        await tx.execute(
+            "UPDATE projection_checkpoints SET position = ? WHERE name = 'leadership'",
+            (SEED_COUNT + 5000,),
+        )
+    # when a runner starts, then that projection is rebuilt from this log
+    again = await runner_for(seeded_log.store)
+    await again.catch_up()
+    assert {s.name: s.checkpoint for s in await again.status()}["leadership"] == SEED_COUNT
+    assert await dump(seeded_log.store, again.projections) == expected

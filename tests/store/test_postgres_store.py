@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 from collections.abc import AsyncIterator
 from urllib.parse import urlsplit, urlunsplit
 
@@ -367,3 +368,72 @@ def test_a_connection_the_server_terminated_is_unavailable_not_a_fault() -> None
         _unavailable_on_disconnect(),
     ):
         raise lost
+
+
+@pytest.mark.parametrize("path", ["/", ""])
+@pytest.mark.parametrize("parameter", ["dbname", "database"])
+async def test_a_database_named_by_a_parameter_after_a_slash_is_the_one_used(
+    schema_url: str, path: str, parameter: str
+) -> None:
+    # given a log in the test database, and a URL naming that database only as a parameter
+    async with await open_store(schema_url) as named:
+        await named.append([event("a")], actor="t")
+    parts = urlsplit(schema_url)
+    url = urlunsplit(parts._replace(path=path, query=f"{parts.query}&{parameter}={parts.path[1:]}"))
+    # then it opens that same log, not one in a default database
+    async with await open_store(url) as opened:
+        assert await opened.count() == 1
+
+
+async def test_a_database_named_twice_differently_is_refused(schema_url: str) -> None:
+    with pytest.raises(StoreUnavailable, match="names more than one database"):
+        await open_store(f"{schema_url}&dbname=other")
+
+
+async def test_passwords_given_as_a_parameter_are_hidden_in_errors() -> None:
+    with pytest.raises(StoreUnavailable) as refused:
+        await open_store("postgresql://postgres@127.0.0.1:1/test?password=s3cret")
+    assert "s3cret" not in str(refused.value)
+    assert "password=***" in str(refused.value)
+
+
+async def test_times_are_stamped_from_the_database_s_clock(
+    store: PostgresStore, schema_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # given this host's clock ten minutes ahead of the database's
+    import leaderlog.store.postgres as backend
+
+    ahead = dt.datetime.now(dt.UTC) + dt.timedelta(minutes=10)
+    monkeypatch.setattr(backend, "utc_now", lambda: ahead, raising=False)
+    # when an event is appended without a time
+    async with postgres_connection(schema_url) as connection:
+        before = await connection.fetchval("SELECT clock_timestamp()")
+        await store.append([event("a")], actor="t")
+        after = await connection.fetchval("SELECT clock_timestamp()")
+    # then it carries the database's time
+    (recorded,) = await store.read_all()
+    assert before <= recorded.recorded_at <= after
+
+
+async def test_a_lock_held_too_long_elsewhere_is_busy_not_a_hang(
+    schema_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import leaderlog.store.postgres as backend
+
+    monkeypatch.setattr(backend, "LOCK_TIMEOUT", 0.2)
+    async with await open_store(schema_url) as opened:
+        await opened.append([event("a")], actor="t")
+        # given another session holding the events table for longer than the lock timeout
+        async with postgres_connection(schema_url) as holder:
+            transaction = holder.transaction()
+            await transaction.start()
+            await holder.execute("LOCK TABLE events IN ACCESS EXCLUSIVE MODE")
+            try:
+                # then reading and appending say the database cannot do it now
+                with anyio.fail_after(10), pytest.raises(StoreUnavailable, match="lock timeout"):
+                    await opened.read_all()
+                with anyio.fail_after(10), pytest.raises(StoreUnavailable, match="cannot do"):
+                    await opened.append([event("b")], actor="t")
+            finally:
+                await transaction.rollback()
+        assert await opened.count() == 1

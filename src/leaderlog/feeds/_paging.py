@@ -7,7 +7,11 @@ feed). From the 51st on it is an archived feed: archive page ``n`` holds ranks
 exists); from then on it is rendered as known at the position where that happened, so it
 never changes again, its ``next-archive`` link included. The subscription
 document holds the 50 entries changed most recently, newest first, and links to the newest
-archive page; corrections to archived entries show up there.
+*full* archive page: the page after it is still filling up, and its entries are all in the
+subscription document, so a reader that walks ``prev-archive`` links only ever meets pages
+that never change. An entry that changes while on a full page is filed again at the end (see
+:mod:`leaderlog.projections.feed_entries`), so the change shows in the subscription document
+and, later, on a newer page.
 """
 
 from __future__ import annotations
@@ -17,6 +21,8 @@ import urllib.parse
 from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
+from leaderlog.projections.feed_entries import PAGE_SIZE
+
 __all__ = [
     "FORMATS",
     "MEDIA_TYPES",
@@ -25,13 +31,13 @@ __all__ = [
     "Scope",
     "archive_links",
     "feed_url",
+    "full_pages",
     "is_complete",
     "is_full",
     "page_count",
     "rank_range",
 ]
 
-PAGE_SIZE = 50
 FeedFormat: TypeAlias = Literal["atom", "rss", "json"]
 FORMATS: tuple[FeedFormat, ...] = ("atom", "rss", "json")
 MEDIA_TYPES: dict[FeedFormat, str] = {
@@ -83,6 +89,11 @@ def page_count(entries: int) -> int:
     return 0 if is_complete(entries) else -(-entries // PAGE_SIZE)
 
 
+def full_pages(entries: int) -> int:
+    """How many archive pages are full (frozen): all but the one still filling up."""
+    return 0 if is_complete(entries) else (entries - 1) // PAGE_SIZE
+
+
 def rank_range(page: int) -> tuple[int, int]:
     return (page - 1) * PAGE_SIZE + 1, page * PAGE_SIZE
 
@@ -130,7 +141,8 @@ def archive_links(
         return feed_url(base_url, scope, fmt, page=number, lang=lang)
 
     if page is None:
-        return ArchiveLinks(url(pages) if pages else None, None, None)
+        newest_full = full_pages(entries)
+        return ArchiveLinks(url(newest_full) if newest_full else None, None, None)
     return ArchiveLinks(
         url(page - 1) if page > 1 else None,
         url(page + 1) if page < pages else None,

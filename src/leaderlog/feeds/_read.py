@@ -111,7 +111,8 @@ class FeedReader:
         rows = await self.store.query(
             f"SELECT v.doc FROM {SCOPES} s JOIN {ENTRIES} c ON c.claim = s.claim "
             f"{CURRENT_DOC} "
-            "WHERE s.scope = ? ORDER BY s.last_position DESC, s.rank DESC LIMIT ?",
+            "WHERE s.scope = ? AND s.superseded = 0 "
+            "ORDER BY s.last_position DESC, s.rank DESC LIMIT ?",
             (scope, limit),
         )
         return [loads(row[0]) for row in rows]

@@ -24,6 +24,7 @@ from email.utils import format_datetime
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
+from leaderlog.errors import StoreUnavailable
 from leaderlog.feeds import _text
 from leaderlog.feeds._document import Entry, Feed
 from leaderlog.feeds._i18n import N_, language
@@ -52,6 +53,7 @@ __all__ = ["FeedNotFound", "FeedRequest", "FeedService", "Rendered", "Validators
 RENDER_VERSION = 2
 SUBSCRIPTION_CACHE = "public, max-age=300"
 FULL_ARCHIVE_CACHE = "public, max-age=31536000, immutable"
+_REBUILDING = "the feeds are being rebuilt; try again shortly"
 # Fixed forever: feed ids derive from it.
 _FEED_NAMESPACE = uuid.UUID("0f1d5f7e-3b0a-4c55-9a57-7a4b7b0f7c11")
 _CACHE_BYTES = 64 * 1024 * 1024
@@ -140,6 +142,8 @@ class FeedService:
         self.cache_bytes = cache_bytes
         self._checked = -1.0
         self._checkpoint: int | None = None
+        self._served = 0
+        self._rebuilding = False
         self._generation = 0
         self._heads: dict[str, Head | None] = {}
         self._described: dict[FeedRequest, Validators] = {}
@@ -159,9 +163,18 @@ class FeedService:
     async def _fresh(self) -> None:
         now = time.monotonic()
         if now - self._checked < self.poll_interval:
+            if self._rebuilding:
+                raise StoreUnavailable(_REBUILDING)
             return
         self._checked = now
         checkpoint = await self.reader.checkpoint()
+        # Behind what this service has served already: the projection is being rebuilt (by
+        # `leaderlog rebuild`, say). Its partial tables would make feeds lose entries, or
+        # look complete and empty, to readers and caches alike; "try again" is the truth.
+        self._rebuilding = (checkpoint or 0) < self._served
+        if self._rebuilding:
+            raise StoreUnavailable(_REBUILDING)
+        self._served = checkpoint or 0
         if checkpoint != self._checkpoint:
             self._checkpoint = checkpoint
             # Reads begun before this point may be older than the checkpoint: they are not

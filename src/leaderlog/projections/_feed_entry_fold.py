@@ -142,7 +142,10 @@ class Page:
     entity_versions: list[Entity] = field(default_factory=list)
     entries: dict[str, Entry] = field(default_factory=dict)
     versions: list[tuple[str, int, str]] = field(default_factory=list)
+    # (scope, claim, position, recorded stamp): an entry joining a scope, and an entry of a
+    # scope changing; in log order. Ranks are handed out from them when the page is written.
     joins: list[tuple[str, str, int, str]] = field(default_factory=list)
+    changes: list[tuple[str, str, int, str]] = field(default_factory=list)
     touched: dict[str, int] = field(default_factory=dict)
     # Scopes each corrected or new claim already belongs to (membership is never withdrawn).
     memberships: dict[str, set[str]] = field(default_factory=dict)
@@ -282,6 +285,7 @@ def apply_claim(page: Page, recorded: RecordedEvent, data: dict[str, Any]) -> No
     entry = page.entries.get(claim)
     at = page.clock.stamp(recorded)
     step: dict[str, Any] = {"type": recorded.type, "position": recorded.position, "at": at}
+    joins_before = len(page.joins)
     if recorded.type == "claim.reported":
         if entry is not None:
             return
@@ -318,8 +322,11 @@ def apply_claim(page: Page, recorded: RecordedEvent, data: dict[str, Any]) -> No
     page.versions.append((claim, recorded.position, dumps(entry.doc)))
     page.touched[claim] = recorded.position
     # Every feed the entry ever joined shows this change (membership is never withdrawn).
+    joined_now = {join[0] for join in page.joins[joins_before:]}
     for scope in sorted(page.memberships.get(claim, set())):
         page.bump(scope, recorded.position, at)
+        if scope not in joined_now:
+            page.changes.append((scope, claim, recorded.position, at))
 
 
 def _report(

@@ -16,6 +16,12 @@ and ``org:<id>`` for its organisation and each ancestor — with a rank in the o
 Membership is never withdrawn (a correction that moves a claim to another person leaves it in
 the first person's feed, where the correction is news), so archive pages never reshuffle.
 
+Archive page ``n`` of a scope holds ranks ``50(n-1)+1 .. 50n`` and is frozen once rank
+``50n + 1`` exists. An entry that changes while its rank lies on a frozen page is filed again
+under the scope's next rank (its old filing is kept, *superseded*, for the frozen page): so
+the newest version of every entry is on a page that is not frozen, or is the version a frozen
+page shows, and a reader rebuilding a feed from its archives never keeps a stale version.
+
 Stored payloads are read as plain data, never re-validated: the renderer must cope with
 whatever the log holds, including text the write path would refuse.
 """
@@ -51,6 +57,7 @@ __all__ = [
     "ENTITIES",
     "ENTRIES",
     "HEADS",
+    "PAGE_SIZE",
     "SCOPES",
     "VERSIONS",
     "FeedEntriesProjection",
@@ -67,6 +74,8 @@ CLOCK = "p_feed_entries_clock"
 CURRENT_DOC = f"JOIN {VERSIONS} v ON v.claim = c.claim AND v.position = c.last_position"
 # Keep IN (...) lists well under every backend's parameter limit.
 _CHUNK = 500
+# Entries per archive page (RFC 5005 paging, see leaderlog.feeds).
+PAGE_SIZE = 50
 
 
 def _chunks(items: Sequence[Any]) -> Iterator[Sequence[Any]]:
@@ -76,7 +85,7 @@ def _chunks(items: Sequence[Any]) -> Iterator[Sequence[Any]]:
 
 class FeedEntriesProjection(Projection):
     name: ClassVar[str] = "feed_entries"
-    version: ClassVar[int] = 4
+    version: ClassVar[int] = 5
 
     def schema(self) -> Sequence[str]:
         return (
@@ -92,7 +101,8 @@ class FeedEntriesProjection(Projection):
             "position BIGINT NOT NULL, doc TEXT NOT NULL, PRIMARY KEY (claim, position))",
             f"CREATE TABLE IF NOT EXISTS {SCOPES} (scope TEXT NOT NULL, claim TEXT NOT NULL, "
             "rank BIGINT NOT NULL, joined_position BIGINT NOT NULL, joined_at TEXT NOT NULL, "
-            "last_position BIGINT NOT NULL, PRIMARY KEY (scope, claim))",
+            "last_position BIGINT NOT NULL, superseded INTEGER NOT NULL DEFAULT 0, "
+            "PRIMARY KEY (scope, rank))",
             f"CREATE INDEX IF NOT EXISTS {SCOPES}_claim ON {SCOPES} (claim)",
             f"CREATE TABLE IF NOT EXISTS {CLOCK} (name TEXT PRIMARY KEY, "
             "position BIGINT NOT NULL, stamp TEXT NOT NULL)",
@@ -106,7 +116,6 @@ class FeedEntriesProjection(Projection):
         # listed by seq, rank or recency when a feed is served.
         return (
             f"CREATE INDEX IF NOT EXISTS {ENTRIES}_seq ON {ENTRIES} (seq)",
-            f"CREATE INDEX IF NOT EXISTS {SCOPES}_rank ON {SCOPES} (scope, rank)",
             f"CREATE INDEX IF NOT EXISTS {SCOPES}_recent ON {SCOPES} (scope, last_position)",
         )
 
@@ -189,7 +198,8 @@ class FeedEntriesProjection(Projection):
         for chunk in _chunks(claims):
             marks = ",".join("?" * len(chunk))
             for scope, claim in await tx.fetchall(
-                f"SELECT scope, claim FROM {SCOPES} WHERE claim IN ({marks})", chunk
+                f"SELECT scope, claim FROM {SCOPES} WHERE claim IN ({marks}) AND superseded = 0",
+                chunk,
             ):
                 page.memberships.setdefault(claim, set()).add(scope)
 
@@ -341,25 +351,8 @@ async def _write(tx: ProjectionTransaction, page: Page) -> None:
                 for e in changed
             ],
         )
-    if page.joins:
-        # Ranks are handed out in join order, after the scope's last one: a scope's entry
-        # count in HEADS (written below, so still the page's starting count).
-        ranks: dict[str, int] = {}
-        for chunk in _chunks(sorted({join[0] for join in page.joins})):
-            marks = ",".join("?" * len(chunk))
-            for scope, entries in await tx.fetchall(
-                f"SELECT scope, entries FROM {HEADS} WHERE scope IN ({marks})", chunk
-            ):
-                ranks[scope] = int(entries)
-        rows = []
-        for scope, claim, position, at in page.joins:
-            rank = ranks[scope] = ranks.get(scope, 0) + 1
-            rows.append((scope, claim, rank, position, at, position))
-        await tx.executemany(
-            f"INSERT INTO {SCOPES} (scope, claim, rank, joined_position, joined_at, "
-            "last_position) VALUES (?, ?, ?, ?, ?, ?)",
-            rows,
-        )
+    if page.joins or page.changes:
+        await _file(tx, page)
     updates = [
         (position, claim)
         for claim, position in page.touched.items()
@@ -367,7 +360,8 @@ async def _write(tx: ProjectionTransaction, page: Page) -> None:
     ]
     if updates:
         await tx.executemany(
-            f"UPDATE {SCOPES} SET last_position = ? WHERE claim = ? AND last_position < ?",
+            f"UPDATE {SCOPES} SET last_position = ? WHERE claim = ? AND last_position < ? "
+            "AND superseded = 0",
             [(position, claim, position) for position, claim in updates],
         )
     if page.heads:
@@ -378,4 +372,52 @@ async def _write(tx: ProjectionTransaction, page: Page) -> None:
             "last_position = excluded.last_position, "
             "last_recorded_at = excluded.last_recorded_at",
             [(scope, head[0], head[1], head[2]) for scope, head in sorted(page.heads.items())],
+        )
+
+
+async def _file(tx: ProjectionTransaction, page: Page) -> None:
+    """Hand out ranks, in log order: one to each join, and one to each change of an entry
+    whose rank lies on a frozen archive page (see the module docstring)."""
+    # A scope's rank count is its entry count in HEADS (written after this, so still the
+    # page's starting count) plus what this page has filed so far.
+    counts: dict[str, int] = {}
+    scopes = sorted({item[0] for item in (*page.joins, *page.changes)})
+    for chunk in _chunks(scopes):
+        marks = ",".join("?" * len(chunk))
+        for scope, entries in await tx.fetchall(
+            f"SELECT scope, entries FROM {HEADS} WHERE scope IN ({marks})", chunk
+        ):
+            counts[scope] = int(entries)
+    filed: dict[tuple[str, str], int] = {}
+    for chunk in _chunks(sorted({claim for _, claim, _, _ in page.changes})):
+        marks = ",".join("?" * len(chunk))
+        for scope, claim, rank in await tx.fetchall(
+            f"SELECT scope, claim, rank FROM {SCOPES} WHERE claim IN ({marks}) AND superseded = 0",
+            chunk,
+        ):
+            filed[(scope, claim)] = int(rank)
+    rows: list[tuple[Any, ...]] = []
+    superseded: list[tuple[str, int]] = []
+    events = [(item, False) for item in page.joins] + [(item, True) for item in page.changes]
+    events.sort(key=lambda event: event[0][2])
+    for (scope, claim, position, at), is_change in events:
+        count = counts.get(scope, 0)
+        if is_change:
+            rank = filed.get((scope, claim))
+            if rank is None or count <= -(-rank // PAGE_SIZE) * PAGE_SIZE:
+                continue  # its page is still open: the change shows there
+            superseded.append((scope, rank))
+            page.heads[scope][0] += 1
+        counts[scope] = filed[(scope, claim)] = count + 1
+        rows.append((scope, claim, count + 1, position, at, position))
+    if rows:
+        await tx.executemany(
+            f"INSERT INTO {SCOPES} (scope, claim, rank, joined_position, joined_at, "
+            "last_position) VALUES (?, ?, ?, ?, ?, ?)",
+            rows,
+        )
+    if superseded:
+        # After the inserts: a filing superseded in this page may have been made in it too.
+        await tx.executemany(
+            f"UPDATE {SCOPES} SET superseded = 1 WHERE scope = ? AND rank = ?", superseded
         )

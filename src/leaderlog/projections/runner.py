@@ -198,11 +198,19 @@ class ProjectionRunner:
             await tx.execute(CHECKPOINT_SCHEMA)
             await self._lock(tx)
             stored = await self._checkpoints(tx)
+            rows = await tx.fetchall("SELECT MAX(position) FROM events")
+            head = int(rows[0][0] or 0)
             for projection in self.projections:
                 try:
                     async with _alone(tx):
                         found = stored.get(projection.name)
-                        if found is None or found[0] != projection.version or found[1] == 0:
+                        # A checkpoint beyond the head was made from another log (the events
+                        # table was replaced): what it projected is not this log's.
+                        if (
+                            found is None
+                            or found[0] != projection.version
+                            or not 0 < found[1] <= head
+                        ):
                             await self._reset(tx, projection)
                             continue
                         for statement in (*projection.schema(), *projection.query_indexes()):
@@ -263,6 +271,10 @@ class ProjectionRunner:
                     try:
                         async with _alone(tx):
                             await projection.apply(tx, todo)
+                    except StoreError:
+                        # The database's trouble (busy, deadlocked, gone), not the
+                        # projection's: the whole page is tried again.
+                        raise
                     except Exception as error:
                         failures.append(
                             ProjectionFailure(

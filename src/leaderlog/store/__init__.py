@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 
 from leaderlog.errors import StoreUnavailable
 from leaderlog.store.base import (
@@ -57,5 +58,11 @@ async def open_store(url: str | None = None) -> EventStore:
 
         return await SQLiteStore.open(url)
     raise StoreUnavailable(
-        f"unsupported database URL {url!r}: use sqlite:///path or postgresql://..."
+        f"unsupported database URL {_without_password(url)!r}: "
+        "use sqlite:///path or postgresql://..."
     )
+
+
+def _without_password(url: str) -> str:
+    """The URL with anything between ``user:`` and ``@`` hidden, however malformed it is."""
+    return re.sub(r"(//[^/:@]*:)[^/@]*@", r"\1***@", url)

@@ -25,7 +25,7 @@ import re
 import uuid
 from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit, urlunsplit
 
 import asyncpg
 
@@ -41,12 +41,15 @@ from leaderlog.store.base import (
     event_from_row,
     plan_rows,
     storable,
-    utc_now,
 )
 
-__all__ = ["CHANNEL", "SCHEMA", "PostgresStore", "translate_placeholders"]
+__all__ = ["CHANNEL", "LOCK_TIMEOUT", "SCHEMA", "PostgresStore", "translate_placeholders"]
 
 CHANNEL = "leaderlog_events"
+
+# Seconds a statement waits for a lock another transaction holds before "busy" (read at
+# open, so a test can shorten it); ``?lock_timeout=`` in the URL overrides it.
+LOCK_TIMEOUT = 10.0
 
 # Advisory lock keys share a high half ("llog") so they do not collide with other users of the
 # database; the low half is 0 for schema changes, or the events table's oid for appends.
@@ -186,20 +189,44 @@ def translate_placeholders(sql: str) -> str:
     return _PLACEHOLDER_OR_QUOTED.sub(replace, sql)
 
 
+# What the server answers when the trouble is the moment, not the request: another
+# transaction holds a lock too long (lock_timeout) or deadlocked with this one, a statement
+# was cancelled, the disk or memory ran out. Like a lost connection, a retry may succeed.
+_TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (
+    asyncpg.DeadlockDetectedError,
+    asyncpg.LockNotAvailableError,
+    asyncpg.QueryCanceledError,
+    asyncpg.SerializationError,
+    asyncpg.InsufficientResourcesError,
+)
+
+
 @contextlib.contextmanager
 def _unavailable_on_disconnect() -> Iterator[None]:
     try:
         yield
     except _CONNECTION_ERRORS as error:
-        raise StoreUnavailable(f"PostgreSQL is unavailable: {error}") from error
+        raise StoreUnavailable(f"PostgreSQL is unavailable: {_reason(error)}") from error
+    except _TRANSIENT_ERRORS as error:
+        raise StoreUnavailable(f"PostgreSQL cannot do this now: {_reason(error)}") from error
+
+
+def _reason(error: BaseException) -> str:
+    # A timeout's text is empty; say what it was.
+    return str(error) or type(error).__name__
 
 
 def _redacted(dsn: str) -> str:
+    """The URL with its password, in the user part or as ``?password=``, replaced by ***."""
     parts = urlsplit(dsn)
-    if parts.password is None:
-        return dsn
-    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
-    return urlunsplit(parts._replace(netloc=netloc))
+    if parts.password is not None:
+        netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
+        parts = parts._replace(netloc=netloc)
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    if any(key == "password" for key, _ in query):
+        hidden = [(key, "***" if key == "password" else value) for key, value in query]
+        parts = parts._replace(query=urlencode(hidden, safe="*"))
+    return urlunsplit(parts)
 
 
 def _redacted_or_hidden(url: str) -> str:
@@ -220,9 +247,21 @@ def _connect_options(url: str) -> tuple[str, dict[str, str], str | None]:
             f"{_redacted_or_hidden(url)} is not a valid PostgreSQL URL: {error}"
         ) from error
     query = parse_qsl(parts.query, keep_blank_values=True)
+    # asyncpg reads the path as the database even when it is only "/", and then ignores
+    # ?dbname=: the name given as a parameter is moved into the path.
+    named = {value for key, value in query if key in ("dbname", "database")}
+    in_path = unquote(parts.path.strip("/"))
+    if len(named) > 1 or (named and in_path and named != {in_path}):
+        raise StoreUnavailable(
+            f"{_redacted_or_hidden(url)} names more than one database; name it once"
+        )
+    if named and not in_path:
+        in_path = named.pop()
+        parts = parts._replace(path="/" + quote(in_path, safe=""))
+    query = [(key, value) for key, value in query if key not in ("dbname", "database")]
     # Without one, libpq falls back to a default database (PGDATABASE, or the user's name)
     # and the log's tables would be created in whatever that is.
-    if not parts.path.strip("/") and not {"dbname", "database", "service"} & {k for k, _ in query}:
+    if not in_path and not any(key == "service" for key, _ in query):
         raise StoreUnavailable(
             f"{_redacted_or_hidden(url)} connects to no particular database; "
             "name the database: postgresql://user@host:5432/dbname"
@@ -244,6 +283,9 @@ def _connect_options(url: str) -> tuple[str, dict[str, str], str | None]:
     settings: dict[str, str] = {}
     if "application_name" not in dict(passed):
         settings["application_name"] = "leaderlog"
+    if "lock_timeout" not in dict(passed):
+        # As SQLite's busy timeout: a lock held elsewhere for longer is "busy", not a hang.
+        settings["lock_timeout"] = f"{int(LOCK_TIMEOUT * 1000)}ms"
     if schema is not None:
         settings["search_path"] = f'"{schema}"'
     return urlunsplit(parts._replace(query=urlencode(passed))), settings, schema
@@ -358,7 +400,7 @@ class PostgresStore(EventStore):
             )
         except _OPEN_OR_URL_ERRORS as error:
             raise StoreUnavailable(
-                f"cannot open PostgreSQL database {_redacted(dsn)}: {error}"
+                f"cannot open PostgreSQL database {_redacted(dsn)}: {_reason(error)}"
             ) from error
         try:
             async with pool.acquire() as connection:
@@ -366,7 +408,7 @@ class PostgresStore(EventStore):
         except _SERVER_ERRORS as error:
             await pool.close()
             raise StoreUnavailable(
-                f"cannot prepare PostgreSQL database {_redacted(dsn)}: {error}"
+                f"cannot prepare PostgreSQL database {_redacted(dsn)}: {_reason(error)}"
             ) from error
         except BaseException:
             await pool.close()
@@ -439,9 +481,10 @@ class PostgresStore(EventStore):
             )
         }
         head_position, head_hash, head_time = head if head else (0, GENESIS_HASH, None)
-        return plan_rows(
-            batches, versions, existing, head_position, head_hash, utc_now(), head_time
-        )
+        # The database's clock, not this host's: every writer of the log then stamps from
+        # one clock, and a host whose clock is off cannot make recorded times go backwards.
+        now = await connection.fetchval("SELECT clock_timestamp()")
+        return plan_rows(batches, versions, existing, head_position, head_hash, now, head_time)
 
     # --- reading ---------------------------------------------------------------------------
 
