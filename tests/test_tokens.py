@@ -126,19 +126,20 @@ async def test_a_live_name_cannot_be_created_twice(tokens: Tokens) -> None:
     assert await tokens.check(first) == "alice"
 
 
+async def _create_or_refusal(log: EventLog, name: str) -> str | TokenError:
+    try:
+        return await Tokens(log.store).create(name)
+    except TokenError as error:
+        return error
+
+
 async def test_concurrent_creates_of_one_name_have_one_winner(store_url: str) -> None:
     """Each creator has its own connection; the loser must not replace the winner's token."""
     logs = [await EventLog.open(store_url) for _ in range(4)]
     try:
         await Tokens(logs[0].store).listing()  # the table exists before the race
 
-        async def create(log: EventLog) -> str | TokenError:
-            try:
-                return await Tokens(log.store).create("alice")
-            except TokenError as error:
-                return error
-
-        results = await asyncio.gather(*(create(log) for log in logs))
+        results = await asyncio.gather(*(_create_or_refusal(log, "alice") for log in logs))
         winners = [result for result in results if isinstance(result, str)]
         assert len(winners) == 1
         assert await Tokens(logs[0].store).check(winners[0]) == "alice"
@@ -217,3 +218,86 @@ async def test_checking_compares_in_constant_time(
     token = await tokens.create("alice")
     assert await tokens.check(token) == "alice"
     assert calls == [(hashlib.sha256(token.encode()).hexdigest(),) * 2]
+
+
+async def test_a_revoked_token_stays_listed_when_its_name_gets_a_new_one(tokens: Tokens) -> None:
+    first = await tokens.create("alice")
+    await tokens.revoke("alice")
+    second = await tokens.create("alice")
+    with pytest.raises(TokenError, match="revoke it first"):
+        await tokens.create("alice")
+    await tokens.revoke("alice")
+    third = await tokens.create("alice")
+    await tokens.create("bob")
+
+    listing = await tokens.listing()
+    assert [(info.name, info.revoked_at is None) for info in listing] == [
+        ("alice", False),
+        ("alice", False),
+        ("alice", True),
+        ("bob", True),
+    ]
+    alices = listing[:3]
+    assert [info.created_at for info in alices] == sorted(info.created_at for info in alices)
+    assert all(info.revoked_at and info.revoked_at >= info.created_at for info in alices[:2])
+    for old in (first, second):
+        with pytest.raises(TokenError):
+            await tokens.check(old)
+    assert await tokens.check(third) == "alice"
+
+
+async def test_concurrent_creates_of_a_revoked_name_keep_its_record_once(store_url: str) -> None:
+    logs = [await EventLog.open(store_url) for _ in range(4)]
+    try:
+        await Tokens(logs[0].store).create("alice")
+        await Tokens(logs[0].store).revoke("alice")
+
+        results = await asyncio.gather(*(_create_or_refusal(log, "alice") for log in logs))
+        assert len([result for result in results if isinstance(result, str)]) == 1
+        listing = await Tokens(logs[0].store).listing()
+        assert [(info.name, info.revoked_at is None) for info in listing] == [
+            ("alice", False),
+            ("alice", True),
+        ]
+    finally:
+        for log in logs:
+            await log.close()
+
+
+# The table as leaderlog made it before revoked tokens were kept (and still makes it).
+EARLIER_SCHEMA = (
+    "CREATE TABLE write_tokens (name TEXT PRIMARY KEY, token_hash TEXT NOT NULL UNIQUE, "
+    "created_at TEXT NOT NULL, revoked_at TEXT)"
+)
+
+
+async def test_tokens_stored_by_an_earlier_version_are_kept_and_listed(log: EventLog) -> None:
+    live, revoked = "ll_" + "a" * 43, "ll_" + "b" * 43
+    async with log.store.projection_transaction() as tx:
+        await tx.execute(EARLIER_SCHEMA)
+        await tx.executemany(
+            "INSERT INTO write_tokens (name, token_hash, created_at, revoked_at) "
+            "VALUES (?, ?, ?, ?)",
+            [
+                ("alice", hashlib.sha256(live.encode()).hexdigest(), "2025-01-01T00:00:00Z", None),
+                (
+                    "bob",
+                    hashlib.sha256(revoked.encode()).hexdigest(),
+                    "2025-01-02T00:00:00Z",
+                    "2025-01-03T00:00:00Z",
+                ),
+            ],
+        )
+    tokens = Tokens(log.store)
+    assert await tokens.check(live) == "alice"
+    with pytest.raises(TokenError, match="revoked"):
+        await tokens.check(revoked)
+    await tokens.create("bob")
+    listing = await tokens.listing()
+    assert [(info.name, info.created_at, info.revoked_at) for info in listing][:2] == [
+        ("alice", "2025-01-01T00:00:00Z", None),
+        ("bob", "2025-01-02T00:00:00Z", "2025-01-03T00:00:00Z"),
+    ]
+    assert (listing[2].name, listing[2].revoked_at) == ("bob", None)
+    with pytest.raises(TokenError, match="revoke it first"):
+        await tokens.create("alice")

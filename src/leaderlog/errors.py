@@ -147,7 +147,15 @@ class RecordedAtRefused(StoreError):
 
 
 class StoreUnavailable(StoreError):
-    """The database cannot be opened or reached."""
+    """The database cannot be opened or reached, or cannot do this now (busy, rebuilding).
+
+    The message may name the database's address; ``public`` is what anyone may be told (an
+    HTTP client, say), by default only that it is worth trying again.
+    """
+
+    def __init__(self, message: str, *, public: str | None = None) -> None:
+        super().__init__(message)
+        self.public = public or "the database is busy or unreachable; try again shortly"
 
 
 class ProjectionError(LeaderlogError):

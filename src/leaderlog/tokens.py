@@ -3,6 +3,11 @@
 A token is ``ll_`` and 43 random URL-safe characters; only ``sha256(token)`` is stored.
 The server checks the table on every write, so a revocation from the CLI takes effect on the
 next request.
+
+``write_tokens`` holds each name's current token, live or revoked. When a revoked name gets a
+new token, the old record moves to ``write_tokens_retired``, so that every token ever created
+is still listed. The second table leaves the first exactly as earlier versions made it: no
+migration, and a server of an earlier version on the same database keeps working.
 """
 
 from __future__ import annotations
@@ -26,7 +31,12 @@ _SCHEMA = (
     " name TEXT PRIMARY KEY,"
     " token_hash TEXT NOT NULL UNIQUE,"
     " created_at TEXT NOT NULL,"
-    " revoked_at TEXT)"
+    " revoked_at TEXT)",
+    "CREATE TABLE IF NOT EXISTS write_tokens_retired ("
+    " token_hash TEXT PRIMARY KEY,"
+    " name TEXT NOT NULL,"
+    " created_at TEXT NOT NULL,"
+    " revoked_at TEXT NOT NULL)",
 )
 
 
@@ -57,7 +67,8 @@ class Tokens:
         for attempt in range(_CREATE_ATTEMPTS):
             try:
                 async with self._store.projection_transaction() as tx:
-                    await tx.execute(_SCHEMA)
+                    for statement in _SCHEMA:
+                        await tx.execute(statement)
                 break
             except StoreError:
                 raise
@@ -80,6 +91,16 @@ class Tokens:
         token = f"ll_{secrets.token_urlsafe(32)}"
         digest = _digest(token)
         async with self._store.projection_transaction() as tx:
+            # The revoked token the new one replaces stays listed. A concurrent create of the
+            # same name retires the same row: the conflict clause makes that a no-op, and the
+            # live-name check below then refuses the create that lost.
+            await tx.execute(
+                "INSERT INTO write_tokens_retired (token_hash, name, created_at, revoked_at) "
+                "SELECT token_hash, name, created_at, revoked_at FROM write_tokens "
+                "WHERE name = ? AND revoked_at IS NOT NULL "
+                "ON CONFLICT (token_hash) DO NOTHING",
+                (name,),
+            )
             await tx.execute(
                 "DELETE FROM write_tokens WHERE name = ? AND revoked_at IS NOT NULL", (name,)
             )
@@ -109,9 +130,12 @@ class Tokens:
             )
 
     async def listing(self) -> list[TokenInfo]:
+        """Every token ever created, revoked ones included: by name, then oldest first."""
         await self._ensure_table()
         rows = await self._store.query(
-            "SELECT name, created_at, revoked_at FROM write_tokens ORDER BY name"
+            "SELECT name, created_at, revoked_at FROM write_tokens "
+            "UNION ALL SELECT name, created_at, revoked_at FROM write_tokens_retired "
+            "ORDER BY name, created_at"
         )
         return [TokenInfo(str(row[0]), str(row[1]), row[2]) for row in rows]
 

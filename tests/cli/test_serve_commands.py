@@ -3,8 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
+import httpx
 import pytest
 from click.testing import CliRunner
 
@@ -92,3 +101,80 @@ def test_serve_names_the_seed_file_that_is_bad(
     # the whole of a.jsonl went in before b.jsonl was refused; b.jsonl wrote nothing
     verify = CliRunner().invoke(main, ["--db", "sqlite:///leaderlog.db", "verify", "--json"])
     assert '"count": 29' in verify.stdout
+
+
+LEADERLOG = Path(sys.executable).parent / "leaderlog"
+
+
+@contextmanager
+def occupied_port() -> Iterator[int]:
+    """A 127.0.0.1 port another program is listening on."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as other:
+        other.bind(("127.0.0.1", 0))
+        other.listen()
+        yield int(other.getsockname()[1])
+
+
+def serve(url: str, *arguments: str) -> subprocess.Popen[str]:
+    environment = {name: value for name, value in os.environ.items() if name != "LEADERLOG_DB"}
+    return subprocess.Popen(
+        [str(LEADERLOG), "--db", url, "serve", "--no-seed", *arguments],
+        env=environment,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def test_serve_on_a_port_in_use_says_so_in_one_line_before_announcing_anything(
+    sqlite_url: str,
+) -> None:
+    with occupied_port() as port:
+        process = serve(sqlite_url, "--port", str(port))
+        stdout, stderr = process.communicate(timeout=120)
+    assert process.returncode == 1
+    assert stdout == ""
+    assert stderr == (
+        f"error: cannot listen on 127.0.0.1:{port}: address already in use "
+        "(is another server running? choose another with --port)\n"
+    )
+
+
+def test_serve_on_an_address_this_machine_does_not_have_says_so(sqlite_url: str) -> None:
+    # 192.0.2.1 is reserved for documentation (RFC 5737): no machine has it.
+    result = CliRunner().invoke(
+        main, ["--db", sqlite_url, "serve", "--no-seed", "--host", "192.0.2.1", "--port", "8000"]
+    )
+    assert result.exit_code == 1
+    assert result.stderr == (
+        "error: cannot listen on 192.0.2.1:8000: address not available "
+        "(it is not an address of this machine; choose another with --host)\n"
+    )
+
+
+def test_serve_announces_its_address_then_serves_until_ctrl_c(sqlite_url: str) -> None:
+    with occupied_port() as port:
+        pass  # free again, and very likely still free a moment from now
+    process = serve(sqlite_url, "--port", str(port))
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                health = httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=5)
+                break
+            except httpx.TransportError:
+                assert process.poll() is None, process.communicate()
+                assert time.monotonic() < deadline, "the server did not start"
+                time.sleep(0.05)
+        assert health.status_code == 200
+        process.send_signal(signal.SIGINT)
+        _, stderr = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    assert process.returncode == 0, stderr
+    assert stderr.startswith(
+        f"leaderlog serving {sqlite_url} on http://127.0.0.1:{port}/ (Ctrl+C to stop)\n"
+    )
+    assert "Application startup complete" in stderr

@@ -77,6 +77,11 @@ def test_list_shows_names_and_states_never_tokens(sqlite_url: str) -> None:
 
 
 def test_list_of_no_tokens_is_empty(sqlite_url: str) -> None:
+    async def create_empty_log() -> None:
+        async with await EventLog.open(sqlite_url):
+            pass
+
+    asyncio.run(create_empty_log())
     assert listing(sqlite_url) == []
 
 
@@ -96,6 +101,23 @@ def test_revoke_then_create_gives_a_new_token(sqlite_url: str) -> None:
     assert new.startswith("ll_")
     assert new != old
     assert check(sqlite_url, new) == "alice"
+
+
+def test_list_keeps_a_revoked_token_whose_name_was_given_a_new_one(sqlite_url: str) -> None:
+    leaderlog(sqlite_url, "token", "create", "alice")
+    assert leaderlog(sqlite_url, "token", "revoke", "alice").exit_code == 0
+    assert leaderlog(sqlite_url, "token", "create", "alice").exit_code == 0
+
+    found = listing(sqlite_url)
+    assert [(entry["name"], entry["revoked_at"] is None) for entry in found] == [
+        ("alice", False),
+        ("alice", True),
+    ]
+    assert found[0]["created_at"] <= found[0]["revoked_at"] <= found[1]["created_at"]
+    lines = leaderlog(sqlite_url, "token", "list").stdout.splitlines()
+    assert [line.split()[0] for line in lines] == ["alice", "alice"]
+    assert f"revoked {found[0]['revoked_at']}" in lines[0]
+    assert lines[1].endswith("live")
 
 
 def test_create_twice_is_refused(sqlite_url: str) -> None:
@@ -119,8 +141,8 @@ def test_bad_names_are_refused(sqlite_url: str, name: str, message: str) -> None
 
 
 def test_revoking_unknown_or_revoked_names_is_refused(sqlite_url: str) -> None:
-    refused(leaderlog(sqlite_url, "token", "revoke", "nobody"), "no token named 'nobody'")
     leaderlog(sqlite_url, "token", "create", "alice")
+    refused(leaderlog(sqlite_url, "token", "revoke", "nobody"), "no token named 'nobody'")
     leaderlog(sqlite_url, "token", "revoke", "alice")
     refused(leaderlog(sqlite_url, "token", "revoke", "alice"), "already revoked")
 

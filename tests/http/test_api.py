@@ -10,10 +10,12 @@ from pathlib import Path
 
 import httpx
 import pytest
+from starlette.requests import Request
 
-from leaderlog.errors import ProjectionFailed
+from leaderlog.errors import ProjectionFailed, StoreUnavailable
 from leaderlog.http import create_app
 from leaderlog.http.app import _RETRY_SECONDS as RETRY_SECONDS
+from leaderlog.http.app import _unavailable
 from leaderlog.log import EventLog, load_seeds
 from leaderlog.projections import runner_for
 from tests.conftest import SEEDS
@@ -250,3 +252,15 @@ def test_healthz_answers_while_another_writer_holds_the_database(
             holder.execute("ROLLBACK")
             holder.close()
         assert health.status_code == 200, health.text
+
+
+async def test_a_503_says_to_retry_and_keeps_the_database_s_address_to_the_server_log(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    request = Request({"type": "http", "method": "GET", "path": "/api/state", "headers": []})
+    error = StoreUnavailable("PostgreSQL is unavailable: Connect call failed ('10.0.0.5', 5432)")
+    response = await _unavailable(request, error)
+    assert (response.status_code, response.headers["retry-after"]) == (503, "1")
+    assert "10.0.0.5" not in bytes(response.body).decode()
+    assert "try again" in bytes(response.body).decode()
+    assert "10.0.0.5" in caplog.text

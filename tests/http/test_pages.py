@@ -199,3 +199,54 @@ def test_overview_of_a_large_log_lists_organisations_instead_of_every_post(
     assert f'href="{base}/feeds/org/white-house.atom?lang=de"' in feeds
     assert "/feeds/person/" not in feeds and "/feeds/post/" not in feeds
     assert "Robert Hammer" in _leadership_text(client.get(f"{base}/?org=ice-hsi").text)
+
+
+def _alternates(html: str) -> dict[str, tuple[str | None, str | None]]:
+    """The page's autodiscovery feeds: type -> (href, title)."""
+    return {
+        str(link["type"]): (link["href"], link["title"])
+        for link in _collect(html).links
+        if link["rel"] == "alternate"
+    }
+
+
+def test_organisation_page_autodiscovers_that_organisations_feeds(
+    seeded_server: tuple[str, str], client: httpx.Client
+) -> None:
+    base, _ = seeded_server
+    english = _alternates(client.get(f"{base}/?org=ice").text)
+    assert english == {
+        "application/atom+xml": (
+            f"{base}/feeds/org/ice.atom",
+            "Leadership changes: Immigration and Customs Enforcement (Atom)",
+        ),
+        "application/rss+xml": (
+            f"{base}/feeds/org/ice.rss",
+            "Leadership changes: Immigration and Customs Enforcement (RSS)",
+        ),
+        "application/feed+json": (
+            f"{base}/feeds/org/ice.json",
+            "Leadership changes: Immigration and Customs Enforcement (JSON Feed)",
+        ),
+    }
+    # each one is that organisation's feed, titled as the feed itself is
+    atom = feedparser.parse(client.get(f"{base}/feeds/org/ice.atom").content)
+    assert f"{atom.feed.title} (Atom)" == english["application/atom+xml"][1]
+    # a language asked for in the address is kept, as in the page's other feed links
+    french = _alternates(client.get(f"{base}/?org=ice-hsi&lang=fr").text)
+    assert {href for href, _ in french.values()} == {
+        f"{base}/feeds/org/ice-hsi.{ext}?lang=fr" for ext in ("atom", "rss", "json")
+    }
+    by_header = client.get(f"{base}/?org=ice-hsi", headers={"Accept-Language": "fr"})
+    assert {href for href, _ in _alternates(by_header.text).values()} == {
+        f"{base}/feeds/org/ice-hsi.{ext}" for ext in ("atom", "rss", "json")
+    }
+    # the OPML outline stays every feed; an unknown organisation has no feeds of its own
+    outline = {"rel": "outline", "type": "text/x-opml", "title": "OPML", "href": f"{base}/opml"}
+    assert outline in _collect(client.get(f"{base}/?org=ice").text).links
+    unknown = _alternates(client.get(f"{base}/?org=ero").text)
+    assert unknown["application/atom+xml"][0] == f"{base}/feeds/all.atom"
+    assert _alternates(client.get(f"{base}/").text)["application/rss+xml"] == (
+        f"{base}/feeds/all.rss",
+        "Leadership changes (RSS)",
+    )

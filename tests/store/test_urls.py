@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from leaderlog.errors import StoreUnavailable
-from leaderlog.store import open_store
+from leaderlog.store import open_store, without_password
 
 
 @pytest.mark.parametrize(
@@ -21,3 +21,18 @@ async def test_an_unsupported_url_is_refused_without_its_password(url: str) -> N
         await open_store(url)
     assert "TopSecret1" not in str(refused.value)
     assert "app:***@db.internal" in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("postgresql://app:TopSecret1@db/x", "postgresql://app:***@db/x"),
+        (
+            "postgresql://app@db/x?password=TopSecret1&sslmode=require",
+            "postgresql://app@db/x?password=***&sslmode=require",
+        ),
+        ("sqlite:///leaderlog.db", "sqlite:///leaderlog.db"),
+    ],
+)
+def test_urls_are_printed_without_their_passwords(url: str, shown: str) -> None:
+    assert without_password(url) == shown

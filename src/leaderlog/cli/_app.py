@@ -20,6 +20,7 @@ from leaderlog.errors import (
     DuplicateEventError,
     LeaderlogError,
     RecordError,
+    StoreUnavailable,
 )
 from leaderlog.log import EventLog
 from leaderlog.store import database_url
@@ -36,12 +37,35 @@ class Context:
         self.db = database_url(db)
 
     @contextlib.asynccontextmanager
-    async def log(self) -> AsyncIterator[EventLog]:
+    async def log(self, *, create: bool) -> AsyncIterator[EventLog]:
+        """The log the database URL names.
+
+        ``create``: whether a SQLite file that does not exist is created, as a command that
+        writes wants. A command that only reads refuses it instead: opening it would leave
+        an empty database behind and answer as if nothing had happened.
+        """
+        if not create:
+            _refuse_a_missing_sqlite_file(self.db)
         log = await EventLog.open(self.db)
         try:
             yield log
         finally:
             await log.close()
+
+
+def _refuse_a_missing_sqlite_file(url: str) -> None:
+    if "://" in url and url.partition("://")[0].lower() != "sqlite":
+        return  # PostgreSQL, or a scheme that opening the store refuses
+    # Imported here: a PostgreSQL user's command need not load the SQLite driver.
+    from leaderlog.store.sqlite import path_from_url
+
+    path = path_from_url(url)  # a malformed URL is refused here as it is when opened
+    if str(path) == ":memory:" or path.exists():
+        return
+    raise StoreUnavailable(
+        f"database {path.absolute()} does not exist: import records into it first "
+        "(leaderlog import FILE), or name another with --db URL or LEADERLOG_DB"
+    )
 
 
 # What a shell reports for a command stopped by Ctrl-C (128 + SIGINT).

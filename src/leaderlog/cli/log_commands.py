@@ -103,7 +103,7 @@ def import_command(context: Context, files: Sequence[IO[bytes]], actor: str, as_
         if not records:
             click.echo("appended 0, already present 0 (no records)")
             return
-        async with context.log() as log:
+        async with context.log(create=True) as log:
             if len(records) > 10_000:
                 err_console.print(f"appending {len(records)} records in one transaction...")
             try:
@@ -142,7 +142,7 @@ def events_command(context: Context, after: int, limit: int | None, as_json: boo
     """
 
     async def go() -> None:
-        async with context.log() as log:
+        async with context.log(create=False) as log:
             events = await log.events(after=after, limit=limit)
         if as_json:
             print_json([event.envelope() for event in events])
@@ -171,7 +171,7 @@ def verify_command(context: Context, as_json: bool) -> None:
     """
 
     async def go() -> bool:
-        async with context.log() as log:
+        async with context.log(create=False) as log:
             report = await log.store.verify()
         if as_json:
             print_json(asdict(report))
@@ -204,7 +204,7 @@ def export_command(context: Context) -> None:
 
     async def go() -> None:
         out = sys.stdout
-        async with context.log() as log:
+        async with context.log(create=False) as log:
             async for event in log.store.iterate():
                 out.write(dumps(event.envelope()))
                 out.write("\n")

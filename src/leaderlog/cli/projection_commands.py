@@ -30,6 +30,7 @@ from leaderlog.projections import (
     load_projection,
     runner_for,
 )
+from leaderlog.projections.loading import user_projection_folder
 
 # Catching up by fewer events than this shows no progress bar: it would only flicker.
 _PROGRESS_THRESHOLD = 5000
@@ -75,6 +76,31 @@ async def catch_up_for_queries(runner: ProjectionRunner) -> None:
             raise
         for failure in failed.failures:
             click.echo(f"warning: {failure}", err=True)
+    for problem in await _built_but_not_loading(runner):
+        click.echo(f"warning: {problem}", err=True)
+
+
+async def _built_but_not_loading(runner: ProjectionRunner) -> list[str]:
+    """User projections built here before whose module is there but no longer loads.
+
+    The runner leaves them out so that a broken module never stops a query, which would
+    otherwise leave them behind in silence. A module that is not there at all (a command
+    run from another folder) is left to ``leaderlog projections`` to explain.
+    """
+    loaded = {projection.name for projection in runner.projections}
+    folder = user_projection_folder()
+    problems = []
+    for name, (_, checkpoint) in sorted((await runner.registered()).items()):
+        if name in loaded or not (folder / f"{name}.py").is_file():
+            continue
+        try:
+            load_projection(name)
+        except ProjectionError as error:
+            problems.append(
+                f"projection {name} could not be loaded: {error}; "
+                f"it stays at position {checkpoint} until that is fixed"
+            )
+    return problems
 
 
 async def _catch_up(runner: ProjectionRunner) -> None:
@@ -91,7 +117,7 @@ async def _catch_up(runner: ProjectionRunner) -> None:
 
 @asynccontextmanager
 async def _current(context: Context) -> AsyncIterator[Queries]:
-    async with context.log() as log:
+    async with context.log(create=False) as log:
         await catch_up_for_queries(await runner_for(log.store))
         yield Queries(log.store)
 
@@ -136,11 +162,18 @@ def _known(known: Mapping[str, Any]) -> str:
     return f"known at position {known['position']}{through}"
 
 
-def _print_state(answer: Mapping[str, Any]) -> None:
+# What an empty log answers instead of "(no posts)", so that a first run says what to do.
+_EMPTY_LOG = (
+    "  (no posts: the log is empty; import records with leaderlog import FILE, or start "
+    "leaderlog serve, which loads the seed article into an empty log)"
+)
+
+
+def _print_state(answer: Mapping[str, Any], *, log_is_empty: bool) -> None:
     scope = f" in {answer['org']['name']} ({answer['org']['org']})" if answer["org"] else ""
     click.echo(f"Leadership{scope} as of {answer['as_of']}, {_known(answer['known_at'])}")
     if not answer["posts"]:
-        click.echo("  (no posts)")
+        click.echo(_EMPTY_LOG if log_is_empty else "  (no posts)")
     for post in answer["posts"]:
         about = post["post"]
         click.echo("")
@@ -247,10 +280,11 @@ def state_command(
     async def go() -> None:
         async with _current(context) as queries:
             answer = await queries.state(org=org, as_of=as_of, known_at=known_at)
+            head, _ = await queries.store.head()
         if as_json:
             print_json(answer)
         else:
-            _print_state(answer)
+            _print_state(answer, log_is_empty=head == 0)
 
     run(go)
 
@@ -395,7 +429,7 @@ def rebuild_command(context: Context, names: Sequence[str]) -> None:
     """
 
     async def go() -> None:
-        async with context.log() as log:
+        async with context.log(create=False) as log:
             runner = await runner_for(log.store, also=tuple(names))
             chosen = list(dict.fromkeys(names)) or [p.name for p in runner.projections]
             head, _ = await log.store.head()
@@ -423,7 +457,7 @@ def projections_command(context: Context, as_json: bool) -> None:
     """
 
     async def go() -> list[dict[str, Any]]:
-        async with context.log() as log:
+        async with context.log(create=False) as log:
             runner = await runner_for(log.store)
             statuses = [status._asdict() for status in await runner.status()]
             head, _ = await log.store.head()

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import socket
 import sys
 from importlib.resources import as_file, files
 from pathlib import Path
@@ -25,8 +28,13 @@ from leaderlog.feeds import (
 from leaderlog.http import create_app, feed_runner
 from leaderlog.log import load_seeds
 from leaderlog.projections import Queries, runner_for
+from leaderlog.store import without_password
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8000"
+# What uvicorn exits with when the application does not start (its STARTUP_FAILURE).
+_STARTUP_FAILURE = 3
+# uvicorn's default: connections the kernel queues before the server accepts them.
+_BACKLOG = 2048
 
 
 def seeds_folder() -> Path | None:
@@ -78,21 +86,122 @@ def serve_command(
     async def open_and_seed() -> None:
         # Here rather than in the server's startup, so that a database that cannot be
         # opened or a bad seed file is a one-line error, as with every other command.
-        async with context.log() as log:
+        async with context.log(create=True) as log:
             if seeds is not None and await log.store.count() == 0:
                 await load_seeds(log, seeds)
 
     run(open_and_seed)
-    app = create_app(context.db, seeds=seeds)
-    err_console.print(f"leaderlog serving {context.db} on http://{host}:{port}/")
-    uvicorn.run(
-        app,
-        host=host,
-        port=port,
-        proxy_headers=proxy_headers,
-        forwarded_allow_ips="*" if proxy_headers else None,
-        log_level="info",
+    # Listening before anything is announced: uvicorn would start the application first and
+    # only then find the port taken, after its "startup complete", in a traceback-like log.
+    try:
+        sockets = listening_sockets(host, port)
+    except OSError as error:
+        click.echo(f"error: {cannot_listen(host, port, error)}", err=True)
+        sys.exit(1)
+    try:
+        app = create_app(context.db, seeds=seeds)
+        config = uvicorn.Config(
+            app,
+            host=host,
+            port=port,
+            proxy_headers=proxy_headers,
+            forwarded_allow_ips="*" if proxy_headers else None,
+            log_level="info",
+        )
+        server = uvicorn.Server(config)
+        # Given sockets, uvicorn does not say where it listens: this line does.
+        click.echo(
+            f"leaderlog serving {without_password(context.db)} on "
+            f"http://{host_and_port(host, port)}/ "
+            "(Ctrl+C to stop)",
+            err=True,
+        )
+        # Ctrl-C is how a server is stopped: status 0, as with uvicorn.run.
+        with contextlib.suppress(KeyboardInterrupt):
+            server.run(sockets=sockets)
+    finally:
+        for listening in sockets:
+            listening.close()
+    if not server.started:
+        sys.exit(_STARTUP_FAILURE)
+
+
+def host_and_port(host: str, port: int) -> str:
+    """``host:port`` as written in a URL: an IPv6 address in brackets."""
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def listening_sockets(host: str, port: int) -> list[socket.socket]:
+    """Sockets bound and listening on every address ``host`` names, as uvicorn's own would be.
+
+    Raises the :class:`OSError` (a :class:`socket.gaierror` for a name that does not
+    resolve) of the first address that cannot be taken; nothing stays open then.
+    """
+    found = socket.getaddrinfo(
+        host or None,  # "" means every interface, as in asyncio
+        port,
+        type=socket.SOCK_STREAM,
+        # Named, so that asyncio sees a TCP socket and turns Nagle off (TCP_NODELAY).
+        proto=socket.IPPROTO_TCP,
+        flags=socket.AI_PASSIVE,
     )
+    addresses = list(dict.fromkeys((family, address) for family, _, _, _, address in found))
+    sockets: list[socket.socket] = []
+    unavailable: OSError | None = None
+    try:
+        for family, address in addresses:
+            listening = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+            sockets.append(listening)
+            # A restarted server need not wait for the old one's connections to time out.
+            listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if family == socket.AF_INET6:
+                # "::" would otherwise also claim the IPv4 port that 0.0.0.0 takes beside it.
+                listening.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            try:
+                listening.bind(address)
+            except OSError as error:
+                if error.errno != errno.EADDRNOTAVAIL or len(addresses) == 1:
+                    raise
+                # One of several (::1 beside 127.0.0.1 for localhost) on a machine without
+                # that address family: skipped, as asyncio does.
+                sockets.pop().close()
+                unavailable = error
+                continue
+            listening.listen(_BACKLOG)
+        if not sockets and unavailable is not None:
+            raise unavailable
+    except BaseException:
+        for listening in sockets:
+            listening.close()
+        raise
+    return sockets
+
+
+def cannot_listen(host: str, port: int, error: OSError) -> str:
+    """Why ``host:port`` cannot be listened on, and what to do about it, in one line."""
+    where = f"cannot listen on {host_and_port(host, port)}"
+    if isinstance(error, socket.gaierror):
+        return (
+            f"{where}: {host!r} is not a known host name "
+            f"({error.strerror}; choose another with --host)"
+        )
+    if error.errno == errno.EADDRINUSE:
+        return (
+            f"{where}: address already in use "
+            "(is another server running? choose another with --port)"
+        )
+    if error.errno == errno.EADDRNOTAVAIL:
+        return (
+            f"{where}: address not available "
+            "(it is not an address of this machine; choose another with --host)"
+        )
+    if error.errno == errno.EACCES and port < 1024:
+        return (
+            f"{where}: permission denied "
+            "(ports below 1024 need administrator rights; choose another with --port)"
+        )
+    reason = error.strerror or str(error)
+    return f"{where}: {reason[:1].lower()}{reason[1:]}"
 
 
 @main.command("feed")
@@ -150,7 +259,7 @@ def feed_command(
     )
 
     async def go() -> bytes:
-        async with context.log() as log:
+        async with context.log(create=False) as log:
             await feed_runner(log.store).catch_up()
             try:
                 rendered = await FeedService(log.store).render(request)

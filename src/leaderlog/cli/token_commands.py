@@ -31,7 +31,7 @@ def create_command(context: Context, name: str) -> None:
     """
 
     async def go() -> None:
-        async with context.log() as log:
+        async with context.log(create=True) as log:
             token = await Tokens(log.store).create(name)
         click.echo(token)
         click.echo(f"token for {name!r} created; it is shown only this once", err=True)
@@ -51,7 +51,7 @@ def revoke_command(context: Context, name: str) -> None:
     """
 
     async def go() -> None:
-        async with context.log() as log:
+        async with context.log(create=False) as log:
             await Tokens(log.store).revoke(name)
         click.echo(f"token for {name!r} revoked")
 
@@ -70,7 +70,7 @@ def list_command(context: Context, as_json: bool) -> None:
     """
 
     async def go() -> None:
-        async with context.log() as log:
+        async with context.log(create=False) as log:
             tokens = await Tokens(log.store).listing()
         if as_json:
             print_json(

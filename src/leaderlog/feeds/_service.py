@@ -164,7 +164,7 @@ class FeedService:
         now = time.monotonic()
         if now - self._checked < self.poll_interval:
             if self._rebuilding:
-                raise StoreUnavailable(_REBUILDING)
+                raise StoreUnavailable(_REBUILDING, public=_REBUILDING)
             return
         self._checked = now
         checkpoint = await self.reader.checkpoint()
@@ -173,7 +173,7 @@ class FeedService:
         # look complete and empty, to readers and caches alike; "try again" is the truth.
         self._rebuilding = (checkpoint or 0) < self._served
         if self._rebuilding:
-            raise StoreUnavailable(_REBUILDING)
+            raise StoreUnavailable(_REBUILDING, public=_REBUILDING)
         self._served = checkpoint or 0
         if checkpoint != self._checkpoint:
             self._checkpoint = checkpoint

@@ -112,11 +112,22 @@ def _name(text: object) -> str:
     return f"<bdi>{_e(text)}</bdi>"
 
 
-def _discovery(base: str, lang: Language, link_lang: str | None) -> str:
-    title = lang._(N_("Leadership changes"))
+def _discovery(
+    base: str, lang: Language, link_lang: str | None, shown: tuple[str, dict[str, Any]] | None
+) -> str:
+    """Autodiscovery links: the feeds of the organisation ``shown`` (its id and document),
+    titled as those feeds are, or of everything; the OPML is always every feed."""
+    if shown is None:
+        scope = Scope("all")
+        title = lang._(N_("Leadership changes"))
+    else:
+        org_id, doc = shown
+        scope = Scope("org", org_id)
+        name = scope_name("org", doc, org_id, lang)
+        title = lang._(N_("Leadership changes: {name}"), name=name)
     links = [
         f'<link rel="alternate" type="{MEDIA_TYPES[fmt]}" title="{_e(title)} '
-        f'({_FORMAT_NAMES[fmt]})" href="{_e(feed_url(base, Scope("all"), fmt, lang=link_lang))}">'
+        f'({_FORMAT_NAMES[fmt]})" href="{_e(feed_url(base, scope, fmt, lang=link_lang))}">'
         for fmt in FORMATS
     ]
     opml = _e(_opml_url(base, link_lang))
@@ -391,6 +402,11 @@ async def overview(
         leadership = _org_index(base, orgs, words, link_lang)
     else:
         leadership = _leadership(state, orgs, post_labels, words)
+    shown = None
+    if org is not None and unknown is None and state.get("org"):
+        # The id as stored, which is what the feed addresses use.
+        shown_id = str(state["org"]["org"])
+        shown = (shown_id, dict(orgs).get(shown_id, {}))
     if org is not None:
         back = urlencode({"lang": link_lang}) if link_lang else ""
         leadership = (
@@ -409,7 +425,7 @@ async def overview(
         lang=_e(chosen),
         direction=_e((words.locale.character_order == "right-to-left" and "rtl") or "ltr"),
         title=_e(words._(N_("Who leads what, as reported"))),
-        discovery=_discovery(base, words, link_lang),
+        discovery=_discovery(base, words, link_lang, shown),
         languages=_e(words._(N_("Languages"))),
         language_links=_language_links(chosen, org),
         leadership_heading=_e(words._(N_("Current leadership"))),

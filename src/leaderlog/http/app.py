@@ -23,7 +23,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Match
 
-from leaderlog.errors import ProjectionFailed, StoreUnavailable, UnreadableEvent
+from leaderlog.errors import ProjectionFailed, StoreError, StoreUnavailable, UnreadableEvent
 from leaderlog.feeds import FeedService
 from leaderlog.http import _api, _feeds, _pages
 from leaderlog.http._deps import Services, log_of, services_of
@@ -69,7 +69,10 @@ async def projection_runners(store: EventStore) -> tuple[ProjectionRunner, ...]:
 
 
 def _log_failure(runner: ProjectionRunner, error: Exception) -> None:
-    if isinstance(error, ProjectionFailed):
+    if isinstance(error, StoreError):
+        # Busy, deadlocked or gone: the database's condition, in one line; not a bug.
+        logger.warning("projections cannot catch up now: %s; retrying", error)
+    elif isinstance(error, ProjectionFailed):
         # It names each projection that stopped, its events and the line that raised; the
         # runner's own stack would add nothing, and the other projections went on.
         logger.error("%s; retrying", error)
@@ -207,8 +210,10 @@ async def _applied_through(request: Request, position: int) -> bool:
 async def _unavailable(request: Request, error: Exception) -> JSONResponse:
     """The database is busy or gone: a condition to retry, not a server fault."""
     logger.warning("%s %s: %s", request.method, request.url.path, error)
+    # The full message can name the database's address: that stays in the server's log.
+    public = error.public if isinstance(error, StoreUnavailable) else str(error)
     return JSONResponse(
-        {"error": "unavailable", "detail": str(error)}, 503, headers={"Retry-After": "1"}
+        {"error": "unavailable", "detail": public}, 503, headers={"Retry-After": "1"}
     )
 
 

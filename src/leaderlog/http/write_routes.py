@@ -8,6 +8,7 @@ rules) → 409 (expected version or event id) → 201 appended / 200 already pre
 from __future__ import annotations
 
 import copy
+import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Annotated, Any
 
@@ -30,6 +31,8 @@ from leaderlog.log import MAX_RECORD_BYTES, EventLog
 from leaderlog.tokens import Tokens
 
 __all__ = ["MAX_BODY_BYTES", "MAX_DEPTH", "MAX_RECORDS", "MAX_RECORD_BYTES", "write_router"]
+
+logger = logging.getLogger("leaderlog.http")
 
 MAX_BODY_BYTES = 1024 * 1024
 MAX_RECORDS = 1000
@@ -331,7 +334,8 @@ def write_router(
         except (ConcurrencyError, DuplicateEventError) as error:
             return _error(409, "conflict", str(error))
         except StoreUnavailable as error:
-            return _error(503, "unavailable", str(error), headers={"Retry-After": "1"})
+            logger.warning("POST /api/events: %s", error)
+            return _error(503, "unavailable", error.public, headers={"Retry-After": "1"})
         if applied_through is not None and outcome.positions:
             await applied_through(request, max(outcome.positions))
         status = 201 if outcome.appended else 200

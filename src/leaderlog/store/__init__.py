@@ -25,6 +25,7 @@ __all__ = [
     "VerifyReport",
     "database_url",
     "open_store",
+    "without_password",
 ]
 
 DEFAULT_DATABASE_URL = "sqlite:///leaderlog.db"
@@ -58,11 +59,13 @@ async def open_store(url: str | None = None) -> EventStore:
 
         return await SQLiteStore.open(url)
     raise StoreUnavailable(
-        f"unsupported database URL {_without_password(url)!r}: "
+        f"unsupported database URL {without_password(url)!r}: "
         "use sqlite:///path or postgresql://..."
     )
 
 
-def _without_password(url: str) -> str:
-    """The URL with anything between ``user:`` and ``@`` hidden, however malformed it is."""
-    return re.sub(r"(//[^/:@]*:)[^/@]*@", r"\1***@", url)
+def without_password(url: str) -> str:
+    """The URL fit to print: a password (``user:***@``, ``?password=***``) hidden, however
+    malformed the URL is."""
+    hidden = re.sub(r"(//[^/:@]*:)[^/@]*@", r"\1***@", url)
+    return re.sub(r"([?&]password=)[^&#]*", r"\1***", hidden)

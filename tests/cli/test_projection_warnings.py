@@ -1,0 +1,111 @@
+"""A user projection built before whose module no longer loads: queries still answer, and say
+on stderr that it is left behind, as they do for one whose ``apply`` raises."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+from leaderlog.cli import main
+from tests.conftest import ROOT, SEEDS
+
+SEED_FILE = SEEDS / "ice-leadership-2025-05.jsonl"
+ANOTHER_CLAIM = (
+    '{"type": "claim.reported", "data": {"claim": "another", '
+    '"source": "fox-ice-shakeup-2025-05", "kind": "incumbency", "person": "derek-gordon", '
+    '"post": "ice-hsi-dsac", "capacity": "unspecified", "modality": "occurred", '
+    '"attribution": {"kind": "outlet", "parties": ["Fox News"]}}}\n'
+)
+
+
+@pytest.fixture
+def folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A projections folder holding the shipped turnover projection."""
+    projections = tmp_path / "projections"
+    projections.mkdir()
+    shutil.copy(ROOT / "projections" / "turnover.py", projections / "turnover.py")
+    monkeypatch.setenv("LEADERLOG_PROJECTIONS", str(projections))
+    monkeypatch.delenv("LEADERLOG_DB", raising=False)
+    return projections
+
+
+@pytest.fixture
+def db(tmp_path: Path, folder: Path) -> str:
+    """The seeds, with turnover built to position 29."""
+    url = f"sqlite:///{tmp_path / 'leaderlog.db'}"
+    ok(invoke(url, "import", str(SEED_FILE)))
+    ok(invoke(url, "rebuild", "turnover"))
+    return url
+
+
+def invoke(url: str, *arguments: str, stdin: str | None = None) -> Result:
+    return CliRunner().invoke(main, ["--db", url, *arguments], input=stdin)
+
+
+def ok(result: Result) -> str:
+    assert result.exit_code == 0, result.output + result.stderr
+    return result.stdout
+
+
+def turnover_checkpoint(url: str) -> int:
+    statuses = json.loads(ok(invoke(url, "projections", "--json")))
+    (turnover,) = [status for status in statuses if status["name"] == "turnover"]
+    return int(turnover["checkpoint"])
+
+
+def test_a_query_warns_when_a_built_projection_no_longer_imports(db: str, folder: Path) -> None:
+    module = folder / "turnover.py"
+    working = module.read_text(encoding="utf-8")
+    future = "from __future__ import annotations\n"
+    broken = working.replace(future, future + "import no_such_module_anywhere\n", 1)
+    module.write_text(broken, encoding="utf-8")
+    ok(invoke(db, "import", "-", stdin=ANOTHER_CLAIM))
+
+    for command in (
+        ("state", "--org", "ice-hsi"),
+        ("history", "--post", "ice-hsi-ead", "--json"),
+        ("audit", "--limit", "1"),
+    ):
+        answered = invoke(db, *command)
+        assert answered.stdout, command  # the built-ins still answer
+        assert answered.stderr == (
+            f"warning: projection turnover could not be loaded: projection module {module} "
+            "failed to import: No module named 'no_such_module_anywhere'; it stays at "
+            "position 29 until that is fixed\n"
+        ), command
+    assert turnover_checkpoint(db) == 29
+
+    # fixed, the next query carries it on from its checkpoint, with nothing to say
+    module.write_text(working, encoding="utf-8")
+    answered = invoke(db, "state")
+    assert (answered.exit_code, answered.stderr) == (0, "")
+    assert turnover_checkpoint(db) == 30
+
+
+def test_a_module_that_does_not_compile_is_named_with_its_line(db: str, folder: Path) -> None:
+    module = folder / "turnover.py"
+    module.write_text("class Turnover(:\n", encoding="utf-8")
+    answered = invoke(db, "claim", "fox-ice-shakeup-2025-05-genalo-retirement")
+    assert answered.exit_code == 0, answered.output
+    assert answered.stderr.startswith(
+        f"warning: projection turnover could not be loaded: projection module {module} "
+        "failed to import: "
+    )
+    assert "(turnover.py, line 1); it stays at position 29 until that is fixed\n" in (
+        answered.stderr
+    )
+    assert len(answered.stderr.splitlines()) == 1
+
+
+def test_a_module_that_is_not_there_is_left_to_the_projections_command(
+    db: str, folder: Path
+) -> None:
+    # as when a command runs from a folder without the projections: documented, not warned
+    (folder / "turnover.py").unlink()
+    answered = invoke(db, "state")
+    assert (answered.exit_code, answered.stderr) == (0, "")
+    assert "not loaded: unknown projection 'turnover'" in ok(invoke(db, "projections"))
