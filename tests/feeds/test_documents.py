@@ -198,6 +198,50 @@ async def test_while_the_feeds_are_rebuilt_they_are_unavailable_not_partial(
     assert await _render(service, "all") == served
 
 
+async def test_documents_read_while_a_rebuild_begins_are_neither_sent_nor_kept(
+    seeded_log: EventLog,
+) -> None:
+    # given a service that has served a feed and checks the projection only now and then
+    await add_claims(seeded_log, 0, 2 * PAGE_SIZE)
+    await project(seeded_log)
+    service = FeedService(seeded_log.store, poll_interval=3600)
+    served = await _render(service, "all")
+    # when a rebuild begins (tables emptied, checkpoint back to 0) before the next check
+    async with seeded_log.store.projection_transaction() as tx:
+        for table in FeedEntriesProjection().tables():
+            await tx.execute(f"DELETE FROM {table}")
+        await tx.execute("UPDATE projection_checkpoints SET position = 0 WHERE name = ?", (FEED,))
+    # then documents it had not read yet are refused rather than read half-built
+    for scope, page in (("all", 1), ("org:ice", None), ("all", None)):
+        with pytest.raises(StoreUnavailable, match="being rebuilt"):
+            await _render(service, scope, "rss" if page is None else "atom", page=page)
+    # and after the rebuild it serves what a new service serves, nothing kept from meanwhile
+    await ProjectionRunner(seeded_log.store, [FeedEntriesProjection()]).rebuild()
+    fresh = FeedService(seeded_log.store, poll_interval=0)
+    assert await _render(service, "all") == served
+    for scope, page in (("all", 1), ("org:ice", None)):
+        fmt: FeedFormat = "rss" if page is None else "atom"
+        assert await _render(service, scope, fmt, page=page) == await _render(
+            fresh, scope, fmt, page=page
+        )
+
+
+async def test_a_page_not_taken_in_yet_is_unavailable_not_missing(seeded_log: EventLog) -> None:
+    # given the feeds caught up with a complete log, then a page's worth of claims appended
+    # that this service has not taken in yet (another server's writes, say)
+    service = await project(seeded_log)
+    await add_claims(seeded_log, 0, PAGE_SIZE)
+    # then its first archive page is "not yet", not "does not exist"
+    with pytest.raises(StoreUnavailable, match="catching up"):
+        await _render(service, "all", page=1)
+    # and an unknown scope is still simply unknown
+    with pytest.raises(FeedNotFound):
+        await _render(service, "person:nobody-at-all")
+    await project(seeded_log)
+    service.invalidate()
+    assert await _render(service, "all", page=1)
+
+
 async def test_dates_come_from_events_not_the_clock(seeded_log: EventLog) -> None:
     service = await project(seeded_log)
     events = await seeded_log.events()

@@ -353,3 +353,10 @@ def test_last_modified_appears_once_its_second_is_over_though_the_document_is_ca
         revalidated = client.get(url, headers={"If-None-Match": first.headers["etag"]})
         assert revalidated.status_code == 304
         assert revalidated.headers["last-modified"] == later.headers["last-modified"]
+
+
+def test_a_full_page_sends_last_modified_at_once_as_it_never_changes() -> None:
+    changed = dt.datetime(2025, 6, 1, 12, 0, 0, 250_000, tzinfo=dt.UTC)
+    validators = Validators(7, 'W/"7-atom"', changed, FULL_ARCHIVE_CACHE)
+    during = caching_headers(validators, "en", now=changed + dt.timedelta(milliseconds=500))
+    assert during["Last-Modified"] == "Sun, 01 Jun 2025 12:00:00 GMT"

@@ -54,6 +54,7 @@ RENDER_VERSION = 2
 SUBSCRIPTION_CACHE = "public, max-age=300"
 FULL_ARCHIVE_CACHE = "public, max-age=31536000, immutable"
 _REBUILDING = "the feeds are being rebuilt; try again shortly"
+_CATCHING_UP = "the feeds are catching up with the log; try again shortly"
 # Fixed forever: feed ids derive from it.
 _FEED_NAMESPACE = uuid.UUID("0f1d5f7e-3b0a-4c55-9a57-7a4b7b0f7c11")
 _CACHE_BYTES = 64 * 1024 * 1024
@@ -117,6 +118,11 @@ class Validators:
         text = format_datetime(self.last_modified.replace(microsecond=0), usegmt=True)
         object.__setattr__(self, "last_modified_http", text)
 
+    @property
+    def final(self) -> bool:
+        """Whether the document never changes again (a full archive page)."""
+        return self.cache_control == FULL_ARCHIVE_CACHE
+
 
 @dataclass(frozen=True, slots=True)
 class Rendered:
@@ -162,19 +168,11 @@ class FeedService:
 
     async def _fresh(self) -> None:
         now = time.monotonic()
-        if now - self._checked < self.poll_interval:
-            if self._rebuilding:
-                raise StoreUnavailable(_REBUILDING, public=_REBUILDING)
+        # While a rebuild runs, every request looks again: its end is served at once.
+        if now - self._checked < self.poll_interval and not self._rebuilding:
             return
         self._checked = now
-        checkpoint = await self.reader.checkpoint()
-        # Behind what this service has served already: the projection is being rebuilt (by
-        # `leaderlog rebuild`, say). Its partial tables would make feeds lose entries, or
-        # look complete and empty, to readers and caches alike; "try again" is the truth.
-        self._rebuilding = (checkpoint or 0) < self._served
-        if self._rebuilding:
-            raise StoreUnavailable(_REBUILDING, public=_REBUILDING)
-        self._served = checkpoint or 0
+        checkpoint = await self._unless_rebuilding()
         if checkpoint != self._checkpoint:
             self._checkpoint = checkpoint
             # Reads begun before this point may be older than the checkpoint: they are not
@@ -183,6 +181,43 @@ class FeedService:
             self._heads.clear()
             self._described.clear()
             self._clock = None
+
+    async def _unless_rebuilding(self) -> int | None:
+        """The feed projection's checkpoint; raises :class:`StoreUnavailable` while it is
+        behind what this service has served already.
+
+        That is a rebuild (by ``leaderlog rebuild``, say): its partial tables would make feeds
+        lose entries, or look complete and empty, to readers and caches alike. Everything read
+        since it began may be partial, so nothing read before it ends is kept.
+        """
+        checkpoint = await self.reader.checkpoint()
+        if (checkpoint or 0) < self._served:
+            if not self._rebuilding:
+                self._rebuilding = True
+                self._forget()
+            raise StoreUnavailable(_REBUILDING, public=_REBUILDING)
+        if self._rebuilding:
+            self._rebuilding = False
+            self._forget()
+        self._served = checkpoint or 0
+        return checkpoint
+
+    def _forget(self) -> None:
+        self._generation += 1
+        self._checkpoint = None
+        self._heads.clear()
+        self._described.clear()
+        self._clock = None
+        self._frozen_pages.clear()
+        self._rendered.clear()
+        self._rendered_bytes = 0
+
+    async def _behind_the_log(self) -> bool:
+        """Whether events are stored that the feeds have not taken in yet (another server
+        appended them a moment ago, say)."""
+        checkpoint = await self.reader.checkpoint()
+        head, _ = await self.reader.store.head()
+        return (checkpoint or 0) < head
 
     async def head(self, scope: Scope) -> Head:
         """The scope's head; raises :class:`FeedNotFound` for an unknown subject."""
@@ -230,7 +265,16 @@ class FeedService:
         if known is not None:
             return known
         generation = self._generation
-        validators = await self._describe(request)
+        try:
+            validators = await self._describe(request)
+        except FeedNotFound as missing:
+            await self._unless_rebuilding()
+            if missing.scope is None and await self._behind_the_log():
+                # A page not there yet, rather than never: another server may link to it.
+                raise StoreUnavailable(_CATCHING_UP, public=_CATCHING_UP) from None
+            raise
+        # Read over several queries: a rebuild begun meanwhile may have emptied the tables.
+        await self._unless_rebuilding()
         if generation == self._generation:
             if len(self._described) >= _DESCRIBED_LIMIT:
                 self._described.clear()
@@ -282,6 +326,8 @@ class FeedService:
         self._inflight[key] = future
         try:
             rendered = await self._render(request, validators)
+            # As in describe: a document read while a rebuild began is neither sent nor kept.
+            await self._unless_rebuilding()
         except BaseException as error:
             future.set_exception(error)
             future.exception()  # retrieved here, so an unawaited future logs nothing

@@ -160,7 +160,10 @@ def _raw(headers: dict[str, str]) -> list[tuple[bytes, bytes]]:
 
 
 def _second_is_over(validators: Validators, now: dt.datetime | None = None) -> bool:
-    """Whether the second of the document's last change has ended (see caching_headers)."""
+    """Whether the second of the document's last change has ended (see caching_headers),
+    or the document never changes again, so that no second change can share its date."""
+    if validators.final:
+        return True
     this_second = (now or dt.datetime.now(dt.UTC)).replace(microsecond=0)
     return validators.last_modified < this_second
 
