@@ -12,6 +12,7 @@ from pathlib import Path
 
 import feedparser
 import httpx
+import pytest
 from click.testing import CliRunner
 
 from leaderlog.cli import serve_commands
@@ -170,7 +171,7 @@ def test_a_language_asked_for_another_way_redirects_to_the_offered_tag(
         for method in ("GET", "HEAD"):
             response = client.request(method, base + path, follow_redirects=False)
             assert response.status_code == 308, (method, path)
-            assert response.headers["location"] == base + canonical
+            assert response.headers["location"] == canonical
     followed = client.get(
         f"{base}/feeds/org/ice.atom?lang=pt-BR", headers=IDENTITY, follow_redirects=True
     )
@@ -360,3 +361,29 @@ def test_a_full_page_sends_last_modified_at_once_as_it_never_changes() -> None:
     validators = Validators(7, 'W/"7-atom"', changed, FULL_ARCHIVE_CACHE)
     during = caching_headers(validators, "en", now=changed + dt.timedelta(milliseconds=500))
     assert during["Last-Modified"] == "Sun, 01 Jun 2025 12:00:00 GMT"
+
+
+def test_a_public_url_is_used_for_links_whatever_the_host_header_says(
+    tmp_path: Path, client: httpx.Client
+) -> None:
+    url = f"sqlite:///{tmp_path / 'leaderlog.db'}"
+    public = "https://feeds.example.org/leaders"
+    with running(create_app(url, seeds=SEEDS, public_url=public + "/")) as base:
+        forged = {"Host": "evil.example", **IDENTITY}
+        feed = client.get(f"{base}/feeds/all.atom", headers=forged)
+        assert f'href="{public}/feeds/all.atom" rel="self"' in feed.text
+        assert "evil.example" not in feed.text
+        opml = client.get(f"{base}/opml", headers=forged)
+        assert "evil.example" not in opml.text and public in opml.text
+        page = client.get(f"{base}/", headers=forged)
+        assert "evil.example" not in page.text
+        moved = client.get(f"{base}/feeds/all.atom?lang=EN", headers=forged, follow_redirects=False)
+        assert moved.headers["location"] == "/feeds/all.atom?lang=en"
+
+
+@pytest.mark.parametrize(
+    "public", ["feeds.example.org", "ftp://feeds.example.org", "https://x.org/?a=1", "https://"]
+)
+def test_a_public_url_that_is_not_an_http_address_is_refused(public: str) -> None:
+    with pytest.raises(ValueError, match="public URL"):
+        create_app("sqlite:///unused.db", public_url=public)

@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
 from html.parser import HTMLParser
+from pathlib import Path
 
 import feedparser
 import httpx
 import pytest
 
+from leaderlog.events import PersonRegistered
 from leaderlog.http import _pages as pages
+from leaderlog.http import create_app
+from leaderlog.log import EventLog, load_seeds
+from tests.conftest import SEEDS
 from tests.feeds.atom_schema import atom_problems
 from tests.feeds.logs import EMOJI, SCRIPT
+from tests.http.server import running
 
 
 class _Collector(HTMLParser):
@@ -250,3 +257,26 @@ def test_organisation_page_autodiscovers_that_organisations_feeds(
         f"{base}/feeds/all.rss",
         "Leadership changes (RSS)",
     )
+
+
+def test_overview_lists_the_feeds_of_what_it_shows_and_leaves_the_rest_to_the_opml(
+    tmp_path: Path, client: httpx.Client
+) -> None:
+    # given the seeds and a person no claim is about (one of thousands, say)
+    url = f"sqlite:///{tmp_path / 'leaderlog.db'}"
+
+    async def register_bystander() -> None:
+        async with await EventLog.open(url) as log:
+            await load_seeds(log, SEEDS)
+            await log.append_events(
+                [PersonRegistered(person="bystander", name="Bystander")], actor="test"
+            )
+
+    asyncio.run(register_bystander())
+    with running(create_app(url)) as base:
+        overview = client.get(f"{base}/").text
+        feeds = _section(overview, "feeds")
+        # then the page lists the feeds of the people it shows, not every person's
+        assert f'href="{base}/feeds/person/robert-hammer.atom"' in feeds
+        assert "/feeds/person/bystander." not in overview
+        assert "/feeds/person/bystander.atom" in client.get(f"{base}/opml").text

@@ -25,7 +25,7 @@ from click.testing import CliRunner
 
 from leaderlog.cli import main
 from leaderlog.cli import projection_commands as _projection_commands
-from leaderlog.events import parse_event
+from leaderlog.events import parse_event, parse_record
 from leaderlog.http import create_app
 from leaderlog.http.write_routes import MAX_BODY_BYTES, MAX_DEPTH, MAX_RECORDS
 from leaderlog.log import EventLog, load_seeds
@@ -402,6 +402,22 @@ def test_event_id_reused_with_other_content_is_409(running: Running, api: httpx.
     response = post(api, person(unique("id-thief"), event_id=event_id), running.token)
     assert event_id in error_body(response, 409)["detail"]
     assert log_head(api) == before
+
+
+def test_another_record_s_content_derived_id_cannot_be_taken(
+    running: Running, api: httpx.Client
+) -> None:
+    # given a record someone will send without an id: its id is derived from its content
+    victim = person(unique("victim"))
+    victims_id = str(parse_record(victim).event_id)
+    # when another writer sends other content under that id first, then it is refused
+    before = log_head(api)
+    squatter = person(unique("squatter"), event_id=victims_id)
+    body = error_body(post(api, squatter, running.token), 422)
+    assert "content-derived (version 5) id" in body["problems"][0]["message"]
+    assert log_head(api) == before
+    # and the record itself may carry its own derived id, as an export has it
+    assert post(api, {**victim, "event_id": victims_id}, running.token).status_code == 201
 
 
 def test_every_problem_is_named_by_record_and_field(running: Running, api: httpx.Client) -> None:

@@ -263,6 +263,19 @@ async def test_a_sqlite_url_is_percent_decoded(tmp_path: Path) -> None:
     assert sorted(path.name for path in tmp_path.glob("*.db")) == ["x y?z#.db"]
 
 
+async def test_a_file_name_beginning_with_file_colon_is_a_name_not_a_sqlite_uri(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # SQLite reads a name beginning with "file:" as a URI: its options would come from the name
+    monkeypatch.chdir(tmp_path)
+    url = "sqlite:///file:log.db%3Fmode=memory"
+    async with await open_store(url) as store:
+        await store.append([event("a")], actor="t")
+    async with await open_store(url) as again:
+        assert await again.count() == 1
+    assert (tmp_path / "file:log.db?mode=memory").is_file()
+
+
 @pytest.mark.parametrize("scheme", ["SQLITE", "Sqlite"])
 async def test_the_scheme_of_a_sqlite_url_is_case_insensitive(tmp_path: Path, scheme: str) -> None:
     async with await open_store(f"{scheme}:///{tmp_path}/log.db") as store:

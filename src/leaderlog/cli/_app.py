@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import re
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar
@@ -72,6 +73,18 @@ def _refuse_a_missing_sqlite_file(url: str) -> None:
 INTERRUPTED_STATUS = 130
 
 
+# Control characters other than tab: from stored text, they could end a line early or
+# move the terminal's cursor (a CR hides what came before it on the line).
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f]")
+
+
+def echo_line(line: str, *, err: bool = False) -> None:
+    """Print one line of text output: control characters in it (from stored names, titles,
+    quotes, ...) are shown escaped (``\\r``, ``\\n``, ``\\x1b``), so data can neither start
+    a line of its own nor overwrite one."""
+    click.echo(_CONTROL.sub(lambda found: repr(found.group())[1:-1], line), err=err)
+
+
 def run(function: Callable[[], Awaitable[T]], *, interrupted: str = "") -> T:
     """Run a coroutine; turn leaderlog errors into a message on stderr and exit code 1.
 
@@ -86,13 +99,13 @@ def run(function: Callable[[], Awaitable[T]], *, interrupted: str = "") -> T:
     except BatchError as error:
         click.echo(f"error: {len(error.problems)} problem(s), nothing written", err=True)
         for problem in error.problems[:50]:
-            click.echo(f"  {problem} [rule: {problem.rule}]", err=True)
+            echo_line(f"  {problem} [rule: {problem.rule}]", err=True)
         if len(error.problems) > 50:
             click.echo(f"  ... and {len(error.problems) - 50} more", err=True)
         sys.exit(1)
     except LeaderlogError as error:
         rule = _rule_of(error)
-        click.echo(f"error: {error}" + (f" [rule: {rule}]" if rule else ""), err=True)
+        echo_line(f"error: {error}" + (f" [rule: {rule}]" if rule else ""), err=True)
         sys.exit(1)
 
 

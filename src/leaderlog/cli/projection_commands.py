@@ -21,7 +21,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from leaderlog.cli._app import Context, err_console, main, print_json, run
+from leaderlog.cli._app import Context, echo_line, err_console, main, print_json, run
 from leaderlog.errors import ProjectionError, ProjectionFailed
 from leaderlog.projections import (
     BUILTIN,
@@ -171,22 +171,22 @@ _EMPTY_LOG = (
 
 def _print_state(answer: Mapping[str, Any], *, log_is_empty: bool) -> None:
     scope = f" in {answer['org']['name']} ({answer['org']['org']})" if answer["org"] else ""
-    click.echo(f"Leadership{scope} as of {answer['as_of']}, {_known(answer['known_at'])}")
+    echo_line(f"Leadership{scope} as of {answer['as_of']}, {_known(answer['known_at'])}")
     if not answer["posts"]:
-        click.echo(_EMPTY_LOG if log_is_empty else "  (no posts)")
+        echo_line(_EMPTY_LOG if log_is_empty else "  (no posts)")
     for post in answer["posts"]:
         about = post["post"]
-        click.echo("")
-        click.echo(f"{about['title']} ({about['post']}, {about['org_name']}): {post['vacancy']}")
+        echo_line("")
+        echo_line(f"{about['title']} ({about['post']}, {about['org_name']}): {post['vacancy']}")
         for holder in post["holders"]:
-            click.echo(
+            echo_line(
                 f"  holder    {_who(holder)}, {holder['capacity']}, since "
                 f"{_when(holder['since'])} [{holder['status']}]"
             )
         for item in post["pending"]:
-            click.echo(f"  pending   {_change(item)}")
+            echo_line(f"  pending   {_change(item)}")
         for conflict in post["conflicts"]:
-            click.echo(
+            echo_line(
                 f"  conflict  {conflict['kind']}: {', '.join(conflict['claims'])} "
                 f"- {conflict['reason']}"
             )
@@ -195,42 +195,42 @@ def _print_state(answer: Mapping[str, Any], *, log_is_empty: bool) -> None:
 def _print_history(answer: Mapping[str, Any]) -> None:
     ((kind, subject),) = answer["subject"].items()
     title = subject.get("name") or subject.get("title") or subject[kind]
-    click.echo(f"History of {kind} {title} ({subject[kind]}), {_known(answer['known_at'])}")
+    echo_line(f"History of {kind} {title} ({subject[kind]}), {_known(answer['known_at'])}")
     if not answer["tenures"]:
-        click.echo("  (no tenures)")
+        echo_line("  (no tenures)")
     for tenure in answer["tenures"]:
         start = _when(tenure["start"]) if tenure["start"] else "start unknown"
         end = _when(tenure["end"]) if tenure["end"] else "now"
         cause = f" ({tenure['cause']})" if tenure["cause"] else ""
-        click.echo(
+        echo_line(
             f"  {tenure['post_title']} ({tenure['post']}): {_who(tenure)}, {tenure['capacity']}, "
             f"{start} to {end}{cause} [{tenure['status']}]"
         )
         for evidence in tenure["evidence"]:
             source = answer["sources"].get(evidence["source"], {})
-            click.echo(
+            echo_line(
                 f"      {evidence['kind']} claim {evidence['claim']} ({evidence['modality']}, "
                 f"{evidence['status']}) from {source.get('publisher', evidence['source'])}"
             )
     for item in answer["pending"]:
-        click.echo(f"  pending   {item['post']}: {_change(item)}")
+        echo_line(f"  pending   {item['post']}: {_change(item)}")
 
 
 def _print_claim(answer: Mapping[str, Any]) -> None:
     current = answer["current"]
-    click.echo(f"Claim {answer['claim']}: {answer['status']}, {_known(answer['known_at'])}")
-    click.echo(
+    echo_line(f"Claim {answer['claim']}: {answer['status']}, {_known(answer['known_at'])}")
+    echo_line(
         f"  {current['kind']} of {_who(current)} as {current['capacity']} of "
         f"{current.get('post_title') or current['post']} ({current['post']}), "
         f"{current['modality']} {_when(current['effective'])}"
     )
     if current.get("quote"):
-        click.echo(f'  "{current["quote"]}"')
+        echo_line(f'  "{current["quote"]}"')
     for step in answer["lifecycle"]:
         source = answer["sources"].get(step["source"] or "", {})
         origin = f" from {source.get('publisher')} <{source.get('url')}>" if source else ""
         reason = f": {step['reason']}" if step.get("reason") else ""
-        click.echo(
+        echo_line(
             f"  {step['position']:>8}  {step['recorded_at']}  {step['type']:<16} by "
             f"{step['actor']}{origin}{reason}"
         )
@@ -241,14 +241,14 @@ def _print_audit(answer: Mapping[str, Any]) -> None:
         subject = event["claim"] or event["stream"].partition("-")[2]
         status = f" [{event['claim_status']}, {event['attribution']}]" if event["claim"] else ""
         source = f" {event['source']} ({event['publisher']})" if event["source"] else ""
-        click.echo(
+        echo_line(
             f"{event['position']:>8}  {event['recorded_at']}  {event['actor']:<10} "
             f"{event['type']:<18} {subject}{status}{source}"
         )
     if not answer["events"]:
-        click.echo("(no matching events)")
+        echo_line("(no matching events)")
     if answer["next_after"] is not None:
-        click.echo(f"... more: add --after {answer['next_after']}")
+        echo_line(f"... more: add --after {answer['next_after']}")
 
 
 # --- commands ------------------------------------------------------------------------------------

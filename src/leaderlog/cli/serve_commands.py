@@ -25,7 +25,7 @@ from leaderlog.feeds import (
     is_web_address,
     resolve,
 )
-from leaderlog.http import create_app, feed_runner
+from leaderlog.http import check_public_url, create_app, feed_runner
 from leaderlog.log import load_seeds
 from leaderlog.projections import Queries, runner_for
 from leaderlog.store import without_password
@@ -60,11 +60,28 @@ def seeds_folder() -> Path | None:
 @click.option(
     "--proxy-headers",
     is_flag=True,
-    help="Trust X-Forwarded-Proto/For (behind a reverse proxy), so feed links are right.",
+    help="Trust X-Forwarded-Proto/For from --forwarded-allow-ips (a reverse proxy).",
+)
+@click.option(
+    "--forwarded-allow-ips",
+    default="127.0.0.1,::1",
+    show_default=True,
+    help="With --proxy-headers: the proxies whose X-Forwarded-* headers are trusted.",
+)
+@click.option(
+    "--public-url",
+    help="The address readers use (https://feeds.example.org): every link is built from "
+    "it instead of the request's Host header.",
 )
 @click.pass_obj
 def serve_command(
-    context: Context, host: str, port: int, no_seed: bool, proxy_headers: bool
+    context: Context,
+    host: str,
+    port: int,
+    no_seed: bool,
+    proxy_headers: bool,
+    forwarded_allow_ips: str,
+    public_url: str | None,
 ) -> None:
     """Serve feeds, the JSON API and an HTML overview over HTTP.
 
@@ -76,9 +93,15 @@ def serve_command(
       leaderlog serve
       then open http://127.0.0.1:8000/ or subscribe to http://127.0.0.1:8000/feeds/all.atom
       leaderlog --db sqlite:///other.db serve --port 8080 --no-seed
+      leaderlog serve --proxy-headers --public-url https://feeds.example.org
     """
     import uvicorn
 
+    if public_url is not None:
+        try:
+            public_url = check_public_url(public_url)
+        except ValueError as error:
+            raise click.BadParameter(str(error), param_hint="--public-url") from None
     seeds = None if no_seed else seeds_folder()
     if not no_seed and seeds is None:
         err_console.print("no seeds folder found; an empty log stays empty")
@@ -99,13 +122,13 @@ def serve_command(
         click.echo(f"error: {cannot_listen(host, port, error)}", err=True)
         sys.exit(1)
     try:
-        app = create_app(context.db, seeds=seeds)
+        app = create_app(context.db, seeds=seeds, public_url=public_url)
         config = uvicorn.Config(
             app,
             host=host,
             port=port,
             proxy_headers=proxy_headers,
-            forwarded_allow_ips="*" if proxy_headers else None,
+            forwarded_allow_ips=forwarded_allow_ips if proxy_headers else None,
             log_level="info",
         )
         server = uvicorn.Server(config)

@@ -228,7 +228,8 @@ class FeedService:
         else:
             generation = self._generation
             found = await self.reader.head(key)
-            if generation == self._generation:
+            # Unknown ids are not remembered: anyone can ask for endlessly many.
+            if generation == self._generation and found is not None:
                 self._heads[key] = found
         if found is None:
             if scope.kind == "all":

@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
-from leaderlog.http._deps import Services, base_url, feeds_of, log_of, queries_of, runners_of
+from leaderlog.http._deps import (
+    Services,
+    base_url,
+    check_public_url,
+    feeds_of,
+    log_of,
+    queries_of,
+    runners_of,
+)
 from leaderlog.http.app import create_app, feed_runner, projection_runners
 
 __all__ = [
     "Services",
     "base_url",
+    "check_public_url",
     "create_app",
     "feed_runner",
     "feeds_of",

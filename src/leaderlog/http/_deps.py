@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import re
+import urllib.parse
 from dataclasses import dataclass, field
 
 from fastapi.exceptions import RequestValidationError
@@ -25,6 +26,7 @@ __all__ = [
     "Problem",
     "Services",
     "base_url",
+    "check_public_url",
     "feeds_of",
     "invalid_parameter",
     "log_of",
@@ -136,14 +138,29 @@ def feeds_of(request: Request) -> FeedService:
 
 
 def base_url(request: Request) -> str:
-    """Scheme and host the client used (behind a proxy: run uvicorn with --proxy-headers).
+    """The server's public address when one is configured (``create_app(public_url=...)``),
+    else the scheme and host the client used (behind a proxy: --proxy-headers).
 
     A Host header that is not a plain host name and port is not echoed into documents; the
     address the server listens on is used instead.
     """
+    configured: str | None = getattr(request.app.state, "public_url", None)
+    if configured is not None:
+        return configured
     scope = request.scope
     host = request.headers.get("host", "")
     if not _HOST.match(host):
         server = scope.get("server") or ("127.0.0.1", 80)
         host = f"{server[0]}:{server[1]}"
     return f"{scope.get('scheme', 'http')}://{host}{scope.get('root_path', '')}".rstrip("/")
+
+
+def check_public_url(url: str) -> str:
+    """``url`` without a trailing slash, if it is an http(s) address with a host and neither
+    query nor fragment; raises ValueError saying what is wrong otherwise."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ValueError(f"public URL {url!r} is not an http(s) address like https://example.org")
+    if parts.query or parts.fragment or "?" in url or "#" in url:
+        raise ValueError(f"public URL {url!r} has a query or fragment; give scheme, host, path")
+    return url.rstrip("/")

@@ -91,7 +91,9 @@ def _canonical(request: Request, path: str, chosen: str) -> Response | None:
             query.append((name, value))
         elif ("lang", chosen) not in query:
             query.append(("lang", chosen))
-    location = f"{base_url(request)}{path}?{urllib.parse.urlencode(query)}"
+    # Relative (RFC 9110 allows it): a forged Host header cannot send readers elsewhere.
+    root = request.scope.get("root_path", "").rstrip("/")
+    location = f"{root}{path}?{urllib.parse.urlencode(query)}"
     return RedirectResponse(location, status_code=308)
 
 

@@ -293,12 +293,15 @@ def _feed_entities(
     by_org: bool,
     state: Mapping[str, Any],
 ) -> Mapping[str, Sequence[tuple[str, dict[str, Any]]]]:
-    """The feeds the page lists: all of them, or those of what it shows (OPML has all)."""
+    """The feeds of what the page shows: its organisations, and the posts and people of its
+    leadership section (however many people the log knows, the page stays the size of what
+    it shows; the OPML lists every feed)."""
     if by_org:
         return {"org": orgs}
-    if org is None:
-        return entities
-    subtree = {org_id for org_id, doc in orgs if org in (doc.get("path") or [org_id])}
+    subtree = {
+        org_id for org_id, doc in orgs if org is None or org in (doc.get("path") or [org_id])
+    }
+    shown_posts = {str(answer["post"]["post"]) for answer in state.get("posts", [])}
     people = {
         str(someone.get("person"))
         for answer in state.get("posts", [])
@@ -307,7 +310,7 @@ def _feed_entities(
     return {
         "org": [item for item in orgs if item[0] in subtree],
         "person": [item for item in entities.get("person", []) if item[0] in people],
-        "post": [item for item in entities.get("post", []) if item[1].get("org") in subtree],
+        "post": [item for item in entities.get("post", []) if item[0] in shown_posts],
     }
 
 

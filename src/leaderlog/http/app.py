@@ -26,7 +26,7 @@ from starlette.routing import BaseRoute, Match
 from leaderlog.errors import ProjectionFailed, StoreError, StoreUnavailable, UnreadableEvent
 from leaderlog.feeds import FeedService
 from leaderlog.http import _api, _feeds, _pages
-from leaderlog.http._deps import Services, log_of, services_of
+from leaderlog.http._deps import Services, check_public_url, log_of, services_of
 from leaderlog.http.write_routes import write_router
 from leaderlog.log import EventLog, load_seeds
 from leaderlog.projections import ProjectionRunner, Queries, runner_for
@@ -124,13 +124,18 @@ def create_app(
     *,
     seeds: Path | None = None,
     routers: Sequence[APIRouter] = (),
+    public_url: str | None = None,
 ) -> FastAPI:
     """The app over a database URL (default: ``LEADERLOG_DB`` or ./leaderlog.db) or a log.
 
     ``seeds``: a folder of ``*.jsonl`` files loaded first when the log is empty.
     ``routers``: more routers to include (their handlers reach the log and the projections
     through :mod:`leaderlog.http._deps`).
+    ``public_url``: the address readers reach the server at (``https://feeds.example.org``),
+    used in every link instead of the request's Host header; raises ValueError if it is not
+    an http(s) URL without query or fragment.
     """
+    public = check_public_url(public_url) if public_url is not None else None
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -167,6 +172,7 @@ def create_app(
         version=_version(),
         lifespan=lifespan,
     )
+    app.state.public_url = public
     app.include_router(_pages.router)
     app.include_router(_feeds.router)
     app.include_router(_api.router)

@@ -26,7 +26,7 @@ from leaderlog.errors import (
     StoreUnavailable,
     TokenError,
 )
-from leaderlog.events import Record, event_schema, parse_record
+from leaderlog.events import Record, content_event_id, event_schema, parse_record
 from leaderlog.log import MAX_RECORD_BYTES, EventLog
 from leaderlog.tokens import Tokens
 
@@ -209,9 +209,23 @@ def _parse(raw: Any) -> list[Record]:
             )
             continue
         try:
-            records.append(parse_record(item))
+            record = parse_record(item)
         except RecordError as error:
             problems.append(error.located(where))
+            continue
+        if record.event_id.version == 5 and record.event_id != content_event_id(record.event):
+            # Version 5 is how ids are derived from content: given for other content, it
+            # would take the id another writer's record will get, and refuse that record.
+            problems.append(
+                RecordError(
+                    f"event_id {record.event_id} is a content-derived (version 5) id, but not "
+                    "this record's; leave event_id out, or give a version 4 or 7 UUID",
+                    where=where,
+                    rule="event_id",
+                )
+            )
+            continue
+        records.append(record)
     if problems:
         raise BatchError(problems)
     return records

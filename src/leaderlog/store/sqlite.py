@@ -387,6 +387,9 @@ class SQLiteStore(EventStore):
                 "an in-memory SQLite database is not supported: each connection would see "
                 "its own empty database; use a file"
             )
+        # Absolute, so a name that begins with "file:" is a file name, never a SQLite URI
+        # whose options (?mode=memory, ?mode=ro, another file) would come from the name.
+        path = path.absolute()
         if not path.parent.exists():
             raise StoreUnavailable(f"cannot create {path}: folder {path.parent} does not exist")
         # Whatever was opened before a failure is closed again, newest first.
