@@ -16,6 +16,7 @@ from leaderlog.errors import (
     ConcurrencyError,
     DomainError,
     DuplicateEventError,
+    InvalidQuery,
     LeaderlogError,
     ProjectionError,
     ProjectionFailed,
@@ -24,6 +25,7 @@ from leaderlog.errors import (
     StoreError,
     StoreUnavailable,
     TokenError,
+    UnknownEntity,
     UnreadableEvent,
 )
 from leaderlog.events import Event, FuzzyDate, Record, RecordedEvent, parse_record
@@ -41,6 +43,7 @@ __all__ = [
     "EventLog",
     "EventStore",
     "FuzzyDate",
+    "InvalidQuery",
     "LeaderlogError",
     "ProjectionError",
     "ProjectionFailed",
@@ -52,6 +55,7 @@ __all__ = [
     "StoreUnavailable",
     "TokenError",
     "Tokens",
+    "UnknownEntity",
     "UnreadableEvent",
     "load_seeds",
     "open_store",

@@ -39,6 +39,7 @@ from leaderlog.events import (
 )
 
 __all__ = [
+    "ALWAYS_REPORTED",
     "ClaimState",
     "EntityState",
     "Knowledge",
@@ -138,7 +139,8 @@ def referenced_streams(event: Event) -> set[str]:
 
 
 # The fields of claim.reported that are not optional.
-_ALWAYS_REPORTED = ("kind", "person", "post", "capacity", "modality", "attribution")
+# What every claim has: a correction may change these, never clear them.
+ALWAYS_REPORTED = ("kind", "person", "post", "capacity", "modality", "attribution")
 
 
 def _require(knowledge: Knowledge, stream: str, what: str, event: Event) -> EntityState:
@@ -247,7 +249,7 @@ def _check(event: Event, knowledge: Knowledge) -> None:
             changes = event.changes
             cleared = [
                 field
-                for field in _ALWAYS_REPORTED
+                for field in ALWAYS_REPORTED
                 if field in changes.model_fields_set and getattr(changes, field) is None
             ]
             if cleared:

@@ -13,7 +13,9 @@ Hierarchy::
     │   ├── UnreadableEvent      a stored row cannot be decoded (edited behind the store)
     │   └── StoreUnavailable     the database cannot be reached or opened, or is busy
     ├── ProjectionError          a projection cannot be loaded or answered
-    │   └── ProjectionFailed     projections could not apply some events; the others went on
+    │   ├── ProjectionFailed     projections could not apply some events; the others went on
+    │   ├── UnknownEntity        no such org, post, person or claim (with suggestions)
+    │   └── InvalidQuery         a date, time, position or filter cannot be understood
     └── TokenError               a write token is unknown, revoked or malformed
 """
 
@@ -29,6 +31,7 @@ __all__ = [
     "ConcurrencyError",
     "DomainError",
     "DuplicateEventError",
+    "InvalidQuery",
     "LeaderlogError",
     "ProjectionError",
     "ProjectionFailed",
@@ -38,6 +41,7 @@ __all__ = [
     "StoreError",
     "StoreUnavailable",
     "TokenError",
+    "UnknownEntity",
     "UnreadableEvent",
 ]
 
@@ -160,6 +164,21 @@ class StoreUnavailable(StoreError):
 
 class ProjectionError(LeaderlogError):
     """A projection is unknown, cannot be loaded, or cannot answer a query."""
+
+
+class UnknownEntity(ProjectionError):
+    """The org, post, person or claim asked about does not exist (as known at that time).
+
+    ``suggestions`` holds the ids of entities the asker may have meant, best first.
+    """
+
+    def __init__(self, message: str, suggestions: Sequence[str] = ()) -> None:
+        super().__init__(message)
+        self.suggestions = tuple(suggestions)
+
+
+class InvalidQuery(ProjectionError):
+    """A date, time, position or filter cannot be understood."""
 
 
 @dataclass(frozen=True)

@@ -226,6 +226,16 @@ async def test_documents_read_while_a_rebuild_begins_are_neither_sent_nor_kept(
         )
 
 
+async def test_feeds_built_by_another_version_are_unavailable_not_misread(
+    seeded_log: EventLog,
+) -> None:
+    service = await project(seeded_log)
+    async with seeded_log.store.projection_transaction() as tx:
+        await tx.execute("UPDATE projection_checkpoints SET version = 99 WHERE name = ?", (FEED,))
+    with pytest.raises(StoreUnavailable, match="another leaderlog version"):
+        await _render(service, "all")
+
+
 async def test_a_page_not_taken_in_yet_is_unavailable_not_missing(seeded_log: EventLog) -> None:
     # given the feeds caught up with a complete log, then a page's worth of claims appended
     # that this service has not taken in yet (another server's writes, say)

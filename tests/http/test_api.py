@@ -13,6 +13,7 @@ import pytest
 from starlette.requests import Request
 
 from leaderlog.errors import ProjectionFailed, StoreUnavailable
+from leaderlog.http import app as app_module
 from leaderlog.http import create_app
 from leaderlog.http.app import _RETRY_SECONDS as RETRY_SECONDS
 from leaderlog.http.app import _unavailable
@@ -264,3 +265,39 @@ async def test_a_503_says_to_retry_and_keeps_the_database_s_address_to_the_serve
     assert "10.0.0.5" not in bytes(response.body).decode()
     assert "try again" in bytes(response.body).decode()
     assert "10.0.0.5" in caplog.text
+
+
+def test_a_long_catch_up_at_start_is_said_and_another_version_s_build_is_not_ok(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    client: httpx.Client,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    monkeypatch.setattr(app_module, "_LONG_CATCH_UP", 10)
+    url = f"sqlite:///{tmp_path / 'leaderlog.db'}"
+
+    async def seed() -> None:
+        async with await EventLog.open(url) as log:
+            await load_seeds(log, SEEDS)
+
+    asyncio.run(seed())
+    # given a log whose projections were never built: the start says it catches up
+    with (
+        caplog.at_level(logging.WARNING, logger="leaderlog.http"),
+        running(create_app(url)) as base,
+    ):
+        assert "bringing projections up to date before serving" in caplog.text
+        assert client.get(f"{base}/healthz").json()["ok"] is True
+
+        # when another leaderlog version rebuilds a projection under the running server
+        async def rebuild_elsewhere() -> None:
+            async with await EventLog.open(url) as log, log.store.projection_transaction() as tx:
+                await tx.execute(
+                    "UPDATE projection_checkpoints SET version = 99 WHERE name = 'audit'"
+                )
+
+        asyncio.run(rebuild_elsewhere())
+        # then health says not ok, and its answers are 503s, not 500s
+        assert client.get(f"{base}/healthz").json()["ok"] is False
+        response = client.get(f"{base}/api/audit")
+        assert response.status_code == 503, response.text

@@ -72,6 +72,12 @@ def test_state_json_on_both_time_axes(db: str) -> None:
     )
 
 
+def test_a_time_before_the_log_begins_says_nothing_was_recorded_by_then(db: str) -> None:
+    text = ok(invoke(db, "state", "--known-at", "2000-01-01T00:00:00Z"))
+    assert "known at position 0 (nothing was recorded by then)" in text
+    assert "the log is empty" not in text
+
+
 def test_history_of_a_post_a_person_and_an_org(db: str) -> None:
     text = ok(invoke(db, "history", "--post", "ice-hsi-ead"))
     assert "Robert Hammer (robert-hammer), unspecified, about 2025-05 (published) to now" in text

@@ -7,8 +7,10 @@ from typing import Any
 import pytest
 
 from leaderlog.errors import ProjectionError, RecordedAtRefused
+from leaderlog.events import new_event_id
 from leaderlog.log import EventLog
 from leaderlog.projections import InvalidQuery, Queries, UnknownEntity
+from leaderlog.store import NewEvent
 from tests.projections.logs import (
     FOX,
     GENALO_RETIREMENT,
@@ -358,6 +360,27 @@ async def test_known_at_before_a_move_and_a_rename_shows_the_tree_and_names_of_t
     assert (await queries.state(org="ice"))["org"]["name"] == "ICE, renamed"
     assert "ice-hsi-ead" not in _posts(await queries.state(org="dhs", as_of="2025-06-15"))
     assert (await queries.claim(HAMMER_BODY))["current"]["name"] == "R. Hammer"
+
+
+async def test_an_older_log_s_correction_clearing_a_required_field_changes_nothing(
+    seeded_log: EventLog,
+) -> None:
+    # given a correction that clears the person, as versions before the rule accepted it
+    # (written straight to the store, past today's rules)
+    cleared = NewEvent(
+        event_id=new_event_id(),
+        stream=f"claim-{GORDON_ACTING}",
+        type="claim.corrected",
+        schema_version=1,
+        data={"claim": GORDON_ACTING, "changes": {"person": None}, "reason": "old rules"},
+    )
+    await seeded_log.store.append([cleared], actor="test")
+    queries = await current(seeded_log)
+    # then the claim keeps its person everywhere, rather than reading "None"
+    assert (await queries.claim(GORDON_ACTING))["current"]["person"] == "derek-gordon"
+    hsi = _posts(await queries.state(org="ice-hsi", as_of="2025-07-01"))["ice-hsi-ead"]
+    assert "derek-gordon" in [item["person"] for item in hsi["pending"]]
+    assert "'None'" not in repr(hsi)  # the text, not a missing value
 
 
 async def test_history_lists_tenures_by_the_day_they_count_from(seeded_log: EventLog) -> None:

@@ -18,6 +18,7 @@ from leaderlog.projections import (
     Projection,
     ProjectionRunner,
     ProjectionTransaction,
+    Queries,
     runner_for,
 )
 from leaderlog.store.base import EventStore
@@ -377,3 +378,21 @@ async def test_a_checkpoint_beyond_the_log_s_head_is_rebuilt(seeded_log: EventLo
     await again.catch_up()
     assert {s.name: s.checkpoint for s in await again.status()}["leadership"] == SEED_COUNT
     assert await dump(seeded_log.store, again.projections) == expected
+
+
+async def test_another_version_s_rebuild_is_reported_not_written_over(
+    seeded_log: EventLog,
+) -> None:
+    # given a runner (a server's, say) that prepared its projections, and queries over them
+    runner = await runner_for(seeded_log.store)
+    await runner.catch_up()
+    # when another leaderlog version rebuilds one of them at its own version
+    async with seeded_log.store.projection_transaction() as tx:
+        await tx.execute("UPDATE projection_checkpoints SET version = 99 WHERE name = 'leadership'")
+    # then the runner says so instead of applying rows of one shape to tables of another
+    await append(seeded_log, FOLLOW_UPS[:1])
+    with pytest.raises(ProjectionError, match="rebuilt by another leaderlog version"):
+        await runner.catch_up()
+    # and queries say the projection is not theirs to read now, rather than fail on SQL
+    with pytest.raises(StoreUnavailable, match="built by another leaderlog version"):
+        await Queries(seeded_log.store).state()

@@ -158,6 +158,9 @@ def _change(item: Mapping[str, Any]) -> str:
 
 
 def _known(known: Mapping[str, Any]) -> str:
+    if not known["position"]:
+        # Most often a --known-at time before the log's first event (say, before the import).
+        return "known at position 0 (nothing was recorded by then)"
     through = f", recorded through {known['recorded_through']}" if known["recorded_through"] else ""
     return f"known at position {known['position']}{through}"
 
@@ -253,7 +256,10 @@ def _print_audit(answer: Mapping[str, Any]) -> None:
 
 # --- commands ------------------------------------------------------------------------------------
 
-_KNOWN_AT_HELP = "A log position, or an RFC 3339 time (what the log held then). Default: now."
+_KNOWN_AT_HELP = (
+    "A log position, or an RFC 3339 time (what the log held then; a bare date is the end of "
+    "that day, UTC). Default: now."
+)
 
 
 @main.command("state")

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from leaderlog._json import loads
+from leaderlog.errors import StoreError, StoreUnavailable
 from leaderlog.projections.feed_entries import (
     CLOCK,
     CURRENT_DOC,
@@ -16,6 +17,7 @@ from leaderlog.projections.feed_entries import (
     HEADS,
     SCOPES,
     VERSIONS,
+    FeedEntriesProjection,
 )
 from leaderlog.store import EventStore
 
@@ -61,14 +63,28 @@ class FeedReader:
         self.store = store
 
     async def checkpoint(self) -> int | None:
+        """The feed entries' checkpoint (None before they were ever built); raises
+        :class:`StoreUnavailable` while another leaderlog version's build is in the tables."""
         try:
             rows = await self.store.query(
-                "SELECT position FROM projection_checkpoints WHERE name = 'feed_entries'"
+                "SELECT position, version FROM projection_checkpoints WHERE name = ?",
+                (FeedEntriesProjection.name,),
             )
+        except StoreError:
+            raise
         except Exception:
             # The checkpoint table appears with the first catch-up; until then nothing is known.
             return None
-        return int(rows[0][0]) if rows else None
+        if not rows:
+            return None
+        if int(rows[0][1]) != FeedEntriesProjection.version:
+            raise StoreUnavailable(
+                f"the feed entries were built by another leaderlog version ({rows[0][1]}; "
+                f"this one reads {FeedEntriesProjection.version}); run one version against a "
+                "database",
+                public="the feeds are being rebuilt by another version; try again shortly",
+            )
+        return int(rows[0][0])
 
     async def clock(self) -> tuple[int, dt.datetime]:
         """The position and stamp of the last event the feeds took in (0 and 1970 before any)."""

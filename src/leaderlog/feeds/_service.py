@@ -45,12 +45,16 @@ from leaderlog.feeds._paging import (
 from leaderlog.feeds._read import FeedReader, Head
 from leaderlog.feeds._render import render_atom, render_rss
 from leaderlog.projections import EntityKind, Queries
+from leaderlog.projections.feed_entries import FeedEntriesProjection
 from leaderlog.store import EventStore
 
 __all__ = ["FeedNotFound", "FeedRequest", "FeedService", "Rendered", "Validators"]
 
-# Bump when the rendering changes, so validators handed out before no longer match.
+# Bump when the rendering changes, so validators handed out before no longer match. The
+# feed entries projection's version is part of every validator too: a change to what it
+# stores changes documents, and must change their validators with them.
 RENDER_VERSION = 2
+_RENDERING = (RENDER_VERSION, FeedEntriesProjection.version)
 SUBSCRIPTION_CACHE = "public, max-age=300"
 FULL_ARCHIVE_CACHE = "public, max-age=31536000, immutable"
 _REBUILDING = "the feeds are being rebuilt; try again shortly"
@@ -243,7 +247,7 @@ class FeedService:
         described = "|".join(
             str(part)
             for part in (
-                RENDER_VERSION,
+                _RENDERING,
                 request.scope.key,
                 request.format,
                 request.lang,
@@ -437,7 +441,7 @@ class FeedService:
         key = ("opml", lang, base_url, fmt, explicit_lang, position)
         language_ = language(lang)
         link_lang = lang if explicit_lang else None
-        digest = hashlib.sha256(repr((RENDER_VERSION, *key[:-1])).encode()).hexdigest()[:16]
+        digest = hashlib.sha256(repr((_RENDERING, *key[:-1])).encode()).hexdigest()[:16]
         validators = Validators(position, f'W/"{position}-{digest}"', stamp, SUBSCRIPTION_CACHE)
         cached = self._rendered.get(key)
         if cached is not None:

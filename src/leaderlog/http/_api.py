@@ -176,13 +176,17 @@ async def verify(request: Request) -> Response:
 
 @get_and_head(router, "/healthz", summary="Liveness, log head and projection lag")
 async def healthz(request: Request) -> Response:
-    """``ok`` while the server runs; each projection's checkpoint and lag behind the log."""
-    statuses = [status for runner in runners_of(request) for status in await runner.status()]
+    """``ok`` while the server runs and its projections are the versions it reads (not
+    rebuilt by another leaderlog version); each projection's checkpoint and lag behind the log.
+    """
+    runners = runners_of(request)
+    statuses = [status for runner in runners for status in await runner.status()]
     head = max((s.head for s in statuses), default=(await log_of(request).store.head())[0])
+    own = {p.name: p.version for runner in runners for p in runner.projections}
     return json_response(
         request,
         {
-            "ok": True,
+            "ok": all(s.version == own[s.name] for s in statuses),
             "head": head,
             "projections": [
                 {"name": s.name, "version": s.version, "checkpoint": s.checkpoint, "lag": s.lag}

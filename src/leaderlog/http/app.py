@@ -81,6 +81,28 @@ def _log_failure(runner: ProjectionRunner, error: Exception) -> None:
         logger.exception("applying events to %s failed; retrying", names)
 
 
+# Events behind at start from which catching up is said to be under way (about a second).
+_LONG_CATCH_UP = 5000
+
+
+async def _say_if_catching_up_takes_a_while(runners: Sequence[ProjectionRunner]) -> None:
+    """Requests wait while the server catches up at start; after an upgrade that rebuilds a
+    projection it can take a while, which the log should say rather than seem to hang."""
+    behind: list[str] = []
+    for runner in runners:
+        for status in await runner.status():
+            projection = next(p for p in runner.projections if p.name == status.name)
+            if status.version != projection.version:
+                behind.append(
+                    f"{status.name} (rebuilt: version {status.version} to "
+                    f"{projection.version}, {status.head} events)"
+                )
+            elif status.lag >= _LONG_CATCH_UP:
+                behind.append(f"{status.name} ({status.lag} events behind)")
+    if behind:
+        logger.warning("bringing projections up to date before serving: %s", ", ".join(behind))
+
+
 async def _catch_up(runner: ProjectionRunner) -> str:
     """Catch up before serving; returns the failure logged, if any (serving goes on with
     what is projected, and the follower retries)."""
@@ -147,6 +169,7 @@ def create_app(
             if seeds is not None and await log.store.count() == 0:
                 await load_seeds(log, seeds)
             runners = await projection_runners(log.store)
+            await _say_if_catching_up_takes_a_while(runners)
             reported = [await _catch_up(runner) for runner in runners]
             feeds = FeedService(log.store)
             app.state.services = Services(log, runners, Queries(log.store), feeds)

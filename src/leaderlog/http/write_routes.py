@@ -269,6 +269,11 @@ def write_router(
             "model": ErrorBody,
             "description": "Invalid records; every problem is named with its record and fields.",
         },
+        503: {
+            "model": ErrorBody,
+            "description": "The database is busy or unreachable; nothing was written. Retry "
+            "after the seconds in Retry-After.",
+        },
     }
 
     @router.post(

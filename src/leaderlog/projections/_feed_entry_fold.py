@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from leaderlog._json import dumps
+from leaderlog.domain import ALWAYS_REPORTED
 from leaderlog.errors import RecordError
 from leaderlog.events import RecordedEvent, format_time, upcast
 from leaderlog.projections.claim_versions import STATUS_AFTER
@@ -410,6 +411,8 @@ def _correct(page: Page, entry: Entry, changes: object) -> list[dict[str, Any]]:
             entry.org = org["id"] if org else None
             entry.org_path = list(org["path"]) if org else []
         elif key in REPORTED_FIELDS:
+            if value is None and key in ALWAYS_REPORTED:
+                continue  # not a change (see leaderlog.domain.ALWAYS_REPORTED)
             before, after = fields.get(key), value
             if value is None:
                 fields.pop(key, None)

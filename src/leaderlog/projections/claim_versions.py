@@ -30,6 +30,8 @@ import datetime as dt
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from leaderlog.domain import ALWAYS_REPORTED
+
 __all__ = [
     "CLAIM_EVENT_TYPES",
     "STATUS_AFTER",
@@ -304,8 +306,11 @@ def evolve_claim(
         elif event_type == "claim.corrected":
             changes = data["changes"]
             detail = {"changes": dict(changes), "reason": data["reason"]}
-            # Every changed field is a reported field of the same name; null clears it.
+            # Every changed field is a reported field of the same name; null clears it, except
+            # where every claim has one (refused since, but a log may hold older such events).
             for name, value in changes.items():
+                if value is None and name in ALWAYS_REPORTED:
+                    continue
                 doc[name] = fuzzy(value) if name == "effective" else value
             if "effective" in changes:
                 # The correction is the newer word on the date, over a confirmation's too.

@@ -18,11 +18,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 from leaderlog._json import loads
-from leaderlog.errors import ProjectionError, StoreError
+from leaderlog.errors import ProjectionError, StoreError, StoreUnavailable
 from leaderlog.events import EVENT_TYPES, format_time
 from leaderlog.projections._sql import chunks, marks
+from leaderlog.projections.audit import AuditProjection
 from leaderlog.projections.claim_versions import ClaimVersion, counts_from
-from leaderlog.projections.leadership import OPEN
+from leaderlog.projections.leadership import OPEN, LeadershipProjection
 from leaderlog.projections.leadership_rules import pending, post_state, tenures
 from leaderlog.projections.query_input import (
     CONTROL_CHARACTERS,
@@ -77,6 +78,12 @@ _LOOKUPS: dict[EntityKind, tuple[str, str, tuple[str, ...]]] = {
 _SUGGESTIONS = 5
 
 
+# The version of each built-in projection these queries read the tables of.
+_VERSIONS_READ = {
+    LeadershipProjection.name: LeadershipProjection.version,
+    AuditProjection.name: AuditProjection.version,
+}
+
 _VERSIONS = "SELECT doc FROM p_leadership_claim_versions WHERE "
 _KNOWN = " AND known_from <= ? AND known_to > ?"
 
@@ -92,7 +99,7 @@ class Queries:
     async def _checkpoint(self, name: str) -> int:
         try:
             rows = await self.store.query(
-                "SELECT position FROM projection_checkpoints WHERE name = ?", (name,)
+                "SELECT position, version FROM projection_checkpoints WHERE name = ?", (name,)
             )
         except StoreError:
             raise  # the store is closed, busy or gone: not a missing projection
@@ -104,7 +111,17 @@ class Queries:
             raise ProjectionError(
                 f"the {name} projection has not been built; run `leaderlog rebuild`"
             )
-        return int(rows[0][0])
+        position, version = int(rows[0][0]), int(rows[0][1])
+        if version != _VERSIONS_READ[name]:
+            # Another leaderlog (older or newer, on the same database) rebuilt it its way:
+            # its tables are not the shape these queries read.
+            raise StoreUnavailable(
+                f"the {name} projection was built by another leaderlog version ({version}; "
+                f"this one reads {_VERSIONS_READ[name]}); run one version against a database",
+                public=f"the {name} projection is being rebuilt by another version; "
+                "try again shortly",
+            )
+        return position
 
     async def resolve_known_at(self, known_at: int | str | dt.datetime | None) -> dict[str, Any]:
         """``{"position", "recorded_through"}`` for a position, an RFC 3339 time, or now.

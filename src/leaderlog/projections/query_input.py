@@ -1,12 +1,11 @@
-"""Reading query parameters: dates, times, positions; and the errors queries raise."""
+"""Reading query parameters: dates, times, positions (their errors live in leaderlog.errors)."""
 
 from __future__ import annotations
 
 import datetime as dt
 import re
-from collections.abc import Sequence
 
-from leaderlog.errors import ProjectionError
+from leaderlog.errors import InvalidQuery, UnknownEntity
 
 __all__ = [
     "CONTROL_CHARACTERS",
@@ -29,22 +28,6 @@ _RFC3339 = re.compile(
     r"(?:\.(?P<fraction>\d+))?(?P<offset>[Zz]|[+-]\d{2}:\d{2})$",
     re.ASCII,
 )
-
-
-class UnknownEntity(ProjectionError):
-    """The org, post, person or claim asked about does not exist (as known at that time).
-
-    ``suggestions`` holds the ids of entities the asker may have meant, best first.
-    """
-
-    def __init__(self, message: str, suggestions: Sequence[str] = ()) -> None:
-        super().__init__(message)
-        self.suggestions = tuple(suggestions)
-
-
-class InvalidQuery(ProjectionError):
-    """A date, time, position or filter cannot be understood."""
-
 
 CONTROL_CHARACTERS = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 

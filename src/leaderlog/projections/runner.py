@@ -306,6 +306,17 @@ class ProjectionRunner:
         ahead: asyncio.Task[list[RecordedEvent]] | None = None
         ahead_after = -1
         stored = await self._stored()
+        for projection in projections:
+            version = stored.get(projection.name, (projection.version, 0))[0]
+            if version != projection.version:
+                # Rebuilt since this runner prepared it, by another leaderlog version on the
+                # same database: applying would write rows of one shape into tables of another.
+                raise ProjectionError(
+                    f"projection {projection.name} is at version {version} in this database, "
+                    f"rebuilt by another leaderlog version; this one has version "
+                    f"{projection.version}: run one version against a database (restarted, "
+                    "this one rebuilds it)"
+                )
         backlog = target - min((stored.get(p.name, (0, 0))[1] for p in projections), default=0)
         try:
             with _few_collections(backlog):
