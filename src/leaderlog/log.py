@@ -271,8 +271,9 @@ class EventLog:
         self._writer: asyncio.Task[None] | None = None
 
     @classmethod
-    async def open(cls, url: str | None = None) -> EventLog:
-        return cls(await open_store(url))
+    async def open(cls, url: str | None = None, *, create: bool = True) -> EventLog:
+        """The log at ``url``; ``create=False`` refuses a PostgreSQL log that does not exist."""
+        return cls(await open_store(url, create=create))
 
     async def close(self) -> None:
         if self._writer is not None:

@@ -7,6 +7,7 @@ import asyncio
 import os
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 
 import pytest
@@ -111,3 +112,14 @@ def test_state_of_an_empty_log_says_how_to_fill_it(tmp_path: Path) -> None:
     before = CliRunner().invoke(main, ["--db", url, "state", "--known-at", "1"])
     assert before.exit_code == 0, before.output
     assert before.stdout.splitlines()[1:] == ["  (no posts)"]
+
+
+@pytest.mark.parametrize("command", [["verify"], ["state"], ["events"]])
+def test_on_postgresql_a_schema_holding_no_log_is_refused_too(
+    postgres_url: str, command: list[str]
+) -> None:
+    url = f"{postgres_url}?schema=no_log_{uuid.uuid4().hex[:12]}"
+    result = CliRunner().invoke(main, ["--db", url, *command])
+    assert result.exit_code == 1, result.output
+    assert "holds no leaderlog log" in result.stderr
+    assert "nothing was created" in result.stderr

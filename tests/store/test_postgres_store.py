@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import uuid
 from collections.abc import AsyncIterator
 from urllib.parse import urlsplit, urlunsplit
 
@@ -20,7 +21,7 @@ from leaderlog.store.postgres import (
     translate_placeholders,
 )
 
-from . import postgres_connection, postgres_schema
+from . import _split_schema, postgres_connection, postgres_schema
 from .contract import StoreContract, event
 
 
@@ -437,3 +438,46 @@ async def test_a_lock_held_too_long_elsewhere_is_busy_not_a_hang(
             finally:
                 await transaction.rollback()
         assert await opened.count() == 1
+
+
+async def test_a_log_that_does_not_exist_is_refused_when_only_reading(schema_url: str) -> None:
+    # given a URL naming a schema that holds no log
+    with pytest.raises(StoreUnavailable, match="holds no leaderlog log"):
+        await open_store(schema_url, create=False)
+    # then nothing was created behind the mistyped name
+    _, schema = _split_schema(schema_url)
+    server_url = schema_url.split("?")[0]
+    connection = await asyncpg.connect(server_url)
+    try:
+        assert not await connection.fetchval(
+            "SELECT 1 FROM pg_namespace WHERE nspname = $1", schema
+        )
+    finally:
+        await connection.close()
+
+
+async def test_a_role_that_may_only_read_can_open_and_verify_a_log(schema_url: str) -> None:
+    # given a log, and a role granted nothing but reading it
+    async with await open_store(schema_url) as store:
+        await store.append([event("a"), event("b")], actor="t")
+    _, schema = _split_schema(schema_url)
+    role = f"reader_{uuid.uuid4().hex[:12]}"
+    server_url = schema_url.split("?")[0]
+    admin = await asyncpg.connect(server_url)
+    try:
+        await admin.execute(f'CREATE ROLE "{role}" LOGIN')
+        await admin.execute(f'GRANT USAGE ON SCHEMA "{schema}" TO "{role}"')
+        await admin.execute(f'GRANT SELECT ON ALL TABLES IN SCHEMA "{schema}" TO "{role}"')
+        parts = urlsplit(schema_url)
+        as_reader = urlunsplit(parts._replace(netloc=f"{role}@{parts.hostname}:{parts.port}"))
+        # when it opens the log only to read
+        async with await open_store(as_reader, create=False) as reader:
+            # then it reads and verifies, where creating tables would have been refused
+            assert [e.stream for e in await reader.read_all()] == ["a", "b"]
+            assert (await reader.verify()).ok
+        with pytest.raises(StoreUnavailable):
+            await open_store(as_reader)
+    finally:
+        await admin.execute(f'DROP OWNED BY "{role}"')
+        await admin.execute(f'DROP ROLE "{role}"')
+        await admin.close()

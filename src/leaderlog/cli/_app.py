@@ -47,7 +47,7 @@ class Context:
         """
         if not create:
             _refuse_a_missing_sqlite_file(self.db)
-        log = await EventLog.open(self.db)
+        log = await EventLog.open(self.db, create=create)
         try:
             yield log
         finally:

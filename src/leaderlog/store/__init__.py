@@ -45,15 +45,19 @@ def database_url(explicit: str | None = None) -> str:
     return url
 
 
-async def open_store(url: str | None = None) -> EventStore:
-    """Open the store a URL names: ``sqlite:///path`` or ``postgresql://...``."""
+async def open_store(url: str | None = None, *, create: bool = True) -> EventStore:
+    """Open the store a URL names: ``sqlite:///path`` or ``postgresql://...``.
+
+    ``create=False``: a PostgreSQL log that does not exist is refused rather than created
+    (SQLite files: see the CLI, which refuses a missing file before opening it).
+    """
     url = database_url(url)
     # Schemes are case-insensitive (RFC 3986).
     scheme = url.partition("://")[0].lower() if "://" in url else None
     if scheme in ("postgresql", "postgres"):
         from leaderlog.store.postgres import PostgresStore
 
-        return await PostgresStore.open(url)
+        return await PostgresStore.open(url, create=create)
     if scheme is None or scheme == "sqlite":
         from leaderlog.store.sqlite import SQLiteStore
 

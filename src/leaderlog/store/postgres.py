@@ -335,6 +335,29 @@ async def _create_schema(
     return str(row[0]), int(row[1])
 
 
+async def _existing_schema(
+    connection: asyncpg.pool.PoolConnectionProxy[asyncpg.Record], where: str
+) -> tuple[str, int]:
+    """The events table's schema and oid, creating nothing: a command that only reads needs
+    no rights to create, and must not leave an empty log behind a mistyped schema name."""
+    row = await connection.fetchrow(
+        "SELECT n.nspname, c.oid::bigint FROM pg_class c "
+        "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = to_regclass('events')"
+    )
+    if row is None:
+        raise StoreUnavailable(
+            f"{where} holds no leaderlog log (no events table where it looks): nothing was "
+            "created; import records into it first, or check the database and ?schema="
+        )
+    columns = [str(column[0]) for column in await connection.fetch(_EVENTS_COLUMNS)]
+    if sorted(columns) != sorted(_COLUMN_NAMES):
+        raise StoreUnavailable(
+            f"{where} is not a leaderlog database: its events table (schema {row[0]}) has "
+            f"other columns ({', '.join(columns)})"
+        )
+    return str(row[0]), int(row[1])
+
+
 class _PostgresProjectionTransaction(ProjectionTransaction):
     def __init__(self, connection: asyncpg.pool.PoolConnectionProxy[asyncpg.Record]) -> None:
         self._connection = connection
@@ -388,7 +411,9 @@ class PostgresStore(EventStore):
         self._closed = False
 
     @classmethod
-    async def open(cls, url: str) -> PostgresStore:
+    async def open(cls, url: str, *, create: bool = True) -> PostgresStore:
+        """Open the log a URL names; ``create=False`` refuses one that does not exist
+        (and runs no DDL, so a role that may only read can open it)."""
         dsn, settings, schema = _connect_options(url)
         try:
             pool = await asyncpg.create_pool(
@@ -404,7 +429,12 @@ class PostgresStore(EventStore):
             ) from error
         try:
             async with pool.acquire() as connection:
-                table_schema, table_oid = await _create_schema(connection, schema, _redacted(dsn))
+                if create:
+                    table_schema, table_oid = await _create_schema(
+                        connection, schema, _redacted(dsn)
+                    )
+                else:
+                    table_schema, table_oid = await _existing_schema(connection, _redacted(dsn))
         except _SERVER_ERRORS as error:
             await pool.close()
             raise StoreUnavailable(
