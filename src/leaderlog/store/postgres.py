@@ -325,14 +325,20 @@ async def _create_schema(
         row = await connection.fetchrow(_EVENTS_TABLE)
         if row is None:
             raise StoreUnavailable("the events table could not be created")
-        columns = [str(column[0]) for column in await connection.fetch(_EVENTS_COLUMNS)]
-        if sorted(columns) != sorted(_COLUMN_NAMES):
-            # Raised inside the transaction: the triggers just put on that table roll back.
-            raise StoreUnavailable(
-                f"{where} is not a leaderlog database: its events table (schema {row[0]}) has "
-                f"other columns ({', '.join(columns)})"
-            )
+        # Raised inside the transaction: the triggers just put on a foreign table roll back.
+        await _check_columns(connection, str(row[0]), where)
     return str(row[0]), int(row[1])
+
+
+async def _check_columns(
+    connection: asyncpg.pool.PoolConnectionProxy[asyncpg.Record], schema: str, where: str
+) -> None:
+    columns = [str(column[0]) for column in await connection.fetch(_EVENTS_COLUMNS)]
+    if sorted(columns) != sorted(_COLUMN_NAMES):
+        raise StoreUnavailable(
+            f"{where} is not a leaderlog database: its events table (schema {schema}) has "
+            f"other columns ({', '.join(columns)})"
+        )
 
 
 async def _existing_schema(
@@ -349,12 +355,7 @@ async def _existing_schema(
             f"{where} holds no leaderlog log (no events table where it looks): nothing was "
             "created; import records into it first, or check the database and ?schema="
         )
-    columns = [str(column[0]) for column in await connection.fetch(_EVENTS_COLUMNS)]
-    if sorted(columns) != sorted(_COLUMN_NAMES):
-        raise StoreUnavailable(
-            f"{where} is not a leaderlog database: its events table (schema {row[0]}) has "
-            f"other columns ({', '.join(columns)})"
-        )
+    await _check_columns(connection, str(row[0]), where)
     return str(row[0]), int(row[1])
 
 
