@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
+import tempfile
+from pathlib import Path
 from typing import Any
+
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 
 from leaderlog._json import loads
 from leaderlog.events import OrgRegistered, OrgUpdated, PostDefined
-from leaderlog.log import EventLog
+from leaderlog.log import EventLog, load_seeds
 from leaderlog.projections.feed_entries import (
     CURRENT_DOC,
     ENTRIES,
@@ -17,6 +23,7 @@ from leaderlog.projections.feed_entries import (
     FeedEntriesProjection,
 )
 from leaderlog.projections.runner import ProjectionRunner
+from tests.conftest import SEEDS
 from tests.feeds.logs import (
     GENALO_RETIREMENT,
     HAMMER_CAPTION,
@@ -176,3 +183,55 @@ async def test_every_feed_an_entry_joined_moves_when_it_changes(seeded_log: Even
     assert {"person:robert-hammer", "person:derek-gordon", "all", "org:ice"} <= moved
     assert all(after[scope] == head for scope in moved)
     assert "person:kenneth-genalo" not in moved
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@example(  # entries numbered by the count of filings: it depended on where pages began
+    steps=[
+        ("add", 19),
+        ("add", 22),
+        ("correct", 91),
+        ("correct", 54),
+        ("correct", 116),
+        ("correct", 38),
+        ("add", 32),
+        ("correct", 64),
+    ],
+    page=26,
+)
+@given(
+    steps=st.lists(
+        st.one_of(
+            st.tuples(st.just("add"), st.integers(min_value=1, max_value=40)),
+            st.tuples(st.just("correct"), st.integers(min_value=0, max_value=119)),
+        ),
+        min_size=3,
+        max_size=10,
+    ),
+    page=st.integers(min_value=1, max_value=60),
+)
+def test_refiling_is_the_same_whatever_the_pages_it_is_applied_in(
+    steps: list[tuple[str, int]], page: int
+) -> None:
+    """Claims added, and claims corrected (so re-filed once their page is full), applied in
+    pages of any size as they come: the same tables as one rebuild."""
+
+    async def check(url: str) -> None:
+        async with await EventLog.open(url) as log:
+            await load_seeds(log, SEEDS)
+            added = 0
+            for action, number in steps:
+                if action == "add" and added < 120:
+                    count = min(number, 120 - added)
+                    await add_claims(log, added, count)
+                    added += count
+                elif action == "correct" and added:
+                    await correct(log, f"gen-{number % added}", quote=f"Corrected at {added}.")
+                runner = ProjectionRunner(log.store, [FeedEntriesProjection()], page=page)
+                await runner.catch_up()
+            incremental = await _dump(log)
+            await ProjectionRunner(log.store, [FeedEntriesProjection()]).rebuild()
+            assert await _dump(log) == incremental
+
+    with tempfile.TemporaryDirectory() as folder:
+        asyncio.run(check(f"sqlite:///{Path(folder) / 'leaderlog.db'}"))

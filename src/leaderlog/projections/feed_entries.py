@@ -85,7 +85,7 @@ def _chunks(items: Sequence[Any]) -> Iterator[Sequence[Any]]:
 
 class FeedEntriesProjection(Projection):
     name: ClassVar[str] = "feed_entries"
-    version: ClassVar[int] = 6
+    version: ClassVar[int] = 7
 
     def schema(self) -> Sequence[str]:
         return (
@@ -164,14 +164,23 @@ class FeedEntriesProjection(Projection):
         # Every feed an entry ever joined shows its changes, so all of them move with it.
         await self._load_memberships(tx, page, sorted(claims))
         await self._load_entities(tx, page, referenced_entities(payloads, page.entries.values()))
-        rows = await tx.fetchall(f"SELECT entries FROM {HEADS} WHERE scope = 'all'")
+        # Entries are numbered in the order they appear. Not from the "all" scope's count,
+        # which also counts entries filed again: that would number them by page boundaries.
+        rows = await tx.fetchall(f"SELECT position FROM {CLOCK} WHERE name = 'entries'")
         page.next_seq = (int(rows[0][0]) if rows else 0) + 1
+        first_seq = page.next_seq
         for recorded, data in payloads:
             if recorded.type in ENTITY_EVENTS:
                 apply_entity(page, recorded, data)
             else:
                 apply_claim(page, recorded, data)
         await _write(tx, page)
+        if page.next_seq != first_seq:
+            await tx.execute(
+                f"INSERT INTO {CLOCK} (name, position, stamp) VALUES ('entries', ?, '') "
+                "ON CONFLICT (name) DO UPDATE SET position = excluded.position",
+                (page.next_seq - 1,),
+            )
 
     async def _load_entries(self, tx: ProjectionTransaction, page: Page, claims: set[str]) -> None:
         for chunk in _chunks(sorted(claims)):
