@@ -481,3 +481,19 @@ async def test_a_role_that_may_only_read_can_open_and_verify_a_log(schema_url: s
         await admin.execute(f'DROP OWNED BY "{role}"')
         await admin.execute(f'DROP ROLE "{role}"')
         await admin.close()
+
+
+async def test_several_hosts_are_tried_in_turn(schema_url: str) -> None:
+    # given a URL whose first host does not answer and whose second is the test server
+    parts = urlsplit(schema_url)
+    user = parts.netloc.rpartition("@")[0]
+    hosts = f"127.0.0.1:1,{parts.hostname}:{parts.port or 5432}"
+    url = urlunsplit(parts._replace(netloc=f"{user}@{hosts}"))
+    async with await open_store(url) as store:
+        await store.append([event("a")], actor="t")
+        assert await store.count() == 1
+
+
+async def test_a_bad_port_among_several_hosts_is_refused_before_connecting() -> None:
+    with pytest.raises(StoreUnavailable, match="not a valid PostgreSQL URL"):
+        await open_store("postgresql://postgres@127.0.0.1:5432,127.0.0.1:abc/test")

@@ -241,7 +241,10 @@ def _connect_options(url: str) -> tuple[str, dict[str, str], str | None]:
     """Split our own ``schema`` parameter off the URL asyncpg gets."""
     try:
         parts = urlsplit(url)
-        parts.port  # noqa: B018 - parsing the port is what checks it
+        # Several hosts (host1:5432,host2:5432, tried in turn) are libpq's and asyncpg's
+        # syntax, which urllib cannot read a port from; checking each is theirs then.
+        for host in parts.netloc.rpartition("@")[2].split(","):
+            urlsplit(f"//{host}").port  # noqa: B018 - parsing the port is what checks it
     except ValueError as error:
         raise StoreUnavailable(
             f"{_redacted_or_hidden(url)} is not a valid PostgreSQL URL: {error}"
