@@ -199,6 +199,18 @@ async def test_every_feed_an_entry_joined_moves_when_it_changes(seeded_log: Even
     ],
     page=26,
 )
+@example(  # changes before a re-filing, in other pages or the same one: its last position
+    steps=[
+        ("add", 1),
+        ("add", 33),
+        ("correct", 0),
+        ("add", 17),
+        ("correct", 0),
+        ("correct", 0),
+        ("correct", 78),
+    ],
+    page=1,
+)
 @given(
     steps=st.lists(
         st.one_of(

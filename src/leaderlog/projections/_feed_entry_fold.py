@@ -150,6 +150,9 @@ class Page:
     touched: dict[str, int] = field(default_factory=dict)
     # Scopes each corrected or new claim already belongs to (membership is never withdrawn).
     memberships: dict[str, set[str]] = field(default_factory=dict)
+    # The current rank of each loaded (scope, claim) membership; ranks are handed out when
+    # the page is written.
+    ranks: dict[tuple[str, str], int] = field(default_factory=dict)
     heads: dict[str, list[Any]] = field(default_factory=dict)
     next_seq: int = 1
     clock: Clock = field(default_factory=Clock)

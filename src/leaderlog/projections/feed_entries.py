@@ -85,7 +85,7 @@ def _chunks(items: Sequence[Any]) -> Iterator[Sequence[Any]]:
 
 class FeedEntriesProjection(Projection):
     name: ClassVar[str] = "feed_entries"
-    version: ClassVar[int] = 7
+    version: ClassVar[int] = 8
 
     def schema(self) -> Sequence[str]:
         return (
@@ -206,11 +206,13 @@ class FeedEntriesProjection(Projection):
     ) -> None:
         for chunk in _chunks(claims):
             marks = ",".join("?" * len(chunk))
-            for scope, claim in await tx.fetchall(
-                f"SELECT scope, claim FROM {SCOPES} WHERE claim IN ({marks}) AND superseded = 0",
+            for scope, claim, rank in await tx.fetchall(
+                f"SELECT scope, claim, rank FROM {SCOPES} WHERE claim IN ({marks}) "
+                "AND superseded = 0",
                 chunk,
             ):
                 page.memberships.setdefault(claim, set()).add(scope)
+                page.ranks[(scope, claim)] = int(rank)
 
     async def _load_entities(
         self, tx: ProjectionTransaction, page: Page, wanted: set[tuple[str, str]]
@@ -397,16 +399,11 @@ async def _file(tx: ProjectionTransaction, page: Page) -> None:
             f"SELECT scope, entries FROM {HEADS} WHERE scope IN ({marks})", chunk
         ):
             counts[scope] = int(entries)
-    filed: dict[tuple[str, str], int] = {}
-    for chunk in _chunks(sorted({claim for _, claim, _, _ in page.changes})):
-        marks = ",".join("?" * len(chunk))
-        for scope, claim, rank in await tx.fetchall(
-            f"SELECT scope, claim, rank FROM {SCOPES} WHERE claim IN ({marks}) AND superseded = 0",
-            chunk,
-        ):
-            filed[(scope, claim)] = int(rank)
+    # Each membership's current rank, as loaded with the memberships (changes only happen to
+    # entries whose memberships were loaded, or that joined in this page).
+    filed = page.ranks
     rows: list[tuple[Any, ...]] = []
-    superseded: list[tuple[str, int]] = []
+    superseded: list[tuple[int, str, int]] = []
     events = [(item, False) for item in page.joins] + [(item, True) for item in page.changes]
     events.sort(key=lambda event: event[0][2])
     for (scope, claim, position, at), is_change in events:
@@ -415,7 +412,7 @@ async def _file(tx: ProjectionTransaction, page: Page) -> None:
             rank = filed.get((scope, claim))
             if rank is None or count <= -(-rank // PAGE_SIZE) * PAGE_SIZE:
                 continue  # its page is still open: the change shows there
-            superseded.append((scope, rank))
+            superseded.append((position, scope, rank))
             page.heads[scope][0] += 1
         counts[scope] = filed[(scope, claim)] = count + 1
         rows.append((scope, claim, count + 1, position, at, position))
@@ -427,6 +424,9 @@ async def _file(tx: ProjectionTransaction, page: Page) -> None:
         )
     if superseded:
         # After the inserts: a filing superseded in this page may have been made in it too.
+        # Its last position becomes the moment it was superseded, whatever changes before
+        # it this page holds: so the row does not depend on where pages began.
         await tx.executemany(
-            f"UPDATE {SCOPES} SET superseded = 1 WHERE scope = ? AND rank = ?", superseded
+            f"UPDATE {SCOPES} SET superseded = 1, last_position = ? WHERE scope = ? AND rank = ?",
+            superseded,
         )
