@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import uvicorn
 from fastapi import FastAPI
 
-__all__ = ["running"]
+from leaderlog.events import Event
+from leaderlog.log import EventLog, load_seeds
+from tests.conftest import SEEDS
+
+__all__ = ["running", "seeded_database"]
 
 
 @contextmanager
@@ -37,3 +43,18 @@ def running(app: FastAPI) -> Iterator[str]:
         server.should_exit = True
         thread.join(timeout=30)
         sock.close()
+
+
+def seeded_database(folder: Path, *more: Event) -> str:
+    """A SQLite file in ``folder`` holding the seeds, then ``more``; its URL (no projections
+    built yet, as a server finds a log written by another process)."""
+    url = f"sqlite:///{folder / 'leaderlog.db'}"
+
+    async def write() -> None:
+        async with await EventLog.open(url) as log:
+            await load_seeds(log, SEEDS)
+            if more:
+                await log.append_events(list(more), actor="test")
+
+    asyncio.run(write())
+    return url

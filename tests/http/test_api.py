@@ -21,7 +21,7 @@ from leaderlog.log import EventLog, load_seeds
 from leaderlog.projections import runner_for
 from tests.conftest import SEEDS
 from tests.feeds.logs import FOX, HAMMER_CAPTION
-from tests.http.server import running
+from tests.http.server import running, seeded_database
 from tests.projections.logs import GORDON_ACTING
 from tests.projections.test_cli import FAILING_PROJECTION
 
@@ -221,13 +221,7 @@ def test_a_failing_user_projection_does_not_hold_the_answers_back(
 def test_a_row_edited_behind_the_store_is_reported_not_a_crash(
     tmp_path: Path, client: httpx.Client
 ) -> None:
-    url = f"sqlite:///{tmp_path / 'leaderlog.db'}"
-
-    async def seed() -> None:
-        async with await EventLog.open(url) as log:
-            await load_seeds(log, SEEDS)
-
-    asyncio.run(seed())
+    url = seeded_database(tmp_path)
     with sqlite3.connect(tmp_path / "leaderlog.db") as connection:
         connection.execute("DROP TRIGGER events_are_append_only_update")
         connection.execute("UPDATE events SET data = '{not json' WHERE position = 3")
@@ -274,13 +268,7 @@ def test_a_long_catch_up_at_start_is_said_and_another_version_s_build_is_not_ok(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     monkeypatch.setattr(app_module, "_LONG_CATCH_UP", 10)
-    url = f"sqlite:///{tmp_path / 'leaderlog.db'}"
-
-    async def seed() -> None:
-        async with await EventLog.open(url) as log:
-            await load_seeds(log, SEEDS)
-
-    asyncio.run(seed())
+    url = seeded_database(tmp_path)
     # given a log whose projections were never built: the start says it catches up
     with (
         caplog.at_level(logging.WARNING, logger="leaderlog.http"),

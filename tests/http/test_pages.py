@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import re
 from html.parser import HTMLParser
 from pathlib import Path
@@ -14,11 +13,9 @@ import pytest
 from leaderlog.events import PersonRegistered
 from leaderlog.http import _pages as pages
 from leaderlog.http import create_app
-from leaderlog.log import EventLog, load_seeds
-from tests.conftest import SEEDS
 from tests.feeds.atom_schema import atom_problems
 from tests.feeds.logs import EMOJI, SCRIPT
-from tests.http.server import running
+from tests.http.server import running, seeded_database
 
 
 class _Collector(HTMLParser):
@@ -263,16 +260,7 @@ def test_overview_lists_the_feeds_of_what_it_shows_and_leaves_the_rest_to_the_op
     tmp_path: Path, client: httpx.Client
 ) -> None:
     # given the seeds and a person no claim is about (one of thousands, say)
-    url = f"sqlite:///{tmp_path / 'leaderlog.db'}"
-
-    async def register_bystander() -> None:
-        async with await EventLog.open(url) as log:
-            await load_seeds(log, SEEDS)
-            await log.append_events(
-                [PersonRegistered(person="bystander", name="Bystander")], actor="test"
-            )
-
-    asyncio.run(register_bystander())
+    url = seeded_database(tmp_path, PersonRegistered(person="bystander", name="Bystander"))
     with running(create_app(url)) as base:
         overview = client.get(f"{base}/").text
         feeds = _section(overview, "feeds")

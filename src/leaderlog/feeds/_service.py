@@ -180,11 +180,9 @@ class FeedService:
         if checkpoint != self._checkpoint:
             self._checkpoint = checkpoint
             # Reads begun before this point may be older than the checkpoint: they are not
-            # remembered (see the generation checks below).
-            self._generation += 1
-            self._heads.clear()
-            self._described.clear()
-            self._clock = None
+            # remembered (see the generation checks below). Rendered documents are keyed by
+            # position, so they stay valid.
+            self._forget(documents=False)
 
     async def _unless_rebuilding(self) -> int | None:
         """The feed projection's checkpoint; raises :class:`StoreUnavailable` while it is
@@ -198,30 +196,27 @@ class FeedService:
         if (checkpoint or 0) < self._served:
             if not self._rebuilding:
                 self._rebuilding = True
-                self._forget()
+                self._checkpoint = None
+                self._forget(documents=True)
             raise StoreUnavailable(_REBUILDING, public=_REBUILDING)
         if self._rebuilding:
             self._rebuilding = False
-            self._forget()
+            self._checkpoint = None
+            self._forget(documents=True)
         self._served = checkpoint or 0
         return checkpoint
 
-    def _forget(self) -> None:
+    def _forget(self, *, documents: bool) -> None:
+        """Drop what was read from the projection; with ``documents``, the rendered ones and
+        frozen page positions too (a rebuild may have read them half-built)."""
         self._generation += 1
-        self._checkpoint = None
         self._heads.clear()
         self._described.clear()
         self._clock = None
-        self._frozen_pages.clear()
-        self._rendered.clear()
-        self._rendered_bytes = 0
-
-    async def _behind_the_log(self) -> bool:
-        """Whether events are stored that the feeds have not taken in yet (another server
-        appended them a moment ago, say)."""
-        checkpoint = await self.reader.checkpoint()
-        head, _ = await self.reader.store.head()
-        return (checkpoint or 0) < head
+        if documents:
+            self._frozen_pages.clear()
+            self._rendered.clear()
+            self._rendered_bytes = 0
 
     async def head(self, scope: Scope) -> Head:
         """The scope's head; raises :class:`FeedNotFound` for an unknown subject."""
@@ -273,9 +268,10 @@ class FeedService:
         try:
             validators = await self._describe(request)
         except FeedNotFound as missing:
-            await self._unless_rebuilding()
-            if missing.scope is None and await self._behind_the_log():
-                # A page not there yet, rather than never: another server may link to it.
+            checkpoint = await self._unless_rebuilding()
+            # A page not taken in yet, rather than never there: events are stored beyond the
+            # checkpoint (another server may already link to it).
+            if missing.scope is None and (checkpoint or 0) < (await self.reader.store.head())[0]:
                 raise StoreUnavailable(_CATCHING_UP, public=_CATCHING_UP) from None
             raise
         # Read over several queries: a rebuild begun meanwhile may have emptied the tables.

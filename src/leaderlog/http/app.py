@@ -90,8 +90,7 @@ async def _say_if_catching_up_takes_a_while(runners: Sequence[ProjectionRunner])
     projection it can take a while, which the log should say rather than seem to hang."""
     behind: list[str] = []
     for runner in runners:
-        for status in await runner.status():
-            projection = next(p for p in runner.projections if p.name == status.name)
+        for projection, status in zip(runner.projections, await runner.status(), strict=True):
             if status.version != projection.version:
                 behind.append(
                     f"{status.name} (rebuilt: version {status.version} to "

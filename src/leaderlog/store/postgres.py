@@ -114,7 +114,12 @@ _INSERT = (
 # Keeps each message to the server a few megabytes even when importing a whole log at once.
 _INSERT_CHUNK = 10_000
 _HEAD = "SELECT position, hash FROM events ORDER BY position DESC LIMIT 1"
-_HEAD_AND_TIME = "SELECT position, hash, recorded_at FROM events ORDER BY position DESC LIMIT 1"
+# The head and the database's clock in one round trip (an append's hot path).
+_HEAD_AND_CLOCK = (
+    "SELECT head.position, head.hash, head.recorded_at, clock_timestamp() FROM (SELECT 1) one "
+    "LEFT JOIN (SELECT position, hash, recorded_at FROM events ORDER BY position DESC LIMIT 1) "
+    "head ON true"
+)
 _EVENTS_TABLE = (
     "SELECT n.nspname, c.oid::bigint FROM pg_class c "
     "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = 'events'::regclass"
@@ -497,7 +502,11 @@ class PostgresStore(EventStore):
         """Read the state the batches depend on (under the append lock) and lay out the rows."""
         streams = sorted({event.stream for batch in batches for event in batch.events})
         ids = [event.event_id for batch in batches for event in batch.events]
-        head = await connection.fetchrow(_HEAD_AND_TIME)
+        # The database's clock, not this host's: every writer of the log then stamps from
+        # one clock, and a host whose clock is off cannot make recorded times go backwards.
+        head = await connection.fetchrow(_HEAD_AND_CLOCK)
+        assert head is not None  # the query always gives one row
+        head_position, head_hash, head_time, now = head
         versions = {
             row[0]: row[1]
             for row in await connection.fetch(
@@ -514,10 +523,8 @@ class PostgresStore(EventStore):
                 ids,
             )
         }
-        head_position, head_hash, head_time = head if head else (0, GENESIS_HASH, None)
-        # The database's clock, not this host's: every writer of the log then stamps from
-        # one clock, and a host whose clock is off cannot make recorded times go backwards.
-        now = await connection.fetchval("SELECT clock_timestamp()")
+        if head_position is None:
+            head_position, head_hash = 0, GENESIS_HASH
         return plan_rows(batches, versions, existing, head_position, head_hash, now, head_time)
 
     # --- reading ---------------------------------------------------------------------------
