@@ -277,6 +277,51 @@ def test_given_a_pending_departure_then_the_holder_stays_with_the_departure_pend
     assert [item["claim"] for item in state["pending"]] == ["c2"]
 
 
+def test_given_a_dated_departure_then_a_vaguer_incumbency_does_not_reopen_the_tenure() -> None:
+    # The article (published some day in May) names the acting holder and his retirement; the
+    # retirement is confirmed for the 29th, before the last day the article may be from.
+    story = (
+        Story(published={"paper": "2025-05"})
+        .report("c1", kind="incumbency", capacity="acting")
+        .report("c2", kind="departure", capacity="acting", modality="expected", cause="retirement")
+        .confirm("c2", effective="2025-05-29")
+    )
+    for on in ("2025-05-30", "2025-05-31", "2025-06-15"):
+        state = story.state(on)
+        assert (state["holders"], state["vacancy"]) == ([], "vacant"), on
+    (tenure,) = story.tenures()
+    assert (tenure["start"]["date"], tenure["end"]["date"], tenure["ended_by"]) == (
+        "2025-05",
+        "2025-05-29",
+        "c2",
+    )
+    assert [claim["claim"] for claim in tenure["evidence"]] == ["c2", "c1"]
+
+
+def test_given_a_departure_then_a_change_certainly_after_it_opens_a_new_tenure() -> None:
+    story = (
+        Story(published={"paper": "2025-05"})
+        .report("c1", kind="incumbency")
+        .report("c2", kind="departure", cause="resignation", effective="2025-05-10")
+        .report("c3", effective="2025-06-01")
+    )
+    assert story.holders("2025-05-31") == []
+    assert story.holders("2025-06-01") == [("ann", "permanent")]
+    assert [(t["start"]["date"], (t["end"] or {}).get("date")) for t in story.tenures()] == [
+        ("2025-05", "2025-05-10"),
+        ("2025-06-01", None),
+    ]
+
+
+def test_given_a_departure_then_a_vague_appointment_in_another_capacity_opens_a_tenure() -> None:
+    story = (
+        Story(published={"paper": "2025-05"})
+        .report("c1", kind="departure", capacity="permanent", effective="2025-05-10")
+        .report("c2", capacity="acting")
+    )
+    assert story.holders("2025-05-31") == [("ann", "acting")]
+
+
 # --- fuzzy dates -------------------------------------------------------------------------------
 
 

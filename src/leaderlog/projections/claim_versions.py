@@ -38,6 +38,7 @@ __all__ = [
     "ClaimVersion",
     "FuzzyJSON",
     "counts_from",
+    "earliest_day",
     "evolve_claim",
     "fuzzy",
     "latest_versions",
@@ -87,6 +88,20 @@ def counts_from(date: FuzzyJSON | None) -> dt.date | None:
         # "after 9999-12-31" has no next day to name; the last one is the nearest answer.
         return last + _ONE_DAY if last < dt.date.max else dt.date.max
     return last
+
+
+def earliest_day(date: FuzzyJSON | None) -> dt.date | None:
+    """The first day something dated ``date`` may have happened (``before`` has none: the
+    earliest representable day). None when the date is unknown."""
+    if date is None or date.get("date") is None:
+        return None
+    first, last = _range(str(date["date"]))
+    qualifier = date.get("qualifier", "on")
+    if qualifier == "before":
+        return dt.date.min
+    if qualifier == "after":
+        return last + _ONE_DAY if last < dt.date.max else dt.date.max
+    return first
 
 
 def fuzzy(date: FuzzyJSON | None) -> dict[str, Any] | None:
@@ -227,6 +242,10 @@ class ClaimVersion:
             day = self._effect_day = counts_from(self.effect_date())
         assert day is None or isinstance(day, dt.date)
         return day
+
+    def earliest_effect_day(self) -> dt.date | None:
+        """The first day the change may have taken effect; None while it is only expected."""
+        return earliest_day(self.effect_date())
 
     def reported_day(self) -> dt.date:
         day = counts_from(self.doc["reported_anchor"])

@@ -10,6 +10,8 @@ at some T (see :mod:`.claim_versions` for how versions and their dates come abou
 - A retracted claim has no effect at all.
 - An appointment or incumbency opens a tenure for its person, a departure closes it. Nothing
   closes a tenure implicitly, so two permanent holders at once stay visible as a conflict.
+  One that may have taken effect by the day a departure of its person ended a tenure (its
+  date is vaguer) is evidence of that tenure: only one certainly after it opens another.
   An appointment in another specific capacity (acting, then permanent) starts a new tenure.
 - A tenure's capacity is the latest specific capacity its evidence gives, from undisputed
   claims when there are any: "unspecified" never overrides "acting". The appointments and
@@ -115,6 +117,7 @@ def _fold(changes: Sequence[tuple[dt.date, ClaimVersion]]) -> list[Tenure]:
     """Every tenure the changes imply, in the order they started (open ones included)."""
     found: list[Tenure] = []
     holding: dict[str, Tenure] = {}
+    ended: dict[str, Tenure] = {}
     for day, claim in changes:
         current = holding.get(claim.person)
         anchor = claim.effect_date()
@@ -127,6 +130,17 @@ def _fold(changes: Sequence[tuple[dt.date, ClaimVersion]]) -> list[Tenure]:
             current.end, current.end_day = anchor, day
             current.cause, current.ended_by = claim.cause, claim.claim
             holding.pop(claim.person, None)
+            ended[claim.person] = current
+            continue
+        previous = ended.get(claim.person)
+        if current is None and previous is not None and _before_end(claim, previous):
+            # Dated more vaguely than the departure, it may well be the holding that the
+            # departure ended ("X, who is leaving, heads..."): it is evidence of that tenure,
+            # not a return. Only a change certainly after the departure opens a new one.
+            previous.evidence.append(claim)
+            if previous.start is None:
+                previous.start = anchor
+                previous.start_day = min(day, previous.end_day or day)
             continue
         if (
             current is not None
@@ -142,6 +156,18 @@ def _fold(changes: Sequence[tuple[dt.date, ClaimVersion]]) -> list[Tenure]:
             found.append(current)
         current.evidence.append(claim)
     return found
+
+
+def _before_end(claim: ClaimVersion, tenure: Tenure) -> bool:
+    """Whether ``claim`` may have taken effect by the day ``tenure`` ended, in its capacity."""
+    earliest = claim.earliest_effect_day()
+    if earliest is None or tenure.end_day is None or earliest > tenure.end_day:
+        return False
+    return not (
+        claim.kind == "appointment"
+        and claim.capacity != "unspecified"
+        and claim.capacity != tenure.capacity()
+    )
 
 
 def tenures(versions: Iterable[ClaimVersion]) -> list[dict[str, Any]]:
