@@ -566,6 +566,10 @@ def test_exported_envelope_keeps_id_time_and_actor() -> None:
         ({"recorded_at": "yesterday"}, "schema"),
         ({"recorded_at": "2025-05-29T12:00:00"}, "schema"),
         ({"recorded_at": ...}, "schema"),
+        ({"recorded_at": "2024-01-01T00:00Z"}, "schema"),
+        ({"recorded_at": "20240101T000002Z"}, "schema"),
+        ({"recorded_at": "2024-W01-1T00:00:05Z"}, "schema"),
+        ({"recorded_at": 1717000000}, "schema"),
         ({"surprise": 1}, "schema"),
     ],
 )

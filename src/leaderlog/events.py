@@ -32,6 +32,7 @@ from pydantic import (
 )
 
 from leaderlog._json import canonical_bytes
+from leaderlog._rfc3339 import read_rfc3339
 from leaderlog.errors import RecordError
 
 __all__ = [
@@ -747,12 +748,17 @@ def parse_record(raw: object) -> Record:
     recorded_at: dt.datetime | None = None
     actor: str | None = None
     if exported:
+        given = raw.get("recorded_at")
+        if not isinstance(given, str):
+            raise RecordError(
+                f"recorded_at must be an RFC 3339 time such as 2025-05-29T14:00:00Z, "
+                f"got {given!r:.80}",
+                rule="schema",
+            )
         try:
-            recorded_at = dt.datetime.fromisoformat(str(raw["recorded_at"]).replace("Z", "+00:00"))
-        except (KeyError, ValueError):
-            raise RecordError("recorded_at must be an RFC 3339 time", rule="schema") from None
-        if recorded_at.tzinfo is None:
-            raise RecordError("recorded_at needs a UTC offset", rule="schema")
+            recorded_at = read_rfc3339(given)
+        except ValueError as problem:
+            raise RecordError(f"recorded_at {problem}, got {given!r:.80}", rule="schema") from None
         actor = check_actor(str(raw.get("actor") or "import"))
     return Record(
         event=event,

@@ -140,6 +140,26 @@ def test_bad_parameters_are_422_and_unknown_ids_404(
     assert "did you mean fox-ice-shakeup-2025-05-genalo-retirement (" in claim.json()["detail"]
 
 
+def test_unknown_and_repeated_parameters_are_422_not_ignored(
+    seeded_server: tuple[str, str], client: httpx.Client
+) -> None:
+    base, _ = seeded_server
+    cases = {
+        "/api/state?asof=2024-01-01": "unknown parameter 'asof' for /api/state: it takes "
+        "as_of, known_at, org",
+        "/api/audit?frm=2025-06-01": "unknown parameter 'frm'",
+        "/api/history?person=robert-hammer&as_of=2025-01-01": "unknown parameter 'as_of'",
+        "/api/verify?deep=1": "unknown parameter 'deep' for /api/verify: it takes none",
+        "/api/state?as_of=2025-01-01&as_of=2025-06-01": "'as_of' is given 2 times",
+    }
+    for path, message in cases.items():
+        response = client.get(base + path)
+        assert response.status_code == 422, (path, response.text)
+        assert message in response.json()["detail"][0]["msg"], path
+    spaced = client.get(f"{base}/api/state", params={"known_at": "2025-06-01T14:00:00 02:00"})
+    assert "must be written %2B" in spaced.json()["detail"][0]["msg"]
+
+
 def test_large_answers_are_gzipped(seeded_server: tuple[str, str], client: httpx.Client) -> None:
     base, _ = seeded_server
     with client.stream("GET", f"{base}/api/events", headers={"Accept-Encoding": "gzip"}) as got:

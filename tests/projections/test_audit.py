@@ -102,6 +102,8 @@ async def test_recorded_time_range_is_inclusive(sqlite_url: str) -> None:
         assert may["filters"]["to"] == "2025-05-29T23:59:59.999999Z"
         none = await queries.audit(recorded_from="2025-06-12T08:30:00.000001Z")
         assert none["events"] == []
+        after = await queries.audit(recorded_from="2025-06-12T08:30:00.0000001Z")
+        assert after["events"] == []
 
 
 async def test_paging_with_after(sqlite_url: str) -> None:
@@ -150,9 +152,18 @@ async def test_bad_filters_are_refused(
         ("2016-12-31T23:59:60Z", "2016-12-31T23:59:59.999999+00:00"),
         ("2025-05-29t14:00:00.1234567+02:00", "2025-05-29T12:00:00.123456+00:00"),
         ("2025-05-29 14:00:00z", "2025-05-29T14:00:00+00:00"),
+        ("2025-05-29T14:00:00.1234560Z", "2025-05-29T14:00:00.123456+00:00"),
     ],
 )
 def test_rfc3339_times_with_leap_seconds_and_long_fractions_are_read(
     text: str, moment: str
 ) -> None:
-    assert parse_time(text, "from", end_of_day=False).isoformat() == moment
+    assert parse_time(text, "to", end_of_day=True).isoformat() == moment
+
+
+def test_a_lower_bound_beyond_microseconds_rounds_up_to_the_next_microsecond() -> None:
+    # A recorded time at .123456 is before .1234567, so "from .1234567" must not take it in.
+    moment = parse_time("2025-05-29T14:00:00.1234567Z", "from", end_of_day=False)
+    assert moment.isoformat() == "2025-05-29T14:00:00.123457+00:00"
+    exact = parse_time("2025-05-29T14:00:00.1234560Z", "from", end_of_day=False)
+    assert exact.isoformat() == "2025-05-29T14:00:00.123456+00:00"

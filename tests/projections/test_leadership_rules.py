@@ -442,6 +442,18 @@ def test_given_claims_disputing_each_other_then_one_conflict_names_both_persons(
     assert conflict["reason"] == "second, newer reason"
 
 
+def test_given_a_disputed_claim_when_its_rival_is_retracted_then_only_it_is_named() -> None:
+    story = (
+        Story()
+        .report("zz", kind="incumbency", person="xavier")
+        .report("aa", kind="incumbency", person="yolanda")
+        .dispute("aa", "zz", reason="names another holder")
+        .retract("zz")
+    )
+    (conflict,) = story.state("2025-06-30")["conflicts"]
+    assert (conflict["claims"], conflict["persons"]) == (["aa"], ["yolanda"])
+
+
 def test_given_a_departure_in_another_capacity_then_the_tenure_keeps_its_appointment_s() -> None:
     # given a permanent appointment, then a departure reported as acting
     story = (

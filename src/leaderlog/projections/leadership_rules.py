@@ -260,7 +260,13 @@ def post_state(versions: Sequence[ClaimVersion], as_of: dt.date) -> dict[str, An
     disputed.sort(key=lambda claim: -int(claim.disputes[-1]["position"]))
     for claim in disputed:
         dispute = claim.disputes[-1]
-        claims = [claim.claim, *dispute["conflicts_with"]]
+        # A retracted claim has no effect, so it is no longer a side of the conflict.
+        others = [
+            other
+            for other in dispute["conflicts_with"]
+            if other not in by_claim or by_claim[other].live
+        ]
+        claims = [claim.claim, *others]
         key = tuple(sorted(claims))
         if key in seen:
             continue

@@ -123,7 +123,7 @@ class Queries:
             )
         return position
 
-    async def resolve_known_at(self, known_at: int | str | dt.datetime | None) -> dict[str, Any]:
+    async def resolve_known_at(self, known_at: int | str | dt.date | None) -> dict[str, Any]:
         """``{"position", "recorded_through"}`` for a position, an RFC 3339 time, or now.
 
         A time T means the last position such that the whole log up to it was recorded at or
@@ -351,7 +351,7 @@ class Queries:
     async def situation(
         self,
         as_of: dt.date | str | None = None,
-        known_at: int | str | dt.datetime | None = None,
+        known_at: int | str | dt.date | None = None,
     ) -> dict[str, Any]:
         """The two axes a state answers on: ``{"as_of": "2025-05-20", "known_at": {...}}``.
 
@@ -364,7 +364,7 @@ class Queries:
         self,
         org: str | None = None,
         as_of: dt.date | str | None = None,
-        known_at: int | str | dt.datetime | None = None,
+        known_at: int | str | dt.date | None = None,
     ) -> dict[str, Any]:
         """Who holds each post on ``as_of`` (default today, UTC) as known at ``known_at``.
 
@@ -428,7 +428,7 @@ class Queries:
         person: str | None = None,
         post: str | None = None,
         org: str | None = None,
-        known_at: int | str | dt.datetime | None = None,
+        known_at: int | str | dt.date | None = None,
     ) -> dict[str, Any]:
         """Every tenure of a person, a post, or the posts of an org subtree (give exactly one).
 
@@ -502,7 +502,7 @@ class Queries:
     # --- claims ------------------------------------------------------------------------------
 
     async def claim(
-        self, claim_id: str, known_at: int | str | dt.datetime | None = None
+        self, claim_id: str, known_at: int | str | dt.date | None = None
     ) -> dict[str, Any]:
         """One claim's lifecycle: reported, then confirmed / corrected / disputed / retracted.
 
@@ -556,8 +556,8 @@ class Queries:
         type: str | None = None,
         status: str | None = None,
         attribution: str | None = None,
-        recorded_from: str | dt.datetime | None = None,
-        recorded_to: str | dt.datetime | None = None,
+        recorded_from: str | dt.date | None = None,
+        recorded_to: str | dt.date | None = None,
         after: int = 0,
         limit: int = 500,
     ) -> dict[str, Any]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 
+from leaderlog._rfc3339 import NO_OFFSET, NOT_A_DAY_TIME, read_rfc3339
 from leaderlog.errors import InvalidQuery, UnknownEntity
 
 __all__ = [
@@ -20,15 +21,6 @@ __all__ = [
 # ASCII digits only: \d would also take other scripts' digits (fullwidth U+FF15, say).
 _DAY = re.compile(r"^\d{4}-\d{2}-\d{2}$", re.ASCII)
 _WHOLE_NUMBER = re.compile(r"^[+-]?\d+$", re.ASCII)
-# RFC 3339 section 5.6, the only time shape accepted (datetime.fromisoformat alone also takes
-# week dates, basic format and times without seconds). A leap second is read as its
-# second's last microsecond; digits beyond microseconds are dropped.
-_RFC3339 = re.compile(
-    r"^(?P<date>\d{4}-\d{2}-\d{2})[Tt ](?P<clock>\d{2}:\d{2}):(?P<second>\d{2})"
-    r"(?:\.(?P<fraction>\d+))?(?P<offset>[Zz]|[+-]\d{2}:\d{2})$",
-    re.ASCII,
-)
-
 CONTROL_CHARACTERS = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
@@ -60,58 +52,59 @@ def parse_day(value: dt.date | str, what: str) -> dt.date:
         return value.date()
     if isinstance(value, dt.date):
         return value
-    text = value.strip()
-    if _DAY.match(text):
-        try:
-            return dt.date.fromisoformat(text)
-        except ValueError:
-            pass
+    if isinstance(value, str):
+        text = value.strip()
+        if _DAY.match(text):
+            try:
+                return dt.date.fromisoformat(text)
+            except ValueError:
+                pass
     raise InvalidQuery(f"{what} must be a calendar day YYYY-MM-DD, got {value!r}")
 
 
-def parse_time(value: str | dt.datetime, what: str, *, end_of_day: bool) -> dt.datetime:
-    """An RFC 3339 time with an offset, or a day (its first or last microsecond, UTC)."""
+def parse_time(value: str | dt.date, what: str, *, end_of_day: bool) -> dt.datetime:
+    """An RFC 3339 time with an offset, or a day (its first or last microsecond, UTC).
+
+    ``end_of_day`` says the time bounds a range from above: a day stands for its last
+    microsecond, and digits beyond microseconds are dropped; a lower bound rounds them up,
+    so that neither bound takes in a recorded time outside the range given.
+    """
     if isinstance(value, dt.datetime):
         moment = value
-    else:
+    elif isinstance(value, dt.date):
+        clock = dt.time.max if end_of_day else dt.time.min
+        return dt.datetime.combine(value, clock, tzinfo=dt.UTC)
+    elif isinstance(value, str):
         text = value.strip()
         if _DAY.match(text):
             day = parse_day(text, what)
             clock = dt.time.max if end_of_day else dt.time.min
             return dt.datetime.combine(day, clock, tzinfo=dt.UTC)
-        moment = _rfc3339(text, what)
+        moment = _rfc3339(text, what, round_up=not end_of_day)
+    else:
+        raise InvalidQuery(f"{what} must be an RFC 3339 time or a day YYYY-MM-DD, got {value!r}")
     if moment.tzinfo is None:
-        raise InvalidQuery(f"{what} needs a UTC offset (e.g. Z or +02:00), got {value!r}")
+        raise InvalidQuery(f"{what} {NO_OFFSET}, got {value!r}")
     try:
         return moment.astimezone(dt.UTC)
     except OverflowError:
         raise InvalidQuery(f"{what} {value!r} is out of range once converted to UTC") from None
 
 
-def _rfc3339(text: str, what: str) -> dt.datetime:
-    found = _RFC3339.match(text)
-    if found is None:
-        if _RFC3339.match(f"{text}Z"):
-            raise InvalidQuery(f"{what} needs a UTC offset (e.g. Z or +02:00), got {text!r}")
-        raise InvalidQuery(
-            f"{what} must be an RFC 3339 time such as 2025-05-29T14:00:00Z, got {text!r}"
-        )
-    second = found["second"]
-    leap = second == "60"
-    fraction = "999999" if leap else (found["fraction"] or "0")[:6].ljust(6, "0")
-    offset = found["offset"].upper().replace("Z", "+00:00")
-    normal = f"{found['date']}T{found['clock']}:{'59' if leap else second}.{fraction}{offset}"
+def _rfc3339(text: str, what: str, *, round_up: bool) -> dt.datetime:
     try:
-        return dt.datetime.fromisoformat(normal)
-    except ValueError:
-        raise InvalidQuery(f"{what} {text!r} is not a real time of a calendar day") from None
+        return read_rfc3339(text, round_up=round_up)
+    except ValueError as problem:
+        if str(problem) == NOT_A_DAY_TIME:
+            raise InvalidQuery(f"{what} {text!r} {problem}") from None
+        raise InvalidQuery(f"{what} {problem}, got {text!r}") from None
 
 
-def parse_known_at(value: int | str | dt.datetime | None) -> int | dt.datetime | None:
+def parse_known_at(value: int | str | dt.date | None) -> int | dt.datetime | None:
     """A log position (an integer) or a recorded time (RFC 3339, or a day: its end, UTC)."""
     if value is None:
         return None
-    if isinstance(value, bool):
+    if isinstance(value, bool) or not isinstance(value, int | str | dt.date):
         raise InvalidQuery(f"known-at must be a position or an RFC 3339 time, got {value!r}")
     if isinstance(value, str) and _WHOLE_NUMBER.match(value.strip()):
         value = int(value.strip())
