@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from leaderlog.projections.claim_versions import counts_from
@@ -123,7 +125,7 @@ def test_given_an_expected_appointment_when_confirmed_with_its_date_then_that_da
 
 def test_given_a_confirmation_without_a_date_then_the_confirming_source_date_counts() -> None:
     story = Story(published={"paper": "2025-05-20", "release": "2025-08-02"})
-    story.report("c1", modality="announced").confirm("c1", source="release")
+    story.report("c1", modality="announced").confirm("c1", source="release", recorded="2025-08-03")
     assert story.holders("2025-08-01") == []
     assert story.holders("2025-08-02") == [("ann", "permanent")]
     since = story.state("2025-08-02")["holders"][0]["since"]
@@ -371,6 +373,29 @@ def test_given_no_published_date_either_then_it_counts_from_the_recorded_day() -
     story.report("c1", kind="incumbency", source="blog", recorded="2025-09-03")
     assert story.holders("2025-09-02") == []
     assert story.holders("2025-09-03") == [("ann", "permanent")]
+
+
+def test_given_a_vague_published_date_then_the_recorded_day_is_its_latest_possible_day() -> None:
+    # The log recorded the claims on 10 April, so the source was out by then, whatever
+    # "2025" leaves open.
+    story = Story(published={"paper": "2025"})
+    story.report("c1", kind="incumbency", recorded="2025-04-10")
+    story.report("c2", kind="departure", modality="announced", recorded="2025-04-10")
+    assert story.holders("2025-04-09") == []
+    state = story.state("2025-04-10")
+    assert [holder["person"] for holder in state["holders"]] == ["ann"]
+    assert holder_since(state) == {
+        "date": "2025",
+        "qualifier": "on",
+        "text": None,
+        "basis": "published",
+    }
+    assert story.pending("2025-04-10") == ["c2"]
+    assert story.state("2025-04-10")["pending"][0]["reported"]["basis"] == "published"
+
+
+def holder_since(state: dict[str, Any]) -> Any:
+    return state["holders"][0]["since"]
 
 
 @pytest.mark.parametrize("effective", ["9999-12-31", "9999-12", "9999"])

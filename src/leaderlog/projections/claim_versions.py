@@ -37,11 +37,13 @@ __all__ = [
     "STATUS_AFTER",
     "ClaimVersion",
     "FuzzyJSON",
+    "anchor_day",
     "counts_from",
     "earliest_day",
     "evolve_claim",
     "fuzzy",
     "latest_versions",
+    "shown_anchor",
 ]
 
 # A claim's status after each event that can happen to it.
@@ -223,8 +225,7 @@ class ClaimVersion:
             doc["status"] != "retracted" and (doc["modality"] == "occurred" or doc["confirmed"])
         )
 
-    def effect_date(self) -> dict[str, Any] | None:
-        """The anchor the change takes effect from, or None while it is only expected."""
+    def _effect_anchor(self) -> dict[str, Any] | None:
         if not self.takes_effect:
             return None
         doc = self.doc
@@ -235,28 +236,51 @@ class ClaimVersion:
         anchor: dict[str, Any] | None = doc["effect_anchor"]
         return anchor
 
+    def effect_date(self) -> dict[str, Any] | None:
+        """The anchor the change takes effect from, or None while it is only expected."""
+        return shown_anchor(self._effect_anchor())
+
     def effect_day(self) -> dt.date | None:
         """The day the change counts as in effect from; None while it is only expected."""
         day = self._effect_day
         if day is False:
-            day = self._effect_day = counts_from(self.effect_date())
+            day = self._effect_day = anchor_day(self._effect_anchor())
         assert day is None or isinstance(day, dt.date)
         return day
 
     def earliest_effect_day(self) -> dt.date | None:
         """The first day the change may have taken effect; None while it is only expected."""
-        return earliest_day(self.effect_date())
+        earliest = earliest_day(self._effect_anchor())
+        latest = self.effect_day()
+        return earliest if earliest is None or latest is None else min(earliest, latest)
 
     def reported_day(self) -> dt.date:
-        day = counts_from(self.doc["reported_anchor"])
+        day = anchor_day(self.doc["reported_anchor"])
         assert day is not None
         return day
+
+
+def anchor_day(anchor: FuzzyJSON | None) -> dt.date | None:
+    """The day an anchor counts from: a source's published date counts at the latest from
+    the day the log recorded something from it (it was out by then, however vague its date)."""
+    day = counts_from(anchor)
+    published_by = anchor.get("published_by") if anchor is not None else None
+    if day is not None and published_by is not None:
+        day = min(day, dt.date.fromisoformat(published_by))
+    return day
+
+
+def shown_anchor(anchor: FuzzyJSON | None) -> dict[str, Any] | None:
+    """An anchor as answers show it: its date and basis."""
+    if anchor is None:
+        return None
+    return {key: value for key, value in anchor.items() if key != "published_by"}
 
 
 def _anchor(source: str | None, recorded_at: str, published: PublishedLookup) -> dict[str, Any]:
     date = published(source) if source else None
     if date is not None and date.get("date") is not None:
-        return {**(fuzzy(date) or {}), "basis": "published"}
+        return {**(fuzzy(date) or {}), "basis": "published", "published_by": recorded_at[:10]}
     return {"date": recorded_at[:10], "qualifier": "on", "text": None, "basis": "recorded"}
 
 

@@ -48,7 +48,7 @@ def _json(value: Any) -> str | None:
 
 class LeadershipProjection(Projection):
     name = "leadership"
-    version = 3
+    version = 4
 
     def schema(self) -> Sequence[str]:
         return (

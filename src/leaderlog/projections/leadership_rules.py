@@ -28,7 +28,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from leaderlog.projections.claim_versions import ClaimVersion
+from leaderlog.projections.claim_versions import ClaimVersion, shown_anchor
 
 __all__ = ["ACTING_CAPACITIES", "Tenure", "pending", "post_state", "tenures"]
 
@@ -195,7 +195,7 @@ def _pending(claim: ClaimVersion) -> dict[str, Any]:
         "status": claim.status,
         "attribution": claim.attribution,
         "sources": list(claim.sources),
-        "reported": claim.doc["reported_anchor"],
+        "reported": shown_anchor(claim.doc["reported_anchor"]),
     }
 
 
