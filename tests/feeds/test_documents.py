@@ -44,7 +44,7 @@ from tests.feeds.logs import (
     project,
     retract,
 )
-from tests.projections.logs import current
+from tests.projections.logs import GORDON_ACTING, current
 
 ATOM = "{http://www.w3.org/2005/Atom}"
 HISTORY = "{http://purl.org/syndication/history/1.0}"
@@ -132,7 +132,7 @@ async def test_an_entry_says_who_which_post_what_change_status_source_and_quote(
     (entry,) = [e for e in parsed.entries if "retirement" in e.title]
     assert entry.title == (
         "Expected: Departure of Kenneth Genalo as Executive Associate Director (ERO) "
-        "(acting and retirement)"
+        "(acting, retirement)"
     )
     for words in (
         "Modality: Expected.",
@@ -144,6 +144,24 @@ async def test_an_entry_says_who_which_post_what_change_status_source_and_quote(
     ):
         assert words in entry.summary
     assert entry.link == "https://www.foxnews.com/politics/ice-leadership-shake-up"
+
+
+async def test_text_follows_each_language_s_punctuation_and_marks_only_the_quote_s_language(
+    seeded_log: EventLog,
+) -> None:
+    await confirm(seeded_log, GORDON_ACTING)
+    service = await project(seeded_log)
+    russian = _parse(await _render(service, "person:derek-gordon", "atom", "ru"), "atom")
+    # A Russian long date ends in the abbreviation for "year", the sentence's full stop too.
+    assert any("\u0433. " in entry.summary for entry in russian.entries)
+    assert all(".." not in entry.summary for entry in russian.entries)
+    japanese = json.loads(await _render(service, "all", "json", "ja"))
+    assert all("\u3002 " not in item["content_text"] for item in japanese["items"])
+    german = json.loads(await _render(service, "person:kenneth-genalo", "json", "de"))
+    quoted = [item["content_html"] for item in german["items"]]
+    assert all("<blockquote><p>Zitat" in html for html in quoted)
+    assert all('\u201e<span lang="en">' in html for html in quoted)
+    assert all("</span>\u201c</p></blockquote>" in html for html in quoted)
 
 
 async def test_entry_links_keep_their_attributes_feedgen_issue_135(seeded_log: EventLog) -> None:

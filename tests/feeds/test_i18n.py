@@ -76,6 +76,15 @@ def test_translations_are_used() -> None:
         ("zh-Hans-TW", "zh-Hans"),
         ("fr;q=nan, de", "de"),
         ("de;q=2, fr", "de"),
+        ("ja-JP-u-nu-jpanfin", "ja"),
+        ("zh-Hans-CN-u-ca-chinese", "zh-Hans"),
+        ("it-CH-x-priv, en;q=0.5", "it"),
+        ("fr-u-xx", "fr"),
+        ("de-DE-1996", "de"),
+        ("x-klingon, es;q=0.5", "es"),
+        # Cut at the last whole entry: "de" never loses its q=0.1 and jumps ahead of "fr".
+        ("fr;q=0.5, " + "xx, " * 247 + "de;q=0.1", "fr"),
+        ("fr;q=0.5, " + "x" * 1500 + ", de", "fr"),
     ],
 )
 def test_accept_language_negotiation(header: str | None, expected: str) -> None:
@@ -86,6 +95,7 @@ def test_explicit_languages_resolve_or_fail_clearly() -> None:
     assert resolve("zh-Hans") == "zh-Hans"
     assert resolve("pt-BR") == "pt"
     assert resolve("JA") == "ja"
+    assert resolve("ja-JP-u-nu-jpanfin") == "ja"
     for asked in ("xx", "zh-Hant", "zh-Hant-CN", "", "en" * 40):
         with pytest.raises(UnknownLanguage, match="is not offered"):
             resolve(asked)

@@ -99,6 +99,16 @@ def test_conditional_get_answers_304_with_the_caching_headers(
             assert response.content == first.content
     later = format_datetime(parsedate_to_datetime(modified).replace(year=2999), usegmt=True)
     assert client.get(url, headers={"If-Modified-Since": later}).status_code == 304
+    # Not one valid HTTP-date: ignored (RFC 9110 13.1.3), so the document is sent.
+    for value in (f"{modified}, {later}", later.removesuffix(" GMT")):
+        assert client.get(url, headers={"If-Modified-Since": value}).status_code == 200, value
+    twice = [("If-Modified-Since", later), ("If-Modified-Since", later)]
+    assert client.get(url, headers=twice).status_code == 200
+    # Repeated lines of a list header are one list.
+    lines = [("If-None-Match", '"other"'), ("If-None-Match", etag)]
+    assert client.get(url, headers=lines).status_code == 304
+    languages = [("Accept-Language", "xx"), ("Accept-Language", "fr")]
+    assert client.get(url, headers=languages).headers["content-language"] == "fr"
 
 
 def test_head_answers_the_get_headers_without_a_body(

@@ -79,6 +79,9 @@ def test_overview_shows_leadership_changes_and_every_feed(
         "/opml",
     ):
         assert f'href="{base}{path}"' in response.text, path
+    # A valid HTML date and time: at most three digits after the second.
+    stamps = re.findall(r'<time datetime="([^"]+)"', response.text)
+    assert stamps and all(re.fullmatch(r"[-0-9]+T[0-9:]+\.[0-9]{3}\+00:00", s) for s in stamps)
 
 
 def test_overview_speaks_the_asked_language(

@@ -32,6 +32,7 @@ __all__ = [
     "Language",
     "UnknownLanguage",
     "catalog_path",
+    "fill",
     "language",
     "negotiate",
     "resolve",
@@ -75,7 +76,12 @@ class Language:
     def _(self, message: str, **values: Any) -> str:
         """Translate ``message`` and fill in its placeholders."""
         text = self.translations.gettext(message)
-        return text.format(**values) if values else text
+        return fill(text, values) if values else text
+
+    def sentences(self, sentences: Sequence[str]) -> str:
+        """Sentences one after another: Chinese and Japanese put no space after their stops."""
+        separator = "" if self.locale.language in ("zh", "ja") else " "
+        return separator.join(sentences)
 
     def date(self, moment: dt.datetime | dt.date) -> str:
         return format_date(moment, format="long", locale=self.locale)
@@ -101,6 +107,15 @@ class Language:
         return fallback
 
 
+def fill(template: str, values: Mapping[str, Any]) -> str:
+    """``template.format(**values)``, without doubling a full stop: a value that ends with one
+    (a Russian long date ends with the abbreviation for "year") stands for the template's own."""
+    for name, value in values.items():
+        if isinstance(value, str) and value.endswith("."):
+            template = template.replace(f"{{{name}}}.", f"{{{name}}}")
+    return template.format(**values)
+
+
 def _compile(tag: str) -> gettext.NullTranslations:
     if tag == DEFAULT_LANGUAGE:
         # Messages are written in English, so English needs no catalog.
@@ -121,18 +136,37 @@ def language(tag: str) -> Language:
     return Language(tag, Locale.parse(_BABEL_IDS[tag]), _compile(tag))
 
 
+def _lookup_forms(tag: str) -> list[str]:
+    """``tag`` without its extensions and private use ("ja-JP-u-nu-jpanfin": "ja-JP"), then
+    shortened a subtag at a time, as RFC 4647 lookup does ("de-DE-1996": "de-DE", "de")."""
+    subtags = tag.strip().replace("_", "-").split("-")
+    # A single-letter subtag ("u", "t", "x", ...) starts an extension or private use.
+    kept = next(
+        (subtags[:index] for index, subtag in enumerate(subtags) if index and len(subtag) == 1),
+        subtags,
+    )
+    return ["-".join(kept[:length]) for length in range(len(kept), 0, -1)]
+
+
 def _candidates(tag: str) -> list[str]:
     """Babel identifiers a requested tag may match, most specific first."""
-    separator = "-" if "-" in tag else "_"
-    try:
-        language_code, territory, script, *_ = parse_locale(tag.strip(), sep=separator)
-    except ValueError:
-        return []
+    for form in _lookup_forms(tag):
+        try:
+            language_code, territory, script, *_ = parse_locale(form, sep="-")
+        except ValueError:
+            continue
+        return _identifiers(form, language_code, territory, script)
+    return []
+
+
+def _identifiers(
+    tag: str, language_code: str, territory: str | None, script: str | None
+) -> list[str]:
     if not script:
         # Babel fills in the likely script, so "zh-CN" becomes zh_Hans_CN and "zh-TW"
         # zh_Hant_TW. Only when the tag names none: Babel would override a named one.
         try:
-            script = Locale.parse(tag.strip(), sep=separator).script
+            script = Locale.parse(tag, sep="-").script
         except (ValueError, UnknownLocaleError):
             script = None
     if not script:
@@ -194,11 +228,20 @@ def _accept_language(header: str) -> list[str]:
     return [tag for *_, tag in sorted(weighted) if tag.lower() not in refused]
 
 
+_LONGEST_HEADER = 1000
+
+
 def negotiate(accept_language: str | None) -> str:
-    """The best offered language for an Accept-Language header; English when none fits."""
+    """The best offered language for an Accept-Language header; English when none fits.
+
+    Only the first thousand characters are read, up to the last whole entry in them (an
+    entry cut short could lose its q-value and jump ahead of better ones).
+    """
     if not accept_language:
         return DEFAULT_LANGUAGE
-    return _negotiate_header(accept_language[:1000])
+    if len(accept_language) > _LONGEST_HEADER:
+        accept_language = accept_language[: _LONGEST_HEADER + 1].rpartition(",")[0]
+    return _negotiate_header(accept_language)
 
 
 @functools.lru_cache(maxsize=1024)

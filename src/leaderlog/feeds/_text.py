@@ -17,7 +17,7 @@ from typing import Any
 
 from leaderlog.feeds._address import web_address, web_uri
 from leaderlog.feeds._document import Category, Entry, Link
-from leaderlog.feeds._i18n import N_, Language
+from leaderlog.feeds._i18n import N_, Language, fill
 
 __all__ = [
     "Markup",
@@ -137,7 +137,7 @@ def _html(lang: Language, message: str, **values: str) -> Markup:
         key: value if isinstance(value, Markup) else html.escape(value)
         for key, value in values.items()
     }
-    return Markup(template.format(**escaped))
+    return Markup(fill(template, escaped))
 
 
 def _time(value: object) -> dt.datetime:
@@ -252,13 +252,22 @@ def _change(doc: Mapping[str, Any], lang: Language) -> str:
         person=_name(doc.get("person"), "name"),
         post=post_label(doc.get("post"), lang),
     )
-    details = []
-    if fields.get("capacity") in CAPACITY_LABELS:
-        details.append(lang._(CAPACITY_LABELS[fields["capacity"]]))
-    if fields.get("cause") in CAUSE_LABELS:
-        details.append(lang._(CAUSE_LABELS[fields["cause"]]))
+    capacity = fields.get("capacity")
+    cause = fields.get("cause")
+    # Two different facts ("acting", "retirement"), not a list of like things ("and").
+    details = None
+    if capacity in CAPACITY_LABELS and cause in CAUSE_LABELS:
+        details = lang._(
+            N_("{capacity}, {cause}"),
+            capacity=lang._(CAPACITY_LABELS[capacity]),
+            cause=lang._(CAUSE_LABELS[cause]),
+        )
+    elif capacity in CAPACITY_LABELS:
+        details = lang._(CAPACITY_LABELS[capacity])
+    elif cause in CAUSE_LABELS:
+        details = lang._(CAUSE_LABELS[cause])
     if details:
-        text = lang._(N_("{text} ({details})"), text=text, details=lang.list(details))
+        text = lang._(N_("{text} ({details})"), text=text, details=details)
     return text
 
 
@@ -379,7 +388,7 @@ def _summary(doc: Mapping[str, Any], lang: Language, change: str) -> str:
         parts.append(lang._(_quote_message(fields), quote=_quote(fields["quote"], lang)))
     for group in _history(doc, lang):
         parts.extend(group)
-    return " ".join(parts)
+    return lang.sentences(parts)
 
 
 def _content(doc: Mapping[str, Any], lang: Language, status: str, change: str) -> str:
@@ -394,18 +403,18 @@ def _content(doc: Mapping[str, Any], lang: Language, status: str, change: str) -
     )
     out.append("</ul>")
     if isinstance(fields.get("quote"), str):
+        # Only the quoted words are in the source's language; the lead-in is in the feed's.
         quote_language = source.get("language") if source else None
-        attribute = (
-            f' lang="{html.escape(quote_language)}"'
-            if isinstance(quote_language, str) and _LANGUAGE_TAG.match(quote_language)
-            else ""
-        )
-        text = _html(lang, _quote_message(fields), quote=_quote(fields["quote"], lang))
-        out.append(f"<blockquote{attribute}><p>{text}</p></blockquote>")
+        words = html.escape(clean(fields["quote"]))
+        if isinstance(quote_language, str) and _LANGUAGE_TAG.match(quote_language):
+            words = f'<span lang="{html.escape(quote_language)}">{words}</span>'
+        quoted = _html(lang, N_("\u201c{quote}\u201d"), quote=Markup(words))
+        text = _html(lang, _quote_message(fields), quote=quoted)
+        out.append(f"<blockquote><p>{text}</p></blockquote>")
     history = _history(doc, lang)
     if history:
         out.append("<p>" + _html(lang, N_("History:")) + "</p><ul>")
-        out.extend(f"<li>{html.escape(' '.join(group))}</li>" for group in history)
+        out.extend(f"<li>{html.escape(lang.sentences(group))}</li>" for group in history)
         out.append("</ul>")
     return "".join(out)
 

@@ -32,6 +32,7 @@ __all__ = [
     "get_and_head",
     "is_not_modified",
     "json_response",
+    "list_header",
     "not_modified",
     "respond",
 ]
@@ -60,29 +61,45 @@ def _opaque(tag: str) -> str:
     return tag[2:] if tag.startswith("W/") else tag
 
 
+def list_header(request: Request, name: str) -> str | None:
+    """A list-valued header, its repeated lines joined as one list (RFC 9110 §5.3)."""
+    lines = request.headers.getlist(name)
+    return ", ".join(lines) if lines else None
+
+
 def is_not_modified(request: Request, validators: Validators) -> bool:
     """Whether the client's copy is current: If-None-Match first, else If-Modified-Since."""
-    if_none_match = request.headers.get("if-none-match")
+    if_none_match = list_header(request, "if-none-match")
     if if_none_match is not None:
-        if if_none_match.strip() == "*":
-            return True
         current = _opaque(validators.etag)
-        return any(_opaque(tag) == current for tag in if_none_match.split(","))
-    if_modified_since = request.headers.get("if-modified-since")
-    if if_modified_since is None:
-        return False
+        return any(
+            tag.strip() == "*" or _opaque(tag) == current for tag in if_none_match.split(",")
+        )
+    since = _if_modified_since(request)
+    return since is not None and validators.last_modified.replace(microsecond=0) <= since
+
+
+def _if_modified_since(request: Request) -> dt.datetime | None:
+    """The date of If-Modified-Since, or None where RFC 9110 §13.1.3 says to ignore it: not
+    one valid HTTP-date (two of them, a date without its GMT, ...)."""
+    lines = request.headers.getlist("if-modified-since")
+    if len(lines) != 1:
+        return None
+    value = lines[0].strip()
+    # IMF-fixdate and the RFC 850 form have one comma, after the day name, and end in GMT;
+    # the asctime form has neither. Anything else is not one HTTP-date.
+    if value.count(",") > 1 or ("," in value and not value.endswith(" GMT")):
+        return None
     try:
-        since = parsedate_to_datetime(if_modified_since)
+        since = parsedate_to_datetime(value)
     except (TypeError, ValueError, IndexError):
-        return False
-    if since.tzinfo is None:
-        since = since.replace(tzinfo=dt.UTC)
-    return validators.last_modified.replace(microsecond=0) <= since
+        return None
+    return since if since.tzinfo is not None else since.replace(tzinfo=dt.UTC)
 
 
 def accepts_gzip(request: Request) -> bool:
     """Whether Accept-Encoding allows gzip (a ``q=0`` refuses it)."""
-    header = request.headers.get("accept-encoding", "")
+    header = list_header(request, "accept-encoding") or ""
     verdict: bool | None = None
     for part in header.split(","):
         coding, _, parameters = part.strip().partition(";")

@@ -27,6 +27,7 @@ from leaderlog.http._conditional import (
     cached_response,
     get_and_head,
     is_not_modified,
+    list_header,
     not_modified,
 )
 from leaderlog.http._deps import Problem, base_url, feeds_of, invalid_parameter, queries_of
@@ -76,7 +77,7 @@ def pick_language(request: Request, lang: str | None) -> tuple[str, bool]:
             return resolve(lang), True
         except UnknownLanguage as error:
             raise invalid_parameter(str(error), lang, "lang") from None
-    return negotiate(request.headers.get("accept-language")), False
+    return negotiate(list_header(request, "accept-language")), False
 
 
 def _canonical(request: Request, path: str, chosen: str) -> Response | None:

@@ -238,7 +238,8 @@ def _changes(entries: Sequence[Any], lang: Language) -> str:
         title = _e(entry.title)
         if is_web_address(entry.url):
             title = f'<a href="{_e(entry.url)}">{title}</a>'
-        when = entry.updated.isoformat()
+        # A valid HTML date has at most three digits after the second.
+        when = entry.updated.isoformat(timespec="milliseconds")
         items.append(
             f'<li><p>{title} <time datetime="{_e(when)}">{_e(lang.date(entry.updated))}</time>'
             f"<br><small>{_e(entry.summary)}</small></p></li>"
