@@ -1,7 +1,7 @@
 """Turnover per organisation: how many tenures, how long they last, how many are acting.
 
 A user projection, loaded by name: ``leaderlog rebuild turnover`` builds it once, and from
-then on every ``leaderlog`` command keeps it current. Read it with plain SQL::
+then on the query commands, ``rebuild`` and servers keep it current. Read it with plain SQL::
 
     SELECT org, tenures, average_days, acting_share FROM p_turnover_orgs ORDER BY org;
 

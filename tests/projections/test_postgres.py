@@ -17,12 +17,16 @@ from leaderlog.projections import (
     UnknownEntity,
     runner_for,
 )
+from leaderlog.projections.runner import forget_projection
 from leaderlog.store.base import utc_now
 from tests.conftest import ROOT, SEEDS
 from tests.projections.logs import GORDON_ACTING, HAMMER_CAPTION, SEED_COUNT, append, record
 from tests.projections.test_runner import (
     FOLLOW_UPS,
+    Counting,
+    ProbeX,
     a_broken_schema_stops_only_its_projection,
+    a_caught_statement_error_stops_its_projection_alone,
     a_failing_projection_stops_alone,
     a_refused_statement_stops_only_its_projection,
     dump,
@@ -183,3 +187,21 @@ async def test_postgres_a_broken_schema_stops_only_its_projection(
     seeded_postgres_log: EventLog,
 ) -> None:
     await a_broken_schema_stops_only_its_projection(seeded_postgres_log)
+
+
+async def test_postgres_a_caught_statement_error_stops_its_projection_alone(
+    seeded_postgres_log: EventLog,
+) -> None:
+    """Not "current transaction is aborted" for it and every projection after it."""
+    await a_caught_statement_error_stops_its_projection_alone(seeded_postgres_log)
+
+
+async def test_postgres_forgets_a_user_projection_s_own_tables_only(
+    seeded_postgres_log: EventLog,
+) -> None:
+    store = seeded_postgres_log.store
+    await ProjectionRunner(store, [ProbeX(), Counting()]).catch_up()
+    tables, position = await forget_projection(store, "probe_x", ["counting", *BUILTIN])
+    assert (tables, position) == (["p_probe_x_seen"], SEED_COUNT)
+    assert set(await ProjectionRunner(store, []).registered()) == {"counting"}
+    assert await store.query("SELECT COUNT(*) FROM p_counting_seen") == [(SEED_COUNT,)]

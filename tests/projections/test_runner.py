@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
@@ -21,6 +23,7 @@ from leaderlog.projections import (
     Queries,
     runner_for,
 )
+from leaderlog.projections.runner import forget_projection
 from leaderlog.store.base import EventStore
 from tests.projections.logs import (
     FOX,
@@ -256,10 +259,32 @@ class Trespassing(Exploding):
         return (*super().tables(), "events")
 
 
-async def test_a_projection_naming_tables_it_does_not_own_is_refused(seeded_log: EventLog) -> None:
-    with pytest.raises(ProjectionError, match="table 'events': it is not its own"):
-        ProjectionRunner(seeded_log.store, [LeadershipProjection(), Trespassing()])
+async def test_a_projection_naming_tables_it_does_not_own_is_left_out(seeded_log: EventLog) -> None:
+    # given a runner over a built-in and a projection that declares the log's table
+    runner = ProjectionRunner(seeded_log.store, [LeadershipProjection(), Trespassing()])
+    # when rebuilding everything, then the trespasser alone is refused, naming what it claims
+    with pytest.raises(ProjectionFailed) as raised:
+        await runner.rebuild()
+    (failure,) = raised.value.failures
+    assert failure.name == "trespassing"
+    assert str(failure).startswith("projection trespassing is left out: ")
+    assert (
+        f"{Path(__file__).name}: table 'events': it is not its own; its names start with "
+        "p_trespassing_; it stays at position 0 until that is fixed"
+    ) in str(failure)
+    # and nothing of it ran: the log is whole, the built-in was rebuilt
     assert (await seeded_log.store.verify()).count == SEED_COUNT
+    statuses = {status.name: status.checkpoint for status in await runner.status()}
+    assert statuses == {"leadership": SEED_COUNT, "trespassing": 0}
+
+
+async def test_a_builtin_s_own_clash_is_leaderlog_s_bug_and_raises(seeded_log: EventLog) -> None:
+    class Greedy(LeadershipProjection):
+        def tables(self) -> Sequence[str]:
+            return (*super().tables(), "events")
+
+    with pytest.raises(ProjectionError, match="table 'events': it is not its own"):
+        ProjectionRunner(seeded_log.store, [Greedy()])
 
 
 class BrokenSchema(Exploding):
@@ -396,3 +421,284 @@ async def test_another_version_s_rebuild_is_reported_not_written_over(
     # and queries say the projection is not theirs to read now, rather than fail on SQL
     with pytest.raises(StoreUnavailable, match="built by another leaderlog version"):
         await Queries(seeded_log.store).state()
+
+
+class Counting(Exploding):
+    """A user projection at version 1; :class:`CountingChanged` is its module, edited."""
+
+    name: ClassVar[str] = "counting"
+
+
+class CountingChanged(Counting):
+    version: ClassVar[int] = 2
+
+
+async def test_a_user_projection_rebuilt_from_a_changed_module_stops_alone(
+    seeded_log: EventLog,
+) -> None:
+    # given a runner (a server's, say) that loaded a user projection at version 1
+    runner = ProjectionRunner(seeded_log.store, [*builtins(), Counting()])
+    await runner.catch_up()
+    # when a command that loaded the changed module rebuilds it at version 2, and more is
+    # appended
+    await ProjectionRunner(seeded_log.store, [*builtins(), CountingChanged()]).catch_up()
+    await append(seeded_log, FOLLOW_UPS[:2])
+    # then the runner reports that projection alone, saying why and what to do
+    with pytest.raises(ProjectionFailed) as raised:
+        await runner.catch_up()
+    (failure,) = raised.value.failures
+    assert failure.name == "counting"
+    message = str(failure)
+    assert "another leaderlog version" not in message
+    assert message.startswith("projection counting is left out: this process loaded its module (")
+    assert message.endswith(
+        "at version 1, but the database holds version 2, rebuilt since from the module as "
+        f"changed; it stays at position {SEED_COUNT} until the module is loaded again: "
+        "restart the server to load it"
+    )
+    # while the built-ins went on to the head, and keep following
+    statuses = {status.name: status for status in await runner.status()}
+    assert {statuses[name].checkpoint for name in BUILTIN} == {SEED_COUNT + 2}
+    await append(seeded_log, FOLLOW_UPS[2:3])
+    with pytest.raises(ProjectionFailed, match="projection counting is left out"):
+        await runner.catch_up()
+    statuses = {status.name: status for status in await runner.status()}
+    assert {statuses[name].checkpoint for name in BUILTIN} == {SEED_COUNT + 3}
+    # and it is listed as it stands in the database, with its lag, versions agreeing
+    own = {projection.name: projection.version for projection in runner.projections}
+    assert (statuses["counting"].version, own["counting"]) == (2, 2)
+    assert statuses["counting"].lag == 3
+    claim = await Queries(seeded_log.store).claim(GORDON_ACTING)
+    assert claim["status"] == "confirmed"
+
+
+class Probe(Exploding):
+    name: ClassVar[str] = "probe"
+
+    def schema(self) -> Sequence[str]:
+        return (*super().schema(), "CREATE TABLE IF NOT EXISTS p_probe_x_more (b TEXT)")
+
+
+class ProbeX(Exploding):
+    name: ClassVar[str] = "probe_x"
+
+
+class LeadershipOrg(Exploding):
+    """A user projection whose name makes the built-in's p_leadership_org_tree its own."""
+
+    name: ClassVar[str] = "leadership_org"
+
+
+@pytest.mark.parametrize(
+    ("projections", "left", "reason"),
+    [
+        (
+            [Probe(), ProbeX()],
+            "probe",
+            "table 'p_probe_x_more': it belongs to projection probe_x; its names start with "
+            "p_probe_",
+        ),
+        (
+            [LeadershipOrg()],
+            "leadership_org",
+            "the name 'leadership_org' would take p_leadership_org_tree, "
+            "p_leadership_org_tree_org from the built-in projection leadership: choose another "
+            "name",
+        ),
+    ],
+)
+async def test_a_user_projection_clashing_with_another_is_left_out_alone(
+    seeded_log: EventLog, projections: list[Projection], left: str, reason: str
+) -> None:
+    # given user projections beside the built-ins, one declaring a table another owns
+    runner = ProjectionRunner(seeded_log.store, [*builtins(), *projections])
+    # when catching up, then only the one at fault is reported, with the clash
+    with pytest.raises(ProjectionFailed) as raised:
+        await runner.catch_up()
+    (failure,) = raised.value.failures
+    assert failure.name == left
+    assert f"{Path(__file__).name}: {reason}; it stays at position 0" in str(failure)
+    # and every other projection reached the head, while it built nothing
+    statuses = {status.name: status.checkpoint for status in await runner.status()}
+    assert statuses.pop(left) == 0
+    assert set(statuses.values()) == {SEED_COUNT}
+    assert left not in await runner.registered()
+
+
+class CountingChangedAndClashing(CountingChanged):
+    def tables(self) -> Sequence[str]:
+        return (*super().tables(), "p_probe_x_seen")
+
+
+async def test_a_left_out_projection_is_listed_at_the_version_stored(
+    seeded_log: EventLog,
+) -> None:
+    # given a user projection built at version 1, whose module then changed version and clashes
+    await ProjectionRunner(seeded_log.store, [ProbeX(), Counting()]).catch_up()
+    runner = ProjectionRunner(seeded_log.store, [ProbeX(), CountingChangedAndClashing()])
+    # when a runner leaves it out
+    with pytest.raises(
+        ProjectionFailed, match=r"projection counting is left out: .*p_probe_x_seen"
+    ):
+        await runner.catch_up()
+    # then its stored version is the one it is listed at: a lagging projection, not another
+    # leaderlog's (a health check compares the two)
+    own = {projection.name: projection.version for projection in runner.projections}
+    statuses = {status.name: status.version for status in await runner.status()}
+    assert own == statuses == {"probe_x": 1, "counting": 1}
+
+
+class Exiting(Exploding):
+    name: ClassVar[str] = "exiting"
+
+    async def apply(self, tx: ProjectionTransaction, events: Sequence[RecordedEvent]) -> None:
+        await super().apply(tx, events)
+        sys.exit(3)
+
+
+async def test_a_projection_calling_sys_exit_stops_alone(seeded_log: EventLog) -> None:
+    runner = ProjectionRunner(seeded_log.store, [Exiting(), LeadershipProjection()], page=10)
+    with pytest.raises(ProjectionFailed) as raised:
+        await runner.catch_up()
+    (failure,) = raised.value.failures
+    assert str(failure).startswith(
+        "projection exiting could not apply events 1-10: it called sys.exit(3) ("
+    )
+    assert f"{Path(__file__).name}, line " in str(failure)
+    assert str(failure).endswith(
+        ", which would have ended leaderlog itself; it stays at position 0 until that is fixed"
+    )
+    statuses = {status.name: status.checkpoint for status in await runner.status()}
+    assert statuses == {"exiting": 0, "leadership": SEED_COUNT}
+    assert await seeded_log.store.query("SELECT COUNT(*) FROM p_exiting_seen") == [(0,)]
+
+
+class IgnoringDuplicates(Exploding):
+    """Inserts every position twice and catches the second insert's error: fine on SQLite
+    alone, while on PostgreSQL the failed statement aborts the transaction."""
+
+    name: ClassVar[str] = "ignoring_duplicates"
+
+    async def apply(self, tx: ProjectionTransaction, events: Sequence[RecordedEvent]) -> None:
+        for event in events:
+            for _ in range(2):
+                with contextlib.suppress(Exception):
+                    await tx.execute(
+                        "INSERT INTO p_ignoring_duplicates_seen (position) VALUES (?)",
+                        (event.position,),
+                    )
+
+
+class UndoingDuplicates(Exploding):
+    """Catches a duplicate as PostgreSQL allows: rolling back to a savepoint of its own."""
+
+    name: ClassVar[str] = "undoing_duplicates"
+
+    async def apply(self, tx: ProjectionTransaction, events: Sequence[RecordedEvent]) -> None:
+        for event in events:
+            for _ in range(2):
+                await tx.execute("SAVEPOINT one_row")
+                try:
+                    await tx.execute(
+                        "INSERT INTO p_undoing_duplicates_seen (position) VALUES (?)",
+                        (event.position,),
+                    )
+                except Exception:
+                    await tx.execute("ROLLBACK TO SAVEPOINT one_row")
+                await tx.execute("RELEASE SAVEPOINT one_row")
+
+
+async def a_caught_statement_error_stops_its_projection_alone(log: EventLog) -> None:
+    """Given/when/then shared with the PostgreSQL tests: both databases behave alike."""
+    # given a projection that catches its failed statements, before others alphabetically
+    runner = ProjectionRunner(
+        log.store, [IgnoringDuplicates(), LeadershipProjection(), UndoingDuplicates()], page=10
+    )
+    # when catching up
+    with pytest.raises(ProjectionFailed) as raised:
+        await runner.catch_up()
+    # then it alone stops, named by the statement's own error at its own line, with the way out
+    (failure,) = raised.value.failures
+    message = str(failure)
+    assert message.startswith("projection ignoring_duplicates could not apply events 1-10: ")
+    assert "current transaction is aborted" not in message
+    assert f"{Path(__file__).name}, line " in message
+    assert (
+        "; apply() went on after this statement failed, but on PostgreSQL a failed statement "
+        "aborts the projection's work on the page, so leaderlog stops the projection on every "
+        "database: avoid the error in SQL instead (INSERT ... ON CONFLICT DO NOTHING rather "
+        "than catching a duplicate key, say); it stays at position 0 until that is fixed"
+    ) in message
+    # and the others, after it too, went on: one that undid its failure itself among them
+    statuses = {status.name: status.checkpoint for status in await runner.status()}
+    assert statuses == {
+        "ignoring_duplicates": 0,
+        "leadership": SEED_COUNT,
+        "undoing_duplicates": SEED_COUNT,
+    }
+    assert await log.store.query("SELECT COUNT(*) FROM p_ignoring_duplicates_seen") == [(0,)]
+    assert await log.store.query("SELECT COUNT(*) FROM p_undoing_duplicates_seen") == [
+        (SEED_COUNT,)
+    ]
+
+
+async def test_a_caught_statement_error_stops_its_projection_alone(seeded_log: EventLog) -> None:
+    await a_caught_statement_error_stops_its_projection_alone(seeded_log)
+
+
+class BadQueryIndex(Exploding):
+    name: ClassVar[str] = "bad_query_index"
+
+    def query_indexes(self) -> Sequence[str]:
+        return ("CREATE INDEX IF NOT EXISTS p_bad_query_index_i ON p_bad_query_index_seen (nope)",)
+
+
+async def test_a_query_index_the_database_refuses_names_its_projection(
+    seeded_log: EventLog,
+) -> None:
+    runner = ProjectionRunner(seeded_log.store, [BadQueryIndex(), LeadershipProjection()])
+    with pytest.raises(ProjectionFailed) as raised:
+        await runner.rebuild()
+    (failure,) = raised.value.failures
+    assert str(failure).startswith(
+        "projection bad_query_index could not create its tables: 'CREATE INDEX IF NOT EXISTS "
+        "p_bad_query_index_i ON p_bad_query_index_seen (nope)' failed: "
+    )
+    # its rows and the built-in's were applied; the next run reports it again, the same way
+    statuses = {status.name: status.checkpoint for status in await runner.status()}
+    assert statuses == {"bad_query_index": SEED_COUNT, "leadership": SEED_COUNT}
+    with pytest.raises(ProjectionFailed, match="projection bad_query_index could not create"):
+        await runner.catch_up()
+
+
+async def test_a_refused_statement_is_located_in_the_projection_s_code(
+    seeded_log: EventLog,
+) -> None:
+    runner = ProjectionRunner(seeded_log.store, [BadStatement()])
+    with pytest.raises(ProjectionFailed) as raised:
+        await runner.catch_up()
+    line = next(
+        number
+        for number, text in enumerate(Path(__file__).read_text().splitlines(), start=1)
+        if "INSERT INTO p_bad_statement_no_such_table" in text
+    )
+    assert f"{Path(__file__).name}, line {line}); it stays at position 0" in str(raised.value)
+
+
+async def test_a_user_projection_is_forgotten_with_its_own_tables_only(
+    seeded_log: EventLog,
+) -> None:
+    # given two user projections built, one whose name prefixes the other's
+    await ProjectionRunner(seeded_log.store, [ProbeX(), Counting()]).catch_up()
+    async with seeded_log.store.projection_transaction() as tx:
+        await tx.execute("CREATE TABLE p_probe_more (a TEXT)")
+    # when forgetting "probe" (no module needed), then only its own tables go
+    tables, position = await forget_projection(
+        seeded_log.store, "probe", ["probe_x", "counting", *BUILTIN]
+    )
+    assert (tables, position) == (["p_probe_more"], None)
+    # and forgetting one with a checkpoint drops its tables and that checkpoint
+    tables, position = await forget_projection(seeded_log.store, "probe_x", ["counting"])
+    assert (tables, position) == (["p_probe_x_seen"], SEED_COUNT)
+    assert set(await ProjectionRunner(seeded_log.store, []).registered()) == {"counting"}
+    assert await seeded_log.store.query("SELECT COUNT(*) FROM p_counting_seen") == [(SEED_COUNT,)]

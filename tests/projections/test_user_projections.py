@@ -145,6 +145,14 @@ def test_builtin_names_load_without_the_folder(tmp_path: Path) -> None:
             "must implement apply, schema",
         ),
         (
+            "exits_in_schema",
+            "import sys\n"
+            "from leaderlog.projections.audit import AuditProjection\n"
+            "class P(AuditProjection):\n    name = 'exits_in_schema'\n"
+            "    def schema(self): sys.exit(4)\nPROJECTION = P\n",
+            "could not be set up: 4",
+        ),
+        (
             "needs_setup",
             "from leaderlog.projections.audit import AuditProjection\n"
             "class P(AuditProjection):\n    name = 'needs_setup'\n"
@@ -198,6 +206,13 @@ def _declaring(name: str, tables: tuple[str, ...], schema: tuple[str, ...]) -> s
             (),
             ("CREATE TABLE IF NOT EXISTS p_audit_claims (a TEXT)",),
             "to projection audit",
+        ),
+        (
+            "leadership_org",
+            ("p_leadership_org_mine",),
+            (),
+            "the name 'leadership_org' would take p_leadership_org_tree, "
+            "p_leadership_org_tree_org from the built-in projection leadership",
         ),
     ],
 )

@@ -1,7 +1,7 @@
 """Commands over the projections: state, history, claim, audit, rebuild, projections.
 
-Query commands first bring the projections up to the head of the log, so answers include
-everything appended so far.
+Query commands (and rebuild) first bring the projections up to the head of the log, so
+answers include everything appended so far; ``projections`` lists them as they stand.
 """
 
 from __future__ import annotations
@@ -25,12 +25,20 @@ from leaderlog.cli._app import Context, echo_line, err_console, main, print_json
 from leaderlog.errors import ProjectionError, ProjectionFailed
 from leaderlog.projections import (
     BUILTIN,
+    InvalidQuery,
     ProjectionRunner,
     Queries,
     load_projection,
     runner_for,
 )
-from leaderlog.projections.loading import user_projection_folder
+from leaderlog.projections.loading import (
+    builtin_named_modules,
+    check_projection_name,
+    shown_path,
+    unloadable_user_projections,
+    user_projection_folder,
+)
+from leaderlog.projections.runner import LeftOut, forget_projection
 
 # Catching up by fewer events than this shows no progress bar: it would only flicker.
 _PROGRESS_THRESHOLD = 5000
@@ -76,35 +84,40 @@ async def catch_up_for_queries(runner: ProjectionRunner) -> None:
             raise
         for failure in failed.failures:
             click.echo(f"warning: {failure}", err=True)
-    for problem in await _built_but_not_loading(runner):
+    for problem in await _not_loading(runner):
         click.echo(f"warning: {problem}", err=True)
 
 
-async def _built_but_not_loading(runner: ProjectionRunner) -> list[str]:
-    """User projections built here before whose module is there but no longer loads.
+async def _not_loading(runner: ProjectionRunner) -> list[str]:
+    """User projection modules that are there but not loaded: one named like a built-in
+    (the built-in is used instead), and those built here before that no longer load.
 
-    The runner leaves them out so that a broken module never stops a query, which would
-    otherwise leave them behind in silence. A module that is not there at all (a command
-    run from another folder) is left to ``leaderlog projections`` to explain.
+    The runner leaves the latter out so that a broken module never stops a query, which
+    would otherwise leave them behind in silence. A module that is not there at all (a
+    command run from another folder) is left to ``leaderlog projections`` to explain.
     """
+    problems = builtin_named_modules(builtin=BUILTIN)
     loaded = {projection.name for projection in runner.projections}
-    folder = user_projection_folder()
-    problems = []
-    for name, (_, checkpoint) in sorted((await runner.registered()).items()):
-        if name in loaded or not (folder / f"{name}.py").is_file():
-            continue
-        try:
-            load_projection(name)
-        except ProjectionError as error:
-            problems.append(
-                f"projection {name} could not be loaded: {error}; "
-                f"it stays at position {checkpoint} until that is fixed"
-            )
+    registered = await runner.registered()
+    unloadable = unloadable_user_projections(
+        sorted(set(registered) - loaded), builtin=BUILTIN
+    ).items()
+    problems += [
+        f"projection {name} could not be loaded: {error}; "
+        f"it stays at position {registered[name][1]} until that is fixed"
+        for name, error in unloadable
+    ]
     return problems
 
 
+def _running(runner: ProjectionRunner) -> list[str]:
+    """The runner's projections it can run (not left out)."""
+    return [p.name for p in runner.projections if not isinstance(p, LeftOut)]
+
+
 async def _catch_up(runner: ProjectionRunner) -> None:
-    statuses = await runner.status()
+    running = set(_running(runner))
+    statuses = [status for status in await runner.status() if status.name in running]
     lag = max((status.lag for status in statuses), default=0)
     if lag < _PROGRESS_THRESHOLD:
         await runner.catch_up()
@@ -119,7 +132,12 @@ async def _catch_up(runner: ProjectionRunner) -> None:
 async def _current(context: Context) -> AsyncIterator[Queries]:
     async with context.log(create=False) as log:
         await catch_up_for_queries(await runner_for(log.store))
-        yield Queries(log.store)
+        try:
+            yield Queries(log.store)
+        except InvalidQuery as error:
+            # A value an option refuses is a usage mistake: exit 2 with the command's usage,
+            # as click does for the values it checks itself.
+            raise click.UsageError(str(error)) from None
 
 
 # --- formatting ----------------------------------------------------------------------------------
@@ -425,7 +443,9 @@ def rebuild_command(context: Context, names: Sequence[str]) -> None:
     """Rebuild projections from the log (all of them by default), with a progress bar.
 
     A NAME that is not built in is loaded from projections/NAME.py (or the folder in
-    $LEADERLOG_PROJECTIONS); once built, it is kept current like the built-in ones.
+    $LEADERLOG_PROJECTIONS); once built, the query commands keep it current like the
+    built-in ones. Without NAME, user projections that cannot run now are named on stderr
+    and left as they are.
 
     \b
     Example:
@@ -433,39 +453,92 @@ def rebuild_command(context: Context, names: Sequence[str]) -> None:
       leaderlog rebuild leadership
       leaderlog rebuild turnover
     """
+    for name in names:
+        if name not in BUILTIN:
+            _check_name(name, "NAME")
 
     async def go() -> None:
         async with context.log(create=False) as log:
             runner = await runner_for(log.store, also=tuple(names))
-            chosen = list(dict.fromkeys(names)) or [p.name for p in runner.projections]
+            chosen = list(dict.fromkeys(names)) or _running(runner)
             head, _ = await log.store.head()
             started = time.perf_counter()
             with _progress_bar(f"rebuilding {', '.join(chosen)}") as progress:
                 task = progress.add_task("rebuild", total=max(head, 1))
                 position = await runner.rebuild(chosen, _Bar(progress, task, 0))
             elapsed = time.perf_counter() - started
+            warnings = await _not_loading(runner)
+            if not names:
+                registered = await runner.registered()
+                warnings += [
+                    str(p.failure(registered.get(p.name, (0, 0))[1]))
+                    for p in runner.projections
+                    if isinstance(p, LeftOut)
+                ]
+        for warning in warnings:
+            click.echo(f"warning: {warning}", err=True)
         rate = f", {position / elapsed:,.0f} events/s" if elapsed > 0 and position else ""
         click.echo(f"rebuilt {', '.join(chosen)} to position {position} in {elapsed:.1f} s{rate}")
 
     run(go)
 
 
+def _check_name(name: str, hint: str) -> None:
+    """A name no projection can have is a usage mistake (exit 2), not a missing projection."""
+    try:
+        check_projection_name(name)
+    except ProjectionError as error:
+        raise click.BadParameter(str(error), param_hint=hint) from None
+
+
+def _pending(status: dict[str, Any], loaded: int) -> str:
+    """What ``leaderlog projections`` adds for a projection whose version changed."""
+    says = "leaderlog has" if status["name"] in BUILTIN else "its module says"
+    return (
+        f"version {status['version']} in the database, {says} {loaded}: rebuilt at the next "
+        "query, rebuild or server start"
+    )
+
+
 @main.command("projections")
 @click.option("--json", "as_json", is_flag=True, help="Print the list as JSON.")
+@click.option(
+    "--forget",
+    metavar="NAME",
+    help="Remove a user projection whose module is gone: drop its tables and checkpoint.",
+)
 @click.pass_obj
-def projections_command(context: Context, as_json: bool) -> None:
+def projections_command(context: Context, as_json: bool, forget: str | None) -> None:
     """List projections with their version, checkpoint and lag behind the log.
+
+    The list shows the projections as they stand: the query commands and rebuild bring them
+    up to date, this command does not. A projection that is not kept up to date says why.
+
+    --forget NAME removes a user projection built in this database: its tables (those named
+    p_NAME_...) and its checkpoint. Remove or rename its module first; built-in projections
+    cannot be forgotten.
 
     \b
     Example:
       leaderlog projections
       leaderlog projections --json
+      leaderlog projections --forget turnover
     """
+    if forget is not None:
+        _forget(context, forget, as_json=as_json)
+        return
 
-    async def go() -> list[dict[str, Any]]:
+    async def go() -> tuple[list[dict[str, Any]], list[str]]:
         async with context.log(create=False) as log:
             runner = await runner_for(log.store)
-            statuses = [status._asdict() for status in await runner.status()]
+            statuses = []
+            for projection, status in zip(runner.projections, await runner.status(), strict=True):
+                shown: dict[str, Any] = status._asdict()
+                if isinstance(projection, LeftOut):
+                    shown["problem"] = f"not loaded: {projection.reason}"
+                elif status.version != projection.version:
+                    shown["problem"] = _pending(shown, projection.version)
+                statuses.append(shown)
             head, _ = await log.store.head()
             loaded = {status["name"] for status in statuses}
             # Built here once but not loadable now (run from another folder, say): listed,
@@ -478,6 +551,11 @@ def projections_command(context: Context, as_json: bool) -> None:
                     problem = "not loaded"
                 except ProjectionError as error:
                     problem = f"not loaded: {error}"
+                    if not (user_projection_folder() / f"{name}.py").is_file():
+                        problem += (
+                            f"; if it is gone for good, `leaderlog projections --forget {name}` "
+                            "removes it"
+                        )
                 statuses.append(
                     {
                         "name": name,
@@ -488,9 +566,11 @@ def projections_command(context: Context, as_json: bool) -> None:
                         "problem": problem,
                     }
                 )
-            return statuses
+            return statuses, builtin_named_modules(builtin=BUILTIN)
 
-    statuses = run(go)
+    statuses, warnings = run(go)
+    for warning in warnings:
+        click.echo(f"warning: {warning}", err=True)
     if as_json:
         print_json(statuses)
         return
@@ -502,3 +582,45 @@ def projections_command(context: Context, as_json: bool) -> None:
             f"{status['name']:<{width}} {status['version']:>7} {status['checkpoint']:>12} "
             f"{status['head']:>12} {status['lag']:>10}{problem}"
         )
+
+
+def _forget(context: Context, name: str, *, as_json: bool) -> None:
+    """``leaderlog projections --forget NAME``."""
+    if name in BUILTIN:
+        raise click.BadParameter(
+            f"{name!r} is a built-in projection: it cannot be forgotten (leaderlog rebuild "
+            f"{name} replays it instead)",
+            param_hint="--forget",
+        )
+    _check_name(name, "--forget")
+    module = user_projection_folder() / f"{name}.py"
+
+    async def go() -> tuple[list[str], int | None]:
+        async with context.log(create=False) as log:
+            registered = await ProjectionRunner(log.store, []).registered()
+            if name not in registered:
+                built = sorted(set(registered) - set(BUILTIN))
+                raise ProjectionError(
+                    f"no user projection {name!r} was built in this database"
+                    + (f"; built: {', '.join(built)}" if built else "")
+                )
+            if module.is_file():
+                try:
+                    load_projection(name)
+                except ProjectionError:
+                    pass  # broken beyond loading: nothing will run it
+                else:
+                    # Every runner that loads it would build it again (and a server that
+                    # has it loaded would go on writing to the tables dropped under it).
+                    raise ProjectionError(
+                        f"projection {name} still loads from {shown_path(module)}: remove or "
+                        "rename the module first (and restart any server that loaded it)"
+                    )
+            return await forget_projection(log.store, name, set(registered) | set(BUILTIN))
+
+    tables, position = run(go)
+    if as_json:
+        print_json({"forgot": name, "tables": tables, "position": position})
+        return
+    dropped = f"dropped {', '.join(tables)} and" if tables else "it had no tables; dropped"
+    click.echo(f"forgot {name}: {dropped} its checkpoint (it was at position {position})")

@@ -20,6 +20,7 @@ from leaderlog.errors import ProjectionError
 from leaderlog.http._conditional import get_and_head, json_response
 from leaderlog.http._deps import Problem, invalid_parameter, log_of, queries_of, runners_of
 from leaderlog.projections import InvalidQuery, UnknownEntity
+from leaderlog.projections.runner import LeftOut
 
 __all__ = ["router"]
 
@@ -201,20 +202,32 @@ async def verify(request: Request) -> Response:
 @get_and_head(router, "/healthz", summary="Liveness, log head and projection lag")
 async def healthz(request: Request) -> Response:
     """``ok`` while the server runs and its projections are the versions it reads (not
-    rebuilt by another leaderlog version); each projection's checkpoint and lag behind the log.
+    rebuilt by another leaderlog version); each projection's checkpoint and lag behind the log,
+    and ``error`` for a user projection left out (its module does not load, or changed).
     """
     runners = runners_of(request)
-    statuses = [status for runner in runners for status in await runner.status()]
-    head = max((s.head for s in statuses), default=(await log_of(request).store.head())[0])
-    own = {p.name: p.version for runner in runners for p in runner.projections}
+    pairs = [
+        (projection, status)
+        for runner in runners
+        for projection, status in zip(runner.projections, await runner.status(), strict=True)
+    ]
+    head = max((s.head for _, s in pairs), default=(await log_of(request).store.head())[0])
+    listed = []
+    for projection, status in pairs:
+        entry: dict[str, Any] = {
+            "name": status.name,
+            "version": status.version,
+            "checkpoint": status.checkpoint,
+            "lag": status.lag,
+        }
+        if isinstance(projection, LeftOut):
+            entry["error"] = f"left out: {projection.reason}"
+        listed.append(entry)
     return json_response(
         request,
         {
-            "ok": all(s.version == own[s.name] for s in statuses),
+            "ok": all(status.version == projection.version for projection, status in pairs),
             "head": head,
-            "projections": [
-                {"name": s.name, "version": s.version, "checkpoint": s.checkpoint, "lag": s.lag}
-                for s in statuses
-            ],
+            "projections": listed,
         },
     )

@@ -29,8 +29,10 @@ from leaderlog.http import _api, _feeds, _pages
 from leaderlog.http._deps import Services, check_public_url, log_of, services_of
 from leaderlog.http.write_routes import write_router
 from leaderlog.log import EventLog, load_seeds
-from leaderlog.projections import ProjectionRunner, Queries, runner_for
+from leaderlog.projections import BUILTIN, ProjectionRunner, Queries, runner_for
 from leaderlog.projections.feed_entries import FeedEntriesProjection
+from leaderlog.projections.loading import builtin_named_modules, unloadable_user_projections
+from leaderlog.projections.runner import LeftOut, left_out
 from leaderlog.store import EventStore
 
 __all__ = ["create_app", "feed_runner", "projection_runners"]
@@ -61,10 +63,21 @@ async def projection_runners(store: EventStore) -> tuple[ProjectionRunner, ...]:
     """Runners over every projection the server reads.
 
     The feed entries get a runner of their own, so a projection that cannot apply some
-    stored event does not hold the feeds back (and the other way round).
+    stored event does not hold the feeds back (and the other way round). A user projection
+    built before whose module no longer loads joins as a stand-in: its failure is logged at
+    start and ``/healthz`` lists it with its lag, as for one that raises.
     """
+    for problem in builtin_named_modules(builtin=BUILTIN):
+        logger.warning("%s", problem)
     queries = await runner_for(store)
     others = [p for p in queries.projections if p.name != FeedEntriesProjection.name]
+    registered = await queries.registered()
+    loaded = {projection.name for projection in queries.projections}
+    unloadable = unloadable_user_projections(sorted(set(registered) - loaded), builtin=BUILTIN)
+    others += [
+        left_out(name, registered[name][0], f"it could not be loaded: {error}")
+        for name, error in unloadable.items()
+    ]
     return (ProjectionRunner(store, others), feed_runner(store))
 
 
@@ -74,8 +87,14 @@ def _log_failure(runner: ProjectionRunner, error: Exception) -> None:
         logger.warning("projections cannot catch up now: %s; retrying", error)
     elif isinstance(error, ProjectionFailed):
         # It names each projection that stopped, its events and the line that raised; the
-        # runner's own stack would add nothing, and the other projections went on.
-        logger.error("%s; retrying", error)
+        # runner's own stack would add nothing, and the other projections went on. One left
+        # out (its module does not load, or changed) waits for a restart, not a retry.
+        left = {p.name for p in runner.projections if isinstance(p, LeftOut)}
+        for failure in error.failures:
+            if failure.name in left:
+                logger.warning("%s", failure)
+            else:
+                logger.error("%s; retrying", failure)
     else:
         names = ", ".join(p.name for p in runner.projections)
         logger.exception("applying events to %s failed; retrying", names)
@@ -91,6 +110,8 @@ async def _say_if_catching_up_takes_a_while(runners: Sequence[ProjectionRunner])
     behind: list[str] = []
     for runner in runners:
         for projection, status in zip(runner.projections, await runner.status(), strict=True):
+            if isinstance(projection, LeftOut):
+                continue  # not brought up to date: its failure is logged next
             if status.version != projection.version:
                 behind.append(
                     f"{status.name} (rebuilt: version {status.version} to "

@@ -67,8 +67,9 @@ async def runner_for(
     """A runner over the built-ins, the user projections this database already has, and ``also``.
 
     A user projection joins once it has been built (``leaderlog rebuild NAME``); from then on
-    every runner keeps it current. One whose module is gone or no longer loads is left out
-    (and lags) so that a broken user module never stops queries; ``rebuild NAME`` shows why.
+    every runner made here keeps it current. One whose module is gone or no longer loads is
+    left out (and lags) so that a broken user module never stops queries; ``rebuild NAME``
+    shows why.
     Names in ``also`` must load.
     """
     projections = [cls() for cls in BUILTIN.values()]

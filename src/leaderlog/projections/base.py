@@ -46,9 +46,11 @@ __all__ = [
     "chunks",
     "decode",
     "marks",
+    "owner_of",
     "payload",
     "recorded_time",
     "shared_decoding",
+    "taken_names",
 ]
 
 CHECKPOINT_SCHEMA = (
@@ -92,7 +94,7 @@ _DDL = re.compile(
 )
 
 
-def _owner(name: str, projections: Iterable[str]) -> str | None:
+def owner_of(name: str, projections: Iterable[str]) -> str | None:
     """The projection whose ``p_<projection>_`` prefix ``name`` carries; the longest wins,
     so ``p_feed_entries_versions`` belongs to ``feed_entries`` even beside a ``feed``."""
     owners = [p for p in projections if name.lower().startswith(f"p_{p}_")]
@@ -110,7 +112,7 @@ def check_owned_names(projection: Projection, others: Iterable[str] = ()) -> lis
     problems: list[str] = []
 
     def check(name: str, what: str) -> None:
-        owner = _owner(name, everyone)
+        owner = owner_of(name, everyone)
         if owner == projection.name:
             return
         whose = f"it belongs to projection {owner}" if owner else "it is not its own"
@@ -133,6 +135,26 @@ def check_owned_names(projection: Projection, others: Iterable[str] = ()) -> lis
         if table is not None:
             check(table, "table")
     return list(dict.fromkeys(problems))
+
+
+def _declared_names(projection: Projection) -> list[str]:
+    """The table and index names a projection lists or creates, as far as they can be read."""
+    names = [table for table in projection.tables() if _TABLE_NAME.fullmatch(table)]
+    for statement in (*projection.schema(), *projection.query_indexes()):
+        found = _DDL.match(statement)
+        if found is not None:
+            names += [name for name in found.groups()[1:] if name is not None]
+    return list(dict.fromkeys(names))
+
+
+def taken_names(projection: Projection, claimant: str) -> list[str]:
+    """The names ``projection`` declares that would belong to ``claimant`` beside it.
+
+    A projection named ``leadership_org`` takes ``p_leadership_org_tree`` from ``leadership``:
+    its longer prefix wins, so rebuilding either would drop the other's table.
+    """
+    beside = {projection.name, claimant}
+    return [name for name in _declared_names(projection) if owner_of(name, beside) == claimant]
 
 
 # Several projections read the same page; decoding a payload with pydantic costs more than

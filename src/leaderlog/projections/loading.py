@@ -12,13 +12,22 @@ import importlib.util
 import os
 import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from leaderlog.errors import ProjectionError
-from leaderlog.projections.base import Projection, check_owned_names
+from leaderlog.projections.base import Projection, check_owned_names, taken_names
 
-__all__ = ["PROJECTIONS_ENV", "load_user_projection", "user_projection_folder"]
+__all__ = [
+    "PROJECTIONS_ENV",
+    "builtin_named_modules",
+    "check_projection_name",
+    "load_user_projection",
+    "module_file",
+    "shown_path",
+    "unloadable_user_projections",
+    "user_projection_folder",
+]
 
 PROJECTIONS_ENV = "LEADERLOG_PROJECTIONS"
 _NAME = re.compile(r"^[a-z][a-z0-9_]{0,62}$")
@@ -31,25 +40,51 @@ def user_projection_folder(folder: Path | str | None = None) -> Path:
     return Path(os.environ.get(PROJECTIONS_ENV) or Path.cwd() / "projections")
 
 
-def load_user_projection(
-    name: str, folder: Path | str | None = None, *, builtin: Mapping[str, type[Projection]]
-) -> Projection:
-    """Import ``<folder>/<name>.py`` and instantiate its ``PROJECTION``."""
+def shown_path(path: Path | str) -> str:
+    """``path`` as messages show it: relative to the current folder when it lies inside it
+    (``projections/thief.py``), else absolute, so that it is never ambiguous."""
+    absolute = Path(path).absolute()
+    try:
+        return str(absolute.relative_to(Path.cwd()))
+    except ValueError:
+        return str(absolute)
+
+
+def module_file(projection: Projection) -> str | None:
+    """The file the projection's class was loaded from, as its tracebacks name it."""
+    module = sys.modules.get(type(projection).__module__)
+    found = getattr(module, "__file__", None)
+    return found if isinstance(found, str) else None
+
+
+def check_projection_name(name: str) -> None:
+    """Refuse a name no projection module can have (it would never be a file name we load)."""
     if not _NAME.match(name):
         raise ProjectionError(
             f"projection name {name!r} is not valid: use lower-case letters, digits and _, "
             "starting with a letter"
         )
+
+
+def load_user_projection(
+    name: str, folder: Path | str | None = None, *, builtin: Mapping[str, type[Projection]]
+) -> Projection:
+    """Import ``<folder>/<name>.py`` and instantiate its ``PROJECTION``."""
+    check_projection_name(name)
     path = user_projection_folder(folder) / f"{name}.py"
+    shown = shown_path(path)
+    if name in builtin:
+        raise ProjectionError(_builtin_name(name, shown))
     if not path.is_file():
+        # Absolute: where it was looked for is the point, most often the wrong folder.
         raise ProjectionError(
             f"unknown projection {name!r}: it is not built in ({', '.join(builtin)}) "
-            f"and {path} does not exist"
+            f"and {path.absolute()} does not exist"
         )
     module_name = f"leaderlog_user_projections.{name}"
     spec = importlib.util.spec_from_file_location(module_name, path)
     if spec is None or spec.loader is None:
-        raise ProjectionError(f"cannot load projection {name!r} from {path}")
+        raise ProjectionError(f"cannot load projection {name!r} from {shown}")
     module = importlib.util.module_from_spec(spec)
     sys.modules[module_name] = module
     try:
@@ -58,24 +93,74 @@ def load_user_projection(
         # SystemExit too: a module that calls sys.exit() on import must not end the command.
         del sys.modules[module_name]
         why = f"it exited ({error})" if isinstance(error, SystemExit) else str(error)
-        raise ProjectionError(f"projection module {path} failed to import: {why}") from error
+        raise ProjectionError(f"projection module {shown} failed to import: {why}") from error
     found = getattr(module, "PROJECTION", None)
     if not (isinstance(found, type) and issubclass(found, Projection)):
-        raise ProjectionError(f"{path} must set PROJECTION to a Projection subclass")
+        raise ProjectionError(f"{shown} must set PROJECTION to a Projection subclass")
     if getattr(found, "name", None) != name or not isinstance(getattr(found, "version", None), int):
         raise ProjectionError(
-            f"{path}: PROJECTION must have name = {name!r} and an integer version"
+            f"{shown}: PROJECTION must have name = {name!r} and an integer version"
         )
-    if name in builtin:
-        raise ProjectionError(f"{name!r} is a built-in projection name")
     missing = sorted(getattr(found, "__abstractmethods__", ()))
     if missing:
-        raise ProjectionError(f"{path}: PROJECTION must implement {', '.join(missing)}")
+        raise ProjectionError(f"{shown}: PROJECTION must implement {', '.join(missing)}")
     try:
         projection = found()
         problems = check_owned_names(projection, builtin)
-    except Exception as error:
-        raise ProjectionError(f"{path}: PROJECTION could not be set up: {error}") from error
+        taken = {other: taken_names(cls(), name) for other, cls in builtin.items()}
+    except (Exception, SystemExit) as error:
+        raise ProjectionError(f"{shown}: PROJECTION could not be set up: {error}") from error
+    for other, names in taken.items():
+        if names:
+            # Its longer prefix would make the built-in's tables its own: a rebuild of either
+            # would drop the other's rows.
+            problems.append(
+                f"the name {name!r} would take {', '.join(names)} from the built-in "
+                f"projection {other} (p_{name}_ is a longer prefix than p_{other}_): "
+                "choose another name"
+            )
     if problems:
-        raise ProjectionError(f"{path}: " + "; ".join(problems))
+        raise ProjectionError(f"{shown}: " + "; ".join(problems))
     return projection
+
+
+def _builtin_name(name: str, shown: str) -> str:
+    return (
+        f"{shown} is not loaded: {name!r} is a built-in projection name, and commands such as "
+        f"`leaderlog rebuild {name}` use the built-in; rename the module and its PROJECTION"
+    )
+
+
+def builtin_named_modules(folder: Path | str | None = None, *, builtin: Iterable[str]) -> list[str]:
+    """Why each module in the folder named like a built-in projection is never loaded.
+
+    A name is looked up among the built-ins first, so such a module would otherwise be
+    ignored in silence, however often its author rebuilt "it".
+    """
+    where = user_projection_folder(folder)
+    return [
+        _builtin_name(name, shown_path(where / f"{name}.py"))
+        for name in builtin
+        if (where / f"{name}.py").is_file()
+    ]
+
+
+def unloadable_user_projections(
+    names: Iterable[str],
+    folder: Path | str | None = None,
+    *,
+    builtin: Mapping[str, type[Projection]],
+) -> dict[str, ProjectionError]:
+    """Of ``names`` (user projections built in a database), those whose module is in the
+    folder but does not load, with the reason. A module that is not there at all (a command
+    run from another folder) is not among them: ``leaderlog projections`` explains that."""
+    where = user_projection_folder(folder)
+    failing: dict[str, ProjectionError] = {}
+    for name in names:
+        if name in builtin or not _NAME.match(name) or not (where / f"{name}.py").is_file():
+            continue
+        try:
+            load_user_projection(name, where, builtin=builtin)
+        except ProjectionError as error:
+            failing[name] = error
+    return failing

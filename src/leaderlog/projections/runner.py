@@ -11,6 +11,10 @@ which makes concurrent runners on PostgreSQL wait for each other as they do on S
 A projection whose stored version differs from its class's ``version`` is dropped and rebuilt
 from position 0. A rebuild creates a projection's ``query_indexes()`` only once the replay has
 reached the head of the log.
+
+A user projection the runner cannot run (its names clash with another's, or it was rebuilt at
+another version since this runner loaded it) is replaced by a :class:`LeftOut` stand-in: it
+stays listed with its checkpoint and is reported at every run, while the others go on.
 """
 
 from __future__ import annotations
@@ -18,23 +22,42 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
+import re
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import NamedTuple
 
 from leaderlog.errors import ProjectionError, ProjectionFailed, ProjectionFailure, StoreError
 from leaderlog.events import RecordedEvent
+from leaderlog.projections._isolation import (
+    Exited,
+    LeftOut,
+    Watched,
+    WentOn,
+    apply_failure,
+    is_builtin,
+    leave_out_clashes,
+    left_out,
+    module_name,
+)
 from leaderlog.projections._sql import marks
 from leaderlog.projections.base import (
     CHECKPOINT_SCHEMA,
     Projection,
     ProjectionTransaction,
-    check_owned_names,
+    owner_of,
     shared_decoding,
 )
 from leaderlog.store.base import EventStore
 
-__all__ = ["Progress", "ProjectionRunner", "ProjectionStatus"]
+__all__ = [
+    "LeftOut",
+    "Progress",
+    "ProjectionRunner",
+    "ProjectionStatus",
+    "forget_projection",
+    "left_out",
+]
 
 # Called after each applied page with (last applied position, head position).
 Progress = Callable[[int, int], None]
@@ -95,6 +118,8 @@ async def _create(tx: ProjectionTransaction, statement: str) -> None:
     """Run one of a projection's DDL statements; a failure names the statement."""
     try:
         await tx.execute(statement)
+    except StoreError:
+        raise  # the database's trouble (busy, gone), not the statement's
     except Exception as error:
         shown = " ".join(statement.split())
         shown = shown if len(shown) <= 100 else f"{shown[:97]}..."
@@ -124,14 +149,11 @@ class ProjectionRunner:
         self, store: EventStore, projections: Iterable[Projection], *, page: int = DEFAULT_PAGE
     ) -> None:
         self.store = store
-        self.projections = list(projections)
-        names = [projection.name for projection in self.projections]
+        given = list(projections)
+        names = [projection.name for projection in given]
         if len(set(names)) != len(names):
             raise ProjectionError(f"projection names must be unique, got {names}")
-        for projection in self.projections:
-            problems = check_owned_names(projection, names)
-            if problems:
-                raise ProjectionError(f"projection {projection.name}: " + "; ".join(problems))
+        self.projections = leave_out_clashes(given)
         self.page = page
         self._prepared = False
         # Projections whose schema() failed at the last prepare: left out of every run.
@@ -201,6 +223,8 @@ class ProjectionRunner:
             rows = await tx.fetchall("SELECT MAX(position) FROM events")
             head = int(rows[0][0] or 0)
             for projection in self.projections:
+                if isinstance(projection, LeftOut):
+                    continue
                 try:
                     async with _alone(tx):
                         found = stored.get(projection.name)
@@ -232,16 +256,30 @@ class ProjectionRunner:
                 names,
             )
 
-    async def _create_deferred_indexes(self, behind: set[str]) -> None:
-        """Create the query indexes of rebuilt projections, except those ``behind``."""
+    async def _create_deferred_indexes(self, behind: set[str]) -> list[ProjectionFailure]:
+        """Create the query indexes of rebuilt projections, except those ``behind``.
+
+        One whose statement fails is left out from then on, as a failing schema is at start,
+        and named; the others keep theirs.
+        """
         waiting = [p for p in self.projections if p.name in self._deferred - behind]
+        failed: list[ProjectionFailure] = []
         if not waiting:
-            return
+            return failed
         async with self.store.projection_transaction() as tx:
             for projection in waiting:
-                for statement in projection.query_indexes():
-                    await _create(tx, statement)
+                try:
+                    async with _alone(tx):
+                        for statement in projection.query_indexes():
+                            await _create(tx, statement)
+                except StoreError:
+                    raise
+                except Exception as error:
+                    failure = ProjectionFailure(projection.name, None, None, error)
+                    self._unprepared[projection.name] = failure
+                    failed.append(failure)
         self._deferred -= {projection.name for projection in waiting}
+        return failed
 
     # --- applying --------------------------------------------------------------------------
 
@@ -268,19 +306,28 @@ class ProjectionRunner:
                     todo = [event for event in events if event.position > checkpoint]
                     if not todo:
                         continue
+                    watched = Watched(tx)
                     try:
                         async with _alone(tx):
-                            await projection.apply(tx, todo)
+                            try:
+                                await projection.apply(watched, todo)
+                            except SystemExit as exiting:
+                                # Ending leaderlog is not a projection's call: it is its
+                                # failure, like any other exception.
+                                raise Exited(exiting) from exiting
+                            if watched.failed is not None:
+                                # Raised inside the savepoint, so that rolling back to it
+                                # makes PostgreSQL's aborted transaction usable again.
+                                raise WentOn from watched.failed
                     except StoreError:
                         # The database's trouble (busy, deadlocked, gone), not the
                         # projection's: the whole page is tried again.
                         raise
                     except Exception as error:
-                        failures.append(
-                            ProjectionFailure(
-                                projection.name, todo[0].position, todo[-1].position, error
-                            )
-                        )
+                        failure = apply_failure(projection, todo, error, watched.failed)
+                        if isinstance(failure.cause, StoreError):
+                            raise failure.cause from error  # swallowed by apply(): as above
+                        failures.append(failure)
                         continue
                     await tx.execute(
                         "UPDATE projection_checkpoints SET position = ? WHERE name = ?",
@@ -299,16 +346,25 @@ class ProjectionRunner:
         :class:`ProjectionFailed` names each one that stopped.
         """
         target, _ = await self.store.head()
-        failures = [self._unprepared[p.name] for p in projections if p.name in self._unprepared]
-        projections = [p for p in projections if p.name not in self._unprepared]
-        # The next page is read while this one is applied: turning rows into events and
-        # writing projection rows then overlap (they run on different connections).
-        ahead: asyncio.Task[list[RecordedEvent]] | None = None
-        ahead_after = -1
         stored = await self._stored()
+        failures: list[ProjectionFailure] = []
+        runnable: list[Projection] = []
         for projection in projections:
-            version = stored.get(projection.name, (projection.version, 0))[0]
-            if version != projection.version:
+            version, position = stored.get(projection.name, (projection.version, 0))
+            if isinstance(projection, LeftOut):
+                if version != projection.version:
+                    # Listed at the version stored, as a lagging projection and never as
+                    # another leaderlog's (which a health check would take it for).
+                    stand_in = left_out(
+                        projection.name, version, projection.reason, projection.until
+                    )
+                    projection = self._replace(projection, stand_in)
+                failures.append(projection.failure(position))
+            elif projection.name in self._unprepared:
+                failures.append(self._unprepared[projection.name])
+            elif version == projection.version:
+                runnable.append(projection)
+            elif is_builtin(projection):
                 # Rebuilt since this runner prepared it, by another leaderlog version on the
                 # same database: applying would write rows of one shape into tables of another.
                 raise ProjectionError(
@@ -317,6 +373,23 @@ class ProjectionRunner:
                     f"{projection.version}: run one version against a database (restarted, "
                     "this one rebuilds it)"
                 )
+            else:
+                # Rebuilt elsewhere from its module as it is now: only a process that loads
+                # the module again can apply to those tables; the others need not wait.
+                stand_in = left_out(
+                    projection.name,
+                    version,
+                    f"this process loaded its module ({module_name(projection)}) at version "
+                    f"{projection.version}, but the database holds version {version}, rebuilt "
+                    "since from the module as changed",
+                    until="the module is loaded again: restart the server to load it",
+                )
+                failures.append(self._replace(projection, stand_in).failure(position))
+        projections = runnable
+        # The next page is read while this one is applied: turning rows into events and
+        # writing projection rows then overlap (they run on different connections).
+        ahead: asyncio.Task[list[RecordedEvent]] | None = None
+        ahead_after = -1
         backlog = target - min((stored.get(p.name, (0, 0))[1] for p in projections), default=0)
         try:
             with _few_collections(backlog):
@@ -349,10 +422,15 @@ class ProjectionRunner:
                         progress(min(events[-1].position, target), target)
         finally:
             await _cancel(ahead)
-        await self._create_deferred_indexes({failure.name for failure in failures})
+        failures += await self._create_deferred_indexes({failure.name for failure in failures})
         if failures:
             raise ProjectionFailed(failures)
         return target
+
+    def _replace(self, projection: Projection, stand_in: LeftOut) -> LeftOut:
+        """Put ``stand_in`` where ``projection`` was, for every later run and status."""
+        self.projections = [stand_in if p is projection else p for p in self.projections]
+        return stand_in
 
     async def catch_up(self, progress: Progress | None = None) -> int:
         """Bring every projection to the current head of the log; returns that position."""
@@ -367,6 +445,8 @@ class ProjectionRunner:
         async with self.store.projection_transaction() as tx:
             await tx.execute(CHECKPOINT_SCHEMA)
             for projection in chosen:
+                if isinstance(projection, LeftOut):
+                    continue  # never run, so never dropped: the run reports why
                 # One whose schema fails keeps its tables; prepare() meets the same failure
                 # and reports it without holding back the others.
                 with contextlib.suppress(Exception):
@@ -410,3 +490,38 @@ class ProjectionRunner:
             async with self.store.projection_transaction() as tx:
                 await tx.execute(CHECKPOINT_SCHEMA)
             return await self._stored()
+
+
+# Every table of the database the projections live in, by dialect.
+_TABLES = {
+    "sqlite": "SELECT name FROM sqlite_master WHERE type = 'table'",
+    "postgresql": "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()",
+}
+_TABLE_NAME = re.compile(r"[a-z][a-z0-9_]*")
+
+
+async def forget_projection(
+    store: EventStore, name: str, others: Iterable[str]
+) -> tuple[list[str], int | None]:
+    """Drop a user projection's tables and its checkpoint, without needing its module.
+
+    Its tables are those whose ``p_<name>_`` prefix is its own beside ``others`` (every other
+    projection: ``p_feed_entries_x`` is not ``feed``'s). Returns the tables dropped and the
+    position it had reached (None if it had no checkpoint). The caller decides whether the
+    projection may be forgotten: this drops what the name owns.
+    """
+    everyone = {name, *others}
+    async with store.projection_transaction() as tx:
+        await tx.execute(CHECKPOINT_SCHEMA)
+        rows = await tx.fetchall(
+            "SELECT position FROM projection_checkpoints WHERE name = ?", [name]
+        )
+        tables = sorted(
+            str(table)
+            for (table,) in await tx.fetchall(_TABLES[store.dialect])
+            if _TABLE_NAME.fullmatch(str(table)) and owner_of(str(table), everyone) == name
+        )
+        for table in tables:
+            await tx.execute(f"DROP TABLE IF EXISTS {table}")
+        await tx.execute("DELETE FROM projection_checkpoints WHERE name = ?", [name])
+    return tables, (int(rows[0][0]) if rows else None)

@@ -1,0 +1,271 @@
+"""Projections that stop alone: stand-ins for user projections the runner cannot run, the
+transaction wrapper that catches an ``apply`` going on after a failed statement, and how each
+failure is worded (naming the projection, the events and its own line that raised)."""
+
+from __future__ import annotations
+
+import re
+import traceback
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from leaderlog.errors import ProjectionError, ProjectionFailure
+from leaderlog.events import RecordedEvent
+from leaderlog.projections.base import (
+    Projection,
+    ProjectionTransaction,
+    check_owned_names,
+    taken_names,
+)
+from leaderlog.projections.loading import module_file, shown_path
+
+__all__ = [
+    "Exited",
+    "Explained",
+    "LeftOut",
+    "Watched",
+    "WentOn",
+    "apply_failure",
+    "is_builtin",
+    "leave_out_clashes",
+    "left_out",
+    "module_name",
+]
+
+# Until when a stand-in stays out: a running server loads projection modules only at start.
+_UNTIL_FIXED = "that is fixed (a running server loads its module again when restarted)"
+
+
+@dataclass(frozen=True)
+class Explained(ProjectionFailure):
+    """A failure worded by the runner, where the cause's own text would mislead or say too
+    little: a stand-in's reason, a statement ``apply`` caught, ``sys.exit()``."""
+
+    text: str
+
+    def __str__(self) -> str:
+        return self.text
+
+
+class LeftOut(Projection):
+    """Stands in for a user projection the runner cannot run.
+
+    It is listed with its checkpoint (so its lag shows) and reported at every run, and never
+    prepared, applied, rebuilt or dropped. Make one with :func:`left_out`.
+    """
+
+    def __init__(self, reason: str, until: str = _UNTIL_FIXED) -> None:
+        self.reason = reason
+        self.until = until
+
+    def schema(self) -> Sequence[str]:
+        return ()
+
+    def tables(self) -> Sequence[str]:
+        return ()
+
+    async def apply(self, tx: ProjectionTransaction, events: Sequence[RecordedEvent]) -> None:
+        raise ProjectionError(f"projection {self.name} is left out: {self.reason}")
+
+    def failure(self, position: int) -> ProjectionFailure:
+        """What each run reports while the projection stays at ``position``."""
+        return Explained(
+            self.name,
+            None,
+            None,
+            ProjectionError(self.reason),
+            f"projection {self.name} is left out: {self.reason}; it stays at position "
+            f"{position} until {self.until}",
+        )
+
+
+def left_out(name: str, version: int, reason: str, until: str = _UNTIL_FIXED) -> LeftOut:
+    """A stand-in for the user projection ``name``.
+
+    ``version`` is best the one stored in the database: a health check that compares stored
+    and loaded versions then sees the projection as lagging, not as another leaderlog's.
+    """
+
+    class StandIn(LeftOut):
+        pass
+
+    StandIn.name = name
+    StandIn.version = version
+    return StandIn(reason, until)
+
+
+def is_builtin(projection: Projection) -> bool:
+    # Imported here: the package imports this module to assemble its built-ins.
+    from leaderlog.projections import BUILTIN
+
+    known = BUILTIN.get(projection.name)
+    return known is not None and isinstance(projection, known)
+
+
+def _source(projection: Projection) -> str:
+    """``projections/x.py: `` for messages about a projection's declarations."""
+    found = module_file(projection)
+    return f"{shown_path(found)}: " if found else ""
+
+
+def module_name(projection: Projection) -> str:
+    found = module_file(projection)
+    return shown_path(found) if found else f"its class {type(projection).__qualname__}"
+
+
+def leave_out_clashes(projections: list[Projection]) -> list[Projection]:
+    """The projections, with a stand-in for each user projection whose names are not its own.
+
+    A rebuild drops every table a projection lists and a start runs its schema, so one that
+    declares another's table (or the log's) must never run. A user projection's such mistake
+    stops it alone; a built-in's is leaderlog's own bug, and raises.
+    """
+    names = [projection.name for projection in projections]
+    builtin = {projection.name for projection in projections if is_builtin(projection)}
+    reasons: dict[str, str] = {}
+    for projection in projections:
+        if isinstance(projection, LeftOut):
+            continue
+        problems = check_owned_names(projection, names)
+        if not problems:
+            continue
+        if projection.name not in builtin:
+            reasons.setdefault(projection.name, _source(projection) + "; ".join(problems))
+            continue
+        # A user projection whose longer prefix takes a built-in's tables is the one to stop.
+        for other in projections:
+            taken = [] if other.name in builtin else taken_names(projection, other.name)
+            if taken:
+                reasons[other.name] = (
+                    f"{_source(other)}the name {other.name!r} would take {', '.join(taken)} "
+                    f"from the built-in projection {projection.name}: choose another name"
+                )
+        remaining = check_owned_names(projection, [n for n in names if n not in reasons])
+        if remaining:
+            raise ProjectionError(f"projection {projection.name}: " + "; ".join(remaining))
+    return [
+        left_out(p.name, p.version, reasons[p.name])
+        if p.name in reasons and not isinstance(p, LeftOut)
+        else p
+        for p in projections
+    ]
+
+
+_ROLLBACK_TO = re.compile(r"\s*ROLLBACK\s+TO\b", re.IGNORECASE)
+
+
+class Watched(ProjectionTransaction):
+    """The transaction as ``apply`` sees it, remembering the first statement that failed.
+
+    On PostgreSQL a failed statement aborts the transaction: an ``apply`` that catches the
+    error and goes on (SQLite's ignore-duplicates idiom) fails at its next statement with
+    "current transaction is aborted", and so would every projection after it. The runner
+    makes such a page that projection's failure, named by the statement's own error, on
+    every database alike. Rolling back to a savepoint of its own undoes the failure, as
+    PostgreSQL allows.
+    """
+
+    def __init__(self, tx: ProjectionTransaction) -> None:
+        self._tx = tx
+        self.failed: Exception | None = None
+
+    def _remember(self, error: Exception) -> None:
+        if self.failed is None:
+            self.failed = error
+
+    async def execute(self, sql: str, parameters: Sequence[Any] = ()) -> None:
+        try:
+            await self._tx.execute(sql, parameters)
+        except Exception as error:
+            self._remember(error)
+            raise
+        if _ROLLBACK_TO.match(sql):
+            self.failed = None
+
+    async def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        try:
+            await self._tx.executemany(sql, rows)
+        except Exception as error:
+            self._remember(error)
+            raise
+
+    async def fetchall(self, sql: str, parameters: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        try:
+            return await self._tx.fetchall(sql, parameters)
+        except Exception as error:
+            self._remember(error)
+            raise
+
+
+class WentOn(Exception):
+    """``apply`` returned normally after one of its statements failed."""
+
+
+class Exited(Exception):
+    """``apply`` called ``sys.exit()``."""
+
+    def __init__(self, exiting: SystemExit) -> None:
+        super().__init__(f"apply() called sys.exit({exiting.code!r})")
+        self.exiting = exiting
+
+
+def _location(error: BaseException, projection: Projection) -> str:
+    """`` (file, line N)`` of the line of the projection's module that ``error`` went through
+    last (for a statement the database refused: the line that ran it, not the driver's), else
+    of the innermost frame."""
+    frames = traceback.extract_tb(error.__traceback__)
+    source = module_file(projection)
+    chosen = [frame for frame in frames if frame.filename == source] or frames
+    if not chosen:
+        return ""
+    return f" ({shown_path(chosen[-1].filename)}, line {chosen[-1].lineno})"
+
+
+def _caused_by(error: BaseException, cause: BaseException) -> bool:
+    seen: BaseException | None = error
+    while seen is not None:
+        if seen is cause:
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+def apply_failure(
+    projection: Projection,
+    events: Sequence[RecordedEvent],
+    error: Exception,
+    went_on: Exception | None,
+) -> ProjectionFailure:
+    """The failure of ``projection`` on ``events``: ``error`` is what ``apply`` raised (or the
+    runner's marker), ``went_on`` the first statement that failed in it, if any."""
+    first, last = events[0].position, events[-1].position
+    span = f"event {first}" if first == last else f"events {first}-{last}"
+    cause: Exception
+    if isinstance(error, Exited):
+        cause = ProjectionError(str(error))
+        cause.__cause__ = error.exiting
+        what = (
+            f"it called sys.exit({error.exiting.code!r}){_location(error.exiting, projection)}"
+            ", which would have ended leaderlog itself"
+        )
+    elif went_on is not None and (isinstance(error, WentOn) or not _caused_by(error, went_on)):
+        cause = went_on
+        what = (
+            f"{type(cause).__name__}: {cause}{_location(cause, projection)}; apply() went on "
+            "after this statement failed, but on PostgreSQL a failed statement aborts the "
+            "projection's work on the page, so leaderlog stops the projection on every "
+            "database: avoid the error in SQL instead (INSERT ... ON CONFLICT DO NOTHING "
+            "rather than catching a duplicate key, say)"
+        )
+    else:
+        cause = error
+        what = f"{type(error).__name__}: {error}{_location(error, projection)}"
+    return Explained(
+        projection.name,
+        first,
+        last,
+        cause,
+        f"projection {projection.name} could not apply {span}: {what}; it stays at position "
+        f"{first - 1} until that is fixed",
+    )

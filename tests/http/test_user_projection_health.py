@@ -1,0 +1,184 @@
+"""A server beside user projections that cannot run: the built-ins keep following, the log
+says which one stopped and why, and /healthz lists it with its lag."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from leaderlog.http import create_app
+from leaderlog.log import EventLog, load_seeds
+from leaderlog.projections import runner_for
+from tests.conftest import SEEDS
+from tests.http.server import running
+from tests.projections.logs import GORDON_ACTING, SEED_COUNT
+
+
+def _module(name: str, *, version: int = 1, more_schema: str = "", imports: str = "") -> str:
+    """A user projection module that keeps the positions it has seen."""
+    return (
+        f"{imports}from leaderlog.projections import Projection\n\n\n"
+        "class Seen(Projection):\n"
+        f"    name = {name!r}\n"
+        f"    version = {version}\n\n"
+        "    def schema(self):\n"
+        f"        return ('CREATE TABLE IF NOT EXISTS p_{name}_seen (position BIGINT)',"
+        f" {more_schema})\n\n"
+        "    def tables(self):\n"
+        f"        return ('p_{name}_seen',)\n\n"
+        "    async def apply(self, tx, events):\n"
+        "        await tx.executemany(\n"
+        f"            'INSERT INTO p_{name}_seen (position) VALUES (?)',\n"
+        "            [(event.position,) for event in events],\n"
+        "        )\n\n\n"
+        "PROJECTION = Seen\n"
+    )
+
+
+@pytest.fixture
+def folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    found = tmp_path / "projections"
+    found.mkdir()
+    monkeypatch.setenv("LEADERLOG_PROJECTIONS", str(found))
+    return found
+
+
+@pytest.fixture
+def client() -> Iterator[httpx.Client]:
+    with httpx.Client(timeout=30) as session:
+        yield session
+
+
+def _seeded_with(url: str, *names: str) -> None:
+    """The seeds, with the named user projections built (as `leaderlog rebuild NAME` does)."""
+
+    async def build() -> None:
+        async with await EventLog.open(url) as log:
+            if await log.store.count() == 0:
+                await load_seeds(log, SEEDS)
+            await (await runner_for(log.store, also=names)).rebuild(names)
+
+    asyncio.run(build())
+
+
+def _confirm_a_claim(url: str) -> None:
+    """Another writer appends while the server runs."""
+
+    async def append() -> None:
+        async with await EventLog.open(url) as log:
+            await log.append_raw(
+                {
+                    "type": "claim.confirmed",
+                    "data": {"claim": GORDON_ACTING, "source": "fox-ice-shakeup-2025-05"},
+                },
+                actor="test",
+            )
+
+    asyncio.run(append())
+
+
+def _built_ins_follow(client: httpx.Client, base: str) -> None:
+    deadline = time.monotonic() + 20
+    status = ""
+    while status != "confirmed" and time.monotonic() < deadline:
+        status = client.get(f"{base}/api/claims/{GORDON_ACTING}").json()["status"]
+        time.sleep(0.1)
+    assert status == "confirmed"
+
+
+def _said(caplog: pytest.LogCaptureFixture, text: str) -> list[str]:
+    return [record.getMessage() for record in caplog.records if text in record.getMessage()]
+
+
+def test_a_user_projection_rebuilt_from_a_changed_module_stops_alone(
+    tmp_path: Path, folder: Path, client: httpx.Client, caplog: pytest.LogCaptureFixture
+) -> None:
+    # given a server started with a user projection built at version 2
+    url = f"sqlite:///{tmp_path / 'leaderlog.db'}"
+    (folder / "claims_per_source.py").write_text(
+        _module("claims_per_source", version=2), encoding="utf-8"
+    )
+    _seeded_with(url, "claims_per_source")
+    with (
+        caplog.at_level(logging.WARNING, logger="leaderlog.http"),
+        running(create_app(url)) as base,
+    ):
+        # when its module goes to version 3 and a command rebuilds it, then a claim is appended
+        (folder / "claims_per_source.py").write_text(
+            _module("claims_per_source", version=3), encoding="utf-8"
+        )
+        _seeded_with(url, "claims_per_source")
+        _confirm_a_claim(url)
+        # then the built-ins still follow the log
+        _built_ins_follow(client, base)
+        health = client.get(f"{base}/healthz").json()
+    # and the log names that projection alone, blaming its module rather than leaderlog
+    (said,) = _said(caplog, "projection claims_per_source is left out")
+    assert "another leaderlog version" not in said
+    assert "but the database holds version 3" in said
+    assert "restart the server to load it" in said
+    assert not _said(caplog, "applying events to")
+    # and /healthz lists it, lagging, while the server is still sound
+    listed = {item["name"]: item for item in health["projections"]}
+    assert health["ok"] is True
+    assert (listed["claims_per_source"]["version"], listed["claims_per_source"]["lag"]) == (3, 1)
+    assert listed["leadership"]["lag"] == 0
+
+
+def test_a_built_user_projection_that_no_longer_imports_is_said_at_start(
+    tmp_path: Path, folder: Path, client: httpx.Client, caplog: pytest.LogCaptureFixture
+) -> None:
+    # given a user projection built, whose module then imports a package that is not there
+    url = f"sqlite:///{tmp_path / 'leaderlog.db'}"
+    (folder / "seen.py").write_text(_module("seen"), encoding="utf-8")
+    _seeded_with(url, "seen")
+    broken = _module("seen", imports="import no_such_package_anywhere\n")
+    (folder / "seen.py").write_text(broken, encoding="utf-8")
+    with (
+        caplog.at_level(logging.WARNING, logger="leaderlog.http"),
+        running(create_app(url)) as base,
+    ):
+        # when the server has started, then its log says which projection and why
+        (said,) = _said(caplog, "projection seen is left out")
+        assert "No module named 'no_such_package_anywhere'" in said
+        assert f"it stays at position {SEED_COUNT}" in said
+        # and /healthz lists it with its lag, as it does one whose apply raises
+        _confirm_a_claim(url)
+        _built_ins_follow(client, base)
+        health = client.get(f"{base}/healthz").json()
+    listed = {item["name"]: item for item in health["projections"]}
+    assert health["ok"] is True
+    assert (listed["seen"]["checkpoint"], listed["seen"]["lag"]) == (SEED_COUNT, 1)
+    assert "No module named 'no_such_package_anywhere'" in listed["seen"]["error"]
+    assert "error" not in listed["leadership"]
+
+
+def test_user_projections_that_clash_do_not_stop_the_server(
+    tmp_path: Path, folder: Path, client: httpx.Client, caplog: pytest.LogCaptureFixture
+) -> None:
+    # given two user projections built, then one edited to create a table of the other's
+    url = f"sqlite:///{tmp_path / 'leaderlog.db'}"
+    for name in ("probe", "probe_x"):
+        (folder / f"{name}.py").write_text(_module(name), encoding="utf-8")
+        _seeded_with(url, name)
+    clashing = _module("probe", more_schema="'CREATE TABLE IF NOT EXISTS p_probe_x_more (b TEXT)'")
+    (folder / "probe.py").write_text(clashing, encoding="utf-8")
+    # when the server starts, then it serves, and says which one is left out and why
+    with (
+        caplog.at_level(logging.WARNING, logger="leaderlog.http"),
+        running(create_app(url)) as base,
+    ):
+        (said,) = _said(caplog, "projection probe is left out")
+        assert "table 'p_probe_x_more': it belongs to projection probe_x" in said
+        _confirm_a_claim(url)
+        _built_ins_follow(client, base)
+        health = client.get(f"{base}/healthz").json()
+    listed = {item["name"]: item["lag"] for item in health["projections"]}
+    assert health["ok"] is True
+    assert (listed["probe"], listed["probe_x"], listed["leadership"]) == (1, 0, 0)
