@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import httpx
 import uvicorn
 from fastapi import FastAPI
 
@@ -58,3 +59,29 @@ def seeded_database(folder: Path, *more: Event) -> str:
 
     asyncio.run(write())
     return url
+
+
+def confirm_as_another_writer(url: str, claim: str) -> None:
+    """Another process's writer confirms ``claim`` (a seed claim) while a server runs."""
+
+    async def append() -> None:
+        async with await EventLog.open(url) as log:
+            await log.append_raw(
+                {
+                    "type": "claim.confirmed",
+                    "data": {"claim": claim, "source": "fox-ice-shakeup-2025-05"},
+                },
+                actor="test",
+            )
+
+    asyncio.run(append())
+
+
+def wait_for_claim_status(client: httpx.Client, base: str, claim: str, wanted: str) -> None:
+    """Poll the server until ``claim`` reads ``wanted`` (the read models followed the log)."""
+    deadline = time.monotonic() + 20
+    status = ""
+    while status != wanted and time.monotonic() < deadline:
+        status = client.get(f"{base}/api/claims/{claim}").json()["status"]
+        time.sleep(0.1)
+    assert status == wanted

@@ -21,7 +21,12 @@ from leaderlog.log import EventLog, load_seeds
 from leaderlog.projections import runner_for
 from tests.conftest import SEEDS
 from tests.feeds.logs import FOX, HAMMER_CAPTION
-from tests.http.server import running, seeded_database
+from tests.http.server import (
+    confirm_as_another_writer,
+    running,
+    seeded_database,
+    wait_for_claim_status,
+)
 from tests.projections.logs import GORDON_ACTING
 from tests.projections.test_cli import FAILING_PROJECTION
 
@@ -210,24 +215,9 @@ def test_a_failing_user_projection_does_not_hold_the_answers_back(
     asyncio.run(register_it())
     with caplog.at_level(logging.ERROR, logger="leaderlog.http"), running(create_app(url)) as base:
         # when another writer appends a claim while the server runs
-        async def append_claim() -> None:
-            async with await EventLog.open(url) as log:
-                await log.append_raw(
-                    {
-                        "type": "claim.confirmed",
-                        "data": {"claim": GORDON_ACTING, "source": "fox-ice-shakeup-2025-05"},
-                    },
-                    actor="test",
-                )
-
-        asyncio.run(append_claim())
+        confirm_as_another_writer(url, GORDON_ACTING)
         # then the built-in read models still follow the log
-        deadline = time.monotonic() + 20
-        status = ""
-        while status != "confirmed" and time.monotonic() < deadline:
-            status = client.get(f"{base}/api/claims/{GORDON_ACTING}").json()["status"]
-            time.sleep(0.1)
-        assert status == "confirmed"
+        wait_for_claim_status(client, base, GORDON_ACTING, "confirmed")
         # and the failure is logged, naming the projection and what raised, once while it
         # stays the same rather than on every retry
         time.sleep(RETRY_SECONDS + 0.5)  # so the server has retried at least once

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,29 +15,8 @@ from leaderlog.http import create_app
 from leaderlog.log import EventLog, load_seeds
 from leaderlog.projections import runner_for
 from tests.conftest import SEEDS
-from tests.http.server import running
-from tests.projections.logs import GORDON_ACTING, SEED_COUNT
-
-
-def _module(name: str, *, version: int = 1, more_schema: str = "", imports: str = "") -> str:
-    """A user projection module that keeps the positions it has seen."""
-    return (
-        f"{imports}from leaderlog.projections import Projection\n\n\n"
-        "class Seen(Projection):\n"
-        f"    name = {name!r}\n"
-        f"    version = {version}\n\n"
-        "    def schema(self):\n"
-        f"        return ('CREATE TABLE IF NOT EXISTS p_{name}_seen (position BIGINT)',"
-        f" {more_schema})\n\n"
-        "    def tables(self):\n"
-        f"        return ('p_{name}_seen',)\n\n"
-        "    async def apply(self, tx, events):\n"
-        "        await tx.executemany(\n"
-        f"            'INSERT INTO p_{name}_seen (position) VALUES (?)',\n"
-        "            [(event.position,) for event in events],\n"
-        "        )\n\n\n"
-        "PROJECTION = Seen\n"
-    )
+from tests.http.server import confirm_as_another_writer, running, wait_for_claim_status
+from tests.projections.logs import GORDON_ACTING, SEED_COUNT, seen_projection_module
 
 
 @pytest.fixture
@@ -67,31 +45,6 @@ def _seeded_with(url: str, *names: str) -> None:
     asyncio.run(build())
 
 
-def _confirm_a_claim(url: str) -> None:
-    """Another writer appends while the server runs."""
-
-    async def append() -> None:
-        async with await EventLog.open(url) as log:
-            await log.append_raw(
-                {
-                    "type": "claim.confirmed",
-                    "data": {"claim": GORDON_ACTING, "source": "fox-ice-shakeup-2025-05"},
-                },
-                actor="test",
-            )
-
-    asyncio.run(append())
-
-
-def _built_ins_follow(client: httpx.Client, base: str) -> None:
-    deadline = time.monotonic() + 20
-    status = ""
-    while status != "confirmed" and time.monotonic() < deadline:
-        status = client.get(f"{base}/api/claims/{GORDON_ACTING}").json()["status"]
-        time.sleep(0.1)
-    assert status == "confirmed"
-
-
 def _said(caplog: pytest.LogCaptureFixture, text: str) -> list[str]:
     return [record.getMessage() for record in caplog.records if text in record.getMessage()]
 
@@ -102,7 +55,7 @@ def test_a_user_projection_rebuilt_from_a_changed_module_stops_alone(
     # given a server started with a user projection built at version 2
     url = f"sqlite:///{tmp_path / 'leaderlog.db'}"
     (folder / "claims_per_source.py").write_text(
-        _module("claims_per_source", version=2), encoding="utf-8"
+        seen_projection_module("claims_per_source", version=2), encoding="utf-8"
     )
     _seeded_with(url, "claims_per_source")
     with (
@@ -111,12 +64,12 @@ def test_a_user_projection_rebuilt_from_a_changed_module_stops_alone(
     ):
         # when its module goes to version 3 and a command rebuilds it, then a claim is appended
         (folder / "claims_per_source.py").write_text(
-            _module("claims_per_source", version=3), encoding="utf-8"
+            seen_projection_module("claims_per_source", version=3), encoding="utf-8"
         )
         _seeded_with(url, "claims_per_source")
-        _confirm_a_claim(url)
+        confirm_as_another_writer(url, GORDON_ACTING)
         # then the built-ins still follow the log
-        _built_ins_follow(client, base)
+        wait_for_claim_status(client, base, GORDON_ACTING, "confirmed")
         health = client.get(f"{base}/healthz").json()
     # and the log names that projection alone, blaming its module rather than leaderlog
     (said,) = _said(caplog, "projection claims_per_source is left out")
@@ -136,9 +89,9 @@ def test_a_built_user_projection_that_no_longer_imports_is_said_at_start(
 ) -> None:
     # given a user projection built, whose module then imports a package that is not there
     url = f"sqlite:///{tmp_path / 'leaderlog.db'}"
-    (folder / "seen.py").write_text(_module("seen"), encoding="utf-8")
+    (folder / "seen.py").write_text(seen_projection_module("seen"), encoding="utf-8")
     _seeded_with(url, "seen")
-    broken = _module("seen", imports="import no_such_package_anywhere\n")
+    broken = seen_projection_module("seen", imports="import no_such_package_anywhere\n")
     (folder / "seen.py").write_text(broken, encoding="utf-8")
     with (
         caplog.at_level(logging.WARNING, logger="leaderlog.http"),
@@ -149,8 +102,8 @@ def test_a_built_user_projection_that_no_longer_imports_is_said_at_start(
         assert "No module named 'no_such_package_anywhere'" in said
         assert f"it stays at position {SEED_COUNT}" in said
         # and /healthz lists it with its lag, as it does one whose apply raises
-        _confirm_a_claim(url)
-        _built_ins_follow(client, base)
+        confirm_as_another_writer(url, GORDON_ACTING)
+        wait_for_claim_status(client, base, GORDON_ACTING, "confirmed")
         health = client.get(f"{base}/healthz").json()
     listed = {item["name"]: item for item in health["projections"]}
     assert health["ok"] is True
@@ -165,9 +118,11 @@ def test_user_projections_that_clash_do_not_stop_the_server(
     # given two user projections built, then one edited to create a table of the other's
     url = f"sqlite:///{tmp_path / 'leaderlog.db'}"
     for name in ("probe", "probe_x"):
-        (folder / f"{name}.py").write_text(_module(name), encoding="utf-8")
+        (folder / f"{name}.py").write_text(seen_projection_module(name), encoding="utf-8")
         _seeded_with(url, name)
-    clashing = _module("probe", more_schema="'CREATE TABLE IF NOT EXISTS p_probe_x_more (b TEXT)'")
+    clashing = seen_projection_module(
+        "probe", more_schema="'CREATE TABLE IF NOT EXISTS p_probe_x_more (b TEXT)'"
+    )
     (folder / "probe.py").write_text(clashing, encoding="utf-8")
     # when the server starts, then it serves, and says which one is left out and why
     with (
@@ -176,8 +131,8 @@ def test_user_projections_that_clash_do_not_stop_the_server(
     ):
         (said,) = _said(caplog, "projection probe is left out")
         assert "table 'p_probe_x_more': it belongs to projection probe_x" in said
-        _confirm_a_claim(url)
-        _built_ins_follow(client, base)
+        confirm_as_another_writer(url, GORDON_ACTING)
+        wait_for_claim_status(client, base, GORDON_ACTING, "confirmed")
         health = client.get(f"{base}/healthz").json()
     listed = {item["name"]: item["lag"] for item in health["projections"]}
     assert health["ok"] is True

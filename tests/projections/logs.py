@@ -63,3 +63,26 @@ async def current(log: EventLog) -> Queries:
     runner = await runner_for(log.store)
     await runner.catch_up()
     return Queries(log.store)
+
+
+def seen_projection_module(
+    name: str, *, version: int = 1, more_schema: str = "", imports: str = ""
+) -> str:
+    """The source of a user projection module that keeps the positions it has seen."""
+    return (
+        f"{imports}from leaderlog.projections import Projection\n\n\n"
+        "class Seen(Projection):\n"
+        f"    name = {name!r}\n"
+        f"    version = {version}\n\n"
+        "    def schema(self):\n"
+        f"        return ('CREATE TABLE IF NOT EXISTS p_{name}_seen (position BIGINT)',"
+        f" {more_schema})\n\n"
+        "    def tables(self):\n"
+        f"        return ('p_{name}_seen',)\n\n"
+        "    async def apply(self, tx, events):\n"
+        "        await tx.executemany(\n"
+        f"            'INSERT INTO p_{name}_seen (position) VALUES (?)',\n"
+        "            [(event.position,) for event in events],\n"
+        "        )\n\n\n"
+        "PROJECTION = Seen\n"
+    )

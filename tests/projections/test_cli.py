@@ -13,7 +13,12 @@ import leaderlog.cli.projection_commands  # noqa: F401  (registers the commands 
 from leaderlog.cli import main
 from leaderlog.projections import BUILTIN
 from tests.conftest import ROOT
-from tests.projections.logs import GENALO_RETIREMENT, HAMMER_CAPTION, SEED_FILE
+from tests.projections.logs import (
+    GENALO_RETIREMENT,
+    HAMMER_CAPTION,
+    SEED_FILE,
+    seen_projection_module,
+)
 
 COMMANDS = ("state", "history", "claim", "audit", "rebuild", "projections")
 ANOTHER_CLAIM = (
@@ -275,27 +280,6 @@ def test_every_command_help_has_an_example(command: str) -> None:
     assert "leaderlog " + command in text
 
 
-def _module(name: str, *, version: int = 1, more_schema: str = "", imports: str = "") -> str:
-    """A user projection module that keeps the positions it has seen."""
-    return (
-        f"{imports}from leaderlog.projections import Projection\n\n\n"
-        "class Seen(Projection):\n"
-        f"    name = {name!r}\n"
-        f"    version = {version}\n\n"
-        "    def schema(self):\n"
-        f"        return ('CREATE TABLE IF NOT EXISTS p_{name}_seen (position BIGINT)',"
-        f" {more_schema})\n\n"
-        "    def tables(self):\n"
-        f"        return ('p_{name}_seen',)\n\n"
-        "    async def apply(self, tx, events):\n"
-        "        await tx.executemany(\n"
-        f"            'INSERT INTO p_{name}_seen (position) VALUES (?)',\n"
-        "            [(event.position,) for event in events],\n"
-        "        )\n\n\n"
-        "PROJECTION = Seen\n"
-    )
-
-
 @pytest.fixture
 def folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """An empty projections folder, the one commands load user projections from."""
@@ -310,9 +294,11 @@ def test_a_user_projection_clashing_with_another_is_left_out_and_the_rest_runs(
 ) -> None:
     # given two user projections built, then one edited to create a table of the other's
     for name in ("probe", "probe_x"):
-        (folder / f"{name}.py").write_text(_module(name), encoding="utf-8")
+        (folder / f"{name}.py").write_text(seen_projection_module(name), encoding="utf-8")
         ok(invoke(db, "rebuild", name))
-    clashing = _module("probe", more_schema="'CREATE TABLE IF NOT EXISTS p_probe_x_more (b TEXT)'")
+    clashing = seen_projection_module(
+        "probe", more_schema="'CREATE TABLE IF NOT EXISTS p_probe_x_more (b TEXT)'"
+    )
     (folder / "probe.py").write_text(clashing, encoding="utf-8")
     ok(invoke(db, "import", "-", stdin=ANOTHER_CLAIM))
     clash = (
@@ -343,7 +329,7 @@ def test_a_user_projection_clashing_with_another_is_left_out_and_the_rest_runs(
 
 
 def test_a_user_module_named_like_a_builtin_is_reported_not_ignored(db: str, folder: Path) -> None:
-    (folder / "audit.py").write_text(_module("audit"), encoding="utf-8")
+    (folder / "audit.py").write_text(seen_projection_module("audit"), encoding="utf-8")
     said = (
         f"warning: {folder / 'audit.py'} is not loaded: 'audit' is a built-in projection name, "
         "and commands such as `leaderlog rebuild audit` use the built-in; rename the module and "
@@ -358,7 +344,9 @@ def test_a_user_module_named_like_a_builtin_is_reported_not_ignored(db: str, fol
 def test_a_user_projection_taking_a_builtin_s_tables_is_refused_by_name(
     db: str, folder: Path
 ) -> None:
-    (folder / "leadership_org.py").write_text(_module("leadership_org"), encoding="utf-8")
+    (folder / "leadership_org.py").write_text(
+        seen_projection_module("leadership_org"), encoding="utf-8"
+    )
     fails(
         invoke(db, "rebuild", "leadership_org"),
         f"error: {folder / 'leadership_org.py'}: the name 'leadership_org' would take "
@@ -369,9 +357,9 @@ def test_a_user_projection_taking_a_builtin_s_tables_is_refused_by_name(
 
 
 def test_projections_shows_a_pending_rebuild_after_a_version_bump(db: str, folder: Path) -> None:
-    (folder / "seen.py").write_text(_module("seen", version=3), encoding="utf-8")
+    (folder / "seen.py").write_text(seen_projection_module("seen", version=3), encoding="utf-8")
     ok(invoke(db, "rebuild", "seen"))
-    (folder / "seen.py").write_text(_module("seen", version=4), encoding="utf-8")
+    (folder / "seen.py").write_text(seen_projection_module("seen", version=4), encoding="utf-8")
     last = ok(invoke(db, "projections")).splitlines()[-1]
     assert last.split()[:5] == ["seen", "3", "29", "29", "0"]
     assert last.endswith(
@@ -383,7 +371,7 @@ def test_projections_shows_a_pending_rebuild_after_a_version_bump(db: str, folde
 
 
 def test_a_user_projection_is_forgotten_once_its_module_is_gone(db: str, folder: Path) -> None:
-    (folder / "seen.py").write_text(_module("seen"), encoding="utf-8")
+    (folder / "seen.py").write_text(seen_projection_module("seen"), encoding="utf-8")
     ok(invoke(db, "rebuild", "seen"))
     # while its module loads, forgetting it is refused: every command would build it again
     fails(
@@ -411,7 +399,9 @@ def test_a_refused_module_is_named_relative_to_the_current_folder(
     monkeypatch.delenv("LEADERLOG_PROJECTIONS")
     monkeypatch.chdir(tmp_path)
     (tmp_path / "projections").mkdir()
-    thief = _module("thief").replace("return ('p_thief_seen',)", "return ('events',)")
+    thief = seen_projection_module("thief").replace(
+        "return ('p_thief_seen',)", "return ('events',)"
+    )
     (tmp_path / "projections" / "thief.py").write_text(thief, encoding="utf-8")
     result = invoke(db, "rebuild", "thief")
     assert result.exit_code == 1
