@@ -13,7 +13,14 @@ import pytest
 from pydantic import ValidationError
 
 from leaderlog.errors import BatchError, ConcurrencyError, DuplicateEventError
-from leaderlog.events import Event, Record, parse_event, parse_record
+from leaderlog.events import (
+    Event,
+    OrgRegistered,
+    OrgUpdated,
+    Record,
+    parse_event,
+    parse_record,
+)
 from leaderlog.log import MAX_RECORD_BYTES, EventLog, load_seeds, parse_lines
 
 SEEDS = Path(__file__).resolve().parent.parent / "seeds"
@@ -436,6 +443,32 @@ async def test_two_instances_writing_one_stream_keep_versions_contiguous(
     stream = await seeded_log.store.read_stream(f"claim-{HAMMER_BODY}")
     assert [event.version for event in stream] == list(range(1, 23))
     assert (await seeded_log.store.verify()).ok
+
+
+async def test_a_move_decided_while_another_writer_moves_an_ancestor_is_decided_again(
+    sqlite_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # given two top-level organisations, and two writers on one log
+    async with await EventLog.open(sqlite_url) as this, await EventLog.open(sqlite_url) as other:
+        await this.append_events(
+            [OrgRegistered(org="p", name="P"), OrgRegistered(org="q", name="Q")], actor="t"
+        )
+        append_batches = this.store.append_batches
+
+        async def the_other_writer_first(batches: Any) -> Any:
+            # when the other writer puts q under p after this one decided p under q
+            monkeypatch.setattr(this.store, "append_batches", append_batches)
+            await other.append_events([OrgUpdated(org="q", parent="p")], actor="other")
+            return await append_batches(batches)
+
+        monkeypatch.setattr(this.store, "append_batches", the_other_writer_first)
+        # then this move is decided again on the tree as it now is, and refused
+        with pytest.raises(BatchError) as caught:
+            await this.append_events([OrgUpdated(org="p", parent="q")], actor="t")
+        assert caught.value.problems[0].rule == "org_cycle"
+        stored = [(event.stream, event.data) for event in await this.store.read_all()]
+    assert stored[-1] == ("org-q", {"org": "q", "parent": "p"})
+    assert len(stored) == 3
 
 
 async def test_append_raw_labels_records(seeded_log: EventLog) -> None:

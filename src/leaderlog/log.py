@@ -136,7 +136,9 @@ class _Prepared:
     ids: set[uuid.UUID] = field(default_factory=set)
 
     def batches(self) -> list[PendingBatch]:
-        return [PendingBatch(d.new_events, d.expected, r.actor) for r, d in self.decided]
+        return [
+            PendingBatch(d.new_events, d.expected, r.actor, d.depends) for r, d in self.decided
+        ]
 
 
 @dataclass(slots=True)
@@ -145,15 +147,18 @@ class _Decision:
 
     new_events: list[NewEvent] = field(default_factory=list)
     expected: dict[str, ExpectedVersion] = field(default_factory=dict)
+    # Streams the decision read but does not write, at the versions it read them.
+    depends: dict[str, ExpectedVersion] = field(default_factory=dict)
     states: dict[str, EntityState] = field(default_factory=dict)
     versions: dict[str, int] = field(default_factory=dict)
     known_positions: dict[int, int] = field(default_factory=dict)
 
 
 class _LayeredKnowledge:
-    """The request's own uncommitted decisions, then its group's, then the cache."""
+    """The request's own uncommitted decisions, then its group's, then the cache; ``read``
+    collects every stream a decision looked at."""
 
-    __slots__ = ("_cache", "_group", "_request", "assumed_absent")
+    __slots__ = ("_cache", "_group", "_request", "assumed_absent", "read")
 
     def __init__(
         self,
@@ -165,11 +170,13 @@ class _LayeredKnowledge:
         self._group = group
         self._cache = cache
         self.assumed_absent: str | None = None
+        self.read: set[str] = set()
 
     def state(self, stream: str) -> EntityState | None:
         # Asked several times per record: plain membership tests, no loops.
         if stream in self._request:
             return self._request[stream]
+        self.read.add(stream)
         if stream in self._group:
             return self._group[stream]
         if stream in self._cache:
@@ -520,7 +527,7 @@ class EventLog:
         for (request, decision), outcome in zip(prepared.decided, outcomes, strict=True):
             if isinstance(outcome, ConcurrencyError) and request.attempts < _RETRIES:
                 # Decided on state another writer has since changed: reload and decide again.
-                for stream in decision.expected:
+                for stream in [*decision.expected, *decision.depends]:
                     self._states.pop(stream, None)
                     self._versions.pop(stream, None)
                 request.attempts += 1
@@ -603,6 +610,13 @@ class EventLog:
                 self._add(decision, knowledge, request, index, entry, decided, group_versions, form)
         if problems:
             raise BatchError(problems)
+        # Another writer may change what was read (an ancestor moved while an organisation
+        # was moved under it): the append then fails on a version and is decided again,
+        # so no rule rests on a stale read.
+        for stream in knowledge.read:
+            if stream not in decision.expected:
+                version = group_versions.get(stream) or self._versions.get(stream, 0)
+                decision.depends[stream] = version or "no_stream"
         return decision
 
     @staticmethod

@@ -202,6 +202,22 @@ class StoreContract(abc.ABC):
             await store.append([event("s")], expected={"s": 3}, actor="t")
         assert [e.version for e in await store.read_stream("s")] == [1, 2]
 
+    async def test_a_batch_fails_when_a_stream_it_depends_on_has_moved(
+        self, store: EventStore
+    ) -> None:
+        await store.append([event("ancestor")], expected={"ancestor": "no_stream"}, actor="t")
+        read_at_one = PendingBatch([event("child")], {"child": "no_stream"}, "t", {"ancestor": 1})
+        assert succeeded((await store.append_batches([read_at_one]))[0]).positions == (2,)
+        await store.append([event("ancestor")], expected={"ancestor": 1}, actor="t")
+        stale = PendingBatch([event("child")], {"child": 1}, "t", {"ancestor": 1})
+        (refused,) = await store.append_batches([stale])
+        assert isinstance(refused, ConcurrencyError)
+        assert (refused.stream, refused.expected, refused.actual) == ("ancestor", 1, 2)
+        assert await store.count() == 3
+        # A dependency on a stream that does not exist yet holds until it does.
+        unborn = PendingBatch([event("child")], {"child": 1}, "t", {"later": "no_stream"})
+        assert succeeded((await store.append_batches([unborn]))[0]).positions == (4,)
+
     async def test_expected_no_stream(self, store: EventStore) -> None:
         await store.append([event("s")], expected={"s": "no_stream"}, actor="t")
         with pytest.raises(ConcurrencyError) as exists:

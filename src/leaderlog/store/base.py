@@ -13,7 +13,7 @@ import datetime as dt
 import hashlib
 import uuid
 from collections.abc import AsyncIterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Literal, NamedTuple, TypeAlias
 
@@ -246,11 +246,25 @@ def recorded_hash(previous: str, event: RecordedEvent) -> str:
 
 @dataclass(slots=True)
 class PendingBatch:
-    """One batch as planned inside a write transaction (shared by the backends)."""
+    """One batch as planned inside a write transaction (shared by the backends).
+
+    ``expected`` holds the versions its own streams must be at; ``depends`` those of other
+    streams its decision read (an organisation's ancestors, say), which must not have moved
+    either when it appends anything.
+    """
 
     events: Sequence[NewEvent]
     expected: Mapping[str, ExpectedVersion]
     actor: str
+    depends: Mapping[str, ExpectedVersion] = field(default_factory=dict)
+
+
+def batch_streams(batches: Sequence[PendingBatch]) -> list[str]:
+    """Every stream whose version planning the batches needs: written or depended on."""
+    streams = {event.stream for batch in batches for event in batch.events}
+    for batch in batches:
+        streams.update(batch.depends)
+    return sorted(streams)
 
 
 class PlannedRow(NamedTuple):
@@ -411,15 +425,22 @@ def _plan_one(
     # An idempotent retry of a batch whose events are all stored must succeed even though
     # the stream has moved on, so versions are only checked where something is appended.
     for stream, expected in batch.expected.items():
-        if stream not in streams_with_new_events or expected == "any":
-            continue
-        actual = versions.get(stream)
-        if expected == "no_stream":
-            if actual is not None:
-                raise ConcurrencyError(stream, expected, actual)
-        elif actual != expected and not (expected == 0 and actual is None):
-            raise ConcurrencyError(stream, expected, actual)
+        if stream in streams_with_new_events:
+            _check_version(stream, expected, versions.get(stream))
+    if streams_with_new_events:
+        for stream, expected in batch.depends.items():
+            _check_version(stream, expected, versions.get(stream))
     return plan, (last, last_is_head, stamp_time, stamp_text)
+
+
+def _check_version(stream: str, expected: ExpectedVersion, actual: int | None) -> None:
+    if expected == "any":
+        return
+    if expected == "no_stream":
+        if actual is not None:
+            raise ConcurrencyError(stream, expected, actual)
+    elif actual != expected and not (expected == 0 and actual is None):
+        raise ConcurrencyError(stream, expected, actual)
 
 
 def _given_time(

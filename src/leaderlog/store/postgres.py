@@ -38,6 +38,7 @@ from leaderlog.store.base import (
     PendingBatch,
     PlannedRow,
     ProjectionTransaction,
+    batch_streams,
     event_from_row,
     plan_rows,
     storable,
@@ -500,7 +501,7 @@ class PostgresStore(EventStore):
         batches: Sequence[PendingBatch],
     ) -> tuple[list[AppendResult | StoreError], list[PlannedRow]]:
         """Read the state the batches depend on (under the append lock) and lay out the rows."""
-        streams = sorted({event.stream for batch in batches for event in batch.events})
+        streams = batch_streams(batches)
         ids = [event.event_id for batch in batches for event in batch.events]
         # The database's clock, not this host's: every writer of the log then stamps from
         # one clock, and a host whose clock is off cannot make recorded times go backwards.

@@ -34,6 +34,7 @@ from leaderlog.store.base import (
     PendingBatch,
     PlannedRow,
     ProjectionTransaction,
+    batch_streams,
     event_from_row,
     plan_rows,
     storable,
@@ -149,7 +150,7 @@ def _append_in_transaction(
             "SELECT position, hash, recorded_at FROM events ORDER BY position DESC LIMIT 1"
         ).fetchone()
         head_position, head_hash, head_time = head if head else (0, GENESIS_HASH, None)
-        streams = sorted({event.stream for batch in batches for event in batch.events})
+        streams = batch_streams(batches)
         versions: dict[str, int] = {}
         for chunk in _chunks(streams):
             marks = ",".join("?" * len(chunk))
