@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from leaderlog._json import loads
-from leaderlog.events import OrgRegistered, OrgUpdated, PostDefined
+from leaderlog.events import OrgRegistered, OrgUpdated, PersonRegistered, PostDefined
 from leaderlog.log import EventLog, load_seeds
 from leaderlog.projections.feed_entries import (
     CURRENT_DOC,
@@ -32,6 +32,7 @@ from tests.feeds.logs import (
     add_hostile,
     claim_event_id,
     correct,
+    generated_claim,
     project,
     retract,
 )
@@ -157,6 +158,43 @@ async def test_moving_an_organisation_adds_its_entries_to_the_new_ancestors(
     # Still in the old ancestor's feed: membership is never withdrawn.
     dhs = await seeded_log.store.query(f"SELECT COUNT(*) FROM {SCOPES} WHERE scope = 'org:dhs'")
     assert dhs[0][0] > 0
+
+
+async def test_an_org_moved_away_earlier_does_not_move_back_with_its_old_ancestor(
+    seeded_log: EventLog,
+) -> None:
+    # given a > b > c > y and a top-level x, where y then moves under x
+    await seeded_log.append_events(
+        [
+            OrgRegistered(org="a", name="A"),
+            OrgRegistered(org="b", name="B", parent="a"),
+            OrgRegistered(org="c", name="C", parent="b"),
+            OrgRegistered(org="y", name="Y", parent="c"),
+            OrgRegistered(org="x", name="X"),
+            PostDefined(post="y-head", org="y", title="Head"),
+        ],
+        actor="test",
+    )
+    await seeded_log.append_events([OrgUpdated(org="y", parent="x")], actor="test")
+    # when y's old ancestor c moves, and then a claim about y's post is reported
+    await seeded_log.append_events([OrgUpdated(org="c", parent="a")], actor="test")
+    claim = generated_claim(0).model_copy(update={"post": "y-head"})
+    await seeded_log.append_events(
+        [PersonRegistered(person="person-0", name="Person 0"), claim], actor="test"
+    )
+    await project(seeded_log)
+    # then y stays under x: the claim is in x's feed, not in a's or c's
+    (doc,) = await seeded_log.store.query(
+        "SELECT doc FROM p_feed_entries_entities WHERE kind = 'org' AND id = 'y' "
+        "ORDER BY position DESC LIMIT 1"
+    )
+    assert loads(doc[0])["path"] == ["x", "y"]
+    scopes = {
+        row[0]
+        for row in await seeded_log.store.query(f"SELECT scope FROM {SCOPES} WHERE claim = 'gen-0'")
+    }
+    assert {"org:x", "org:y"} <= scopes
+    assert not scopes & {"org:a", "org:b", "org:c"}
 
 
 async def test_rebuilding_equals_applying_one_event_at_a_time(seeded_log: EventLog) -> None:

@@ -85,7 +85,7 @@ def _chunks(items: Sequence[Any]) -> Iterator[Sequence[Any]]:
 
 class FeedEntriesProjection(Projection):
     name: ClassVar[str] = "feed_entries"
-    version: ClassVar[int] = 8
+    version: ClassVar[int] = 9
 
     def schema(self) -> Sequence[str]:
         return (
@@ -266,18 +266,17 @@ class FeedEntriesProjection(Projection):
             await _write(tx, page)
             return
         at = page.clock.stamp(recorded)
-        # Descendants move with it: their paths keep the part below ``org``.
+        # Descendants move with it: their paths keep the part below ``org``. Only an org's
+        # newest version says where it is now: an older one under the old path belongs to
+        # an org that has moved away since.
         old_prefix = path_text(old_path)
         rows = await tx.fetchall(
-            f"SELECT id, position, recorded_at, doc FROM {ENTITIES} "
-            "WHERE kind = 'org' AND path LIKE ? AND id <> ?",
+            f"SELECT e.id, e.doc FROM {ENTITIES} e "
+            "WHERE e.kind = 'org' AND e.path LIKE ? AND e.id <> ? AND e.position = "
+            f"(SELECT MAX(n.position) FROM {ENTITIES} n WHERE n.kind = 'org' AND n.id = e.id)",
             [old_prefix + "%", org],
         )
-        latest: dict[str, tuple[int, dict[str, Any]]] = {}
-        for row in rows:
-            if row[0] not in latest or latest[row[0]][0] < int(row[1]):
-                latest[row[0]] = (int(row[1]), loads(row[3]))
-        for descendant, (_, doc) in sorted(latest.items()):
+        for descendant, doc in sorted((str(row[0]), loads(row[1])) for row in rows):
             path = list(doc.get("path", []))
             if path[: len(old_path)] != old_path:
                 continue
