@@ -266,6 +266,9 @@ def test_good_slugs_are_accepted(slug: str) -> None:
         ("org.updated", {"org": "ice", "parent": "ice"}, "own parent"),
         ("post.updated", {"post": "p"}, "at least one"),
         ("person.updated", {"person": "x"}, "at least one"),
+        ("org.updated", {"org": "ice", "parent": None}, "parent cannot be null"),
+        ("post.updated", {"post": "p", "title": None, "labels": {}}, "title cannot be null"),
+        ("person.updated", {"person": "x", "aliases": None, "name": None}, "aliases, name cannot"),
         ("claim.corrected", {"claim": "c", "changes": {}, "reason": "r"}, "at least one"),
         ("claim.disputed", {"claim": "c", "reason": "r", "conflicts_with": ["c"]}, "itself"),
         ("claim.reported", with_(GOOD["claim.reported"], kind="appointment"), "cause"),
@@ -289,6 +292,14 @@ def test_payload_rules(event_type: str, data: dict[str, Any], words: str) -> Non
     error = refused(event_type, data)
     assert error.rule == "schema"
     assert words in error.message
+
+
+def test_an_empty_update_already_stored_reads_as_changing_nothing() -> None:
+    # Written before nulls were refused: its null was dropped, and nothing was left.
+    stored = event_from_stored("org.updated", 1, {"org": "ice"})
+    assert stored.data() == {"org": "ice"}
+    with pytest.raises(RecordError, match="at least one"):
+        parse_event("org.updated", {"org": "ice"})
 
 
 def test_control_characters_allowed_only_as_ordinary_whitespace() -> None:
@@ -658,6 +669,8 @@ def test_schema_accepts_every_seed_record() -> None:
         {"type": "person.registered", "data": {"person": "x", "name": "\u3000"}},
         {"type": "person.registered", "data": {"person": "x", "name": "Tom\u0007"}},
         {"type": "person.registered", "data": {"person": "x", "name": "Tom\ufffe"}},
+        {"type": "org.updated", "data": {"org": "x", "parent": None}},
+        {"type": "person.updated", "data": {"person": "x", "aliases": None}},
         {
             "type": "source.registered",
             "data": with_(GOOD["source.registered"], published={"date": "2025-5"}),

@@ -26,10 +26,12 @@ from pydantic import (
     StringConstraints,
     TypeAdapter,
     ValidationError,
+    ValidationInfo,
     WithJsonSchema,
     field_validator,
     model_validator,
 )
+from pydantic.json_schema import SkipJsonSchema
 
 from leaderlog._json import canonical_bytes
 from leaderlog._rfc3339 import read_rfc3339
@@ -243,6 +245,27 @@ class _EventBase(_Frozen):
         )
 
 
+def _check_update(
+    update: _EventBase, key: str, fields: tuple[str, ...], info: ValidationInfo
+) -> None:
+    """An update names what it changes, and null is no value to change a field to.
+
+    Stored events are read as they are (``stored`` in the validation context): an update
+    written before these checks, with nothing left in it, reads as changing nothing.
+    """
+    if info.context and info.context.get("stored"):
+        return
+    given = update.model_fields_set - {"type", key}
+    nulls = sorted(name for name in given if getattr(update, name) is None)
+    if nulls:
+        raise ValueError(
+            f"{', '.join(nulls)} cannot be null: leave a field out to keep it as it is"
+        )
+    if not given:
+        event_type = update.stream_key[0]
+        raise ValueError(f"{event_type}.updated needs at least one of {', '.join(fields)}")
+
+
 class OrgRegistered(_EventBase):
     stream_key: ClassVar[tuple[str, str]] = ("org", "org")
     type: Literal["org.registered"] = "org.registered"
@@ -263,15 +286,14 @@ class OrgUpdated(_EventBase):
     stream_key: ClassVar[tuple[str, str]] = ("org", "org")
     type: Literal["org.updated"] = "org.updated"
     org: Slug
-    name: Name | None = None
-    short_name: Name | None = None
-    parent: Slug | None = None
-    labels: Labels | None = None
+    name: Name | SkipJsonSchema[None] = None
+    short_name: Name | SkipJsonSchema[None] = None
+    parent: Slug | SkipJsonSchema[None] = None
+    labels: Labels | SkipJsonSchema[None] = None
 
     @model_validator(mode="after")
-    def _changes_something(self) -> OrgUpdated:
-        if not self.model_fields_set - {"type", "org"}:
-            raise ValueError("org.updated needs at least one of name, short_name, parent, labels")
+    def _changes_something(self, info: ValidationInfo) -> OrgUpdated:
+        _check_update(self, "org", ("name", "short_name", "parent", "labels"), info)
         if self.parent == self.org:
             raise ValueError("an organisation cannot be its own parent")
         return self
@@ -291,14 +313,13 @@ class PostUpdated(_EventBase):
     stream_key: ClassVar[tuple[str, str]] = ("post", "post")
     type: Literal["post.updated"] = "post.updated"
     post: Slug
-    title: Name | None = None
-    aliases: Aliases | None = None
-    labels: Labels | None = None
+    title: Name | SkipJsonSchema[None] = None
+    aliases: Aliases | SkipJsonSchema[None] = None
+    labels: Labels | SkipJsonSchema[None] = None
 
     @model_validator(mode="after")
-    def _changes_something(self) -> PostUpdated:
-        if not self.model_fields_set - {"type", "post"}:
-            raise ValueError("post.updated needs at least one of title, aliases, labels")
+    def _changes_something(self, info: ValidationInfo) -> PostUpdated:
+        _check_update(self, "post", ("title", "aliases", "labels"), info)
         return self
 
 
@@ -314,13 +335,12 @@ class PersonUpdated(_EventBase):
     stream_key: ClassVar[tuple[str, str]] = ("person", "person")
     type: Literal["person.updated"] = "person.updated"
     person: Slug
-    name: Name | None = None
-    aliases: Aliases | None = None
+    name: Name | SkipJsonSchema[None] = None
+    aliases: Aliases | SkipJsonSchema[None] = None
 
     @model_validator(mode="after")
-    def _changes_something(self) -> PersonUpdated:
-        if not self.model_fields_set - {"type", "person"}:
-            raise ValueError("person.updated needs at least one of name, aliases")
+    def _changes_something(self, info: ValidationInfo) -> PersonUpdated:
+        _check_update(self, "person", ("name", "aliases"), info)
         return self
 
 
@@ -473,6 +493,7 @@ EVENT_TYPES: dict[str, type[_EventBase]] = {
     cls.model_fields["type"].default: cls for cls in _EVENT_CLASSES
 }
 _EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
+_STORED = {"stored": True}
 
 
 def current_schema_version(event_type: str) -> int:
@@ -541,8 +562,12 @@ def _field_problems(error: ValidationError) -> list[tuple[str, str]]:
     return problems
 
 
-def parse_event(event_type: object, data: object) -> Event:
-    """Validate one payload; raises :class:`RecordError` naming the field and the rule."""
+def parse_event(event_type: object, data: object, *, stored: bool = False) -> Event:
+    """Validate one payload; raises :class:`RecordError` naming the field and the rule.
+
+    ``stored``: the payload comes from the log, whose events are read as they were accepted
+    (a check added since does not make an event already stored unreadable).
+    """
     if not isinstance(event_type, str) or event_type not in EVENT_TYPES:
         known = ", ".join(sorted(EVENT_TYPES))
         raise RecordError(f"unknown event type {event_type!r} (known: {known})", rule="type")
@@ -551,7 +576,9 @@ def parse_event(event_type: object, data: object) -> Event:
     if "type" in data:
         raise RecordError("data.type: unknown field (type belongs beside data)", rule="schema")
     try:
-        return _EVENT_ADAPTER.validate_python({**data, "type": event_type})
+        return _EVENT_ADAPTER.validate_python(
+            {**data, "type": event_type}, context=_STORED if stored else None
+        )
     except ValidationError as error:
         problems = _field_problems(error)
         text = "; ".join(f"{name}: {message}" for name, message in problems)
@@ -560,7 +587,7 @@ def parse_event(event_type: object, data: object) -> Event:
 
 def event_from_stored(event_type: str, schema_version: int, data: Mapping[str, Any]) -> Event:
     """Decode a stored payload, upcasting older schema versions first."""
-    return parse_event(event_type, upcast(event_type, schema_version, data))
+    return parse_event(event_type, upcast(event_type, schema_version, data), stored=True)
 
 
 def _scrub(value: Any) -> Any:
