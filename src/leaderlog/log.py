@@ -136,9 +136,7 @@ class _Prepared:
     ids: set[uuid.UUID] = field(default_factory=set)
 
     def batches(self) -> list[PendingBatch]:
-        return [
-            PendingBatch(d.new_events, d.expected, r.actor, d.depends) for r, d in self.decided
-        ]
+        return [PendingBatch(d.new_events, d.expected, r.actor, d.depends) for r, d in self.decided]
 
 
 @dataclass(slots=True)

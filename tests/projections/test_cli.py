@@ -136,18 +136,25 @@ def test_audit_of_retracted_anonymous_claims(db: str, tmp_path: Path) -> None:
 def test_control_characters_in_stored_text_cannot_fake_or_hide_output_lines(
     db: str, tmp_path: Path
 ) -> None:
-    # given a holder renamed with a carriage return and a newline in the name
+    # given a holder renamed with a carriage return, a newline and a right-to-left override
     rename = tmp_path / "rename.jsonl"
     record = {
         "type": "person.updated",
-        "data": {"person": "kenneth-genalo", "name": "Mallory Evil\rKristi Noem\nholder  x"},
+        "data": {
+            "person": "kenneth-genalo",
+            "name": "Mallory Evil\rKristi Noem\nholder  x\u202e(ygrenE fo .peD)",
+        },
     }
     rename.write_text(json.dumps(record) + "\n", encoding="utf-8")
     ok(invoke(db, "import", str(rename)))
     # then text output shows them escaped, on the line they belong to
     text = ok(invoke(db, "state", "--org", "ice-ero", "--as-of", "2025-06-15"))
     assert "\r" not in text
-    assert "holder    Mallory Evil\\rKristi Noem\\nholder  x (kenneth-genalo)" in text
+    assert (
+        "holder    Mallory Evil\\rKristi Noem\\nholder  x\\u202e(ygrenE fo .peD) (kenneth-genalo)"
+        in text
+    )
+    assert "\u202e" not in text
     unknown = invoke(db, "history", "--person", "mallory")
     assert unknown.exit_code == 1
     assert unknown.stderr.count("\n") == 1 and "\r" not in unknown.stderr

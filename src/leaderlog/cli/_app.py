@@ -74,14 +74,15 @@ INTERRUPTED_STATUS = 130
 
 
 # Control characters other than tab: from stored text, they could end a line early or
-# move the terminal's cursor (a CR hides what came before it on the line).
-_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f]")
+# move the terminal's cursor (a CR hides what came before it on the line). Bidirectional
+# formatting characters too: a right-to-left override reorders the rest of the line.
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 def echo_line(line: str, *, err: bool = False) -> None:
-    """Print one line of text output: control characters in it (from stored names, titles,
-    quotes, ...) are shown escaped (``\\r``, ``\\n``, ``\\x1b``), so data can neither start
-    a line of its own nor overwrite one."""
+    """Print one line of text output: control and bidirectional formatting characters in it
+    (from stored names, titles, quotes, ...) are shown escaped (``\\r``, ``\\n``, ``\\x1b``,
+    ``\\u202e``), so data can neither start a line of its own, overwrite one, nor reorder it."""
     click.echo(_CONTROL.sub(lambda found: repr(found.group())[1:-1], line), err=err)
 
 
