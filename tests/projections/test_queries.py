@@ -462,6 +462,32 @@ async def test_a_name_typed_decomposed_still_finds_the_composed_one(seeded_log: 
     assert raised.value.suggestions == ("zoe-baird",)
 
 
+async def test_names_are_found_ignoring_case_in_every_script_exact_aliases_first(
+    seeded_log: EventLog,
+) -> None:
+    await append(
+        seeded_log,
+        [
+            record("org.registered", org="mofa", name="Ministerium", short_name="MÖFA"),
+            record("person.registered", person="a-smithers", name="Al Smithers"),
+            record("person.registered", person="z-alias", name="Zed", aliases=["Al Smith"]),
+            record("person.registered", person="zoe", name="Zoe\u0308 \u00c5ngstr\u00f6m"),
+            record("person.registered", person="strauss", name="Johann Strau\u00df"),
+        ],
+    )
+    queries = await current(seeded_log)
+    for ask, kind, meant in [
+        (lambda: queries.state(org="möfa"), "organisation", ("mofa",)),
+        (lambda: queries.history(person="\u00e5ngstr\u00f6m"), "person", ("zoe",)),
+        (lambda: queries.history(person="ZO\u00cb"), "person", ("zoe",)),
+        (lambda: queries.history(person="STRAUSS"), "person", ("strauss",)),
+        (lambda: queries.history(person="al smith"), "person", ("z-alias", "a-smithers")),
+    ]:
+        with pytest.raises(UnknownEntity, match=f"unknown {kind}") as raised:
+            await ask()
+        assert raised.value.suggestions == meant
+
+
 async def test_posts_defined_later_are_not_known_earlier(seeded_log: EventLog) -> None:
     queries = await current(seeded_log)
     state = await queries.state(known_at=6)

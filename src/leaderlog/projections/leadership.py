@@ -21,7 +21,8 @@ Tables (all prefixed ``p_leadership_``):
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import unicodedata
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from leaderlog._json import dumps, loads
@@ -36,7 +37,7 @@ from leaderlog.projections.claim_versions import (
     fuzzy,
 )
 
-__all__ = ["OPEN", "LeadershipProjection"]
+__all__ = ["OPEN", "SEARCH_SEPARATOR", "LeadershipProjection", "search_form"]
 
 # known_to of a claim's current version: later than any position.
 OPEN = 2**62
@@ -48,13 +49,14 @@ def _json(value: Any) -> str | None:
 
 class LeadershipProjection(Projection):
     name = "leadership"
-    version = 4
+    version = 5
 
     def schema(self) -> Sequence[str]:
         return (
             "CREATE TABLE IF NOT EXISTS p_leadership_orgs (org TEXT NOT NULL, "
             "known_from BIGINT NOT NULL, known_to BIGINT NOT NULL, name TEXT NOT NULL, "
-            "short_name TEXT, parent TEXT, labels TEXT, PRIMARY KEY (org, known_from))",
+            "short_name TEXT, parent TEXT, labels TEXT, search TEXT NOT NULL, "
+            "PRIMARY KEY (org, known_from))",
             "CREATE TABLE IF NOT EXISTS p_leadership_org_tree (ancestor TEXT NOT NULL, "
             "org TEXT NOT NULL, known_from BIGINT NOT NULL, known_to BIGINT NOT NULL, "
             "PRIMARY KEY (ancestor, org, known_from))",
@@ -63,11 +65,11 @@ class LeadershipProjection(Projection):
             "ON p_leadership_org_tree (org, ancestor)",
             "CREATE TABLE IF NOT EXISTS p_leadership_posts (post TEXT NOT NULL, "
             "known_from BIGINT NOT NULL, known_to BIGINT NOT NULL, org TEXT NOT NULL, "
-            "title TEXT NOT NULL, aliases TEXT NOT NULL, labels TEXT, "
+            "title TEXT NOT NULL, aliases TEXT NOT NULL, labels TEXT, search TEXT NOT NULL, "
             "PRIMARY KEY (post, known_from))",
             "CREATE TABLE IF NOT EXISTS p_leadership_persons (person TEXT NOT NULL, "
             "known_from BIGINT NOT NULL, known_to BIGINT NOT NULL, name TEXT NOT NULL, "
-            "aliases TEXT NOT NULL, PRIMARY KEY (person, known_from))",
+            "aliases TEXT NOT NULL, search TEXT NOT NULL, PRIMARY KEY (person, known_from))",
             "CREATE TABLE IF NOT EXISTS p_leadership_sources (source TEXT PRIMARY KEY, "
             "url TEXT NOT NULL, publisher TEXT NOT NULL, title TEXT, published TEXT, "
             "language TEXT, position BIGINT NOT NULL)",
@@ -166,16 +168,50 @@ class LeadershipProjection(Projection):
         await _advance_clock(tx, events)
 
 
-class _Versions:
-    """One versioned entity table's registrations and updates from a page, in log order."""
+SEARCH_SEPARATOR = "\x1f"
 
-    def __init__(self, table: str, key: str, fields: tuple[str, ...]) -> None:
+
+def search_form(text: str) -> str:
+    """How names are compared when looking up what a user meant: composed and case-folded,
+    for every script ("MÖFA" finds "möfa", "Straße" finds "STRASSE", a decomposed "Zoë" the
+    composed one)."""
+    return unicodedata.normalize("NFC", unicodedata.normalize("NFC", text).casefold())
+
+
+def _search_text(key: str, names: Iterable[str]) -> str:
+    """An entity's id, names and aliases in search form, each between separators (which no
+    name holds), so "contains" and "is exactly" are both one LIKE."""
+    forms = [search_form(key), *(search_form(name) for name in names if name)]
+    return SEARCH_SEPARATOR + SEARCH_SEPARATOR.join(forms) + SEARCH_SEPARATOR
+
+
+class _Versions:
+    """One versioned entity table's registrations and updates from a page, in log order.
+
+    Each row also holds its ``search`` text, from the id and the ``searched`` fields (an
+    ``aliases`` field holds a JSON list).
+    """
+
+    def __init__(
+        self, table: str, key: str, fields: tuple[str, ...], searched: tuple[str, ...]
+    ) -> None:
         self.table, self.key, self.fields = table, key, fields
+        self._searched = [fields.index(name) for name in searched]
         self.registered: list[tuple[Any, ...]] = []
         self.updates: list[tuple[str, int, dict[str, Any]]] = []
 
+    def _search(self, key: str, values: Sequence[Any]) -> str:
+        names: list[str] = []
+        for index in self._searched:
+            value = values[index]
+            if self.fields[index] == "aliases":
+                names.extend(loads(value) if value else ())
+            elif value:
+                names.append(str(value))
+        return _search_text(key, names)
+
     def register(self, key: str, position: int, values: tuple[Any, ...]) -> None:
-        self.registered.append((key, position, OPEN, *values))
+        self.registered.append((key, position, OPEN, *values, self._search(key, values)))
 
     def update(self, key: str, position: int, changes: dict[str, Any]) -> None:
         """``changes`` maps fields to new values; None leaves a field as it was."""
@@ -184,7 +220,9 @@ class _Versions:
     async def flush(self, tx: ProjectionTransaction) -> None:
         # A registration comes before the updates of its entity, so it is inserted first.
         columns = f"{self.key}, known_from, known_to, {', '.join(self.fields)}"
-        insert = f"INSERT INTO {self.table} ({columns}) VALUES ({marks(3 + len(self.fields))})"
+        insert = (
+            f"INSERT INTO {self.table} ({columns}, search) VALUES ({marks(4 + len(self.fields))})"
+        )
         if self.registered:
             await tx.executemany(insert, self.registered)
         if self.updates:
@@ -220,15 +258,24 @@ class _Versions:
                 f"UPDATE {self.table} SET known_to = ? WHERE {self.key} = ? AND known_from = ?",
                 closing,
             )
-        await tx.executemany(insert, list(new_rows.values()))
+        await tx.executemany(
+            insert, [[*row, self._search(row[0], row[3:])] for row in new_rows.values()]
+        )
 
 
 class _Page:
     """Rows collected from one page, written a table at a time."""
 
     def __init__(self) -> None:
-        self.posts = _Versions("p_leadership_posts", "post", ("org", "title", "aliases", "labels"))
-        self.persons = _Versions("p_leadership_persons", "person", ("name", "aliases"))
+        self.posts = _Versions(
+            "p_leadership_posts",
+            "post",
+            ("org", "title", "aliases", "labels"),
+            ("title", "aliases"),
+        )
+        self.persons = _Versions(
+            "p_leadership_persons", "person", ("name", "aliases"), ("name", "aliases")
+        )
         self.sources: list[tuple[Any, ...]] = []
         self.published: dict[str, FuzzyJSON | None] = {}
         self.claim_events: list[RecordedEvent] = []
@@ -249,7 +296,12 @@ async def _apply_org(
     tx: ProjectionTransaction, kind: str, data: dict[str, Any], position: int
 ) -> None:
     org, parent = data["org"], data.get("parent")
-    orgs = _Versions("p_leadership_orgs", "org", ("name", "short_name", "parent", "labels"))
+    orgs = _Versions(
+        "p_leadership_orgs",
+        "org",
+        ("name", "short_name", "parent", "labels"),
+        ("name", "short_name"),
+    )
     if kind == "org.registered":
         labels = _json(data.get("labels"))
         orgs.register(org, position, (data["name"], data.get("short_name"), parent, labels))

@@ -12,7 +12,6 @@ Errors: :class:`UnknownEntity` (no such org, post, person or claim) and :class:`
 from __future__ import annotations
 
 import datetime as dt
-import unicodedata
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal
@@ -23,7 +22,12 @@ from leaderlog.events import EVENT_TYPES, format_time
 from leaderlog.projections._sql import chunks, marks
 from leaderlog.projections.audit import AuditProjection
 from leaderlog.projections.claim_versions import ClaimVersion, counts_from
-from leaderlog.projections.leadership import OPEN, LeadershipProjection
+from leaderlog.projections.leadership import (
+    OPEN,
+    SEARCH_SEPARATOR,
+    LeadershipProjection,
+    search_form,
+)
 from leaderlog.projections.leadership_rules import pending, post_state, tenures
 from leaderlog.projections.query_input import (
     CONTROL_CHARACTERS,
@@ -203,20 +207,18 @@ class Queries:
         scopes too.
         """
         message = f"unknown {kind} {given!r}"
-        # Names are stored as typed, nearly always composed (NFC): "Zoë" typed decomposed
-        # must still find them.
-        text = unicodedata.normalize("NFC", given).strip().lower()
+        # Compared in one form (composed, case-folded in every script): "MÖFA" finds "möfa".
+        text = search_form(given.strip())
         if not text or CONTROL_CHARACTERS.search(text):
             return UnknownEntity(message)
         table, id_column, label_columns = _LOOKUPS[kind]
-        searched = (id_column, *label_columns)
-        contains = " OR ".join(f"lower({column}) LIKE ? ESCAPE '\\'" for column in searched)
-        equals = " OR ".join(f"lower({column}) = ?" for column in searched)
+        exactly = f"%{SEARCH_SEPARATOR}{_literal(text)}{SEARCH_SEPARATOR}%"
         rows = await self.store.query(
             f"SELECT {id_column}, {', '.join(label_columns)} FROM {table} "
-            f"WHERE known_to = ? AND ({contains}) "
-            f"ORDER BY CASE WHEN {equals} THEN 0 ELSE 1 END, {id_column} LIMIT {_SUGGESTIONS}",
-            [OPEN] + [_containing(text)] * len(searched) + [text] * len(searched),
+            "WHERE known_to = ? AND search LIKE ? ESCAPE '\\' "
+            "ORDER BY CASE WHEN search LIKE ? ESCAPE '\\' THEN 0 ELSE 1 END, "
+            f"{id_column} LIMIT {_SUGGESTIONS}",
+            [OPEN, _containing(text), exactly],
         )
         return _did_you_mean(
             message,
@@ -648,10 +650,14 @@ def _at(known: int | None) -> int:
     return OPEN - 1 if known is None else known
 
 
+def _literal(text: str) -> str:
+    """``text`` in a LIKE pattern, its wildcards taken literally."""
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
 def _containing(text: str) -> str:
-    """A LIKE pattern matching values that contain ``text`` (its wildcards taken literally)."""
-    escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-    return f"%{escaped}%"
+    """A LIKE pattern matching values that contain ``text``."""
+    return f"%{_literal(text)}%"
 
 
 def _did_you_mean(message: str, suggestions: Sequence[tuple[str, str]]) -> UnknownEntity:
