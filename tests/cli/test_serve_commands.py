@@ -49,6 +49,9 @@ def test_feed_writes_a_document_and_refuses_bad_arguments(sqlite_url: str) -> No
         ("--base-url", "http://example.com/sub#top"): (2, "without ?query or #fragment"),
         ("--scope", "org:atlantis"): (1, "unknown organisation 'atlantis'"),
         ("--scope", "person:hammer"): (1, "'hammer'; did you mean robert-hammer (Robert Hammer,"),
+        # A name where the id goes: the ids it probably means, as for --person.
+        ("--scope", "person:Robert J. Hammer"): (1, "did you mean robert-hammer (Robert Hammer,"),
+        ("--scope", "org:ICE"): (1, "unknown organisation 'ICE'; did you mean ice (ICE,"),
         ("--page", "1"): (1, "the feed is complete"),
     }
     for arguments, (status, message) in cases.items():

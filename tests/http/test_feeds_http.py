@@ -220,6 +220,10 @@ def test_errors_are_clear_json(seeded_server: tuple[str, str], client: httpx.Cli
     assert client.get(f"{base}/feeds/post/nothing.json").json()["detail"] == (
         "unknown post 'nothing'"
     )
+    # a name where the id goes gets the same help
+    named = client.get(f"{base}/feeds/person/Robert%20J.%20Hammer.atom")
+    assert named.status_code == 404
+    assert "did you mean robert-hammer (Robert Hammer, Robert J. Hammer)" in named.json()["detail"]
 
 
 def test_opml_lists_every_feed(seeded_server: tuple[str, str], client: httpx.Client) -> None:

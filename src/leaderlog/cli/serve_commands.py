@@ -8,11 +8,12 @@ import socket
 import sys
 from importlib.resources import as_file, files
 from pathlib import Path
+from typing import NoReturn
 from urllib.parse import urlsplit
 
 import click
 
-from leaderlog.cli._app import Context, err_console, main, run
+from leaderlog.cli._app import Context, echo_line, err_console, main, run
 from leaderlog.cli.projection_commands import catch_up_for_queries
 from leaderlog.errors import ProjectionError
 from leaderlog.feeds import (
@@ -26,7 +27,7 @@ from leaderlog.feeds import (
     resolve,
 )
 from leaderlog.http import check_public_url, create_app, feed_runner
-from leaderlog.log import load_seeds
+from leaderlog.log import EventLog, load_seeds
 from leaderlog.projections import Queries, runner_for
 from leaderlog.store import without_password
 
@@ -267,7 +268,10 @@ def feed_command(
     try:
         chosen_scope = Scope.parse(scope)
     except ValueError as error:
-        raise click.BadParameter(str(error), param_hint="--scope") from None
+        named = FeedNotFound.named_subject(scope)
+        if named is None:
+            raise click.BadParameter(str(error), param_hint="--scope") from None
+        _explain(context, named)
     try:
         chosen_lang = resolve(lang) if lang is not None else "en"
     except UnknownLanguage as error:
@@ -287,12 +291,27 @@ def feed_command(
             try:
                 rendered = await FeedService(log.store).render(request)
             except FeedNotFound as error:
-                if error.scope is not None:
-                    # The ids probably meant come from the leadership read model.
-                    await catch_up_for_queries(await runner_for(log.store))
-                raise ProjectionError(await error.explained(Queries(log.store))) from None
+                raise ProjectionError(await _explained(log, error)) from None
         return rendered.body
 
     body = run(go)
     sys.stdout.buffer.write(body)
     sys.stdout.buffer.flush()
+
+
+async def _explained(log: EventLog, error: FeedNotFound) -> str:
+    if error.scope is not None:
+        # The ids probably meant come from the leadership read model.
+        await catch_up_for_queries(await runner_for(log.store))
+    return await error.explained(Queries(log.store))
+
+
+def _explain(context: Context, error: FeedNotFound) -> NoReturn:
+    """Say what a scope that names no id may have meant, and exit 1 as for an unknown id."""
+
+    async def go() -> str:
+        async with context.log(create=False) as log:
+            return await _explained(log, error)
+
+    echo_line(f"error: {run(go)}", err=True)
+    sys.exit(1)

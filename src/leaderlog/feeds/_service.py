@@ -84,6 +84,16 @@ class FeedNotFound(LookupError):
         super().__init__(message)
         self.scope = scope
 
+    @classmethod
+    def named_subject(cls, text: str) -> FeedNotFound | None:
+        """For a scope that names its subject some other way than by id (``org:ICE``,
+        ``person:Robert J. Hammer``): the error that names the ids probably meant."""
+        kind, _, named = text.partition(":")
+        if kind not in _ENTITY_KINDS or not named.strip():
+            return None
+        entity = _ENTITY_KINDS[kind]
+        return cls(f"unknown {entity} {named!r}", Scope(kind, named))  # type: ignore[arg-type]
+
     async def explained(self, queries: Queries) -> str:
         """The message, naming the ids probably meant when the feed's subject is unknown
         (``org:ero`` names ``ice-ero``). Needs the leadership projection built."""

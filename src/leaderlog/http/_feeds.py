@@ -158,6 +158,9 @@ async def scoped_feed(
     try:
         scope = Scope.parse(f"{kind}:{stem}")
     except ValueError:
+        named = FeedNotFound.named_subject(f"{kind}:{stem}")
+        if named is not None:
+            raise HTTPException(404, await named.explained(queries_of(request))) from None
         raise HTTPException(
             404, f"no feed at /feeds/{kind}/{filename}: use /feeds/org|person|post/ID.{fmt}"
         ) from None

@@ -31,6 +31,7 @@ from leaderlog.projections.leadership import (
 from leaderlog.projections.leadership_rules import pending, post_state, tenures
 from leaderlog.projections.query_input import (
     CONTROL_CHARACTERS,
+    MAX_NAME_LENGTH,
     InvalidQuery,
     UnknownEntity,
     check_names,
@@ -209,7 +210,7 @@ class Queries:
         message = f"unknown {kind} {given!r}"
         # Compared in one form (composed, case-folded in every script): "MÖFA" finds "möfa".
         text = search_form(given.strip())
-        if not text or CONTROL_CHARACTERS.search(text):
+        if not text or len(text) > MAX_NAME_LENGTH or CONTROL_CHARACTERS.search(text):
             return UnknownEntity(message)
         table, id_column, label_columns = _LOOKUPS[kind]
         exactly = f"%{SEARCH_SEPARATOR}{_literal(text)}{SEARCH_SEPARATOR}%"
