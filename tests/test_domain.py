@@ -166,7 +166,7 @@ def test_references_must_exist(history: tuple[Event, ...], when: Event, missing:
     [
         ((DHS,), ICE),
         ((DHS, ICE, HSI), EAD),
-        ((DHS, ICE), event("org.updated", org="ice", parent=None, name="ICE")),
+        ((DHS, ICE), event("org.updated", org="ice", name="ICE")),
         ((DHS, WHITE_HOUSE, ICE), event("org.updated", org="ice", parent="white-house")),
         ((*WORLD,), HAMMER_OUT),
         (CLAIMS, confirmed()),
