@@ -6,7 +6,9 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner, Result
 
+from leaderlog.cli import main
 from leaderlog.log import EventLog
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -64,3 +66,14 @@ async def seeded_postgres_log(postgres_url: str) -> AsyncIterator[EventLog]:
             yield log
         finally:
             await log.close()
+
+
+def invoke(url: str, *arguments: str, stdin: str | None = None) -> Result:
+    """Run ``leaderlog --db URL ARGUMENTS`` in this process."""
+    return CliRunner().invoke(main, ["--db", url, *arguments], input=stdin)
+
+
+def ok(result: Result) -> str:
+    """The output of a command that must have succeeded."""
+    assert result.exit_code == 0, result.output + result.stderr
+    return result.stdout

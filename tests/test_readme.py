@@ -12,11 +12,11 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import CliRunner
 
 import leaderlog.cli.projection_commands  # noqa: F401  (registers the commands on main)
 from leaderlog.cli import main
-from tests.conftest import ROOT, SEEDS
+from tests.conftest import ROOT, SEEDS, ok
 
 README = ROOT / "README.md"
 PROJECTIONS_README = ROOT / "projections" / "README.md"
@@ -101,11 +101,6 @@ async def run_example(code: str, where: Path) -> dict[str, Any]:
     exec(compile(wrapped, str(where), "exec"), namespace)
     found: dict[str, Any] = await namespace["example"]()
     return found
-
-
-def ok(result: Result) -> str:
-    assert result.exit_code == 0, result.output + result.stderr
-    return result.stdout
 
 
 async def test_the_readme_python_examples_run(

@@ -8,10 +8,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner, Result
 
-from leaderlog.cli import main
-from tests.conftest import ROOT, SEEDS
+from tests.conftest import ROOT, SEEDS, invoke, ok
 
 SEED_FILE = SEEDS / "ice-leadership-2025-05.jsonl"
 ANOTHER_CLAIM = (
@@ -40,15 +38,6 @@ def db(tmp_path: Path, folder: Path) -> str:
     ok(invoke(url, "import", str(SEED_FILE)))
     ok(invoke(url, "rebuild", "turnover"))
     return url
-
-
-def invoke(url: str, *arguments: str, stdin: str | None = None) -> Result:
-    return CliRunner().invoke(main, ["--db", url, *arguments], input=stdin)
-
-
-def ok(result: Result) -> str:
-    assert result.exit_code == 0, result.output + result.stderr
-    return result.stdout
 
 
 def turnover_checkpoint(url: str) -> int:

@@ -12,7 +12,7 @@ from click.testing import CliRunner, Result
 import leaderlog.cli.projection_commands  # noqa: F401  (registers the commands on main)
 from leaderlog.cli import main
 from leaderlog.projections import BUILTIN
-from tests.conftest import ROOT
+from tests.conftest import ROOT, invoke, ok
 from tests.projections.logs import (
     GENALO_RETIREMENT,
     HAMMER_CAPTION,
@@ -37,15 +37,6 @@ def db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     url = f"sqlite:///{tmp_path / 'cli.db'}"
     ok(invoke(url, "import", str(SEED_FILE)))
     return url
-
-
-def invoke(db: str, *args: str, stdin: str | None = None) -> Result:
-    return CliRunner().invoke(main, ["--db", db, *args], input=stdin)
-
-
-def ok(result: Result) -> str:
-    assert result.exit_code == 0, result.output + result.stderr
-    return result.stdout
 
 
 def as_json(result: Result) -> Any:
