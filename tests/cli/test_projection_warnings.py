@@ -10,14 +10,9 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT, SEEDS, invoke, ok
+from tests.projections.logs import ANOTHER_CLAIM
 
 SEED_FILE = SEEDS / "ice-leadership-2025-05.jsonl"
-ANOTHER_CLAIM = (
-    '{"type": "claim.reported", "data": {"claim": "another", '
-    '"source": "fox-ice-shakeup-2025-05", "kind": "incumbency", "person": "derek-gordon", '
-    '"post": "ice-hsi-dsac", "capacity": "unspecified", "modality": "occurred", '
-    '"attribution": {"kind": "outlet", "parties": ["Fox News"]}}}\n'
-)
 
 
 @pytest.fixture

@@ -86,3 +86,12 @@ def seen_projection_module(
         "        )\n\n\n"
         "PROJECTION = Seen\n"
     )
+
+
+# One more claim as an import line, for commands run after the seeds.
+ANOTHER_CLAIM = (
+    '{"type": "claim.reported", "data": {"claim": "another", '
+    '"source": "fox-ice-shakeup-2025-05", "kind": "incumbency", "person": "derek-gordon", '
+    '"post": "ice-hsi-dsac", "capacity": "unspecified", "modality": "occurred", '
+    '"attribution": {"kind": "outlet", "parties": ["Fox News"]}}}\n'
+)

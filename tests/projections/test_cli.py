@@ -14,6 +14,7 @@ from leaderlog.cli import main
 from leaderlog.projections import BUILTIN
 from tests.conftest import ROOT, invoke, ok
 from tests.projections.logs import (
+    ANOTHER_CLAIM,
     GENALO_RETIREMENT,
     HAMMER_CAPTION,
     SEED_FILE,
@@ -21,12 +22,6 @@ from tests.projections.logs import (
 )
 
 COMMANDS = ("state", "history", "claim", "audit", "rebuild", "projections")
-ANOTHER_CLAIM = (
-    '{"type": "claim.reported", "data": {"claim": "another", '
-    '"source": "fox-ice-shakeup-2025-05", "kind": "incumbency", "person": "derek-gordon", '
-    '"post": "ice-hsi-dsac", "capacity": "unspecified", "modality": "occurred", '
-    '"attribution": {"kind": "outlet", "parties": ["Fox News"]}}}\n'
-)
 
 
 @pytest.fixture
