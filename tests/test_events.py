@@ -278,6 +278,8 @@ def test_good_slugs_are_accepted(slug: str) -> None:
         ("person.registered", {"person": "x", "name": "X\u0000"}, "U+0000"),
         ("person.registered", {"person": "x", "name": "X\u001b[31m"}, "U+001B"),
         ("person.registered", {"person": "x", "name": "X\u0085Y"}, "U+0085"),
+        ("person.registered", {"person": "x", "name": "\u00a0\u200b"}, "visible character"),
+        ("person.registered", {"person": "x", "name": "\u202e\u2066"}, "visible character"),
         ("person.registered", {"person": "x", "name": 42}, "name"),
         ("person.registered", {"person": "x", "name": "X", "aliases": "X"}, "aliases"),
         ("claim.reported", with_(GOOD["claim.reported"], quote="q" * 5001), "quote"),
@@ -292,6 +294,11 @@ def test_payload_rules(event_type: str, data: dict[str, Any], words: str) -> Non
     error = refused(event_type, data)
     assert error.rule == "schema"
     assert words in error.message
+
+
+def test_an_invisible_name_already_stored_is_read_as_it_is() -> None:
+    stored = event_from_stored("person.registered", 1, {"person": "x", "name": "\u200b"})
+    assert stored.data()["name"] == "\u200b"
 
 
 def test_an_empty_update_already_stored_reads_as_changing_nothing() -> None:
@@ -670,6 +677,7 @@ def test_schema_accepts_every_seed_record() -> None:
         {"type": "person.registered", "data": {"person": "x", "name": "Tom\u0007"}},
         {"type": "person.registered", "data": {"person": "x", "name": "Tom\ufffe"}},
         {"type": "org.updated", "data": {"org": "x", "parent": None}},
+        {"type": "person.registered", "data": {"person": "x", "name": "\u200b\ufeff"}},
         {"type": "person.updated", "data": {"person": "x", "aliases": None}},
         {
             "type": "source.registered",

@@ -13,6 +13,7 @@ from __future__ import annotations
 import calendar
 import datetime as dt
 import re
+import unicodedata
 import uuid
 from collections.abc import Callable, Mapping
 from typing import Annotated, Any, ClassVar, Literal, Self, TypeAlias
@@ -93,10 +94,22 @@ def _no_control_characters(value: str) -> str:
     return value
 
 
-# What the validators check, said in the JSON Schema too: something besides whitespace, and
-# none of the characters _no_control_characters refuses.
+def _visible(value: str, info: ValidationInfo) -> str:
+    """Text must show something: not only spaces and invisible format characters (a name of
+    a zero-width space). Stored text is read as it was accepted."""
+    if (info.context and info.context.get("stored")) or any(
+        unicodedata.category(character)[0] not in "ZC" for character in value
+    ):
+        return value
+    raise ValueError("text must hold a visible character, not only spaces or format characters")
+
+
+# What the validators check, said in the JSON Schema too: something besides whitespace and
+# invisible format characters, and none of the characters _no_control_characters refuses.
 _TEXT_PATTERN = (
-    "^(?=[\\s\\S]*\\S)[^\\u0000-\\u0008\\u000b\\u000c\\u000e-\\u001f\\u007f-\\u009f"
+    "^(?=[\\s\\S]*[^\\s\\u00ad\\u061c\\u180e\\u200b-\\u200f\\u202a-\\u202e"
+    "\\u2060-\\u2064\\u2066-\\u206f\\ufeff])"
+    "[^\\u0000-\\u0008\\u000b\\u000c\\u000e-\\u001f\\u007f-\\u009f"
     "\\ufdd0-\\ufdef\\ufffe\\uffff]*$"
 )
 Slug = Annotated[str, StringConstraints(pattern=SLUG_PATTERN)]
@@ -104,12 +117,14 @@ Name = Annotated[
     str,
     StringConstraints(strip_whitespace=True, min_length=1, max_length=300),
     AfterValidator(_no_control_characters),
+    AfterValidator(_visible),
     WithJsonSchema({"type": "string", "minLength": 1, "maxLength": 300, "pattern": _TEXT_PATTERN}),
 ]
 Text = Annotated[
     str,
     StringConstraints(strip_whitespace=True, min_length=1, max_length=5000),
     AfterValidator(_no_control_characters),
+    AfterValidator(_visible),
     WithJsonSchema({"type": "string", "minLength": 1, "maxLength": 5000, "pattern": _TEXT_PATTERN}),
 ]
 Url = Annotated[
