@@ -62,6 +62,7 @@ __all__ = [
     "RecordedEvent",
     "SourceRegistered",
     "check_actor",
+    "check_derived_id",
     "check_expected_version",
     "content_event_id",
     "current_schema_version",
@@ -735,6 +736,17 @@ def check_expected_version(value: object) -> ExpectedVersion | None:
     )
 
 
+def check_derived_id(event_id: uuid.UUID, event: Event) -> None:
+    """Refuse a content-derived (version 5) id given with other content: it is the id another
+    record will be given, which would then be refused as a conflict (squatting)."""
+    if event_id.version == 5 and event_id != content_event_id(event):
+        raise RecordError(
+            f"event_id {event_id} is a content-derived (version 5) id, but not this record's; "
+            "leave event_id out, or give a version 4 or 7 UUID",
+            rule="event_id",
+        )
+
+
 def parse_record(raw: object) -> Record:
     """Validate one record (or one exported envelope) into a :class:`Record`."""
     if not isinstance(raw, Mapping):
@@ -774,6 +786,10 @@ def parse_record(raw: object) -> Record:
         except ValueError:
             message = f"event_id {raw['event_id']!r} is not a UUID"
             raise RecordError(message, rule="schema") from None
+        if not exported:
+            # An export keeps the ids it was given, derived from the content as then stored
+            # (an older schema version's): only a new record is held to today's derivation.
+            check_derived_id(event_id, event)
 
     expected = check_expected_version(raw.get("expected_version"))
 

@@ -18,7 +18,7 @@ import pytest
 from click.testing import CliRunner
 
 from leaderlog.cli import main
-from leaderlog.events import parse_event, parse_record
+from leaderlog.events import content_event_id, parse_event, parse_record
 from leaderlog.log import EventLog, load_seeds
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -302,6 +302,22 @@ CASES = [
                 "person.registered",
                 {"person": "someone-else", "name": "Someone Else"},
                 event_id=str(parse_record(seed_line(13)).event_id),
+            ),
+        ],
+        2,
+        "event_id",
+    ),
+    Hostile(
+        # The id a later record will be given, squatted before it arrives.
+        "content-derived-id-of-a-record-not-yet-imported",
+        [
+            GOOD,
+            record(
+                "org.registered",
+                {"org": "zzz", "name": "Squatter"},
+                event_id=str(
+                    content_event_id(parse_event("org.registered", {"org": "x", "name": "X"}))
+                ),
             ),
         ],
         2,

@@ -26,7 +26,7 @@ from leaderlog.errors import (
     StoreUnavailable,
     TokenError,
 )
-from leaderlog.events import Record, content_event_id, event_schema, parse_record
+from leaderlog.events import Record, check_derived_id, event_schema, parse_record
 from leaderlog.log import MAX_RECORD_BYTES, EventLog
 from leaderlog.tokens import Tokens
 
@@ -213,17 +213,11 @@ def _parse(raw: Any) -> list[Record]:
         except RecordError as error:
             problems.append(error.located(where))
             continue
-        if record.event_id.version == 5 and record.event_id != content_event_id(record.event):
-            # Version 5 is how ids are derived from content: given for other content, it
-            # would take the id another writer's record will get, and refuse that record.
-            problems.append(
-                RecordError(
-                    f"event_id {record.event_id} is a content-derived (version 5) id, but not "
-                    "this record's; leave event_id out, or give a version 4 or 7 UUID",
-                    where=where,
-                    rule="event_id",
-                )
-            )
+        try:
+            # An exported envelope too: over HTTP, a writer's ids are its own or none.
+            check_derived_id(record.event_id, record.event)
+        except RecordError as error:
+            problems.append(error.located(where))
             continue
         records.append(record)
     if problems:
