@@ -16,6 +16,7 @@ from leaderlog.errors import TokenError
 from leaderlog.log import EventLog
 from leaderlog.store import open_store
 from leaderlog.tokens import Tokens
+from tests.conftest import invoke, ok
 from tests.store import postgres_schema
 
 TOKEN = re.compile(r"ll_[A-Za-z0-9_-]{43}")
@@ -301,3 +302,18 @@ async def test_tokens_stored_by_an_earlier_version_are_kept_and_listed(log: Even
     assert (listing[2].name, listing[2].revoked_at) == ("bob", None)
     with pytest.raises(TokenError, match="revoke it first"):
         await tokens.create("alice")
+
+
+def test_an_import_cannot_pass_for_a_token_s_requests(sqlite_url: str) -> None:
+    # given a write token named bob
+    created = invoke(sqlite_url, "token", "create", "bob")
+    assert created.exit_code == 0, created.output
+    record = '{"type": "person.registered", "data": {"person": "x1", "name": "X"}}\n'
+    # when a CLI import says it is bob, then it is refused and nothing is written
+    refused = invoke(sqlite_url, "import", "--actor", "bob", "-", stdin=record)
+    assert refused.exit_code == 2
+    assert "'bob' is the name of a write token" in refused.stderr
+    assert ok(invoke(sqlite_url, "events", "--json")).strip() == "[]"
+    # and another name is recorded as given
+    ok(invoke(sqlite_url, "import", "--actor", "desk", "-", stdin=record))
+    assert '"actor": "desk"' in ok(invoke(sqlite_url, "events", "--json"))

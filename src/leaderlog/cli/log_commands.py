@@ -15,6 +15,7 @@ from leaderlog.cli._app import Context, err_console, main, print_json, run
 from leaderlog.errors import BatchError, DuplicateEventError, RecordError
 from leaderlog.events import Record, event_schema
 from leaderlog.log import parse_lines
+from leaderlog.tokens import Tokens
 
 _IMPORT_INTERRUPTED = (
     "an import is one transaction, so it was written whole or not at all; "
@@ -60,7 +61,12 @@ def _lines_with_progress(handle: IO[bytes], size: int | None) -> Iterator[bytes]
 
 @main.command("import")
 @click.argument("files", metavar="FILE...", nargs=-1, required=True, type=click.File("rb"))
-@click.option("--actor", default="cli", show_default=True, help="Recorded as who appended.")
+@click.option(
+    "--actor",
+    default="cli",
+    show_default=True,
+    help="Recorded as who appended (not the name of a write token).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the counts as JSON.")
 @click.pass_obj
 def import_command(context: Context, files: Sequence[IO[bytes]], actor: str, as_json: bool) -> None:
@@ -104,6 +110,16 @@ def import_command(context: Context, files: Sequence[IO[bytes]], actor: str, as_
             click.echo("appended 0, already present 0 (no records)")
             return
         async with context.log(create=True) as log:
+            if actor != "cli" and actor in {
+                token.name for token in await Tokens(log.store).listing()
+            }:
+                # The write API records a token's name for requests made with that token:
+                # an import under the same name would pass for them in the audit.
+                raise click.BadParameter(
+                    f"{actor!r} is the name of a write token, recorded only for requests made "
+                    "with it; choose another name",
+                    param_hint="--actor",
+                )
             if len(records) > 10_000:
                 err_console.print(f"appending {len(records)} records in one transaction...")
             try:
