@@ -13,12 +13,16 @@ import pytest
 from starlette.requests import Request
 
 from leaderlog.errors import ProjectionFailed, StoreUnavailable
+from leaderlog.feeds import FeedService
+from leaderlog.http import _api as api_module
 from leaderlog.http import app as app_module
 from leaderlog.http import create_app
+from leaderlog.http._deps import Services
 from leaderlog.http.app import _RETRY_SECONDS as RETRY_SECONDS
 from leaderlog.http.app import _unavailable
 from leaderlog.log import EventLog, load_seeds
-from leaderlog.projections import runner_for
+from leaderlog.projections import Queries, runner_for
+from leaderlog.store import VerifyReport
 from tests.conftest import SEEDS
 from tests.feeds.logs import FOX, HAMMER_CAPTION
 from tests.http.server import (
@@ -165,6 +169,17 @@ def test_unknown_and_repeated_parameters_are_422_not_ignored(
     assert "must be written %2B" in spaced.json()["detail"][0]["msg"]
 
 
+def test_a_state_of_too_many_posts_is_asked_per_organisation(
+    seeded_server: tuple[str, str], client: httpx.Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    base, _ = seeded_server
+    monkeypatch.setattr(api_module, "MAX_STATE_POSTS", 2)
+    whole = client.get(f"{base}/api/state")
+    assert whole.status_code == 422
+    assert "at most 2 are answered at once" in whole.json()["detail"][0]["msg"]
+    assert client.get(f"{base}/api/state", params={"org": "ice-hsi"}).status_code == 200
+
+
 def test_large_answers_are_gzipped(seeded_server: tuple[str, str], client: httpx.Client) -> None:
     base, _ = seeded_server
     with client.stream("GET", f"{base}/api/events", headers={"Accept-Encoding": "gzip"}) as got:
@@ -299,3 +314,26 @@ def test_a_long_catch_up_at_start_is_said_and_another_version_s_build_is_not_ok(
         assert client.get(f"{base}/healthz").json()["ok"] is False
         response = client.get(f"{base}/api/audit")
         assert response.status_code == 503, response.text
+
+
+async def test_verify_requests_arriving_together_share_one_check(
+    sqlite_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with await EventLog.open(sqlite_url) as log:
+        await load_seeds(log, SEEDS)
+        services = Services(log, (), Queries(log.store), FeedService(log.store))
+        checks = 0
+        verify = log.store.verify
+
+        async def slow_verify() -> VerifyReport:
+            nonlocal checks
+            checks += 1
+            await asyncio.sleep(0.2)
+            return await verify()
+
+        monkeypatch.setattr(log.store, "verify", slow_verify)
+        reports = await asyncio.gather(*(services.verify() for _ in range(5)))
+        assert checks == 1 and all(report.ok for report in reports)
+        # one arriving after it ended checks again: an edit meanwhile is never hidden
+        await services.verify()
+        assert checks == 2

@@ -488,6 +488,18 @@ async def test_names_are_found_ignoring_case_in_every_script_exact_aliases_first
         assert raised.value.suggestions == meant
 
 
+async def test_a_state_of_more_posts_than_allowed_is_refused_before_reading_claims(
+    seeded_log: EventLog,
+) -> None:
+    queries = await current(seeded_log)
+    whole = await queries.state(as_of="2025-06-15")
+    assert len(whole["posts"]) > 2
+    with pytest.raises(InvalidQuery, match="posts are known in the log; at most 2 are answered"):
+        await queries.state(as_of="2025-06-15", max_posts=2)
+    one = await queries.state(org="ice-hsi", as_of="2025-06-15", max_posts=2)
+    assert [answer["post"]["post"] for answer in one["posts"]] == ["ice-hsi-dsac", "ice-hsi-ead"]
+
+
 async def test_posts_defined_later_are_not_known_earlier(seeded_log: EventLog) -> None:
     queries = await current(seeded_log)
     state = await queries.state(known_at=6)

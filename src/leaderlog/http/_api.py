@@ -18,7 +18,14 @@ from starlette.responses import Response
 
 from leaderlog.errors import ProjectionError
 from leaderlog.http._conditional import get_and_head, json_response
-from leaderlog.http._deps import Problem, invalid_parameter, log_of, queries_of, runners_of
+from leaderlog.http._deps import (
+    Problem,
+    invalid_parameter,
+    log_of,
+    queries_of,
+    runners_of,
+    services_of,
+)
 from leaderlog.projections import InvalidQuery, UnknownEntity
 from leaderlog.projections.runner import LeftOut
 
@@ -62,6 +69,9 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
     503: {"model": Problem, "description": "The projections are not built yet."},
 }
 MAX_EVENTS = 1000
+# A state is folded in the server's event loop: thousands of posts would hold every other
+# request back for seconds (and build an answer of tens of megabytes).
+MAX_STATE_POSTS = 1000
 
 
 async def _answer(request: Request, query: Awaitable[Any]) -> Response:
@@ -90,8 +100,11 @@ async def state(
 
     `org` limits the answer to that organisation and everything under it. Each post lists
     its holders, pending changes (expected, announced or rumored), vacancy and conflicts.
+    At most 1,000 posts are answered at once (422 beyond): on a large log, ask per `org`.
     """
-    return await _answer(request, queries_of(request).state(org, as_of, known_at))
+    return await _answer(
+        request, queries_of(request).state(org, as_of, known_at, max_posts=MAX_STATE_POSTS)
+    )
 
 
 @get_and_head(
@@ -195,7 +208,7 @@ async def event(request: Request, position: Annotated[int, Path(ge=1)]) -> Respo
 @get_and_head(router, "/api/verify", summary="Check the hash chain and counts")
 async def verify(request: Request) -> Response:
     """The `leaderlog verify` report: `ok`, and the first bad position if any."""
-    report = await log_of(request).store.verify()
+    report = await services_of(request).verify()
     return json_response(request, asdict(report))
 
 

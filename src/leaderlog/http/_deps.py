@@ -20,6 +20,7 @@ from leaderlog.errors import ProjectionFailed, ProjectionFailure
 from leaderlog.feeds import FeedService
 from leaderlog.log import EventLog
 from leaderlog.projections import BUILTIN, ProjectionRunner, Queries
+from leaderlog.store import VerifyReport
 
 __all__ = [
     "OWN_WRITES_SECONDS",
@@ -53,6 +54,13 @@ class _Applied:
         self.running: set[asyncio.Task[None]] = set()
 
 
+class _Verifying:
+    """The hash-chain check under way, if any: requests that arrive meanwhile share it."""
+
+    def __init__(self) -> None:
+        self.task: asyncio.Task[VerifyReport] | None = None
+
+
 @dataclass(frozen=True, slots=True)
 class Services:
     log: EventLog
@@ -60,6 +68,17 @@ class Services:
     queries: Queries
     feeds: FeedService
     _applied: _Applied = field(default_factory=_Applied)
+    _verifying: _Verifying = field(default_factory=_Verifying)
+
+    async def verify(self) -> VerifyReport:
+        """The whole chain checked again. It reads every event (tens of seconds on a large
+        log), so requests arriving while one check runs get its report instead of starting
+        their own; each new request after it ends checks again, so an edit is never hidden."""
+        verifying = self._verifying
+        if verifying.task is None or verifying.task.done():
+            verifying.task = asyncio.create_task(self.log.store.verify())
+        # Shielded: one client that stops waiting must not cancel the others' check.
+        return await asyncio.shield(verifying.task)
 
     async def catch_up(self) -> None:
         """Apply everything appended so far. A user projection that fails holds back neither

@@ -368,6 +368,8 @@ class Queries:
         org: str | None = None,
         as_of: dt.date | str | None = None,
         known_at: int | str | dt.date | None = None,
+        *,
+        max_posts: int | None = None,
     ) -> dict[str, Any]:
         """Who holds each post on ``as_of`` (default today, UTC) as known at ``known_at``.
 
@@ -387,7 +389,9 @@ class Queries:
                         "conflicts": [{"kind", "claims", "persons", "reason"}]}]}
 
         ``since`` and ``reported`` are fuzzy dates with a ``basis`` saying where they come from
-        (see :mod:`leaderlog.projections.leadership_rules` for the rules).
+        (see :mod:`leaderlog.projections.leadership_rules` for the rules). With ``max_posts``,
+        a question about more posts than that is refused (:class:`InvalidQuery`) before any
+        claim is read: a server answers per organisation on a large log.
         """
         check_names(org=org)
         situation = await self.situation(as_of, known_at)
@@ -395,6 +399,12 @@ class Queries:
         position = situation["known_at"]["position"]
         scope = await self._org(org, position) if org is not None else None
         posts = await self._posts(org=org or "*", known=position)
+        if max_posts is not None and len(posts) > max_posts:
+            where = f"under {org!r}" if org is not None else "in the log"
+            raise InvalidQuery(
+                f"{len(posts)} posts are known {where}; at most {max_posts} are answered at "
+                "once: ask for one organisation and its subtree (org=ID)"
+            )
         if scope is None:
             rows = await self.store.query(
                 f"SELECT doc FROM p_leadership_claim_versions WHERE 1 = 1{_KNOWN}",
