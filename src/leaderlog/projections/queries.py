@@ -637,12 +637,16 @@ class Queries:
             conditions.append("e.recorded_at <= ?")
             parameters.append(format_time(end))
             filters["to"] = format_time(end)
+        # Recorded times never go backwards along the log, so within a recorded range the
+        # (recorded_at, position) index gives log order without sorting the whole range.
+        ranged = start is not None or end is not None
+        order = "e.recorded_at, e.position" if ranged else "e.position"
         rows = await self.store.query(
             "SELECT e.position, e.event_id, e.type, e.stream, e.recorded_at, e.actor, e.claim, "
             "c.status, c.attribution, e.source, e.publisher, s.url, s.title "
             "FROM p_audit_events e LEFT JOIN p_audit_claims c ON c.claim = e.claim "
             "LEFT JOIN p_audit_sources s ON s.source = e.source "
-            f"WHERE {' AND '.join(conditions)} ORDER BY e.position LIMIT ?",
+            f"WHERE {' AND '.join(conditions)} ORDER BY {order} LIMIT ?",
             (*parameters, limit),
         )
         events = [dict(zip(_AUDIT_KEYS, row, strict=True)) for row in rows]
