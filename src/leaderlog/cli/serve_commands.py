@@ -26,7 +26,6 @@ from leaderlog.feeds import (
     is_web_address,
     resolve,
 )
-from leaderlog.http import check_public_url, create_app, feed_runner
 from leaderlog.log import EventLog, load_seeds
 from leaderlog.projections import Queries, runner_for
 from leaderlog.store import without_password
@@ -96,7 +95,10 @@ def serve_command(
       leaderlog --db sqlite:///other.db serve --port 8080 --no-seed
       leaderlog serve --proxy-headers --public-url https://feeds.example.org
     """
+    # Imported here: the HTTP stack costs every other command half a second to load.
     import uvicorn
+
+    from leaderlog.http import check_public_url, create_app
 
     if public_url is not None:
         try:
@@ -287,6 +289,8 @@ def feed_command(
 
     async def go() -> bytes:
         async with context.log(create=False) as log:
+            from leaderlog.http import feed_runner  # the HTTP stack, only when used
+
             await feed_runner(log.store).catch_up()
             try:
                 rendered = await FeedService(log.store).render(request)
