@@ -77,3 +77,12 @@ def ok(result: Result) -> str:
     """The output of a command that must have succeeded."""
     assert result.exit_code == 0, result.output + result.stderr
     return result.stdout
+
+
+@pytest.fixture
+def folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An empty projections folder, the one commands and servers load user projections from."""
+    found = tmp_path / "projections"
+    found.mkdir()
+    monkeypatch.setenv("LEADERLOG_PROJECTIONS", str(found))
+    return found

@@ -20,14 +20,6 @@ from tests.projections.logs import GORDON_ACTING, SEED_COUNT, seen_projection_mo
 
 
 @pytest.fixture
-def folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    found = tmp_path / "projections"
-    found.mkdir()
-    monkeypatch.setenv("LEADERLOG_PROJECTIONS", str(found))
-    return found
-
-
-@pytest.fixture
 def client() -> Iterator[httpx.Client]:
     with httpx.Client(timeout=30) as session:
         yield session

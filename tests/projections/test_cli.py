@@ -273,15 +273,6 @@ def test_every_command_help_has_an_example(command: str) -> None:
     assert "leaderlog " + command in text
 
 
-@pytest.fixture
-def folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """An empty projections folder, the one commands load user projections from."""
-    found = tmp_path / "projections"
-    found.mkdir()
-    monkeypatch.setenv("LEADERLOG_PROJECTIONS", str(found))
-    return found
-
-
 def test_a_user_projection_clashing_with_another_is_left_out_and_the_rest_runs(
     db: str, folder: Path
 ) -> None:
