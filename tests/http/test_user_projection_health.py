@@ -7,6 +7,7 @@ import asyncio
 import logging
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -39,6 +40,23 @@ def _seeded_with(url: str, *names: str) -> None:
 
 def _said(caplog: pytest.LogCaptureFixture, text: str) -> list[str]:
     return [record.getMessage() for record in caplog.records if text in record.getMessage()]
+
+
+def _serve_while_another_writer_appends(
+    url: str, client: httpx.Client, caplog: pytest.LogCaptureFixture, left_out: str
+) -> tuple[str, dict[str, Any]]:
+    """Serve ``url``; return the one start-up log line saying the user projection
+    ``left_out`` is left out, and ``/healthz`` once the built-ins have followed a claim that
+    another writer confirmed meanwhile."""
+    with (
+        caplog.at_level(logging.WARNING, logger="leaderlog.http"),
+        running(create_app(url)) as base,
+    ):
+        (said,) = _said(caplog, f"projection {left_out} is left out")
+        confirm_as_another_writer(url, GORDON_ACTING)
+        wait_for_claim_status(client, base, GORDON_ACTING, "confirmed")
+        health: dict[str, Any] = client.get(f"{base}/healthz").json()
+    return said, health
 
 
 def test_a_user_projection_rebuilt_from_a_changed_module_stops_alone(
@@ -85,18 +103,11 @@ def test_a_built_user_projection_that_no_longer_imports_is_said_at_start(
     _seeded_with(url, "seen")
     broken = seen_projection_module("seen", imports="import no_such_package_anywhere\n")
     (folder / "seen.py").write_text(broken, encoding="utf-8")
-    with (
-        caplog.at_level(logging.WARNING, logger="leaderlog.http"),
-        running(create_app(url)) as base,
-    ):
-        # when the server has started, then its log says which projection and why
-        (said,) = _said(caplog, "projection seen is left out")
-        assert "No module named 'no_such_package_anywhere'" in said
-        assert f"it stays at position {SEED_COUNT}" in said
-        # and /healthz lists it with its lag, as it does one whose apply raises
-        confirm_as_another_writer(url, GORDON_ACTING)
-        wait_for_claim_status(client, base, GORDON_ACTING, "confirmed")
-        health = client.get(f"{base}/healthz").json()
+    # when the server has started, then its log says which projection and why
+    said, health = _serve_while_another_writer_appends(url, client, caplog, "seen")
+    assert "No module named 'no_such_package_anywhere'" in said
+    assert f"it stays at position {SEED_COUNT}" in said
+    # and /healthz lists it with its lag, as it does one whose apply raises
     listed = {item["name"]: item for item in health["projections"]}
     assert health["ok"] is True
     assert (listed["seen"]["checkpoint"], listed["seen"]["lag"]) == (SEED_COUNT, 1)
@@ -117,15 +128,8 @@ def test_user_projections_that_clash_do_not_stop_the_server(
     )
     (folder / "probe.py").write_text(clashing, encoding="utf-8")
     # when the server starts, then it serves, and says which one is left out and why
-    with (
-        caplog.at_level(logging.WARNING, logger="leaderlog.http"),
-        running(create_app(url)) as base,
-    ):
-        (said,) = _said(caplog, "projection probe is left out")
-        assert "table 'p_probe_x_more': it belongs to projection probe_x" in said
-        confirm_as_another_writer(url, GORDON_ACTING)
-        wait_for_claim_status(client, base, GORDON_ACTING, "confirmed")
-        health = client.get(f"{base}/healthz").json()
+    said, health = _serve_while_another_writer_appends(url, client, caplog, "probe")
+    assert "table 'p_probe_x_more': it belongs to projection probe_x" in said
     listed = {item["name"]: item["lag"] for item in health["projections"]}
     assert health["ok"] is True
     assert (listed["probe"], listed["probe_x"], listed["leadership"]) == (1, 0, 0)
