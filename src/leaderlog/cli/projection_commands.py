@@ -35,7 +35,6 @@ from leaderlog.projections.loading import (
     builtin_named_modules,
     check_projection_name,
     shown_path,
-    unloadable_user_projections,
     user_projection_folder,
 )
 from leaderlog.projections.runner import LeftOut, forget_projection
@@ -84,11 +83,11 @@ async def catch_up_for_queries(runner: ProjectionRunner) -> None:
             raise
         for failure in failed.failures:
             click.echo(f"warning: {failure}", err=True)
-    for problem in await _not_loading(runner):
+    for problem in _not_loading(runner):
         click.echo(f"warning: {problem}", err=True)
 
 
-async def _not_loading(runner: ProjectionRunner) -> list[str]:
+def _not_loading(runner: ProjectionRunner) -> list[str]:
     """User projection modules that are there but not loaded: one named like a built-in
     (the built-in is used instead), and those built here before that no longer load.
 
@@ -96,18 +95,11 @@ async def _not_loading(runner: ProjectionRunner) -> list[str]:
     would otherwise leave them behind in silence. A module that is not there at all (a
     command run from another folder) is left to ``leaderlog projections`` to explain.
     """
-    problems = builtin_named_modules(builtin=BUILTIN)
-    loaded = {projection.name for projection in runner.projections}
-    registered = await runner.registered()
-    unloadable = unloadable_user_projections(
-        sorted(set(registered) - loaded), builtin=BUILTIN
-    ).items()
-    problems += [
-        f"projection {name} could not be loaded: {error}; "
-        f"it stays at position {registered[name][1]} until that is fixed"
-        for name, error in unloadable
+    return builtin_named_modules(builtin=BUILTIN) + [
+        f"projection {name} could not be loaded: {missing.error}; "
+        f"it stays at position {missing.position} until that is fixed"
+        for name, missing in runner.not_loaded.items()
     ]
-    return problems
 
 
 def _running(runner: ProjectionRunner) -> list[str]:
@@ -467,7 +459,7 @@ def rebuild_command(context: Context, names: Sequence[str]) -> None:
                 task = progress.add_task("rebuild", total=max(head, 1))
                 position = await runner.rebuild(chosen, _Bar(progress, task, 0))
             elapsed = time.perf_counter() - started
-            warnings = await _not_loading(runner)
+            warnings = _not_loading(runner)
             if not names:
                 registered = await runner.registered()
                 warnings += [

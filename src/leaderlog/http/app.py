@@ -31,7 +31,7 @@ from leaderlog.http.write_routes import write_router
 from leaderlog.log import EventLog, load_seeds
 from leaderlog.projections import BUILTIN, ProjectionRunner, Queries, runner_for
 from leaderlog.projections.feed_entries import FeedEntriesProjection
-from leaderlog.projections.loading import builtin_named_modules, unloadable_user_projections
+from leaderlog.projections.loading import builtin_named_modules
 from leaderlog.projections.runner import LeftOut, left_out
 from leaderlog.store import EventStore
 
@@ -71,12 +71,9 @@ async def projection_runners(store: EventStore) -> tuple[ProjectionRunner, ...]:
         logger.warning("%s", problem)
     queries = await runner_for(store)
     others = [p for p in queries.projections if p.name != FeedEntriesProjection.name]
-    registered = await queries.registered()
-    loaded = {projection.name for projection in queries.projections}
-    unloadable = unloadable_user_projections(sorted(set(registered) - loaded), builtin=BUILTIN)
     others += [
-        left_out(name, registered[name][0], f"it could not be loaded: {error}")
-        for name, error in unloadable.items()
+        left_out(name, missing.version, f"it could not be loaded: {missing.error}")
+        for name, missing in queries.not_loaded.items()
     ]
     return (ProjectionRunner(store, others), feed_runner(store))
 

@@ -19,10 +19,14 @@ from leaderlog.projections.audit import AuditProjection
 from leaderlog.projections.base import Projection, ProjectionTransaction, decode, payload
 from leaderlog.projections.feed_entries import FeedEntriesProjection
 from leaderlog.projections.leadership import LeadershipProjection
-from leaderlog.projections.loading import load_user_projection, user_projection_folder
+from leaderlog.projections.loading import (
+    load_user_projection,
+    module_is_there,
+    user_projection_folder,
+)
 from leaderlog.projections.queries import EntityKind, Queries
 from leaderlog.projections.query_input import InvalidQuery, UnknownEntity
-from leaderlog.projections.runner import ProjectionRunner, ProjectionStatus
+from leaderlog.projections.runner import NotLoaded, ProjectionRunner, ProjectionStatus
 from leaderlog.store.base import EventStore
 
 __all__ = [
@@ -74,16 +78,22 @@ async def runner_for(
     """
     projections = [cls() for cls in BUILTIN.values()]
     names = set(BUILTIN)
-    for name in sorted(await ProjectionRunner(store, []).registered()):
+    not_loaded: dict[str, NotLoaded] = {}
+    registered = await ProjectionRunner(store, []).registered()
+    for name in sorted(registered):
         if name in names or name in also:
             continue
         try:
             projections.append(load_user_projection(name, folder, builtin=BUILTIN))
-        except ProjectionError:
+        except ProjectionError as error:
+            if module_is_there(name, folder):
+                not_loaded[name] = NotLoaded(*registered[name], error)
             continue
         names.add(name)
     for name in also:
         if name not in names:
             projections.append(load_projection(name, folder))
             names.add(name)
-    return ProjectionRunner(store, projections)
+    runner = ProjectionRunner(store, projections)
+    runner.not_loaded = not_loaded
+    return runner

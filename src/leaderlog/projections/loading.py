@@ -24,8 +24,8 @@ __all__ = [
     "check_projection_name",
     "load_user_projection",
     "module_file",
+    "module_is_there",
     "shown_path",
-    "unloadable_user_projections",
     "user_projection_folder",
 ]
 
@@ -145,22 +145,7 @@ def builtin_named_modules(folder: Path | str | None = None, *, builtin: Iterable
     ]
 
 
-def unloadable_user_projections(
-    names: Iterable[str],
-    folder: Path | str | None = None,
-    *,
-    builtin: Mapping[str, type[Projection]],
-) -> dict[str, ProjectionError]:
-    """Of ``names`` (user projections built in a database), those whose module is in the
-    folder but does not load, with the reason. A module that is not there at all (a command
-    run from another folder) is not among them: ``leaderlog projections`` explains that."""
-    where = user_projection_folder(folder)
-    failing: dict[str, ProjectionError] = {}
-    for name in names:
-        if name in builtin or not _NAME.match(name) or not (where / f"{name}.py").is_file():
-            continue
-        try:
-            load_user_projection(name, where, builtin=builtin)
-        except ProjectionError as error:
-            failing[name] = error
-    return failing
+def module_is_there(name: str, folder: Path | str | None = None) -> bool:
+    """Whether the folder holds a module for the user projection ``name`` (which may still
+    fail to load; a command run from another folder finds none)."""
+    return bool(_NAME.match(name)) and (user_projection_folder(folder) / f"{name}.py").is_file()

@@ -52,6 +52,7 @@ from leaderlog.store.base import EventStore
 
 __all__ = [
     "LeftOut",
+    "NotLoaded",
     "Progress",
     "ProjectionRunner",
     "ProjectionStatus",
@@ -134,6 +135,14 @@ async def _cancel(task: asyncio.Task[list[RecordedEvent]] | None) -> None:
         await task
 
 
+class NotLoaded(NamedTuple):
+    """A user projection built in the database whose module is there but does not load."""
+
+    version: int
+    position: int
+    error: ProjectionError
+
+
 class ProjectionStatus(NamedTuple):
     name: str
     version: int
@@ -154,6 +163,8 @@ class ProjectionRunner:
         if len(set(names)) != len(names):
             raise ProjectionError(f"projection names must be unique, got {names}")
         self.projections = leave_out_clashes(given)
+        # Filled by runner_for: modules it could not load, which this runner leaves out.
+        self.not_loaded: dict[str, NotLoaded] = {}
         self.page = page
         self._prepared = False
         # Projections whose schema() failed at the last prepare: left out of every run.
