@@ -7,7 +7,18 @@ from typing import Any
 
 import orjson
 
-__all__ = ["Embedded", "canonical_bytes", "dumps", "embed", "loads", "loads_input"]
+__all__ = [
+    "MAX_INPUT_DEPTH",
+    "Embedded",
+    "InputTooDeep",
+    "JSONDecodeError",
+    "canonical_bytes",
+    "depth",
+    "dumps",
+    "embed",
+    "loads",
+    "loads_input",
+]
 
 # JSON bytes placed verbatim inside a value given to canonical_bytes.
 Embedded = orjson.Fragment
@@ -33,15 +44,21 @@ def dumps(value: Any, *, indent: bool = False) -> str:
 
 JSONDecodeError = orjson.JSONDecodeError
 
-# orjson reads an integer beyond 64 bits as a float, silently losing digits. Such a number
-# needs at least 19 digits in a row (strings count too, so a run only means a closer look).
-# With every digit turned into 0, finding a run is a plain substring search: several times
-# cheaper than a regular expression over the same text.
-_DIGITS_AS_ZERO = bytes.maketrans(b"123456789", b"000000000")
-_DIGITS_AS_ZERO_TEXT = str.maketrans("123456789", "000000000")
-_NINETEEN_ZEROS = "0" * 19
-_NINETEEN_ZERO_BYTES = b"0" * 19
+# Deeper than any record needs; the standard parser used for the second reading below
+# recurses once per level, so the limit also keeps it far from Python's recursion limit.
+MAX_INPUT_DEPTH = 64
 _SMALLEST, _LARGEST = -(2**63), 2**64 - 1
+
+
+class _Refused(JSONDecodeError):
+    """JSON that parses but is refused: the message says why (no position is meant)."""
+
+    def __str__(self) -> str:
+        return str(self.msg)
+
+
+class InputTooDeep(_Refused):
+    """JSON from outside that nests arrays and objects deeper than ``MAX_INPUT_DEPTH``."""
 
 
 def loads(text: str | bytes) -> Any:
@@ -50,32 +67,90 @@ def loads(text: str | bytes) -> Any:
 
 
 def loads_input(text: str | bytes) -> Any:
-    """JSON from outside (an imported line, a request body): an integer beyond 64 bits is
-    refused rather than read as a rounded float. The search costs about as much as the parse,
-    so stored JSON, which came in through here once, is read with :func:`loads`."""
-    value = orjson.loads(text)
-    if isinstance(text, str):
-        long_digits = _NINETEEN_ZEROS in text.translate(_DIGITS_AS_ZERO_TEXT)
-    else:
-        long_digits = _NINETEEN_ZERO_BYTES in text.translate(_DIGITS_AS_ZERO)
-    if long_digits:
-        _refuse_long_integers(text)
+    """JSON from outside (an imported line, a request body), refused where parsers disagree.
+
+    orjson reads it strictly (UTF-8, no NaN, no lone surrogates). What orjson reads silently
+    but other readers of the same bytes would read differently is refused: a name repeated
+    in one object (some keep the first, orjson the last, so a proxy could check one record
+    while another is stored) and an integer beyond 64 bits (orjson rounds it to a float).
+    Both need a second reading, so stored JSON, which came in through here once, is read
+    with :func:`loads`. :class:`InputTooDeep` when nested deeper than ``MAX_INPUT_DEPTH``.
+    """
+    try:
+        value = orjson.loads(text)
+    except JSONDecodeError as error:
+        raise _encoding_named(text) or error from None
+    if _brackets(text) > MAX_INPUT_DEPTH and depth(value) > MAX_INPUT_DEPTH:
+        raise InputTooDeep(f"nested deeper than {MAX_INPUT_DEPTH} levels", _document(text), 0)
+    try:
+        json.loads(text, object_pairs_hook=_unique_names, parse_int=_integer_in_range)
+    except (_Ambiguous, json.JSONDecodeError) as error:
+        # orjson read it, so a complaint of the standard parser's own is named as it is.
+        raise _Refused(str(error), _document(text), 0) from None
     return value
 
 
-def _refuse_long_integers(encoded: str | bytes) -> None:
-    def integer(digits: str) -> int:
-        number = int(digits)
-        if not _SMALLEST <= number <= _LARGEST:
-            raise ValueError(digits)
-        return number
+def depth(value: Any) -> int:
+    """How deeply arrays and objects nest in a parsed JSON value (without recursion)."""
+    deepest = 0
+    pending: list[tuple[Any, int]] = [(value, 0)]
+    while pending:
+        item, level = pending.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        deepest = max(deepest, level + 1)
+        pending.extend((child, level + 1) for child in children)
+    return deepest
 
+
+class _Ambiguous(ValueError):
+    pass
+
+
+def _unique_names(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    found = dict(pairs)
+    if len(found) != len(pairs):
+        seen: set[str] = set()
+        for name, _ in pairs:
+            if name in seen:
+                raise _Ambiguous(f"the name {name!r} appears twice in one object")
+            seen.add(name)
+    return found
+
+
+def _integer_in_range(digits: str) -> int:
+    number = int(digits)
+    if not _SMALLEST <= number <= _LARGEST:
+        raise _Ambiguous(f"integer {digits} is out of range (JSON numbers here hold 64 bits)")
+    return number
+
+
+def _brackets(text: str | bytes) -> int:
+    """An upper bound of the nesting depth, far cheaper than walking the value."""
+    if isinstance(text, str):
+        return text.count("[") + text.count("{")
+    return text.count(b"[") + text.count(b"{")
+
+
+def _document(text: str | bytes) -> str:
+    return text if isinstance(text, str) else text.decode("utf-8", "replace")
+
+
+def _encoding_named(text: str | bytes) -> JSONDecodeError | None:
+    """The error for bytes that are not UTF-8 (orjson's own message misnames the fault)."""
+    if isinstance(text, str):
+        return None
     try:
-        json.loads(encoded, parse_int=integer)
-    except ValueError as error:
-        if isinstance(error, json.JSONDecodeError):
-            return  # orjson read it, so this is only a difference between parsers
-        document = encoded if isinstance(encoded, str) else encoded.decode("utf-8", "replace")
-        raise JSONDecodeError(
-            f"integer {error} is out of range (JSON numbers here hold 64 bits)", document, 0
-        ) from None
+        text.decode("utf-8")
+    except UnicodeDecodeError as not_utf8:
+        byte = text[not_utf8.start]
+        return JSONDecodeError(
+            f"not UTF-8 text (byte 0x{byte:02X})",
+            _document(text),
+            not_utf8.start,
+        )
+    return None

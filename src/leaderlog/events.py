@@ -747,6 +747,26 @@ def check_derived_id(event_id: uuid.UUID, event: Event) -> None:
         )
 
 
+_UUID_TEXT = re.compile(r"[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}")
+
+
+def _given_event_id(given: object) -> uuid.UUID:
+    """A record's own ``event_id``: a UUID in its standard spelling (as JSON Schema's
+    ``"format": "uuid"`` says), and not a placeholder that many writers would all send."""
+    if not isinstance(given, str) or not _UUID_TEXT.fullmatch(given):
+        raise RecordError(
+            f"event_id {given!r} is not a UUID (8-4-4-4-12 hexadecimal digits)", rule="schema"
+        )
+    event_id = uuid.UUID(given)
+    if event_id.int in (0, (1 << 128) - 1):
+        raise RecordError(
+            f"event_id {given} is a placeholder (the nil or max UUID), not an id; leave "
+            "event_id out, or give a version 4 or 7 UUID",
+            rule="event_id",
+        )
+    return event_id
+
+
 def parse_record(raw: object) -> Record:
     """Validate one record (or one exported envelope) into a :class:`Record`."""
     if not isinstance(raw, Mapping):
@@ -781,11 +801,7 @@ def parse_record(raw: object) -> Record:
     if raw.get("event_id") is None:
         event_id = content_event_id(event)
     else:
-        try:
-            event_id = uuid.UUID(str(raw["event_id"]))
-        except ValueError:
-            message = f"event_id {raw['event_id']!r} is not a UUID"
-            raise RecordError(message, rule="schema") from None
+        event_id = _given_event_id(raw["event_id"])
         if not exported:
             # An export keeps the ids it was given, derived from the content as then stored
             # (an older schema version's): only a new record is held to today's derivation.

@@ -138,6 +138,37 @@ CASES = [
     Hostile("null-instead-of-object", [GOOD, "null"], 2, "schema"),
     Hostile("deeply-nested-arrays", [GOOD, nested(10_000)], 2, "json"),
     Hostile(
+        # The second reading (for long integers) must not recurse past Python's limit.
+        "nested-990-deep-around-a-long-number",
+        [
+            GOOD,
+            '{"type":"person.registered","data":{"person":"t2","name":"T"},"meta":{"x":'
+            + "[" * 990
+            + '"1234567890123456789012"'
+            + "]" * 990
+            + "}}",
+        ],
+        2,
+        "json",
+    ),
+    Hostile(
+        # Readers disagree on which one counts: a checking proxy could see another record.
+        "a-name-twice-in-one-object",
+        [GOOD, '{"type":"person.registered","data":{"person":"t2","person":"t3","name":"T"}}'],
+        2,
+        "json",
+    ),
+    Hostile(
+        "type-given-twice",
+        [
+            GOOD,
+            '{"type":"org.registered","type":"person.registered","data":{"person":"t2",'
+            '"name":"T"}}',
+        ],
+        2,
+        "json",
+    ),
+    Hostile(
         "deeply-nested-data",
         [GOOD, '{"type":"person.registered","data":' + '{"a":' * 5000 + "1" + "}" * 5001],
         2,
@@ -153,7 +184,7 @@ CASES = [
             + "}" * 301,
         ],
         2,
-        "size",
+        "json",
     ),
     # --- record shape
     Hostile("unknown-type", [GOOD, record("person.deleted", {"person": "tom-homan"})], 2, "type"),
@@ -182,6 +213,25 @@ CASES = [
     Hostile("empty-update", [GOOD, record("org.updated", {"org": "ice"})], 2, "schema"),
     Hostile(
         "non-uuid-event-id", [GOOD, person("t2")[:-1] + ', "event_id": "not-a-uuid"}'], 2, "schema"
+    ),
+    Hostile(
+        # Many writers send it for "no id": the first would take it, the rest get conflicts.
+        "nil-uuid-event-id",
+        [GOOD, person("t2")[:-1] + ', "event_id": "00000000-0000-0000-0000-000000000000"}'],
+        2,
+        "event_id",
+    ),
+    Hostile(
+        "braced-event-id",
+        [GOOD, person("t2")[:-1] + ', "event_id": "{12345678-1234-4234-8234-123456789abc}"}'],
+        2,
+        "schema",
+    ),
+    Hostile(
+        "event-id-as-a-number",
+        [GOOD, person("t2")[:-1] + ', "event_id": 1234567890123456789}'],
+        2,
+        "schema",
     ),
     Hostile(
         "meta-not-object",

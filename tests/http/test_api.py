@@ -95,6 +95,36 @@ def test_a_method_the_path_lacks_is_405_listing_every_method_it_has(
     assert response.headers["allow"] == allowed
 
 
+@pytest.mark.parametrize(
+    ("path", "location"),
+    [
+        ("/feeds/org/ice.atom/", "/feeds/org/ice.atom"),
+        ("/api/state/?org=ice&as_of=2025-06-01", "/api/state?org=ice&as_of=2025-06-01"),
+        ("/healthz/", "/healthz"),
+    ],
+)
+def test_a_trailing_slash_redirects_relatively_whatever_the_host_says(
+    seeded_server: tuple[str, str], client: httpx.Client, path: str, location: str
+) -> None:
+    base, _ = seeded_server
+    for method in ("GET", "HEAD"):
+        response = client.request(method, f"{base}{path}", headers={"Host": "evil.example"})
+        assert response.status_code == 308
+        assert response.headers["location"] == location
+    assert client.get(f"{base}{path}", follow_redirects=True).status_code == 200
+
+
+def test_a_trailing_slash_on_a_write_or_nowhere_is_404(
+    seeded_server: tuple[str, str], client: httpx.Client
+) -> None:
+    """A writer's body and token are never sent on to another address."""
+    base, _ = seeded_server
+    posted = client.post(f"{base}/api/events/", json={}, headers={"Host": "evil.example"})
+    assert (posted.status_code, posted.headers.get("location")) == (404, None)
+    assert client.get(f"{base}/feeds/nothing.atom/", follow_redirects=True).status_code == 404
+    assert client.get(f"{base}/no/such/page/").status_code == 404
+
+
 def test_events_verify_and_health(seeded_server: tuple[str, str], client: httpx.Client) -> None:
     base, _ = seeded_server
     events = client.get(f"{base}/api/events", params={"after": 10, "limit": 3}).json()
@@ -138,6 +168,8 @@ def test_bad_parameters_are_422_and_unknown_ids_404(
         response = client.get(base + path)
         assert response.status_code == status, (path, response.text)
         assert response.json()["detail"], path
+        # What is missing today may be there after the next append: no cache keeps it.
+        assert response.headers["cache-control"] == "no-cache", path
     # Positions beyond what storage holds (SQLite INTEGER, PostgreSQL BIGINT) ask for nothing.
     assert client.get(f"{base}/api/events?after={10**30}").json() == []
     assert client.get(f"{base}/api/audit?after={10**30}").json()["events"] == []

@@ -194,6 +194,47 @@ def test_a_language_asked_for_another_way_redirects_to_the_offered_tag(
     assert client.get(f"{base}/feeds/org/ice.atom?lang=xx-YY").status_code == 422
 
 
+def test_an_archive_page_written_another_way_redirects_to_its_one_address(
+    seeded_server: tuple[str, str], client: httpx.Client
+) -> None:
+    """Pages are cached for a year: each is served at one address, not one per spelling."""
+    base, _ = seeded_server
+    for spelling in ("01", "%2B1", "%201", "1&page=1"):
+        response = client.get(f"{base}/feeds/all.atom?page={spelling}&x=y")
+        assert response.status_code == 308, spelling
+        assert response.headers["location"] == "/feeds/all.atom?page=1&x=y"
+    # The seeds fill no archive page yet: the one address answers for itself.
+    assert client.get(f"{base}/feeds/all.atom?page=1").status_code == 404
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/feeds/all.atom?page=1&page=2",
+        "/feeds/org/ice.atom?lang=fr&lang=de",
+        "/opml?format=json&format=rss",
+        "/?org=ice&org=dhs",
+    ],
+)
+def test_a_parameter_given_twice_with_two_values_is_422(
+    seeded_server: tuple[str, str], client: httpx.Client, path: str
+) -> None:
+    base, _ = seeded_server
+    response = client.get(base + path)
+    assert response.status_code == 422
+    assert "is given 2 times: give it once" in response.text
+
+
+def test_a_parameter_the_feed_does_not_take_is_ignored(
+    seeded_server: tuple[str, str], client: httpx.Client
+) -> None:
+    """Readers and newsletters add tracking parameters to the addresses they subscribe to."""
+    base, _ = seeded_server
+    tracked = client.get(f"{base}/feeds/org/ice.atom?utm_source=reader", headers=IDENTITY)
+    assert tracked.status_code == 200
+    assert tracked.content == client.get(f"{base}/feeds/org/ice.atom", headers=IDENTITY).content
+
+
 def test_errors_are_clear_json(seeded_server: tuple[str, str], client: httpx.Client) -> None:
     base, _ = seeded_server
     cases = {

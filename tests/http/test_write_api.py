@@ -11,7 +11,9 @@ import asyncio
 import gzip
 import json
 import logging
+import socket
 import sqlite3
+import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -503,6 +505,27 @@ def test_malformed_json_is_400(running: Running, api: httpx.Client, body: bytes)
 
 
 @pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (
+            '{"type": "person.registered", "data": {"name": "Zo\u00eb"}}'.encode("latin-1"),
+            "not UTF-8 text (byte 0xEB)",
+        ),
+        (
+            b'{"type": "person.registered", "data": {"person": "a", "person": "b", "name": "N"}}',
+            "the name 'person' appears twice in one object",
+        ),
+    ],
+    ids=["latin-1", "name-twice"],
+)
+def test_a_400_says_what_is_wrong_with_the_json(
+    running: Running, api: httpx.Client, body: bytes, message: str
+) -> None:
+    detail = error_body(post(api, body, running.token), 400)["detail"]
+    assert message in detail
+
+
+@pytest.mark.parametrize(
     ("depth", "error"),
     [(MAX_DEPTH, "too_deep"), (300, "too_deep"), (1000, "too_deep"), (100_000, "bad_json")],
 )
@@ -529,6 +552,36 @@ def test_nesting_up_to_the_limit_is_accepted(running: Running, api: httpx.Client
     meta = {"x": json.loads("[" * depth + "]" * depth)}
     response = post(api, person(unique("nested"), meta=meta), running.token)
     assert response.status_code == 201, response.text
+
+
+@pytest.mark.parametrize(
+    "content_type",
+    ["application/json; charset=utf-8", 'application/json;charset="UTF-8"', "APPLICATION/JSON"],
+)
+def test_json_said_to_be_utf8_is_accepted(
+    running: Running, api: httpx.Client, content_type: str
+) -> None:
+    body = json.dumps(person(unique("charset"))).encode()
+    response = api.post(
+        "/api/events",
+        content=body,
+        headers={"Authorization": f"Bearer {running.token}", "Content-Type": content_type},
+    )
+    assert response.status_code == 201, response.text
+
+
+def test_json_said_to_be_in_another_encoding_is_415(running: Running, api: httpx.Client) -> None:
+    before = log_head(api)
+    response = api.post(
+        "/api/events",
+        content=json.dumps(person(unique("utf16"))).encode(),
+        headers={
+            "Authorization": f"Bearer {running.token}",
+            "Content-Type": "application/json; charset=utf-16",
+        },
+    )
+    assert error_body(response, 415)["detail"] == "charset 'utf-16': send the JSON as UTF-8"
+    assert log_head(api) == before
 
 
 @pytest.mark.parametrize(
@@ -808,3 +861,24 @@ def test_tokens_never_reach_the_logs(running: Running, api: httpx.Client) -> Non
     assert "POST /api/events" in text  # the access log was captured
     for token in running.tokens_used:
         assert token not in text
+
+
+def test_a_writer_hanging_up_mid_body_writes_nothing_and_logs_no_fault(
+    running: Running, api: httpx.Client
+) -> None:
+    before = log_head(api)
+    host, port = running.base_url.removeprefix("http://").split(":")
+    for _ in range(3):
+        with socket.create_connection((host, int(port))) as connection:
+            connection.sendall(
+                b"POST /api/events HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                b"Authorization: Bearer " + running.token.encode() + b"\r\n"
+                b"Content-Length: 1000\r\n\r\n" + json.dumps(person("hung-up")).encode()[:40]
+            )
+            time.sleep(0.2)  # the server is reading the body when the writer goes
+    assert post(api, person(unique("after-hang-up")), running.token).status_code == 201
+    assert api.get("/api/events", params={"after": before[0]}).json()[0]["data"]["person"] != (
+        "hung-up"
+    )
+    assert "ClientDisconnect" not in running.logs.text()
+    assert "Traceback" not in running.logs.text()

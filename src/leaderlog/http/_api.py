@@ -7,19 +7,18 @@ while projections are missing.
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Awaitable
 from dataclasses import asdict
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, HTTPException, Path, Query, Request
-from fastapi.routing import APIRoute
 from starlette.responses import Response
 
 from leaderlog.errors import ProjectionError
 from leaderlog.http._conditional import get_and_head, json_response
 from leaderlog.http._deps import (
     Problem,
+    check_parameters,
     invalid_parameter,
     log_of,
     queries_of,
@@ -33,23 +32,7 @@ __all__ = ["router"]
 
 
 async def _only_known_parameters(request: Request) -> None:
-    """A misspelt or repeated parameter is refused: silently answering for the defaults (or
-    for one of two values) would look like an answer to the question asked."""
-    route = request.scope.get("route")
-    if not isinstance(route, APIRoute):
-        return
-    known = sorted(field.alias for field in route.dependant.query_params)
-    given = Counter(name for name, _ in request.query_params.multi_items())
-    for name, times in given.items():
-        if name not in known:
-            takes = f"it takes {', '.join(known)}" if known else "it takes none"
-            raise invalid_parameter(
-                f"unknown parameter {name!r} for {route.path}: {takes}", name, name
-            )
-        if times > 1:
-            raise invalid_parameter(
-                f"parameter {name!r} is given {times} times: give it once", name, name
-            )
+    check_parameters(request, lenient=False)
 
 
 router = APIRouter(tags=["read API"], dependencies=[Depends(_only_known_parameters)])

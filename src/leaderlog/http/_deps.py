@@ -10,9 +10,11 @@ import asyncio
 import contextlib
 import re
 import urllib.parse
+from collections import Counter
 from dataclasses import dataclass, field
 
 from fastapi.exceptions import RequestValidationError
+from fastapi.routing import APIRoute
 from pydantic import BaseModel
 from starlette.requests import Request
 
@@ -27,6 +29,7 @@ __all__ = [
     "Problem",
     "Services",
     "base_url",
+    "check_parameters",
     "check_public_url",
     "feeds_of",
     "invalid_parameter",
@@ -133,6 +136,31 @@ def invalid_parameter(
     return RequestValidationError(
         [{"type": "value_error", "loc": location, "msg": message, "input": value}]
     )
+
+
+def check_parameters(request: Request, *, lenient: bool) -> None:
+    """Refuse (422) a parameter given twice, and one the route does not take: silently
+    answering for one of two values, or for the defaults of a misspelt one, would look like
+    an answer to the question asked. ``lenient`` (feeds and pages) lets through parameters
+    the route does not take (readers add tracking ones) and one repeated with one value."""
+    route = request.scope.get("route")
+    if not isinstance(route, APIRoute):
+        return
+    known = sorted(field.alias for field in route.dependant.query_params)
+    items = request.query_params.multi_items()
+    given = Counter(name for name, _ in items)
+    for name, times in given.items():
+        if name not in known:
+            if lenient:
+                continue
+            takes = f"it takes {', '.join(known)}" if known else "it takes none"
+            raise invalid_parameter(
+                f"unknown parameter {name!r} for {route.path}: {takes}", name, name
+            )
+        if times > 1 and not (lenient and len({v for n, v in items if n == name}) == 1):
+            raise invalid_parameter(
+                f"parameter {name!r} is given {times} times: give it once", name, name
+            )
 
 
 def services_of(request: Request) -> Services:

@@ -1,8 +1,10 @@
 """Feed routes: ``/feeds/all.{ext}``, ``/feeds/{org|person|post}/{id}.{ext}`` and ``/opml``.
 
-A ``?lang=`` that names an offered language another way (``pt-BR``, ``EN``, ``zh``) is answered
-with a permanent redirect to the address with the offered tag: a document's self link names
-the address it is served at, so it is only served there.
+A ``?lang=`` that names an offered language another way (``pt-BR``, ``EN``, ``zh``), or a
+``?page=`` written another way (``01``, ``+1``), is answered with a permanent redirect to the
+address in its one spelling: a document's self link names the address it is served at, and an
+archive page is cached for a year, so each is served at one address only. A parameter given
+twice is refused (422); one a route does not take is ignored (readers add tracking ones).
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 import urllib.parse
 from typing import Annotated
 
-from fastapi import APIRouter, HTTPException, Query, Request
+from fastapi import APIRouter, Depends, HTTPException, Query, Request
 from starlette.responses import RedirectResponse, Response
 
 from leaderlog.feeds import (
@@ -30,11 +32,23 @@ from leaderlog.http._conditional import (
     list_header,
     not_modified,
 )
-from leaderlog.http._deps import Problem, base_url, feeds_of, invalid_parameter, queries_of
+from leaderlog.http._deps import (
+    Problem,
+    base_url,
+    check_parameters,
+    feeds_of,
+    invalid_parameter,
+    queries_of,
+)
 
-__all__ = ["pick_language", "router"]
+__all__ = ["given_once", "pick_language", "router"]
 
-router = APIRouter(tags=["feeds"])
+
+async def given_once(request: Request) -> None:
+    check_parameters(request, lenient=True)
+
+
+router = APIRouter(tags=["feeds"], dependencies=[Depends(given_once)])
 
 LangQuery = Annotated[
     str | None,
@@ -80,21 +94,24 @@ def pick_language(request: Request, lang: str | None) -> tuple[str, bool]:
     return negotiate(list_header(request, "accept-language")), False
 
 
-def _canonical(request: Request, path: str, chosen: str) -> Response | None:
-    """A 308 to ``path`` with ``lang=<chosen>`` (other parameters kept, in their order) when the
-    address asked for the language another way; None when it is already the canonical one."""
+def _canonical(
+    request: Request, path: str, chosen: str, page: int | None = None
+) -> Response | None:
+    """A 308 to ``path`` with ``lang`` and ``page`` in their one spelling, each once (other
+    parameters kept, in their order); None when the address already is the canonical one."""
     items = request.query_params.multi_items()
-    if [value for name, value in items if name == "lang"] == [chosen]:
-        return None
-    query: list[tuple[str, str]] = []
+    spelled = {"lang": chosen} if page is None else {"lang": chosen, "page": str(page)}
+    canonical: list[tuple[str, str]] = []
     for name, value in items:
-        if name != "lang":
-            query.append((name, value))
-        elif ("lang", chosen) not in query:
-            query.append(("lang", chosen))
+        if name not in spelled:
+            canonical.append((name, value))
+        elif (name, spelled[name]) not in canonical:
+            canonical.append((name, spelled[name]))
+    if canonical == items:
+        return None
     # Relative (RFC 9110 allows it): a forged Host header cannot send readers elsewhere.
     root = request.scope.get("root_path", "").rstrip("/")
-    location = f"{root}{path}?{urllib.parse.urlencode(query)}"
+    location = f"{root}{path}?{urllib.parse.urlencode(canonical)}"
     return RedirectResponse(location, status_code=308)
 
 
@@ -109,7 +126,7 @@ async def _serve(
     request: Request, scope: Scope, fmt: FeedFormat, lang: str | None, page: int | None
 ) -> Response:
     chosen, explicit = pick_language(request, lang)
-    if explicit and (redirect := _canonical(request, scope.path(fmt), chosen)) is not None:
+    if (redirect := _canonical(request, scope.path(fmt), chosen, page)) is not None:
         return redirect
     feed_request = FeedRequest(scope, fmt, chosen, base_url(request), page, explicit)
     service = feeds_of(request)
@@ -184,7 +201,7 @@ async def opml(
 ) -> Response:
     """An OPML 2.0 list of every feed: everything, each organisation, person and post."""
     chosen, explicit = pick_language(request, lang)
-    if explicit and (redirect := _canonical(request, "/opml", chosen)) is not None:
+    if (redirect := _canonical(request, "/opml", chosen)) is not None:
         return redirect
     rendered = await feeds_of(request).opml(chosen, base_url(request), format, explicit)
     if is_not_modified(request, rendered.validators):

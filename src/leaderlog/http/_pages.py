@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Annotated, Any
 from urllib.parse import urlencode
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Depends, Query, Request
 from starlette.responses import HTMLResponse, Response
 
 from leaderlog.errors import ProjectionError
@@ -36,12 +36,13 @@ from leaderlog.feeds import (
 from leaderlog.feeds._i18n import Language
 from leaderlog.http._conditional import VARY, get_and_head, respond
 from leaderlog.http._deps import base_url, feeds_of, queries_of
-from leaderlog.http._feeds import pick_language
+from leaderlog.http._feeds import given_once, pick_language
 from leaderlog.projections import InvalidQuery, UnknownEntity
 
 __all__ = ["router"]
 
-router = APIRouter(tags=["pages"])
+# A parameter given twice is refused, as on the feeds.
+router = APIRouter(tags=["pages"], dependencies=[Depends(given_once)])
 
 RECENT = 20
 # Above this many posts the overview lists organisations, each linking to its own

@@ -17,10 +17,14 @@ from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
 from fastapi import APIRouter, FastAPI, Request
-from fastapi.exception_handlers import http_exception_handler
+from fastapi.exception_handlers import (
+    http_exception_handler,
+    request_validation_exception_handler,
+)
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.responses import Response
+from starlette.responses import RedirectResponse, Response
 from starlette.routing import BaseRoute, Match
 
 from leaderlog.errors import ProjectionFailed, StoreError, StoreUnavailable, UnreadableEvent
@@ -211,6 +215,8 @@ def create_app(
         description=DESCRIPTION,
         version=_version(),
         lifespan=lifespan,
+        # Starlette's own redirect is absolute, built from the Host header (see _http_error).
+        redirect_slashes=False,
     )
     app.state.public_url = public
     app.include_router(_pages.router)
@@ -222,6 +228,7 @@ def create_app(
     app.add_exception_handler(StoreUnavailable, _unavailable)
     app.add_exception_handler(UnreadableEvent, _unreadable)
     app.add_exception_handler(StarletteHTTPException, _http_error)
+    app.add_exception_handler(RequestValidationError, _invalid_request)
     return app
 
 
@@ -230,8 +237,11 @@ _METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE")
 
 async def _http_error(request: Request, error: Exception) -> Response:
     """FastAPI's answer, except that a 405 lists every method the path has: Starlette names
-    only those of the first route that matched the path (GET for ``/api/events``, not POST)."""
+    only those of the first route that matched the path (GET for ``/api/events``, not POST),
+    and that a page asked for with a trailing slash is redirected without it."""
     assert isinstance(error, StarletteHTTPException)
+    if error.status_code == 404 and (redirect := _without_trailing_slash(request)) is not None:
+        return redirect
     if error.status_code == 405:
         # Asked route by route through the public matching API: included routers may be
         # wrapped, so their routes' methods cannot be listed directly.
@@ -246,7 +256,38 @@ async def _http_error(request: Request, error: Exception) -> Response:
         ]
         if allowed:
             error.headers = {**(error.headers or {}), "Allow": ", ".join(allowed)}
-    return await http_exception_handler(request, error)
+    return _not_kept(await http_exception_handler(request, error))
+
+
+async def _invalid_request(request: Request, error: Exception) -> Response:
+    assert isinstance(error, RequestValidationError)
+    return _not_kept(await request_validation_exception_handler(request, error))
+
+
+def _not_kept(response: Response) -> Response:
+    """An error is an answer for now: a feed or page that is missing today may exist after
+    the next append, and caches keep a 404 without validators for a while by heuristics."""
+    response.headers.setdefault("Cache-Control", "no-cache")
+    return response
+
+
+def _without_trailing_slash(request: Request) -> Response | None:
+    """A 308 from ``/feeds/all.atom/`` to ``/feeds/all.atom`` when that is a page.
+
+    Relative, as the language redirects are: a forged Host header cannot send readers
+    elsewhere. Only for GET and HEAD: a writer's body and token are never sent on.
+    """
+    path = request.url.path
+    if request.method not in ("GET", "HEAD") or path == "/" or not path.endswith("/"):
+        return None
+    stripped = path.rstrip("/") or "/"
+    routes = [route for route in request.app.routes if isinstance(route, BaseRoute)]
+    scope = {**request.scope, "path": stripped}
+    if not any(route.matches(scope)[0] == Match.FULL for route in routes):
+        return None
+    root = request.scope.get("root_path", "").rstrip("/")
+    query = request.url.query
+    return RedirectResponse(f"{root}{stripped}{'?' + query if query else ''}", status_code=308)
 
 
 async def _applied_through(request: Request, position: int) -> bool:

@@ -16,8 +16,15 @@ from fastapi import APIRouter, Request, Security
 from fastapi.responses import JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel
+from starlette.requests import ClientDisconnect
 
-from leaderlog._json import JSONDecodeError, canonical_bytes, loads_input
+from leaderlog._json import (
+    MAX_INPUT_DEPTH,
+    InputTooDeep,
+    JSONDecodeError,
+    canonical_bytes,
+    loads_input,
+)
 from leaderlog.errors import (
     BatchError,
     ConcurrencyError,
@@ -37,7 +44,7 @@ logger = logging.getLogger("leaderlog.http")
 MAX_BODY_BYTES = 1024 * 1024
 MAX_RECORDS = 1000
 # Deeper JSON than any record needs; also keeps values within what canonical JSON can encode.
-MAX_DEPTH = 64
+MAX_DEPTH = MAX_INPUT_DEPTH
 # Set by the log, never by a writer: accepting them would let a token holder write under
 # another actor's name or at another time.
 ENVELOPE_FIELDS = (
@@ -161,21 +168,13 @@ async def _read_body(request: Request) -> bytes | None:
     return bytes(body)
 
 
-def _depth(value: Any) -> int:
-    """How deeply arrays and objects nest in a parsed JSON value (without recursion)."""
-    deepest = 0
-    pending: list[tuple[Any, int]] = [(value, 0)]
-    while pending:
-        item, depth = pending.pop()
-        if isinstance(item, dict):
-            children: Any = item.values()
-        elif isinstance(item, list):
-            children = item
-        else:
-            continue
-        deepest = max(deepest, depth + 1)
-        pending.extend((child, depth + 1) for child in children)
-    return deepest
+def _charset(parameters: str) -> str | None:
+    """The ``charset`` of a Content-Type's parameters (``; charset="UTF-8"``), lower-cased."""
+    for parameter in parameters.split(";"):
+        name, _, value = parameter.partition("=")
+        if name.strip().lower() == "charset":
+            return value.strip().strip('"').lower()
+    return None
 
 
 def _parse(raw: Any) -> list[Record]:
@@ -309,12 +308,23 @@ def write_router(
         except TokenError as error:
             return _error(403, "forbidden", str(error))
 
-        body = await _read_body(request)
+        try:
+            body = await _read_body(request)
+        except ClientDisconnect:
+            # The writer hung up before its body was whole: nothing to append, nobody to
+            # answer, and no fault of the server's to log.
+            return _error(400, "incomplete", "the body ended before Content-Length was reached")
         if body is None:
             return _error(413, "too_large", f"the body is over {MAX_BODY_BYTES} bytes")
-        media_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
-        if media_type != "application/json":
+        media_type, _, parameters = request.headers.get("content-type", "").partition(";")
+        if media_type.strip().lower() != "application/json":
             return _error(415, "unsupported_media_type", "send Content-Type: application/json")
+        charset = _charset(parameters)
+        if charset not in (None, "utf-8", "utf8"):
+            # JSON is UTF-8 (RFC 8259): a body said to be in another encoding is not read.
+            return _error(
+                415, "unsupported_media_type", f"charset {charset!r}: send the JSON as UTF-8"
+            )
         encoding = request.headers.get("content-encoding", "identity").strip().lower()
         if encoding not in ("", "identity"):
             return _error(
@@ -326,10 +336,10 @@ def write_router(
         try:
             # A byte order mark is not JSON, but editors write one; import accepts it too.
             raw = loads_input(body.removeprefix(b"\xef\xbb\xbf"))
+        except InputTooDeep:
+            return _error(400, "too_deep", f"the body nests deeper than {MAX_DEPTH} levels")
         except JSONDecodeError as error:
             return _error(400, "bad_json", f"the body is not valid JSON: {error}")
-        if _depth(raw) > MAX_DEPTH:
-            return _error(400, "too_deep", f"the body nests deeper than {MAX_DEPTH} levels")
         if isinstance(raw, list) and len(raw) > MAX_RECORDS:
             return _error(413, "too_many_records", f"at most {MAX_RECORDS} records per request")
 

@@ -1,0 +1,69 @@
+"""JSON from outside is read strictly, and refused where readers would disagree."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from leaderlog._json import MAX_INPUT_DEPTH, InputTooDeep, JSONDecodeError, loads_input
+
+
+def test_a_record_reads_as_it_is() -> None:
+    text = '{"type": "person.registered", "data": {"person": "zoe", "name": "Zo\u00eb"}}'
+    assert loads_input(text) == json.loads(text)
+    assert loads_input(text.encode()) == json.loads(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ['{"a": 1, "a": 2}', '{"x": {"a": 1, "b": 2, "a": 1}}', '[{"a": 1}, {"b": 1, "b": 1}]'],
+)
+def test_a_name_repeated_in_one_object_is_refused(text: str) -> None:
+    with pytest.raises(JSONDecodeError, match="the name '[ab]' appears twice in one object"):
+        loads_input(text)
+
+
+def test_the_same_name_in_different_objects_is_fine() -> None:
+    assert loads_input('[{"a": 1}, {"a": 2}, {"b": {"a": 3}}]') == [
+        {"a": 1},
+        {"a": 2},
+        {"b": {"a": 3}},
+    ]
+
+
+@pytest.mark.parametrize("number", [2**64, -(2**63) - 1, 10**30])
+def test_an_integer_beyond_64_bits_is_refused(number: int) -> None:
+    with pytest.raises(JSONDecodeError, match=f"integer {number} is out of range"):
+        loads_input(f'{{"n": {number}}}')
+
+
+def test_the_limits_of_64_bits_and_long_digit_strings_are_read() -> None:
+    text = f'{{"big": {2**64 - 1}, "small": {-(2**63)}, "digits": "{"9" * 40}"}}'
+    assert loads_input(text) == {"big": 2**64 - 1, "small": -(2**63), "digits": "9" * 40}
+
+
+@pytest.mark.parametrize("depth", [MAX_INPUT_DEPTH + 1, 500, 1000])
+def test_nesting_past_the_limit_is_refused_before_a_second_reading(depth: int) -> None:
+    # A long number makes the second (recursive) reading necessary: it must never run.
+    text = "[" * depth + '"1234567890123456789012", 12345678901234567890123' + "]" * depth
+    with pytest.raises(InputTooDeep, match=f"nested deeper than {MAX_INPUT_DEPTH} levels"):
+        loads_input(text)
+
+
+def test_nesting_up_to_the_limit_is_read() -> None:
+    text = "[" * MAX_INPUT_DEPTH + "1" + "]" * MAX_INPUT_DEPTH
+    assert loads_input(text) == json.loads(text)
+    # Brackets inside strings are not nesting.
+    assert loads_input(json.dumps({"text": "[{" * 100})) == {"text": "[{" * 100}
+
+
+def test_bytes_that_are_not_utf8_are_named() -> None:
+    with pytest.raises(JSONDecodeError, match=r"not UTF-8 text \(byte 0xEB\): .* \(char 12\)"):
+        loads_input('{"name": "Zo\u00eb"}'.encode("latin-1"))
+
+
+@pytest.mark.parametrize("text", ["NaN", '{"n": Infinity}', '"\\ud800"', "{", ""])
+def test_what_orjson_refuses_stays_refused(text: str) -> None:
+    with pytest.raises(JSONDecodeError):
+        loads_input(text)
