@@ -6,6 +6,7 @@ import pytest
 
 from leaderlog.log import EventLog
 from leaderlog.projections import InvalidQuery, Queries
+from leaderlog.projections import queries as queries_module
 from leaderlog.projections.query_input import parse_time
 from tests.projections.logs import (
     FOX,
@@ -167,3 +168,31 @@ def test_a_lower_bound_beyond_microseconds_rounds_up_to_the_next_microsecond() -
     assert moment.isoformat() == "2025-05-29T14:00:00.123457+00:00"
     exact = parse_time("2025-05-29T14:00:00.1234560Z", "from", end_of_day=False)
     assert exact.isoformat() == "2025-05-29T14:00:00.123456+00:00"
+
+
+@pytest.fixture(params=["seeded_log", "seeded_postgres_log"])
+def seeded_either(request: pytest.FixtureRequest) -> EventLog:
+    log: EventLog = request.getfixturevalue(request.param)
+    return log
+
+
+async def test_claim_filters_answer_the_same_however_the_events_are_found(
+    seeded_either: EventLog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Many matching claims are found by reading events in log order, few through the claims'
+    index (see Queries._scan_for_claims): both ways give the same pages."""
+    log = seeded_either
+    queries = await current(log)
+    asked = [
+        {"status": "reported"},
+        {"status": "disputed", "limit": 1},
+        {"attribution": "anonymous", "after": 10, "limit": 2},
+        {"attribution": "outlet", "status": "reported", "type": "claim.reported"},
+        {"status": "reported", "recorded_to": "2999-01-01"},
+    ]
+    by_index = [await queries.audit(**filters) for filters in asked]
+    monkeypatch.setattr(queries_module, "_SCAN_FROM_CLAIMS", 1)
+    assert await queries._scan_for_claims("reported", None)
+    by_scan = [await queries.audit(**filters) for filters in asked]
+    assert by_scan == by_index
+    assert all(answer["events"] for answer in by_index)

@@ -53,6 +53,10 @@ _AUDIT_COLUMNS = {
     "attribution": "c.attribution",
 }
 AUDIT_FILTERS = (*_AUDIT_COLUMNS, "from", "to")
+# Filters on the claim an event is about, and how many matching claims make reading the
+# events in log order the faster way to a page (see Queries._scan_for_claims).
+_CLAIM_FILTERS = ("status", "attribution")
+_SCAN_FROM_CLAIMS = 2000
 _AUDIT_KEYS = (
     "position",
     "event_id",
@@ -247,8 +251,12 @@ class Queries:
         if not words:
             return UnknownEntity(message)
         contains = " AND ".join("lower(claim) LIKE ? ESCAPE '\\'" for _ in words)
+        # The ids are matched in the (claim, known_from) index, far narrower than the rows
+        # with their documents; only the versions found are read.
         rows = await self.store.query(
-            f"{_VERSIONS}{contains}{_KNOWN} "
+            f"{_VERSIONS}(claim, known_from) IN (SELECT claim, known_from "
+            f"FROM p_leadership_claim_versions WHERE {contains} AND known_from <= ?) "
+            "AND known_to > ? "
             f"ORDER BY CASE WHEN lower(claim) = ? THEN 0 ELSE 1 END, claim LIMIT {_SUGGESTIONS}",
             [*(_containing(word) for word in words), known, known, given.strip().lower()],
         )
@@ -614,9 +622,14 @@ class Queries:
             "status": status,
             "attribution": attribution,
         }
+        scan = await self._scan_for_claims(status, attribution)
         for name, value in given.items():
             if value is not None:
-                conditions.append(f"{_AUDIT_COLUMNS[name]} = ?")
+                column = _AUDIT_COLUMNS[name]
+                if scan and name in _CLAIM_FILTERS:
+                    # An expression, not the column: no index can serve it.
+                    column = f"{column} || ''"
+                conditions.append(f"{column} = ?")
                 parameters.append(value)
                 filters[name] = value
         start = (
@@ -652,6 +665,28 @@ class Queries:
         events = [dict(zip(_AUDIT_KEYS, row, strict=True)) for row in rows]
         next_after = events[-1]["position"] if len(events) == limit else None
         return {"filters": filters, "events": events, "next_after": next_after}
+
+
+    async def _scan_for_claims(self, status: str | None, attribution: str | None) -> bool:
+        """Whether to find events of claims with this status and attribution by reading the
+        events in order, rather than through the claims' own index.
+
+        The index gives every event of every such claim, which must then be sorted before the
+        first page is known: fine for a few claims, seconds for the tens of thousands of
+        retracted ones in a large log. Past ``_SCAN_FROM_CLAIMS`` claims, matching events are
+        common enough that reading in log order fills a page sooner.
+        """
+        wanted = {"status": status, "attribution": attribution}
+        given = {name: value for name, value in wanted.items() if value is not None}
+        if not given:
+            return False
+        where = " AND ".join(f"{name} = ?" for name in given)
+        rows = await self.store.query(
+            f"SELECT count(*) FROM (SELECT 1 FROM p_audit_claims WHERE {where} "
+            f"LIMIT {_SCAN_FROM_CLAIMS}) AS matching",
+            list(given.values()),
+        )
+        return int(rows[0][0]) >= _SCAN_FROM_CLAIMS
 
 
 def _tenure_order(tenure: Mapping[str, Any]) -> tuple[dt.date, str, str]:
