@@ -20,7 +20,7 @@ def test_a_record_reads_as_it_is() -> None:
     ['{"a": 1, "a": 2}', '{"x": {"a": 1, "b": 2, "a": 1}}', '[{"a": 1}, {"b": 1, "b": 1}]'],
 )
 def test_a_name_repeated_in_one_object_is_refused(text: str) -> None:
-    with pytest.raises(JSONDecodeError, match="the name '[ab]' appears twice in one object"):
+    with pytest.raises(JSONDecodeError, match=r"the name '[ab]' appears twice in one object"):
         loads_input(text)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import sqlite3
 import time
@@ -369,3 +370,25 @@ async def test_verify_requests_arriving_together_share_one_check(
         # one arriving after it ended checks again: an edit meanwhile is never hidden
         await services.verify()
         assert checks == 2
+
+
+async def test_catching_up_for_a_writer_that_stopped_waiting_fails_without_an_unread_error(
+    sqlite_url: str,
+) -> None:
+    """The write is answered after its wait; the catch-up failing later (a lock held
+    elsewhere) is the followers' to report, not an "exception was never retrieved"."""
+    async with await EventLog.open(sqlite_url) as log:
+        await load_seeds(log, SEEDS)
+        unread: list[dict[str, object]] = []
+        asyncio.get_running_loop().set_exception_handler(lambda _, context: unread.append(context))
+
+        class LockedOut:
+            async def catch_up(self) -> int:
+                await asyncio.sleep(0.05)
+                raise StoreUnavailable("PostgreSQL cannot do this now: lock timeout")
+
+        services = Services(log, (LockedOut(),), Queries(log.store), FeedService(log.store))  # type: ignore[arg-type]
+        assert await services.applied_through(1, timeout=0.01) is False
+        await asyncio.sleep(0.1)
+        gc.collect()
+        assert unread == []

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import multiprocessing
+from multiprocessing.queues import Queue
+from multiprocessing.synchronize import Barrier
 
 import pytest
 
+from leaderlog.errors import StoreUnavailable
 from leaderlog.events import format_time
 from leaderlog.log import EventLog, load_seeds
 from leaderlog.projections import (
@@ -18,6 +22,7 @@ from leaderlog.projections import (
     runner_for,
 )
 from leaderlog.projections.runner import forget_projection
+from leaderlog.store import open_store
 from leaderlog.store.base import utc_now
 from tests.conftest import ROOT, SEEDS
 from tests.projections.logs import GORDON_ACTING, HAMMER_CAPTION, SEED_COUNT, append, record
@@ -31,6 +36,7 @@ from tests.projections.test_runner import (
     a_refused_statement_stops_only_its_projection,
     dump,
 )
+from tests.store import postgres_connection, postgres_schema
 
 
 async def _answers(log: EventLog) -> dict[str, object]:
@@ -205,3 +211,67 @@ async def test_postgres_forgets_a_user_projection_s_own_tables_only(
     assert (tables, position) == (["p_probe_x_seen"], SEED_COUNT)
     assert set(await ProjectionRunner(store, []).registered()) == {"counting"}
     assert await store.query("SELECT COUNT(*) FROM p_counting_seen") == [(SEED_COUNT,)]
+
+
+def _prepare_when_all_are_ready(url: str, ready: Barrier, left_out: Queue[str]) -> None:
+    async def prepare() -> None:
+        store = await open_store(url)
+        try:
+            runner = ProjectionRunner(store, [cls() for cls in BUILTIN.values()])
+            ready.wait()
+            try:
+                await runner.catch_up()
+            except Exception as error:
+                left_out.put(f"{type(error).__name__}: {error}")
+            left_out.put(", ".join(runner.unprepared))
+        finally:
+            await store.close()
+
+    asyncio.run(prepare())
+
+
+@pytest.mark.parametrize("round_", range(2))
+async def test_postgres_servers_starting_together_on_a_new_log_prepare_every_projection(
+    postgres_url: str, round_: int
+) -> None:
+    """Servers in processes of their own run the same CREATE ... IF NOT EXISTS at once, which
+    PostgreSQL can refuse (a duplicate catalog key) or deadlock on: preparing is serialised,
+    and no projection is left out."""
+    async with postgres_schema(postgres_url) as url:
+        async with await EventLog.open(url) as log:
+            await load_seeds(log, SEEDS)
+        context = multiprocessing.get_context("fork")
+        ready, left_out = context.Barrier(4), context.Queue()
+        servers = [
+            context.Process(target=_prepare_when_all_are_ready, args=(url, ready, left_out))
+            for _ in range(4)
+        ]
+        for server in servers:
+            server.start()
+        for server in servers:
+            await asyncio.to_thread(server.join, 60)
+        reports = [left_out.get(timeout=5) for _ in servers]
+        assert reports == [""] * 4
+        assert [server.exitcode for server in servers] == [0] * 4
+
+
+async def test_postgres_a_lock_held_elsewhere_at_start_is_waited_out_not_a_left_out_projection(
+    postgres_url: str,
+) -> None:
+    async with postgres_schema(postgres_url) as url:
+        async with await EventLog.open(url) as log:
+            await load_seeds(log, SEEDS)
+            await ProjectionRunner(log.store, [cls() for cls in BUILTIN.values()]).catch_up()
+        impatient = await open_store(f"{url}&lock_timeout=200ms")
+        try:
+            runner = ProjectionRunner(impatient, [cls() for cls in BUILTIN.values()])
+            async with postgres_connection(url) as holder, holder.transaction():
+                await holder.execute("LOCK TABLE p_leadership_posts IN ACCESS EXCLUSIVE MODE")
+                with pytest.raises(StoreUnavailable, match="lock timeout"):
+                    await runner.catch_up()
+                assert runner.unprepared == {}
+            # the lock is gone: the same runner prepares and catches up
+            assert await runner.catch_up() == SEED_COUNT
+            assert runner.unprepared == {}
+        finally:
+            await impatient.close()

@@ -32,6 +32,15 @@ async def test_an_unsupported_url_is_refused_without_its_password(url: str) -> N
             "postgresql://app@db/x?password=***&sslmode=require",
         ),
         ("sqlite:///leaderlog.db", "sqlite:///leaderlog.db"),
+        ("sqlite:///data@home/leaderlog.db", "sqlite:///data@home/leaderlog.db"),
+        # unencoded / ? # in the password: where the host begins is unclear, all is hidden
+        ("postgresql://app:pa/ss@db:5432/x", "postgresql://app:***@db:5432/x"),
+        ("postgresql://app:pa#ss@db/x", "postgresql://app:***@db/x"),
+        ("postgresql://app:p?a@ss@db/x", "postgresql://app:***@db/x"),
+        (
+            "postgresql://app@db/x?application_name=a@b",
+            "postgresql://app@db/x?application_name=a@b",
+        ),
     ],
 )
 def test_urls_are_printed_without_their_passwords(url: str, shown: str) -> None:

@@ -26,6 +26,7 @@ from leaderlog.http._deps import (
     services_of,
 )
 from leaderlog.projections import InvalidQuery, UnknownEntity
+from leaderlog.projections._isolation import is_builtin
 from leaderlog.projections.runner import LeftOut
 
 __all__ = ["router"]
@@ -207,6 +208,7 @@ async def healthz(request: Request) -> Response:
         for runner in runners
         for projection, status in zip(runner.projections, await runner.status(), strict=True)
     ]
+    unprepared = {name: f for runner in runners for name, f in runner.unprepared.items()}
     head = max((s.head for _, s in pairs), default=(await log_of(request).store.head())[0])
     listed = []
     for projection, status in pairs:
@@ -218,11 +220,16 @@ async def healthz(request: Request) -> Response:
         }
         if isinstance(projection, LeftOut):
             entry["error"] = f"left out: {projection.reason}"
+        elif (failure := unprepared.get(status.name)) is not None:
+            entry["error"] = str(failure)
         listed.append(entry)
     return json_response(
         request,
         {
-            "ok": all(status.version == projection.version for projection, status in pairs),
+            "ok": all(status.version == projection.version for projection, status in pairs)
+            and not any(
+                is_builtin(projection) for projection, _ in pairs if projection.name in unprepared
+            ),
             "head": head,
             "projections": listed,
         },

@@ -113,9 +113,16 @@ class Services:
                 if applied.position < position:
                     await self.catch_up()
 
+        def finished(task: asyncio.Task[None]) -> None:
+            applied.running.discard(task)
+            if not task.cancelled():
+                # Looked at, so that one that failed after the writer stopped waiting is not
+                # logged as never retrieved: the followers apply it and report the failure.
+                task.exception()
+
         task = asyncio.create_task(catch_up_once())
         applied.running.add(task)
-        task.add_done_callback(applied.running.discard)
+        task.add_done_callback(finished)
         # Shielded: a write that stops waiting must not cut a projection transaction short.
         with contextlib.suppress(Exception):
             await asyncio.wait_for(asyncio.shield(task), timeout)

@@ -666,7 +666,6 @@ class Queries:
         next_after = events[-1]["position"] if len(events) == limit else None
         return {"filters": filters, "events": events, "next_after": next_after}
 
-
     async def _scan_for_claims(self, status: str | None, attribution: str | None) -> bool:
         """Whether to find events of claims with this status and attribution by reading the
         events in order, rather than through the claims' own index.

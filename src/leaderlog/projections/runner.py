@@ -23,7 +23,7 @@ import asyncio
 import contextlib
 import gc
 import re
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import NamedTuple
 
@@ -64,6 +64,9 @@ __all__ = [
 Progress = Callable[[int, int], None]
 DEFAULT_PAGE = 2000
 _PREPARE_ATTEMPTS = 3
+# The PostgreSQL advisory lock that serialises preparing projections (any number will do,
+# as long as it is leaderlog's own: "llpr" in ASCII).
+_PREPARE_LOCK = 0x6C6C7072
 # Replays longer than this run with the garbage collector mostly out of the way.
 _BULK_BACKLOG = 20_000
 
@@ -172,6 +175,12 @@ class ProjectionRunner:
         # Projections (re)built from scratch whose query indexes wait for the end of the replay.
         self._deferred: set[str] = set()
 
+    @property
+    def unprepared(self) -> Mapping[str, ProjectionFailure]:
+        """Projections whose tables could not be created: left out until the process
+        restarts (a statement the database refuses will not pass on its own)."""
+        return dict(self._unprepared)
+
     def _named(self, names: Iterable[str] | None) -> list[Projection]:
         if names is None:
             return list(self.projections)
@@ -228,6 +237,7 @@ class ProjectionRunner:
         fail is rolled back alone and returned, so a broken user schema stops only itself."""
         failed: dict[str, ProjectionFailure] = {}
         async with self.store.projection_transaction() as tx:
+            await self._serialise_ddl(tx)
             await tx.execute(CHECKPOINT_SCHEMA)
             await self._lock(tx)
             stored = await self._checkpoints(tx)
@@ -250,11 +260,26 @@ class ProjectionRunner:
                             continue
                         for statement in (*projection.schema(), *projection.query_indexes()):
                             await _create(tx, statement)
+                except StoreError:
+                    # The database's trouble (busy, a lock held elsewhere), not the
+                    # projection's: prepare fails as a whole and is tried again.
+                    raise
                 except Exception as error:
                     if not isolate:
                         raise
                     failed[projection.name] = ProjectionFailure(projection.name, None, None, error)
         return failed
+
+    async def _serialise_ddl(self, tx: ProjectionTransaction) -> None:
+        """Let one runner at a time create tables and indexes (until ``tx`` ends).
+
+        Servers starting together on a new PostgreSQL database would run the same CREATE ...
+        IF NOT EXISTS at once, which PostgreSQL can refuse (a duplicate catalog key) or
+        deadlock on; the checkpoint rows ``_lock`` uses may not exist yet. SQLite's
+        projection transactions are exclusive already.
+        """
+        if self.store.dialect == "postgresql":
+            await tx.execute(f"SELECT pg_advisory_xact_lock({_PREPARE_LOCK})")
 
     async def _lock(self, tx: ProjectionTransaction) -> None:
         """Serialise runners on this projection set's checkpoint rows (a no-op on SQLite,
@@ -278,6 +303,7 @@ class ProjectionRunner:
         if not waiting:
             return failed
         async with self.store.projection_transaction() as tx:
+            await self._serialise_ddl(tx)
             for projection in waiting:
                 try:
                     async with _alone(tx):

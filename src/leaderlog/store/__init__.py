@@ -70,6 +70,16 @@ async def open_store(url: str | None = None, *, create: bool = True) -> EventSto
 
 def without_password(url: str) -> str:
     """The URL fit to print: a password (``user:***@``, ``?password=***``) hidden, however
-    malformed the URL is."""
-    hidden = re.sub(r"(//[^/:@]*:)[^/@]*@", r"\1***@", url)
-    return re.sub(r"([?&]password=)[^&#]*", r"\1***", hidden)
+    malformed the URL is.
+
+    A password written with ``/``, ``?`` or ``#`` unencoded hides where the host begins, so
+    everything from the user's ``:`` to the last ``@`` is hidden: a host or path lost from
+    the message is better than a password shown in it.
+    """
+    scheme, separator, rest = url.partition("://")
+    if separator and "@" in rest:
+        user_part, _, after = rest.rpartition("@")
+        user, colon, _ = user_part.partition(":")
+        if colon and "/" not in user and "?" not in user:
+            rest = f"{user}:***@{after}"
+    return re.sub(r"([?&]password=)[^&#]*", r"\1***", f"{scheme}{separator}{rest}")
