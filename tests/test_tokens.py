@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from leaderlog.errors import TokenError
+from leaderlog.errors import TokenError, TokenNameRefused
+from leaderlog.events import PersonRegistered
 from leaderlog.log import EventLog
 from leaderlog.store import open_store
 from leaderlog.tokens import Tokens
@@ -118,6 +119,29 @@ async def test_the_logs_own_actors_are_reserved(sqlite_tokens: Tokens, name: str
 @pytest.mark.parametrize("name", ["a", "alice", "ci-bot.2", "a_b", "0" * 64])
 async def test_good_names_are_accepted(sqlite_tokens: Tokens, name: str) -> None:
     assert await sqlite_tokens.check(await sqlite_tokens.create(name)) == name
+
+
+async def test_a_name_the_log_holds_as_an_actor_without_a_token_is_refused(
+    log: EventLog, tokens: Tokens
+) -> None:
+    # given events appended as bob with no token of that name (an import --actor bob, say)
+    await log.append_events([PersonRegistered(person="x1", name="X")], actor="bob")
+    # then bob cannot be given a token: the audit could not tell its requests from them
+    with pytest.raises(
+        TokenNameRefused, match=r"the log holds 1 event.* appended by 'bob' without a token"
+    ):
+        await tokens.create("bob")
+    assert await tokens.listing() == []
+
+
+async def test_a_name_whose_revoked_token_wrote_events_gets_a_new_one(
+    log: EventLog, tokens: Tokens
+) -> None:
+    await tokens.create("alice")
+    # what the write API appends for requests made with alice's token
+    await log.append_events([PersonRegistered(person="x1", name="X")], actor="alice")
+    await tokens.revoke("alice")
+    assert await tokens.check(await tokens.create("alice")) == "alice"
 
 
 async def test_a_live_name_cannot_be_created_twice(tokens: Tokens) -> None:
@@ -317,3 +341,21 @@ def test_an_import_cannot_pass_for_a_token_s_requests(sqlite_url: str) -> None:
     # and another name is recorded as given
     ok(invoke(sqlite_url, "import", "--actor", "desk", "-", stdin=record))
     assert '"actor": "desk"' in ok(invoke(sqlite_url, "events", "--json"))
+
+
+def test_a_token_cannot_take_the_name_an_import_was_recorded_under(sqlite_url: str) -> None:
+    # given a CLI import recorded as bob's
+    record = '{"type": "person.registered", "data": {"person": "x1", "name": "X"}}\n'
+    ok(invoke(sqlite_url, "import", "--actor", "bob", "-", stdin=record))
+    # when a token is asked for under that name, then it is refused as a usage mistake
+    refused = invoke(sqlite_url, "token", "create", "bob")
+    assert refused.exit_code == 2
+    assert refused.stdout == ""
+    assert refused.stderr.startswith("Usage: ")
+    assert (
+        "Error: Invalid value for 'NAME': the log holds 1 event(s) recorded as appended by 'bob' "
+        "without a token of that name (import --actor bob, or a copy of another log)"
+    ) in refused.stderr
+    assert ok(invoke(sqlite_url, "token", "list", "--json")).strip() == "[]"
+    # and another name gets its token
+    assert ok(invoke(sqlite_url, "token", "create", "carol")).startswith("ll_")

@@ -17,6 +17,7 @@ Hierarchy::
     │   ├── UnknownEntity        no such org, post, person or claim (with suggestions)
     │   └── InvalidQuery         a date, time, position or filter cannot be understood
     └── TokenError               a write token is unknown, revoked or malformed
+        └── TokenNameRefused     a name cannot be given a token (malformed, reserved, taken)
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ __all__ = [
     "StoreError",
     "StoreUnavailable",
     "TokenError",
+    "TokenNameRefused",
     "UnknownEntity",
     "UnreadableEvent",
 ]
@@ -233,3 +235,8 @@ def _where_raised(error: BaseException) -> str:
 
 class TokenError(LeaderlogError):
     """A write token is unknown, revoked or malformed."""
+
+
+class TokenNameRefused(TokenError):
+    """A name cannot be given a token: it is malformed, reserved for the log's own actors, or
+    already recorded as the actor of events that no token of that name wrote."""

@@ -18,12 +18,12 @@ import hmac
 import secrets
 from dataclasses import dataclass
 
-from leaderlog.errors import StoreError, TokenError
+from leaderlog.errors import StoreError, TokenError, TokenNameRefused
 from leaderlog.events import ACTOR_NAME, ACTOR_RULE, format_time
 from leaderlog.store import EventStore
-from leaderlog.store.base import utc_now
+from leaderlog.store.base import ProjectionTransaction, utc_now
 
-__all__ = ["TokenInfo", "Tokens"]
+__all__ = ["TokenInfo", "Tokens", "check_token_name"]
 
 _RESERVED = {"cli", "seed", "import"}
 _SCHEMA = (
@@ -54,6 +54,17 @@ def _digest(token: str) -> str:
     return hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+def check_token_name(name: str) -> str:
+    """``name`` if it may name a token as far as its text goes, else :class:`TokenNameRefused`
+    (whether the log already holds it as another writer's is for :meth:`Tokens.create`)."""
+    # fullmatch: with match, "$" would also accept a name ending in a newline.
+    if not ACTOR_NAME.fullmatch(name):
+        raise TokenNameRefused(f"token name {name!r} must be {ACTOR_RULE}")
+    if name in _RESERVED:
+        raise TokenNameRefused(f"token name {name!r} is reserved for the log's own actors")
+    return name
+
+
 class Tokens:
     """Token administration and checking over any :class:`EventStore`'s SQL."""
 
@@ -81,16 +92,19 @@ class Tokens:
         self._ready = True
 
     async def create(self, name: str) -> str:
-        """Create a token for ``name`` and return it; it cannot be shown again."""
-        # fullmatch: with match, "$" would also accept a name ending in a newline.
-        if not ACTOR_NAME.fullmatch(name):
-            raise TokenError(f"token name {name!r} must be {ACTOR_RULE}")
-        if name in _RESERVED:
-            raise TokenError(f"token name {name!r} is reserved for the log's own actors")
+        """Create a token for ``name`` and return it; it cannot be shown again.
+
+        A name the log already holds as the actor of events no token of that name wrote
+        (``import --actor NAME``, say) is refused: the token's requests would be mixed up
+        with those events in the audit. A name that had a token before may have a new one
+        (an import cannot take a token's name, so its events are all the tokens' own).
+        """
+        check_token_name(name)
         await self._ensure_table()
         token = f"ll_{secrets.token_urlsafe(32)}"
         digest = _digest(token)
         async with self._store.projection_transaction() as tx:
+            await _refuse_an_actor_of_other_writes(tx, name)
             # The revoked token the new one replaces stays listed. A concurrent create of the
             # same name retires the same row: the conflict clause makes that a no-op, and the
             # live-name check below then refuses the create that lost.
@@ -154,3 +168,21 @@ class Tokens:
         if rows[0][2] is not None:
             raise TokenError("token revoked")
         return str(rows[0][0])
+
+
+async def _refuse_an_actor_of_other_writes(tx: ProjectionTransaction, name: str) -> None:
+    had_a_token = await tx.fetchall(
+        "SELECT 1 FROM write_tokens WHERE name = ? "
+        "UNION ALL SELECT 1 FROM write_tokens_retired WHERE name = ?",
+        (name, name),
+    )
+    if had_a_token:
+        return
+    # A scan of the log (actor is not indexed): token create is rare enough to afford it.
+    ((events,),) = await tx.fetchall("SELECT COUNT(*) FROM events WHERE actor = ?", (name,))
+    if events:
+        raise TokenNameRefused(
+            f"the log holds {events} event(s) recorded as appended by {name!r} without a token "
+            f"of that name (import --actor {name}, or a copy of another log): the token's "
+            "requests would be mixed up with them in the audit; choose another name"
+        )

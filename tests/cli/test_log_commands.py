@@ -125,7 +125,9 @@ def test_a_bad_record_on_stdin_names_line_and_rule(tmp_path: Path) -> None:
     assert "nothing written" in result.stderr
     assert "line 2:" in result.stderr and "[rule: reference]" in result.stderr
     assert "Traceback" not in result.stderr
-    assert ok(leaderlog("verify", cwd=tmp_path)).startswith("chain OK, 0 events")
+    # and the database it would have created does not exist, so verify says there is none
+    assert list(tmp_path.iterdir()) == []
+    assert "does not exist" in leaderlog("verify", cwd=tmp_path).stderr
 
 
 def test_schema_is_json(tmp_path: Path) -> None:
@@ -252,18 +254,29 @@ def test_import_with_actor(seeded_url: str, tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("actor", ["", "Desk", "evil\nname", "a b", "x" * 65])
-def test_an_actor_that_is_not_one_short_name_is_refused(
+def test_an_actor_that_is_not_one_short_name_is_a_usage_mistake_exit_2(
     seeded_url: str, tmp_path: Path, actor: str
 ) -> None:
     path = tmp_path / "one.jsonl"
     path.write_text(json.dumps({"type": "person.registered", "data": {"person": "t", "name": "T"}}))
     result = CliRunner().invoke(main, ["--db", seeded_url, "import", "--actor", actor, str(path)])
-    assert result.exit_code == 1
-    assert result.stderr == (
-        f"error: actor {actor!r} must be 1-64 of a-z, 0-9, '.', '_', '-', "
-        "starting with a letter or digit [rule: actor]\n"
+    assert result.exit_code == 2
+    assert result.stderr.startswith("Usage: main import [OPTIONS] FILE...\n")
+    assert result.stderr.endswith(
+        f"Error: Invalid value for '--actor': actor {actor!r} must be 1-64 of a-z, 0-9, '.', "
+        "'_', '-', starting with a letter or digit\n"
     )
     assert invoke("--db", seeded_url, "verify").startswith("chain OK, 29 events")
+
+
+def test_an_actor_refused_creates_no_database(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'new.db'}"
+    record = json.dumps({"type": "person.registered", "data": {"person": "t", "name": "T"}})
+    result = CliRunner().invoke(
+        main, ["--db", url, "import", "--actor", "Bad Name", "-"], input=record
+    )
+    assert result.exit_code == 2
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_an_export_line_with_a_bad_actor_is_refused_by_line(
@@ -309,22 +322,56 @@ def test_importing_a_missing_file(tmp_path: Path) -> None:
     assert not (tmp_path / "leaderlog.db").exists()
 
 
-def test_output_that_cannot_be_written_is_a_clear_error(seeded_url: str) -> None:
+def to_a_full_disk(*args: str) -> subprocess.CompletedProcess[str]:
+    """``leaderlog ARGS > /dev/full``."""
     full = Path("/dev/full")
     if not full.exists():
         pytest.skip("needs /dev/full")
+    with full.open("w") as output:
+        return subprocess.run(
+            [str(LEADERLOG), *args],
+            stdout=output,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+
+
+def test_output_that_cannot_be_written_is_a_clear_error(seeded_url: str) -> None:
     for command in (["export"], ["schema"], ["verify"], ["events", "--json"]):
-        with full.open("w") as output:
-            result = subprocess.run(
-                [str(LEADERLOG), "--db", seeded_url, *command],
-                stdout=output,
-                stderr=subprocess.PIPE,
-                text=True,
-                timeout=60,
-                check=False,
-            )
+        result = to_a_full_disk("--db", seeded_url, *command)
         assert result.returncode == 1, command
         assert result.stderr == "error: cannot write the output: No space left on device\n"
+
+
+@pytest.mark.parametrize("command", [["--help"], ["--version"], ["import", "--help"]])
+def test_help_and_version_that_cannot_be_written_are_a_clear_error(command: list[str]) -> None:
+    result = to_a_full_disk(*command)
+    assert result.returncode == 1
+    assert result.stderr == "error: cannot write the output: No space left on device\n"
+
+
+def test_an_import_whose_counts_cannot_be_written_says_what_it_appended(
+    seeded_url: str, tmp_path: Path
+) -> None:
+    path = tmp_path / "one.jsonl"
+    path.write_text(json.dumps({"type": "person.registered", "data": {"person": "t", "name": "T"}}))
+    # when the counts cannot be written, then the error says the records were appended
+    first = to_a_full_disk("--db", seeded_url, "import", str(path))
+    assert first.returncode == 1
+    assert first.stderr == (
+        "error: cannot write the output: No space left on device; the import was committed "
+        "all the same: appended 1, already present 0\n"
+    )
+    assert invoke("--db", seeded_url, "verify").startswith("chain OK, 30 events")
+    # and, importing the same again, that nothing was
+    again = to_a_full_disk("--db", seeded_url, "import", "--json", str(path))
+    assert again.returncode == 1
+    assert again.stderr == (
+        "error: cannot write the output: No space left on device; nothing was appended "
+        "(already present 1)\n"
+    )
 
 
 def test_ctrl_c_during_an_import_says_what_was_written(tmp_path: Path) -> None:
@@ -355,8 +402,14 @@ def test_ctrl_c_during_an_import_says_what_was_written(tmp_path: Path) -> None:
     _, rest = process.communicate(timeout=120)
     assert process.returncode == 130, rest
     assert rest.startswith("interrupted: an import is one transaction"), rest
-    stored = json.loads(ok(leaderlog("--db", url, "verify", "--json", cwd=tmp_path)))
-    assert stored["ok"] and stored["count"] in (0, count)
+    # The import was the database's first: the database exists only if it was written whole.
+    if (tmp_path / "leaderlog.db").exists():
+        stored = json.loads(ok(leaderlog("--db", url, "verify", "--json", cwd=tmp_path)))
+        assert stored["ok"] and stored["count"] == count
+    assert sorted(path.name for path in tmp_path.iterdir()) in (
+        ["big.jsonl"],
+        ["big.jsonl", "leaderlog.db"],
+    )
 
 
 def test_db_after_the_command_says_where_it_goes() -> None:

@@ -1,21 +1,30 @@
 """A SQLite database that does not exist: commands that only read refuse it, leaving no file
-behind; commands that write create it. An existing but empty log says how to fill it."""
+behind; commands that write create it, but an import that is refused leaves none. An existing
+but empty log says how to fill it."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import json
 import os
+import sqlite3
 import subprocess
 import sys
 import uuid
 from pathlib import Path
+from typing import Any
 
+import asyncpg
 import pytest
 from click.testing import CliRunner
 
 from leaderlog.cli import main
-from leaderlog.log import EventLog
+from leaderlog.cli._app import Context
+from leaderlog.events import PersonRegistered
+from leaderlog.log import AppendOutcome, EventLog
 from tests.conftest import SEEDS
+from tests.store import postgres_schema
 
 LEADERLOG = Path(sys.executable).parent / "leaderlog"
 SEED_FILE = SEEDS / "ice-leadership-2025-05.jsonl"
@@ -88,7 +97,7 @@ def test_a_command_that_writes_creates_the_database(tmp_path: Path, command: lis
     created = tmp_path / "new.db"
     result = CliRunner().invoke(main, ["--db", f"sqlite:///{created}", *command])
     assert result.exit_code == 0, result.output
-    assert created.is_file()
+    assert list(tmp_path.iterdir()) == [created]  # nothing else, temporary or not
     verified = CliRunner().invoke(main, ["--db", f"sqlite:///{created}", "verify"])
     assert verified.exit_code == 0, verified.output
 
@@ -123,3 +132,133 @@ def test_on_postgresql_a_schema_holding_no_log_is_refused_too(
     assert result.exit_code == 1, result.output
     assert "holds no leaderlog log" in result.stderr
     assert "nothing was created" in result.stderr
+
+
+# The second line retracts a claim that was never reported: a domain error, found only once
+# the log is open.
+REFUSED_RECORDS = (
+    json.dumps({"type": "person.registered", "data": {"person": "x1", "name": "X"}})
+    + "\n"
+    + json.dumps({"type": "claim.retracted", "data": {"claim": "nope", "reason": "r"}})
+    + "\n"
+)
+
+
+def test_a_refused_import_leaves_no_database_behind(tmp_path: Path) -> None:
+    records = tmp_path / "bad.jsonl"
+    records.write_text(REFUSED_RECORDS, encoding="utf-8")
+    folder = tmp_path / "databases"
+    folder.mkdir()
+    database = folder / "bad1.db"
+    # when an import into a database that does not exist is refused, as the user runs it
+    result = subprocess.run(
+        [str(LEADERLOG), "--db", f"sqlite:///{database}", "import", str(records)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 1
+    assert "line 2: claim.retracted refers to claim 'nope'" in result.stderr
+    # then there is no database: no file, no -wal or -shm beside it, nothing temporary
+    assert list(folder.iterdir()) == []
+    # and verify says so rather than "chain OK, 0 events"
+    verified = CliRunner().invoke(main, ["--db", f"sqlite:///{database}", "verify"])
+    assert (verified.exit_code, verified.stderr) == (1, refusal(database))
+
+
+def test_a_refused_import_into_a_file_without_a_log_leaves_the_file_as_it_was(
+    tmp_path: Path,
+) -> None:
+    # given a SQLite file that another program keeps a table in
+    shared = tmp_path / "shared.db"
+    with contextlib.closing(sqlite3.connect(shared)) as connection, connection:
+        connection.execute("CREATE TABLE other (x INTEGER)")
+        connection.execute("INSERT INTO other VALUES (1)")
+    # when an import into it is refused
+    result = CliRunner().invoke(
+        main, ["--db", f"sqlite:///{shared}", "import", "-"], input=REFUSED_RECORDS
+    )
+    assert result.exit_code == 1, result.output
+    # then it holds its own table only, as before
+    with contextlib.closing(sqlite3.connect(shared)) as connection:
+        tables = connection.execute("SELECT name FROM sqlite_master").fetchall()
+        assert tables == [("other",)]
+        assert connection.execute("SELECT x FROM other").fetchall() == [(1,)]
+
+
+def test_a_database_another_command_creates_meanwhile_gets_the_import(tmp_path: Path) -> None:
+    """A first import is built under a temporary name: if the database appeared meanwhile,
+    the import goes into that one, under its rules, and no temporary file is left."""
+    database = tmp_path / "new.db"
+    url = f"sqlite:///{database}"
+    logs_created: list[bool] = []
+
+    async def append(log: EventLog) -> AppendOutcome:
+        if not logs_created:
+            async with await EventLog.open(url) as other:  # another command, meanwhile
+                await other.import_file(SEEDS / "ice-leadership-2025-05.jsonl", actor="cli")
+        logs_created.append(log.store.created_log)
+        return await log.append_events([PersonRegistered(person="x1", name="X")], actor="cli")
+
+    outcome = asyncio.run(Context(url).append_to_log(append))
+
+    assert outcome.positions == (30,)
+    assert logs_created == [True, False]  # built anew, then appended to the one that appeared
+    assert list(tmp_path.iterdir()) == [database]
+    verified = CliRunner().invoke(main, ["--db", url, "verify"])
+    assert verified.stdout.startswith("chain OK, 30 events")
+
+
+def test_on_postgresql_a_refused_import_leaves_no_tables(postgres_url: str, tmp_path: Path) -> None:
+    async def schema_objects(connection: asyncpg.Connection[asyncpg.Record], schema: str) -> Any:
+        return (
+            await connection.fetchval("SELECT 1 FROM pg_namespace WHERE nspname = $1", schema),
+            sorted(
+                row[0]
+                for row in await connection.fetch(
+                    "SELECT c.relname FROM pg_class c JOIN pg_namespace n "
+                    "ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relkind = 'r'",
+                    schema,
+                )
+            ),
+            await connection.fetchval(
+                "SELECT COUNT(*) FROM pg_proc p JOIN pg_namespace n "
+                "ON n.oid = p.pronamespace WHERE n.nspname = $1",
+                schema,
+            ),
+        )
+
+    def refused_import(url: str) -> None:
+        result = CliRunner().invoke(main, ["--db", url, "import", "-"], input=REFUSED_RECORDS)
+        assert result.exit_code == 1, result.output
+        assert "[rule: reference]" in result.stderr
+
+    def seeds_imported(url: str) -> None:
+        result = CliRunner().invoke(
+            main, ["--db", url, "import", str(SEEDS / "ice-leadership-2025-05.jsonl")]
+        )
+        assert result.exit_code == 0, result.output
+
+    async def scenario() -> None:
+        server = await asyncpg.connect(postgres_url)
+        try:
+            # a ?schema= that does not exist: the store would create it, and leaves none
+            async with postgres_schema(postgres_url) as url:
+                schema = url.rpartition("schema=")[2]
+                await asyncio.to_thread(refused_import, url)
+                assert await schema_objects(server, schema) == (None, [], 0)
+            # a schema that exists with a table of its own: only that table is left
+            async with postgres_schema(postgres_url) as url:
+                schema = url.rpartition("schema=")[2]
+                await server.execute(f'CREATE SCHEMA "{schema}"; CREATE TABLE "{schema}".other ()')
+                await asyncio.to_thread(refused_import, url)
+                assert await schema_objects(server, schema) == (1, ["other"], 0)
+                # and a log that exists is kept, of course
+                await asyncio.to_thread(seeds_imported, url)
+                await asyncio.to_thread(refused_import, url)
+                assert await server.fetchval(f'SELECT COUNT(*) FROM "{schema}".events') == 29
+        finally:
+            await server.close()
+
+    asyncio.run(scenario())

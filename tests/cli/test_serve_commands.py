@@ -78,6 +78,14 @@ def test_serve_is_documented() -> None:
         assert option in result.output
 
 
+def test_serve_help_examples_are_commands_or_comments() -> None:
+    text = CliRunner().invoke(main, ["serve", "--help"]).stdout
+    examples = text.partition("Example:\n")[2].partition("\n\n")[0].splitlines()
+    assert len(examples) >= 3
+    for line in examples:
+        assert line.strip().startswith(("leaderlog ", "# ")), line
+
+
 def test_serve_reports_a_database_it_cannot_open_in_one_line(tmp_path: Path) -> None:
     # No server starts: the database is opened (and seeded) before uvicorn is.
     missing = tmp_path / "no-such-folder" / "leaderlog.db"

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -129,15 +132,49 @@ def test_create_twice_is_refused(sqlite_url: str) -> None:
 @pytest.mark.parametrize(
     ("name", "message"),
     [
-        ("Alice", "token name"),
-        ("a b", "token name"),
-        ("x" * 65, "token name"),
-        ("seed", "reserved"),
+        ("Alice", "token name 'Alice' must be 1-64 of a-z"),
+        ("a b", "token name 'a b' must be 1-64 of a-z"),
+        ("x" * 65, f"token name '{'x' * 65}' must be 1-64 of a-z"),
+        ("seed", "token name 'seed' is reserved"),
     ],
 )
-def test_bad_names_are_refused(sqlite_url: str, name: str, message: str) -> None:
-    refused(leaderlog(sqlite_url, "token", "create", name), message)
-    assert listing(sqlite_url) == []
+def test_bad_names_are_a_usage_mistake_exit_2(tmp_path: Path, name: str, message: str) -> None:
+    database = tmp_path / "leaderlog.db"
+    result = leaderlog(f"sqlite:///{database}", "token", "create", name)
+    assert result.exit_code == 2, result.output
+    assert result.stdout == ""
+    assert result.stderr.startswith("Usage: ")
+    assert f"Error: Invalid value for 'NAME': {message}" in result.stderr
+    assert not database.exists()  # refused before the log was opened
+
+
+def test_a_token_that_cannot_be_shown_is_revoked_so_the_name_gets_another(
+    sqlite_url: str,
+) -> None:
+    full = Path("/dev/full")
+    if not full.exists():
+        pytest.skip("needs /dev/full")
+    leaderlog_command = Path(sys.executable).parent / "leaderlog"
+    # when the token cannot be printed (a full disk)
+    with full.open("w") as output:
+        lost = subprocess.run(
+            [str(leaderlog_command), "--db", sqlite_url, "token", "create", "lost2"],
+            stdout=output,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    # then nobody has it, and nobody can use it
+    assert lost.returncode == 1
+    assert lost.stderr == (
+        "error: cannot write the output: No space left on device; the token for 'lost2' was "
+        "never shown, so it was revoked: create it again\n"
+    )
+    assert [entry["revoked_at"] is not None for entry in listing(sqlite_url)] == [True]
+    # and the name gets a new one
+    token = leaderlog(sqlite_url, "token", "create", "lost2").stdout.strip()
+    assert check(sqlite_url, token) == "lost2"
 
 
 def test_revoking_unknown_or_revoked_names_is_refused(sqlite_url: str) -> None:

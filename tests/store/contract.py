@@ -696,6 +696,37 @@ class StoreContract(abc.ABC):
             # The table created in the failed transaction is gone too.
             await tx.execute("CREATE TABLE p_contract_more (id BIGINT)")
 
+    # --- a log created for an append that was refused ---------------------------------------
+
+    async def test_a_log_the_store_created_is_removed_while_it_is_empty(
+        self, store_url: str
+    ) -> None:
+        created = await open_store(store_url)
+        try:
+            assert created.created_log
+            assert await created.discard_created_log()
+        finally:
+            await created.close()
+        # the next store finds no log, and creates one again
+        again = await open_store(store_url)
+        try:
+            assert again.created_log
+            assert await again.count() == 0
+        finally:
+            await again.close()
+
+    async def test_a_log_with_events_or_that_the_store_found_is_kept(
+        self, store: EventStore, other_store: EventStore
+    ) -> None:
+        assert store.created_log
+        assert not other_store.created_log
+        assert not await other_store.discard_created_log()
+        # another writer's event is in it
+        await other_store.append([event("a")], actor="t")
+        assert not await store.discard_created_log()
+        assert await store.count() == 1
+        assert (await other_store.verify()).ok
+
     # --- concurrency ----------------------------------------------------------------------
 
     async def test_concurrent_appends_get_distinct_gap_free_positions(

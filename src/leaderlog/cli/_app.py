@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import errno
 import os
 import re
+import secrets
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from pathlib import Path
 from typing import Any, TypeVar
+from urllib.parse import quote
 
 import anyio
 import click
@@ -21,12 +25,22 @@ from leaderlog.errors import (
     DuplicateEventError,
     LeaderlogError,
     RecordError,
+    StoreError,
     StoreUnavailable,
 )
 from leaderlog.log import EventLog
 from leaderlog.store import database_url
 
-__all__ = ["Context", "err_console", "main", "out_console", "print_json", "run"]
+__all__ = [
+    "Context",
+    "OutputLost",
+    "err_console",
+    "is_output_error",
+    "main",
+    "out_console",
+    "print_json",
+    "run",
+]
 
 T = TypeVar("T")
 out_console = Console(highlight=False, soft_wrap=True)
@@ -53,20 +67,106 @@ class Context:
         finally:
             await log.close()
 
+    async def append_to_log(self, append: Callable[[EventLog], Awaitable[T]]) -> T:
+        """Run ``append`` (appends that commit whole or not at all) on the log, creating it
+        if there is none; if ``append`` fails, a log that did not exist is not left behind.
 
-def _refuse_a_missing_sqlite_file(url: str) -> None:
+        Otherwise later commands would find an empty log and answer as if it were a real
+        one (``verify``: "chain OK, 0 events") instead of saying there is none.
+        """
+        missing = _missing_sqlite_file(self.db)
+        if missing is not None:
+            appended = await _append_to_a_new_sqlite_file(missing.absolute(), append)
+            if appended is not None:
+                return appended[0]
+        async with self.log(create=True) as log:
+            try:
+                return await append(log)
+            except BaseException:
+                # The refusal is what to report; a log that cannot be removed stays empty.
+                with contextlib.suppress(StoreError):
+                    await log.store.discard_created_log()
+                raise
+
+
+def _missing_sqlite_file(url: str) -> Path | None:
+    """The file a SQLite URL names, if it does not exist."""
     if "://" in url and url.partition("://")[0].lower() != "sqlite":
-        return  # PostgreSQL, or a scheme that opening the store refuses
+        return None  # PostgreSQL, or a scheme that opening the store refuses
     # Imported here: a PostgreSQL user's command need not load the SQLite driver.
     from leaderlog.store.sqlite import path_from_url
 
     path = path_from_url(url)  # a malformed URL is refused here as it is when opened
     if str(path) == ":memory:" or path.exists():
+        return None
+    return path
+
+
+def _refuse_a_missing_sqlite_file(url: str) -> None:
+    path = _missing_sqlite_file(url)
+    if path is None:
         return
     raise StoreUnavailable(
         f"database {path.absolute()} does not exist: import records into it first "
         "(leaderlog import FILE), or name another with --db URL or LEADERLOG_DB"
     )
+
+
+async def _open_even_if_interrupted(url: str) -> EventLog:
+    """Open a log; when the command is interrupted meanwhile, let the opening finish and
+    close the log before passing the interruption on: the connection being made on another
+    thread would otherwise go on, and create the file again once the caller removed it."""
+    opening = asyncio.create_task(EventLog.open(url))
+    try:
+        return await asyncio.shield(opening)
+    except asyncio.CancelledError:
+        with contextlib.suppress(Exception):
+            await (await opening).close()
+        raise
+
+
+# What SQLite may keep beside a database file: the write-ahead log and its index, or a
+# rollback journal.
+_SQLITE_COMPANIONS = ("-wal", "-shm", "-journal")
+
+
+async def _append_to_a_new_sqlite_file(
+    path: Path, append: Callable[[EventLog], Awaitable[T]]
+) -> tuple[T] | None:
+    """Run ``append`` on a new log built under a temporary name beside ``path``, which then
+    takes ``path``'s name only if ``append`` succeeded; ``None`` if the name could not be
+    given (another command created ``path`` meanwhile, or links are not supported here),
+    and ``append`` is to be run on ``path`` itself.
+
+    Removing ``path`` after a failure instead would not be safe: another process may have
+    opened it meanwhile and would go on writing to a file no name leads to.
+    """
+    draft = path.with_name(f".{path.name}.{secrets.token_hex(8)}.leaderlog-new")
+    try:
+        try:
+            log = await _open_even_if_interrupted("sqlite:///" + quote(str(draft)))
+        except StoreUnavailable:
+            # A folder that is missing or not writable, say: opening the database itself
+            # then says so, naming the database rather than the temporary file.
+            return None
+        try:
+            appended = await append(log)
+        finally:
+            await log.close()
+        # Closing the last connection moved everything into the file itself; a link to the
+        # file alone would miss what is still in a write-ahead log.
+        if any(Path(f"{draft}{suffix}").exists() for suffix in _SQLITE_COMPANIONS):
+            return None
+        try:
+            # Unlike a rename, a link never replaces a file that appeared under that name.
+            os.link(draft, path)
+        except OSError:
+            return None
+        return (appended,)
+    finally:
+        for leftover in (draft, *(Path(f"{draft}{suffix}") for suffix in _SQLITE_COMPANIONS)):
+            with contextlib.suppress(FileNotFoundError):
+                leftover.unlink()
 
 
 # What a shell reports for a command stopped by Ctrl-C (128 + SIGINT).
@@ -110,7 +210,7 @@ def run(function: Callable[[], Awaitable[T]], *, interrupted: str = "") -> T:
         sys.exit(1)
 
 
-def _is_output_error(error: OSError) -> bool:
+def is_output_error(error: OSError) -> bool:
     """Whether writing to stdout failed (a full disk, a closed pipe), as opposed to an
     error the command itself should have reported."""
     try:
@@ -120,11 +220,46 @@ def _is_output_error(error: OSError) -> bool:
     return error.errno in (errno.ENOSPC, errno.EPIPE, errno.EIO, errno.EDQUOT)
 
 
+class OutputLost(Exception):
+    """Output could not be written after the command changed something (``cause``);
+    ``done`` says what it did all the same, as the user saw nothing of it."""
+
+    def __init__(self, cause: OSError, done: str) -> None:
+        super().__init__(done)
+        self.cause = cause
+        self.done = done
+
+
 def _silence_stdout() -> None:
     # Python flushes stdout again at exit; pointed at /dev/null, that flush cannot fail.
     with contextlib.suppress(OSError, ValueError):
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
+
+
+@contextlib.contextmanager
+def _unwritable_output_reported() -> Iterator[None]:
+    """Output that cannot be written ends the command with status 1 and one line on stderr
+    (none when the reader went away: `leaderlog export | head`), never a traceback."""
+    try:
+        yield
+    except BrokenPipeError:
+        _silence_stdout()
+        raise click.exceptions.Exit(1) from None
+    except OSError as error:
+        if not is_output_error(error):
+            raise
+        _say_the_output_is_lost(error)
+        raise click.exceptions.Exit(1) from None
+    except OutputLost as lost:
+        _say_the_output_is_lost(lost.cause, lost.done)
+        raise click.exceptions.Exit(1) from None
+
+
+def _say_the_output_is_lost(error: OSError, done: str = "") -> None:
+    _silence_stdout()
+    also = f"; {done}" if done else ""
+    click.echo(f"error: cannot write the output: {error.strerror or error}{also}", err=True)
 
 
 def _rule_of(error: LeaderlogError) -> str | None:
@@ -147,7 +282,8 @@ class _Commands(click.Group):
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
-            return super().invoke(ctx)
+            with _unwritable_output_reported():
+                return super().invoke(ctx)
         except click.NoSuchOption as error:
             if error.option_name != "--db":
                 raise
@@ -160,16 +296,18 @@ class _Commands(click.Group):
         except KeyboardInterrupt:
             click.echo("interrupted", err=True)
             ctx.exit(INTERRUPTED_STATUS)
-        except BrokenPipeError:
-            # The reader went away (`leaderlog export | head`): nothing left to say to it.
-            _silence_stdout()
-            ctx.exit(1)
-        except OSError as error:
-            if not _is_output_error(error):
-                raise
-            _silence_stdout()
-            click.echo(f"error: cannot write the output: {error.strerror or error}", err=True)
-            ctx.exit(1)
+
+    def make_context(
+        self,
+        info_name: str | None,
+        args: list[str],
+        parent: click.Context | None = None,
+        **extra: Any,
+    ) -> click.Context:
+        # The root's own --help and --version print while its arguments are parsed, before
+        # invoke() (which covers every command's output) runs.
+        with _unwritable_output_reported():
+            return super().make_context(info_name, args, parent, **extra)
 
 
 @click.group(cls=_Commands, context_settings={"help_option_names": ["-h", "--help"]})

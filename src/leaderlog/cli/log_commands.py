@@ -11,10 +11,18 @@ import click
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 
 from leaderlog._json import dumps
-from leaderlog.cli._app import Context, err_console, main, print_json, run
+from leaderlog.cli._app import (
+    Context,
+    OutputLost,
+    err_console,
+    is_output_error,
+    main,
+    print_json,
+    run,
+)
 from leaderlog.errors import BatchError, DuplicateEventError, RecordError
-from leaderlog.events import Record, event_schema
-from leaderlog.log import parse_lines
+from leaderlog.events import Record, check_actor, event_schema
+from leaderlog.log import AppendOutcome, EventLog, parse_lines
 from leaderlog.tokens import Tokens
 
 _IMPORT_INTERRUPTED = (
@@ -59,12 +67,21 @@ def _lines_with_progress(handle: IO[bytes], size: int | None) -> Iterator[bytes]
             yield line
 
 
+def _actor_name(context: click.Context, parameter: click.Parameter, actor: str) -> str:
+    # Checked before any file is read or the log opened, as click checks its own types.
+    try:
+        return check_actor(actor)
+    except RecordError as error:
+        raise click.BadParameter(error.message) from None
+
+
 @main.command("import")
 @click.argument("files", metavar="FILE...", nargs=-1, required=True, type=click.File("rb"))
 @click.option(
     "--actor",
     default="cli",
     show_default=True,
+    callback=_actor_name,
     help="Recorded as who appended (not the name of a write token).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the counts as JSON.")
@@ -104,43 +121,67 @@ def import_command(context: Context, files: Sequence[IO[bytes]], actor: str, as_
             raise BatchError(problems)
         return records, labels
 
+    async def append(log: EventLog, records: list[Record], labels: list[str]) -> AppendOutcome:
+        # The write API records a token's name for requests made with that token: an import
+        # under the same name would pass for them in the audit. A log this import creates
+        # has no tokens (and listing them would create their tables in it).
+        if (
+            actor != "cli"
+            and not log.store.created_log
+            and actor in {token.name for token in await Tokens(log.store).listing()}
+        ):
+            raise click.BadParameter(
+                f"{actor!r} is the name of a write token, recorded only for requests made "
+                "with it; choose another name",
+                param_hint="--actor",
+            )
+        if len(records) > 10_000:
+            err_console.print(f"appending {len(records)} records in one transaction...")
+        try:
+            return await log.append_records(records, actor=actor, labels=labels)
+        except DuplicateEventError as error:
+            # Name the line, as every other refusal of a record does.
+            line = next(
+                (
+                    label
+                    for record, label in zip(records, labels, strict=True)
+                    if record.event_id == error.event_id
+                ),
+                None,
+            )
+            raise RecordError(str(error), where=line, rule="event_id") from None
+
     async def go() -> None:
         records, labels = read_all()
         if not records:
             click.echo("appended 0, already present 0 (no records)")
             return
-        async with context.log(create=True) as log:
-            if actor != "cli" and actor in {
-                token.name for token in await Tokens(log.store).listing()
-            }:
-                # The write API records a token's name for requests made with that token:
-                # an import under the same name would pass for them in the audit.
-                raise click.BadParameter(
-                    f"{actor!r} is the name of a write token, recorded only for requests made "
-                    "with it; choose another name",
-                    param_hint="--actor",
+        outcome = await context.append_to_log(lambda log: append(log, records, labels))
+        try:
+            if as_json:
+                print_json(
+                    {"appended": outcome.appended, "already_present": outcome.already_present}
                 )
-            if len(records) > 10_000:
-                err_console.print(f"appending {len(records)} records in one transaction...")
-            try:
-                outcome = await log.append_records(records, actor=actor, labels=labels)
-            except DuplicateEventError as error:
-                # Name the line, as every other refusal of a record does.
-                line = next(
-                    (
-                        label
-                        for record, label in zip(records, labels, strict=True)
-                        if record.event_id == error.event_id
-                    ),
-                    None,
+            else:
+                click.echo(
+                    f"appended {outcome.appended}, already present {outcome.already_present}"
                 )
-                raise RecordError(str(error), where=line, rule="event_id") from None
-        if as_json:
-            print_json({"appended": outcome.appended, "already_present": outcome.already_present})
-        else:
-            click.echo(f"appended {outcome.appended}, already present {outcome.already_present}")
+        except OSError as error:
+            if not is_output_error(error):
+                raise
+            # Say what the import did: from the error alone, it would pass for refused.
+            raise OutputLost(error, _what_was_appended(outcome)) from None
 
     run(go, interrupted=_IMPORT_INTERRUPTED)
+
+
+def _what_was_appended(outcome: AppendOutcome) -> str:
+    if outcome.appended == 0:
+        return f"nothing was appended (already present {outcome.already_present})"
+    return (
+        f"the import was committed all the same: appended {outcome.appended}, "
+        f"already present {outcome.already_present}"
+    )
 
 
 @main.command("events")

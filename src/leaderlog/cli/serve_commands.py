@@ -91,7 +91,7 @@ def serve_command(
     \b
     Example:
       leaderlog serve
-      then open http://127.0.0.1:8000/ or subscribe to http://127.0.0.1:8000/feeds/all.atom
+      # then open http://127.0.0.1:8000/ or subscribe to http://127.0.0.1:8000/feeds/all.atom
       leaderlog --db sqlite:///other.db serve --port 8080 --no-seed
       leaderlog serve --proxy-headers --public-url https://feeds.example.org
     """

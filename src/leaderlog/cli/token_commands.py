@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import click
 
-from leaderlog.cli._app import Context, main, print_json, run
-from leaderlog.tokens import Tokens
+from leaderlog.cli._app import Context, OutputLost, is_output_error, main, print_json, run
+from leaderlog.errors import StoreError, TokenError, TokenNameRefused
+from leaderlog.tokens import Tokens, check_token_name
 
 
 @main.group("token")
@@ -19,11 +20,22 @@ def token_group() -> None:
     """
 
 
+def _token_name(context: click.Context, parameter: click.Parameter, name: str) -> str:
+    # Checked before the log is opened (or created), as click checks its own types.
+    try:
+        return check_token_name(name)
+    except TokenNameRefused as error:
+        raise click.BadParameter(str(error)) from None
+
+
 @token_group.command("create")
-@click.argument("name")
+@click.argument("name", callback=_token_name)
 @click.pass_obj
 def create_command(context: Context, name: str) -> None:
     """Create a token for NAME and print it once; appends made with it have actor NAME.
+
+    NAME may not be one the log already holds as the actor of events no token of that name
+    wrote (an import --actor NAME, say): the audit could not tell them apart.
 
     \b
     Example:
@@ -32,11 +44,33 @@ def create_command(context: Context, name: str) -> None:
 
     async def go() -> None:
         async with context.log(create=True) as log:
-            token = await Tokens(log.store).create(name)
-        click.echo(token)
+            tokens = Tokens(log.store)
+            try:
+                token = await tokens.create(name)
+            except TokenNameRefused as error:
+                raise click.BadParameter(str(error), param_hint="'NAME'") from None
+            try:
+                click.echo(token)
+            except OSError as error:
+                if not is_output_error(error):
+                    raise
+                raise OutputLost(error, await _withdraw_unshown(tokens, name)) from None
         click.echo(f"token for {name!r} created; it is shown only this once", err=True)
 
     run(go)
+
+
+async def _withdraw_unshown(tokens: Tokens, name: str) -> str:
+    """Revoke a token that could not be shown (nobody can use it, and while it is live the
+    name cannot get another); say what became of it."""
+    try:
+        await tokens.revoke(name)
+    except (TokenError, StoreError) as error:
+        return (
+            f"the token for {name!r} was created but not shown, and revoking it failed "
+            f"({error}): revoke it with leaderlog token revoke {name}, then create it again"
+        )
+    return f"the token for {name!r} was never shown, so it was revoked: create it again"
 
 
 @token_group.command("revoke")

@@ -509,6 +509,8 @@ class EventStore(abc.ABC):
         self._appended = asyncio.Condition()
         # A commit landing between a follower's read and its wait must still wake it.
         self._committed_head = 0
+        #: Whether opening this store created the log (its events table did not exist).
+        self.created_log = False
 
     # --- writing ---------------------------------------------------------------------------
 
@@ -665,6 +667,17 @@ class EventStore(abc.ABC):
         """Read projection tables (``?`` placeholders)."""
 
     # --- lifecycle -------------------------------------------------------------------------
+
+    @abc.abstractmethod
+    async def discard_created_log(self) -> bool:
+        """Remove the log opening this store created, if nothing was appended to it since.
+
+        A command whose first append into a database without a log is refused calls it so
+        that the database is left as it found it, not holding an empty log that looks like
+        a real one. True when the log was removed; the store is then of no use but to close.
+        A log this store did not create, or one that now holds events (another writer's),
+        is kept.
+        """
 
     @abc.abstractmethod
     async def close(self) -> None: ...

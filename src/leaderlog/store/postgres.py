@@ -24,7 +24,7 @@ import functools
 import re
 import uuid
 from collections.abc import AsyncIterator, Iterator, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit, urlunsplit
 
 import asyncpg
@@ -320,23 +320,36 @@ def _rows_to_columns(rows: Sequence[PlannedRow]) -> list[list[Any]]:
     ]
 
 
+class _Created(NamedTuple):
+    """Where the events table is, and what opening the store created."""
+
+    schema: str
+    table_oid: int
+    table_created: bool
+    schema_created: bool
+
+
 async def _create_schema(
     connection: asyncpg.pool.PoolConnectionProxy[asyncpg.Record], schema: str | None, where: str
-) -> tuple[str, int]:
-    """Create what is missing, one process at a time; return the events table's schema and oid."""
+) -> _Created:
+    """Create what is missing, one process at a time."""
     async with connection.transaction():
         await connection.execute("SELECT pg_advisory_xact_lock($1)", _DDL_LOCK)
-        if schema is not None and not await connection.fetchval(
+        created_schema = schema is not None and not await connection.fetchval(
             "SELECT 1 FROM pg_namespace WHERE nspname = $1", schema
-        ):
+        )
+        if created_schema:
             await connection.execute(f'CREATE SCHEMA "{schema}"')
+        # By oid: without ?schema=, an events table found further along the search path
+        # is not the one CREATE TABLE IF NOT EXISTS looks for.
+        found_before = await connection.fetchval("SELECT to_regclass('events')::oid::bigint")
         await connection.execute(SCHEMA)
         row = await connection.fetchrow(_EVENTS_TABLE)
         if row is None:
             raise StoreUnavailable("the events table could not be created")
         # Raised inside the transaction: the triggers just put on a foreign table roll back.
         await _check_columns(connection, str(row[0]), where)
-    return str(row[0]), int(row[1])
+    return _Created(str(row[0]), int(row[1]), found_before != row[1], created_schema)
 
 
 async def _check_columns(
@@ -403,9 +416,12 @@ class PostgresStore(EventStore):
         settings: dict[str, str],
         schema: str,
         table_oid: int,
+        created: _Created | None = None,
     ) -> None:
         super().__init__()
         self.schema = schema
+        self._created = created
+        self.created_log = created is not None and created.table_created
         self._pool = pool
         self._dsn = dsn
         self._settings = settings
@@ -438,11 +454,11 @@ class PostgresStore(EventStore):
                 f"cannot open PostgreSQL database {_redacted(dsn)}: {_reason(error)}"
             ) from error
         try:
+            created: _Created | None = None
             async with pool.acquire() as connection:
                 if create:
-                    table_schema, table_oid = await _create_schema(
-                        connection, schema, _redacted(dsn)
-                    )
+                    created = await _create_schema(connection, schema, _redacted(dsn))
+                    table_schema, table_oid = created.schema, created.table_oid
                 else:
                     table_schema, table_oid = await _existing_schema(connection, _redacted(dsn))
         except _SERVER_ERRORS as error:
@@ -453,7 +469,44 @@ class PostgresStore(EventStore):
         except BaseException:
             await pool.close()
             raise
-        return cls(pool, dsn=dsn, settings=settings, schema=table_schema, table_oid=table_oid)
+        return cls(
+            pool,
+            dsn=dsn,
+            settings=settings,
+            schema=table_schema,
+            table_oid=table_oid,
+            created=created,
+        )
+
+    async def discard_created_log(self) -> bool:
+        """See :meth:`EventStore.discard_created_log`: the events table, its trigger
+        function and a ``?schema=`` schema the store created go; the database stays."""
+        created = self._created
+        if created is None or not created.table_created:
+            return False
+        schema = f'"{created.schema}"'
+        async with self._write_lock:
+            with _unavailable_on_disconnect():
+                async with self._pool.acquire() as connection, connection.transaction():
+                    # No store can be creating the log, nor appending to it, meanwhile.
+                    await connection.execute("SELECT pg_advisory_xact_lock($1)", _DDL_LOCK)
+                    await connection.execute(
+                        "SELECT pg_advisory_xact_lock($1)", self._append_lock_key
+                    )
+                    if await connection.fetchval(f"SELECT EXISTS (SELECT 1 FROM {schema}.events)"):
+                        return False
+                    await connection.execute(f"DROP TABLE {schema}.events")
+                    await connection.execute(
+                        f"DROP FUNCTION IF EXISTS {schema}.leaderlog_events_are_append_only()"
+                    )
+                    if created.schema_created:
+                        # Only if nothing else was put in it meanwhile (RESTRICT).
+                        with contextlib.suppress(asyncpg.DependentObjectsStillExistError):
+                            async with connection.transaction():
+                                await connection.execute(f"DROP SCHEMA {schema}")
+        self.created_log = False
+        self._created = None
+        return True
 
     async def close(self) -> None:
         self._closed = True

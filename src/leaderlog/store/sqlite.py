@@ -259,22 +259,25 @@ class _WriteConnection:
     interleave with another, even if its caller stops waiting for it.
     """
 
-    def __init__(self, connection: sqlite3.Connection, thread: ThreadPoolExecutor) -> None:
+    def __init__(
+        self, connection: sqlite3.Connection, thread: ThreadPoolExecutor, *, created_log: bool
+    ) -> None:
         self._connection = connection
         self._thread = thread
         self._closed = False
+        self.created_log = created_log
 
     @classmethod
     async def open(cls, path: Path) -> _WriteConnection:
         thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="leaderlog-sqlite-writer")
         try:
-            connection = await asyncio.get_running_loop().run_in_executor(
+            connection, created_log = await asyncio.get_running_loop().run_in_executor(
                 thread, _connect_writer, path
             )
         except BaseException:
             thread.shutdown(wait=False)
             raise
-        return cls(connection, thread)
+        return cls(connection, thread, created_log=created_log)
 
     async def run(self, work: Callable[[sqlite3.Connection], _T]) -> _T:
         if self._closed:
@@ -301,19 +304,21 @@ def _pragmas() -> list[str]:
     return [busy if pragma.startswith("PRAGMA busy_timeout=") else pragma for pragma in PRAGMAS]
 
 
-def _connect_writer(path: Path) -> sqlite3.Connection:
+def _connect_writer(path: Path) -> tuple[sqlite3.Connection, bool]:
+    """The write connection, and whether it created the log."""
     # Runs on the writer thread, which is the only thread that ever touches the connection.
     connection = sqlite3.connect(path, isolation_level=None)
     try:
-        _set_up(connection, path)
+        created_log = _set_up(connection, path)
     except BaseException:
         connection.close()
         raise
-    return connection
+    return connection, created_log
 
 
-def _set_up(connection: sqlite3.Connection, path: Path) -> None:
-    """Switch to WAL and create the schema, waiting while another process does the same.
+def _set_up(connection: sqlite3.Connection, path: Path) -> bool:
+    """Switch to WAL and create the schema, waiting while another process does the same;
+    return whether the events table was missing.
 
     When two processes open a new file at once, SQLite refuses the journal-mode switch
     with "database is locked" straight away, without its busy handler, so the wait is here
@@ -326,25 +331,44 @@ def _set_up(connection: sqlite3.Connection, path: Path) -> None:
         try:
             # Before anything is written (WAL mode, triggers), so a file that is someone
             # else's is left exactly as it was.
-            _check_events_table(connection, path)
+            had_log = _check_events_table(connection, path)
             for pragma in pragmas:
                 connection.execute(pragma)
             connection.executescript(SCHEMA)
-            return
+            return not had_log
         except sqlite3.OperationalError as error:
             if error.sqlite_errorcode not in _BUSY_CODES or time.monotonic() > deadline:
                 raise
             time.sleep(0.01)
 
 
-def _check_events_table(connection: sqlite3.Connection, path: Path) -> None:
-    """Refuse a file whose ``events`` table is not leaderlog's (other tables are fine)."""
+def _check_events_table(connection: sqlite3.Connection, path: Path) -> bool:
+    """Whether the file has leaderlog's ``events`` table; a file whose ``events`` table is
+    not leaderlog's is refused (other tables are fine)."""
     columns = [row[0] for row in connection.execute("SELECT name FROM pragma_table_info('events')")]
     if columns and sorted(columns) != sorted(_COLUMN_NAMES):
         raise StoreUnavailable(
             f"{path} is not a leaderlog database: its events table has other columns "
             f"({', '.join(columns)})"
         )
+    return bool(columns)
+
+
+def _drop_empty_log(connection: sqlite3.Connection) -> bool:
+    """Drop the events table (its triggers go with it) if it holds no event."""
+    _begin_immediate(connection)
+    try:
+        # Under the write lock: no other writer can append between this check and the drop.
+        if connection.execute("SELECT EXISTS (SELECT 1 FROM events)").fetchone()[0]:
+            connection.execute("ROLLBACK")
+            return False
+        connection.execute("DROP TABLE events")
+        connection.execute("COMMIT")
+    except BaseException:
+        with contextlib.suppress(sqlite3.Error):
+            connection.execute("ROLLBACK")
+        raise
+    return True
 
 
 class _SQLiteProjectionTransaction(ProjectionTransaction):
@@ -373,6 +397,7 @@ class SQLiteStore(EventStore):
         self._reader = reader
         self._closed = False
         self._write_lock = asyncio.Lock()
+        self.created_log = writer.created_log
         # The reader's thread is not a daemon and its last call keeps the reader alive, so a
         # store dropped without close() would hold the process open at exit: stop the thread
         # when the store is garbage collected, and warn as an unclosed file does.
@@ -406,6 +431,18 @@ class SQLiteStore(EventStore):
                 raise StoreUnavailable(f"cannot open SQLite database {path}: {error}") from error
             opened.pop_all()
         return cls(path, writer, reader)
+
+    async def discard_created_log(self) -> bool:
+        """See :meth:`EventStore.discard_created_log`. The file itself stays: another
+        process may have opened it meanwhile, and what it wrote to a removed file would be
+        lost without a word."""
+        if not self.created_log:
+            return False
+        async with self._write_lock:
+            dropped = await self._writer.run(_drop_empty_log)
+        if dropped:
+            self.created_log = False
+        return dropped
 
     async def close(self) -> None:
         """Close both connections; closing again does nothing."""
