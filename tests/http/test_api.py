@@ -6,6 +6,7 @@ import asyncio
 import gc
 import logging
 import sqlite3
+import threading
 import time
 from pathlib import Path
 
@@ -34,6 +35,7 @@ from tests.http.server import (
 )
 from tests.projections.logs import GORDON_ACTING
 from tests.projections.test_cli import FAILING_PROJECTION
+from tests.store import postgres_connection, postgres_schema
 
 
 def test_state_history_claims_and_audit(
@@ -392,3 +394,41 @@ async def test_catching_up_for_a_writer_that_stopped_waiting_fails_without_an_un
         await asyncio.sleep(0.1)
         gc.collect()
         assert unread == []
+
+
+def test_a_server_starting_while_its_log_is_locked_waits_for_it(
+    postgres_url: str, client: httpx.Client, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A lock held elsewhere at start (a migration, a long transaction) is waited out, as
+    a restart of the database is, instead of ending the server with a traceback."""
+
+    async def hold_the_log_locked(url: str, locked: threading.Event, seconds: float) -> None:
+        async with postgres_connection(url) as holder, holder.transaction():
+            await holder.execute("LOCK TABLE events IN ACCESS EXCLUSIVE MODE")
+            locked.set()
+            await asyncio.sleep(seconds)
+
+    async def scenario() -> None:
+        async with postgres_schema(postgres_url) as url:
+            async with await EventLog.open(url) as log:
+                await load_seeds(log, SEEDS)
+            locked = threading.Event()
+            holder = threading.Thread(
+                target=asyncio.run, args=(hold_the_log_locked(url, locked, 1.0),)
+            )
+            holder.start()
+            locked.wait(10)
+            try:
+                with (
+                    caplog.at_level(logging.WARNING, logger="leaderlog.http"),
+                    running(create_app(f"{url}&lock_timeout=100ms")) as base,
+                ):
+                    assert client.get(f"{base}/healthz").json()["ok"] is True
+                    state = client.get(f"{base}/api/state", params={"org": "ice-hsi"})
+                    assert state.status_code == 200
+            finally:
+                holder.join(10)
+            assert "the database cannot answer yet" in caplog.text
+            assert "lock timeout" in caplog.text
+
+    asyncio.run(scenario())

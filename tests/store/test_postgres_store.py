@@ -12,7 +12,8 @@ import anyio
 import asyncpg
 import pytest
 
-from leaderlog.errors import StoreUnavailable
+from leaderlog.errors import StoreError, StoreUnavailable
+from leaderlog.projections import BUILTIN, ProjectionRunner
 from leaderlog.store import EventStore, open_store
 from leaderlog.store.postgres import (
     _INSERT_CHUNK,
@@ -240,7 +241,7 @@ async def test_bad_schema_name_is_refused() -> None:
     [
         ("postgresql://postgres@127.0.0.1:abc/test", "not a valid PostgreSQL URL"),
         ("postgresql://postgres@127.0.0.1:99999/test", "not a valid PostgreSQL URL"),
-        ("postgresql://postgres:hunter2@[::1/test", "the database URL is not a valid"),
+        ("postgresql://postgres:hunter2@[::1/test", r"postgres:\*\*\*@\[::1/test is not a valid"),
         ("postgresql://postgres@127.0.0.1/test?schema=a&schema=b", "more than once"),
     ],
 )
@@ -477,6 +478,10 @@ async def test_a_role_that_may_only_read_can_open_and_verify_a_log(schema_url: s
             assert (await reader.verify()).ok
         with pytest.raises(StoreUnavailable):
             await open_store(as_reader)
+        # and a command that keeps projections is refused in one line, not a traceback
+        async with await open_store(as_reader, create=False) as reader:
+            with pytest.raises(StoreError, match="PostgreSQL refused: permission denied"):
+                await ProjectionRunner(reader, [cls() for cls in BUILTIN.values()]).catch_up()
     finally:
         await admin.execute(f'DROP OWNED BY "{role}"')
         await admin.execute(f'DROP ROLE "{role}"')

@@ -45,3 +45,22 @@ async def test_an_unsupported_url_is_refused_without_its_password(url: str) -> N
 )
 def test_urls_are_printed_without_their_passwords(url: str, shown: str) -> None:
     assert without_password(url) == shown
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql://app:Top/Secret1@db.internal:5432/x",
+        "postgresql://app:Top#Secret1@db.internal:5432/x",
+        "postgresql://app:Top?Secret1@db.internal/x",
+        "postgresql://app:12#TopSecret1@db.internal/x",
+    ],
+)
+async def test_a_password_with_unencoded_characters_is_not_shown(url: str) -> None:
+    """urllib reads such a password as part of the host, port or path; its own reason quotes
+    what it misread, so neither the URL nor the reason may be shown as they are."""
+    with pytest.raises(StoreUnavailable) as refused:
+        await open_store(url)
+    message = str(refused.value)
+    assert "Secret1" not in message and "Top" not in message, message
+    assert "app:***@" in message

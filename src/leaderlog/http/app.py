@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from pathlib import Path
 
 from fastapi import APIRouter, FastAPI, Request
@@ -124,6 +124,23 @@ async def _say_if_catching_up_takes_a_while(runners: Sequence[ProjectionRunner])
         logger.warning("bringing projections up to date before serving: %s", ", ".join(behind))
 
 
+async def _once_the_database_answers(
+    start: Callable[[], Awaitable[tuple[ProjectionRunner, ...]]],
+) -> tuple[ProjectionRunner, ...]:
+    """Run the start-up steps, again while the database is busy or cannot be reached (a lock
+    held elsewhere, a restart): a server waits for its database rather than exit with a
+    trace. Each new reason is logged once."""
+    said = ""
+    while True:
+        try:
+            return await start()
+        except StoreUnavailable as error:
+            if str(error) != said:
+                said = str(error)
+                logger.warning("the database cannot answer yet: %s; waiting for it", error)
+            await asyncio.sleep(_RETRY_SECONDS)
+
+
 async def _catch_up(runner: ProjectionRunner) -> str:
     """Catch up before serving; returns the failure logged, if any (serving goes on with
     what is projected, and the follower retries)."""
@@ -186,11 +203,16 @@ def create_app(
         log = await EventLog.open(source) if not isinstance(source, EventLog) else source
         stop = asyncio.Event()
         tasks: list[asyncio.Task[None]] = []
-        try:
+
+        async def start() -> tuple[ProjectionRunner, ...]:
             if seeds is not None and await log.store.count() == 0:
                 await load_seeds(log, seeds)
             runners = await projection_runners(log.store)
             await _say_if_catching_up_takes_a_while(runners)
+            return runners
+
+        try:
+            runners = await _once_the_database_answers(start)
             reported = [await _catch_up(runner) for runner in runners]
             feeds = FeedService(log.store)
             app.state.services = Services(log, runners, Queries(log.store), feeds)

@@ -31,6 +31,7 @@ import asyncpg
 
 from leaderlog.errors import StoreError, StoreUnavailable
 from leaderlog.events import RecordedEvent
+from leaderlog.store import without_password
 from leaderlog.store.base import (
     GENESIS_HASH,
     AppendResult,
@@ -215,6 +216,13 @@ def _unavailable_on_disconnect() -> Iterator[None]:
         raise StoreUnavailable(f"PostgreSQL is unavailable: {_reason(error)}") from error
     except _TRANSIENT_ERRORS as error:
         raise StoreUnavailable(f"PostgreSQL cannot do this now: {_reason(error)}") from error
+    except asyncpg.InsufficientPrivilegeError as error:
+        # Not worth retrying: the role lacks a right (a role that may only read can verify,
+        # list and export the log, but the other commands keep projections up to date).
+        raise StoreError(
+            f"PostgreSQL refused: {_reason(error)}; this role needs the right to create and "
+            "write tables in the log's schema for this command"
+        ) from error
 
 
 def _reason(error: BaseException) -> str:
@@ -232,15 +240,17 @@ def _redacted(dsn: str) -> str:
     if any(key == "password" for key, _ in query):
         hidden = [(key, "***" if key == "password" else value) for key, value in query]
         parts = parts._replace(query=urlencode(hidden, safe="*"))
-    return urlunsplit(parts)
+    # Again on the text: a password holding an unencoded # or / is not where urllib looks.
+    return without_password(urlunsplit(parts))
 
 
 def _redacted_or_hidden(url: str) -> str:
-    """A URL fit for an error message, even one too broken to find its password in."""
+    """A URL fit for an error message, even one too broken to find its password in (one
+    with ``/``, ``?`` or ``#`` unencoded in it)."""
     try:
         return _redacted(url)
     except ValueError:
-        return "the database URL" if "@" in url else url
+        return without_password(url)
 
 
 def _connect_options(url: str) -> tuple[str, dict[str, str], str | None]:
@@ -252,8 +262,15 @@ def _connect_options(url: str) -> tuple[str, dict[str, str], str | None]:
         for host in parts.netloc.rpartition("@")[2].split(","):
             urlsplit(f"//{host}").port  # noqa: B018 - parsing the port is what checks it
     except ValueError as error:
+        # urllib's reason quotes the text it misread, which may be a piece of the password.
+        reason = (
+            "its host or port cannot be read (a / ? # or @ in the password must be "
+            "percent-encoded: %2F %3F %23 %40)"
+            if without_password(url) != url
+            else str(error)
+        )
         raise StoreUnavailable(
-            f"{_redacted_or_hidden(url)} is not a valid PostgreSQL URL: {error}"
+            f"{_redacted_or_hidden(url)} is not a valid PostgreSQL URL: {reason}"
         ) from error
     query = parse_qsl(parts.query, keep_blank_values=True)
     # asyncpg reads the path as the database even when it is only "/", and then ignores
@@ -364,7 +381,7 @@ async def _check_columns(
 
 
 async def _existing_schema(
-    connection: asyncpg.pool.PoolConnectionProxy[asyncpg.Record], where: str
+    connection: asyncpg.pool.PoolConnectionProxy[asyncpg.Record], where: str, schema: str | None
 ) -> tuple[str, int]:
     """The events table's schema and oid, creating nothing: a command that only reads needs
     no rights to create, and must not leave an empty log behind a mistyped schema name."""
@@ -373,8 +390,9 @@ async def _existing_schema(
         "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = to_regclass('events')"
     )
     if row is None:
+        looked = f"in schema {schema!r}" if schema is not None else "on its search path"
         raise StoreUnavailable(
-            f"{where} holds no leaderlog log (no events table where it looks): nothing was "
+            f"{where} holds no leaderlog log (no events table {looked}): nothing was "
             "created; import records into it first, or check the database and ?schema="
         )
     await _check_columns(connection, str(row[0]), where)
@@ -460,7 +478,9 @@ class PostgresStore(EventStore):
                     created = await _create_schema(connection, schema, _redacted(dsn))
                     table_schema, table_oid = created.schema, created.table_oid
                 else:
-                    table_schema, table_oid = await _existing_schema(connection, _redacted(dsn))
+                    table_schema, table_oid = await _existing_schema(
+                        connection, _redacted(dsn), schema
+                    )
         except _SERVER_ERRORS as error:
             await pool.close()
             raise StoreUnavailable(
