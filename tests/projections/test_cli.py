@@ -241,12 +241,18 @@ def test_errors_are_clear_and_exit_1(db: str, args: tuple[str, ...], message: st
     [
         (("state", "--as-of", "2025-02-30"), "as-of must be a calendar day YYYY-MM-DD"),
         (("state", "--as-of", "2024-13-01"), "as-of must be a calendar day YYYY-MM-DD"),
-        (("state", "--known-at", "soon"), "known-at must be an RFC 3339 time"),
+        (
+            ("state", "--known-at", "soon"),
+            "known-at must be a log position (such as 42) or an RFC 3339 time",
+        ),
         (("state", "--known-at", "999"), "beyond the log's head (29)"),
         (("state", "--known-at", "-1"), "known-at position must be 0 or more, got -1"),
         (("history", "--post", "ice-hsi-ead", "--known-at", "-3"), "must be 0 or more, got -3"),
-        (("claim", HAMMER_CAPTION, "--known-at", "soon"), "known-at must be an RFC 3339 time"),
-        (("history",), "give exactly one of person, post or org"),
+        (
+            ("claim", HAMMER_CAPTION, "--known-at", "soon"),
+            "known-at must be a log position (such as 42) or an RFC 3339 time",
+        ),
+        (("history",), "give exactly one of --person, --post or --org"),
         (("audit", "--status", "bogus"), "unknown status 'bogus'; known: reported,"),
         (("audit", "--type", "bogus"), "unknown event type 'bogus'; known: "),
         (("audit", "--attribution", "bogus"), "unknown attribution 'bogus'"),

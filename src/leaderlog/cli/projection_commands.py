@@ -329,6 +329,9 @@ def history_command(
       leaderlog history --org dhs
     """
 
+    if sum(given is not None for given in (person, post, org)) != 1:
+        raise click.UsageError("give exactly one of --person, --post or --org")
+
     async def go() -> None:
         async with _current(context) as queries:
             answer = await queries.history(person=person, post=post, org=org, known_at=known_at)

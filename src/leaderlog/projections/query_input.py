@@ -112,4 +112,10 @@ def parse_known_at(value: int | str | dt.date | None) -> int | dt.datetime | Non
         if value < 0:
             raise InvalidQuery(f"known-at position must be 0 or more, got {value}")
         return value
+    if isinstance(value, str) and not value.strip()[:1].isdigit():
+        # Neither a number nor a time starts otherwise: name both forms it may take.
+        raise InvalidQuery(
+            f"known-at must be a log position (such as 42) or an RFC 3339 time (such as "
+            f"2025-05-29T14:00:00Z, or a day), got {value!r}"
+        )
     return parse_time(value, "known-at", end_of_day=True)
