@@ -13,7 +13,6 @@ __all__ = [
     "InputTooDeep",
     "JSONDecodeError",
     "canonical_bytes",
-    "depth",
     "dumps",
     "embed",
     "loads",
@@ -80,7 +79,7 @@ def loads_input(text: str | bytes) -> Any:
         value = orjson.loads(text)
     except JSONDecodeError as error:
         raise _encoding_named(text) or error from None
-    if _brackets(text) > MAX_INPUT_DEPTH and depth(value) > MAX_INPUT_DEPTH:
+    if _brackets(text) > MAX_INPUT_DEPTH and _depth(value) > MAX_INPUT_DEPTH:
         raise InputTooDeep(f"nested deeper than {MAX_INPUT_DEPTH} levels", _document(text), 0)
     try:
         json.loads(text, object_pairs_hook=_unique_names, parse_int=_integer_in_range)
@@ -90,7 +89,7 @@ def loads_input(text: str | bytes) -> Any:
     return value
 
 
-def depth(value: Any) -> int:
+def _depth(value: Any) -> int:
     """How deeply arrays and objects nest in a parsed JSON value (without recursion)."""
     deepest = 0
     pending: list[tuple[Any, int]] = [(value, 0)]

@@ -265,17 +265,7 @@ async def _http_error(request: Request, error: Exception) -> Response:
     if error.status_code == 404 and (redirect := _without_trailing_slash(request)) is not None:
         return redirect
     if error.status_code == 405:
-        # Asked route by route through the public matching API: included routers may be
-        # wrapped, so their routes' methods cannot be listed directly.
-        routes = [route for route in request.app.routes if isinstance(route, BaseRoute)]
-        allowed = [
-            method
-            for method in _METHODS
-            if any(
-                route.matches({**request.scope, "method": method})[0] == Match.FULL
-                for route in routes
-            )
-        ]
+        allowed = [method for method in _METHODS if _routed(request, method=method)]
         if allowed:
             error.headers = {**(error.headers or {}), "Allow": ", ".join(allowed)}
     return _not_kept(await http_exception_handler(request, error))
@@ -293,6 +283,18 @@ def _not_kept(response: Response) -> Response:
     return response
 
 
+def _routed(request: Request, **changed: str) -> bool:
+    """Whether a route takes the request with ``changed`` scope values (another method or
+    path). Asked route by route through the public matching API: included routers may be
+    wrapped, so their paths and methods cannot be listed directly."""
+    scope = {**request.scope, **changed}
+    return any(
+        route.matches(scope)[0] == Match.FULL
+        for route in request.app.routes
+        if isinstance(route, BaseRoute)
+    )
+
+
 def _without_trailing_slash(request: Request) -> Response | None:
     """A 308 from ``/feeds/all.atom/`` to ``/feeds/all.atom`` when that is a page.
 
@@ -303,9 +305,7 @@ def _without_trailing_slash(request: Request) -> Response | None:
     if request.method not in ("GET", "HEAD") or path == "/" or not path.endswith("/"):
         return None
     stripped = path.rstrip("/") or "/"
-    routes = [route for route in request.app.routes if isinstance(route, BaseRoute)]
-    scope = {**request.scope, "path": stripped}
-    if not any(route.matches(scope)[0] == Match.FULL for route in routes):
+    if not _routed(request, path=stripped):
         return None
     root = request.scope.get("root_path", "").rstrip("/")
     query = request.url.query

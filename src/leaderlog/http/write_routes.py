@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import logging
 from collections.abc import Awaitable, Callable, Mapping
+from email.message import EmailMessage
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Request, Security
@@ -168,13 +169,14 @@ async def _read_body(request: Request) -> bytes | None:
     return bytes(body)
 
 
-def _charset(parameters: str) -> str | None:
-    """The ``charset`` of a Content-Type's parameters (``; charset="UTF-8"``), lower-cased."""
-    for parameter in parameters.split(";"):
-        name, _, value = parameter.partition("=")
-        if name.strip().lower() == "charset":
-            return value.strip().strip('"').lower()
-    return None
+def _media_type(header: str) -> tuple[str, str | None]:
+    """A Content-Type's media type and ``charset`` (lower-cased), read by the standard
+    library's MIME header parser (quoted values, spaces and case as RFC 9110 allows)."""
+    message = EmailMessage()
+    message["Content-Type"] = header
+    charset = message.get_content_charset()
+    # An unreadable header reads as text/plain, which is refused like any other type.
+    return message.get_content_type(), charset
 
 
 def _parse(raw: Any) -> list[Record]:
@@ -316,10 +318,9 @@ def write_router(
             return _error(400, "incomplete", "the body ended before Content-Length was reached")
         if body is None:
             return _error(413, "too_large", f"the body is over {MAX_BODY_BYTES} bytes")
-        media_type, _, parameters = request.headers.get("content-type", "").partition(";")
-        if media_type.strip().lower() != "application/json":
+        media_type, charset = _media_type(request.headers.get("content-type", ""))
+        if media_type != "application/json":
             return _error(415, "unsupported_media_type", "send Content-Type: application/json")
-        charset = _charset(parameters)
         if charset not in (None, "utf-8", "utf8"):
             # JSON is UTF-8 (RFC 8259): a body said to be in another encoding is not read.
             return _error(

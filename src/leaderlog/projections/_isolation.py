@@ -197,6 +197,9 @@ class Watched(ProjectionTransaction):
             self._remember(error)
             raise
 
+    async def lock_schema_changes(self) -> None:
+        await self._tx.lock_schema_changes()
+
 
 class WentOn(Exception):
     """``apply`` returned normally after one of its statements failed."""

@@ -64,9 +64,6 @@ __all__ = [
 Progress = Callable[[int, int], None]
 DEFAULT_PAGE = 2000
 _PREPARE_ATTEMPTS = 3
-# The PostgreSQL advisory lock that serialises preparing projections (any number will do,
-# as long as it is leaderlog's own: "llpr" in ASCII).
-_PREPARE_LOCK = 0x6C6C7072
 # Replays longer than this run with the garbage collector mostly out of the way.
 _BULK_BACKLOG = 20_000
 
@@ -237,7 +234,9 @@ class ProjectionRunner:
         fail is rolled back alone and returned, so a broken user schema stops only itself."""
         failed: dict[str, ProjectionFailure] = {}
         async with self.store.projection_transaction() as tx:
-            await self._serialise_ddl(tx)
+            # Servers starting together on a new database would otherwise create the same
+            # tables at once; the checkpoint rows _lock uses may not exist yet.
+            await tx.lock_schema_changes()
             await tx.execute(CHECKPOINT_SCHEMA)
             await self._lock(tx)
             stored = await self._checkpoints(tx)
@@ -270,17 +269,6 @@ class ProjectionRunner:
                     failed[projection.name] = ProjectionFailure(projection.name, None, None, error)
         return failed
 
-    async def _serialise_ddl(self, tx: ProjectionTransaction) -> None:
-        """Let one runner at a time create tables and indexes (until ``tx`` ends).
-
-        Servers starting together on a new PostgreSQL database would run the same CREATE ...
-        IF NOT EXISTS at once, which PostgreSQL can refuse (a duplicate catalog key) or
-        deadlock on; the checkpoint rows ``_lock`` uses may not exist yet. SQLite's
-        projection transactions are exclusive already.
-        """
-        if self.store.dialect == "postgresql":
-            await tx.execute(f"SELECT pg_advisory_xact_lock({_PREPARE_LOCK})")
-
     async def _lock(self, tx: ProjectionTransaction) -> None:
         """Serialise runners on this projection set's checkpoint rows (a no-op on SQLite,
         whose projection transactions are exclusive already)."""
@@ -303,7 +291,7 @@ class ProjectionRunner:
         if not waiting:
             return failed
         async with self.store.projection_transaction() as tx:
-            await self._serialise_ddl(tx)
+            await tx.lock_schema_changes()
             for projection in waiting:
                 try:
                     async with _alone(tx):

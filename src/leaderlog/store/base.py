@@ -495,6 +495,14 @@ class ProjectionTransaction(abc.ABC):
     @abc.abstractmethod
     async def fetchall(self, sql: str, parameters: Sequence[Any] = ()) -> list[tuple[Any, ...]]: ...
 
+    @abc.abstractmethod
+    async def lock_schema_changes(self) -> None:
+        """Let this transaction alone create or drop tables and indexes until it ends.
+
+        Processes starting together on a new database run the same ``CREATE ... IF NOT
+        EXISTS`` at once, which a database may refuse or deadlock on.
+        """
+
 
 # Events verify reads at a time (as many as iterate() pages through).
 _VERIFY_PAGE = 2000

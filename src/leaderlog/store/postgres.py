@@ -422,6 +422,11 @@ class _PostgresProjectionTransaction(ProjectionTransaction):
             rows = await self._connection.fetch(translate_placeholders(sql), *parameters)
         return [tuple(row) for row in rows]
 
+    async def lock_schema_changes(self) -> None:
+        # The lock the log's own tables are created under: one process at a time.
+        with _unavailable_on_disconnect():
+            await self._connection.execute("SELECT pg_advisory_xact_lock($1)", _DDL_LOCK)
+
 
 class PostgresStore(EventStore):
     dialect = "postgresql"

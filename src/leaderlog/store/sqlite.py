@@ -386,6 +386,9 @@ class _SQLiteProjectionTransaction(ProjectionTransaction):
             lambda connection: [tuple(row) for row in connection.execute(sql, parameters)]
         )
 
+    async def lock_schema_changes(self) -> None:
+        """Nothing to do: projection transactions hold the file's write lock throughout."""
+
 
 class SQLiteStore(EventStore):
     dialect = "sqlite"
