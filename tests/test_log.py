@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import json
 import threading
 import uuid
@@ -263,6 +264,60 @@ async def test_concurrent_batches_fail_alone(seeded_log: EventLog) -> None:
     assert isinstance(results[6], BatchError) and results[6].problems[0].rule == "unique"
     report = await seeded_log.store.verify()
     assert (report.ok, report.count) == (True, 34)
+
+
+async def test_a_batch_with_meta_json_cannot_hold_fails_alone(seeded_log: EventLog) -> None:
+    good = [seeded_log.append_events([claim(f"fine-{index}")], actor="test") for index in range(3)]
+    bad = seeded_log.append_events([claim("odd-meta")], actor="test", meta={"seen": {1, 2}})
+    hand_built = Record(event=claim("odd-record"), event_id=uuid.uuid4(), meta={"at": {3}})
+    bad_record = seeded_log.append_records([hand_built], actor="test")
+    results = await asyncio.gather(*good, bad, bad_record, return_exceptions=True)
+    assert all(not isinstance(result, BaseException) for result in results[:3]), results
+    for refused in results[3:]:
+        assert isinstance(refused, BatchError), refused
+        assert "'meta' cannot be written as JSON" in str(refused)
+    assert (await seeded_log.store.count()) == 29 + 3
+
+
+@pytest.mark.parametrize(
+    ("meta", "message"),
+    [
+        ({"score": float("nan")}, "would not read back as given"),
+        ({"at": dt.datetime(2025, 1, 1)}, "would not read back as given"),
+        ({"pair": (1, 2)}, "would not read back as given"),
+        ({"id": uuid.UUID(int=5)}, "would not read back as given"),
+        ({1: "number key"}, "cannot be written as JSON"),
+        ({"big": 2**70}, "cannot be written as JSON"),
+        ({"deep": json.loads("[" * 80 + "]" * 80)}, "nested deeper than 64 levels"),
+        (["not", "an", "object"], "must be a JSON object"),
+    ],
+    ids=["nan", "datetime", "tuple", "uuid", "int-key", "huge-int", "deep", "list"],
+)
+async def test_meta_that_would_not_export_and_import_again_is_refused(
+    seeded_log: EventLog, meta: Any, message: str
+) -> None:
+    before = await seeded_log.store.head()
+    with pytest.raises(BatchError, match=message):
+        await seeded_log.append_events([claim("with-meta")], actor="test", meta=meta)
+    assert await seeded_log.store.head() == before
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda log: log.append_events(claim("alone"), actor="test"), "not ClaimReported"),
+        (lambda log: log.append_events(None, actor="test"), "not NoneType"),
+        (lambda log: log.append_events([claim("x")], actor=None), "actor None must be"),
+        (lambda log: log.append_events([claim("x")], actor="Bad Name"), "actor 'Bad Name'"),
+    ],
+    ids=["one-event-not-a-list", "none", "actor-none", "actor-malformed"],
+)
+async def test_misused_append_calls_are_batch_errors_that_say_what_was_wanted(
+    seeded_log: EventLog, call: Any, message: str
+) -> None:
+    with pytest.raises(BatchError, match=message):
+        await call(seeded_log)
+    assert await seeded_log.store.count() == 29
 
 
 async def test_concurrent_appends_to_one_stream_stay_in_order(seeded_log: EventLog) -> None:

@@ -34,7 +34,13 @@ from pydantic import (
 )
 from pydantic.json_schema import SkipJsonSchema
 
-from leaderlog._json import canonical_bytes
+from leaderlog._json import (
+    MAX_INPUT_DEPTH,
+    InputTooDeep,
+    JSONDecodeError,
+    canonical_bytes,
+    loads_input,
+)
 from leaderlog._rfc3339 import read_rfc3339
 from leaderlog.errors import RecordError
 
@@ -64,6 +70,7 @@ __all__ = [
     "check_actor",
     "check_derived_id",
     "check_expected_version",
+    "check_meta",
     "content_event_id",
     "current_schema_version",
     "event_from_stored",
@@ -688,7 +695,7 @@ ACTOR_RULE = "1-64 of a-z, 0-9, '.', '_', '-', starting with a letter or digit"
 
 def check_actor(actor: str) -> str:
     """``actor`` if it is a valid actor name, else a :class:`RecordError` (rule ``actor``)."""
-    if not ACTOR_NAME.fullmatch(actor):
+    if not isinstance(actor, str) or not ACTOR_NAME.fullmatch(actor):
         raise RecordError(f"actor {actor!r} must be {ACTOR_RULE}", rule="actor")
     return actor
 
@@ -771,6 +778,41 @@ def _given_event_id(given: object) -> uuid.UUID:
     return event_id
 
 
+def check_meta(meta: object) -> dict[str, Any]:
+    """``meta`` as it will be stored, or :class:`RecordError`: a JSON object of at most 4 KiB,
+    nested at most 64 levels, that reads back as given.
+
+    Values JSON does not have would be changed without a word on the way in (NaN and
+    infinities to null, a datetime or UUID to a string, a tuple to a list); what a library
+    caller appends must also import again after an export, as every record must.
+    """
+    if meta is None:
+        return {}
+    if not isinstance(meta, Mapping):
+        raise RecordError("'meta' must be a JSON object", rule="schema")
+    given = dict(meta)
+    try:
+        encoded = canonical_bytes(given)
+    except TypeError as error:  # orjson's JSONEncodeError is one
+        raise RecordError(f"'meta' cannot be written as JSON: {error}", rule="schema") from None
+    if len(encoded) > _META_LIMIT_BYTES:
+        raise RecordError(f"'meta' is larger than {_META_LIMIT_BYTES} bytes", rule="size")
+    try:
+        read_back = loads_input(encoded)
+    except InputTooDeep:
+        message = f"'meta' is nested deeper than {MAX_INPUT_DEPTH} levels"
+        raise RecordError(message, rule="size") from None
+    except JSONDecodeError as error:
+        raise RecordError(f"'meta' {error}", rule="schema") from None
+    if read_back != given:
+        raise RecordError(
+            "'meta' would not read back as given: use JSON values only (strings, numbers, "
+            "true/false, null, lists and objects with string keys; no NaN, dates or tuples)",
+            rule="schema",
+        )
+    return given
+
+
 def parse_record(raw: object) -> Record:
     """Validate one record (or one exported envelope) into a :class:`Record`."""
     if not isinstance(raw, Mapping):
@@ -813,15 +855,7 @@ def parse_record(raw: object) -> Record:
 
     expected = check_expected_version(raw.get("expected_version"))
 
-    meta = {} if raw.get("meta") is None else raw["meta"]
-    if not isinstance(meta, Mapping):
-        raise RecordError("'meta' must be a JSON object", rule="schema")
-    try:
-        meta_size = len(canonical_bytes(dict(meta)))
-    except TypeError:  # nested deeper than canonical JSON can encode (255 levels)
-        raise RecordError("'meta' is nested too deeply", rule="size") from None
-    if meta_size > _META_LIMIT_BYTES:
-        raise RecordError(f"'meta' is larger than {_META_LIMIT_BYTES} bytes", rule="size")
+    meta = check_meta(raw.get("meta"))
 
     recorded_at: dt.datetime | None = None
     actor: str | None = None
@@ -842,7 +876,7 @@ def parse_record(raw: object) -> Record:
         event=event,
         event_id=event_id,
         expected_version=expected,
-        meta=dict(meta),
+        meta=meta,
         recorded_at=recorded_at,
         actor=actor,
         stored_as=stored_as,

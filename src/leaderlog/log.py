@@ -43,6 +43,7 @@ from leaderlog.events import (
     SourceRegistered,
     check_actor,
     check_expected_version,
+    check_meta,
     content_event_id,
     new_event_id,
     parse_record,
@@ -295,13 +296,27 @@ class EventLog:
 
     async def append_events(
         self,
-        events: Sequence[Event],
+        events: Iterable[Event],
         *,
         actor: str,
         expected_version: ExpectedVersion | None = None,
         meta: Mapping[str, Any] | None = None,
     ) -> AppendOutcome:
-        """Append events as one atomic batch with fresh, time-ordered ids."""
+        """Append events as one atomic batch with fresh, time-ordered ids.
+
+        ``expected_version`` guards the stream of the first event (give events of other
+        streams their own calls, or records with their own, to guard those). ``meta`` goes
+        with every event; it must read back as given (:func:`check_meta`).
+        """
+        if isinstance(events, _EVENT_CLASSES) or not isinstance(events, Iterable):
+            # One event model iterates as its fields: "not an event model: tuple" would hide
+            # that a list was wanted.
+            problem = RecordError(
+                f"events must be a list of event models, not {type(events).__name__}",
+                where="record 0",
+                rule="schema",
+            )
+            raise BatchError([problem])
         # A generator would be used up by the checks below and append nothing.
         events = list(events)
         for index, event in enumerate(events):
@@ -314,9 +329,9 @@ class EventLog:
                 raise BatchError([problem])
         try:
             check_expected_version(expected_version)
+            copied_meta = check_meta(meta)
         except RecordError as error:
             raise BatchError([error.located("record 0")]) from None
-        copied_meta = dict(meta or {})
         entries = [
             _Entry(event, new_event_id(), expected_version if index == 0 else None, copied_meta)
             for index, event in enumerate(events)
@@ -327,7 +342,18 @@ class EventLog:
         self, records: Sequence[Record], *, actor: str, labels: Sequence[str] | None = None
     ) -> AppendOutcome:
         """Append validated records as one atomic batch (idempotent on their event ids)."""
-        entries = [_Entry.of(record) for record in list(records)]
+        records = list(records)
+        problems: list[RecordError] = []
+        for index, record in enumerate(records):
+            # Records from parse_record are checked already; one built by hand may not be,
+            # and its meta failing in the group commit would fail every caller in the group.
+            try:
+                check_meta(record.meta)
+            except RecordError as error:
+                problems.append(error.located(labels[index] if labels else f"record {index}"))
+        if problems:
+            raise BatchError(problems)
+        entries = [_Entry.of(record) for record in records]
         return await self._submit(entries, labels, actor, ids_are_fresh=False)
 
     async def append_raw(self, raw: object, *, actor: str) -> AppendOutcome:
@@ -371,7 +397,11 @@ class EventLog:
         *,
         ids_are_fresh: bool,
     ) -> AppendOutcome:
-        check_actor(actor)
+        try:
+            check_actor(actor)
+        except RecordError as error:
+            # Refused as every other part of a call is: one BatchError naming the problems.
+            raise BatchError([error]) from None
         if not entries:
             return AppendOutcome((), 0)
         loop = asyncio.get_running_loop()

@@ -137,6 +137,10 @@ async def test_paging_with_after(sqlite_url: str) -> None:
         ),
         ({"limit": 0}, "limit must be between"),
         ({"after": -1}, "after must be a position"),
+        ({"limit": 2.5}, "limit must be a whole number, got 2.5"),
+        ({"limit": "5"}, "limit must be a whole number, got '5'"),
+        ({"limit": True}, "limit must be a whole number, got True"),
+        ({"after": None}, "after must be a whole number, got None"),
     ],
 )
 async def test_bad_filters_are_refused(

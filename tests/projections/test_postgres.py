@@ -275,3 +275,29 @@ async def test_postgres_a_lock_held_elsewhere_at_start_is_waited_out_not_a_left_
             assert runner.unprepared == {}
         finally:
             await impatient.close()
+
+
+async def test_postgres_rebuilding_beside_a_follower_neither_deadlocks_nor_stops_it(
+    postgres_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A rebuild dropped tables before it locked the checkpoint rows; a follower applying a
+    page takes them the other way round, and PostgreSQL broke the deadlock by failing one."""
+    async with postgres_schema(postgres_url) as url, await EventLog.open(url) as log:
+        await load_seeds(log, SEEDS)
+        follower_store, rebuilder_store = await open_store(url), await open_store(url)
+        stop = asyncio.Event()
+        try:
+            follower = ProjectionRunner(follower_store, [cls() for cls in BUILTIN.values()], page=5)
+            following = asyncio.create_task(follower.follow(poll_interval=0.01, stop=stop))
+            rebuilder = ProjectionRunner(rebuilder_store, [cls() for cls in BUILTIN.values()])
+            for round_ in range(6):
+                person = record("person.registered", person=f"p-{round_}", name="P")
+                await append(log, [person])
+                await rebuilder.rebuild()
+            stop.set()
+            await asyncio.wait_for(following, 30)
+        finally:
+            stop.set()
+            await follower_store.close()
+            await rebuilder_store.close()
+    assert "deadlock" not in caplog.text

@@ -647,6 +647,38 @@ class StoreContract(abc.ABC):
         await subscription.aclose()
         assert (new.position, new.actor) == (2, "elsewhere")
 
+    async def test_a_cancelled_follower_stops_even_as_a_commit_wakes_it(
+        self, store: EventStore
+    ) -> None:
+        """On Python 3.11, asyncio.wait_for drops a cancellation that arrives as its wait
+        ends: the follower went on following."""
+        for _ in range(10):
+            head, _ = await store.head()
+
+            async def follow(after: int = head) -> None:
+                async for _ in store.subscribe(after=after, poll_interval=30):
+                    pass
+
+            following = asyncio.create_task(follow())
+            await asyncio.sleep(0.02)
+            await store.append([event("a")], actor="t")
+            following.cancel()
+            done, _ = await asyncio.wait({following}, timeout=5)
+            assert following in done and following.cancelled()
+
+    async def test_closing_the_store_ends_a_waiting_follower_at_once(self, store_url: str) -> None:
+        closing = await open_store(store_url)
+
+        async def follow() -> None:
+            async for _ in closing.subscribe(after=0, poll_interval=30):
+                pass
+
+        following = asyncio.create_task(follow())
+        await asyncio.sleep(0.05)
+        await closing.close()
+        with anyio.fail_after(5), pytest.raises(StoreUnavailable):
+            await following
+
     async def test_wait_for_events_returns_after_its_timeout(self, store: EventStore) -> None:
         with anyio.fail_after(10):
             await store.wait_for_events(after=0, timeout=0.01)

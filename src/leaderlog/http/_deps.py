@@ -125,7 +125,8 @@ class Services:
         task.add_done_callback(finished)
         # Shielded: a write that stops waiting must not cut a projection transaction short.
         with contextlib.suppress(Exception):
-            await asyncio.wait_for(asyncio.shield(task), timeout)
+            async with asyncio.timeout(timeout):
+                await asyncio.shield(task)
         return applied.position >= position
 
 

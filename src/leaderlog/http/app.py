@@ -170,7 +170,8 @@ async def _follow(
                 reported = str(error)
                 _log_failure(runner, error)
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), _RETRY_SECONDS)
+                async with asyncio.timeout(_RETRY_SECONDS):
+                    await stop.wait()
             continue
         reported = ""
         if head != applied:

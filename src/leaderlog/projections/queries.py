@@ -606,6 +606,9 @@ class Queries:
             raise InvalidQuery(
                 f"unknown attribution {attribution!r}; known: {', '.join(ATTRIBUTION_KINDS)}"
             )
+        for name, number in (("limit", limit), ("after", after)):
+            if isinstance(number, bool) or not isinstance(number, int):
+                raise InvalidQuery(f"{name} must be a whole number, got {number!r}")
         if not 1 <= limit <= MAX_AUDIT_LIMIT:
             raise InvalidQuery(f"limit must be between 1 and {MAX_AUDIT_LIMIT}")
         if after < 0:

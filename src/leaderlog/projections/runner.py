@@ -22,12 +22,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
+import logging
 import re
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import NamedTuple
 
-from leaderlog.errors import ProjectionError, ProjectionFailed, ProjectionFailure, StoreError
+from leaderlog.errors import (
+    ProjectionError,
+    ProjectionFailed,
+    ProjectionFailure,
+    StoreError,
+    StoreUnavailable,
+)
 from leaderlog.events import RecordedEvent
 from leaderlog.projections._isolation import (
     Exited,
@@ -59,6 +66,8 @@ __all__ = [
     "forget_projection",
     "left_out",
 ]
+
+logger = logging.getLogger("leaderlog.projections")
 
 # Called after each applied page with (last applied position, head position).
 Progress = Callable[[int, int], None]
@@ -468,7 +477,11 @@ class ProjectionRunner:
         """Drop the named projections (all by default) and replay them from the log."""
         chosen = self._named(names)
         async with self.store.projection_transaction() as tx:
+            await tx.lock_schema_changes()
             await tx.execute(CHECKPOINT_SCHEMA)
+            # The checkpoint rows before any table, in the order a runner applying a page
+            # takes them: the other order deadlocked with a follower on PostgreSQL.
+            await self._lock(tx)
             for projection in chosen:
                 if isinstance(projection, LeftOut):
                     continue  # never run, so never dropped: the run reports why
@@ -484,9 +497,23 @@ class ProjectionRunner:
     async def follow(
         self, *, poll_interval: float = 0.5, stop: asyncio.Event | None = None
     ) -> None:
-        """Catch up, then apply new events as they are appended, until ``stop`` is set."""
+        """Catch up, then apply new events as they are appended, until ``stop`` is set.
+
+        A database that cannot answer for a moment (busy, a deadlock, a restart) is waited
+        out, each new reason logged once; a projection that fails ends it
+        (:class:`ProjectionFailed`).
+        """
+        said = ""
         while stop is None or not stop.is_set():
-            head = await self.catch_up()
+            try:
+                head = await self.catch_up()
+            except StoreUnavailable as error:
+                if str(error) != said:
+                    said = str(error)
+                    logger.warning("projections cannot catch up now: %s; retrying", error)
+                await asyncio.sleep(poll_interval)
+                continue
+            said = ""
             await self.store.wait_for_events(head, poll_interval)
 
     # --- reporting -------------------------------------------------------------------------

@@ -592,8 +592,11 @@ class EventStore(abc.ABC):
         if self._committed_head > after:
             return
         async with self._appended:
+            # asyncio.timeout, not wait_for: on Python 3.11 wait_for drops a cancellation
+            # that arrives as the wait ends, and a cancelled follower would go on.
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._appended.wait(), timeout)
+                async with asyncio.timeout(timeout):
+                    await self._appended.wait()
 
     async def subscribe(
         self, after: int = 0, *, poll_interval: float = 0.5, page: int = 1000
@@ -667,7 +670,9 @@ class EventStore(abc.ABC):
     # --- projections -----------------------------------------------------------------------
 
     @abc.abstractmethod
-    def projection_transaction(self) -> Any:
+    def projection_transaction(
+        self,
+    ) -> contextlib.AbstractAsyncContextManager[ProjectionTransaction]:
         """An async context manager yielding a :class:`ProjectionTransaction`."""
 
     @abc.abstractmethod

@@ -714,8 +714,10 @@ class PostgresStore(EventStore):
             self._known_head = max(self._known_head, head)
         if self._known_head > after:
             return
+        # asyncio.timeout, not wait_for: see EventStore.wait_for_events.
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(wakeup.wait(), timeout)
+            async with asyncio.timeout(timeout):
+                await wakeup.wait()
 
     # --- projections -----------------------------------------------------------------------
 

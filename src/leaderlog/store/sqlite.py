@@ -455,6 +455,8 @@ class SQLiteStore(EventStore):
         self._abandoned.detach()
         await self._reader.close()
         await self._writer.close()
+        # A follower waiting for commits learns at once that none will come.
+        await self._notify_appended(self._committed_head)
 
     async def _fetch(self, sql: str, parameters: Sequence[Any] = ()) -> Iterable[Any]:
         if self._closed:
