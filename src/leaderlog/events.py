@@ -790,6 +790,8 @@ def check_meta(meta: object) -> dict[str, Any]:
         return {}
     if not isinstance(meta, Mapping):
         raise RecordError("'meta' must be a JSON object", rule="schema")
+    if not meta:
+        return {}  # most records carry none: nothing to encode or read back
     given = dict(meta)
     try:
         encoded = canonical_bytes(given)
