@@ -773,3 +773,26 @@ def test_an_integer_too_large_to_keep_is_refused_not_rounded() -> None:
     fits = json.dumps({**record, "meta": {"n": 2**64 - 1, "text": "1" * 30}})
     ((stored,), _) = parse_lines([fits])
     assert stored.meta == {"n": 2**64 - 1, "text": "1" * 30}
+
+
+async def test_a_large_refused_batch_is_decided_a_few_times_not_once_per_record(
+    sqlite_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each decision covers the whole batch: loading the streams it lacked one per decision
+    made refusing 100,000 records take hours."""
+    decisions = 0
+    decide = EventLog._decide
+
+    def counted(self: EventLog, *arguments: Any) -> Any:
+        nonlocal decisions
+        decisions += 1
+        return decide(self, *arguments)
+
+    monkeypatch.setattr(EventLog, "_decide", counted)
+    lines = [line("org.registered", org=f"o-{index}", name=f"O {index}") for index in range(300)]
+    lines.append(line("org.registered", org="late", name="L", parent="nowhere"))
+    async with await EventLog.open(sqlite_url) as log:
+        with pytest.raises(BatchError, match=r"line 301: .*'nowhere'"):
+            await log.import_lines(lines, actor="test")
+        assert await log.store.count() == 0
+    assert decisions <= 3

@@ -359,3 +359,21 @@ def test_a_token_cannot_take_the_name_an_import_was_recorded_under(sqlite_url: s
     assert ok(invoke(sqlite_url, "token", "list", "--json")).strip() == "[]"
     # and another name gets its token
     assert ok(invoke(sqlite_url, "token", "create", "carol")).startswith("ll_")
+
+
+def test_an_exported_envelope_cannot_bring_in_a_token_s_name(
+    sqlite_url: str, tmp_path: Path
+) -> None:
+    # given another log where desk imported a record, exported with its envelope
+    elsewhere = f"sqlite:///{tmp_path / 'elsewhere.db'}"
+    record = '{"type": "person.registered", "data": {"person": "x1", "name": "X"}}\n'
+    ok(invoke(elsewhere, "import", "--actor", "desk", "-", stdin=record))
+    exported = ok(invoke(elsewhere, "export"))
+    # and a log where desk is a write token
+    ok(invoke(sqlite_url, "import", "-", stdin=record.replace("x1", "x0")))
+    assert invoke(sqlite_url, "token", "create", "desk").exit_code == 0
+    # when the export is imported there, then it is refused, naming the line, and not written
+    refused = invoke(sqlite_url, "import", "-", stdin=exported)
+    assert refused.exit_code == 1
+    assert "line 1: actor 'desk' is the name of a write token here" in refused.stderr
+    assert '"x1"' not in ok(invoke(sqlite_url, "events", "--json"))

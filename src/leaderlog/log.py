@@ -526,8 +526,10 @@ class EventLog:
                         decision = self._decide(request, stored, prepared.states, prepared.versions)
                         break
                     except MissingKnowledge as missing:
-                        # Decisions are pure, so the request is simply decided again.
-                        await self._load(missing.streams)
+                        # Decisions are pure, so the request is simply decided again; with
+                        # every stream it names loaded at once, not one per decision (each
+                        # decides the whole request: one by one, a large import took hours).
+                        await self._load(missing.streams | self._unknown_streams(request))
                     except BatchError:
                         if request.attempts > 0 or not any(
                             _assumes_absent(request, entry) for entry in request.entries
@@ -536,6 +538,7 @@ class EventLog:
                         # Refused anyway: decide again on what is really stored, so that a
                         # record creating a stream that exists is named among the problems.
                         request.attempts = 1
+                        await self._load(self._unknown_streams(request))
             except (BatchError, StoreError) as error:
                 prepared.refused.append((request, error))
                 continue
@@ -545,6 +548,16 @@ class EventLog:
                 prepared.ids.update(event.event_id for event in decision.new_events)
             prepared.decided.append((request, decision))
         return prepared
+
+    def _unknown_streams(self, request: _Request) -> set[str]:
+        """The streams the request's records name that the cache does not hold."""
+        states = self._states
+        return {
+            stream
+            for entry in request.entries
+            for stream in referenced_streams(entry.event)
+            if stream not in states
+        }
 
     def _finish(
         self, prepared: _Prepared, outcomes: Sequence[AppendResult | StoreError]

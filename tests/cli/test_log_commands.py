@@ -12,6 +12,7 @@ import re
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -410,6 +411,42 @@ def test_ctrl_c_during_an_import_says_what_was_written(tmp_path: Path) -> None:
         ["big.jsonl"],
         ["big.jsonl", "leaderlog.db"],
     )
+
+
+def test_a_second_ctrl_c_while_an_import_stops_ends_it_at_once(tmp_path: Path) -> None:
+    """Pressed while the first one is closing the database, it interrupted the closing and
+    left the process waiting on itself for good."""
+    url = f"sqlite:///{tmp_path / 'leaderlog.db'}"
+    ok(leaderlog("--db", url, "import", str(SEED_FILE), cwd=tmp_path))
+    count = 40_000
+    big = tmp_path / "big.jsonl"
+    big.write_text(
+        "".join(
+            json.dumps({"type": "org.registered", "data": {"org": f"org-{n}", "name": f"Org {n}"}})
+            + "\n"
+            for n in range(count)
+        ),
+        encoding="utf-8",
+    )
+    process = subprocess.Popen(
+        [str(LEADERLOG), "--db", url, "import", str(big)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stderr is not None
+    # Past the progress bar's lines, once the append has started.
+    while not (line := process.stderr.readline()).startswith(f"appending {count} records"):
+        assert line, "the import ended before its append began"
+    process.send_signal(signal.SIGINT)
+    time.sleep(0.5)
+    process.send_signal(signal.SIGINT)
+    _, rest = process.communicate(timeout=60)
+    assert process.returncode == 130, rest
+    assert rest.startswith("interrupted: an import is one transaction"), rest
+    # whole or not at all, as after one Ctrl-C
+    stored = json.loads(ok(leaderlog("--db", url, "verify", "--json", cwd=tmp_path)))
+    assert stored["ok"] and stored["count"] in (29, 29 + count)
 
 
 def test_db_after_the_command_says_where_it_goes() -> None:

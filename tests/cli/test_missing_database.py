@@ -167,6 +167,26 @@ def test_a_refused_import_leaves_no_database_behind(tmp_path: Path) -> None:
     assert (verified.exit_code, verified.stderr) == (1, refusal(database))
 
 
+def test_a_new_database_may_have_a_name_as_long_as_the_system_allows(tmp_path: Path) -> None:
+    """The log is built under a temporary name beside it first, which must stay within the
+    255 bytes a file name may have however long the database's own name is."""
+    records = tmp_path / "bad.jsonl"
+    records.write_text(REFUSED_RECORDS, encoding="utf-8")
+    folder = tmp_path / "databases"
+    folder.mkdir()
+    database = folder / f"{'a' * 250}.db"
+    url = f"sqlite:///{database}"
+    refused = CliRunner().invoke(main, ["--db", url, "import", str(records)])
+    assert refused.exit_code == 1, refused.output
+    assert "line 2: claim.retracted refers to claim 'nope'" in refused.stderr
+    assert list(folder.iterdir()) == []
+    imported = CliRunner().invoke(
+        main, ["--db", url, "import", *map(str, sorted(SEEDS.glob("*.jsonl")))]
+    )
+    assert imported.exit_code == 0, imported.output
+    assert [path.name for path in folder.iterdir()] == [database.name]
+
+
 def test_a_refused_import_into_a_file_without_a_log_leaves_the_file_as_it_was(
     tmp_path: Path,
 ) -> None:

@@ -502,3 +502,14 @@ async def test_several_hosts_are_tried_in_turn(schema_url: str) -> None:
 async def test_a_bad_port_among_several_hosts_is_refused_before_connecting() -> None:
     with pytest.raises(StoreUnavailable, match="not a valid PostgreSQL URL"):
         await open_store("postgresql://postgres@127.0.0.1:5432,127.0.0.1:abc/test")
+
+
+async def test_a_log_removed_under_an_open_store_is_said_to_be_gone(schema_url: str) -> None:
+    """A refused first import drops the empty log it created; another command that had opened
+    it meanwhile gets a message to retry, not asyncpg's undefined table."""
+    async with await open_store(schema_url) as creator, await open_store(schema_url) as other:
+        assert await creator.discard_created_log()
+        with pytest.raises(StoreUnavailable, match=r"the log is gone .*try again"):
+            await other.find_event_ids([uuid.uuid4()])
+        with pytest.raises(StoreUnavailable, match=r"the log is gone .*nothing was written"):
+            await other.append([event("a")], actor="t")

@@ -8,9 +8,12 @@ import errno
 import os
 import re
 import secrets
+import signal
 import sys
+import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
+from types import FrameType
 from typing import Any, TypeVar
 from urllib.parse import quote
 
@@ -141,7 +144,9 @@ async def _append_to_a_new_sqlite_file(
     Removing ``path`` after a failure instead would not be safe: another process may have
     opened it meanwhile and would go on writing to a file no name leads to.
     """
-    draft = path.with_name(f".{path.name}.{secrets.token_hex(8)}.leaderlog-new")
+    # The name's start only: with the suffixes SQLite adds, the whole of a long name would
+    # pass the 255 bytes a file name may have.
+    draft = path.with_name(f".{path.name[:64]}.{secrets.token_hex(8)}.leaderlog-new")
     try:
         try:
             log = await _open_even_if_interrupted("sqlite:///" + quote(str(draft)))
@@ -165,7 +170,7 @@ async def _append_to_a_new_sqlite_file(
         return (appended,)
     finally:
         for leftover in (draft, *(Path(f"{draft}{suffix}") for suffix in _SQLITE_COMPANIONS)):
-            with contextlib.suppress(FileNotFoundError):
+            with contextlib.suppress(OSError):
                 leftover.unlink()
 
 
@@ -192,10 +197,18 @@ def run(function: Callable[[], Awaitable[T]], *, interrupted: str = "") -> T:
     ``interrupted`` is added to the message a Ctrl-C prints (say, what was or was not
     written); the exit status is then 130, as a shell expects.
     """
+    said = "interrupted" + (f": {interrupted}" if interrupted else "")
+
+    installed: list[_InterruptHandler] = []
+
+    async def guarded() -> T:
+        installed.extend(_stop_at_once_on_a_second_interrupt(said))
+        return await function()
+
     try:
-        return anyio.run(function)
+        return anyio.run(guarded)
     except KeyboardInterrupt:
-        click.echo("interrupted" + (f": {interrupted}" if interrupted else ""), err=True)
+        click.echo(said, err=True)
         sys.exit(INTERRUPTED_STATUS)
     except BatchError as error:
         click.echo(f"error: {len(error.problems)} problem(s), nothing written", err=True)
@@ -208,6 +221,36 @@ def run(function: Callable[[], Awaitable[T]], *, interrupted: str = "") -> T:
         rule = _rule_of(error)
         echo_line(f"error: {error}" + (f" [rule: {rule}]" if rule else ""), err=True)
         sys.exit(1)
+    finally:
+        if installed and signal.getsignal(signal.SIGINT) is installed[0]:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+_InterruptHandler = Callable[[int, FrameType | None], None]
+
+
+def _stop_at_once_on_a_second_interrupt(said: str) -> list[_InterruptHandler]:
+    """The first Ctrl-C cancels the command, which then closes its database; a second one
+    pressed meanwhile interrupted the closing itself and left threads waiting on each other
+    for good. It ends the process at once instead: transactions make that as safe as a crash
+    (what was committed stays, what was not is not)."""
+    if threading.current_thread() is not threading.main_thread():
+        return []
+    first = signal.getsignal(signal.SIGINT)
+    if not callable(first):
+        return []
+    interrupts = 0
+
+    def on_interrupt(signum: int, frame: FrameType | None) -> None:
+        nonlocal interrupts
+        interrupts += 1
+        if interrupts > 1:
+            os.write(sys.stderr.fileno(), f"{said} (again: stopped at once)\n".encode())
+            os._exit(INTERRUPTED_STATUS)
+        first(signum, frame)
+
+    signal.signal(signal.SIGINT, on_interrupt)
+    return [on_interrupt]
 
 
 def is_output_error(error: OSError) -> bool:

@@ -123,18 +123,30 @@ def import_command(context: Context, files: Sequence[IO[bytes]], actor: str, as_
 
     async def append(log: EventLog, records: list[Record], labels: list[str]) -> AppendOutcome:
         # The write API records a token's name for requests made with that token: an import
-        # under the same name would pass for them in the audit. A log this import creates
-        # has no tokens (and listing them would create their tables in it).
-        if (
-            actor != "cli"
-            and not log.store.created_log
-            and actor in {token.name for token in await Tokens(log.store).listing()}
-        ):
-            raise click.BadParameter(
-                f"{actor!r} is the name of a write token, recorded only for requests made "
-                "with it; choose another name",
-                param_hint="--actor",
-            )
+        # under the same name, given or kept from an exported envelope, would pass for them
+        # in the audit. A log this import creates has no tokens (and listing them would
+        # create their tables in it).
+        if not log.store.created_log:
+            token_names = {token.name for token in await Tokens(log.store).listing()}
+            if actor != "cli" and actor in token_names:
+                raise click.BadParameter(
+                    f"{actor!r} is the name of a write token, recorded only for requests made "
+                    "with it; choose another name",
+                    param_hint="--actor",
+                )
+            taken = [
+                RecordError(
+                    f"actor {record.actor!r} is the name of a write token here, recorded only "
+                    "for requests made with it; import this log into a database without that "
+                    "token",
+                    where=label,
+                    rule="actor",
+                )
+                for record, label in zip(records, labels, strict=True)
+                if record.actor in token_names
+            ]
+            if taken:
+                raise BatchError(taken)
         if len(records) > 10_000:
             err_console.print(f"appending {len(records)} records in one transaction...")
         try:

@@ -225,6 +225,20 @@ def _unavailable_on_disconnect() -> Iterator[None]:
         ) from error
 
 
+@contextlib.contextmanager
+def _log_still_there() -> Iterator[None]:
+    """Around the log's own statements (not projections', whose tables are their own):
+    a first import refused in another process drops the events table it created while this
+    store had it open."""
+    try:
+        yield
+    except asyncpg.UndefinedTableError as error:
+        raise StoreUnavailable(
+            f"the log is gone ({_reason(error)}): another command removed the empty log it "
+            "had created when its import was refused; nothing was written, try again"
+        ) from error
+
+
 def _reason(error: BaseException) -> str:
     # A timeout's text is empty; say what it was.
     return str(error) or type(error).__name__
@@ -550,7 +564,7 @@ class PostgresStore(EventStore):
         if not batches:
             return []
         async with self._write_lock:
-            with _unavailable_on_disconnect():
+            with _log_still_there(), _unavailable_on_disconnect():
                 async with (
                     self._pool.acquire() as connection,
                     # READ COMMITTED so the head is read after the lock, not from an older snapshot.
@@ -612,10 +626,17 @@ class PostgresStore(EventStore):
         with _unavailable_on_disconnect():
             return await self._pool.fetch(sql, *parameters)
 
+    async def _fetch_from_log(self, sql: str, *parameters: Any) -> list[asyncpg.Record]:
+        """:meth:`_fetch` for the events table (a projection's missing table is its own)."""
+        with _log_still_there():
+            return await self._fetch(sql, *parameters)
+
     async def _select(self, where: str, *parameters: Any) -> list[RecordedEvent]:
         return [
             _row_to_event(row)
-            for row in await self._fetch(f"SELECT {_COLUMNS} FROM events {where}", *parameters)
+            for row in await self._fetch_from_log(
+                f"SELECT {_COLUMNS} FROM events {where}", *parameters
+            )
         ]
 
     async def read_all(self, after: int = 0, limit: int | None = None) -> list[RecordedEvent]:
@@ -643,11 +664,11 @@ class PostgresStore(EventStore):
         return found[0] if found else None
 
     async def head(self) -> tuple[int, str]:
-        rows = await self._fetch(_HEAD)
+        rows = await self._fetch_from_log(_HEAD)
         return (rows[0][0], rows[0][1]) if rows else (0, GENESIS_HASH)
 
     async def count(self) -> int:
-        rows = await self._fetch("SELECT COUNT(*) FROM events")
+        rows = await self._fetch_from_log("SELECT COUNT(*) FROM events")
         return int(rows[0][0])
 
     # --- following -------------------------------------------------------------------------
