@@ -375,12 +375,10 @@ def test_an_import_whose_counts_cannot_be_written_says_what_it_appended(
     )
 
 
-def test_ctrl_c_during_an_import_says_what_was_written(tmp_path: Path) -> None:
-    """The import is one transaction: stopped while it commits, it is whole or absent, and
-    the message says so (not click's bare 'Aborted!', and exit status 130)."""
-    url = f"sqlite:///{tmp_path / 'leaderlog.db'}"
-    count = 12_000
-    big = tmp_path / "big.jsonl"
+def importing_a_big_file(folder: Path, url: str, count: int) -> subprocess.Popen[str]:
+    """``leaderlog import`` of ``count`` new organisations, once its append has begun (the
+    records checked, past the progress bar's lines)."""
+    big = folder / "big.jsonl"
     big.write_text(
         "".join(
             json.dumps({"type": "org.registered", "data": {"org": f"org-{n}", "name": f"Org {n}"}})
@@ -396,9 +394,17 @@ def test_ctrl_c_during_an_import_says_what_was_written(tmp_path: Path) -> None:
         text=True,
     )
     assert process.stderr is not None
-    # Interrupt once the records are checked and the append has started.
-    first = process.stderr.readline()
-    assert first.startswith(f"appending {count} records"), first
+    while not (line := process.stderr.readline()).startswith(f"appending {count} records"):
+        assert line, "the import ended before its append began"
+    return process
+
+
+def test_ctrl_c_during_an_import_says_what_was_written(tmp_path: Path) -> None:
+    """The import is one transaction: stopped while it commits, it is whole or absent, and
+    the message says so (not click's bare 'Aborted!', and exit status 130)."""
+    url = f"sqlite:///{tmp_path / 'leaderlog.db'}"
+    count = 12_000
+    process = importing_a_big_file(tmp_path, url, count)
     process.send_signal(signal.SIGINT)
     _, rest = process.communicate(timeout=120)
     assert process.returncode == 130, rest
@@ -419,25 +425,7 @@ def test_a_second_ctrl_c_while_an_import_stops_ends_it_at_once(tmp_path: Path) -
     url = f"sqlite:///{tmp_path / 'leaderlog.db'}"
     ok(leaderlog("--db", url, "import", str(SEED_FILE), cwd=tmp_path))
     count = 40_000
-    big = tmp_path / "big.jsonl"
-    big.write_text(
-        "".join(
-            json.dumps({"type": "org.registered", "data": {"org": f"org-{n}", "name": f"Org {n}"}})
-            + "\n"
-            for n in range(count)
-        ),
-        encoding="utf-8",
-    )
-    process = subprocess.Popen(
-        [str(LEADERLOG), "--db", url, "import", str(big)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    assert process.stderr is not None
-    # Past the progress bar's lines, once the append has started.
-    while not (line := process.stderr.readline()).startswith(f"appending {count} records"):
-        assert line, "the import ended before its append began"
+    process = importing_a_big_file(tmp_path, url, count)
     process.send_signal(signal.SIGINT)
     time.sleep(0.5)
     process.send_signal(signal.SIGINT)
