@@ -194,12 +194,14 @@ class ProjectionFailure:
     cause: Exception
 
     def __str__(self) -> str:
+        # One line: a database's message may run over several ("...\nDETAIL: ...").
+        reason = " ".join(str(self.cause).split())
         if self.first is None or self.last is None:
             return (
-                f"projection {self.name} could not create its tables: {self.cause}; "
+                f"projection {self.name} could not create its tables: {reason}; "
                 "it is left out until that is fixed"
             )
-        cause = f"{type(self.cause).__name__}: {self.cause}{_where_raised(self.cause)}"
+        cause = f"{type(self.cause).__name__}: {reason}{_where_raised(self.cause)}"
         span = (
             f"event {self.first}" if self.first == self.last else f"events {self.first}-{self.last}"
         )

@@ -11,7 +11,7 @@ from typing import Any, ClassVar
 
 import pytest
 
-from leaderlog.errors import ProjectionError, ProjectionFailed, StoreUnavailable
+from leaderlog.errors import ProjectionError, ProjectionFailed, ProjectionFailure, StoreUnavailable
 from leaderlog.events import RecordedEvent
 from leaderlog.log import EventLog
 from leaderlog.projections import (
@@ -703,3 +703,16 @@ async def test_a_user_projection_is_forgotten_with_its_own_tables_only(
     assert (tables, position) == (["p_probe_x_seen"], SEED_COUNT)
     assert set(await ProjectionRunner(seeded_log.store, []).registered()) == {"counting"}
     assert await seeded_log.store.query("SELECT COUNT(*) FROM p_counting_seen") == [(SEED_COUNT,)]
+
+
+def test_a_failure_reads_as_one_line_whatever_the_database_said() -> None:
+    """PostgreSQL's messages run over lines ("...\\nDETAIL: ..."): printed escaped, a literal
+    \\n showed in the middle of the warning."""
+    cause = ValueError('duplicate key value violates unique constraint "x"\nDETAIL:  Key (a)=(1)')
+    for failure in (
+        ProjectionFailure("probe", None, None, cause),
+        ProjectionFailure("probe", 3, 5, cause),
+    ):
+        text = str(failure)
+        assert "\n" not in text
+        assert 'constraint "x" DETAIL: Key (a)=(1)' in text

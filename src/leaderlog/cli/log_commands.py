@@ -60,6 +60,7 @@ def _lines_with_progress(handle: IO[bytes], size: int | None) -> Iterator[bytes]
         TimeRemainingColumn(),
         console=err_console,
         transient=True,
+        disable=not err_console.is_terminal,
     ) as progress:
         task = progress.add_task("check", total=size)
         for line in handle:

@@ -66,6 +66,8 @@ def _progress_bar(label: str) -> Progress:
         TimeRemainingColumn(),
         console=err_console,
         transient=True,
+        # Redrawn in place on a terminal; elsewhere (a log file, a pipe) it left a blank line.
+        disable=not err_console.is_terminal,
     )
 
 
