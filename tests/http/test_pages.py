@@ -94,6 +94,10 @@ def test_overview_speaks_the_asked_language(
     chinese = client.get(f"{base}/?lang=zh-Hans")
     assert "现任领导层" in chinese.text
     assert f'href="{base}/feeds/all.atom?lang=zh-Hans"' in chinese.text
+    # a tag naming an offered language another way goes to the address the links use
+    for asked, offered in (("zh", "zh-Hans"), ("pt-BR", "pt"), ("EN", "en")):
+        moved = client.get(f"{base}/?org=ice&lang={asked}")
+        assert (moved.status_code, moved.headers["location"]) == (308, f"/?org=ice&lang={offered}")
 
 
 def test_hostile_text_is_escaped_in_pages_and_feeds(

@@ -41,7 +41,7 @@ from leaderlog.http._deps import (
     queries_of,
 )
 
-__all__ = ["given_once", "pick_language", "router"]
+__all__ = ["canonical_address", "given_once", "pick_language", "router"]
 
 
 async def given_once(request: Request) -> None:
@@ -94,7 +94,7 @@ def pick_language(request: Request, lang: str | None) -> tuple[str, bool]:
     return negotiate(list_header(request, "accept-language")), False
 
 
-def _canonical(
+def canonical_address(
     request: Request, path: str, chosen: str, page: int | None = None
 ) -> Response | None:
     """A 308 to ``path`` with ``lang`` and ``page`` in their one spelling, each once (other
@@ -126,7 +126,7 @@ async def _serve(
     request: Request, scope: Scope, fmt: FeedFormat, lang: str | None, page: int | None
 ) -> Response:
     chosen, explicit = pick_language(request, lang)
-    if (redirect := _canonical(request, scope.path(fmt), chosen, page)) is not None:
+    if (redirect := canonical_address(request, scope.path(fmt), chosen, page)) is not None:
         return redirect
     feed_request = FeedRequest(scope, fmt, chosen, base_url(request), page, explicit)
     service = feeds_of(request)
@@ -201,7 +201,7 @@ async def opml(
 ) -> Response:
     """An OPML 2.0 list of every feed: everything, each organisation, person and post."""
     chosen, explicit = pick_language(request, lang)
-    if (redirect := _canonical(request, "/opml", chosen)) is not None:
+    if (redirect := canonical_address(request, "/opml", chosen)) is not None:
         return redirect
     rendered = await feeds_of(request).opml(chosen, base_url(request), format, explicit)
     if is_not_modified(request, rendered.validators):

@@ -36,7 +36,7 @@ from leaderlog.feeds import (
 from leaderlog.feeds._i18n import Language
 from leaderlog.http._conditional import VARY, get_and_head, respond
 from leaderlog.http._deps import base_url, feeds_of, queries_of
-from leaderlog.http._feeds import given_once, pick_language
+from leaderlog.http._feeds import canonical_address, given_once, pick_language
 from leaderlog.projections import InvalidQuery, UnknownEntity
 
 __all__ = ["router"]
@@ -371,6 +371,9 @@ async def overview(
     organisations instead; ``?org=`` shows one organisation's subtree.
     """
     chosen, explicit = pick_language(request, lang)
+    # As on the feeds: ?lang=pt-BR is sent to ?lang=pt, the address the page's links use.
+    if (redirect := canonical_address(request, "/", chosen)) is not None:
+        return redirect
     link_lang = chosen if explicit else None
     words = language(chosen)
     base = base_url(request)
