@@ -345,10 +345,23 @@ def test_a_long_catch_up_at_start_is_said_and_another_version_s_build_is_not_ok(
                 )
 
         asyncio.run(rebuild_elsewhere())
-        # then health says not ok, and its answers are 503s, not 500s
-        assert client.get(f"{base}/healthz").json()["ok"] is False
+        # then health says not ok, and why, and its answers are 503s, not 500s
+        health = client.get(f"{base}/healthz").json()
+        assert health["ok"] is False
+        (audit,) = [entry for entry in health["projections"] if entry["name"] == "audit"]
+        assert audit["error"] == (
+            "rebuilt by another leaderlog version (version 99 in the database; this server "
+            "reads version 1): restart it"
+        )
         response = client.get(f"{base}/api/audit")
         assert response.status_code == 503, response.text
+        # and once the log moves on, the follower says so in one line, with no traceback
+        confirm_as_another_writer(url, GORDON_ACTING)
+        deadline = time.monotonic() + 10
+        while "is at version 99 in this database" not in caplog.text:
+            assert time.monotonic() < deadline, caplog.text
+            time.sleep(0.05)
+    assert "Traceback" not in caplog.text
 
 
 async def test_verify_requests_arriving_together_share_one_check(

@@ -222,6 +222,11 @@ async def healthz(request: Request) -> Response:
             entry["error"] = f"left out: {projection.reason}"
         elif (failure := unprepared.get(status.name)) is not None:
             entry["error"] = str(failure)
+        elif status.version != projection.version:
+            entry["error"] = (
+                f"rebuilt by another leaderlog version (version {status.version} in the "
+                f"database; this server reads version {projection.version}): restart it"
+            )
         listed.append(entry)
     return json_response(
         request,

@@ -27,7 +27,13 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import BaseRoute, Match
 
-from leaderlog.errors import ProjectionFailed, StoreError, StoreUnavailable, UnreadableEvent
+from leaderlog.errors import (
+    ProjectionError,
+    ProjectionFailed,
+    StoreError,
+    StoreUnavailable,
+    UnreadableEvent,
+)
 from leaderlog.feeds import FeedService
 from leaderlog.http import _api, _feeds, _pages
 from leaderlog.http._deps import Services, check_public_url, log_of, services_of
@@ -96,6 +102,10 @@ def _log_failure(runner: ProjectionRunner, error: Exception) -> None:
                 logger.warning("%s", failure)
             else:
                 logger.error("%s; retrying", failure)
+    elif isinstance(error, ProjectionError):
+        # Another leaderlog version rebuilt a projection under this server: no retry can
+        # mend that, only a restart (the message says so); not a bug, so no traceback.
+        logger.error("%s", error)
     else:
         names = ", ".join(p.name for p in runner.projections)
         logger.exception("applying events to %s failed; retrying", names)
