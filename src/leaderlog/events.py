@@ -726,6 +726,14 @@ class Record(_Frozen):
     # are never rewritten (and the hash chain covers their bytes).
     stored_as: tuple[int, dict[str, Any]] | None = None
 
+    @field_validator("meta", mode="before")
+    @classmethod
+    def _storable_meta(cls, meta: object) -> dict[str, Any]:
+        # Here, not in parse_record alone: a record built by hand is held to it too, so no
+        # record can reach a group commit with a meta that fails there (RecordError is not
+        # a ValueError, so pydantic passes it on as it is).
+        return check_meta(meta)
+
     @property
     def stream(self) -> str:
         return self.event.stream()
@@ -857,7 +865,6 @@ def parse_record(raw: object) -> Record:
 
     expected = check_expected_version(raw.get("expected_version"))
 
-    meta = check_meta(raw.get("meta"))
 
     recorded_at: dt.datetime | None = None
     actor: str | None = None
@@ -878,7 +885,7 @@ def parse_record(raw: object) -> Record:
         event=event,
         event_id=event_id,
         expected_version=expected,
-        meta=meta,
+        meta=raw.get("meta"),
         recorded_at=recorded_at,
         actor=actor,
         stored_as=stored_as,
