@@ -865,7 +865,6 @@ def parse_record(raw: object) -> Record:
 
     expected = check_expected_version(raw.get("expected_version"))
 
-
     recorded_at: dt.datetime | None = None
     actor: str | None = None
     if exported:

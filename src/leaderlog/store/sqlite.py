@@ -174,7 +174,7 @@ def _append_in_transaction(
                 batches, versions, existing, head_position, head_hash, now, head_time
             )
         if rows:
-            connection.executemany(_INSERT, [_planned_to_row(row) for row in rows])
+            connection.executemany(_INSERT, map(_planned_to_row, rows))
         connection.execute("COMMIT")
     except BaseException:
         with contextlib.suppress(sqlite3.Error):
