@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 
-__all__ = ["NOT_A_DAY_TIME", "NO_OFFSET", "read_rfc3339"]
+__all__ = ["AFTER_THE_LAST_TIME", "NOT_A_DAY_TIME", "NO_OFFSET", "read_rfc3339"]
 
 # RFC 3339 section 5.6 (datetime.fromisoformat alone also takes week dates, basic format and
 # times without seconds). A leap second is read as its second's last microsecond.
@@ -19,6 +19,7 @@ _OFFSET_PLUS_AS_SPACE = re.compile(r" (\d{2}:\d{2})$", re.ASCII)
 
 NO_OFFSET = "needs a UTC offset (e.g. Z or +02:00)"
 NOT_A_DAY_TIME = "is not a real time of a calendar day"
+AFTER_THE_LAST_TIME = "is after the last time that can be recorded (9999-12-31T23:59:59.999999Z)"
 
 
 def read_rfc3339(text: str, *, round_up: bool = False) -> dt.datetime:
@@ -43,8 +44,11 @@ def read_rfc3339(text: str, *, round_up: bool = False) -> dt.datetime:
     normal = f"{found['date']}T{found['clock']}:{'59' if leap else second}.{fraction}{offset}"
     try:
         moment = dt.datetime.fromisoformat(normal)
-        if round_up and not leap and digits[6:].strip("0"):
-            moment += dt.timedelta(microseconds=1)
     except (ValueError, OverflowError):
         raise ValueError(NOT_A_DAY_TIME) from None
+    if round_up and not leap and digits[6:].strip("0"):
+        try:
+            moment += dt.timedelta(microseconds=1)
+        except OverflowError:
+            raise ValueError(AFTER_THE_LAST_TIME) from None
     return moment

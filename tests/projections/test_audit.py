@@ -174,6 +174,11 @@ def test_a_lower_bound_beyond_microseconds_rounds_up_to_the_next_microsecond() -
     assert exact.isoformat() == "2025-05-29T14:00:00.123456+00:00"
 
 
+def test_a_lower_bound_after_the_last_microsecond_says_so() -> None:
+    with pytest.raises(InvalidQuery, match="after the last time that can be recorded"):
+        parse_time("9999-12-31T23:59:59.9999999Z", "from", end_of_day=False)
+
+
 @pytest.fixture(params=["seeded_log", "seeded_postgres_log"])
 def seeded_either(request: pytest.FixtureRequest) -> EventLog:
     log: EventLog = request.getfixturevalue(request.param)

@@ -324,6 +324,81 @@ def test_given_a_departure_then_a_vague_appointment_in_another_capacity_opens_a_
     assert story.holders("2025-05-31") == [("ann", "acting")]
 
 
+@pytest.mark.parametrize("second", ["2025-05-10", "2025-05"], ids=["same-day", "vaguer"])
+def test_given_a_departure_reported_twice_then_it_ends_one_tenure(second: str) -> None:
+    story = (
+        Story(published={"paper": "2025-05-20", "wire": "2025-05-21"})
+        .report("c1", kind="incumbency", effective="2024-01-01")
+        .report("c2", kind="departure", cause="retirement", effective="2025-05-10")
+        .report("c3", kind="departure", cause="retirement", effective=second, source="wire")
+    )
+    (tenure,) = story.tenures()
+    assert (tenure["start"]["date"], tenure["end"]["date"], tenure["ended_by"]) == (
+        "2024-01-01",
+        "2025-05-10",
+        "c2",
+    )
+    assert [claim["claim"] for claim in tenure["evidence"]] == ["c1", "c2", "c3"]
+    assert story.state("2025-06-01")["vacancy"] == "vacant"
+
+
+def test_given_a_departure_certainly_after_the_last_one_then_it_shows_another_tenure() -> None:
+    # Nothing says the person came back, but leaving again says they held the post again.
+    story = (
+        Story()
+        .report("c1", kind="incumbency", effective="2024-01-01")
+        .report("c2", kind="departure", cause="resignation", effective="2024-05-10")
+        .report("c3", kind="departure", cause="retirement", effective="2025-03-01")
+    )
+    assert [(t["start"], t["end"]["date"]) for t in story.tenures()] == [
+        (
+            {"date": "2024-01-01", "qualifier": "on", "text": None, "basis": "effective"},
+            "2024-05-10",
+        ),
+        (None, "2025-03-01"),
+    ]
+
+
+@pytest.mark.parametrize("order", [("c2", "c3"), ("c3", "c2")], ids=["left-first", "named-first"])
+def test_given_an_acting_holder_promoted_the_same_day_then_the_order_of_reports_does_not_matter(
+    order: tuple[str, str],
+) -> None:
+    reports = {
+        "c2": {"kind": "departure", "capacity": "acting", "cause": "promotion"},
+        "c3": {"kind": "appointment", "capacity": "permanent"},
+    }
+    story = Story().report("c1", kind="incumbency", capacity="acting", effective="2025-01-01")
+    for claim in order:
+        story.report(claim, effective="2025-06-01", **reports[claim])
+    assert story.holders("2025-06-02") == [("ann", "permanent")]
+    assert [
+        (t["capacity"], t["start"]["date"], (t["end"] or {}).get("date"), t["cause"])
+        for t in story.tenures()
+    ] == [
+        ("acting", "2025-01-01", "2025-06-01", "promotion"),
+        ("permanent", "2025-06-01", None, None),
+    ]
+
+
+def test_given_a_permanent_appointment_then_a_vaguer_end_of_the_acting_role_leaves_it_held() -> (
+    None
+):
+    story = (
+        Story()
+        .report("c1", kind="incumbency", capacity="acting", effective="2025-01-01")
+        .report("c2", capacity="permanent", effective="2025-06-01")
+        .report("c3", kind="departure", capacity="acting", cause="promotion", effective="2025-06")
+    )
+    assert story.holders("2025-07-01") == [("ann", "permanent")]
+    first, second = story.tenures()
+    assert (first["capacity"], first["cause"], second["capacity"], second["end"]) == (
+        "acting",
+        "promotion",
+        "permanent",
+        None,
+    )
+
+
 # --- fuzzy dates -------------------------------------------------------------------------------
 
 

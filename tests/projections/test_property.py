@@ -185,11 +185,12 @@ async def _fold_up_to(log: EventLog, position: int, as_of: dt.date) -> dict[str,
             )
         )
     by_post: dict[str, list[Any]] = defaultdict(list)
-    for version in latest_versions(folded, published).values():
+    every_claim = latest_versions(folded, published)
+    for version in every_claim.values():
         by_post[version.post].append(version)
     return {
         post: {
-            "state": post_state(by_post.get(post, []), as_of),
+            "state": post_state(by_post.get(post, []), as_of, every_claim),
             "tenures": tenures(by_post.get(post, [])),
         }
         for post in sorted(posts)

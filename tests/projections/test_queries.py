@@ -404,6 +404,78 @@ async def test_history_lists_tenures_by_the_day_they_count_from(seeded_log: Even
     assert [tenure["post"] for tenure in tenures][-2:] == ["ice-early", "ice-late"]
 
 
+def _claim(name: str, source: str, kind: str, person: str, post: str, **more: Any) -> Any:
+    return record(
+        "claim.reported",
+        **{"claim": name, "source": source, "kind": kind, "person": person, "post": post},
+        **{"capacity": "unspecified", "modality": "occurred", **more},
+        attribution={"kind": "outlet"},
+    )
+
+
+def _small_log(published: str = "2025-01-15") -> list[dict[str, Any]]:
+    """Organisation a with posts p and q, people x and y, and source s."""
+    return [
+        record("org.registered", org="a", name="A"),
+        record("post.defined", post="p", org="a", title="P"),
+        record("post.defined", post="q", org="a", title="Q"),
+        record("person.registered", person="x", name="X"),
+        record("person.registered", person="y", name="Y"),
+        record(
+            "source.registered",
+            source="s",
+            url="https://e.org/s",
+            publisher="S",
+            published={"date": published},
+        ),
+    ]
+
+
+async def test_history_orders_a_vaguely_published_tenure_by_the_day_the_log_knew_it(
+    sqlite_url: str,
+) -> None:
+    # given an undated incumbency from a source published "2025", recorded on 10 March (so
+    # it counts from then at the latest), and an appointment of someone else from 1 June
+    records = [
+        *_small_log(published="2025"),
+        _claim("cx", "s", "incumbency", "x", "p"),
+        _claim("cy", "s", "appointment", "y", "p", effective={"date": "2025-06-01"}),
+    ]
+    async with await EventLog.open(sqlite_url) as log:
+        await append(log, records, recorded_at=at("2025-03-10T00:00:00Z"))
+        queries = await current(log)
+        state = await queries.state(org="a", as_of="2025-03-10")
+        history = await queries.history(post="p")
+    # then x, who held the post from 10 March, comes before y
+    assert [holder["person"] for holder in _posts(state)["p"]["holders"]] == ["x"]
+    assert [tenure["person"] for tenure in history["tenures"]] == ["x", "y"]
+
+
+async def test_a_dispute_with_a_claim_on_another_post_names_its_person_until_it_is_retracted(
+    sqlite_url: str,
+) -> None:
+    # given x reported at p, y at q, and the claim about x disputed by the one about y
+    records = [
+        *_small_log(),
+        _claim("cp", "s", "incumbency", "x", "p", effective={"date": "2025-01-01"}),
+        _claim("cq", "s", "incumbency", "y", "q", effective={"date": "2025-01-01"}),
+        record("claim.disputed", claim="cp", reason="r", conflicts_with=["cq"]),
+    ]
+    async with await EventLog.open(sqlite_url) as log:
+        await append(log, records)
+        queries = await current(log)
+        (conflict,) = _posts(await queries.state(org="a", as_of="2025-06-01"))["p"]["conflicts"]
+        # then the conflict names both people
+        assert (conflict["claims"], conflict["persons"]) == (["cp", "cq"], ["x", "y"])
+        # when the other claim is retracted, then it is no longer a side of the conflict
+        await append(log, [record("claim.retracted", claim="cq", reason="wrong")])
+        queries = await current(log)
+        for asked in ({"org": "a"}, {}):
+            state = await queries.state(as_of="2025-06-01", **asked)
+            (conflict,) = _posts(state)["p"]["conflicts"]
+            assert (conflict["claims"], conflict["persons"]) == (["cp"], ["x"]), asked
+
+
 async def test_dates_at_the_end_of_the_calendar_are_answered(seeded_log: EventLog) -> None:
     # given a change dated after the last day a date can name, and a source published then
     # with an undated holder, both accepted on append

@@ -13,24 +13,26 @@ at some T (see :mod:`.claim_versions` for how versions and their dates come abou
   One that may have taken effect by the day a departure of its person ended a tenure (its
   date is vaguer) is evidence of that tenure: only one certainly after it opens another.
   An appointment in another specific capacity (acting, then permanent) starts a new tenure.
+  A departure that may be the end already known (reported again, or more vaguely) is
+  evidence of it; on one day, departures come before appointments and incumbencies.
 - A tenure's capacity is the latest specific capacity its evidence gives, from undisputed
   claims when there are any: "unspecified" never overrides "acting". The appointments and
   incumbencies come first; a departure's capacity counts only when they give none.
 - A live claim whose latest step is a dispute is a conflict, as are overlapping permanent
   holders. Claims that dispute each other are one conflict: every person involved, and the
-  newest dispute's reason.
+  newest dispute's reason, whatever post the other claims are about.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from leaderlog.projections.claim_versions import ClaimVersion, shown_anchor
 
-__all__ = ["ACTING_CAPACITIES", "Tenure", "pending", "post_state", "tenures"]
+__all__ = ["ACTING_CAPACITIES", "Tenure", "ordered_tenures", "pending", "post_state", "tenures"]
 
 ACTING_CAPACITIES = frozenset({"acting", "interim"})
 
@@ -109,7 +111,9 @@ def _in_effect(
         day = version.effect_day()
         if day is not None and (as_of is None or day <= as_of):
             changes.append((day, version))
-    changes.sort(key=lambda item: (item[0], item[1].reported_position))
+    # On one day, leaving comes before taking up: an acting holder who leaves that role and is
+    # appointed permanently the same day holds the post, in whichever order it was reported.
+    changes.sort(key=lambda item: (item[0], item[1].kind != "departure", item[1].reported_position))
     return changes
 
 
@@ -122,6 +126,13 @@ def _fold(changes: Sequence[tuple[dt.date, ClaimVersion]]) -> list[Tenure]:
         current = holding.get(claim.person)
         anchor = claim.effect_date()
         if claim.kind == "departure":
+            previous = ended.get(claim.person)
+            if previous is not None and _repeats_end(claim, previous, current):
+                # The end already known, reported again (by another source, or more vaguely):
+                # evidence of it, not a second tenure.
+                previous.evidence.append(claim)
+                previous.cause = previous.cause or claim.cause
+                continue
             if current is None:
                 # Only the end is known: the person held the post until this departure.
                 current = Tenure(claim.person, claim.post, None, None, [])
@@ -149,6 +160,7 @@ def _fold(changes: Sequence[tuple[dt.date, ClaimVersion]]) -> list[Tenure]:
             and claim.capacity != current.capacity()
         ):
             current.end, current.end_day, current.ended_by = anchor, day, claim.claim
+            ended[claim.person] = current
             current = None
         if current is None:
             current = Tenure(claim.person, claim.post, anchor, day, [])
@@ -156,6 +168,20 @@ def _fold(changes: Sequence[tuple[dt.date, ClaimVersion]]) -> list[Tenure]:
             found.append(current)
         current.evidence.append(claim)
     return found
+
+
+def _repeats_end(claim: ClaimVersion, previous: Tenure, current: Tenure | None) -> bool:
+    """Whether a departure may be the end ``previous`` already has: dated so that it may have
+    taken effect by then, and while the person holds the post again, in the capacity that
+    ended there (an acting role left as the permanent appointment began)."""
+    earliest = claim.earliest_effect_day()
+    if earliest is None or previous.end_day is None or earliest > previous.end_day:
+        return False
+    if current is None:
+        return True
+    return claim.capacity != "unspecified" and (
+        claim.capacity == previous.capacity() != current.capacity()
+    )
 
 
 def _before_end(claim: ClaimVersion, tenure: Tenure) -> bool:
@@ -178,8 +204,17 @@ def tenures(versions: Iterable[ClaimVersion]) -> list[dict[str, Any]]:
     ``published`` or ``recorded``), ``start`` None when only the end is known and ``end``
     None while the tenure is open.
     """
-    found = _fold(_in_effect(versions, None))
-    found.sort(key=lambda item: (item.start_day or item.end_day or dt.date.max, item.person))
+    return ordered_tenures([versions])
+
+
+def ordered_tenures(groups: Iterable[Iterable[ClaimVersion]]) -> list[dict[str, Any]]:
+    """The tenures of several groups of claims (one post and person each), in the order they
+    count from: the day the rules read, so a vaguely published start is placed no later than
+    the day the log recorded it (which its shown date does not say)."""
+    found = [tenure for group in groups for tenure in _fold(_in_effect(group, None))]
+    found.sort(
+        key=lambda item: (item.start_day or item.end_day or dt.date.max, item.post, item.person)
+    )
     return [tenure.as_json() for tenure in found]
 
 
@@ -215,8 +250,15 @@ def pending(versions: Iterable[ClaimVersion], as_of: dt.date | None) -> list[dic
     return [_pending(claim) for claim in found]
 
 
-def post_state(versions: Sequence[ClaimVersion], as_of: dt.date) -> dict[str, Any]:
+def post_state(
+    versions: Sequence[ClaimVersion],
+    as_of: dt.date,
+    elsewhere: Mapping[str, ClaimVersion] | None = None,
+) -> dict[str, Any]:
     """The state of one post on ``as_of`` from the versions of its claims known at some T.
+
+    ``elsewhere``: claims of other posts, by id, known at the same T, for the disputes that
+    name them (their person and whether they were retracted).
 
     Returns ``{holders, pending, vacancy, conflicts}``:
 
@@ -252,7 +294,7 @@ def post_state(versions: Sequence[ClaimVersion], as_of: dt.date) -> dict[str, An
     relevant = {claim.claim for _, claim in changes} | {item["claim"] for item in waiting}
     conflicts: list[dict[str, Any]] = []
     seen: set[tuple[str, ...]] = set()
-    by_claim = {claim.claim: claim for claim in versions}
+    by_claim = {**(elsewhere or {}), **{claim.claim: claim for claim in versions}}
     disputed = [
         claim for claim in versions if claim.claim in relevant and claim.status == "disputed"
     ]

@@ -21,14 +21,14 @@ from leaderlog.errors import ProjectionError, StoreError, StoreUnavailable
 from leaderlog.events import EVENT_TYPES, format_time
 from leaderlog.projections._sql import chunks, marks
 from leaderlog.projections.audit import AuditProjection
-from leaderlog.projections.claim_versions import ClaimVersion, counts_from
+from leaderlog.projections.claim_versions import ClaimVersion
 from leaderlog.projections.leadership import (
     OPEN,
     SEARCH_SEPARATOR,
     LeadershipProjection,
     search_form,
 )
-from leaderlog.projections.leadership_rules import pending, post_state, tenures
+from leaderlog.projections.leadership_rules import ordered_tenures, pending, post_state
 from leaderlog.projections.query_input import (
     CONTROL_CHARACTERS,
     MAX_NAME_LENGTH,
@@ -424,9 +424,10 @@ class Queries:
         by_post: dict[str, list[ClaimVersion]] = defaultdict(list)
         for version in versions:
             by_post[version.post].append(version)
+        elsewhere = await self._disputed_elsewhere(versions, position)
         answers = []
         for post in posts:
-            answer = post_state(by_post.get(post["post"], []), day)
+            answer = post_state(by_post.get(post["post"], []), day, elsewhere)
             answers.append({"post": post, **answer})
         names = await self._names(
             (
@@ -440,6 +441,25 @@ class Queries:
             for item in (*answer["holders"], *answer["pending"]):
                 item["name"] = names.get(item["person"])
         return {**situation, "org": scope, "posts": answers}
+
+    async def _disputed_elsewhere(
+        self, versions: Sequence[ClaimVersion], position: int
+    ) -> dict[str, ClaimVersion]:
+        """The claims that disputes among ``versions`` name, by id, wherever their post."""
+        by_claim = {version.claim: version for version in versions}
+        named = {
+            other
+            for version in versions
+            if version.status == "disputed"
+            for other in version.disputes[-1]["conflicts_with"]
+        }
+        missing = sorted(named - by_claim.keys())
+        if missing:
+            by_claim.update(
+                (version.claim, version)
+                for version in await self._versions("claim", missing, position)
+            )
+        return by_claim
 
     # --- history -----------------------------------------------------------------------------
 
@@ -492,8 +512,7 @@ class Queries:
         for version in versions:
             if person is None or version.person == person:
                 groups[(version.post, version.person)].append(version)
-        found_tenures = [tenure for group in groups.values() for tenure in tenures(group)]
-        found_tenures.sort(key=_tenure_order)
+        found_tenures = ordered_tenures(groups.values())
         waiting = []
         for (post_id, _), group in groups.items():
             for item in pending(group, None):
@@ -689,12 +708,6 @@ class Queries:
             list(given.values()),
         )
         return int(rows[0][0]) >= _SCAN_FROM_CLAIMS
-
-
-def _tenure_order(tenure: Mapping[str, Any]) -> tuple[dt.date, str, str]:
-    # By the day each tenure counts from, as the rules read it ("after 2025-06" is July).
-    day = counts_from(tenure["start"] or tenure["end"])
-    return (day or dt.date.max, tenure["post"], tenure["person"])
 
 
 def _at(known: int | None) -> int:
