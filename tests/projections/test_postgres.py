@@ -34,6 +34,8 @@ from tests.projections.test_runner import (
     a_caught_statement_error_stops_its_projection_alone,
     a_failing_projection_stops_alone,
     a_refused_statement_stops_only_its_projection,
+    a_slow_user_projection_holds_back_nobody_for_long,
+    a_statement_refused_after_a_caught_one_names_the_caught_one,
     dump,
 )
 from tests.store import postgres_connection, postgres_schema
@@ -200,6 +202,18 @@ async def test_postgres_a_caught_statement_error_stops_its_projection_alone(
 ) -> None:
     """Not "current transaction is aborted" for it and every projection after it."""
     await a_caught_statement_error_stops_its_projection_alone(seeded_postgres_log)
+
+
+async def test_postgres_a_statement_refused_after_a_caught_one_names_the_caught_one(
+    seeded_postgres_log: EventLog,
+) -> None:
+    await a_statement_refused_after_a_caught_one_names_the_caught_one(seeded_postgres_log)
+
+
+async def test_postgres_a_slow_user_projection_holds_back_nobody_for_long(
+    seeded_postgres_log: EventLog,
+) -> None:
+    await a_slow_user_projection_holds_back_nobody_for_long(seeded_postgres_log)
 
 
 async def test_postgres_forgets_a_user_projection_s_own_tables_only(

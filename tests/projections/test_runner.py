@@ -647,6 +647,146 @@ async def test_a_caught_statement_error_stops_its_projection_alone(seeded_log: E
     await a_caught_statement_error_stops_its_projection_alone(seeded_log)
 
 
+class CatchingThenUpdating(Exploding):
+    """Catches a duplicate key and goes on with an UPDATE, which PostgreSQL refuses because
+    the duplicate aborted the transaction."""
+
+    name: ClassVar[str] = "catching_then_updating"
+
+    async def apply(self, tx: ProjectionTransaction, events: Sequence[RecordedEvent]) -> None:
+        table = "p_catching_then_updating_seen"
+        for event in events:
+            for _ in range(2):
+                try:
+                    await tx.execute(
+                        f"INSERT INTO {table} (position) VALUES (?)", (event.position,)
+                    )
+                except Exception:
+                    await tx.execute(
+                        f"UPDATE {table} SET position = ? WHERE position = ?",
+                        (event.position, event.position),
+                    )
+
+
+async def a_statement_refused_after_a_caught_one_names_the_caught_one(log: EventLog) -> None:
+    """Given/when/then shared with the PostgreSQL tests: the same words on both databases."""
+    runner = ProjectionRunner(log.store, [CatchingThenUpdating(), LeadershipProjection()], page=10)
+    with pytest.raises(ProjectionFailed) as raised:
+        await runner.catch_up()
+    message = str(raised.value.failures[0])
+    assert "current transaction is aborted" not in message
+    assert "; apply() went on after this statement failed" in message
+    assert f"{Path(__file__).name}, line " in message
+
+
+async def test_a_statement_refused_after_a_caught_one_names_the_caught_one(
+    seeded_log: EventLog,
+) -> None:
+    await a_statement_refused_after_a_caught_one_names_the_caught_one(seeded_log)
+
+
+class Sleeping(Exploding):
+    """Takes ``seconds_per_event`` for each event of a page, or ``seconds_at`` on one."""
+
+    name: ClassVar[str] = "sleeping"
+    seconds_per_event = 0.0
+    slow_at = 0
+    seconds_at = 0.0
+
+    async def apply(self, tx: ProjectionTransaction, events: Sequence[RecordedEvent]) -> None:
+        await super().apply(tx, events)
+        await asyncio.sleep(self.seconds_per_event * len(events))
+        if any(event.position == self.slow_at for event in events):
+            await asyncio.sleep(self.seconds_at)
+
+
+async def a_slow_user_projection_holds_back_nobody_for_long(log: EventLog) -> None:
+    """Given/when/then shared with the PostgreSQL tests."""
+    # given a user projection that takes far too long on position 12, beside a built-in
+    sleeping = Sleeping()
+    sleeping.slow_at, sleeping.seconds_at = 12, 60
+    runner = ProjectionRunner(
+        log.store, [sleeping, LeadershipProjection()], page=10, user_apply_seconds=0.3
+    )
+    # when catching up, then it is stopped at the time limit and tried on smaller pages
+    messages = []
+    for _ in range(4):
+        with pytest.raises(ProjectionFailed) as raised:
+            await asyncio.wait_for(runner.catch_up(), timeout=10)
+        messages.append(str(raised.value.failures[0]))
+    assert messages[0] == (
+        "projection sleeping could not apply events 11-20: apply() took longer than 0.3 s and "
+        "was stopped: it runs inside the database's write transaction, which holds back every "
+        "writer meanwhile; keep slow work (network calls, sleeps) out of apply; it is tried "
+        "again on pages of 5 events; it stays at position 10 until that is fixed"
+    )
+    assert messages[-1].startswith(
+        "projection sleeping could not apply event 12: apply() took longer than 0.3 s"
+    )
+    assert "tried again" not in messages[-1]
+    # while the built-in went on to the head, and the slow one kept what it could apply
+    statuses = {status.name: status.checkpoint for status in await runner.status()}
+    assert statuses == {"sleeping": 11, "leadership": SEED_COUNT}
+    assert await log.store.query("SELECT MAX(position) FROM p_sleeping_seen") == [(11,)]
+
+
+async def test_a_slow_user_projection_holds_back_nobody_for_long(seeded_log: EventLog) -> None:
+    await a_slow_user_projection_holds_back_nobody_for_long(seeded_log)
+
+
+async def test_a_user_projection_slow_on_big_pages_goes_on_with_smaller_ones(
+    seeded_log: EventLog,
+) -> None:
+    sleeping = Sleeping()
+    sleeping.seconds_per_event = 0.03
+    runner = ProjectionRunner(seeded_log.store, [sleeping], page=20, user_apply_seconds=0.35)
+    with pytest.raises(ProjectionFailed, match="tried again on pages of 10 events"):
+        await runner.catch_up()
+    assert await runner.catch_up() == SEED_COUNT
+    assert await seeded_log.store.query("SELECT COUNT(*) FROM p_sleeping_seen") == [(SEED_COUNT,)]
+
+
+async def test_builtins_have_no_time_limit(seeded_log: EventLog) -> None:
+    class SlowLeadership(LeadershipProjection):
+        async def apply(self, tx: ProjectionTransaction, events: Sequence[RecordedEvent]) -> None:
+            await asyncio.sleep(0.2)
+            await super().apply(tx, events)
+
+    runner = ProjectionRunner(seeded_log.store, [SlowLeadership()], user_apply_seconds=0.05)
+    assert await runner.catch_up() == SEED_COUNT
+
+
+class CancellingItself(Exploding):
+    name: ClassVar[str] = "cancelling_itself"
+
+    async def apply(self, tx: ProjectionTransaction, events: Sequence[RecordedEvent]) -> None:
+        await super().apply(tx, events)
+        if any(event.position == 5 for event in events):
+            raise asyncio.CancelledError
+
+
+async def test_a_projection_raising_cancelled_error_stops_alone(seeded_log: EventLog) -> None:
+    runner = ProjectionRunner(seeded_log.store, [CancellingItself(), LeadershipProjection()])
+    with pytest.raises(ProjectionFailed) as raised:
+        await runner.catch_up()
+    assert str(raised.value.failures[0]).startswith(
+        "projection cancelling_itself could not apply events 1-29: it raised CancelledError ("
+    )
+    statuses = {status.name: status.checkpoint for status in await runner.status()}
+    assert statuses == {"cancelling_itself": 0, "leadership": SEED_COUNT}
+
+
+async def test_a_runner_cancelled_while_applying_is_still_cancelled(seeded_log: EventLog) -> None:
+    sleeping = Sleeping()
+    sleeping.slow_at, sleeping.seconds_at = 3, 60
+    runner = ProjectionRunner(seeded_log.store, [sleeping], user_apply_seconds=30)
+    catching_up = asyncio.create_task(runner.catch_up())
+    await asyncio.sleep(0.3)
+    catching_up.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await catching_up
+
+
 class BadQueryIndex(Exploding):
     name: ClassVar[str] = "bad_query_index"
 

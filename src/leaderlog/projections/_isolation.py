@@ -21,9 +21,11 @@ from leaderlog.projections.base import (
 from leaderlog.projections.loading import module_file, shown_path
 
 __all__ = [
+    "CancelledItself",
     "Exited",
     "Explained",
     "LeftOut",
+    "TookTooLong",
     "Watched",
     "WentOn",
     "apply_failure",
@@ -169,10 +171,17 @@ class Watched(ProjectionTransaction):
     def __init__(self, tx: ProjectionTransaction) -> None:
         self._tx = tx
         self.failed: Exception | None = None
+        self._failed_later: list[Exception] = []
 
     def _remember(self, error: Exception) -> None:
         if self.failed is None:
             self.failed = error
+        else:
+            self._failed_later.append(error)
+
+    def failed_later(self, error: BaseException) -> bool:
+        """Whether ``error`` is a statement's that failed after the first failed one."""
+        return any(later is error for later in self._failed_later)
 
     async def execute(self, sql: str, parameters: Sequence[Any] = ()) -> None:
         try:
@@ -213,6 +222,24 @@ class Exited(Exception):
         self.exiting = exiting
 
 
+class TookTooLong(Exception):
+    """``apply`` ran past the runner's time limit for a user projection's page."""
+
+    def __init__(self, seconds: float, next_page: int | None) -> None:
+        super().__init__(f"apply() took longer than {seconds:g} s")
+        self.seconds = seconds
+        # The smaller page it is tried on next, or None when it already had one event.
+        self.next_page = next_page
+
+
+class CancelledItself(Exception):
+    """``apply`` raised ``asyncio.CancelledError`` while nothing was cancelling it."""
+
+    def __init__(self, cancelled: BaseException) -> None:
+        super().__init__("apply() raised CancelledError")
+        self.cancelled = cancelled
+
+
 def _location(error: BaseException, projection: Projection) -> str:
     """`` (file, line N)`` of the line of the projection's module that ``error`` went through
     last (for a statement the database refused: the line that ran it, not the driver's), else
@@ -239,9 +266,13 @@ def apply_failure(
     events: Sequence[RecordedEvent],
     error: Exception,
     went_on: Exception | None,
+    *,
+    failed_later: bool = False,
 ) -> ProjectionFailure:
     """The failure of ``projection`` on ``events``: ``error`` is what ``apply`` raised (or the
-    runner's marker), ``went_on`` the first statement that failed in it, if any."""
+    runner's marker), ``went_on`` the first statement that failed in it, if any, and
+    ``failed_later`` whether ``error`` is a later statement's failure (on PostgreSQL, refused
+    because the first one aborted the transaction: the first is the one to name)."""
     first, last = events[0].position, events[-1].position
     span = f"event {first}" if first == last else f"events {first}-{last}"
     cause: Exception
@@ -252,7 +283,28 @@ def apply_failure(
             f"it called sys.exit({error.exiting.code!r}){_location(error.exiting, projection)}"
             ", which would have ended leaderlog itself"
         )
-    elif went_on is not None and (isinstance(error, WentOn) or not _caused_by(error, went_on)):
+    elif isinstance(error, TookTooLong):
+        cause = error
+        again = (
+            f"; it is tried again on pages of {error.next_page} events"
+            if error.next_page is not None
+            else ""
+        )
+        what = (
+            f"{error} and was stopped: it runs inside the database's write transaction, "
+            f"which holds back every writer meanwhile; keep slow work (network calls, sleeps) "
+            f"out of apply{again}"
+        )
+    elif isinstance(error, CancelledItself):
+        cause = ProjectionError(str(error))
+        cause.__cause__ = error.cancelled
+        what = (
+            f"it raised CancelledError{_location(error.cancelled, projection)}, which would have "
+            "stopped leaderlog from following the log"
+        )
+    elif went_on is not None and (
+        isinstance(error, WentOn) or not _caused_by(error, went_on) or failed_later
+    ):
         cause = went_on
         what = (
             f"{type(cause).__name__}: {cause}{_location(cause, projection)}; apply() went on "

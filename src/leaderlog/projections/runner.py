@@ -37,8 +37,10 @@ from leaderlog.errors import (
 )
 from leaderlog.events import RecordedEvent
 from leaderlog.projections._isolation import (
+    CancelledItself,
     Exited,
     LeftOut,
+    TookTooLong,
     Watched,
     WentOn,
     apply_failure,
@@ -72,6 +74,9 @@ logger = logging.getLogger("leaderlog.projections")
 # Called after each applied page with (last applied position, head position).
 Progress = Callable[[int, int], None]
 DEFAULT_PAGE = 2000
+# How long a user projection's apply may take on one page. It runs inside the page's write
+# transaction: on SQLite every writer waits for it meanwhile, on PostgreSQL every runner.
+USER_APPLY_SECONDS = 5.0
 _PREPARE_ATTEMPTS = 3
 # Replays longer than this run with the garbage collector mostly out of the way.
 _BULK_BACKLOG = 20_000
@@ -164,9 +169,17 @@ class ProjectionRunner:
     """Keeps ``projections`` up to date with ``store``'s log."""
 
     def __init__(
-        self, store: EventStore, projections: Iterable[Projection], *, page: int = DEFAULT_PAGE
+        self,
+        store: EventStore,
+        projections: Iterable[Projection],
+        *,
+        page: int = DEFAULT_PAGE,
+        user_apply_seconds: float = USER_APPLY_SECONDS,
     ) -> None:
         self.store = store
+        self.user_apply_seconds = user_apply_seconds
+        # User projections that ran out of time on a page: the smaller page they get now.
+        self._smaller_pages: dict[str, int] = {}
         given = list(projections)
         names = [projection.name for projection in given]
         if len(set(names)) != len(names):
@@ -340,15 +353,11 @@ class ProjectionRunner:
                     todo = [event for event in events if event.position > checkpoint]
                     if not todo:
                         continue
+                    todo = todo[: self._smaller_pages.get(projection.name, len(todo))]
                     watched = Watched(tx)
                     try:
                         async with _alone(tx):
-                            try:
-                                await projection.apply(watched, todo)
-                            except SystemExit as exiting:
-                                # Ending leaderlog is not a projection's call: it is its
-                                # failure, like any other exception.
-                                raise Exited(exiting) from exiting
+                            await self._apply_one(projection, watched, todo)
                             if watched.failed is not None:
                                 # Raised inside the savepoint, so that rolling back to it
                                 # makes PostgreSQL's aborted transaction usable again.
@@ -358,7 +367,13 @@ class ProjectionRunner:
                         # projection's: the whole page is tried again.
                         raise
                     except Exception as error:
-                        failure = apply_failure(projection, todo, error, watched.failed)
+                        failure = apply_failure(
+                            projection,
+                            todo,
+                            error,
+                            watched.failed,
+                            failed_later=watched.failed_later(error),
+                        )
                         if isinstance(failure.cause, StoreError):
                             raise failure.cause from error  # swallowed by apply(): as above
                         failures.append(failure)
@@ -368,6 +383,31 @@ class ProjectionRunner:
                         (todo[-1].position, projection.name),
                     )
         return failures
+
+    async def _apply_one(
+        self, projection: Projection, watched: Watched, todo: Sequence[RecordedEvent]
+    ) -> None:
+        """``projection.apply``, within the time a user projection is given; what would stop
+        the runner itself (``sys.exit()``, a CancelledError of its own) is its failure."""
+        limit = None if is_builtin(projection) else self.user_apply_seconds
+        try:
+            async with asyncio.timeout(limit) as clock:
+                await projection.apply(watched, todo)
+        except SystemExit as exiting:
+            raise Exited(exiting) from exiting
+        except TimeoutError as error:
+            if limit is None or not clock.expired():
+                raise
+            smaller = len(todo) // 2 or None
+            if smaller is not None:
+                # Perhaps only slow on this many events: it goes on with smaller pages.
+                self._smaller_pages[projection.name] = smaller
+            raise TookTooLong(limit, smaller) from error
+        except asyncio.CancelledError as cancelled:
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():
+                raise  # the runner is being stopped
+            raise CancelledItself(cancelled) from cancelled
 
     async def _stored(self) -> dict[str, tuple[int, int]]:
         rows = await self.store.query("SELECT name, version, position FROM projection_checkpoints")
