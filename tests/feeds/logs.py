@@ -52,6 +52,12 @@ ADDRESSES = {
         "https://b\u00fccher.example/stra\u00dfe?q=\u65e5\u672c#frag<ment>",
         "https://xn--bcher-kva.example/stra%C3%9Fe?q=%E6%97%A5%E6%9C%AC#frag%3Cment%3E",
     ),
+    # IDNA 2008 as browsers resolve it, not IDNA 2003 (which makes it strasse.de).
+    "idn2008": ("https://stra\u00dfe.de/a", "https://xn--strae-oqa.de/a"),
+    "final-sigma": (
+        "https://\u1f40\u03b4\u03c5\u03c3\u03c3\u03b5\u03cd\u03c2.gr/",
+        "https://xn--pxac3bcak3d8526a.gr/",
+    ),
 }
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import html
 import json
 from collections.abc import Sequence
+from typing import Any
 
 import feedparser
 import pytest
@@ -242,6 +243,52 @@ async def test_documents_read_while_a_rebuild_begins_are_neither_sent_nor_kept(
         assert await _render(service, scope, fmt, page=page) == await _render(
             fresh, scope, fmt, page=page
         )
+
+
+async def test_a_document_whose_scope_moves_while_it_is_read_is_sent_as_it_is_at_the_end(
+    seeded_log: EventLog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # given a service whose validators are read, then a claim appended and projected while
+    # the entries are being read (another server's write, say)
+    service = await project(seeded_log)
+    reader = service.reader
+    read_entries = reader.recent
+    moves = [1]
+
+    async def recent_while_a_claim_arrives(scope: str, limit: int) -> list[dict[str, Any]]:
+        if moves:
+            moves.pop()
+            await add_claims(seeded_log, 0, 1)
+            await ProjectionRunner(seeded_log.store, [FeedEntriesProjection()]).catch_up()
+        return await read_entries(scope, limit)
+
+    monkeypatch.setattr(reader, "recent", recent_while_a_claim_arrives)
+    request = FeedRequest(Scope.parse("all"), "atom", "en", BASE, None, explicit_lang=True)
+    stale = await service.describe(request)
+    # when the document is rendered
+    rendered = await service.render(request)
+    # then it is sent with the validators of what it holds: the new position, the new claim
+    head = (await seeded_log.store.head())[0]
+    assert stale.position < rendered.validators.position == head
+    assert f'W/"{head}-' in rendered.validators.etag
+    assert "Quote number 0." in rendered.body.decode()
+
+
+async def test_a_feed_that_never_holds_still_is_unavailable_rather_than_mixed(
+    seeded_log: EventLog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    service = await project(seeded_log)
+    read_entries = service.reader.recent
+    added = iter(range(100))
+
+    async def recent_while_claims_keep_arriving(scope: str, limit: int) -> list[dict[str, Any]]:
+        await add_claims(seeded_log, next(added), 1)
+        await ProjectionRunner(seeded_log.store, [FeedEntriesProjection()]).catch_up()
+        return await read_entries(scope, limit)
+
+    monkeypatch.setattr(service.reader, "recent", recent_while_claims_keep_arriving)
+    with pytest.raises(StoreUnavailable, match="changing too fast"):
+        await _render(service, "all")
 
 
 async def test_feeds_built_by_another_version_are_unavailable_not_misread(

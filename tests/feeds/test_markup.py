@@ -20,6 +20,7 @@ from lxml import etree
 
 from leaderlog.feeds import FeedFormat, FeedRequest, FeedService, Scope
 from leaderlog.feeds._address import is_web_address, web_address, web_uri
+from leaderlog.feeds._text import TEXT_LIMIT, clean
 from leaderlog.log import EventLog
 from tests.feeds.atom_schema import atom_problems
 from tests.feeds.logs import (
@@ -319,3 +320,24 @@ async def test_an_entry_changed_after_a_rename_shows_the_new_name(seeded_log: Ev
     (untouched,) = json.loads(await _render(service, "person:addr-amp", "json"))["items"]
     assert "Ann Amp" in untouched["title"]  # a rename alone leaves entries alone
     assert changed["title"].startswith("Confirmed: Abe Renamed serves as")
+
+
+@pytest.mark.parametrize(
+    "tail",
+    [
+        "e\u0301\u0301tail",
+        "\U0001f469\u200d\U0001f4bc\u200d\U0001f525 tail",
+        "\U0001f44b\U0001f3fdtail",
+    ],
+    ids=["accents", "joined-emoji", "skin-tone"],
+)
+def test_text_cut_for_a_feed_keeps_whole_characters(tail: str) -> None:
+    text = "x" * (TEXT_LIMIT - 3) + tail
+    shown = clean(text)
+    assert shown.endswith("\u2026") and len(shown) <= TEXT_LIMIT
+    kept = shown.removesuffix("\u2026")
+    assert text.startswith(kept)
+    # the cut falls where a new character begins: not before an accent, a joiner or a skin
+    # tone, nor just after a joiner
+    assert text[len(kept)] not in "\u0301\u200d\U0001f3fd"
+    assert not kept.endswith("\u200d")

@@ -26,6 +26,8 @@ import ipaddress
 import re
 import string
 
+import idna
+
 __all__ = ["is_web_address", "uri", "web_address", "web_uri"]
 
 ADDRESS_LIMIT = 2000
@@ -76,7 +78,9 @@ def _ascii_host(host: str) -> str:
             labels.append(label)
             continue
         try:
-            labels.append(label.encode("idna").decode("ascii"))
+            # IDNA 2008 with UTS #46 mapping, as browsers resolve it: Python's own "idna"
+            # codec is IDNA 2003, which would link straße.de as another domain, strasse.de.
+            labels.append(idna.encode(label, uts46=True).decode("ascii"))
         except UnicodeError:
             labels.append(_escape(label, _HOST, iri=False))
     return ".".join(labels)

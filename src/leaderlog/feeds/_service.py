@@ -59,6 +59,16 @@ SUBSCRIPTION_CACHE = "public, max-age=300"
 FULL_ARCHIVE_CACHE = "public, max-age=31536000, immutable"
 _REBUILDING = "the feeds are being rebuilt; try again shortly"
 _CATCHING_UP = "the feeds are catching up with the log; try again shortly"
+_CHANGING = "this feed is changing too fast to be read whole; try again shortly"
+# Renders of a document begun again because its scope moved while it was read.
+_RENDER_TRIES = 4
+
+
+class _Moved(Exception):
+    """The scope moved on while its document was read: the entries read may be newer than
+    the validators the document would be sent with."""
+
+
 # Fixed forever: feed ids derive from it.
 _FEED_NAMESPACE = uuid.UUID("0f1d5f7e-3b0a-4c55-9a57-7a4b7b0f7c11")
 _CACHE_BYTES = 64 * 1024 * 1024
@@ -323,7 +333,20 @@ class FeedService:
     # --- documents ---------------------------------------------------------------------------
 
     async def render(self, request: FeedRequest) -> Rendered:
-        """The document for a request (from the cache when its position has not moved)."""
+        """The document for a request (from the cache when its position has not moved).
+
+        Its entries are read over several queries while the projection may move on: a
+        document whose scope moved meanwhile is read again at the new position, so that what
+        is sent always matches its ETag (a subscription document marked complete and missing
+        an entry would make readers drop it)."""
+        for _ in range(_RENDER_TRIES):
+            try:
+                return await self._render_at_its_position(request)
+            except _Moved:
+                self._forget(documents=False)
+        raise StoreUnavailable(_CHANGING, public=_CHANGING)
+
+    async def _render_at_its_position(self, request: FeedRequest) -> Rendered:
         validators = await self.describe(request)
         key = (request, validators.position)
         cached = self._rendered.get(key)
@@ -384,6 +407,11 @@ class FeedService:
         subject = None
         if scope.kind != "all" and scope.id is not None:
             subject = await self.reader.entity(scope.kind, scope.id, frozen_at)
+        if frozen_at is None:
+            # Read as it is now: it must still be what the validators describe.
+            now = await self.reader.head(scope.key)
+            if {head.position, now.position if now else 0} != {validators.position}:
+                raise _Moved
         if scope.kind == "all":
             title = lang._(N_("Leadership changes"))
         else:

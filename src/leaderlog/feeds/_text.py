@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import html
 import re
+import unicodedata
 import urllib.parse
 from collections.abc import Mapping
 from typing import Any
@@ -127,7 +128,30 @@ def clean(text: object, limit: int = TEXT_LIMIT) -> str:
     """
     value = _UNSAFE.sub("\ufffd", text if isinstance(text, str) else str(text))
     value = _BIDI_CONTROLS.sub("", value)
-    return value if len(value) <= limit else value[: limit - 1] + "\u2026"
+    if len(value) <= limit:
+        return value
+    cut = limit - 1
+    # Not between a letter and its accents, nor inside an emoji sequence.
+    while cut > 0 and (_joins_before(value[cut]) or value[cut - 1] == _ZERO_WIDTH_JOINER):
+        cut -= 1
+    return value[:cut] + "\u2026"
+
+
+_ZERO_WIDTH_JOINER = "\u200d"
+
+
+def _joins_before(char: str) -> bool:
+    """Whether ``char`` belongs with the character before it (a combining mark, a joiner, a
+    variation selector, a skin tone)."""
+    code = ord(char)
+    return (
+        unicodedata.combining(char) != 0
+        or unicodedata.category(char) in ("Mn", "Me", "Mc")
+        or char == _ZERO_WIDTH_JOINER
+        or 0xFE00 <= code <= 0xFE0F
+        or 0x1F3FB <= code <= 0x1F3FF
+        or 0xE0020 <= code <= 0xE007F
+    )
 
 
 def _html(lang: Language, message: str, **values: str) -> Markup:

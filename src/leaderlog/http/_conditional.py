@@ -81,7 +81,8 @@ def is_not_modified(request: Request, validators: Validators) -> bool:
 
 def _if_modified_since(request: Request) -> dt.datetime | None:
     """The date of If-Modified-Since, or None where RFC 9110 §13.1.3 says to ignore it: not
-    one valid HTTP-date (two of them, a date without its GMT, ...)."""
+    one valid HTTP-date (two of them, a date without its GMT or day name, ...), or later than
+    now."""
     lines = request.headers.getlist("if-modified-since")
     if len(lines) != 1:
         return None
@@ -94,7 +95,19 @@ def _if_modified_since(request: Request) -> dt.datetime | None:
         since = parsedate_to_datetime(value)
     except (TypeError, ValueError, IndexError):
         return None
-    return since if since.tzinfo is not None else since.replace(tzinfo=dt.UTC)
+    since = since if since.tzinfo is not None else since.replace(tzinfo=dt.UTC)
+    # Every HTTP-date form begins with its day's name, and one that is not that date's is not
+    # a date at all; a date yet to come cannot be a copy's (a client's clock running fast
+    # would otherwise be told 304 after every change).
+    day_name = value.replace(",", " ").split()[0].lower()
+    if not _DAY_NAMES[since.weekday()].startswith(day_name) or len(day_name) < 3:
+        return None
+    if since > dt.datetime.now(dt.UTC):
+        return None
+    return since
+
+
+_DAY_NAMES = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 
 
 def accepts_gzip(request: Request) -> bool:
