@@ -41,8 +41,9 @@ __all__ = ["PROJECTION", "TurnoverProjection"]
 
 class TurnoverProjection(Projection):
     name = "turnover"
-    # 2: counted with the rules that read a departure reported twice as one end.
-    version = 2
+    # 3: counted with the rules that read a departure reported twice as one end and never
+    # let report order decide.
+    version = 3
 
     def schema(self) -> Sequence[str]:
         return (

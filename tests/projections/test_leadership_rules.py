@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import pytest
@@ -575,3 +576,138 @@ def test_given_only_a_departure_s_capacity_then_it_names_the_tenure() -> None:
     )
     (tenure,) = story.tenures()
     assert tenure["capacity"] == "acting"
+
+
+# --- report order never decides -----------------------------------------------------------------
+
+
+def _every_order(*reports: tuple[str, dict[str, Any]]) -> list[Story]:
+    stories = []
+    for order in itertools.permutations(reports):
+        story = Story(published={"paper": "2025-05-20", "wire": "2025-05-21"})
+        for claim, fields in order:
+            story.report(claim, **fields)
+        stories.append(story)
+    return stories
+
+
+def _answers(story: Story, days: tuple[str, ...]) -> Any:
+    tenures = [
+        (t["person"], t["capacity"], t["start"], t["end"], t["cause"]) for t in story.tenures()
+    ]
+    states = [(story.holders(on), story.state(on)["vacancy"]) for on in days]
+    return tenures, states
+
+
+@pytest.mark.parametrize(
+    "reports",
+    [
+        # acting "in March" and permanent "on 31 March": both count from the 31st
+        (
+            ("a", {"capacity": "acting", "effective": "2025-03"}),
+            ("p", {"capacity": "permanent", "effective": "2025-03-31"}),
+        ),
+        # the same day exactly
+        (
+            ("a", {"capacity": "acting", "effective": "2025-03-31"}),
+            ("p", {"capacity": "permanent", "effective": "2025-03-31"}),
+        ),
+        (
+            ("a", {"kind": "incumbency", "capacity": "acting", "effective": "2025-03-31"}),
+            ("p", {"kind": "incumbency", "capacity": "permanent", "effective": "2025-03"}),
+        ),
+        (
+            ("x", {"kind": "departure", "effective": "2025-03-10", "cause": "unknown"}),
+            ("y", {"kind": "departure", "effective": "2025-03", "cause": "retirement"}),
+            ("z", {"kind": "departure", "effective": "2025-03-10", "source": "wire"}),
+        ),
+    ],
+    ids=["vaguer-acting", "same-day", "incumbencies", "departures"],
+)
+def test_given_changes_counting_from_one_day_then_the_order_of_reports_does_not_matter(
+    reports: tuple[tuple[str, dict[str, Any]], ...],
+) -> None:
+    days = ("2025-03-30", "2025-03-31", "2025-06-01")
+    first, *others = [_answers(story, days) for story in _every_order(*reports)]
+    for other in others:
+        assert other == first
+
+
+def test_given_an_acting_role_and_a_permanent_one_from_one_day_then_acting_came_first() -> None:
+    (story, _) = _every_order(
+        ("a", {"capacity": "acting", "effective": "2025-03"}),
+        ("p", {"capacity": "permanent", "effective": "2025-03-31"}),
+    )
+    assert story.holders("2025-06-01") == [("ann", "permanent")]
+
+
+def test_given_one_appointment_reported_unspecified_and_acting_then_one_acting_tenure() -> None:
+    for story in _every_order(
+        ("x", {"capacity": "unspecified", "effective": "2025-03-10"}),
+        ("y", {"capacity": "acting", "effective": "2025-03", "source": "wire"}),
+    ):
+        (tenure,) = story.tenures()
+        assert (tenure["capacity"], tenure["end"]) == ("acting", None)
+
+
+def test_given_a_departure_reported_again_without_a_date_then_it_ends_one_tenure() -> None:
+    story = (
+        Story()
+        .report("x", kind="departure", effective="2025-03-10", cause="retirement")
+        .report("y", kind="departure", cause="retirement")
+    )
+    (tenure,) = story.tenures()
+    assert (tenure["end"]["date"], tenure["ended_by"]) == ("2025-03-10", "x")
+
+
+def test_given_a_departure_then_an_undated_incumbency_does_not_reopen_the_tenure() -> None:
+    story = (
+        Story()
+        .report("a", effective="2025-01-05")
+        .report("d", kind="departure", effective="2025-05-01", cause="retirement")
+        .report("i", kind="incumbency", capacity="unspecified")
+    )
+    assert story.holders("2025-06-01") == []
+    (tenure,) = story.tenures()
+    assert [claim["claim"] for claim in tenure["evidence"]] == ["a", "d", "i"]
+
+
+def test_given_a_departure_reported_again_then_the_exact_day_and_a_known_cause_are_shown() -> None:
+    story = (
+        Story(published={"paper": "2025-05-20", "wire": "2025-05-21"})
+        .report("c1", kind="incumbency", effective="2024-01-01")
+        .report("c2", kind="departure", effective="2025-03", cause="unknown")
+        .report("c3", kind="departure", effective="2025-03-31", cause="retirement", source="wire")
+    )
+    (tenure,) = story.tenures()
+    assert (tenure["end"]["date"], tenure["cause"]) == ("2025-03-31", "retirement")
+
+
+def test_given_claims_disputing_each_other_in_a_chain_then_they_are_one_conflict() -> None:
+    story = (
+        Story()
+        .report("a", kind="incumbency", person="ann")
+        .report("b", kind="incumbency", person="bob")
+        .report("c", kind="incumbency", person="cyd")
+        .dispute("a", "b", reason="older")
+        .dispute("b", "a", "c", reason="newest")
+    )
+    (conflict,) = _disputes(story)
+    assert sorted(conflict["claims"]) == ["a", "b", "c"]
+    assert sorted(conflict["persons"]) == ["ann", "bob", "cyd"]
+    assert conflict["reason"] == "newest"
+    cycle = (
+        Story()
+        .report("a", kind="incumbency", person="ann")
+        .report("b", kind="incumbency", person="bob")
+        .report("c", kind="incumbency", person="cyd")
+        .dispute("a", "b")
+        .dispute("b", "c")
+        .dispute("c", "a")
+    )
+    (conflict,) = _disputes(cycle)
+    assert sorted(conflict["claims"]) == ["a", "b", "c"]
+
+
+def _disputes(story: Story) -> list[dict[str, Any]]:
+    return [c for c in story.state("2025-06-30")["conflicts"] if c["kind"] == "disputed"]

@@ -249,10 +249,18 @@ class ClaimVersion:
         return day
 
     def earliest_effect_day(self) -> dt.date | None:
-        """The first day the change may have taken effect; None while it is only expected."""
-        earliest = earliest_day(self._effect_anchor())
+        """The first day the change may have taken effect; None while it is only expected.
+
+        A change without a date of its own counts from when its source was out, but may have
+        happened at any time before: its earliest day is the first there is."""
+        anchor = self._effect_anchor()
         latest = self.effect_day()
-        return earliest if earliest is None or latest is None else min(earliest, latest)
+        if anchor is None or latest is None:
+            return None
+        if anchor.get("basis") in ("published", "recorded"):
+            return dt.date.min
+        earliest = earliest_day(anchor)
+        return latest if earliest is None else min(earliest, latest)
 
     def reported_day(self) -> dt.date:
         day = anchor_day(self.doc["reported_anchor"])

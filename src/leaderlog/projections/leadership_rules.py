@@ -14,12 +14,15 @@ at some T (see :mod:`.claim_versions` for how versions and their dates come abou
   date is vaguer) is evidence of that tenure: only one certainly after it opens another.
   An appointment in another specific capacity (acting, then permanent) starts a new tenure.
   A departure that may be the end already known (reported again, or more vaguely) is
-  evidence of it; on one day, departures come before appointments and incumbencies.
+  evidence of it. A change without a date of its own may have happened any time before its
+  source was out. Report order never decides: on one day, departures come first, then the
+  change that may have happened earliest, then acting before permanent. "unspecified" names
+  no capacity: it never starts another role.
 - A tenure's capacity is the latest specific capacity its evidence gives, from undisputed
   claims when there are any: "unspecified" never overrides "acting". The appointments and
   incumbencies come first; a departure's capacity counts only when they give none.
 - A live claim whose latest step is a dispute is a conflict, as are overlapping permanent
-  holders. Claims that dispute each other are one conflict: every person involved, and the
+  holders. Claims linked by disputes are one conflict: every person involved, and the
   newest dispute's reason, whatever post the other claims are about.
 """
 
@@ -48,6 +51,8 @@ class Tenure:
     evidence: list[ClaimVersion]
     end: dict[str, Any] | None = None
     end_day: dt.date | None = None
+    # The first day the end may have come: a repeat dated more exactly takes its place.
+    end_earliest: dt.date | None = None
     cause: str | None = None
     ended_by: str | None = None
 
@@ -111,10 +116,27 @@ def _in_effect(
         day = version.effect_day()
         if day is not None and (as_of is None or day <= as_of):
             changes.append((day, version))
-    # On one day, leaving comes before taking up: an acting holder who leaves that role and is
-    # appointed permanently the same day holds the post, in whichever order it was reported.
-    changes.sort(key=lambda item: (item[0], item[1].kind != "departure", item[1].reported_position))
+    changes.sort(key=_chronological)
     return changes
+
+
+# Of an acting and a permanent role counting from one day, the acting one came first.
+_CAPACITY_ORDER = {"acting": 0, "interim": 0, "unspecified": 1, "permanent": 2}
+
+
+def _chronological(item: tuple[dt.date, ClaimVersion]) -> tuple[Any, ...]:
+    """The order changes are folded in, whatever order they were reported in: by the day
+    each counts from; on one day, leaving before taking up, the one that may have happened
+    earliest first, then acting before permanent. Only the same change reported twice is
+    left to the order of reports."""
+    day, claim = item
+    return (
+        day,
+        claim.kind != "departure",
+        claim.earliest_effect_day() or dt.date.min,
+        _CAPACITY_ORDER.get(claim.capacity, 1),
+        claim.reported_position,
+    )
 
 
 def _fold(changes: Sequence[tuple[dt.date, ClaimVersion]]) -> list[Tenure]:
@@ -129,9 +151,19 @@ def _fold(changes: Sequence[tuple[dt.date, ClaimVersion]]) -> list[Tenure]:
             previous = ended.get(claim.person)
             if previous is not None and _repeats_end(claim, previous, current):
                 # The end already known, reported again (by another source, or more vaguely):
-                # evidence of it, not a second tenure.
+                # evidence of it, not a second tenure; its exact day and its cause, if it
+                # knows them better.
                 previous.evidence.append(claim)
-                previous.cause = previous.cause or claim.cause
+                if previous.cause in (None, "unknown") and claim.cause is not None:
+                    previous.cause = claim.cause
+                earliest = claim.earliest_effect_day()
+                if (
+                    day == previous.end_day
+                    and earliest is not None
+                    and earliest > (previous.end_earliest or dt.date.min)
+                ):
+                    previous.end, previous.end_earliest = anchor, earliest
+                    previous.ended_by = claim.claim
                 continue
             if current is None:
                 # Only the end is known: the person held the post until this departure.
@@ -139,6 +171,7 @@ def _fold(changes: Sequence[tuple[dt.date, ClaimVersion]]) -> list[Tenure]:
                 found.append(current)
             current.evidence.append(claim)
             current.end, current.end_day = anchor, day
+            current.end_earliest = claim.earliest_effect_day()
             current.cause, current.ended_by = claim.cause, claim.claim
             holding.pop(claim.person, None)
             ended[claim.person] = current
@@ -153,13 +186,9 @@ def _fold(changes: Sequence[tuple[dt.date, ClaimVersion]]) -> list[Tenure]:
                 previous.start = anchor
                 previous.start_day = min(day, previous.end_day or day)
             continue
-        if (
-            current is not None
-            and claim.kind == "appointment"
-            and claim.capacity != "unspecified"
-            and claim.capacity != current.capacity()
-        ):
+        if current is not None and claim.kind == "appointment" and _other_role(claim, current):
             current.end, current.end_day, current.ended_by = anchor, day, claim.claim
+            current.end_earliest = claim.earliest_effect_day()
             ended[claim.person] = current
             current = None
         if current is None:
@@ -189,11 +218,14 @@ def _before_end(claim: ClaimVersion, tenure: Tenure) -> bool:
     earliest = claim.earliest_effect_day()
     if earliest is None or tenure.end_day is None or earliest > tenure.end_day:
         return False
-    return not (
-        claim.kind == "appointment"
-        and claim.capacity != "unspecified"
-        and claim.capacity != tenure.capacity()
-    )
+    return not (claim.kind == "appointment" and _other_role(claim, tenure))
+
+
+def _other_role(claim: ClaimVersion, tenure: Tenure) -> bool:
+    """Whether ``claim`` names a capacity other than the tenure's; "unspecified" names none,
+    so it neither starts another role nor is one ("absence is not negation")."""
+    capacity = tenure.capacity()
+    return "unspecified" not in (claim.capacity, capacity) and claim.capacity != capacity
 
 
 def tenures(versions: Iterable[ClaimVersion]) -> list[dict[str, Any]]:
@@ -250,6 +282,50 @@ def pending(versions: Iterable[ClaimVersion], as_of: dt.date | None) -> list[dic
     return [_pending(claim) for claim in found]
 
 
+def _disputes(
+    disputed: Sequence[ClaimVersion], by_claim: Mapping[str, ClaimVersion]
+) -> list[dict[str, Any]]:
+    """One conflict per set of claims linked by disputes (a disputing b, b or c disputing a
+    or b...): every claim and person in it, and the newest dispute's reason. A retracted claim
+    has no effect, so it is no longer a side of a conflict."""
+    # Newest dispute first: it gives its conflict's reason and leads its list of claims.
+    newest_first = sorted(disputed, key=lambda claim: -int(claim.disputes[-1]["position"]))
+    leader: dict[str, str] = {}
+
+    def root(name: str) -> str:
+        while leader.setdefault(name, name) != name:
+            name = leader[name]
+        return name
+
+    for claim in newest_first:
+        for other in claim.disputes[-1]["conflicts_with"]:
+            first, second = root(claim.claim), root(other)
+            if first != second:
+                leader[second] = first
+    groups: dict[str, list[ClaimVersion]] = {}
+    for claim in newest_first:
+        groups.setdefault(root(claim.claim), []).append(claim)
+    conflicts = []
+    for group in groups.values():
+        names: dict[str, None] = {}
+        for claim in group:
+            names[claim.claim] = None
+            for other in claim.disputes[-1]["conflicts_with"]:
+                if other not in by_claim or by_claim[other].live:
+                    names[other] = None
+        claims = list(names)
+        persons = [by_claim[claim].person for claim in claims if claim in by_claim]
+        conflicts.append(
+            {
+                "kind": "disputed",
+                "claims": claims,
+                "persons": list(dict.fromkeys(persons)),
+                "reason": group[0].disputes[-1]["reason"],
+            }
+        )
+    return conflicts
+
+
 def post_state(
     versions: Sequence[ClaimVersion],
     as_of: dt.date,
@@ -292,36 +368,11 @@ def post_state(
 
     waiting = pending(versions, as_of)
     relevant = {claim.claim for _, claim in changes} | {item["claim"] for item in waiting}
-    conflicts: list[dict[str, Any]] = []
-    seen: set[tuple[str, ...]] = set()
     by_claim = {**(elsewhere or {}), **{claim.claim: claim for claim in versions}}
     disputed = [
         claim for claim in versions if claim.claim in relevant and claim.status == "disputed"
     ]
-    # Newest dispute first, so that of claims disputing each other its reason is the one shown.
-    disputed.sort(key=lambda claim: -int(claim.disputes[-1]["position"]))
-    for claim in disputed:
-        dispute = claim.disputes[-1]
-        # A retracted claim has no effect, so it is no longer a side of the conflict.
-        others = [
-            other
-            for other in dispute["conflicts_with"]
-            if other not in by_claim or by_claim[other].live
-        ]
-        claims = [claim.claim, *others]
-        key = tuple(sorted(claims))
-        if key in seen:
-            continue
-        seen.add(key)
-        persons = [by_claim[other].person for other in claims if other in by_claim]
-        conflicts.append(
-            {
-                "kind": "disputed",
-                "claims": claims,
-                "persons": list(dict.fromkeys(persons)),
-                "reason": dispute["reason"],
-            }
-        )
+    conflicts = _disputes(disputed, by_claim)
     permanent = [tenure for tenure in holding if tenure.capacity() == "permanent"]
     if len(permanent) > 1:
         conflicts.append(
