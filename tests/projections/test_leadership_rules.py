@@ -6,6 +6,8 @@ import itertools
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from leaderlog.projections.claim_versions import counts_from
 from tests.projections.story import Story, day
@@ -711,3 +713,45 @@ def test_given_claims_disputing_each_other_in_a_chain_then_they_are_one_conflict
 
 def _disputes(story: Story) -> list[dict[str, Any]]:
     return [c for c in story.state("2025-06-30")["conflicts"] if c["kind"] == "disputed"]
+
+
+_DATES = st.sampled_from(
+    [None, "2025-03", "2025-03-10", "2025-03-31", "2025", "2025-04-02", "2025-02"]
+)
+_REPORTS = st.lists(
+    st.fixed_dictionaries(
+        {
+            "kind": st.sampled_from(["appointment", "departure", "incumbency"]),
+            "person": st.sampled_from(["ann", "bob"]),
+            "capacity": st.sampled_from(["acting", "interim", "permanent", "unspecified"]),
+            "effective": _DATES,
+            "qualifier": st.sampled_from(["on", "about", "before", "after"]),
+            "source": st.sampled_from(["paper", "wire"]),
+        }
+    ),
+    min_size=2,
+    max_size=4,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(reports=_REPORTS, shuffle=st.randoms(use_true_random=False))
+def test_property_the_order_of_reports_never_decides(
+    reports: list[dict[str, Any]], shuffle: Any
+) -> None:
+    claims = [(f"c{index}", fields) for index, fields in enumerate(reports)]
+    for claim, fields in claims:
+        if fields["kind"] == "departure":
+            fields["cause"] = "retirement" if claim.endswith(("0", "2")) else "resignation"
+    shuffled = list(claims)
+    shuffle.shuffle(shuffled)
+    answers = []
+    for order in (claims, shuffled):
+        story = Story(published={"paper": "2025-05-20", "wire": "2025"})
+        for claim, fields in order:
+            story.report(claim, **fields)
+        states = [story.state(on) for on in ("2025-03-15", "2025-03-31", "2025-06-01")]
+        for state in states:
+            state["pending"].sort(key=lambda item: item["claim"])
+        answers.append((story.tenures(), states))
+    assert answers[0] == answers[1]

@@ -127,15 +127,15 @@ _CAPACITY_ORDER = {"acting": 0, "interim": 0, "unspecified": 1, "permanent": 2}
 def _chronological(item: tuple[dt.date, ClaimVersion]) -> tuple[Any, ...]:
     """The order changes are folded in, whatever order they were reported in: by the day
     each counts from; on one day, leaving before taking up, the one that may have happened
-    earliest first, then acting before permanent. Only the same change reported twice is
-    left to the order of reports."""
+    earliest first, then acting before permanent, and last by claim id, so that no answer
+    depends on the order of reports."""
     day, claim = item
     return (
         day,
         claim.kind != "departure",
         claim.earliest_effect_day() or dt.date.min,
         _CAPACITY_ORDER.get(claim.capacity, 1),
-        claim.reported_position,
+        claim.claim,
     )
 
 
