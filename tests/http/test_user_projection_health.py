@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,9 +15,11 @@ import pytest
 
 from leaderlog.http import create_app
 from leaderlog.log import EventLog, load_seeds
+from leaderlog.projections import runner as runner_module
 from leaderlog.projections import runner_for
 from tests.conftest import SEEDS
 from tests.http.server import confirm_as_another_writer, running, wait_for_claim_status
+from tests.http.test_write_api import create_token
 from tests.projections.logs import GORDON_ACTING, SEED_COUNT, seen_projection_module
 
 
@@ -56,7 +59,16 @@ def _serve_while_another_writer_appends(
         confirm_as_another_writer(url, GORDON_ACTING)
         wait_for_claim_status(client, base, GORDON_ACTING, "confirmed")
         health: dict[str, Any] = client.get(f"{base}/healthz").json()
+        # User projections follow in a runner of their own: soon after the built-ins.
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and _behind(health, left_out):
+            time.sleep(0.1)
+            health = client.get(f"{base}/healthz").json()
     return said, health
+
+
+def _behind(health: dict[str, Any], left_out: str) -> bool:
+    return any(p["lag"] for p in health["projections"] if p["name"] != left_out)
 
 
 def test_a_user_projection_rebuilt_from_a_changed_module_stops_alone(
@@ -133,3 +145,71 @@ def test_user_projections_that_clash_do_not_stop_the_server(
     listed = {item["name"]: item["lag"] for item in health["projections"]}
     assert health["ok"] is True
     assert (listed["probe"], listed["probe_x"], listed["leadership"]) == (1, 0, 0)
+
+
+_SLOW_MODULE = """
+import asyncio
+
+from leaderlog.projections import Projection
+
+
+class Slow(Projection):
+    name = "slow"
+    version = 1
+
+    def schema(self):
+        return ("CREATE TABLE IF NOT EXISTS p_slow_seen (position BIGINT)",)
+
+    def tables(self):
+        return ("p_slow_seen",)
+
+    async def apply(self, tx, events):
+        await tx.executemany(
+            "INSERT INTO p_slow_seen (position) VALUES (?)", [(e.position,) for e in events]
+        )
+        if any(e.type == "person.registered" and e.data["person"].startswith("slow-")
+               for e in events):
+            await asyncio.sleep(60)
+
+
+PROJECTION = Slow
+"""
+
+
+def test_a_slow_user_projection_holds_back_neither_writes_nor_the_built_ins(
+    tmp_path: Path,
+    folder: Path,
+    client: httpx.Client,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # given a server beside a user projection that hangs on some events, given 1 s a page
+    monkeypatch.setattr(runner_module, "USER_APPLY_SECONDS", 1.0)
+    url = f"sqlite:///{tmp_path / 'leaderlog.db'}"
+    (folder / "slow.py").write_text(_SLOW_MODULE, encoding="utf-8")
+    _seeded_with(url, "slow")
+    token = asyncio.run(create_token(url, "desk"))
+    headers = {"Authorization": f"Bearer {token}"}
+    with (
+        caplog.at_level(logging.WARNING, logger="leaderlog.http"),
+        running(create_app(url)) as base,
+    ):
+        # when people it hangs on are registered, one after another
+        for number in range(3):
+            person = {"type": "person.registered", "data": {"person": f"slow-{number}"}}
+            person["data"]["name"] = f"Slow {number}"
+            started = time.monotonic()
+            answer = client.post(f"{base}/api/events", json=person, headers=headers)
+            took = time.monotonic() - started
+            # then each write is answered within about the second the slow page may hold
+            # the database (SQLite has one writer), not after its minute, and read back
+            assert answer.status_code == 201, answer.text
+            assert took < 3.0, took
+            read_back = client.get(f"{base}/api/history", params={"person": f"slow-{number}"})
+            assert read_back.status_code == 200, read_back.text
+        health = client.get(f"{base}/healthz").json()
+    lags = {item["name"]: item["lag"] for item in health["projections"]}
+    assert (lags["leadership"], lags["audit"], lags["feed_entries"]) == (0, 0, 0)
+    assert lags["slow"] >= 1
+    said = _said(caplog, "projection slow could not apply")
+    assert said and "apply() took longer than 1 s" in said[0]

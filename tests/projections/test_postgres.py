@@ -211,9 +211,9 @@ async def test_postgres_a_statement_refused_after_a_caught_one_names_the_caught_
 
 
 async def test_postgres_a_slow_user_projection_holds_back_nobody_for_long(
-    seeded_postgres_log: EventLog,
+    seeded_postgres_log: EventLog, caplog: pytest.LogCaptureFixture
 ) -> None:
-    await a_slow_user_projection_holds_back_nobody_for_long(seeded_postgres_log)
+    await a_slow_user_projection_holds_back_nobody_for_long(seeded_postgres_log, caplog)
 
 
 async def test_postgres_forgets_a_user_projection_s_own_tables_only(

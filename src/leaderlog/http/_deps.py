@@ -84,11 +84,15 @@ class Services:
         return await asyncio.shield(verifying.task)
 
     async def catch_up(self) -> None:
-        """Apply everything appended so far. A user projection that fails holds back neither
-        the built-ins nor the other runners; :class:`ProjectionFailed` then comes last."""
+        """Apply everything appended so far to what queries and feeds read: the runners of
+        built-in projections (the user projections' runner follows on its own, so a slow one
+        holds back no writer). One that fails holds back neither the built-ins nor the other
+        runners; :class:`ProjectionFailed` then comes last."""
         target, _ = await self.log.store.head()
         failures: list[ProjectionFailure] = []
         for runner in self.runners:
+            if not any(projection.name in BUILTIN for projection in runner.projections):
+                continue
             try:
                 await runner.catch_up()
             except ProjectionFailed as failed:

@@ -73,19 +73,27 @@ async def projection_runners(store: EventStore) -> tuple[ProjectionRunner, ...]:
     """Runners over every projection the server reads.
 
     The feed entries get a runner of their own, so a projection that cannot apply some
-    stored event does not hold the feeds back (and the other way round). A user projection
-    built before whose module no longer loads joins as a stand-in: its failure is logged at
-    start and ``/healthz`` lists it with its lag, as for one that raises.
+    stored event does not hold the feeds back (and the other way round); so do the user
+    projections, whose pages then never share a transaction with the built-ins' (a slow or
+    failing module holds back neither the answers nor a writer reading its own write). A user
+    projection built before whose module no longer loads joins as a stand-in: its failure is
+    logged at start and ``/healthz`` lists it with its lag, as for one that raises.
     """
     for problem in builtin_named_modules(builtin=BUILTIN):
         logger.warning("%s", problem)
-    queries = await runner_for(store)
-    others = [p for p in queries.projections if p.name != FeedEntriesProjection.name]
-    others += [
-        left_out(name, missing.version, f"it could not be loaded: {missing.error}")
-        for name, missing in queries.not_loaded.items()
+    loaded = await runner_for(store)
+    builtins = [
+        p for p in loaded.projections if p.name in BUILTIN and p.name != FeedEntriesProjection.name
     ]
-    return (ProjectionRunner(store, others), feed_runner(store))
+    users = [p for p in loaded.projections if p.name not in BUILTIN]
+    users += [
+        left_out(name, missing.version, f"it could not be loaded: {missing.error}")
+        for name, missing in loaded.not_loaded.items()
+    ]
+    runners = [ProjectionRunner(store, builtins), feed_runner(store)]
+    if users:
+        runners.append(ProjectionRunner(store, users, rest_after_failure=True))
+    return tuple(runners)
 
 
 def _log_failure(runner: ProjectionRunner, error: Exception) -> None:
@@ -175,19 +183,36 @@ async def _follow(
         try:
             head = await runner.catch_up()
         except Exception as error:
-            # A failing page must not end the server: it is retried.
+            # A failing page must not end the server: it is retried (a user projection that
+            # keeps failing, less and less often: see ProjectionRunner).
             if str(error) != reported:
                 reported = str(error)
                 _log_failure(runner, error)
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(_RETRY_SECONDS):
-                    await stop.wait()
+            await _until_more_events_or_a_while(runner, stop)
             continue
         reported = ""
         if head != applied:
             applied = head
             feeds.invalidate()
         await runner.store.wait_for_events(head, _POLL_SECONDS)
+
+
+async def _until_more_events_or_a_while(runner: ProjectionRunner, stop: asyncio.Event) -> None:
+    """After a failed catch-up: on once more events arrive (the runner's other projections
+    follow them; one that keeps failing rests, see ProjectionRunner), after a while, or when
+    the server stops."""
+    try:
+        seen, _ = await runner.store.head()
+    except Exception:
+        seen = None  # the database cannot answer: wait a while, then try again
+    waits: list[asyncio.Future[object]] = [asyncio.ensure_future(stop.wait())]
+    if seen is not None:
+        waits.append(asyncio.ensure_future(runner.store.wait_for_events(seen, _RETRY_SECONDS)))
+    try:
+        await asyncio.wait(waits, timeout=_RETRY_SECONDS, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in waits:
+            task.cancel()
 
 
 def create_app(

@@ -285,16 +285,21 @@ def apply_failure(
         )
     elif isinstance(error, TookTooLong):
         cause = error
-        again = (
-            f"; it is tried again on pages of {error.next_page} events"
-            if error.next_page is not None
-            else ""
-        )
         what = (
             f"{error} and was stopped: it runs inside the database's write transaction, "
             f"which holds back every writer meanwhile; keep slow work (network calls, sleeps) "
-            f"out of apply{again}"
+            f"out of apply"
         )
+        if error.next_page is not None:
+            events_word = "event" if error.next_page == 1 else "events"
+            return Explained(
+                projection.name,
+                first,
+                last,
+                cause,
+                f"projection {projection.name} could not apply {span}: {what}; it goes on "
+                f"with pages of {error.next_page} {events_word}",
+            )
     elif isinstance(error, CancelledItself):
         cause = ProjectionError(str(error))
         cause.__cause__ = error.cancelled

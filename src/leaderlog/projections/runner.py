@@ -24,6 +24,7 @@ import contextlib
 import gc
 import logging
 import re
+import time
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import NamedTuple
@@ -77,6 +78,8 @@ DEFAULT_PAGE = 2000
 # How long a user projection's apply may take on one page. It runs inside the page's write
 # transaction: on SQLite every writer waits for it meanwhile, on PostgreSQL every runner.
 USER_APPLY_SECONDS = 5.0
+_FIRST_REST_SECONDS = 2.0
+_LONGEST_REST_SECONDS = 60.0
 _PREPARE_ATTEMPTS = 3
 # Replays longer than this run with the garbage collector mostly out of the way.
 _BULK_BACKLOG = 20_000
@@ -174,12 +177,20 @@ class ProjectionRunner:
         projections: Iterable[Projection],
         *,
         page: int = DEFAULT_PAGE,
-        user_apply_seconds: float = USER_APPLY_SECONDS,
+        user_apply_seconds: float | None = None,
+        rest_after_failure: bool = False,
     ) -> None:
         self.store = store
-        self.user_apply_seconds = user_apply_seconds
+        self.user_apply_seconds = (
+            USER_APPLY_SECONDS if user_apply_seconds is None else user_apply_seconds
+        )
+        # For a runner that follows the log: a user projection that fails is tried again
+        # less and less often (see _rest) rather than at every run.
+        self.rest_after_failure = rest_after_failure
         # User projections that ran out of time on a page: the smaller page they get now.
         self._smaller_pages: dict[str, int] = {}
+        # User projections that failed, left to rest: until when, for how long, and why.
+        self._resting: dict[str, tuple[float, float, ProjectionFailure]] = {}
         given = list(projections)
         names = [projection.name for projection in given]
         if len(set(names)) != len(names):
@@ -409,6 +420,20 @@ class ProjectionRunner:
                 raise  # the runner is being stopped
             raise CancelledItself(cancelled) from cancelled
 
+    @staticmethod
+    def _going_on_smaller(failed: list[ProjectionFailure]) -> list[ProjectionFailure]:
+        """The failures that stop their projection: one that ran out of time on a page of
+        several events goes on at once with smaller pages (each its own transaction, so
+        writers get their turn between them), and is only logged."""
+        stopping = []
+        for failure in failed:
+            cause = failure.cause
+            if isinstance(cause, TookTooLong) and cause.next_page is not None:
+                logger.warning("%s", failure)
+            else:
+                stopping.append(failure)
+        return stopping
+
     async def _stored(self) -> dict[str, tuple[int, int]]:
         rows = await self.store.query("SELECT name, version, position FROM projection_checkpoints")
         return {str(name): (int(version), int(position)) for name, version, position in rows}
@@ -436,6 +461,8 @@ class ProjectionRunner:
                 failures.append(projection.failure(position))
             elif projection.name in self._unprepared:
                 failures.append(self._unprepared[projection.name])
+            elif (resting := self._resting.get(projection.name)) and resting[0] > time.monotonic():
+                failures.append(resting[2])
             elif version == projection.version:
                 runnable.append(projection)
             elif is_builtin(projection):
@@ -485,7 +512,7 @@ class ProjectionRunner:
                         ahead = asyncio.create_task(
                             self.store.read_all(after=ahead_after, limit=self.page)
                         )
-                    failed = await self._apply_page(projections, events)
+                    failed = self._going_on_smaller(await self._apply_page(projections, events))
                     if failed:
                         failures += failed
                         stopped = {failure.name for failure in failed}
@@ -497,9 +524,26 @@ class ProjectionRunner:
         finally:
             await _cancel(ahead)
         failures += await self._create_deferred_indexes({failure.name for failure in failures})
+        self._rest(runnable, failures)
         if failures:
             raise ProjectionFailed(failures)
         return target
+
+    def _rest(self, ran: Sequence[Projection], failures: Sequence[ProjectionFailure]) -> None:
+        """Leave a user projection that failed alone for a while, twice as long each time it
+        fails again (up to a minute): each try of a slow one holds every writer back. One
+        that got through is tried as usual again."""
+        if not self.rest_after_failure:
+            return
+        failed = {failure.name: failure for failure in failures}
+        for projection in ran:
+            failure = failed.get(projection.name)
+            if failure is None:
+                self._resting.pop(projection.name, None)
+            elif not is_builtin(projection):
+                _, rested, _ = self._resting.get(projection.name, (0.0, 0.0, failure))
+                pause = min(rested * 2, _LONGEST_REST_SECONDS) if rested else _FIRST_REST_SECONDS
+                self._resting[projection.name] = (time.monotonic() + pause, pause, failure)
 
     def _replace(self, projection: Projection, stand_in: LeftOut) -> LeftOut:
         """Put ``stand_in`` where ``projection`` was, for every later run and status."""
@@ -516,6 +560,8 @@ class ProjectionRunner:
     ) -> int:
         """Drop the named projections (all by default) and replay them from the log."""
         chosen = self._named(names)
+        for projection in chosen:
+            self._resting.pop(projection.name, None)  # asked for by name: tried at once
         async with self.store.projection_transaction() as tx:
             await tx.lock_schema_changes()
             await tx.execute(CHECKPOINT_SCHEMA)
