@@ -12,7 +12,7 @@ import pytest
 from lxml import etree
 
 from leaderlog.errors import StoreUnavailable
-from leaderlog.events import ClaimDisputed
+from leaderlog.events import ClaimDisputed, PersonRegistered
 from leaderlog.feeds import (
     FULL_ARCHIVE_CACHE,
     LANGUAGES,
@@ -289,6 +289,50 @@ async def test_a_feed_that_never_holds_still_is_unavailable_rather_than_mixed(
     monkeypatch.setattr(service.reader, "recent", recent_while_claims_keep_arriving)
     with pytest.raises(StoreUnavailable, match="changing too fast"):
         await _render(service, "all")
+
+
+async def test_the_opml_lists_the_feeds_known_at_the_position_its_etag_names(
+    seeded_log: EventLog,
+) -> None:
+    # given an OPML served by a service that looks at the projection only now and then
+    await project(seeded_log)
+    service = FeedService(seeded_log.store, poll_interval=3600)
+    first = await service.opml("en", BASE)
+    # when a person is registered and projected before it looks again
+    await seeded_log.append_events(
+        [PersonRegistered(person="newcomer", name="Nova Newcomer")], actor="test"
+    )
+    await ProjectionRunner(seeded_log.store, [FeedEntriesProjection()]).catch_up()
+    # then another rendering at the position it knows does not list what came after it
+    other = await service.opml("fr", BASE)
+    assert other.validators.position == first.validators.position
+    assert b"Nova Newcomer" not in other.body
+    fresh = await FeedService(seeded_log.store, poll_interval=0).opml("fr", BASE)
+    assert fresh.validators.position > first.validators.position
+    assert b"Nova Newcomer" in fresh.body
+
+
+async def test_a_checkpoint_read_that_ends_late_is_not_taken_for_a_rebuild(
+    seeded_log: EventLog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # given a service that has served the feeds at the projection's checkpoint
+    service = await project(seeded_log)
+    served = await _render(service, "all")
+    read_checkpoint = service.reader.checkpoint
+    late = [True]
+
+    async def one_read_from_before(*args: Any) -> int | None:
+        checkpoint = await read_checkpoint(*args)
+        if late and checkpoint is not None:
+            late.pop()
+            return checkpoint - 1  # begun before, ended after another request's read
+        return checkpoint
+
+    # when one read of the checkpoint answers from before the one that is served
+    monkeypatch.setattr(service.reader, "checkpoint", one_read_from_before)
+    # then the feed is still served, not refused as being rebuilt
+    assert await _render(service, "all", "rss") != served
+    assert not late
 
 
 async def test_feeds_built_by_another_version_are_unavailable_not_misread(

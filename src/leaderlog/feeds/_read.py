@@ -111,14 +111,15 @@ class FeedReader:
         )
         return loads(rows[0][0]) if rows else None
 
-    async def entities(self, kinds: Sequence[str]) -> list[EntityRow]:
-        """The latest doc of every entity of these kinds, by kind then id."""
+    async def entities(self, kinds: Sequence[str], at: int | None = None) -> list[EntityRow]:
+        """The doc of every entity of these kinds as known at position ``at`` (now when
+        None), by kind then id."""
         marks = ",".join("?" * len(kinds))
         rows = await self.store.query(
             f"SELECT e.kind, e.id, e.doc FROM {ENTITIES} e WHERE e.kind IN ({marks}) "
             f"AND e.position = (SELECT MAX(l.position) FROM {ENTITIES} l "
-            "WHERE l.kind = e.kind AND l.id = e.id) ORDER BY e.kind, e.id",
-            tuple(kinds),
+            "WHERE l.kind = e.kind AND l.id = e.id AND l.position <= ?) ORDER BY e.kind, e.id",
+            (*kinds, at if at is not None else 2**62),
         )
         return [EntityRow(row[0], row[1], loads(row[2])) for row in rows]
 

@@ -61,7 +61,7 @@ _REBUILDING = "the feeds are being rebuilt; try again shortly"
 _CATCHING_UP = "the feeds are catching up with the log; try again shortly"
 _CHANGING = "this feed is changing too fast to be read whole; try again shortly"
 # Renders of a document begun again because its scope moved while it was read.
-_RENDER_TRIES = 4
+_RENDER_TRIES = 8
 
 
 class _Moved(Exception):
@@ -213,6 +213,10 @@ class FeedService:
         since it began may be partial, so nothing read before it ends is kept.
         """
         checkpoint = await self.reader.checkpoint()
+        if (checkpoint or 0) < self._served:
+            # Reads that overlap may end out of order: a rebuild is one the log still shows
+            # when read again.
+            checkpoint = await self.reader.checkpoint()
         if (checkpoint or 0) < self._served:
             if not self._rebuilding:
                 self._rebuilding = True
@@ -481,7 +485,8 @@ class FeedService:
         if cached is not None:
             return cached
         groups: dict[str, list[Outline]] = {"org": [], "person": [], "post": []}
-        for row in await self.reader.entities(("org", "person", "post")):
+        # As known at the position its ETag names, however far the projection has moved.
+        for row in await self.reader.entities(("org", "person", "post"), at=position):
             scope = Scope(row.kind, row.id)  # type: ignore[arg-type]
             name = _text.scope_name(row.kind, row.doc, row.id, language_)
             groups[row.kind].append(
