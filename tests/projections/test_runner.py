@@ -743,6 +743,25 @@ async def test_a_user_projection_slow_on_big_pages_goes_on_with_smaller_ones(
     runner = ProjectionRunner(seeded_log.store, [sleeping], page=20, user_apply_seconds=0.35)
     assert await runner.catch_up() == SEED_COUNT
     assert await seeded_log.store.query("SELECT COUNT(*) FROM p_sleeping_seen") == [(SEED_COUNT,)]
+    # and once it is quick again, its pages grow back to the runner's own
+    sleeping.seconds_per_event = 0.0
+    await add_persons(seeded_log, 45)
+    applied: list[int] = []
+    apply = sleeping.apply
+
+    async def counted(tx: ProjectionTransaction, events: Sequence[RecordedEvent]) -> None:
+        applied.append(len(events))
+        await apply(tx, events)
+
+    sleeping.apply = counted  # type: ignore[method-assign]
+    await runner.catch_up()
+    assert applied == [10, 20, 15]
+
+
+async def add_persons(log: EventLog, count: int) -> None:
+    await append(
+        log, [record("person.registered", person=f"p-{n}", name=f"P {n}") for n in range(count)]
+    )
 
 
 async def test_builtins_have_no_time_limit(seeded_log: EventLog) -> None:

@@ -401,9 +401,19 @@ class ProjectionRunner:
         """``projection.apply``, within the time a user projection is given; what would stop
         the runner itself (``sys.exit()``, a CancelledError of its own) is its failure."""
         limit = None if is_builtin(projection) else self.user_apply_seconds
+        started = time.monotonic()
         try:
             async with asyncio.timeout(limit) as clock:
                 await projection.apply(watched, todo)
+            quick = limit is not None and time.monotonic() - started < limit / 4
+            if quick and projection.name in self._smaller_pages:
+                # Well in time again: its pages grow back, twice as large each time (only
+                # when far below the limit, so a steadily heavy one does not swing).
+                grown = self._smaller_pages[projection.name] * 2
+                if grown >= self.page:
+                    del self._smaller_pages[projection.name]
+                else:
+                    self._smaller_pages[projection.name] = grown
         except SystemExit as exiting:
             raise Exited(exiting) from exiting
         except TimeoutError as error:
