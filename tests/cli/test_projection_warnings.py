@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from leaderlog.projections import runner as runner_module
 from tests.conftest import ROOT, SEEDS, invoke, ok
 from tests.projections.logs import ANOTHER_CLAIM
 
@@ -93,3 +94,63 @@ def test_a_module_that_is_not_there_is_left_to_the_projections_command(
     answered = invoke(db, "state")
     assert (answered.exit_code, answered.stderr) == (0, "")
     assert "not loaded: unknown projection 'turnover'" in ok(invoke(db, "projections"))
+
+
+_SLOW = """
+import asyncio
+import os
+
+from leaderlog.projections import Projection
+
+
+class Slow(Projection):
+    name = "slow"
+    version = 1
+
+    def schema(self):
+        return ("CREATE TABLE IF NOT EXISTS p_slow_seen (position BIGINT)",)
+
+    def tables(self):
+        return ("p_slow_seen",)
+
+    async def apply(self, tx, events):
+        if any(e.type == "person.registered" and e.data["person"] == "stuck" for e in events):
+            with open(os.environ["SLOW_TRIES"], "a") as tries:
+                tries.write(f"{len(events)}\\n")
+            await asyncio.sleep(60)
+
+
+PROJECTION = Slow
+"""
+
+
+def test_a_query_waits_at_most_once_for_a_slow_user_projection(
+    db: str, folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # given a user projection that hangs on an event, with 0.3 s a page
+    monkeypatch.setattr(runner_module, "USER_APPLY_SECONDS", 0.3)
+    (folder / "slow.py").write_text(_SLOW, encoding="utf-8")
+    ok(invoke(db, "rebuild", "slow"))
+    people = ["stuck", *(f"after-{n}" for n in range(60))]
+    lines = [
+        f'{{"type": "person.registered", "data": {{"person": "{p}", "name": "{p}"}}}}\n'
+        for p in people
+    ]
+    ok(invoke(db, "import", "-", stdin="".join(lines)))
+    tries = folder.parent / "tries"
+    monkeypatch.setenv("SLOW_TRIES", str(tries))
+    # when a query is asked, then it answers after one try of it, saying it stopped there
+    answered = invoke(db, "state", "--org", "ice-hsi")
+    assert answered.exit_code == 0 and answered.stdout
+    assert tries.read_text().split() == ["61"]
+    assert (
+        "warning: projection slow could not apply events 30-90: apply() took longer than 0.3"
+        in (answered.stderr)
+    )
+    # while rebuild takes it on with smaller pages, to the one event it cannot apply
+    tries.unlink()
+    rebuilt = invoke(db, "rebuild", "slow")
+    assert rebuilt.exit_code == 1
+    assert "could not apply event 30" in rebuilt.stderr
+    tried = [int(size) for size in tries.read_text().split()]
+    assert tried[0] == 90 and tried[-1] == 1 and tried == sorted(tried, reverse=True)

@@ -78,6 +78,9 @@ async def catch_up_for_queries(runner: ProjectionRunner) -> None:
     on stderr and left behind rather than refusing the answer; a built-in that fails is an
     error.
     """
+    # A query waits at most one time limit for a slow user projection (it reads only the
+    # built-ins); `rebuild` and servers take it on with smaller pages.
+    runner.go_on_smaller = False
     try:
         await _catch_up(runner)
     except ProjectionFailed as failed:

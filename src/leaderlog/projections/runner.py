@@ -187,6 +187,9 @@ class ProjectionRunner:
         # For a runner that follows the log: a user projection that fails is tried again
         # less and less often (see _rest) rather than at every run.
         self.rest_after_failure = rest_after_failure
+        # Whether a user projection that ran out of time goes on at once with smaller pages
+        # (False for a quick answer: it then stops for this run, named by its failure).
+        self.go_on_smaller = True
         # User projections that ran out of time on a page: the smaller page they get now.
         self._smaller_pages: dict[str, int] = {}
         # User projections that failed, left to rest: until when, for how long, and why.
@@ -419,7 +422,7 @@ class ProjectionRunner:
         except TimeoutError as error:
             if limit is None or not clock.expired():
                 raise
-            smaller = len(todo) // 2 or None
+            smaller = (len(todo) // 2 or None) if self.go_on_smaller else None
             if smaller is not None:
                 # Perhaps only slow on this many events: it goes on with smaller pages.
                 self._smaller_pages[projection.name] = smaller
