@@ -213,3 +213,35 @@ def test_a_slow_user_projection_holds_back_neither_writes_nor_the_built_ins(
     assert lags["slow"] >= 1
     said = _said(caplog, "projection slow could not apply")
     assert said and "apply() took longer than 1 s" in said[0]
+
+
+def test_a_server_with_a_slow_user_projection_behind_serves_at_once(
+    tmp_path: Path,
+    folder: Path,
+    client: httpx.Client,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # given a user projection built, then events it hangs on appended while no server ran
+    monkeypatch.setattr(runner_module, "USER_APPLY_SECONDS", 30.0)
+    url = f"sqlite:///{tmp_path / 'leaderlog.db'}"
+    (folder / "slow.py").write_text(_SLOW_MODULE, encoding="utf-8")
+    _seeded_with(url, "slow")
+
+    async def append_people() -> None:
+        async with await EventLog.open(url) as log:
+            await log.import_lines(
+                [
+                    f'{{"type": "person.registered", "data": {{"person": "slow-{n}", '
+                    f'"name": "Slow {n}"}}}}'
+                    for n in range(5)
+                ],
+                actor="test",
+            )
+
+    asyncio.run(append_people())
+    # when a server starts, then it answers at once, the built-ins current, the slow one behind
+    with running(create_app(url)) as base:
+        health = client.get(f"{base}/healthz", timeout=5).json()
+    lags = {item["name"]: item["lag"] for item in health["projections"]}
+    assert (lags["leadership"], lags["audit"], lags["feed_entries"]) == (0, 0, 0)
+    assert lags["slow"] == 5

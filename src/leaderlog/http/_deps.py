@@ -35,6 +35,7 @@ __all__ = [
     "invalid_parameter",
     "log_of",
     "queries_of",
+    "reads_builtins",
     "runners_of",
     "services_of",
 ]
@@ -64,6 +65,12 @@ class _Verifying:
         self.task: asyncio.Task[VerifyReport] | None = None
 
 
+def reads_builtins(runner: ProjectionRunner) -> bool:
+    """Whether the runner keeps built-in projections (which answers and feeds read) current:
+    not the one of user projections, which follows the log on its own."""
+    return any(projection.name in BUILTIN for projection in runner.projections)
+
+
 @dataclass(frozen=True, slots=True)
 class Services:
     log: EventLog
@@ -91,7 +98,7 @@ class Services:
         target, _ = await self.log.store.head()
         failures: list[ProjectionFailure] = []
         for runner in self.runners:
-            if not any(projection.name in BUILTIN for projection in runner.projections):
+            if not reads_builtins(runner):
                 continue
             try:
                 await runner.catch_up()

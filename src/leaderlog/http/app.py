@@ -36,7 +36,13 @@ from leaderlog.errors import (
 )
 from leaderlog.feeds import FeedService
 from leaderlog.http import _api, _feeds, _pages
-from leaderlog.http._deps import Services, check_public_url, log_of, services_of
+from leaderlog.http._deps import (
+    Services,
+    check_public_url,
+    log_of,
+    reads_builtins,
+    services_of,
+)
 from leaderlog.http.write_routes import write_router
 from leaderlog.log import EventLog, load_seeds
 from leaderlog.projections import BUILTIN, ProjectionRunner, Queries, runner_for
@@ -159,6 +165,22 @@ async def _once_the_database_answers(
             await asyncio.sleep(_RETRY_SECONDS)
 
 
+async def _say_left_out(runner: ProjectionRunner) -> str:
+    """Log at start each projection the runner leaves out, as a catch-up would report it;
+    returns what was logged (the follower, meeting the same, does not log it again)."""
+    statuses = await runner.status()
+    failures = [
+        projection.failure(status.checkpoint)
+        for projection, status in zip(runner.projections, statuses, strict=True)
+        if isinstance(projection, LeftOut)
+    ]
+    if not failures:
+        return ""
+    error = ProjectionFailed(failures)
+    _log_failure(runner, error)
+    return str(error)
+
+
 async def _catch_up(runner: ProjectionRunner) -> str:
     """Catch up before serving; returns the failure logged, if any (serving goes on with
     what is projected, and the follower retries)."""
@@ -249,7 +271,11 @@ def create_app(
 
         try:
             runners = await _once_the_database_answers(start)
-            reported = [await _catch_up(runner) for runner in runners]
+            # The answers wait for the built-ins; user projections catch up once serving.
+            reported = [
+                await (_catch_up(runner) if reads_builtins(runner) else _say_left_out(runner))
+                for runner in runners
+            ]
             feeds = FeedService(log.store)
             app.state.services = Services(log, runners, Queries(log.store), feeds)
             tasks = [

@@ -78,6 +78,7 @@ DEFAULT_PAGE = 2000
 # How long a user projection's apply may take on one page. It runs inside the page's write
 # transaction: on SQLite every writer waits for it meanwhile, on PostgreSQL every runner.
 USER_APPLY_SECONDS = 5.0
+_PAUSE_AFTER_A_SLOW_PAGE = 0.5
 _FIRST_REST_SECONDS = 2.0
 _LONGEST_REST_SECONDS = 60.0
 _PREPARE_ATTEMPTS = 3
@@ -434,10 +435,11 @@ class ProjectionRunner:
             raise CancelledItself(cancelled) from cancelled
 
     @staticmethod
-    def _going_on_smaller(failed: list[ProjectionFailure]) -> list[ProjectionFailure]:
+    async def _going_on_smaller(failed: list[ProjectionFailure]) -> list[ProjectionFailure]:
         """The failures that stop their projection: one that ran out of time on a page of
-        several events goes on at once with smaller pages (each its own transaction, so
-        writers get their turn between them), and is only logged."""
+        several events goes on with smaller pages, and is only logged. Each page is its own
+        transaction, and other processes' writers, which have waited meanwhile, are given a
+        moment to take the database first."""
         stopping = []
         for failure in failed:
             cause = failure.cause
@@ -445,6 +447,8 @@ class ProjectionRunner:
                 logger.warning("%s", failure)
             else:
                 stopping.append(failure)
+        if len(stopping) < len(failed):
+            await asyncio.sleep(_PAUSE_AFTER_A_SLOW_PAGE)
         return stopping
 
     async def _stored(self) -> dict[str, tuple[int, int]]:
@@ -525,7 +529,9 @@ class ProjectionRunner:
                         ahead = asyncio.create_task(
                             self.store.read_all(after=ahead_after, limit=self.page)
                         )
-                    failed = self._going_on_smaller(await self._apply_page(projections, events))
+                    failed = await self._going_on_smaller(
+                        await self._apply_page(projections, events)
+                    )
                     if failed:
                         failures += failed
                         stopped = {failure.name for failure in failed}
