@@ -11,7 +11,7 @@ import pytest
 
 from leaderlog.projections import runner as runner_module
 from tests.conftest import ROOT, SEEDS, invoke, ok
-from tests.projections.logs import ANOTHER_CLAIM
+from tests.projections.logs import ANOTHER_CLAIM, slow_projection_module
 
 SEED_FILE = SEEDS / "ice-leadership-2025-05.jsonl"
 
@@ -96,42 +96,14 @@ def test_a_module_that_is_not_there_is_left_to_the_projections_command(
     assert "not loaded: unknown projection 'turnover'" in ok(invoke(db, "projections"))
 
 
-_SLOW = """
-import asyncio
-import os
-
-from leaderlog.projections import Projection
-
-
-class Slow(Projection):
-    name = "slow"
-    version = 1
-
-    def schema(self):
-        return ("CREATE TABLE IF NOT EXISTS p_slow_seen (position BIGINT)",)
-
-    def tables(self):
-        return ("p_slow_seen",)
-
-    async def apply(self, tx, events):
-        if any(e.type == "person.registered" and e.data["person"] == "stuck" for e in events):
-            with open(os.environ["SLOW_TRIES"], "a") as tries:
-                tries.write(f"{len(events)}\\n")
-            await asyncio.sleep(60)
-
-
-PROJECTION = Slow
-"""
-
-
 def test_a_query_waits_at_most_once_for_a_slow_user_projection(
     db: str, folder: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # given a user projection that hangs on an event, with 0.3 s a page
     monkeypatch.setattr(runner_module, "USER_APPLY_SECONDS", 0.3)
-    (folder / "slow.py").write_text(_SLOW, encoding="utf-8")
+    (folder / "slow.py").write_text(slow_projection_module(), encoding="utf-8")
     ok(invoke(db, "rebuild", "slow"))
-    people = ["stuck", *(f"after-{n}" for n in range(60))]
+    people = ["slow-stuck", *(f"after-{n}" for n in range(60))]
     lines = [
         f'{{"type": "person.registered", "data": {{"person": "{p}", "name": "{p}"}}}}\n'
         for p in people

@@ -20,7 +20,12 @@ from leaderlog.projections import runner_for
 from tests.conftest import SEEDS
 from tests.http.server import confirm_as_another_writer, running, wait_for_claim_status
 from tests.http.test_write_api import create_token
-from tests.projections.logs import GORDON_ACTING, SEED_COUNT, seen_projection_module
+from tests.projections.logs import (
+    GORDON_ACTING,
+    SEED_COUNT,
+    seen_projection_module,
+    slow_projection_module,
+)
 
 
 @pytest.fixture
@@ -147,42 +152,13 @@ def test_user_projections_that_clash_do_not_stop_the_server(
     assert (listed["probe"], listed["probe_x"], listed["leadership"]) == (1, 0, 0)
 
 
-_SLOW_MODULE = """
-import asyncio
-
-from leaderlog.projections import Projection
-
-
-class Slow(Projection):
-    name = "slow"
-    version = 1
-
-    def schema(self):
-        return ("CREATE TABLE IF NOT EXISTS p_slow_seen (position BIGINT)",)
-
-    def tables(self):
-        return ("p_slow_seen",)
-
-    async def apply(self, tx, events):
-        await tx.executemany(
-            "INSERT INTO p_slow_seen (position) VALUES (?)", [(e.position,) for e in events]
-        )
-        if any(e.type == "person.registered" and e.data["person"].startswith("slow-")
-               for e in events):
-            await asyncio.sleep(60)
-
-
-PROJECTION = Slow
-"""
-
-
 def _with_slow_projection(
     tmp_path: Path, folder: Path, monkeypatch: pytest.MonkeyPatch, *, seconds: float
 ) -> str:
     """The seeds with the slow projection built; user projections given ``seconds`` a page."""
     monkeypatch.setattr(runner_module, "USER_APPLY_SECONDS", seconds)
     url = f"sqlite:///{tmp_path / 'leaderlog.db'}"
-    (folder / "slow.py").write_text(_SLOW_MODULE, encoding="utf-8")
+    (folder / "slow.py").write_text(slow_projection_module(), encoding="utf-8")
     _seeded_with(url, "slow")
     return url
 

@@ -95,3 +95,33 @@ ANOTHER_CLAIM = (
     '"post": "ice-hsi-dsac", "capacity": "unspecified", "modality": "occurred", '
     '"attribution": {"kind": "outlet", "parties": ["Fox News"]}}}\n'
 )
+
+
+def slow_projection_module() -> str:
+    """The source of user projection ``slow``: it keeps the positions it has seen, and hangs
+    for a minute on a page registering a person whose id starts with ``slow-`` (writing the
+    page's size to the file named by ``SLOW_TRIES``, when set, first)."""
+    return (
+        "import asyncio\n"
+        "import os\n\n"
+        "from leaderlog.projections import Projection\n\n\n"
+        "class Slow(Projection):\n"
+        "    name = 'slow'\n"
+        "    version = 1\n\n"
+        "    def schema(self):\n"
+        "        return ('CREATE TABLE IF NOT EXISTS p_slow_seen (position BIGINT)',)\n\n"
+        "    def tables(self):\n"
+        "        return ('p_slow_seen',)\n\n"
+        "    async def apply(self, tx, events):\n"
+        "        await tx.executemany(\n"
+        "            'INSERT INTO p_slow_seen (position) VALUES (?)',\n"
+        "            [(e.position,) for e in events],\n"
+        "        )\n"
+        "        if any(e.type == 'person.registered' and e.data['person'].startswith('slow-')\n"
+        "               for e in events):\n"
+        "            if 'SLOW_TRIES' in os.environ:\n"
+        "                with open(os.environ['SLOW_TRIES'], 'a') as tries:\n"
+        "                    tries.write(f'{len(events)}\\n')\n"
+        "            await asyncio.sleep(60)\n\n\n"
+        "PROJECTION = Slow\n"
+    )
