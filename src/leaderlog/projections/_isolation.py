@@ -21,8 +21,7 @@ from leaderlog.projections.base import (
 from leaderlog.projections.loading import module_file, shown_path
 
 __all__ = [
-    "CancelledItself",
-    "Exited",
+    "Escaped",
     "Explained",
     "LeftOut",
     "TookTooLong",
@@ -214,12 +213,23 @@ class WentOn(Exception):
     """``apply`` returned normally after one of its statements failed."""
 
 
-class Exited(Exception):
-    """``apply`` called ``sys.exit()``."""
+class Escaped(Exception):
+    """``apply`` raised what would stop leaderlog itself rather than the projection:
+    ``sys.exit()``, or an ``asyncio.CancelledError`` while nothing was cancelling it."""
 
-    def __init__(self, exiting: SystemExit) -> None:
-        super().__init__(f"apply() called sys.exit({exiting.code!r})")
-        self.exiting = exiting
+    def __init__(self, raised: BaseException, did: str, would: str) -> None:
+        super().__init__(f"apply() {did}")
+        self.raised = raised
+        self.did = did
+        self.would = would
+
+    @classmethod
+    def exiting(cls, exiting: SystemExit) -> Escaped:
+        return cls(exiting, f"called sys.exit({exiting.code!r})", "ended leaderlog itself")
+
+    @classmethod
+    def cancelling(cls, cancelled: BaseException) -> Escaped:
+        return cls(cancelled, "raised CancelledError", "stopped leaderlog from following the log")
 
 
 class TookTooLong(Exception):
@@ -230,14 +240,6 @@ class TookTooLong(Exception):
         self.seconds = seconds
         # The smaller page it is tried on next, or None when it already had one event.
         self.next_page = next_page
-
-
-class CancelledItself(Exception):
-    """``apply`` raised ``asyncio.CancelledError`` while nothing was cancelling it."""
-
-    def __init__(self, cancelled: BaseException) -> None:
-        super().__init__("apply() raised CancelledError")
-        self.cancelled = cancelled
 
 
 def _location(error: BaseException, projection: Projection) -> str:
@@ -276,12 +278,12 @@ def apply_failure(
     first, last = events[0].position, events[-1].position
     span = f"event {first}" if first == last else f"events {first}-{last}"
     cause: Exception
-    if isinstance(error, Exited):
+    then = f"it stays at position {first - 1} until that is fixed"
+    if isinstance(error, Escaped):
         cause = ProjectionError(str(error))
-        cause.__cause__ = error.exiting
+        cause.__cause__ = error.raised
         what = (
-            f"it called sys.exit({error.exiting.code!r}){_location(error.exiting, projection)}"
-            ", which would have ended leaderlog itself"
+            f"it {error.did}{_location(error.raised, projection)}, which would have {error.would}"
         )
     elif isinstance(error, TookTooLong):
         cause = error
@@ -292,21 +294,7 @@ def apply_failure(
         )
         if error.next_page is not None:
             events_word = "event" if error.next_page == 1 else "events"
-            return Explained(
-                projection.name,
-                first,
-                last,
-                cause,
-                f"projection {projection.name} could not apply {span}: {what}; it goes on "
-                f"with pages of {error.next_page} {events_word}",
-            )
-    elif isinstance(error, CancelledItself):
-        cause = ProjectionError(str(error))
-        cause.__cause__ = error.cancelled
-        what = (
-            f"it raised CancelledError{_location(error.cancelled, projection)}, which would have "
-            "stopped leaderlog from following the log"
-        )
+            then = f"it goes on with pages of {error.next_page} {events_word}"
     elif went_on is not None and (
         isinstance(error, WentOn) or not _caused_by(error, went_on) or failed_later
     ):
@@ -326,6 +314,5 @@ def apply_failure(
         first,
         last,
         cause,
-        f"projection {projection.name} could not apply {span}: {what}; it stays at position "
-        f"{first - 1} until that is fixed",
+        f"projection {projection.name} could not apply {span}: {what}; {then}",
     )

@@ -445,21 +445,22 @@ class Queries:
     async def _disputed_elsewhere(
         self, versions: Sequence[ClaimVersion], position: int
     ) -> dict[str, ClaimVersion]:
-        """The claims that disputes among ``versions`` name, by id, wherever their post."""
-        by_claim = {version.claim: version for version in versions}
+        """The claims that disputes among ``versions`` name, by id, wherever their post (only
+        those: each post's state merges them with its own claims)."""
         named = {
             other
             for version in versions
             if version.status == "disputed"
             for other in version.disputes[-1]["conflicts_with"]
         }
-        missing = sorted(named - by_claim.keys())
+        found = {version.claim: version for version in versions if version.claim in named}
+        missing = sorted(named - found.keys())
         if missing:
-            by_claim.update(
+            found.update(
                 (version.claim, version)
                 for version in await self._versions("claim", missing, position)
             )
-        return by_claim
+        return found
 
     # --- history -----------------------------------------------------------------------------
 

@@ -38,8 +38,7 @@ from leaderlog.errors import (
 )
 from leaderlog.events import RecordedEvent
 from leaderlog.projections._isolation import (
-    CancelledItself,
-    Exited,
+    Escaped,
     LeftOut,
     TookTooLong,
     Watched,
@@ -419,7 +418,7 @@ class ProjectionRunner:
                 else:
                     self._smaller_pages[projection.name] = grown
         except SystemExit as exiting:
-            raise Exited(exiting) from exiting
+            raise Escaped.exiting(exiting) from exiting
         except TimeoutError as error:
             if limit is None or not clock.expired():
                 raise
@@ -432,7 +431,7 @@ class ProjectionRunner:
             task = asyncio.current_task()
             if task is not None and task.cancelling():
                 raise  # the runner is being stopped
-            raise CancelledItself(cancelled) from cancelled
+            raise Escaped.cancelling(cancelled) from cancelled
 
     @staticmethod
     async def _going_on_smaller(failed: list[ProjectionFailure]) -> list[ProjectionFailure]:
