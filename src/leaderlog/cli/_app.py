@@ -100,8 +100,15 @@ def _missing_sqlite_file(url: str) -> Path | None:
     from leaderlog.store.sqlite import path_from_url
 
     path = path_from_url(url)  # a malformed URL is refused here as it is when opened
-    if str(path) == ":memory:" or path.exists():
+    if str(path) == ":memory:":
         return None
+    try:
+        if path.exists():
+            return None
+    except OSError as error:  # a folder on the way this user may not enter, say
+        raise StoreUnavailable(
+            f"cannot open SQLite database {path.absolute()}: {error.strerror}"
+        ) from None
     return path
 
 

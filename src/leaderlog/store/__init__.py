@@ -48,8 +48,8 @@ def database_url(explicit: str | None = None) -> str:
 async def open_store(url: str | None = None, *, create: bool = True) -> EventStore:
     """Open the store a URL names: ``sqlite:///path`` or ``postgresql://...``.
 
-    ``create=False``: a PostgreSQL log that does not exist is refused rather than created
-    (SQLite files: see the CLI, which refuses a missing file before opening it).
+    ``create=False``: a log that does not exist is refused rather than created (a SQLite
+    file that does not exist: see the CLI, which refuses it before opening it).
     """
     url = database_url(url)
     # Schemes are case-insensitive (RFC 3986).
@@ -61,7 +61,7 @@ async def open_store(url: str | None = None, *, create: bool = True) -> EventSto
     if scheme is None or scheme == "sqlite":
         from leaderlog.store.sqlite import SQLiteStore
 
-        return await SQLiteStore.open(url)
+        return await SQLiteStore.open(url, create=create)
     raise StoreUnavailable(
         f"unsupported database URL {without_password(url)!r}: "
         "use sqlite:///path or postgresql://..."

@@ -260,31 +260,48 @@ class _WriteConnection:
     """
 
     def __init__(
-        self, connection: sqlite3.Connection, thread: ThreadPoolExecutor, *, created_log: bool
+        self,
+        connection: sqlite3.Connection,
+        thread: ThreadPoolExecutor,
+        path: Path,
+        *,
+        created_log: bool,
     ) -> None:
         self._connection = connection
         self._thread = thread
+        self._path = path
         self._closed = False
         self.created_log = created_log
 
     @classmethod
-    async def open(cls, path: Path) -> _WriteConnection:
+    async def open(cls, path: Path, *, create: bool) -> _WriteConnection:
         thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="leaderlog-sqlite-writer")
         try:
             connection, created_log = await asyncio.get_running_loop().run_in_executor(
-                thread, _connect_writer, path
+                thread, _connect_writer, path, create
             )
         except BaseException:
             thread.shutdown(wait=False)
             raise
-        return cls(connection, thread, created_log=created_log)
+        return cls(connection, thread, path, created_log=created_log)
 
     async def run(self, work: Callable[[sqlite3.Connection], _T]) -> _T:
         if self._closed:
             raise StoreUnavailable(_CLOSED)
-        return await asyncio.get_running_loop().run_in_executor(
-            self._thread, work, self._connection
-        )
+        try:
+            return await asyncio.get_running_loop().run_in_executor(
+                self._thread, work, self._connection
+            )
+        except sqlite3.OperationalError as error:
+            # A file this user may read but not write opens fine (a log in WAL mode needs
+            # no write to open): the first write is where it shows.
+            if error.sqlite_errorcode & 0xFF != sqlite3.SQLITE_READONLY:
+                raise
+            raise StoreUnavailable(
+                f"cannot write to the SQLite database {self._path}: {error}; appending and "
+                "the commands that keep projections up to date need write access to the file "
+                "and its folder (verify, events and export only read)"
+            ) from error
 
     async def close(self) -> None:
         if self._closed:
@@ -304,19 +321,19 @@ def _pragmas() -> list[str]:
     return [busy if pragma.startswith("PRAGMA busy_timeout=") else pragma for pragma in PRAGMAS]
 
 
-def _connect_writer(path: Path) -> tuple[sqlite3.Connection, bool]:
-    """The write connection, and whether it created the log."""
+def _connect_writer(path: Path, create: bool) -> tuple[sqlite3.Connection, bool]:
+    """The write connection, and whether it created the log (see :meth:`SQLiteStore.open`)."""
     # Runs on the writer thread, which is the only thread that ever touches the connection.
     connection = sqlite3.connect(path, isolation_level=None)
     try:
-        created_log = _set_up(connection, path)
+        created_log = _set_up(connection, path, create)
     except BaseException:
         connection.close()
         raise
     return connection, created_log
 
 
-def _set_up(connection: sqlite3.Connection, path: Path) -> bool:
+def _set_up(connection: sqlite3.Connection, path: Path, create: bool) -> bool:
     """Switch to WAL and create the schema, waiting while another process does the same;
     return whether the events table was missing.
 
@@ -332,6 +349,12 @@ def _set_up(connection: sqlite3.Connection, path: Path) -> bool:
             # Before anything is written (WAL mode, triggers), so a file that is someone
             # else's is left exactly as it was.
             had_log = _check_events_table(connection, path)
+            if not had_log and not create:
+                raise StoreUnavailable(
+                    f"{path} holds no leaderlog log (no events table): nothing was created; "
+                    "import records into it first (leaderlog import FILE), or name another "
+                    "with --db URL or LEADERLOG_DB"
+                )
             for pragma in pragmas:
                 connection.execute(pragma)
             connection.executescript(SCHEMA)
@@ -408,7 +431,9 @@ class SQLiteStore(EventStore):
         self._abandoned.atexit = False
 
     @classmethod
-    async def open(cls, url: str) -> SQLiteStore:
+    async def open(cls, url: str, *, create: bool = True) -> SQLiteStore:
+        """The store in the file ``url`` names; ``create=False`` refuses a file without a log
+        (an empty file, another program's database) and leaves it as it was."""
         path = path_from_url(url)
         if str(path) == ":memory:":
             # The writer and the reader are two connections: two separate databases.
@@ -419,12 +444,18 @@ class SQLiteStore(EventStore):
         # Absolute, so a name that begins with "file:" is a file name, never a SQLite URI
         # whose options (?mode=memory, ?mode=ro, another file) would come from the name.
         path = path.absolute()
-        if not path.parent.exists():
+        try:
+            folder_exists = path.parent.exists()
+        except OSError as error:
+            raise StoreUnavailable(
+                f"cannot open SQLite database {path}: {error.strerror}"
+            ) from None
+        if not folder_exists:
             raise StoreUnavailable(f"cannot create {path}: folder {path.parent} does not exist")
         # Whatever was opened before a failure is closed again, newest first.
         async with contextlib.AsyncExitStack() as opened:
             try:
-                writer = await _WriteConnection.open(path)
+                writer = await _WriteConnection.open(path, create=create)
                 opened.push_async_callback(writer.close)
                 reader = await aiosqlite.connect(path, isolation_level=None)
                 opened.push_async_callback(reader.close)
