@@ -127,7 +127,12 @@ async def test_source_addresses_are_kept_as_uris_in_every_format(
     # People read the address in the summary: letters stay letters, the rest is escaped.
     readable = web_address(stored)
     assert readable is not None and readable in item["summary"]
-    assert f'href="{html.escape(readable)}"' in item["content_html"]
+    # The content links the source's name to the same URI, in every format.
+    href = f'href="{html.escape(expected)}"'
+    assert href in item["content_html"]
+    atom_content = atom.find(f"{ATOM}entry/{ATOM}content")
+    assert atom_content is not None and href in (atom_content.text or "")
+    assert href in (rss.findtext(f"channel/item/{CONTENT}") or "")
 
 
 async def test_an_ipv6_literal_address_is_linked_except_in_rss(seeded_log: EventLog) -> None:

@@ -10,9 +10,11 @@ valid — reserved characters, existing escapes — is left exactly as it was.
 Two forms are made:
 
 - :func:`web_address`, an IRI (RFC 3987): letters outside ASCII stay readable. It is what
-  people read (the address in a summary) and the ``href`` in HTML content.
+  people read (the address in a summary).
 - :func:`web_uri`, a URI (RFC 3986): the host name in IDNA (``xn--``) form, every other
-  character outside ASCII percent-encoded. Every feed link is one: RSS and JSON Feed ask for
+  character outside ASCII percent-encoded. Every link is one, feed links and the ``href`` in
+  HTML content alike (a browser of another IDNA generation would resolve some IRI hosts
+  elsewhere, ``straße.de`` as ``strasse.de``): RSS and JSON Feed ask for
   URIs, and though Atom allows IRIs, validators and readers handle URIs more reliably (the
   W3C validator rejects an IRI whose path holds more than 63 characters past the last dot).
 

@@ -247,7 +247,8 @@ def _source_name(source: Mapping[str, Any] | None, lang: Language) -> str:
 
 def _source_html(source: Mapping[str, Any] | None, lang: Language) -> Markup:
     text = _source_name(source, lang)
-    address = web_address(source.get("url")) if source else None
+    # The link's text is the source's name, so its href can be the unambiguous URI form.
+    address = web_uri(source.get("url")) if source else None
     if address:
         return Markup(f'<a href="{html.escape(address)}">{html.escape(text)}</a>')
     return Markup(html.escape(text))
