@@ -182,6 +182,31 @@ def test_existing_references_are_accepted(history: tuple[Event, ...], when: Even
     then_accepted(history, when)
 
 
+def test_a_record_that_breaks_several_rules_names_each_of_them() -> None:
+    error = then_refused(
+        (*CLAIMS,), reported(source="nowhere", person="nobody", post="no-post"), "unique"
+    )
+    assert [(problem.rule, problem.message.split(",")[0]) for problem in error.every()] == [
+        (
+            "unique",
+            "claim.reported: claim 'hammer-out' already exists (a claim is reported only once)",
+        ),
+        ("reference", "claim.reported refers to source 'nowhere'"),
+        ("reference", "claim.reported refers to person 'nobody'"),
+        ("reference", "claim.reported refers to post 'no-post'"),
+    ]
+
+
+def test_a_correction_of_a_retracted_claim_also_names_its_own_problems() -> None:
+    when = corrected(kind="appointment", person="nobody")
+    error = then_refused((*CLAIMS, retracted()), when, "claim_live")
+    assert [problem.rule for problem in error.every()] == ["claim_live", "reference", "cause_kind"]
+
+
+def test_a_record_that_breaks_one_rule_has_no_others() -> None:
+    assert len(then_refused(WORLD, confirmed("nothing"), "reference").every()) == 1
+
+
 # --- unique ---------------------------------------------------------------------------------
 
 

@@ -234,6 +234,25 @@ async def test_a_reference_to_a_later_line_is_refused(sqlite_url: str) -> None:
         assert await log.store.count() == 0
 
 
+async def test_a_refusal_names_every_rule_each_record_breaks(sqlite_url: str) -> None:
+    async with await EventLog.open(sqlite_url) as log:
+        with pytest.raises(BatchError) as caught:
+            await log.import_lines(
+                [
+                    line("org.registered", org="dhs", name="DHS"),
+                    line("post.defined", post="p", org="nowhere", title="T"),
+                    line("comment.requested", source="no-source", org="no-org", outcome="declined"),
+                ],
+                actor="test",
+            )
+        assert [(p.where, p.rule, p.message.split(",")[0]) for p in caught.value.problems] == [
+            ("line 2", "reference", "post.defined refers to org 'nowhere'"),
+            ("line 3", "reference", "comment.requested refers to source 'no-source'"),
+            ("line 3", "reference", "comment.requested refers to org 'no-org'"),
+        ]
+        assert await log.store.count() == 0
+
+
 async def test_group_commit_of_100_concurrent_appends(seeded_log: EventLog) -> None:
     names = [f"gordon-dsac-{index:03d}" for index in range(100)]
     outcomes = await asyncio.gather(

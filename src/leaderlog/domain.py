@@ -16,7 +16,7 @@ The rules, checked for every append from every entry point:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import Literal, Protocol
 
@@ -143,152 +143,175 @@ def referenced_streams(event: Event) -> set[str]:
 ALWAYS_REPORTED = ("kind", "person", "post", "capacity", "modality", "attribution")
 
 
-def _require(knowledge: Knowledge, stream: str, what: str, event: Event) -> EntityState:
-    found = knowledge.state(stream)
-    if found is None:
+def _missing(knowledge: Knowledge, stream: str, what: str, event: Event) -> Iterator[DomainError]:
+    if knowledge.state(stream) is None:
         kind, _, name = stream.partition("-")
-        raise DomainError(
+        yield DomainError(
             f"{event.type} refers to {kind} {name!r}, which does not exist ({what})",
             rule="reference",
         )
-    return found
 
 
-def _require_new(knowledge: Knowledge, event: Event, noun: str) -> None:
+def _taken(knowledge: Knowledge, event: Event, noun: str) -> Iterator[DomainError]:
     if knowledge.state(event.stream()) is not None:
         _, _, name = event.stream().partition("-")
         rule_text = "a claim is reported only once" if noun == "claim" else f"{noun} ids are unique"
-        raise DomainError(
+        yield DomainError(
             f"{event.type}: {noun} {name!r} already exists ({rule_text})", rule="unique"
         )
 
 
-def _require_live_claim(knowledge: Knowledge, event: Event) -> ClaimState:
-    state = _require(knowledge, event.stream(), "only a reported claim can change", event)
-    assert isinstance(state, ClaimState)
-    if not state.live:
-        raise DomainError(
+def _not_live(knowledge: Knowledge, event: Event) -> Iterator[DomainError]:
+    state = knowledge.state(event.stream())
+    if state is None:
+        yield from _missing(knowledge, event.stream(), "only a reported claim can change", event)
+    elif isinstance(state, ClaimState) and not state.live:
+        yield DomainError(
             f"{event.type}: claim {state.claim!r} was retracted, and retraction is final",
             rule="claim_live",
         )
-    return state
 
 
-def _check_no_cycle(knowledge: Knowledge, org: str, parent: str | None, event: Event) -> None:
+def _unknown_source(
+    knowledge: Knowledge, event: Event, source: str | None
+) -> Iterator[DomainError]:
+    if source:
+        yield from _missing(knowledge, f"source-{source}", "the source must be registered", event)
+
+
+def _cycle(knowledge: Knowledge, org: str, parent: str, event: Event) -> Iterator[DomainError]:
     seen = {org}
-    current = parent
+    current: str | None = parent
     while current is not None:
         if current in seen:
-            raise DomainError(
+            yield DomainError(
                 f"{event.type}: making {parent!r} the parent of {org!r} creates a cycle",
                 rule="org_cycle",
             )
+            return
         seen.add(current)
         state = knowledge.state(f"org-{current}")
         current = state.parent if isinstance(state, OrgState) else None
 
 
 def decide(event: Event, knowledge: Knowledge) -> list[Event]:
-    """Accept ``event`` (returning the events to append) or raise :class:`DomainError`.
+    """Accept ``event`` (returning the events to append) or raise :class:`DomainError`, the
+    first rule it breaks, with the others it breaks as the error's ``others``.
 
     When ``knowledge`` lacks streams, :class:`MissingKnowledge` names every stream the
     decision reads that it lacks, so the caller loads them all at once.
     """
+    unknown: MissingKnowledge | None = None
     try:
-        _check(event, knowledge)
-    except (MissingKnowledge, DomainError):
-        # A rule may have broken on what was known before reaching an unloaded stream;
-        # missing knowledge is reported first, so the verdict never rests on part of it.
-        missing: set[str] = set()
-        for stream in referenced_streams(event):
-            try:
-                knowledge.state(stream)
-            except MissingKnowledge as needed:
-                missing |= needed.streams
-        if missing:
-            raise MissingKnowledge(missing) from None
-        raise
-    return [event]
+        problems = list(_problems(event, knowledge))
+    except MissingKnowledge as error:
+        problems, unknown = [], error
+    if not problems and unknown is None:
+        return [event]
+    # A rule may have broken on what was known before reaching an unloaded stream; missing
+    # knowledge is reported first, so the verdict never rests on part of it.
+    missing: set[str] = set()
+    for stream in referenced_streams(event):
+        try:
+            knowledge.state(stream)
+        except MissingKnowledge as needed:
+            missing |= needed.streams
+    if missing:
+        raise MissingKnowledge(missing) from None
+    if unknown is not None:
+        raise unknown
+    first, *others = problems
+    first.others = others
+    raise first
 
 
-def _check(event: Event, knowledge: Knowledge) -> None:
+def _problems(event: Event, knowledge: Knowledge) -> Iterator[DomainError]:
+    """Every rule ``event`` breaks; those about a claim's content only once it is live."""
     match event:
         case OrgRegistered():
-            _require_new(knowledge, event, "organisation")
+            yield from _taken(knowledge, event, "organisation")
             if event.parent:
-                _require(knowledge, f"org-{event.parent}", "the parent must be registered", event)
+                what = "the parent must be registered"
+                yield from _missing(knowledge, f"org-{event.parent}", what, event)
         case OrgUpdated():
-            _require(knowledge, event.stream(), "update only a registered organisation", event)
+            yield from _missing(
+                knowledge, event.stream(), "update only a registered organisation", event
+            )
             if event.parent:
-                _require(knowledge, f"org-{event.parent}", "the parent must be registered", event)
-                _check_no_cycle(knowledge, event.org, event.parent, event)
+                what = "the parent must be registered"
+                yield from _missing(knowledge, f"org-{event.parent}", what, event)
+                yield from _cycle(knowledge, event.org, event.parent, event)
         case PostDefined():
-            _require_new(knowledge, event, "post")
-            _require(knowledge, f"org-{event.org}", "a post belongs to a registered org", event)
+            yield from _taken(knowledge, event, "post")
+            yield from _missing(
+                knowledge, f"org-{event.org}", "a post belongs to a registered org", event
+            )
         case PostUpdated():
-            _require(knowledge, event.stream(), "update only a defined post", event)
+            yield from _missing(knowledge, event.stream(), "update only a defined post", event)
         case PersonRegistered():
-            _require_new(knowledge, event, "person")
+            yield from _taken(knowledge, event, "person")
         case PersonUpdated():
-            _require(knowledge, event.stream(), "update only a registered person", event)
+            yield from _missing(knowledge, event.stream(), "update only a registered person", event)
         case SourceRegistered():
-            _require_new(knowledge, event, "source")
+            yield from _taken(knowledge, event, "source")
         case CommentRequested():
-            _require(knowledge, event.stream(), "the source must be registered", event)
-            _require(knowledge, f"org-{event.org}", "the organisation must be registered", event)
+            yield from _missing(knowledge, event.stream(), "the source must be registered", event)
+            what = "the organisation must be registered"
+            yield from _missing(knowledge, f"org-{event.org}", what, event)
         case ClaimReported():
-            _require_new(knowledge, event, "claim")
-            _require(knowledge, f"source-{event.source}", "the source must be registered", event)
-            _require(knowledge, f"person-{event.person}", "the person must be registered", event)
-            _require(knowledge, f"post-{event.post}", "the post must be defined", event)
+            yield from _taken(knowledge, event, "claim")
+            yield from _unknown_source(knowledge, event, event.source)
+            yield from _missing(
+                knowledge, f"person-{event.person}", "the person must be registered", event
+            )
+            yield from _missing(knowledge, f"post-{event.post}", "the post must be defined", event)
         case ClaimConfirmed():
-            _require_live_claim(knowledge, event)
-            _require(knowledge, f"source-{event.source}", "the source must be registered", event)
+            yield from _not_live(knowledge, event)
+            yield from _unknown_source(knowledge, event, event.source)
         case ClaimCorrected():
-            claim = _require_live_claim(knowledge, event)
-            changes = event.changes
-            cleared = [
-                field
-                for field in ALWAYS_REPORTED
-                if field in changes.model_fields_set and getattr(changes, field) is None
-            ]
-            if cleared:
-                # null clears an optional field (a cause, a date); these a claim always has.
-                raise DomainError(
-                    f"claim.corrected: {', '.join(cleared)} cannot be cleared, only changed "
-                    "(every claim has them)",
-                    rule="correction",
-                )
-            if event.source:
-                _require(
-                    knowledge, f"source-{event.source}", "the source must be registered", event
-                )
-            if changes.person:
-                _require(knowledge, f"person-{changes.person}", "the person must exist", event)
-            if changes.post:
-                _require(knowledge, f"post-{changes.post}", "the post must be defined", event)
-            kind = changes.kind or claim.kind
-            cause = changes.cause if "cause" in changes.model_fields_set else claim.cause
-            if cause is not None and kind != "departure":
-                raise DomainError(
-                    f"claim.corrected: claim {claim.claim!r} would have a cause but is not a "
-                    "departure",
-                    rule="cause_kind",
-                )
+            yield from _not_live(knowledge, event)
+            yield from _unknown_source(knowledge, event, event.source)
+            yield from _correction_problems(knowledge, event)
         case ClaimDisputed():
-            _require_live_claim(knowledge, event)
-            if event.source:
-                _require(
-                    knowledge, f"source-{event.source}", "the source must be registered", event
-                )
+            yield from _not_live(knowledge, event)
+            yield from _unknown_source(knowledge, event, event.source)
             for other in event.conflicts_with:
-                _require(knowledge, f"claim-{other}", "conflicting claims must exist", event)
-        case ClaimRetracted():
-            _require_live_claim(knowledge, event)
-            if event.source:
-                _require(
-                    knowledge, f"source-{event.source}", "the source must be registered", event
+                yield from _missing(
+                    knowledge, f"claim-{other}", "conflicting claims must exist", event
                 )
+        case ClaimRetracted():
+            yield from _not_live(knowledge, event)
+            yield from _unknown_source(knowledge, event, event.source)
+
+
+def _correction_problems(knowledge: Knowledge, event: ClaimCorrected) -> Iterator[DomainError]:
+    changes = event.changes
+    cleared = [
+        field
+        for field in ALWAYS_REPORTED
+        if field in changes.model_fields_set and getattr(changes, field) is None
+    ]
+    if cleared:
+        # null clears an optional field (a cause, a date); these a claim always has.
+        yield DomainError(
+            f"claim.corrected: {', '.join(cleared)} cannot be cleared, only changed "
+            "(every claim has them)",
+            rule="correction",
+        )
+    if changes.person:
+        yield from _missing(knowledge, f"person-{changes.person}", "the person must exist", event)
+    if changes.post:
+        yield from _missing(knowledge, f"post-{changes.post}", "the post must be defined", event)
+    claim = knowledge.state(event.stream())
+    if not isinstance(claim, ClaimState):
+        return  # not a claim: said above
+    kind = changes.kind or claim.kind
+    cause = changes.cause if "cause" in changes.model_fields_set else claim.cause
+    if cause is not None and kind != "departure":
+        yield DomainError(
+            f"claim.corrected: claim {claim.claim!r} would have a cause but is not a departure",
+            rule="cause_kind",
+        )
 
 
 def evolve(state: EntityState | None, event: Event) -> EntityState:

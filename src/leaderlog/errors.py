@@ -89,7 +89,16 @@ class RecordError(LeaderlogError):
 
 
 class DomainError(RecordError):
-    """A well-formed record breaks a domain rule (references, claim lifecycle)."""
+    """A well-formed record breaks a domain rule (references, claim lifecycle).
+
+    ``others`` holds the further rules the same record breaks, so that one refusal can name
+    every problem (:meth:`every`).
+    """
+
+    others: Sequence[DomainError] = ()
+
+    def every(self) -> list[DomainError]:
+        return [self, *self.others]
 
 
 class BatchError(LeaderlogError):

@@ -632,7 +632,8 @@ class EventLog:
             try:
                 events = decide(event, knowledge)
             except DomainError as error:
-                problems.append(error.located(request.label(index)))
+                where = request.label(index)
+                problems.extend(problem.located(where) for problem in error.every())
                 events = []
             knowledge.assumed_absent = None
             for decided in events:
