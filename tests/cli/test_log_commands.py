@@ -295,6 +295,23 @@ def test_an_export_line_with_a_bad_actor_is_refused_by_line(
     assert "line 4: actor 'root\\u202e' must be" in result.stderr
 
 
+def test_an_export_that_would_move_the_clock_back_is_refused_by_line(
+    seeded_url: str, tmp_path: Path
+) -> None:
+    exported = invoke("--db", seeded_url, "export").splitlines()
+    envelope = json.loads(exported[5])
+    envelope["recorded_at"] = "2000-01-01T00:00:00.000000Z"
+    exported[5] = json.dumps(envelope)
+    path = tmp_path / "log.jsonl"
+    path.write_text("\n".join(exported) + "\n", encoding="utf-8")
+    other = tmp_path / "other.db"
+    result = CliRunner().invoke(main, ["--db", f"sqlite:///{other}", "import", str(path)])
+    assert result.exit_code == 1
+    assert result.stderr.startswith(f"error: line 6: event {envelope['event_id']}: recorded_at ")
+    assert result.stderr.endswith("[rule: recorded_at]\n")
+    assert not other.exists()
+
+
 def test_import_of_blank_lines_appends_nothing(seeded_url: str, tmp_path: Path) -> None:
     path = tmp_path / "blank.jsonl"
     path.write_text("\n  \n\n", encoding="utf-8")

@@ -27,6 +27,7 @@ from leaderlog.errors import (
     ConcurrencyError,
     DuplicateEventError,
     LeaderlogError,
+    RecordedAtRefused,
     RecordError,
     StoreError,
     StoreUnavailable,
@@ -320,6 +321,8 @@ def _rule_of(error: LeaderlogError) -> str | None:
         return "expected_version"
     if isinstance(error, DuplicateEventError):
         return "event_id"
+    if isinstance(error, RecordedAtRefused):
+        return "recorded_at"
     return None
 
 

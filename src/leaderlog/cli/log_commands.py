@@ -20,7 +20,7 @@ from leaderlog.cli._app import (
     print_json,
     run,
 )
-from leaderlog.errors import BatchError, DuplicateEventError, RecordError
+from leaderlog.errors import BatchError, DuplicateEventError, RecordedAtRefused, RecordError
 from leaderlog.events import Record, check_actor, event_schema
 from leaderlog.log import AppendOutcome, EventLog, parse_lines
 from leaderlog.tokens import Tokens
@@ -152,7 +152,7 @@ def import_command(context: Context, files: Sequence[IO[bytes]], actor: str, as_
             err_console.print(f"appending {len(records)} records in one transaction...")
         try:
             return await log.append_records(records, actor=actor, labels=labels)
-        except DuplicateEventError as error:
+        except (DuplicateEventError, RecordedAtRefused) as error:
             # Name the line, as every other refusal of a record does.
             line = next(
                 (
@@ -162,7 +162,8 @@ def import_command(context: Context, files: Sequence[IO[bytes]], actor: str, as_
                 ),
                 None,
             )
-            raise RecordError(str(error), where=line, rule="event_id") from None
+            rule = "event_id" if isinstance(error, DuplicateEventError) else "recorded_at"
+            raise RecordError(str(error), where=line, rule=rule) from None
 
     async def go() -> None:
         records, labels = read_all()
