@@ -607,6 +607,50 @@ def test_a_compressed_body_is_415_naming_the_encoding(running: Running, api: htt
     assert log_head(api) == before
 
 
+@pytest.mark.parametrize(
+    ("name", "values"),
+    [
+        ("Authorization", ["Bearer {token}", "Bearer not-a-token"]),
+        ("Authorization", ["Bearer not-a-token", "Bearer {token}"]),
+        ("Content-Type", [JSON, "text/plain"]),
+        ("Content-Type", [JSON, JSON]),
+        ("Content-Encoding", ["identity", "gzip"]),
+    ],
+)
+def test_a_header_that_takes_one_value_given_twice_is_400(
+    running: Running, api: httpx.Client, name: str, values: list[str]
+) -> None:
+    before = log_head(api)
+    headers = [("Authorization", f"Bearer {running.token}"), ("Content-Type", JSON)]
+    headers = [(key, value) for key, value in headers if key != name]
+    headers += [(name, value.format(token=running.token)) for value in values]
+    response = api.post("/api/events", content=json.dumps(person(unique("twice"))), headers=headers)
+    body = error_body(response, 400)
+    assert body == {
+        "error": "repeated_header",
+        "detail": f"{name} is given 2 times: give it once",
+    }
+    assert log_head(api) == before
+
+
+@pytest.mark.parametrize("query", ["x=1", "after=5"])
+def test_a_write_with_a_query_parameter_is_422_naming_it(
+    running: Running, api: httpx.Client, query: str
+) -> None:
+    before = log_head(api)
+    response = api.post(
+        f"/api/events?{query}",
+        content=json.dumps(person(unique("queried"))),
+        headers={"Authorization": f"Bearer {running.token}", "Content-Type": JSON},
+    )
+    assert response.status_code == 422, response.text
+    name = query.partition("=")[0]
+    assert response.json()["detail"][0]["msg"] == (
+        f"unknown parameter {name!r} for /api/events: it takes none"
+    )
+    assert log_head(api) == before
+
+
 def test_a_body_starting_with_a_byte_order_mark_is_read(
     running: Running, api: httpx.Client
 ) -> None:

@@ -35,6 +35,7 @@ from leaderlog.errors import (
     TokenError,
 )
 from leaderlog.events import Record, check_derived_id, event_schema, parse_record
+from leaderlog.http._deps import check_parameters
 from leaderlog.log import MAX_RECORD_BYTES, EventLog
 from leaderlog.tokens import Tokens
 
@@ -42,6 +43,8 @@ __all__ = ["MAX_BODY_BYTES", "MAX_DEPTH", "MAX_RECORDS", "MAX_RECORD_BYTES", "wr
 
 logger = logging.getLogger("leaderlog.http")
 
+# Headers a write takes one value of.
+_SINGLE_HEADERS = ("Authorization", "Content-Type", "Content-Length", "Content-Encoding")
 MAX_BODY_BYTES = 1024 * 1024
 MAX_RECORDS = 1000
 # Deeper JSON than any record needs; also keeps values within what canonical JSON can encode.
@@ -250,7 +253,8 @@ def write_router(
         201: {"model": Appended, "description": "Appended; the positions, in record order."},
         400: {
             "model": ErrorBody,
-            "description": f"The body is not JSON, or nests deeper than {MAX_DEPTH} levels.",
+            "description": f"The body is not JSON, or nests deeper than {MAX_DEPTH} levels; "
+            "a header that takes one value is given twice.",
         },
         401: {"model": ErrorBody, "description": "No bearer token."},
         403: {"model": ErrorBody, "description": "Unknown or revoked token."},
@@ -296,6 +300,14 @@ def write_router(
             curl -H "Authorization: Bearer $T" -H 'Content-Type: application/json' \\
                  -d @record.json http://127.0.0.1:8000/api/events
         """
+        check_parameters(request, lenient=False)
+        for name in _SINGLE_HEADERS:
+            times = len(request.headers.getlist(name))
+            if times > 1:
+                # Which one would count depends on the server in between: refuse to guess.
+                return _error(
+                    400, "repeated_header", f"{name} is given {times} times: give it once"
+                )
         token = credentials.credentials.strip() if credentials is not None else ""
         if not token:
             return _error(
