@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from leaderlog.log import EventLog
-from leaderlog.projections import InvalidQuery, Queries
+from leaderlog.projections import InvalidQuery, Queries, UnknownEntity
 from leaderlog.projections import queries as queries_module
 from leaderlog.projections.query_input import parse_time
 from tests.projections.logs import (
@@ -205,3 +205,45 @@ async def test_claim_filters_answer_the_same_however_the_events_are_found(
     by_scan = [await queries.audit(**filters) for filters in asked]
     assert by_scan == by_index
     assert all(answer["events"] for answer in by_index)
+
+
+@pytest.mark.parametrize(
+    ("filters", "message"),
+    [
+        (
+            {"source": "fox"},
+            "unknown source 'fox'; did you mean fox-ice-shakeup-2025-05 (Fox News)?",
+        ),
+        ({"source": "nowhere"}, "unknown source 'nowhere'"),
+        (
+            {"publisher": "fox news"},
+            "no source has the publisher 'fox news' (publishers are matched exactly); "
+            "did you mean Fox News (1 source)?",
+        ),
+        (
+            {"publisher": "Fox", "type": "claim.reported"},
+            "no source has the publisher 'Fox' (publishers are matched exactly); "
+            "did you mean Fox News (1 source)?",
+        ),
+        (
+            {"publisher": "50%_"},
+            "no source has the publisher '50%_' (publishers are matched exactly)",
+        ),
+    ],
+)
+async def test_an_unknown_source_or_publisher_is_an_error_not_an_empty_answer(
+    seeded_either: EventLog, filters: dict[str, str], message: str
+) -> None:
+    queries = await current(seeded_either)
+    with pytest.raises(UnknownEntity) as caught:
+        await queries.audit(**filters)  # type: ignore[arg-type]
+    assert str(caught.value) == message
+
+
+async def test_a_known_source_or_publisher_with_no_matching_events_is_an_empty_answer(
+    seeded_log: EventLog,
+) -> None:
+    queries = await current(seeded_log)
+    answer = await queries.audit(source=FOX, type="claim.retracted")
+    assert answer["events"] == []
+    assert (await queries.audit(publisher="Fox News", actor="nobody"))["events"] == []

@@ -634,6 +634,11 @@ class Queries:
         if after < 0:
             raise InvalidQuery("after must be a position (0 or more)")
         await self._checkpoint("audit")
+        # A misspelt source or publisher would answer "no events" as if there were none.
+        if source is not None:
+            await self._check_source(source)
+        if publisher is not None:
+            await self._check_publisher(publisher)
         conditions = ["e.position > ?"]
         parameters: list[Any] = [storable(after)]
         filters: dict[str, Any] = {}
@@ -688,6 +693,33 @@ class Queries:
         events = [dict(zip(_AUDIT_KEYS, row, strict=True)) for row in rows]
         next_after = events[-1]["position"] if len(events) == limit else None
         return {"filters": filters, "events": events, "next_after": next_after}
+
+    async def _check_source(self, source: str) -> None:
+        if await self.store.query("SELECT 1 FROM p_audit_sources WHERE source = ?", (source,)):
+            return
+        pattern = _containing(source.strip().lower())
+        rows = await self.store.query(
+            "SELECT source, publisher FROM p_audit_sources WHERE lower(source) LIKE ? ESCAPE "
+            "'\\' OR lower(publisher) LIKE ? ESCAPE '\\' OR lower(title) LIKE ? ESCAPE '\\' "
+            f"ORDER BY source LIMIT {_SUGGESTIONS}",
+            (pattern, pattern, pattern),
+        )
+        raise _did_you_mean(f"unknown source {source!r}", [(row[0], row[1]) for row in rows])
+
+    async def _check_publisher(self, publisher: str) -> None:
+        if await self.store.query(
+            "SELECT 1 FROM p_audit_sources WHERE publisher = ? LIMIT 1", (publisher,)
+        ):
+            return
+        rows = await self.store.query(
+            "SELECT publisher, COUNT(*) FROM p_audit_sources WHERE lower(publisher) LIKE ? "
+            f"ESCAPE '\\' GROUP BY publisher ORDER BY publisher LIMIT {_SUGGESTIONS}",
+            (_containing(publisher.strip().lower()),),
+        )
+        raise _did_you_mean(
+            f"no source has the publisher {publisher!r} (publishers are matched exactly)",
+            [(row[0], f"{row[1]} source{'s' if row[1] != 1 else ''}") for row in rows],
+        )
 
     async def _scan_for_claims(self, status: str | None, attribution: str | None) -> bool:
         """Whether to find events of claims with this status and attribution by reading the
