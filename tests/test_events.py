@@ -380,6 +380,9 @@ def test_unknown_date_keeps_the_words() -> None:
         "2025-05-29T00:00:00",
         "0999",
         " 2025",
+        "2024\n",
+        "\u0662\u0660\u0662\u0665-\u0660\u0665-\u0662\u0669",  # Arabic-Indic digits
+        "\uff11\uff19\uff19\uff19-\uff11\uff12",  # fullwidth digits
     ],
 )
 def test_impossible_or_malformed_dates_are_refused(date: str) -> None:
@@ -387,6 +390,17 @@ def test_impossible_or_malformed_dates_are_refused(date: str) -> None:
     error = refused("claim.reported", data)
     assert error.rule == "schema"
     assert "effective.date" in error.message
+
+
+def test_a_date_in_other_digits_already_stored_is_read_as_it_was_accepted() -> None:
+    # Early development versions took any script's digits and a final newline.
+    data = with_(GOOD["claim.reported"], effective={"date": "\u0662\u0660\u0662\u0665"})
+    stored = event_from_stored("claim.reported", 1, data)
+    assert stored.data()["effective"]["date"] == "\u0662\u0660\u0662\u0665"
+    with_newline = with_(GOOD["claim.reported"], effective={"date": "2024\n"})
+    assert event_from_stored("claim.reported", 1, with_newline).data()["effective"]["date"]
+    with pytest.raises(RecordError):
+        event_from_stored("claim.reported", 1, with_(data, effective={"date": "2025-13"}))
 
 
 def test_dates_must_be_strings() -> None:

@@ -166,7 +166,11 @@ Locator = Literal["headline", "body", "caption"]
 CommentOutcome = Literal["no_response", "declined", "denied", "confirmed"]
 ExpectedVersion: TypeAlias = int | Literal["no_stream", "any"]
 
-_DATE_PATTERN = re.compile(r"^(\d{4})(?:-(\d{2})(?:-(\d{2}))?)?$")
+# ASCII digits only, and nothing after them: "$" would let a final newline through.
+_DATE_PATTERN = re.compile(r"^([0-9]{4})(?:-([0-9]{2})(?:-([0-9]{2}))?)?\Z")
+# What early development versions accepted (any script's digits, a final newline): stored
+# dates of that shape are read as they were accepted.
+_STORED_DATE_PATTERN = re.compile(r"^(\d{4})(?:-(\d{2})(?:-(\d{2}))?)?$")
 
 
 class _Frozen(BaseModel):
@@ -204,10 +208,12 @@ class FuzzyDate(_Frozen):
 
     @field_validator("date")
     @classmethod
-    def _valid_calendar_date(cls, value: str | None) -> str | None:
+    def _valid_calendar_date(cls, value: str | None, info: ValidationInfo) -> str | None:
         if value is None:
             return None
         match = _DATE_PATTERN.match(value)
+        if match is None and info.context and info.context.get("stored"):
+            match = _STORED_DATE_PATTERN.match(value)
         if not match:
             raise ValueError("date must be YYYY, YYYY-MM or YYYY-MM-DD")
         year, month, day = match.groups()

@@ -46,7 +46,7 @@ MEDIA_TYPES: dict[FeedFormat, str] = {
     "json": "application/feed+json",
 }
 ScopeKind: TypeAlias = Literal["all", "org", "person", "post"]
-_SLUG = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
+_SLUG = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}\Z")
 
 
 @dataclass(frozen=True, slots=True)

@@ -41,7 +41,9 @@ __all__ = [
 ]
 
 
-_HOST = re.compile(r"^[A-Za-z0-9.-]{1,253}(:[0-9]{1,5})?$|^\[[0-9A-Fa-f:.]{2,45}\](:[0-9]{1,5})?$")
+_HOST = re.compile(
+    r"^[A-Za-z0-9.-]{1,253}(:[0-9]{1,5})?\Z|^\[[0-9A-Fa-f:.]{2,45}\](:[0-9]{1,5})?\Z"
+)
 
 
 # How long a write waits for the projections to apply it before answering anyway.

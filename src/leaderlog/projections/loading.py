@@ -30,7 +30,7 @@ __all__ = [
 ]
 
 PROJECTIONS_ENV = "LEADERLOG_PROJECTIONS"
-_NAME = re.compile(r"^[a-z][a-z0-9_]{0,62}$")
+_NAME = re.compile(r"^[a-z][a-z0-9_]{0,62}\Z")
 
 
 def user_projection_folder(folder: Path | str | None = None) -> Path:

@@ -19,8 +19,8 @@ __all__ = [
 ]
 
 # ASCII digits only: \d would also take other scripts' digits (fullwidth U+FF15, say).
-_DAY = re.compile(r"^\d{4}-\d{2}-\d{2}$", re.ASCII)
-_WHOLE_NUMBER = re.compile(r"^[+-]?\d+$", re.ASCII)
+_DAY = re.compile(r"^\d{4}-\d{2}-\d{2}\Z", re.ASCII)
+_WHOLE_NUMBER = re.compile(r"^[+-]?\d+\Z", re.ASCII)
 CONTROL_CHARACTERS = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
