@@ -13,6 +13,8 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
+from leaderlog import events as events_module
+from leaderlog._json import canonical_bytes
 from leaderlog.errors import BatchError, ConcurrencyError, DuplicateEventError, RecordError
 from leaderlog.events import (
     Event,
@@ -778,6 +780,42 @@ async def test_an_exported_event_of_an_older_schema_version_is_stored_as_it_was(
         assert (stored.schema_version, stored.data) == (1, old_data)
         again = await copy.import_lines(lines, actor="import")
         assert (again.appended, again.already_present) == (0, 30)
+
+
+async def test_an_exported_event_keeps_an_id_derived_from_its_content_as_stored(
+    sqlite_url: str,
+) -> None:
+    """A content id derived when an older shape was current still names that content; one
+    derived from other content is refused, as it is on a new record."""
+    old_data = {
+        "source": "old",
+        "url": "https://example.org/o",
+        "publisher": "O",
+        "published": "2025-05-01",
+    }
+    derived = uuid.uuid5(
+        events_module._CONTENT_NAMESPACE,
+        canonical_bytes({"type": "source.registered", "data": old_data}).decode(),
+    )
+    envelope = {
+        "position": 1,
+        "stream": "source-old",
+        "version": 1,
+        "event_id": str(derived),
+        "type": "source.registered",
+        "schema_version": 1,
+        "data": old_data,
+        "recorded_at": "2025-05-29T12:00:00.000000Z",
+        "actor": "seed",
+        "meta": {},
+        "hash": "0" * 64,
+    }
+    async with await EventLog.open(sqlite_url) as log:
+        assert (await log.import_lines([json.dumps(envelope)], actor="import")).appended == 1
+        other = {**envelope, "data": {**old_data, "publisher": "Other"}}
+        with pytest.raises(BatchError) as caught:
+            await log.import_lines([json.dumps(other)], actor="import")
+        assert [(p.where, p.rule) for p in caught.value.problems] == [("line 1", "event_id")]
 
 
 def test_an_integer_too_large_to_keep_is_refused_not_rounded() -> None:

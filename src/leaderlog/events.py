@@ -713,7 +713,11 @@ def new_event_id() -> uuid.UUID:
 
 def content_event_id(event: Event) -> uuid.UUID:
     """The id of a record that has none: a UUIDv5 of its canonical JSON."""
-    canonical = canonical_bytes({"type": event.type, "data": event.data()})
+    return _content_id(event.type, event.data())
+
+
+def _content_id(event_type: str, data: Mapping[str, Any]) -> uuid.UUID:
+    canonical = canonical_bytes({"type": event_type, "data": data})
     return uuid.uuid5(_CONTENT_NAMESPACE, canonical.decode())
 
 
@@ -761,10 +765,17 @@ def check_expected_version(value: object) -> ExpectedVersion | None:
     )
 
 
-def check_derived_id(event_id: uuid.UUID, event: Event) -> None:
+def check_derived_id(
+    event_id: uuid.UUID, event: Event, *, as_stored: Mapping[str, Any] | None = None
+) -> None:
     """Refuse a content-derived (version 5) id given with other content: it is the id another
-    record will be given, which would then be refused as a conflict (squatting)."""
-    if event_id.version == 5 and event_id != content_event_id(event):
+    record will be given, which would then be refused as a conflict (squatting).
+
+    ``as_stored``: the data of an exported event as stored, whose id was derived from it when
+    that shape was current (an older schema version's)."""
+    if event_id.version != 5 or event_id == content_event_id(event):
+        return
+    if as_stored is None or event_id != _content_id(event.type, as_stored):
         raise RecordError(
             f"event_id {event_id} is a content-derived (version 5) id, but not this record's; "
             "leave event_id out, or give a version 4 or 7 UUID",
@@ -829,6 +840,23 @@ def check_meta(meta: object) -> dict[str, Any]:
     return given
 
 
+_HASH_TEXT = re.compile(r"[0-9a-f]{64}")
+
+
+def _check_envelope_numbers(raw: Mapping[str, Any]) -> None:
+    """An exported envelope's position, version and hash are computed again on import, but
+    must still be what an export writes: a record is not taken for an envelope (which keeps
+    its id and time) on the strength of any two keys."""
+    for key in ("position", "version"):
+        value = raw.get(key, 1)
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise RecordError(f"{key} must be a positive integer, got {value!r:.80}", rule="schema")
+    if not isinstance(raw["hash"], str) or not _HASH_TEXT.fullmatch(raw["hash"]):
+        raise RecordError(
+            f"hash must be 64 lowercase hexadecimal digits, got {raw['hash']!r:.80}", rule="schema"
+        )
+
+
 def parse_record(raw: object) -> Record:
     """Validate one record (or one exported envelope) into a :class:`Record`."""
     if not isinstance(raw, Mapping):
@@ -843,6 +871,7 @@ def parse_record(raw: object) -> Record:
     data = raw["data"]
     stored_as: tuple[int, dict[str, Any]] | None = None
     if exported:
+        _check_envelope_numbers(raw)
         version = raw.get("schema_version", 1)
         if not isinstance(version, int) or isinstance(version, bool) or version < 1:
             raise RecordError("schema_version must be a positive integer", rule="schema")
@@ -864,10 +893,9 @@ def parse_record(raw: object) -> Record:
         event_id = content_event_id(event)
     else:
         event_id = _given_event_id(raw["event_id"])
-        if not exported:
-            # An export keeps the ids it was given, derived from the content as then stored
-            # (an older schema version's): only a new record is held to today's derivation.
-            check_derived_id(event_id, event)
+        # An export keeps the ids it was given, derived from the content as then stored
+        # (an older schema version's), so its data as exported counts too.
+        check_derived_id(event_id, event, as_stored=raw["data"] if exported else None)
 
     expected = check_expected_version(raw.get("expected_version"))
 

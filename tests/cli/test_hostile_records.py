@@ -392,6 +392,22 @@ CASES = [
     Hostile(
         "export-from-the-future", [GOOD, export_envelope(schema_version=99)], 2, "schema_version"
     ),
+    Hostile(
+        # An envelope keeps its id: not one derived from another record's content.
+        "export-envelope-squatting-a-content-derived-id",
+        [
+            GOOD,
+            export_envelope(
+                event_id=str(
+                    content_event_id(parse_event("person.registered", {"person": "x", "name": "X"}))
+                )
+            ),
+        ],
+        2,
+        "event_id",
+    ),
+    Hostile("export-position-not-a-number", [GOOD, export_envelope(position="x")], 2, "schema"),
+    Hostile("export-hash-not-a-hash", [GOOD, export_envelope(hash=5)], 2, "schema"),
     # --- domain rules
     Hostile("unknown-source", [GOOD, claim(source="cnn-2025-05")], 2, "reference"),
     Hostile("unknown-person", [GOOD, claim(person="tom-homan-jr")], 2, "reference"),

@@ -735,7 +735,8 @@ def http_body(case: Hostile) -> tuple[bytes, int | None]:
 
 
 # Where HTTP names a rule differently from the import: an envelope is never accepted over HTTP.
-HTTP_RULES = {"export-with-wrong-stream": "envelope", "export-from-the-future": "envelope"}
+# Over HTTP, any envelope field is refused as such, before what it holds is looked at.
+HTTP_RULES = {case.name: "envelope" for case in CASES if case.name.startswith("export-")}
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda case: case.name)
