@@ -68,6 +68,8 @@ class StoreContract(abc.ABC):
 
     #: The driver's error when a trigger refuses a raw UPDATE or DELETE.
     raw_error: ClassVar[type[Exception]]
+    #: SQL for a new random value of the event_id column.
+    new_event_id_sql: ClassVar[str]
 
     @abc.abstractmethod
     async def execute_raw(self, store_url: str, sql: str) -> None:
@@ -417,6 +419,45 @@ class StoreContract(abc.ABC):
         assert report.first_bad_position == 3
         assert report.count == 2
         assert report.problem is not None
+
+    @pytest.mark.parametrize(
+        "edit",
+        [
+            # Each reads back as the same values: only the stored text tells.
+            """data = replace(data, ':', ': ')""",
+            """data = '{"n":-1,' || substr(data, 2)""",  # a name twice: the last one counts
+            "recorded_at = replace(recorded_at, 'Z', '+00:00')",
+            "meta = ' {}'",
+        ],
+    )
+    async def test_verify_checks_the_stored_text_not_what_it_reads_as(
+        self, store: EventStore, store_url: str, edit: str
+    ) -> None:
+        await store.append([event(f"s{i % 2}") for i in range(5)], actor="t")
+        before = [e.data for e in await store.read_all()]
+        await self.drop_append_only_guard(store_url)
+        await self.execute_raw(store_url, f"UPDATE events SET {edit} WHERE position = 3")
+
+        assert [e.data for e in await store.read_all()] == before
+        report = await store.verify()
+        assert (report.ok, report.first_bad_position, report.count) == (False, 3, 2)
+        assert report.problem == "hash does not match the event's content and the previous hash"
+
+    async def test_verify_finds_a_row_slipped_in_before_the_chain(
+        self, store: EventStore, store_url: str
+    ) -> None:
+        await store.append([event("s")], actor="t")
+        # Inserting needs no trigger dropped: only UPDATE and DELETE are refused.
+        await self.execute_raw(
+            store_url,
+            "INSERT INTO events (position, event_id, stream, version, type, schema_version, "
+            "data, recorded_at, actor, meta, hash) "
+            f"SELECT 0, {self.new_event_id_sql}, 'x', 1, type, schema_version, data, "
+            "recorded_at, actor, meta, hash FROM events WHERE position = 1",
+        )
+        report = await store.verify()
+        assert (report.ok, report.first_bad_position) == (False, 0)
+        assert report.problem == "a row at position 0 lies outside the chain (positions start at 1)"
 
     # A row edited into something that cannot be decoded at all (what each column type lets
     # through on both backends: event_id is a UUID column on PostgreSQL).

@@ -28,6 +28,7 @@ from .contract import StoreContract, event
 
 class TestPostgresStore(StoreContract):
     raw_error = asyncpg.RaiseError
+    new_event_id_sql = "gen_random_uuid()"
 
     @pytest.fixture
     async def store_url(self, postgres_url: str) -> AsyncIterator[str]:

@@ -37,6 +37,7 @@ def _execute(path: Path, sql: str) -> None:
 
 class TestSQLiteStore(StoreContract):
     raw_error = sqlite3.IntegrityError
+    new_event_id_sql = "randomblob(16)"
 
     @pytest.fixture
     def store_url(self, sqlite_url: str) -> str:
@@ -199,7 +200,7 @@ async def _seeded_with_an_edit(url: str, edit: str) -> None:
         ("event_id = X'00'", "event_id b'\\x00' is not 16 bytes"),
         ("event_id = 'text'", "event_id 'text' is not 16 bytes"),
         ("stream = X'41', version = 1", "the stored row cannot be read: "),
-        ("data = X'7b7d'", "hash does not match"),
+        ("data = X'7b7d'", "the stored row cannot be read: data is stored as bytes, not text"),
     ],
 )
 async def test_verify_reports_columns_edited_into_another_type(

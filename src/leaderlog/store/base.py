@@ -39,6 +39,7 @@ __all__ = [
     "PlannedRow",
     "ProjectionTransaction",
     "RecordedAtRefused",
+    "StoredText",
     "UnreadableEvent",
     "VerifyReport",
     "chain_hash",
@@ -226,7 +227,27 @@ def chain_hash(previous: str, envelope: bytes) -> str:
     return hashlib.sha256(previous.encode("ascii") + envelope).hexdigest()
 
 
-def recorded_hash(previous: str, event: RecordedEvent) -> str:
+class StoredText(NamedTuple):
+    """An event's data, meta and recorded_at exactly as stored: the bytes its hash covers
+    (appends store the canonical text they hashed), so any edit to them shows, even one
+    that would read back as the same values."""
+
+    data: str
+    meta: str
+    recorded_at: str
+
+
+def recorded_hash(previous: str, event: RecordedEvent, stored: StoredText | None = None) -> str:
+    """The chain hash of ``event``: of its canonical form, or of its text as ``stored``."""
+    if stored is None:
+        stored = StoredText(
+            canonical_bytes(event.data).decode(),
+            canonical_bytes(event.meta).decode(),
+            format_time(event.recorded_at),
+        )
+    for column, value in zip(StoredText._fields, stored, strict=True):
+        if not isinstance(value, str):  # SQLite keeps whatever a column is given
+            raise TypeError(f"{column} is stored as {type(value).__name__}, not text")
     return chain_hash(
         previous,
         envelope_bytes(
@@ -236,10 +257,10 @@ def recorded_hash(previous: str, event: RecordedEvent) -> str:
             event_id=event.event_id,
             type=event.type,
             schema_version=event.schema_version,
-            data=event.data,
-            recorded_at=format_time(event.recorded_at),
+            data=embed(stored.data.encode()),
+            recorded_at=stored.recorded_at,
             actor=event.actor,
-            meta=event.meta,
+            meta=embed(stored.meta.encode()),
         ),
     )
 
@@ -550,6 +571,12 @@ class EventStore(abc.ABC):
     async def read_all(self, after: int = 0, limit: int | None = None) -> list[RecordedEvent]: ...
 
     @abc.abstractmethod
+    async def read_all_as_stored(
+        self, after: int, limit: int
+    ) -> list[tuple[RecordedEvent, StoredText]]:
+        """:meth:`read_all`, with the text each event's hash covers as stored."""
+
+    @abc.abstractmethod
     async def read_streams(self, streams: Sequence[str]) -> dict[str, list[RecordedEvent]]:
         """Every event of each named stream, in version order (missing streams are absent)."""
 
@@ -619,11 +646,16 @@ class EventStore(abc.ABC):
         A row that cannot even be decoded is reported at its position like any other edit.
         """
         previous, count, expected_position = GENESIS_HASH, 0, 1
+        (lowest,) = (await self.query("SELECT MIN(position) FROM events"))[0]
+        if lowest is not None and lowest < 1:
+            # Reading the chain starts after position 0: such a row would never be seen.
+            reason = f"a row at position {lowest} lies outside the chain (positions start at 1)"
+            return VerifyReport(False, 0, 0, GENESIS_HASH, lowest, reason)
         versions: dict[str, int] = {}
         page = _VERIFY_PAGE
         while True:
             try:
-                events = await self.read_all(after=expected_position - 1, limit=page)
+                events = await self.read_all_as_stored(after=expected_position - 1, limit=page)
             except UnreadableEvent as error:
                 # Rows before it must be checked first (an earlier one may be bad too): read
                 # up to it, in smaller pages while there is a gap in between.
@@ -636,8 +668,10 @@ class EventStore(abc.ABC):
                 else:
                     reason, at = f"the stored row cannot be read: {error.reason}", error.position
                 return VerifyReport(False, count, error.position, error.stored_hash, at, reason)
-            for event in events:
-                problem, bad = self._check_link(event, expected_position, versions, previous)
+            for event, stored in events:
+                problem, bad = self._check_link(
+                    event, stored, expected_position, versions, previous
+                )
                 if problem:
                     return VerifyReport(False, count, event.position, event.hash, bad, problem)
                 versions[event.stream] = event.version
@@ -648,7 +682,11 @@ class EventStore(abc.ABC):
 
     @staticmethod
     def _check_link(
-        event: RecordedEvent, expected_position: int, versions: Mapping[str, int], previous: str
+        event: RecordedEvent,
+        stored: StoredText,
+        expected_position: int,
+        versions: Mapping[str, int],
+        previous: str,
     ) -> tuple[str | None, int]:
         """What is wrong with the next event of the chain, if anything, and at which position."""
         if event.position != expected_position:
@@ -656,7 +694,7 @@ class EventStore(abc.ABC):
         if event.version != versions.get(event.stream, 0) + 1:
             return f"stream {event.stream} version {event.version} is out of order", event.position
         try:
-            recomputed = recorded_hash(previous, event)
+            recomputed = recorded_hash(previous, event, stored)
         except (TypeError, ValueError) as error:
             # A column edited into another type (SQLite keeps whatever it is given).
             return f"the stored row cannot be read: {error}", event.position

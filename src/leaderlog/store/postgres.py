@@ -39,6 +39,7 @@ from leaderlog.store.base import (
     PendingBatch,
     PlannedRow,
     ProjectionTransaction,
+    StoredText,
     batch_streams,
     event_from_row,
     plan_rows,
@@ -646,6 +647,16 @@ class PostgresStore(EventStore):
             storable(after),
             None if limit is None else storable(limit),
         )
+
+    async def read_all_as_stored(
+        self, after: int, limit: int
+    ) -> list[tuple[RecordedEvent, StoredText]]:
+        rows = await self._fetch_from_log(
+            f"SELECT {_COLUMNS} FROM events WHERE position > $1 ORDER BY position LIMIT $2",
+            storable(after),
+            storable(limit),
+        )
+        return [(_row_to_event(row), StoredText(row[6], row[9], row[7])) for row in rows]
 
     async def read_streams(self, streams: Sequence[str]) -> dict[str, list[RecordedEvent]]:
         found: dict[str, list[RecordedEvent]] = {}

@@ -34,6 +34,7 @@ from leaderlog.store.base import (
     PendingBatch,
     PlannedRow,
     ProjectionTransaction,
+    StoredText,
     batch_streams,
     event_from_row,
     plan_rows,
@@ -522,6 +523,15 @@ class SQLiteStore(EventStore):
             f"SELECT {_COLUMNS} FROM events WHERE position > ? ORDER BY position LIMIT ?",
             (storable(after), -1 if limit is None else storable(limit)),
         )
+
+    async def read_all_as_stored(
+        self, after: int, limit: int
+    ) -> list[tuple[RecordedEvent, StoredText]]:
+        rows = await self._fetch(
+            f"SELECT {_COLUMNS} FROM events WHERE position > ? ORDER BY position LIMIT ?",
+            (storable(after), storable(limit)),
+        )
+        return [(_row_to_event(row), StoredText(row[6], row[9], row[7])) for row in rows]
 
     async def read_streams(self, streams: Sequence[str]) -> dict[str, list[RecordedEvent]]:
         found: dict[str, list[RecordedEvent]] = {}
