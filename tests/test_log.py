@@ -818,6 +818,21 @@ async def test_an_exported_event_keeps_an_id_derived_from_its_content_as_stored(
         assert [(p.where, p.rule) for p in caught.value.problems] == [("line 1", "event_id")]
 
 
+@pytest.mark.parametrize("separator", ["\u2028", "\u2029"])
+async def test_one_text_of_lines_is_split_at_line_feeds_only(
+    sqlite_url: str, separator: str
+) -> None:
+    """JSON strings may hold these as they are; str.splitlines() would split records there."""
+    name = f"A{separator}B"
+    record = {"type": "person.registered", "data": {"person": "n1", "name": name}}
+    text = json.dumps(record, ensure_ascii=False) + "\r\n"
+    async with await EventLog.open(sqlite_url) as log:
+        assert (await log.import_lines(text, actor="cli")).appended == 1
+        assert (await log.import_lines(text.encode(), actor="cli")).already_present == 1
+        (stored,) = await log.events()
+        assert stored.data["name"] == name
+
+
 def test_an_integer_too_large_to_keep_is_refused_not_rounded() -> None:
     # orjson alone reads it as the float 1.2345678901234568e+29, silently
     record = {"type": "person.registered", "data": {"person": "big", "name": "B"}}

@@ -367,8 +367,11 @@ class EventLog:
     ) -> AppendOutcome:
         """Check every JSON line, then append them all as one batch, or none of them."""
         if isinstance(lines, str | bytes):
-            # One text of lines, not an iterable of one-character "lines".
-            lines = lines.splitlines()
+            # One text of lines, not an iterable of one-character "lines". Split at line feeds
+            # only, as a file is read: str.splitlines() also splits at U+2028 and other
+            # characters JSON strings may hold as they are (a carriage return before a line
+            # feed is taken off with the rest of the white space around a record).
+            lines = lines.split("\n") if isinstance(lines, str) else lines.split(b"\n")
         records, labels = parse_lines(lines)
         if not records:
             return AppendOutcome((), 0)
