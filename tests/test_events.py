@@ -671,6 +671,19 @@ def test_schema_accepts_every_seed_record() -> None:
         assert validator.is_valid({"type": event_type, "data": data, "expected_version": 0})
 
 
+def test_schema_and_import_both_take_null_for_a_key_left_out() -> None:
+    record = {
+        "type": "person.registered",
+        "data": {"person": "x", "name": "X"},
+        "event_id": None,
+        "expected_version": None,
+        "meta": None,
+    }
+    assert _schema_validator().is_valid(record)
+    parsed = parse_record(record)
+    assert (parsed.expected_version, parsed.meta) == (None, {})
+
+
 @pytest.mark.parametrize(
     "record",
     [

@@ -667,14 +667,15 @@ def event_schema() -> dict[str, Any]:
                 "properties": {
                     "type": {"const": event_type},
                     "data": schema,
-                    "event_id": {"type": "string", "format": "uuid"},
+                    # null is taken as leaving the key out, as import and the API do.
+                    "event_id": {"type": ["string", "null"], "format": "uuid"},
                     "expected_version": {
                         "anyOf": [
                             {"type": "integer", "minimum": 0},
-                            {"enum": ["no_stream", "any"]},
+                            {"enum": ["no_stream", "any", None]},
                         ]
                     },
-                    "meta": {"type": "object"},
+                    "meta": {"type": ["object", "null"]},
                 },
                 "required": ["type", "data"],
                 "additionalProperties": False,
