@@ -87,6 +87,7 @@ def test_history_of_a_post_a_person_and_an_org(db: str) -> None:
 
 def test_claim_lifecycle(db: str) -> None:
     text = ok(invoke(db, "claim", HAMMER_CAPTION))
+    assert "as acting Executive Associate Director, Homeland Security Investigations" in text
     assert f"Claim {HAMMER_CAPTION}: disputed" in text
     assert "claim.reported   by cli from Fox News" in text
     answer = as_json(invoke(db, "claim", HAMMER_CAPTION, "--json"))

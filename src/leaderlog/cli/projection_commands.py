@@ -237,8 +237,10 @@ def _print_history(answer: Mapping[str, Any]) -> None:
 def _print_claim(answer: Mapping[str, Any]) -> None:
     current = answer["current"]
     echo_line(f"Claim {answer['claim']}: {answer['status']}, {_known(answer['known_at'])}")
+    # "as acting Executive Associate Director": an unspecified capacity goes unsaid.
+    capacity = "" if current["capacity"] == "unspecified" else f"{current['capacity']} "
     echo_line(
-        f"  {current['kind']} of {_who(current)} as {current['capacity']} of "
+        f"  {current['kind']} of {_who(current)} as {capacity}"
         f"{current.get('post_title') or current['post']} ({current['post']}), "
         f"{current['modality']} {_when(current['effective'])}"
     )
