@@ -16,7 +16,7 @@ The rules, checked for every append from every entry point:
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Literal, Protocol
 
@@ -143,55 +143,59 @@ def referenced_streams(event: Event) -> set[str]:
 ALWAYS_REPORTED = ("kind", "person", "post", "capacity", "modality", "attribution")
 
 
-def _missing(knowledge: Knowledge, stream: str, what: str, event: Event) -> Iterator[DomainError]:
-    if knowledge.state(stream) is None:
-        kind, _, name = stream.partition("-")
-        yield DomainError(
-            f"{event.type} refers to {kind} {name!r}, which does not exist ({what})",
-            rule="reference",
-        )
+# Each check returns the problem it finds, or None: most records break no rule, and a list
+# of Nones costs less per record than a chain of generators.
 
 
-def _taken(knowledge: Knowledge, event: Event, noun: str) -> Iterator[DomainError]:
-    if knowledge.state(event.stream()) is not None:
-        _, _, name = event.stream().partition("-")
-        rule_text = "a claim is reported only once" if noun == "claim" else f"{noun} ids are unique"
-        yield DomainError(
-            f"{event.type}: {noun} {name!r} already exists ({rule_text})", rule="unique"
-        )
+def _missing(knowledge: Knowledge, stream: str, what: str, event: Event) -> DomainError | None:
+    if knowledge.state(stream) is not None:
+        return None
+    kind, _, name = stream.partition("-")
+    return DomainError(
+        f"{event.type} refers to {kind} {name!r}, which does not exist ({what})",
+        rule="reference",
+    )
 
 
-def _not_live(knowledge: Knowledge, event: Event) -> Iterator[DomainError]:
+def _taken(knowledge: Knowledge, event: Event, noun: str) -> DomainError | None:
+    if knowledge.state(event.stream()) is None:
+        return None
+    _, _, name = event.stream().partition("-")
+    rule_text = "a claim is reported only once" if noun == "claim" else f"{noun} ids are unique"
+    return DomainError(f"{event.type}: {noun} {name!r} already exists ({rule_text})", rule="unique")
+
+
+def _not_live(knowledge: Knowledge, event: Event) -> DomainError | None:
     state = knowledge.state(event.stream())
     if state is None:
-        yield from _missing(knowledge, event.stream(), "only a reported claim can change", event)
-    elif isinstance(state, ClaimState) and not state.live:
-        yield DomainError(
+        return _missing(knowledge, event.stream(), "only a reported claim can change", event)
+    if isinstance(state, ClaimState) and not state.live:
+        return DomainError(
             f"{event.type}: claim {state.claim!r} was retracted, and retraction is final",
             rule="claim_live",
         )
+    return None
 
 
-def _unknown_source(
-    knowledge: Knowledge, event: Event, source: str | None
-) -> Iterator[DomainError]:
-    if source:
-        yield from _missing(knowledge, f"source-{source}", "the source must be registered", event)
+def _unknown_source(knowledge: Knowledge, event: Event, source: str | None) -> DomainError | None:
+    if not source:
+        return None
+    return _missing(knowledge, f"source-{source}", "the source must be registered", event)
 
 
-def _cycle(knowledge: Knowledge, org: str, parent: str, event: Event) -> Iterator[DomainError]:
+def _cycle(knowledge: Knowledge, org: str, parent: str, event: Event) -> DomainError | None:
     seen = {org}
     current: str | None = parent
     while current is not None:
         if current in seen:
-            yield DomainError(
+            return DomainError(
                 f"{event.type}: making {parent!r} the parent of {org!r} creates a cycle",
                 rule="org_cycle",
             )
-            return
         seen.add(current)
         state = knowledge.state(f"org-{current}")
         current = state.parent if isinstance(state, OrgState) else None
+    return None
 
 
 def decide(event: Event, knowledge: Knowledge) -> list[Event]:
@@ -203,7 +207,7 @@ def decide(event: Event, knowledge: Knowledge) -> list[Event]:
     """
     unknown: MissingKnowledge | None = None
     try:
-        problems = list(_problems(event, knowledge))
+        problems = [problem for problem in _problems(event, knowledge) if problem is not None]
     except MissingKnowledge as error:
         problems, unknown = [], error
     if not problems and unknown is None:
@@ -225,67 +229,80 @@ def decide(event: Event, knowledge: Knowledge) -> list[Event]:
     raise first
 
 
-def _problems(event: Event, knowledge: Knowledge) -> Iterator[DomainError]:
-    """Every rule ``event`` breaks; those about a claim's content only once it is live."""
+def _problems(event: Event, knowledge: Knowledge) -> list[DomainError | None]:
+    """Every rule ``event`` breaks (None where a check found nothing)."""
     match event:
         case OrgRegistered():
-            yield from _taken(knowledge, event, "organisation")
-            if event.parent:
-                what = "the parent must be registered"
-                yield from _missing(knowledge, f"org-{event.parent}", what, event)
+            parent = "the parent must be registered"
+            return [
+                _taken(knowledge, event, "organisation"),
+                _missing(knowledge, f"org-{event.parent}", parent, event) if event.parent else None,
+            ]
         case OrgUpdated():
-            yield from _missing(
-                knowledge, event.stream(), "update only a registered organisation", event
-            )
+            problems = [
+                _missing(knowledge, event.stream(), "update only a registered organisation", event)
+            ]
             if event.parent:
-                what = "the parent must be registered"
-                yield from _missing(knowledge, f"org-{event.parent}", what, event)
-                yield from _cycle(knowledge, event.org, event.parent, event)
+                parent = "the parent must be registered"
+                problems.append(_missing(knowledge, f"org-{event.parent}", parent, event))
+                problems.append(_cycle(knowledge, event.org, event.parent, event))
+            return problems
         case PostDefined():
-            yield from _taken(knowledge, event, "post")
-            yield from _missing(
-                knowledge, f"org-{event.org}", "a post belongs to a registered org", event
-            )
+            org = "a post belongs to a registered org"
+            return [
+                _taken(knowledge, event, "post"),
+                _missing(knowledge, f"org-{event.org}", org, event),
+            ]
         case PostUpdated():
-            yield from _missing(knowledge, event.stream(), "update only a defined post", event)
+            return [_missing(knowledge, event.stream(), "update only a defined post", event)]
         case PersonRegistered():
-            yield from _taken(knowledge, event, "person")
+            return [_taken(knowledge, event, "person")]
         case PersonUpdated():
-            yield from _missing(knowledge, event.stream(), "update only a registered person", event)
+            return [_missing(knowledge, event.stream(), "update only a registered person", event)]
         case SourceRegistered():
-            yield from _taken(knowledge, event, "source")
+            return [_taken(knowledge, event, "source")]
         case CommentRequested():
-            yield from _missing(knowledge, event.stream(), "the source must be registered", event)
-            what = "the organisation must be registered"
-            yield from _missing(knowledge, f"org-{event.org}", what, event)
+            org = "the organisation must be registered"
+            return [
+                _missing(knowledge, event.stream(), "the source must be registered", event),
+                _missing(knowledge, f"org-{event.org}", org, event),
+            ]
         case ClaimReported():
-            yield from _taken(knowledge, event, "claim")
-            yield from _unknown_source(knowledge, event, event.source)
-            yield from _missing(
-                knowledge, f"person-{event.person}", "the person must be registered", event
-            )
-            yield from _missing(knowledge, f"post-{event.post}", "the post must be defined", event)
-        case ClaimConfirmed():
-            yield from _not_live(knowledge, event)
-            yield from _unknown_source(knowledge, event, event.source)
+            return [
+                _taken(knowledge, event, "claim"),
+                _unknown_source(knowledge, event, event.source),
+                _missing(
+                    knowledge, f"person-{event.person}", "the person must be registered", event
+                ),
+                _missing(knowledge, f"post-{event.post}", "the post must be defined", event),
+            ]
+        case ClaimConfirmed() | ClaimRetracted():
+            return [
+                _not_live(knowledge, event),
+                _unknown_source(knowledge, event, event.source),
+            ]
         case ClaimCorrected():
-            yield from _not_live(knowledge, event)
-            yield from _unknown_source(knowledge, event, event.source)
-            yield from _correction_problems(knowledge, event)
+            return [
+                _not_live(knowledge, event),
+                _unknown_source(knowledge, event, event.source),
+                *_correction_problems(knowledge, event),
+            ]
         case ClaimDisputed():
-            yield from _not_live(knowledge, event)
-            yield from _unknown_source(knowledge, event, event.source)
-            for other in event.conflicts_with:
-                yield from _missing(
-                    knowledge, f"claim-{other}", "conflicting claims must exist", event
-                )
-        case ClaimRetracted():
-            yield from _not_live(knowledge, event)
-            yield from _unknown_source(knowledge, event, event.source)
+            conflicting = "conflicting claims must exist"
+            return [
+                _not_live(knowledge, event),
+                _unknown_source(knowledge, event, event.source),
+                *(
+                    _missing(knowledge, f"claim-{other}", conflicting, event)
+                    for other in event.conflicts_with
+                ),
+            ]
+    return []
 
 
-def _correction_problems(knowledge: Knowledge, event: ClaimCorrected) -> Iterator[DomainError]:
+def _correction_problems(knowledge: Knowledge, event: ClaimCorrected) -> list[DomainError | None]:
     changes = event.changes
+    problems: list[DomainError | None] = []
     cleared = [
         field
         for field in ALWAYS_REPORTED
@@ -293,25 +310,32 @@ def _correction_problems(knowledge: Knowledge, event: ClaimCorrected) -> Iterato
     ]
     if cleared:
         # null clears an optional field (a cause, a date); these a claim always has.
-        yield DomainError(
-            f"claim.corrected: {', '.join(cleared)} cannot be cleared, only changed "
-            "(every claim has them)",
-            rule="correction",
+        problems.append(
+            DomainError(
+                f"claim.corrected: {', '.join(cleared)} cannot be cleared, only changed "
+                "(every claim has them)",
+                rule="correction",
+            )
         )
     if changes.person:
-        yield from _missing(knowledge, f"person-{changes.person}", "the person must exist", event)
+        what = "the person must exist"
+        problems.append(_missing(knowledge, f"person-{changes.person}", what, event))
     if changes.post:
-        yield from _missing(knowledge, f"post-{changes.post}", "the post must be defined", event)
+        what = "the post must be defined"
+        problems.append(_missing(knowledge, f"post-{changes.post}", what, event))
     claim = knowledge.state(event.stream())
-    if not isinstance(claim, ClaimState):
-        return  # not a claim: said above
-    kind = changes.kind or claim.kind
-    cause = changes.cause if "cause" in changes.model_fields_set else claim.cause
-    if cause is not None and kind != "departure":
-        yield DomainError(
-            f"claim.corrected: claim {claim.claim!r} would have a cause but is not a departure",
-            rule="cause_kind",
-        )
+    if isinstance(claim, ClaimState):  # not a claim: said by _not_live
+        kind = changes.kind or claim.kind
+        cause = changes.cause if "cause" in changes.model_fields_set else claim.cause
+        if cause is not None and kind != "departure":
+            problems.append(
+                DomainError(
+                    f"claim.corrected: claim {claim.claim!r} would have a cause but is not a "
+                    "departure",
+                    rule="cause_kind",
+                )
+            )
+    return problems
 
 
 def evolve(state: EntityState | None, event: Event) -> EntityState:
