@@ -282,6 +282,43 @@ def test_given_a_pending_departure_then_the_holder_stays_with_the_departure_pend
     assert [item["claim"] for item in state["pending"]] == ["c2"]
 
 
+def test_given_a_departure_in_effect_then_an_announcement_of_it_is_not_pending() -> None:
+    # given a retirement confirmed for 30 June, then another outlet's announcement of it
+    story = (
+        Story(published={"paper": "2025-05-20", "wire": "2025-06-24"})
+        .report("c1", kind="incumbency", capacity="acting")
+        .report("fox", kind="departure", modality="expected", cause="retirement")
+        .confirm("fox", effective="2025-06-30")
+        .report(
+            "wire",
+            kind="departure",
+            modality="announced",
+            effective="2025-06-30",
+            cause="retirement",
+            source="wire",
+        )
+    )
+    # then once the end is in effect, the announcement is not a change still to come
+    assert story.pending("2025-06-29") == ["fox", "wire"]
+    assert story.state("2025-07-01")["pending"] == []
+    assert story.state("2025-07-01")["vacancy"] == "vacant"
+    # nor while the retired holder is named with no date ("... is to retire"), nor if
+    # the announcement's date may be the same end more vaguely
+    undated = story.report("later", kind="departure", modality="expected", source="wire")
+    assert undated.pending("2025-07-01") == ["later"]
+
+
+def test_given_a_departure_in_effect_then_a_departure_announced_after_a_return_is_pending() -> None:
+    story = (
+        Story(published={"paper": "2025-05-20", "wire": "2025-08-01"})
+        .report("a", effective="2025-01-05")
+        .report("d", kind="departure", effective="2025-03-01", cause="retirement")
+        .report("back", effective="2025-06-01", source="wire")
+        .report("again", kind="departure", modality="announced", effective="2025-09", source="wire")
+    )
+    assert story.pending("2025-08-02") == ["again"]
+
+
 def test_given_a_dated_departure_then_a_vaguer_incumbency_does_not_reopen_the_tenure() -> None:
     # The article (published some day in May) names the acting holder and his retirement; the
     # retirement is confirmed for the 29th, before the last day the article may be from.

@@ -262,6 +262,15 @@ class ClaimVersion:
         earliest = earliest_day(anchor)
         return latest if earliest is None else min(earliest, latest)
 
+    def earliest_stated_day(self) -> dt.date | None:
+        """The first day the claim's own date (as confirmed, else as reported) may mean,
+        whether or not the change is in effect; None when it gives no date."""
+        doc = self.doc
+        date = (
+            doc["confirmed_effective"] if _known(doc["confirmed_effective"]) else doc["effective"]
+        )
+        return earliest_day(date)
+
     def reported_day(self) -> dt.date:
         day = anchor_day(self.doc["reported_anchor"])
         assert day is not None

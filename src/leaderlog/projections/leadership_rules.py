@@ -14,10 +14,11 @@ at some T (see :mod:`.claim_versions` for how versions and their dates come abou
   date is vaguer) is evidence of that tenure: only one certainly after it opens another.
   An appointment in another specific capacity (acting, then permanent) starts a new tenure.
   A departure that may be the end already known (reported again, or more vaguely) is
-  evidence of it. A change without a date of its own may have happened any time before its
-  source was out. Report order never decides: on one day, departures come first, then the
-  change that may have happened earliest, then acting before permanent. "unspecified" names
-  no capacity: it never starts another role.
+  evidence of it; one only announced or expected is then no longer pending either. A change
+  without a date of its own may have happened any time before its source was out. Report
+  order never decides: on one day, departures come first, then the change that may have
+  happened earliest, then acting before permanent. "unspecified" names no capacity: it never
+  starts another role.
 - A tenure's capacity is the latest specific capacity its evidence gives, from undisputed
   claims when there are any: "unspecified" never overrides "acting". The appointments and
   incumbencies come first; a departure's capacity counts only when they give none.
@@ -266,8 +267,25 @@ def _pending(claim: ClaimVersion) -> dict[str, Any]:
     }
 
 
-def pending(versions: Iterable[ClaimVersion], as_of: dt.date | None) -> list[dict[str, Any]]:
-    """Live changes not in effect on ``as_of`` but reported by then (None: not in effect yet)."""
+def pending(
+    versions: Iterable[ClaimVersion],
+    as_of: dt.date | None,
+    folded: Sequence[Tenure] | None = None,
+) -> list[dict[str, Any]]:
+    """Live changes not in effect on ``as_of`` but reported by then (None: not in effect yet),
+    but for a departure of someone whose tenure already ended on a day its date may mean.
+
+    ``folded``: the tenures of the changes in effect on ``as_of``, when already known."""
+    versions = list(versions)
+    claims = _pending_claims(versions, as_of)
+    if any(claim.kind == "departure" for claim in claims):
+        if folded is None:
+            folded = _fold(_in_effect(versions, as_of))
+        claims = [claim for claim in claims if not _end_already_known(claim, folded)]
+    return [_pending(claim) for claim in claims]
+
+
+def _pending_claims(versions: Iterable[ClaimVersion], as_of: dt.date | None) -> list[ClaimVersion]:
     found = []
     for claim in versions:
         if not claim.live:
@@ -279,7 +297,22 @@ def pending(versions: Iterable[ClaimVersion], as_of: dt.date | None) -> list[dic
         elif (day is None or day > as_of) and claim.reported_day() <= as_of:
             found.append(claim)
     found.sort(key=lambda claim: claim.reported_position)
-    return [_pending(claim) for claim in found]
+    return found
+
+
+def _end_already_known(claim: ClaimVersion, folded: Sequence[Tenure]) -> bool:
+    """Whether a pending departure is one already in effect: its person holds the post no
+    more, and its own date may be the day a tenure of theirs ended (an announcement of the
+    retirement that another report already shows happened)."""
+    if claim.kind != "departure":
+        return False
+    earliest = claim.earliest_stated_day()
+    if earliest is None:
+        return False
+    theirs = [tenure for tenure in folded if tenure.person == claim.person]
+    if any(tenure.open for tenure in theirs):
+        return False
+    return any(tenure.end_day is not None and earliest <= tenure.end_day for tenure in theirs)
 
 
 def _disputes(
@@ -348,7 +381,8 @@ def post_state(
       claim whose latest step is a dispute) or ``overlapping_permanent``.
     """
     changes = _in_effect(versions, as_of)
-    holding = [tenure for tenure in _fold(changes) if tenure.open]
+    folded = _fold(changes)
+    holding = [tenure for tenure in folded if tenure.open]
     holding.sort(key=lambda tenure: (tenure.start_day or dt.date.min, tenure.person))
     holders = [
         {
@@ -366,7 +400,7 @@ def post_state(
     else:
         vacancy = "vacant" if changes else "unknown"
 
-    waiting = pending(versions, as_of)
+    waiting = pending(versions, as_of, folded)
     relevant = {claim.claim for _, claim in changes} | {item["claim"] for item in waiting}
     by_claim = {**(elsewhere or {}), **{claim.claim: claim for claim in versions}}
     disputed = [
