@@ -722,6 +722,25 @@ def test_given_a_departure_reported_again_then_the_exact_day_and_a_known_cause_a
     assert (tenure["end"]["date"], tenure["cause"]) == ("2025-03-31", "retirement")
 
 
+def test_given_a_disputed_holding_then_the_conflict_lasts_while_it_bears_on_the_state() -> None:
+    # given two reports disagreeing on whether Hammer's role is acting, then his departure
+    story = (
+        Story()
+        .report("caption", kind="incumbency", person="hammer", capacity="acting")
+        .report("body", kind="incumbency", person="hammer", capacity="unspecified")
+        .dispute("caption", "body", reason="The caption calls him acting")
+        .report("gordon", person="gordon", capacity="acting", effective="2025-06-15")
+        .report("out", kind="departure", person="hammer", effective="2025-06-15")
+    )
+    # then it is a conflict while he holds the post, and not once his tenure is over
+    assert [c["claims"] for c in story.state("2025-06-14")["conflicts"]] == [["caption", "body"]]
+    assert story.state("2025-06-16")["conflicts"] == []
+    assert story.holders("2025-06-16") == [("gordon", "acting")]
+    # unless the change that ended it is the one disputed
+    story.dispute("out", reason="He is still there, says ICE")
+    assert [c["claims"] for c in story.state("2025-06-16")["conflicts"]] == [["out"]]
+
+
 def test_given_claims_disputing_each_other_in_a_chain_then_they_are_one_conflict() -> None:
     story = (
         Story()

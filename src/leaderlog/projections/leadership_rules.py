@@ -22,9 +22,10 @@ at some T (see :mod:`.claim_versions` for how versions and their dates come abou
 - A tenure's capacity is the latest specific capacity its evidence gives, from undisputed
   claims when there are any: "unspecified" never overrides "acting". The appointments and
   incumbencies come first; a departure's capacity counts only when they give none.
-- A live claim whose latest step is a dispute is a conflict, as are overlapping permanent
-  holders. Claims linked by disputes are one conflict: every person involved, and the
-  newest dispute's reason, whatever post the other claims are about.
+- A live claim whose latest step is a dispute is a conflict (while it bears on the state:
+  about a current holding, the change that ended one, or a pending change), as are
+  overlapping permanent holders. Claims linked by disputes are one conflict: every person
+  involved, and the newest dispute's reason, whatever post the other claims are about.
 """
 
 from __future__ import annotations
@@ -401,7 +402,11 @@ def post_state(
         vacancy = "vacant" if changes else "unknown"
 
     waiting = pending(versions, as_of, folded)
-    relevant = {claim.claim for _, claim in changes} | {item["claim"] for item in waiting}
+    # A dispute bears on the post's state on D when it is about a current holding, the
+    # change that ended one, or a change to come: not about a tenure long over.
+    relevant = {claim.claim for tenure in holding for claim in tenure.evidence}
+    relevant |= {tenure.ended_by for tenure in folded if tenure.ended_by is not None}
+    relevant |= {item["claim"] for item in waiting}
     by_claim = {**(elsewhere or {}), **{claim.claim: claim for claim in versions}}
     disputed = [
         claim for claim in versions if claim.claim in relevant and claim.status == "disputed"
