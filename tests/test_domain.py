@@ -200,7 +200,15 @@ def test_a_record_that_breaks_several_rules_names_each_of_them() -> None:
 def test_a_correction_of_a_retracted_claim_also_names_its_own_problems() -> None:
     when = corrected(kind="appointment", person="nobody")
     error = then_refused((*CLAIMS, retracted()), when, "claim_live")
-    assert [problem.rule for problem in error.every()] == ["claim_live", "reference", "cause_kind"]
+    assert [problem.rule for problem in error.every()] == ["claim_live", "reference"]
+
+
+def test_a_claim_named_twice_among_the_conflicts_is_one_problem() -> None:
+    error = then_refused(CLAIMS, disputed(conflicts_with=["nope", "nope", "other"]), "reference")
+    assert [problem.message.split(",")[0] for problem in error.every()] == [
+        "claim.disputed refers to claim 'nope'",
+        "claim.disputed refers to claim 'other'",
+    ]
 
 
 def test_a_record_that_breaks_one_rule_has_no_others() -> None:

@@ -207,7 +207,11 @@ def decide(event: Event, knowledge: Knowledge) -> list[Event]:
     """
     unknown: MissingKnowledge | None = None
     try:
-        problems = [problem for problem in _problems(event, knowledge) if problem is not None]
+        problems: list[DomainError] = []
+        for problem in _problems(event, knowledge):
+            # The same claim named twice in conflicts_with is one problem, said once.
+            if problem is not None and all(str(p) != str(problem) for p in problems):
+                problems.append(problem)
     except MissingKnowledge as error:
         problems, unknown = [], error
     if not problems and unknown is None:
@@ -324,7 +328,8 @@ def _correction_problems(knowledge: Knowledge, event: ClaimCorrected) -> list[Do
         what = "the post must be defined"
         problems.append(_missing(knowledge, f"post-{changes.post}", what, event))
     claim = knowledge.state(event.stream())
-    if isinstance(claim, ClaimState):  # not a claim: said by _not_live
+    # What the correction would make of the claim matters only if the claim may change.
+    if isinstance(claim, ClaimState) and claim.live:
         kind = changes.kind or claim.kind
         cause = changes.cause if "cause" in changes.model_fields_set else claim.cause
         if cause is not None and kind != "departure":
