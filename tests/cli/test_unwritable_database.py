@@ -11,6 +11,8 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,6 +20,7 @@ import pytest
 from click.testing import CliRunner
 
 from leaderlog.cli import main
+from leaderlog.store.sqlite import PRAGMAS, SCHEMA, SQLiteStore
 from tests.conftest import SEEDS
 
 LEADERLOG = Path(sys.executable).parent / "leaderlog"
@@ -168,3 +171,25 @@ def test_verify_does_not_add_a_log_to_another_programs_database(tmp_path: Path) 
     # and a command that writes still makes it a log
     imported = CliRunner().invoke(main, ["--db", f"sqlite:///{shared}", "import", str(SEED_FILE)])
     assert imported.exit_code == 0, imported.output
+
+
+async def test_a_file_another_process_is_making_a_log_of_is_waited_for(tmp_path: Path) -> None:
+    """The file exists before its tables do: a command that only reads, arriving then, gets
+    the log rather than "holds no leaderlog log"."""
+    database = tmp_path / "new.db"
+    database.touch()
+
+    def create_the_log() -> None:
+        time.sleep(0.3)
+        with contextlib.closing(sqlite3.connect(database, isolation_level=None)) as creator:
+            for pragma in PRAGMAS:
+                creator.execute(pragma)
+            creator.executescript(SCHEMA)
+
+    creating = threading.Thread(target=create_the_log)
+    creating.start()
+    try:
+        store = await SQLiteStore.open(f"sqlite:///{database}", create=False)
+        await store.close()
+    finally:
+        creating.join()

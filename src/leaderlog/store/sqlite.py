@@ -351,6 +351,8 @@ def _set_up(connection: sqlite3.Connection, path: Path, create: bool) -> bool:
             # else's is left exactly as it was.
             had_log = _check_events_table(connection, path)
             if not had_log and not create:
+                had_log = _created_meanwhile(connection, path)
+            if not had_log and not create:
                 raise StoreUnavailable(
                     f"{path} holds no leaderlog log (no events table): nothing was created; "
                     "import records into it first (leaderlog import FILE), or name another "
@@ -364,6 +366,23 @@ def _set_up(connection: sqlite3.Connection, path: Path, create: bool) -> bool:
             if error.sqlite_errorcode not in _BUSY_CODES or time.monotonic() > deadline:
                 raise
             time.sleep(0.01)
+
+
+# How long a command that only reads waits for a file with nothing in it yet to become a log:
+# another process may have just created it and not yet its tables.
+_CREATION_GRACE = 1.0
+
+
+def _created_meanwhile(connection: sqlite3.Connection, path: Path) -> bool:
+    """Whether a file that holds nothing at all becomes a log within :data:`_CREATION_GRACE`
+    (a file with other tables is another program's, and is not waited for)."""
+    deadline = time.monotonic() + _CREATION_GRACE
+    while not connection.execute("SELECT EXISTS (SELECT 1 FROM sqlite_master)").fetchone()[0]:
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    # Something was created: the events table comes first, in one statement.
+    return _check_events_table(connection, path)
 
 
 def _check_events_table(connection: sqlite3.Connection, path: Path) -> bool:
