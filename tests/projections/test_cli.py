@@ -94,6 +94,41 @@ def test_claim_lifecycle(db: str) -> None:
     assert [step["type"] for step in answer["lifecycle"]] == ["claim.reported", "claim.disputed"]
 
 
+def test_claim_shows_the_date_a_confirmation_gives_and_what_a_correction_changed(
+    db: str, tmp_path: Path
+) -> None:
+    steps = tmp_path / "steps.jsonl"
+    records = [
+        {
+            "type": "claim.confirmed",
+            "data": {
+                "claim": GENALO_RETIREMENT,
+                "source": "fox-ice-shakeup-2025-05",
+                "effective": {"date": "2025-06-13"},
+                "quote": "Genalo retires on June 13.",
+            },
+        },
+        {
+            "type": "claim.corrected",
+            "data": {
+                "claim": GENALO_RETIREMENT,
+                "changes": {"capacity": "permanent", "effective": {"date": "2025-06-30"}},
+                "reason": "He was not acting.",
+            },
+        },
+    ]
+    steps.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    ok(invoke(db, "import", str(steps)))
+    text = ok(invoke(db, "claim", GENALO_RETIREMENT, "--known-at", "30"))
+    assert ', expected "soon", confirmed for 2025-06-13' in text
+    assert "claim.confirmed  by cli from Fox News" in text
+    assert ': for 2025-06-13\n            "Genalo retires on June 13."' in text
+    text = ok(invoke(db, "claim", GENALO_RETIREMENT))
+    assert "as permanent Executive Associate Director" in text
+    assert ", expected 2025-06-30\n" in text  # the correction's date, over the confirmation's
+    assert ": capacity -> permanent, effective -> 2025-06-30; He was not acting." in text
+
+
 def test_audit_of_retracted_anonymous_claims(db: str, tmp_path: Path) -> None:
     retraction = tmp_path / "retraction.jsonl"
     retraction.write_text(

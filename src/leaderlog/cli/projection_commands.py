@@ -239,21 +239,48 @@ def _print_claim(answer: Mapping[str, Any]) -> None:
     echo_line(f"Claim {answer['claim']}: {answer['status']}, {_known(answer['known_at'])}")
     # "as acting Executive Associate Director": an unspecified capacity goes unsaid.
     capacity = "" if current["capacity"] == "unspecified" else f"{current['capacity']} "
+    # A confirmation's date is the one that holds (until a correction gives another).
+    confirmed = current.get("confirmed_effective")
+    when = f", confirmed for {_when(confirmed)}" if confirmed else ""
     echo_line(
         f"  {current['kind']} of {_who(current)} as {capacity}"
         f"{current.get('post_title') or current['post']} ({current['post']}), "
-        f"{current['modality']} {_when(current['effective'])}"
+        f"{current['modality']} {_when(current['effective'])}{when}"
     )
     if current.get("quote"):
         echo_line(f'  "{current["quote"]}"')
     for step in answer["lifecycle"]:
         source = answer["sources"].get(step["source"] or "", {})
         origin = f" from {source.get('publisher')} <{source.get('url')}>" if source else ""
-        reason = f": {step['reason']}" if step.get("reason") else ""
+        said = [part for part in (_step_detail(step), step.get("reason")) if part]
         echo_line(
             f"  {step['position']:>8}  {step['recorded_at']}  {step['type']:<16} by "
-            f"{step['actor']}{origin}{reason}"
+            f"{step['actor']}{origin}{': ' + '; '.join(said) if said else ''}"
         )
+        if step.get("quote"):
+            echo_line(f'            "{step["quote"]}"')
+
+
+def _step_detail(step: Mapping[str, Any]) -> str:
+    """What a confirmation or correction says of the claim, beyond its reason."""
+    if step["type"] == "claim.confirmed" and step.get("effective"):
+        return f"for {_when(step['effective'])}"
+    if step["type"] == "claim.corrected":
+        return ", ".join(
+            f"{name} -> {_shown_change(name, value)}" for name, value in step["changes"].items()
+        )
+    return ""
+
+
+def _shown_change(name: str, value: Any) -> str:
+    if value is None:
+        return "none"
+    if name == "effective":
+        return _when(value)
+    if name == "attribution":
+        parties = ", ".join(value.get("parties") or [])
+        return f"{value['kind']}{f' ({parties})' if parties else ''}"
+    return str(value)
 
 
 def _print_audit(answer: Mapping[str, Any]) -> None:
