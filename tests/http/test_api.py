@@ -24,6 +24,7 @@ from leaderlog.http.app import _RETRY_SECONDS as RETRY_SECONDS
 from leaderlog.http.app import _unavailable
 from leaderlog.log import EventLog, load_seeds
 from leaderlog.projections import Queries, runner_for
+from leaderlog.projections.audit import AuditProjection
 from leaderlog.store import VerifyReport
 from tests.conftest import SEEDS
 from tests.feeds.logs import FOX, HAMMER_CAPTION
@@ -351,7 +352,7 @@ def test_a_long_catch_up_at_start_is_said_and_another_version_s_build_is_not_ok(
         (audit,) = [entry for entry in health["projections"] if entry["name"] == "audit"]
         assert audit["error"] == (
             "rebuilt by another leaderlog version (version 99 in the database; this server "
-            "reads version 1): restart it"
+            f"reads version {AuditProjection.version}): restart it"
         )
         response = client.get(f"{base}/api/audit")
         assert response.status_code == 503, response.text

@@ -125,6 +125,19 @@ def test_claim_shows_the_date_a_confirmation_gives_and_what_a_correction_changed
     assert ': for 2025-06-13\n            "Genalo retires on June 13."' in text
     text = ok(invoke(db, "claim", GENALO_RETIREMENT))
     assert "as permanent Executive Associate Director" in text
+    # and the article's requests for comment, as it reported them
+    assert "comment asked of ice by Fox News: no response" in text
+    answer = as_json(invoke(db, "claim", GENALO_RETIREMENT, "--json"))
+    assert [(c["org"], c["outcome"]) for c in answer["comments"]] == [
+        ("ice", "no_response"),
+        ("ice-hsi", "no_response"),
+    ]
+    audit = as_json(invoke(db, "audit", "--type", "comment.requested", "--json"))
+    assert [(e["org"], e["outcome"]) for e in audit["events"]] == [
+        ("ice", "no_response"),
+        ("ice-hsi", "no_response"),
+    ]
+    assert "asked ice: no response" in ok(invoke(db, "audit", "--type", "comment.requested"))
     assert ", expected 2025-06-30\n" in text  # the correction's date, over the confirmation's
     assert ": capacity -> permanent, effective -> 2025-06-30; He was not acting." in text
 

@@ -259,6 +259,13 @@ def _print_claim(answer: Mapping[str, Any]) -> None:
         )
         if step.get("quote"):
             echo_line(f'            "{step["quote"]}"')
+    for comment in answer.get("comments", []):
+        source = answer["sources"].get(comment["source"], {})
+        outcome = _OUTCOMES.get(comment["outcome"], comment["outcome"])
+        echo_line(
+            f"  {comment['position']:>8}  comment asked of {comment['org']} by "
+            f"{source.get('publisher') or comment['source']}: {outcome}"
+        )
 
 
 def _step_detail(step: Mapping[str, Any]) -> str:
@@ -283,9 +290,19 @@ def _shown_change(name: str, value: Any) -> str:
     return str(value)
 
 
+_OUTCOMES = {
+    "no_response": "no response",
+    "declined": "declined to comment",
+    "denied": "denied",
+    "confirmed": "confirmed",
+}
+
+
 def _print_audit(answer: Mapping[str, Any]) -> None:
     for event in answer["events"]:
         subject = event["claim"] or event["stream"].partition("-")[2]
+        if event.get("outcome"):
+            subject = f"asked {event['org']}: {_OUTCOMES.get(event['outcome'], event['outcome'])}"
         status = f" [{event['claim_status']}, {event['attribution']}]" if event["claim"] else ""
         source = f" {event['source']} ({event['publisher']})" if event["source"] else ""
         echo_line(

@@ -4,7 +4,8 @@ Tables (prefixed ``p_audit_``):
 
 - ``events``: one row per event. ``source`` is the event's own source when it names one,
   otherwise (a correction or retraction without a source) the source that reported its claim;
-  ``publisher`` is that source's publisher.
+  ``publisher`` is that source's publisher. A request for comment also has its ``org`` and
+  ``outcome`` ("did not respond", in the article's words, is ``no_response``).
 - ``claims``: each claim's current status and attribution kind, so "claims from anonymous
   sources that were later retracted" is a join, not a scan of the log.
 - ``sources``: publisher, URL and title of every source.
@@ -28,7 +29,7 @@ _CLAIM_COLUMNS = ("claim", "source", "publisher", "attribution", "status", "pers
 
 class AuditProjection(Projection):
     name = "audit"
-    version = 1
+    version = 2
 
     def schema(self) -> Sequence[str]:
         return (
@@ -39,7 +40,8 @@ class AuditProjection(Projection):
             "status TEXT NOT NULL, person TEXT NOT NULL, post TEXT NOT NULL)",
             "CREATE TABLE IF NOT EXISTS p_audit_events (position BIGINT PRIMARY KEY, "
             "event_id TEXT NOT NULL, type TEXT NOT NULL, stream TEXT NOT NULL, claim TEXT, "
-            "source TEXT, publisher TEXT, actor TEXT NOT NULL, recorded_at TEXT NOT NULL)",
+            "source TEXT, publisher TEXT, actor TEXT NOT NULL, recorded_at TEXT NOT NULL, "
+            "org TEXT, outcome TEXT)",
         )
 
     def query_indexes(self) -> Sequence[str]:
@@ -130,6 +132,8 @@ class AuditProjection(Projection):
                     publishers.get(source) if source else None,
                     recorded.actor,
                     recorded_time(recorded),
+                    data.get("org") if kind == "comment.requested" else None,
+                    data.get("outcome"),
                 )
             )
         if new_sources:
@@ -147,7 +151,7 @@ class AuditProjection(Projection):
             )
         await tx.executemany(
             "INSERT INTO p_audit_events (position, event_id, type, stream, claim, source, "
-            "publisher, actor, recorded_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "publisher, actor, recorded_at, org, outcome) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             rows,
         )
 

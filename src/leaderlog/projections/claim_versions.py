@@ -63,7 +63,16 @@ PublishedLookup = Callable[[str], FuzzyJSON | None]
 _ONE_DAY = dt.timedelta(days=1)
 
 
-def _range(value: str) -> tuple[dt.date, dt.date]:
+def _range(value: str) -> tuple[dt.date, dt.date] | None:
+    """The first and last day a date can mean; None for one no calendar has (a log edited
+    behind the store, or written before dates were checked: read as an unknown date)."""
+    try:
+        return _days(value)
+    except (ValueError, OverflowError):
+        return None
+
+
+def _days(value: str) -> tuple[dt.date, dt.date]:
     parts = [int(part) for part in value.split("-")]
     if len(parts) == 1:
         return dt.date(parts[0], 1, 1), dt.date(parts[0], 12, 31)
@@ -80,9 +89,10 @@ def counts_from(date: FuzzyJSON | None) -> dt.date | None:
     That is the last day the date can mean (``before`` ends the day before the range starts;
     ``after`` only starts the day after it ends). None when the date is unknown.
     """
-    if date is None or date.get("date") is None:
+    days = None if date is None or date.get("date") is None else _range(str(date["date"]))
+    if date is None or days is None:
         return None
-    first, last = _range(str(date["date"]))
+    first, last = days
     qualifier = date.get("qualifier", "on")
     if qualifier == "before":
         return first - _ONE_DAY
@@ -95,9 +105,10 @@ def counts_from(date: FuzzyJSON | None) -> dt.date | None:
 def earliest_day(date: FuzzyJSON | None) -> dt.date | None:
     """The first day something dated ``date`` may have happened (``before`` has none: the
     earliest representable day). None when the date is unknown."""
-    if date is None or date.get("date") is None:
+    days = None if date is None or date.get("date") is None else _range(str(date["date"]))
+    if date is None or days is None:
         return None
-    first, last = _range(str(date["date"]))
+    first, last = days
     qualifier = date.get("qualifier", "on")
     if qualifier == "before":
         return dt.date.min

@@ -71,6 +71,8 @@ _AUDIT_KEYS = (
     "publisher",
     "url",
     "title",
+    "org",
+    "outcome",
 )
 CLAIM_STATUSES = ("reported", "confirmed", "corrected", "disputed", "retracted")
 ATTRIBUTION_KINDS = ("official", "named", "anonymous", "outlet")
@@ -557,7 +559,10 @@ class Queries:
              "lifecycle": [{"position", "type", "status", "recorded_at", "actor", "source",
                             ...details of the step: effective, quote, changes, reason,
                             conflicts_with}],
-             "sources": {source id: {"source", "url", "publisher", "title", ...}}}
+             "sources": {source id: {"source", "url", "publisher", "title", ...}},
+             "comments": [{"position", "source", "org", "outcome"}]}
+
+        ``comments`` are the requests for comment its sources recorded ("did not respond").
         """
         check_names(claim=claim_id)
         known = await self.resolve_known_at(known_at)
@@ -584,7 +589,22 @@ class Queries:
             "current": current,
             "lifecycle": lifecycle,
             "sources": sources,
+            "comments": await self._comments(list(sources), known["position"]),
         }
+
+    async def _comments(self, sources: Sequence[str], position: int) -> list[dict[str, Any]]:
+        """The requests for comment these sources recorded up to ``position``, in log order."""
+        if not sources:
+            return []
+        await self._checkpoint("audit")
+        rows = await self.store.query(
+            "SELECT position, source, org, outcome FROM p_audit_events "
+            f"WHERE type = 'comment.requested' AND source IN ({marks(len(sources))}) "
+            "AND position <= ? ORDER BY position",
+            (*sources, position),
+        )
+        keys = ("position", "source", "org", "outcome")
+        return [dict(zip(keys, row, strict=True)) for row in rows]
 
     # --- audit -------------------------------------------------------------------------------
 
@@ -684,7 +704,7 @@ class Queries:
         order = "e.recorded_at, e.position" if ranged else "e.position"
         rows = await self.store.query(
             "SELECT e.position, e.event_id, e.type, e.stream, e.recorded_at, e.actor, e.claim, "
-            "c.status, c.attribution, e.source, e.publisher, s.url, s.title "
+            "c.status, c.attribution, e.source, e.publisher, s.url, s.title, e.org, e.outcome "
             "FROM p_audit_events e LEFT JOIN p_audit_claims c ON c.claim = e.claim "
             "LEFT JOIN p_audit_sources s ON s.source = e.source "
             f"WHERE {' AND '.join(conditions)} ORDER BY {order} LIMIT ?",
