@@ -142,6 +142,30 @@ def test_claim_shows_the_date_a_confirmation_gives_and_what_a_correction_changed
     assert ": capacity -> permanent, effective -> 2025-06-30; He was not acting." in text
 
 
+def test_history_names_every_source_of_a_claim_the_one_that_confirmed_it_too(
+    db: str, tmp_path: Path
+) -> None:
+    steps = tmp_path / "steps.jsonl"
+    records = [
+        {
+            "type": "source.registered",
+            "data": {"source": "ice-release", "url": "https://www.ice.gov/r", "publisher": "ICE"},
+        },
+        {
+            "type": "claim.confirmed",
+            "data": {
+                "claim": GENALO_RETIREMENT,
+                "source": "ice-release",
+                "effective": {"date": "2025-06-13"},
+            },
+        },
+    ]
+    steps.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    ok(invoke(db, "import", str(steps)))
+    text = ok(invoke(db, "history", "--post", "ice-ero-ead"))
+    assert f"departure claim {GENALO_RETIREMENT} (expected, confirmed) from Fox News, ICE" in text
+
+
 def test_audit_of_retracted_anonymous_claims(db: str, tmp_path: Path) -> None:
     retraction = tmp_path / "retraction.jsonl"
     retraction.write_text(

@@ -225,10 +225,14 @@ def _print_history(answer: Mapping[str, Any]) -> None:
             f"{start} to {end}{cause} [{tenure['status']}]"
         )
         for evidence in tenure["evidence"]:
-            source = answer["sources"].get(evidence["source"], {})
+            # Every source that reported or confirmed it: a confirmation is evidence too.
+            publishers = [
+                answer["sources"].get(source, {}).get("publisher", source)
+                for source in evidence.get("sources") or [evidence["source"]]
+            ]
             echo_line(
                 f"      {evidence['kind']} claim {evidence['claim']} ({evidence['modality']}, "
-                f"{evidence['status']}) from {source.get('publisher', evidence['source'])}"
+                f"{evidence['status']}) from {', '.join(dict.fromkeys(publishers))}"
             )
     for item in answer["pending"]:
         echo_line(f"  pending   {item['post']}: {_change(item)}")
