@@ -11,7 +11,9 @@ import httpx
 import pytest
 
 from leaderlog.events import PersonRegistered
+from leaderlog.feeds._i18n import language
 from leaderlog.http import _pages as pages
+from leaderlog.http import _pages as pages_module
 from leaderlog.http import create_app
 from tests.feeds.atom_schema import atom_problems
 from tests.feeds.logs import EMOJI, SCRIPT
@@ -275,3 +277,23 @@ def test_overview_lists_the_feeds_of_what_it_shows_and_leaves_the_rest_to_the_op
         assert f'href="{base}/feeds/person/robert-hammer.atom"' in feeds
         assert "/feeds/person/bystander." not in overview
         assert "/feeds/person/bystander.atom" in client.get(f"{base}/opml").text
+
+
+@pytest.mark.parametrize(
+    ("tag", "words"),
+    [
+        ("en", "more than one permanent holder at once"),
+        ("fr", "plus d\u2019un titulaire permanent à la fois"),
+        ("ja", "正式な在任者が同時に複数いる"),
+    ],
+)
+def test_a_conflict_the_rules_find_is_said_in_the_page_language(tag: str, words: str) -> None:
+    answer = {
+        "conflicts": [
+            {"kind": "overlapping_permanent", "reason": "more than one permanent holder at once"},
+            {"kind": "disputed", "reason": "The <caption> disagrees"},
+        ]
+    }
+    assert pages_module._conflicts(answer, language(tag)) == (
+        f"{words}<br>The &lt;caption&gt; disagrees"
+    )

@@ -176,8 +176,19 @@ def _pending(answer: Mapping[str, Any], post: Mapping[str, Any], lang: Language)
     return f"<ul>{''.join(items)}</ul>" if items else ""
 
 
-def _conflicts(answer: Mapping[str, Any]) -> str:
-    reasons = [_e(c.get("reason") or c.get("kind") or "") for c in answer.get("conflicts", [])]
+# Conflicts the rules find, said in the page's language; a dispute's reason is the writer's.
+_CONFLICT_KINDS = {"overlapping_permanent": N_("more than one permanent holder at once")}
+
+
+def _conflicts(answer: Mapping[str, Any], lang: Language) -> str:
+    reasons = [
+        _e(
+            lang._(_CONFLICT_KINDS[c["kind"]])
+            if c.get("kind") in _CONFLICT_KINDS
+            else c.get("reason") or c.get("kind") or ""
+        )
+        for c in answer.get("conflicts", [])
+    ]
     return "<br>".join(reasons)
 
 
@@ -224,7 +235,7 @@ def _leadership(
                 f"<td>{_holders(answer, lang)}</td>"
                 f"<td>{_e(lang._(vacancy))}</td>"
                 f"<td>{_pending(answer, post_doc, lang)}</td>"
-                f"<td>{_conflicts(answer)}</td>"
+                f"<td>{_conflicts(answer, lang)}</td>"
                 "</tr>"
             )
         parts.append("</tbody></table>")
