@@ -46,7 +46,10 @@ def fails(result: Result, message: str) -> None:
 def test_state_catches_up_and_shows_the_leadership(db: str) -> None:
     text = ok(invoke(db, "state", "--org", "ice", "--as-of", "2025-06-15"))
     assert "Leadership in Immigration and Customs Enforcement (ice) as of 2025-06-15" in text
-    assert "holder    Kenneth Genalo (kenneth-genalo), acting, since about 2025-05" in text
+    assert (
+        "holder    Kenneth Genalo (kenneth-genalo), acting, by about 2025-05 (when the source "
+        "was out)" in text
+    )
     assert f"claim {GENALO_RETIREMENT}" in text
     assert "conflict  disputed:" in text
     assert "White House Deputy" not in text
@@ -77,7 +80,10 @@ def test_a_time_before_the_log_begins_says_nothing_was_recorded_by_then(db: str)
 
 def test_history_of_a_post_a_person_and_an_org(db: str) -> None:
     text = ok(invoke(db, "history", "--post", "ice-hsi-ead"))
-    assert "Robert Hammer (robert-hammer), unspecified, about 2025-05 (published) to now" in text
+    assert (
+        "Robert Hammer (robert-hammer), unspecified, by about 2025-05 (when the source was out) "
+        "to now" in text
+    )
     person = as_json(invoke(db, "history", "--person", "derek-gordon", "--json"))
     assert [tenure["post"] for tenure in person["tenures"]] == ["ice-hsi-dsac"]
     org = as_json(invoke(db, "history", "--org", "dhs", "--json"))

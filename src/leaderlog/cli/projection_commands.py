@@ -155,6 +155,16 @@ def _when(date: Mapping[str, Any] | None) -> str:
     return " ".join(words)
 
 
+def _since(date: Mapping[str, Any] | None, lead: str = "since ") -> str:
+    """When a tenure began: for one known only from a report, when the report shows it held
+    ("by about 2025-05 (when the source was out)"), not when it began."""
+    if date and date.get("basis") in ("published", "recorded"):
+        undated = {key: value for key, value in date.items() if key != "basis"}
+        out = "when the source was out" if date["basis"] == "published" else "when recorded"
+        return f"by {_when(undated)} ({out})"
+    return f"{lead}{_when(date)}"
+
+
 def _who(item: Mapping[str, Any]) -> str:
     return f"{item.get('name') or item['person']} ({item['person']})"
 
@@ -198,8 +208,8 @@ def _print_state(answer: Mapping[str, Any], *, log_is_empty: bool) -> None:
         echo_line(f"{about['title']} ({about['post']}, {about['org_name']}): {post['vacancy']}")
         for holder in post["holders"]:
             echo_line(
-                f"  holder    {_who(holder)}, {holder['capacity']}, since "
-                f"{_when(holder['since'])} [{holder['status']}]"
+                f"  holder    {_who(holder)}, {holder['capacity']}, "
+                f"{_since(holder['since'])} [{holder['status']}]"
             )
         for item in post["pending"]:
             echo_line(f"  pending   {_change(item)}")
@@ -217,7 +227,7 @@ def _print_history(answer: Mapping[str, Any]) -> None:
     if not answer["tenures"]:
         echo_line("  (no tenures)")
     for tenure in answer["tenures"]:
-        start = _when(tenure["start"]) if tenure["start"] else "start unknown"
+        start = _since(tenure["start"], lead="") if tenure["start"] else "start unknown"
         end = _when(tenure["end"]) if tenure["end"] else "now"
         cause = f" ({tenure['cause']})" if tenure["cause"] else ""
         echo_line(
