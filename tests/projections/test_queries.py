@@ -10,6 +10,7 @@ from leaderlog.errors import ProjectionError, RecordedAtRefused
 from leaderlog.events import new_event_id
 from leaderlog.log import EventLog
 from leaderlog.projections import InvalidQuery, Queries, UnknownEntity
+from leaderlog.projections.leadership import search_form
 from leaderlog.store import NewEvent
 from tests.projections.logs import (
     FOX,
@@ -524,6 +525,13 @@ async def test_dates_at_the_end_of_the_calendar_are_answered(seeded_log: EventLo
     assert "kristi-noem" not in holders and holders.count("derek-gordon") <= 1
 
 
+def test_the_marks_of_other_scripts_are_kept_in_the_search_form() -> None:
+    # Devanagari vowel signs and kana voicing marks are part of their letters.
+    assert search_form("\u0939\u094b\u092e") == "\u0939\u094b\u092e"
+    assert search_form("\u30ac") == "\u30ac"  # ガ, not カ
+    assert search_form("Mar\u00eda \u00c5NGSTR\u00d6M") == "maria angstrom"
+
+
 async def test_a_name_typed_decomposed_still_finds_the_composed_one(seeded_log: EventLog) -> None:
     await append(
         seeded_log, [record("person.registered", person="zoe-baird", name="Zo\u00eb Baird")]
@@ -554,6 +562,9 @@ async def test_names_are_found_ignoring_case_in_every_script_exact_aliases_first
         (lambda: queries.history(person="ZO\u00cb"), "person", ("zoe",)),
         (lambda: queries.history(person="STRAUSS"), "person", ("strauss",)),
         (lambda: queries.history(person="al smith"), "person", ("z-alias", "a-smithers")),
+        # accents of the Latin, Greek and Cyrillic alphabets, however (or whether) typed
+        (lambda: queries.history(person="angstrom"), "person", ("zoe",)),
+        (lambda: queries.history(person="Zoe Angstrom"), "person", ("zoe",)),
     ]:
         with pytest.raises(UnknownEntity, match=f"unknown {kind}") as raised:
             await ask()

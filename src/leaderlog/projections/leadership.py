@@ -21,6 +21,7 @@ Tables (all prefixed ``p_leadership_``):
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -49,7 +50,7 @@ def _json(value: Any) -> str | None:
 
 class LeadershipProjection(Projection):
     name = "leadership"
-    version = 5
+    version = 6
 
     def schema(self) -> Sequence[str]:
         return (
@@ -172,10 +173,18 @@ SEARCH_SEPARATOR = "\x1f"
 
 
 def search_form(text: str) -> str:
-    """How names are compared when looking up what a user meant: composed and case-folded,
-    for every script ("MÖFA" finds "möfa", "Straße" finds "STRASSE", a decomposed "Zoë" the
-    composed one)."""
-    return unicodedata.normalize("NFC", unicodedata.normalize("NFC", text).casefold())
+    """How names are compared when looking up what a user meant: case-folded in every
+    script and without the accents of the Latin, Greek and Cyrillic alphabets, however they
+    were typed ("MÖFA" finds "möfa", "Straße" finds "STRASSE", "Maria" finds "María", a
+    decomposed "Zoë" the composed one). Other scripts' marks (Devanagari vowel signs, kana
+    voicing marks) are part of their letters, and are kept."""
+    decomposed = unicodedata.normalize("NFD", unicodedata.normalize("NFC", text).casefold())
+    return unicodedata.normalize("NFC", _ACCENTS.sub("", decomposed))
+
+
+# The combining diacritical marks (U+0300-U+036F): the accents a decomposed Latin, Greek or
+# Cyrillic letter carries.
+_ACCENTS = re.compile("[\u0300-\u036f]")
 
 
 def _search_text(key: str, names: Iterable[str]) -> str:
