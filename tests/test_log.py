@@ -236,6 +236,27 @@ async def test_a_reference_to_a_later_line_is_refused(sqlite_url: str) -> None:
         assert await log.store.count() == 0
 
 
+async def test_a_reference_to_a_record_later_in_the_batch_says_to_put_that_one_first(
+    sqlite_url: str,
+) -> None:
+    async with await EventLog.open(sqlite_url) as log:
+        with pytest.raises(BatchError) as caught:
+            await log.import_lines(
+                [
+                    line("org.registered", org="dhs", name="DHS"),
+                    line("post.defined", post="p", org="ice", title="T"),
+                    line("org.registered", org="ice", name="ICE", parent="dhs"),
+                ],
+                actor="test",
+            )
+        (problem,) = caught.value.problems
+        assert str(problem) == (
+            "line 2: post.defined refers to org 'ice', which does not exist (a post belongs to "
+            "a registered org); line 3 registers it: put that record first"
+        )
+        assert problem.rule == "reference"
+
+
 async def test_a_refusal_names_every_rule_each_record_breaks(sqlite_url: str) -> None:
     async with await EventLog.open(sqlite_url) as log:
         with pytest.raises(BatchError) as caught:

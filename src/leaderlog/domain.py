@@ -151,10 +151,12 @@ def _missing(knowledge: Knowledge, stream: str, what: str, event: Event) -> Doma
     if knowledge.state(stream) is not None:
         return None
     kind, _, name = stream.partition("-")
-    return DomainError(
+    problem = DomainError(
         f"{event.type} refers to {kind} {name!r}, which does not exist ({what})",
         rule="reference",
     )
+    problem.missing = stream
+    return problem
 
 
 def _taken(knowledge: Knowledge, event: Event, noun: str) -> DomainError | None:

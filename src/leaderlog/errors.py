@@ -96,6 +96,8 @@ class DomainError(RecordError):
     """
 
     others: Sequence[DomainError] = ()
+    # The stream a broken reference names, so a caller can say where it is defined instead.
+    missing: str | None = None
 
     def every(self) -> list[DomainError]:
         return [self, *self.others]

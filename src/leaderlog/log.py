@@ -636,7 +636,10 @@ class EventLog:
                 events = decide(event, knowledge)
             except DomainError as error:
                 where = request.label(index)
-                problems.extend(problem.located(where) for problem in error.every())
+                problems.extend(
+                    self._defined_later(problem, request, index).located(where)
+                    for problem in error.every()
+                )
                 events = []
             knowledge.assumed_absent = None
             for decided in events:
@@ -652,6 +655,22 @@ class EventLog:
                 version = group_versions.get(stream) or self._versions.get(stream, 0)
                 decision.depends[stream] = version or "no_stream"
         return decision
+
+    @staticmethod
+    def _defined_later(problem: DomainError, request: _Request, index: int) -> DomainError:
+        """``problem``, saying so when the record it refers to comes later in the batch
+        (records are checked in order, each on what comes before it)."""
+        if problem.missing is None:
+            return problem
+        for later in range(index + 1, len(request.entries)):
+            event = request.entries[later].event
+            if isinstance(event, _CREATING) and event.stream() == problem.missing:
+                return DomainError(
+                    f"{problem.message}; {request.label(later)} registers it: put that "
+                    "record first",
+                    rule=problem.rule,
+                )
+        return problem
 
     @staticmethod
     def _check_same_event(entry: _Entry, previous: RecordedEvent) -> None:
