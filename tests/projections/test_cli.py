@@ -321,8 +321,9 @@ def test_errors_are_clear_and_exit_1(db: str, args: tuple[str, ...], message: st
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (("state", "--as-of", "2025-02-30"), "as-of must be a calendar day YYYY-MM-DD"),
-        (("state", "--as-of", "2024-13-01"), "as-of must be a calendar day YYYY-MM-DD"),
+        (("state", "--as-of", "2025-02-30"), "as-of '2025-02-30' is not a real day: day is out"),
+        (("state", "--as-of", "2024-13-01"), "as-of '2024-13-01' is not a real day: month must"),
+        (("state", "--as-of", "2025-06"), "as-of must be a calendar day YYYY-MM-DD"),
         (
             ("state", "--known-at", "soon"),
             "known-at must be a log position (such as 42) or an RFC 3339 time",

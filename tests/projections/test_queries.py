@@ -691,7 +691,7 @@ async def test_exact_names_are_suggested_before_partial_ones(seeded_log: EventLo
         (lambda q: q.claim("no-claim"), UnknownEntity, "unknown claim 'no-claim'"),
         (lambda q: q.history(), InvalidQuery, "exactly one"),
         (lambda q: q.history(post="a", org="b"), InvalidQuery, "exactly one"),
-        (lambda q: q.state(as_of="2025-02-30"), InvalidQuery, "as-of must be a calendar day"),
+        (lambda q: q.state(as_of="2025-02-30"), InvalidQuery, "as-of '2025-02-30' is not a real"),
         (lambda q: q.state(as_of="June"), InvalidQuery, "as-of must be a calendar day"),
         (lambda q: q.state(known_at=10_000), InvalidQuery, "beyond the log's head (29)"),
         (lambda q: q.state(known_at=-1), InvalidQuery, "0 or more"),

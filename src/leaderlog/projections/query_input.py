@@ -57,8 +57,9 @@ def parse_day(value: dt.date | str, what: str) -> dt.date:
         if _DAY.match(text):
             try:
                 return dt.date.fromisoformat(text)
-            except ValueError:
-                pass
+            except ValueError as error:
+                # The shape is right: say what is wrong with the day itself.
+                raise InvalidQuery(f"{what} {text!r} is not a real day: {error}") from None
     raise InvalidQuery(f"{what} must be a calendar day YYYY-MM-DD, got {value!r}")
 
 
