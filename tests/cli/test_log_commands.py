@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
+from click.testing import CliRunner, Result
 
 from leaderlog.cli import main
 from leaderlog.events import event_schema, parse_record
@@ -280,17 +280,28 @@ def test_an_actor_refused_creates_no_database(tmp_path: Path) -> None:
     assert list(tmp_path.iterdir()) == []
 
 
+def import_an_edited_export(
+    seeded_url: str, folder: Path, line: int, **changes: Any
+) -> tuple[Result, Path, dict[str, Any]]:
+    """Export the seeded log, change fields of one line's envelope, and import it into a new
+    database: the result, that database's file and the edited envelope."""
+    exported = invoke("--db", seeded_url, "export").splitlines()
+    envelope = {**json.loads(exported[line - 1]), **changes}
+    exported[line - 1] = json.dumps(envelope)
+    path = folder / "log.jsonl"
+    path.write_text("\n".join(exported) + "\n", encoding="utf-8")
+    other = folder / "other.db"
+    return (
+        CliRunner().invoke(main, ["--db", f"sqlite:///{other}", "import", str(path)]),
+        other,
+        envelope,
+    )
+
+
 def test_an_export_line_with_a_bad_actor_is_refused_by_line(
     seeded_url: str, tmp_path: Path
 ) -> None:
-    exported = invoke("--db", seeded_url, "export").splitlines()
-    envelope = json.loads(exported[3])
-    envelope["actor"] = "root\u202e"
-    exported[3] = json.dumps(envelope)
-    path = tmp_path / "log.jsonl"
-    path.write_text("\n".join(exported) + "\n", encoding="utf-8")
-    other = f"sqlite:///{tmp_path / 'other.db'}"
-    result = CliRunner().invoke(main, ["--db", other, "import", str(path)])
+    result, _, _ = import_an_edited_export(seeded_url, tmp_path, 4, actor="root\u202e")
     assert result.exit_code == 1
     assert "line 4: actor 'root\\u202e' must be" in result.stderr
 
@@ -298,14 +309,9 @@ def test_an_export_line_with_a_bad_actor_is_refused_by_line(
 def test_an_export_that_would_move_the_clock_back_is_refused_by_line(
     seeded_url: str, tmp_path: Path
 ) -> None:
-    exported = invoke("--db", seeded_url, "export").splitlines()
-    envelope = json.loads(exported[5])
-    envelope["recorded_at"] = "2000-01-01T00:00:00.000000Z"
-    exported[5] = json.dumps(envelope)
-    path = tmp_path / "log.jsonl"
-    path.write_text("\n".join(exported) + "\n", encoding="utf-8")
-    other = tmp_path / "other.db"
-    result = CliRunner().invoke(main, ["--db", f"sqlite:///{other}", "import", str(path)])
+    result, other, envelope = import_an_edited_export(
+        seeded_url, tmp_path, 6, recorded_at="2000-01-01T00:00:00.000000Z"
+    )
     assert result.exit_code == 1
     assert result.stderr.startswith(f"error: line 6: event {envelope['event_id']}: recorded_at ")
     assert result.stderr.endswith("[rule: recorded_at]\n")

@@ -34,6 +34,13 @@ def db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     return url
 
 
+def import_records(db: str, folder: Path, records: list[dict[str, Any]], *more: str) -> None:
+    """Import ``records`` as one JSON Lines file (``more``: options of ``import``)."""
+    path = folder / "records.jsonl"
+    path.write_text("".join(json.dumps(record) + "\n" for record in records), encoding="utf-8")
+    ok(invoke(db, "import", *more, str(path)))
+
+
 def as_json(result: Result) -> Any:
     return json.loads(ok(result))
 
@@ -103,7 +110,6 @@ def test_claim_lifecycle(db: str) -> None:
 def test_claim_shows_the_date_a_confirmation_gives_and_what_a_correction_changed(
     db: str, tmp_path: Path
 ) -> None:
-    steps = tmp_path / "steps.jsonl"
     records = [
         {
             "type": "claim.confirmed",
@@ -123,35 +129,31 @@ def test_claim_shows_the_date_a_confirmation_gives_and_what_a_correction_changed
             },
         },
     ]
-    steps.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
-    ok(invoke(db, "import", str(steps)))
+    import_records(db, tmp_path, records)
     text = ok(invoke(db, "claim", GENALO_RETIREMENT, "--known-at", "30"))
     assert ', expected "soon", confirmed for 2025-06-13' in text
     assert "claim.confirmed  by cli from Fox News" in text
     assert ': for 2025-06-13\n            "Genalo retires on June 13."' in text
     text = ok(invoke(db, "claim", GENALO_RETIREMENT))
     assert "as permanent Executive Associate Director" in text
-    # and the article's requests for comment, as it reported them
-    assert "comment asked of ice by Fox News: no response" in text
-    answer = as_json(invoke(db, "claim", GENALO_RETIREMENT, "--json"))
-    assert [(c["org"], c["outcome"]) for c in answer["comments"]] == [
-        ("ice", "no_response"),
-        ("ice-hsi", "no_response"),
-    ]
-    audit = as_json(invoke(db, "audit", "--type", "comment.requested", "--json"))
-    assert [(e["org"], e["outcome"]) for e in audit["events"]] == [
-        ("ice", "no_response"),
-        ("ice-hsi", "no_response"),
-    ]
-    assert "asked ice: no response" in ok(invoke(db, "audit", "--type", "comment.requested"))
     assert ", expected 2025-06-30\n" in text  # the correction's date, over the confirmation's
     assert ": capacity -> permanent, effective -> 2025-06-30; He was not acting." in text
+
+
+def test_the_article_s_requests_for_comment_are_shown_by_claim_and_audit(db: str) -> None:
+    text = ok(invoke(db, "claim", GENALO_RETIREMENT))
+    assert "comment asked of ice by Fox News: no response" in text
+    answer = as_json(invoke(db, "claim", GENALO_RETIREMENT, "--json"))
+    asked = [("ice", "no_response"), ("ice-hsi", "no_response")]
+    assert [(c["org"], c["outcome"]) for c in answer["comments"]] == asked
+    audit = as_json(invoke(db, "audit", "--type", "comment.requested", "--json"))
+    assert [(e["org"], e["outcome"]) for e in audit["events"]] == asked
+    assert "asked ice: no response" in ok(invoke(db, "audit", "--type", "comment.requested"))
 
 
 def test_history_names_every_source_of_a_claim_the_one_that_confirmed_it_too(
     db: str, tmp_path: Path
 ) -> None:
-    steps = tmp_path / "steps.jsonl"
     records = [
         {
             "type": "source.registered",
@@ -166,25 +168,17 @@ def test_history_names_every_source_of_a_claim_the_one_that_confirmed_it_too(
             },
         },
     ]
-    steps.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
-    ok(invoke(db, "import", str(steps)))
+    import_records(db, tmp_path, records)
     text = ok(invoke(db, "history", "--post", "ice-ero-ead"))
     assert f"departure claim {GENALO_RETIREMENT} (expected, confirmed) from Fox News, ICE" in text
 
 
 def test_audit_of_retracted_anonymous_claims(db: str, tmp_path: Path) -> None:
-    retraction = tmp_path / "retraction.jsonl"
-    retraction.write_text(
-        json.dumps(
-            {
-                "type": "claim.retracted",
-                "data": {"claim": GENALO_RETIREMENT, "reason": "He is staying on."},
-            }
-        )
-        + "\n",
-        encoding="utf-8",
-    )
-    ok(invoke(db, "import", "--actor", "desk", str(retraction)))
+    retraction = {
+        "type": "claim.retracted",
+        "data": {"claim": GENALO_RETIREMENT, "reason": "He is staying on."},
+    }
+    import_records(db, tmp_path, [retraction], "--actor", "desk")
     answer = as_json(
         invoke(db, "audit", "--attribution", "anonymous", "--status", "retracted", "--json")
     )
