@@ -191,7 +191,12 @@ class UnknownEntity(ProjectionError):
 
 
 class InvalidQuery(ProjectionError):
-    """A date, time, position or filter cannot be understood."""
+    """A date, time, position or filter cannot be understood; ``parameter`` names it as the
+    HTTP API does (``as_of``, ``known_at``, ``org``...), when one is at fault."""
+
+    def __init__(self, message: str, *, parameter: str | None = None) -> None:
+        super().__init__(message)
+        self.parameter = parameter
 
 
 @dataclass(frozen=True)

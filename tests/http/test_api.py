@@ -185,6 +185,30 @@ def test_bad_parameters_are_422_and_unknown_ids_404(
     assert "did you mean fox-ice-shakeup-2025-05-genalo-retirement (" in claim.json()["detail"]
 
 
+def test_a_422_locates_the_parameter_at_fault(
+    seeded_server: tuple[str, str], client: httpx.Client
+) -> None:
+    base, _ = seeded_server
+    cases = {
+        "/api/state?as_of=2025-02-30": "as_of",
+        "/api/state?known_at=not-a-time": "known_at",
+        "/api/state?known_at=99999": "known_at",
+        "/api/history?org=ice&known_at=2025-06-01T00:00:00": "known_at",
+        "/api/audit?status=lost": "status",
+        "/api/audit?type=claim.deleted": "type",
+        "/api/audit?attribution=rumour": "attribution",
+        "/api/audit?limit=0": "limit",
+        "/api/audit?from=yesterday": "from",
+        "/api/audit?to=2025-13-01": "to",
+        "/api/audit?publisher=%20": "publisher",
+    }
+    for path, parameter in cases.items():
+        response = client.get(base + path)
+        assert response.status_code == 422, (path, response.text)
+        (problem,) = response.json()["detail"]
+        assert problem["loc"] == ["query", parameter], (path, problem)
+
+
 def test_unknown_and_repeated_parameters_are_422_not_ignored(
     seeded_server: tuple[str, str], client: httpx.Client
 ) -> None:

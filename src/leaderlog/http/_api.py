@@ -64,7 +64,7 @@ async def _answer(request: Request, query: Awaitable[Any]) -> Response:
     except UnknownEntity as error:
         raise HTTPException(404, str(error)) from None
     except InvalidQuery as error:
-        raise invalid_parameter(str(error), None) from None
+        raise invalid_parameter(str(error), None, error.parameter) from None
     except ProjectionError as error:
         raise HTTPException(503, str(error), headers={"Retry-After": "1"}) from None
     return json_response(request, value)

@@ -154,7 +154,8 @@ class Queries:
                         f"(projections are at {head}); try again shortly"
                     )
                 raise InvalidQuery(
-                    f"known-at position {wanted} is beyond the log's head ({log_head})"
+                    f"known-at position {wanted} is beyond the log's head ({log_head})",
+                    parameter="known_at",
                 )
             position = wanted
         else:
@@ -413,7 +414,8 @@ class Queries:
             where = f"under {org!r}" if org is not None else "in the log"
             raise InvalidQuery(
                 f"{len(posts)} posts are known {where}; at most {max_posts} are answered at "
-                "once: ask for one organisation and its subtree (org=ID)"
+                "once: ask for one organisation and its subtree (org=ID)",
+                parameter="org",
             )
         if scope is None:
             rows = await self.store.query(
@@ -638,21 +640,26 @@ class Queries:
         check_names(source=source, publisher=publisher, actor=actor)
         if type is not None and type not in EVENT_TYPES:
             raise InvalidQuery(
-                f"unknown event type {type!r}; known: {', '.join(sorted(EVENT_TYPES))}"
+                f"unknown event type {type!r}; known: {', '.join(sorted(EVENT_TYPES))}",
+                parameter="type",
             )
         if status is not None and status not in CLAIM_STATUSES:
-            raise InvalidQuery(f"unknown status {status!r}; known: {', '.join(CLAIM_STATUSES)}")
+            raise InvalidQuery(
+                f"unknown status {status!r}; known: {', '.join(CLAIM_STATUSES)}",
+                parameter="status",
+            )
         if attribution is not None and attribution not in ATTRIBUTION_KINDS:
             raise InvalidQuery(
-                f"unknown attribution {attribution!r}; known: {', '.join(ATTRIBUTION_KINDS)}"
+                f"unknown attribution {attribution!r}; known: {', '.join(ATTRIBUTION_KINDS)}",
+                parameter="attribution",
             )
         for name, number in (("limit", limit), ("after", after)):
             if isinstance(number, bool) or not isinstance(number, int):
-                raise InvalidQuery(f"{name} must be a whole number, got {number!r}")
+                raise InvalidQuery(f"{name} must be a whole number, got {number!r}", parameter=name)
         if not 1 <= limit <= MAX_AUDIT_LIMIT:
-            raise InvalidQuery(f"limit must be between 1 and {MAX_AUDIT_LIMIT}")
+            raise InvalidQuery(f"limit must be between 1 and {MAX_AUDIT_LIMIT}", parameter="limit")
         if after < 0:
-            raise InvalidQuery("after must be a position (0 or more)")
+            raise InvalidQuery("after must be a position (0 or more)", parameter="after")
         await self._checkpoint("audit")
         # A misspelt source or publisher would answer "no events" as if there were none.
         if source is not None:

@@ -36,14 +36,20 @@ def check_names(**given: str | None) -> None:
         if value is None:
             continue
         if not value.strip():
-            raise InvalidQuery(f"{name} must not be empty")
+            raise InvalidQuery(f"{name} must not be empty", parameter=name)
         if CONTROL_CHARACTERS.search(value):
-            raise InvalidQuery(f"{name} {value!r} contains a control character")
+            raise InvalidQuery(f"{name} {value!r} contains a control character", parameter=name)
         if len(value) > MAX_NAME_LENGTH:
             raise InvalidQuery(
                 f"{name} is {len(value)} characters long; no id or name is longer than "
-                f"{MAX_NAME_LENGTH}"
+                f"{MAX_NAME_LENGTH}",
+                parameter=name,
             )
+
+
+def _parameter(what: str) -> str:
+    """The HTTP API's name of a parameter the CLI spells ``as-of``, ``known-at``..."""
+    return what.replace("-", "_")
 
 
 def parse_day(value: dt.date | str, what: str) -> dt.date:
@@ -59,8 +65,12 @@ def parse_day(value: dt.date | str, what: str) -> dt.date:
                 return dt.date.fromisoformat(text)
             except ValueError as error:
                 # The shape is right: say what is wrong with the day itself.
-                raise InvalidQuery(f"{what} {text!r} is not a real day: {error}") from None
-    raise InvalidQuery(f"{what} must be a calendar day YYYY-MM-DD, got {value!r}")
+                raise InvalidQuery(
+                    f"{what} {text!r} is not a real day: {error}", parameter=_parameter(what)
+                ) from None
+    raise InvalidQuery(
+        f"{what} must be a calendar day YYYY-MM-DD, got {value!r}", parameter=_parameter(what)
+    )
 
 
 def parse_time(value: str | dt.date, what: str, *, end_of_day: bool) -> dt.datetime:
@@ -83,13 +93,18 @@ def parse_time(value: str | dt.date, what: str, *, end_of_day: bool) -> dt.datet
             return dt.datetime.combine(day, clock, tzinfo=dt.UTC)
         moment = _rfc3339(text, what, round_up=not end_of_day)
     else:
-        raise InvalidQuery(f"{what} must be an RFC 3339 time or a day YYYY-MM-DD, got {value!r}")
+        raise InvalidQuery(
+            f"{what} must be an RFC 3339 time or a day YYYY-MM-DD, got {value!r}",
+            parameter=_parameter(what),
+        )
     if moment.tzinfo is None:
-        raise InvalidQuery(f"{what} {NO_OFFSET}, got {value!r}")
+        raise InvalidQuery(f"{what} {NO_OFFSET}, got {value!r}", parameter=_parameter(what))
     try:
         return moment.astimezone(dt.UTC)
     except OverflowError:
-        raise InvalidQuery(f"{what} {value!r} is out of range once converted to UTC") from None
+        raise InvalidQuery(
+            f"{what} {value!r} is out of range once converted to UTC", parameter=_parameter(what)
+        ) from None
 
 
 def _rfc3339(text: str, what: str, *, round_up: bool) -> dt.datetime:
@@ -97,8 +112,8 @@ def _rfc3339(text: str, what: str, *, round_up: bool) -> dt.datetime:
         return read_rfc3339(text, round_up=round_up)
     except ValueError as problem:
         if str(problem) == NOT_A_DAY_TIME:
-            raise InvalidQuery(f"{what} {text!r} {problem}") from None
-        raise InvalidQuery(f"{what} {problem}, got {text!r}") from None
+            raise InvalidQuery(f"{what} {text!r} {problem}", parameter=_parameter(what)) from None
+        raise InvalidQuery(f"{what} {problem}, got {text!r}", parameter=_parameter(what)) from None
 
 
 def parse_known_at(value: int | str | dt.date | None) -> int | dt.datetime | None:
@@ -106,17 +121,22 @@ def parse_known_at(value: int | str | dt.date | None) -> int | dt.datetime | Non
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int | str | dt.date):
-        raise InvalidQuery(f"known-at must be a position or an RFC 3339 time, got {value!r}")
+        raise InvalidQuery(
+            f"known-at must be a position or an RFC 3339 time, got {value!r}", parameter="known_at"
+        )
     if isinstance(value, str) and _WHOLE_NUMBER.match(value.strip()):
         value = int(value.strip())
     if isinstance(value, int):
         if value < 0:
-            raise InvalidQuery(f"known-at position must be 0 or more, got {value}")
+            raise InvalidQuery(
+                f"known-at position must be 0 or more, got {value}", parameter="known_at"
+            )
         return value
     if isinstance(value, str) and not value.strip()[:1].isdigit():
         # Neither a number nor a time starts otherwise: name both forms it may take.
         raise InvalidQuery(
             f"known-at must be a log position (such as 42) or an RFC 3339 time (such as "
-            f"2025-05-29T14:00:00Z, or a day), got {value!r}"
+            f"2025-05-29T14:00:00Z, or a day), got {value!r}",
+            parameter="known_at",
         )
     return parse_time(value, "known-at", end_of_day=True)
