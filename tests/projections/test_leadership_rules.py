@@ -741,6 +741,47 @@ def test_given_a_disputed_holding_then_the_conflict_lasts_while_it_bears_on_the_
     assert [c["claims"] for c in story.state("2025-06-16")["conflicts"]] == [["out"]]
 
 
+def test_given_two_dates_disputed_for_one_end_then_the_confirmed_one_counts() -> None:
+    # given a term reported ended on 31 May, disputed by a report that it ends on 30 June
+    story = (
+        Story(published={"paper": "2025-01-05", "wire": "2025-06-03"})
+        .report("held", kind="incumbency", effective="2025-01-02")
+        .report("ended", kind="departure", effective="2025-05-31", cause="term_end")
+        .report(
+            "ends",
+            kind="departure",
+            modality="announced",
+            effective="2025-06-30",
+            cause="term_end",
+            source="wire",
+        )
+        .dispute("ended", "ends", reason="Her term runs until 30 June")
+    )
+    # while neither is confirmed, the report that it happened counts, and the rival waits
+    assert story.holders("2025-06-15") == []
+    assert story.pending("2025-06-15") == ["ends"]
+    # once the later date is confirmed, the earlier gives way: one tenure, held until then
+    story.confirm("ends", effective="2025-06-30")
+    assert story.holders("2025-06-15") == [("ann", "permanent")]
+    assert story.state("2025-06-15")["conflicts"] == []
+    (tenure,) = story.tenures()
+    assert (tenure["end"]["date"], tenure["ended_by"]) == ("2025-06-30", "ends")
+    assert story.holders("2025-07-01") == []
+
+
+def test_given_a_disputed_end_then_the_conflict_lasts_until_someone_takes_up_the_post() -> None:
+    story = (
+        Story()
+        .report("held", kind="incumbency", effective="2025-01-10")
+        .report("ended", kind="departure", effective="2025-05-31", cause="term_end")
+        .dispute("ended", reason="She is still in office, says the agency")
+        .report("next", person="bob", effective="2025-07-15")
+    )
+    assert [c["claims"] for c in story.state("2025-06-15")["conflicts"]] == [["ended"]]
+    assert story.state("2025-08-01")["conflicts"] == []
+    assert story.holders("2025-08-01") == [("bob", "permanent")]
+
+
 def test_given_claims_disputing_each_other_in_a_chain_then_they_are_one_conflict() -> None:
     story = (
         Story()

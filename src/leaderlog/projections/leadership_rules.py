@@ -14,18 +14,20 @@ at some T (see :mod:`.claim_versions` for how versions and their dates come abou
   date is vaguer) is evidence of that tenure: only one certainly after it opens another.
   An appointment in another specific capacity (acting, then permanent) starts a new tenure.
   A departure that may be the end already known (reported again, or more vaguely) is
-  evidence of it; one only announced or expected is then no longer pending either. A change
-  without a date of its own may have happened any time before its source was out. Report
-  order never decides: on one day, departures come first, then the change that may have
-  happened earliest, then acting before permanent. "unspecified" names no capacity: it never
-  starts another role.
+  evidence of it; one only announced or expected is then no longer pending either.
+  Departures of one person that dispute each other are rival reports of one end: once one
+  of them is confirmed, the others give way to it. A change without a date of its own may
+  have happened any time before its source was out. Report order never decides: on one
+  day, departures come first, then the change that may have happened earliest, then acting
+  before permanent. "unspecified" names no capacity: it never starts another role.
 - A tenure's capacity is the latest specific capacity its evidence gives, from undisputed
   claims when there are any: "unspecified" never overrides "acting". The appointments and
   incumbencies come first; a departure's capacity counts only when they give none.
 - A live claim whose latest step is a dispute is a conflict (while it bears on the state:
-  about a current holding, the change that ended one, or a pending change), as are
-  overlapping permanent holders. Claims linked by disputes are one conflict: every person
-  involved, and the newest dispute's reason, whatever post the other claims are about.
+  about a current holding, a pending change, or the change that ended a holding nobody
+  has taken up since), as are overlapping permanent holders. Claims linked by disputes are
+  one conflict: every person involved, and the newest dispute's reason, whatever post the
+  other claims are about.
 """
 
 from __future__ import annotations
@@ -113,13 +115,36 @@ def _evidence(claim: ClaimVersion) -> dict[str, Any]:
 def _in_effect(
     versions: Iterable[ClaimVersion], as_of: dt.date | None
 ) -> list[tuple[dt.date, ClaimVersion]]:
+    versions = list(versions)
+    superseded = _superseded_departures(versions)
     changes = []
     for version in versions:
         day = version.effect_day()
-        if day is not None and (as_of is None or day <= as_of):
+        if day is not None and (as_of is None or day <= as_of) and version.claim not in superseded:
             changes.append((day, version))
     changes.sort(key=_chronological)
     return changes
+
+
+def _superseded_departures(versions: Sequence[ClaimVersion]) -> set[str]:
+    """Departures that a confirmed departure of the same person disputes, or is disputed by:
+    rival reports of one end, of which the confirmed one's date counts (the others would
+    end the tenure early, and the confirmed one start and end another)."""
+    departures = {v.claim: v for v in versions if v.kind == "departure" and v.live}
+    superseded: set[str] = set()
+    for claim in departures.values():
+        if not claim.disputes:
+            continue
+        for other_id in claim.disputes[-1]["conflicts_with"]:
+            other = departures.get(other_id)
+            if other is None or other.person != claim.person:
+                continue
+            # Linked by a dispute, whichever side made it: the unconfirmed side gives way.
+            if other.confirmed and not claim.confirmed:
+                superseded.add(claim.claim)
+            elif claim.confirmed and not other.confirmed:
+                superseded.add(other.claim)
+    return superseded
 
 
 # Of an acting and a permanent role counting from one day, the acting one came first.
@@ -316,6 +341,16 @@ def _end_already_known(claim: ClaimVersion, folded: Sequence[Tenure]) -> bool:
     return any(tenure.end_day is not None and earliest <= tenure.end_day for tenure in theirs)
 
 
+def _succeeded(ended: Tenure, holding: Sequence[Tenure]) -> bool:
+    """Whether someone else took up the post after ``ended`` ended: from then on a dispute
+    about how it ended no longer bears on who holds the post."""
+    end = ended.end_day
+    return end is not None and any(
+        tenure.person != ended.person and tenure.start_day is not None and tenure.start_day > end
+        for tenure in holding
+    )
+
+
 def _disputes(
     disputed: Sequence[ClaimVersion], by_claim: Mapping[str, ClaimVersion]
 ) -> list[dict[str, Any]]:
@@ -405,7 +440,11 @@ def post_state(
     # A dispute bears on the post's state on D when it is about a current holding, the
     # change that ended one, or a change to come: not about a tenure long over.
     relevant = {claim.claim for tenure in holding for claim in tenure.evidence}
-    relevant |= {tenure.ended_by for tenure in folded if tenure.ended_by is not None}
+    relevant |= {
+        tenure.ended_by
+        for tenure in folded
+        if tenure.ended_by is not None and not _succeeded(tenure, holding)
+    }
     relevant |= {item["claim"] for item in waiting}
     by_claim = {**(elsewhere or {}), **{claim.claim: claim for claim in versions}}
     disputed = [
