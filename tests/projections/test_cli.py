@@ -103,6 +103,8 @@ def test_claim_lifecycle(db: str) -> None:
     assert "as acting Executive Associate Director, Homeland Security Investigations" in text
     assert f"Claim {HAMMER_CAPTION}: disputed" in text
     assert "claim.reported   by cli from Fox News" in text
+    assert "claim.disputed   by cli from Fox News" in text
+    assert "against fox-ice-shakeup-2025-05-hammer-hsi-body; The photo caption" in text
     answer = as_json(invoke(db, "claim", HAMMER_CAPTION, "--json"))
     assert [step["type"] for step in answer["lifecycle"]] == ["claim.reported", "claim.disputed"]
 

@@ -286,6 +286,8 @@ def _step_detail(step: Mapping[str, Any]) -> str:
     """What a confirmation or correction says of the claim, beyond its reason."""
     if step["type"] == "claim.confirmed" and step.get("effective"):
         return f"for {_when(step['effective'])}"
+    if step["type"] == "claim.disputed" and step.get("conflicts_with"):
+        return f"against {', '.join(step['conflicts_with'])}"
     if step["type"] == "claim.corrected":
         return ", ".join(
             f"{name} -> {_shown_change(name, value)}" for name, value in step["changes"].items()
