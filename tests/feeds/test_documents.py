@@ -12,7 +12,7 @@ import pytest
 from lxml import etree
 
 from leaderlog.errors import StoreUnavailable
-from leaderlog.events import ClaimDisputed, PersonRegistered
+from leaderlog.events import ClaimCorrected, ClaimDisputed, PersonRegistered
 from leaderlog.feeds import (
     FULL_ARCHIVE_CACHE,
     LANGUAGES,
@@ -394,6 +394,38 @@ async def test_corrections_and_retractions_update_the_same_entry_and_say_what_ch
     assert hammer.published == before[hammer.id].published
     assert genalo.title.startswith("Confirmed: ")
     assert "Effective: June 2, 2025." in genalo.summary
+
+
+@pytest.mark.parametrize(
+    ("tag", "expected"),
+    [
+        ("en", "He resigned. Changed capacity: acting \u2192 permanent."),
+        ("ja", "He resigned\u3002"),
+        ("hi", "He resigned\u0964"),
+    ],
+)
+async def test_a_reason_without_a_full_stop_does_not_run_into_the_next_sentence(
+    seeded_log: EventLog, tag: str, expected: str
+) -> None:
+    await seeded_log.append_events(
+        [
+            ClaimCorrected(
+                claim=HAMMER_CAPTION,
+                # kind given again as it was: not a change to list
+                changes={"capacity": "permanent", "kind": "incumbency"},
+                reason="He resigned",
+            )
+        ],
+        actor="test",
+    )
+    service = await project(seeded_log)
+    (entry,) = [
+        e
+        for e in _parse(await _render(service, "all", lang=tag), "atom").entries
+        if "He resigned" in e.summary
+    ]
+    assert expected in entry.summary
+    assert "\u2192 Incumbency" not in entry.summary and "Changed kind" not in entry.summary
 
 
 async def test_an_entry_s_status_is_its_claim_s_latest_step_as_everywhere_else(

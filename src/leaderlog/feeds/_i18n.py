@@ -65,6 +65,11 @@ def catalog_path(tag: str) -> Path:
     return _LOCALES_DIR / _BABEL_IDS[tag] / "LC_MESSAGES" / f"{DOMAIN}.po"
 
 
+# What ends a sentence in the offered languages (and the ellipsis of a text cut short).
+_SENTENCE_ENDS = frozenset(".!?\u2026\u3002\uff01\uff1f\u0964")
+_FULL_STOPS = {"zh": "\u3002", "ja": "\u3002", "hi": "\u0964"}
+
+
 @dataclass(frozen=True)
 class Language:
     """One language: its tag, Babel locale and compiled catalog."""
@@ -82,6 +87,13 @@ class Language:
         """Sentences one after another: Chinese and Japanese put no space after their stops."""
         separator = "" if self.locale.language in ("zh", "ja") else " "
         return separator.join(sentences)
+
+    def sentence(self, text: str) -> str:
+        """``text`` (a writer's reason, say) ended as a sentence, so that the next one does
+        not run into it: with the language's full stop, unless it ends in one already."""
+        if not text or text[-1] in _SENTENCE_ENDS:
+            return text
+        return text + _FULL_STOPS.get(self.locale.language, ".")
 
     def date(self, moment: dt.datetime | dt.date) -> str:
         return format_date(moment, format="long", locale=self.locale)

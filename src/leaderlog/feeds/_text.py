@@ -328,7 +328,7 @@ def _history(doc: Mapping[str, Any], lang: Language) -> list[list[str]]:
     for step in doc.get("events", []):
         kind = step.get("type")
         date = lang.date(_time(step.get("at")))
-        reason = clean(step.get("reason") or "")
+        reason = lang.sentence(clean(step.get("reason") or ""))
         source = step.get("source")
         lines: list[str] = []
         if kind == "claim.confirmed":
@@ -346,6 +346,8 @@ def _history(doc: Mapping[str, Any], lang: Language) -> list[list[str]]:
             lines.append(lang._(N_("Corrected on {date}: {reason}"), date=date, reason=reason))
             for change in step.get("changes", []):
                 field = str(change.get("field"))
+                if change.get("before") == change.get("after"):
+                    continue  # given again as it was: nothing changed
                 lines.append(
                     lang._(
                         N_("Changed {field}: {before} \u2192 {after}."),
