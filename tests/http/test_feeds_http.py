@@ -288,6 +288,14 @@ def test_opml_lists_every_feed(seeded_server: tuple[str, str], client: httpx.Cli
     assert f"{base}/feeds/all.rss" in urls and f"{base}/feeds/org/ice-hsi.rss" in urls
     for url in urls:
         assert client.get(url, headers=IDENTITY).status_code == 200
+    # an organisation's feed links to its own page, which shows it; the others to the overview
+    pages = {o.get("xmlUrl"): o.get("htmlUrl") for o in root.iter("outline") if o.get("xmlUrl")}
+    assert pages[f"{base}/feeds/org/ice-hsi.rss"] == f"{base}/?org=ice-hsi"
+    assert pages[f"{base}/feeds/person/derek-gordon.rss"] == f"{base}/"
+    page = client.get(pages[f"{base}/feeds/org/ice-hsi.rss"])
+    assert page.status_code == 200 and f'href="{base}/feeds/org/ice-hsi.rss"' in page.text
+    feed = client.get(f"{base}/feeds/org/ice-hsi.rss", headers=IDENTITY).text
+    assert f"<link>{base}/?org=ice-hsi</link>" in feed
     again = client.get(
         f"{base}/opml?format=rss", headers={"If-None-Match": response.headers["etag"]}
     )

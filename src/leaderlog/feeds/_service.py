@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from email.utils import format_datetime
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
+from urllib.parse import urlencode
 
 from leaderlog.errors import StoreUnavailable
 from leaderlog.feeds import _text
@@ -450,7 +451,7 @@ class FeedService:
                 page=request.page,
                 lang=request.link_lang,
             ),
-            home_url=f"{request.base_url}/",
+            home_url=_page_url(request.base_url, scope),
             author="leaderlog",
             generator="leaderlog",
             generator_version=self._generator_version,
@@ -493,7 +494,7 @@ class FeedService:
                 Outline(
                     text=name,
                     url=feed_url(base_url, scope, fmt, lang=link_lang),
-                    html_url=f"{base_url}/",
+                    html_url=_page_url(base_url, scope),
                     language=lang,
                 )
             )
@@ -526,3 +527,11 @@ class FeedService:
         return [
             _text.entry(doc, language_, base_url) for doc in await self.reader.recent("all", limit)
         ]
+
+
+def _page_url(base_url: str, scope: Scope) -> str:
+    """The web page a feed's scope has: an organisation's own leadership page, else the
+    overview."""
+    if scope.kind == "org" and scope.id:
+        return f"{base_url}/?{urlencode({'org': scope.id})}"
+    return f"{base_url}/"
