@@ -115,3 +115,23 @@ def test_explicit_languages_resolve_or_fail_clearly() -> None:
 )
 def test_fuzzy_dates_read_naturally(tag: str, value: object, expected: str) -> None:
     assert fuzzy_date(value, language(tag)) == expected
+
+
+@pytest.mark.parametrize(
+    ("date", "qualifier", "expected"),
+    [
+        ("2025-05", "about", "\u043e\u043a\u043e\u043b\u043e \u043c\u0430\u044f 2025\u202f\u0433."),
+        ("2026", "before", "\u0434\u043e 2026\u202f\u0433."),
+        (
+            "2025-05-30",
+            "after",
+            "\u043f\u043e\u0441\u043b\u0435 30 \u043c\u0430\u044f 2025\u202f\u0433.",
+        ),
+        ("2025-05", "on", "\u043c\u0430\u0439 2025\u202f\u0433."),
+    ],
+)
+def test_russian_dates_after_a_preposition_take_the_genitive(
+    date: str, qualifier: str, expected: str
+) -> None:
+    # "около мая": not the stand-alone "май" after the preposition
+    assert fuzzy_date({"date": date, "qualifier": qualifier}, language("ru")) == expected

@@ -68,6 +68,10 @@ def catalog_path(tag: str) -> Path:
 # What ends a sentence in the offered languages (and the ellipsis of a text cut short).
 _SENTENCE_ENDS = frozenset(".!?\u2026\u3002\uff01\uff1f\u0964")
 _FULL_STOPS = {"zh": "\u3002", "ja": "\u3002", "hi": "\u0964"}
+# Month and year after a preposition, where CLDR's stand-alone forms would be ungrammatical:
+# Russian "около", "до" and "после" take the genitive month, and a year keeps its
+# abbreviation for "year" (U+0433), as a month's does.
+_GOVERNED_PATTERNS = {"ru": ("MMMM y\u202f'\u0433'.", "y\u202f'\u0433'.")}
 
 
 @dataclass(frozen=True)
@@ -101,10 +105,18 @@ class Language:
     def datetime(self, moment: dt.datetime) -> str:
         return format_datetime(moment, format="medium", tzinfo=dt.UTC, locale=self.locale)
 
-    def month(self, moment: dt.date) -> str:
+    def month(self, moment: dt.date, *, governed: bool = False) -> str:
+        """A month of a year; ``governed``: after a word such as "about" or "before", which
+        in Russian takes the genitive ("около мая 2025", not "май")."""
+        patterns = _GOVERNED_PATTERNS.get(self.locale.language) if governed else None
+        if patterns:
+            return format_date(moment, patterns[0], locale=self.locale)
         return format_skeleton("yMMMM", moment, locale=self.locale)
 
-    def year(self, moment: dt.date) -> str:
+    def year(self, moment: dt.date, *, governed: bool = False) -> str:
+        patterns = _GOVERNED_PATTERNS.get(self.locale.language) if governed else None
+        if patterns:
+            return format_date(moment, patterns[1], locale=self.locale)
         return format_skeleton("y", moment, locale=self.locale)
 
     def list(self, items: Sequence[str]) -> str:

@@ -203,12 +203,13 @@ def fuzzy_date(value: object, lang: Language) -> str:
             raise ValueError("no date")
         year, month, day = (int(part) if part else None for part in match.groups())
         moment = dt.date(year or 1, month or 1, day or 1)
+        governed = value.get("qualifier") in QUALIFIED_DATES
         if day is not None:
             shown = lang.date(moment)
         elif month is not None:
-            shown = lang.month(moment)
+            shown = lang.month(moment, governed=governed)
         else:
-            shown = lang.year(moment)
+            shown = lang.year(moment, governed=governed)
     except ValueError:
         words = value.get("text")
         if isinstance(words, str) and words.strip():
