@@ -135,3 +135,11 @@ def test_russian_dates_after_a_preposition_take_the_genitive(
 ) -> None:
     # "около мая": not the stand-alone "май" after the preposition
     assert fuzzy_date({"date": date, "qualifier": qualifier}, language("ru")) == expected
+
+
+@pytest.mark.parametrize(
+    ("qualifier", "expected"),
+    [("before", "avant le 30 mai 2025"), ("after", "après le 30 mai 2025"), ("on", "30 mai 2025")],
+)
+def test_french_days_after_a_preposition_take_the_article(qualifier: str, expected: str) -> None:
+    assert fuzzy_date({"date": "2025-05-30", "qualifier": qualifier}, language("fr")) == expected

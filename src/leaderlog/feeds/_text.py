@@ -205,7 +205,7 @@ def fuzzy_date(value: object, lang: Language) -> str:
         moment = dt.date(year or 1, month or 1, day or 1)
         governed = value.get("qualifier") in QUALIFIED_DATES
         if day is not None:
-            shown = lang.date(moment)
+            shown = lang.date(moment, governed=governed)
         elif month is not None:
             shown = lang.month(moment, governed=governed)
         else:
