@@ -736,9 +736,11 @@ def test_given_a_disputed_holding_then_the_conflict_lasts_while_it_bears_on_the_
     assert [c["claims"] for c in story.state("2025-06-14")["conflicts"]] == [["caption", "body"]]
     assert story.state("2025-06-16")["conflicts"] == []
     assert story.holders("2025-06-16") == [("gordon", "acting")]
-    # unless the change that ended it is the one disputed
+    # and a dispute of how it ended counts while it is about who holds the post now
     story.dispute("out", reason="He is still there, says ICE")
-    assert [c["claims"] for c in story.state("2025-06-16")["conflicts"]] == [["out"]]
+    assert story.state("2025-06-16")["conflicts"] == []
+    story.dispute("out", "gordon", reason="Nobody replaced him, says ICE")
+    assert [c["claims"] for c in story.state("2025-06-16")["conflicts"]] == [["out", "gordon"]]
 
 
 def test_given_two_dates_disputed_for_one_end_then_the_confirmed_one_counts() -> None:
@@ -852,3 +854,85 @@ def test_property_the_order_of_reports_never_decides(
             state["pending"].sort(key=lambda item: item["claim"])
         answers.append((story.tenures(), states))
     assert answers[0] == answers[1]
+
+
+# --- rival departures, ends already known and disputes that bear on the state ---------------
+
+
+def _conflicts(story: Story, on: str) -> list[list[str]]:
+    return [conflict["claims"] for conflict in story.state(on)["conflicts"]]
+
+
+def test_given_a_departure_after_a_return_then_it_is_no_rival_of_the_earlier_end() -> None:
+    story = (
+        Story(published={"paper": "2025-05-20", "wire": "2025-06-20"})
+        .report("a", effective="2023-01-05")
+        .report("d1", kind="departure", effective="2023-06-01")
+        .confirm("d1", effective="2023-06-01")
+        .report("back", effective="2024-01-10")
+        .report("d2", kind="departure", effective="2025-05-01", source="wire")
+        .dispute("d2", "d1", reason="conflicts with her 2023 departure")
+    )
+    assert story.holders("2025-06-25") == []
+    assert _conflicts(story, "2025-06-25") == [["d2", "d1"]]
+
+
+def test_given_rival_departures_then_a_later_dispute_or_a_chain_keeps_them_one_end() -> None:
+    story = (
+        Story(published={"paper": "2025-01-05", "wire": "2025-06-03", "gaz": "2025-06-04"})
+        .report("held", kind="incumbency", effective="2025-01-02")
+        .report("x-a", kind="departure", effective="2025-05-15")
+        .report("x-b", kind="departure", effective="2025-05-31", source="wire")
+        .report("x-c", kind="departure", modality="announced", effective="2025-06-30", source="gaz")
+        .dispute("x-a", "x-b", reason="not 15 May")
+        .dispute("x-b", "x-c", reason="not 31 May")
+        .confirm("x-c", effective="2025-06-30")
+        .dispute("x-a", reason="The agency also says she did not leave in May")
+    )
+    assert story.holders("2025-06-15") == [("ann", "permanent")]
+    assert len(story.tenures()) == 1
+    assert story.pending("2025-06-15") == ["x-c"]
+
+
+def test_given_the_earlier_end_confirmed_then_the_rival_is_no_longer_pending() -> None:
+    story = (
+        Story(published={"paper": "2025-01-05", "wire": "2025-06-03"})
+        .report("held", kind="incumbency", effective="2025-01-02")
+        .report("ended", kind="departure", effective="2025-05-31")
+        .report(
+            "ends", kind="departure", modality="announced", effective="2025-06-30", source="wire"
+        )
+        .dispute("ends", "ended", reason="Her term already ended on 31 May")
+        .confirm("ended")
+    )
+    assert story.pending("2025-08-01") == []
+
+
+def test_given_a_return_still_to_come_then_a_departure_after_it_stays_pending() -> None:
+    story = (
+        Story(published={"paper": "2025-05-20", "wire": "2025-06-20"})
+        .report("a", effective="2024-01-05")
+        .report("d", kind="departure", effective="2025-03-01", cause="retirement")
+        .report("back", effective="2025-07-01", source="wire")
+        .confirm("back", effective="2025-07-01")
+        .report("again", kind="departure", modality="announced", effective="2025", source="wire")
+    )
+    assert story.pending("2025-06-25") == ["back", "again"]
+
+
+def test_given_a_dispute_of_an_end_then_it_lasts_until_the_post_moves_on() -> None:
+    story = (
+        Story(published={"paper": "2025-05-20", "wire": "2025-06-03"})
+        .report("held", kind="incumbency", effective="2025-01-10")
+        .report("ended", kind="departure", effective="2025-05-31")
+        .report("also", kind="departure", effective="2025-05", source="wire")
+        .dispute("also", reason="The agency denies she left")
+    )
+    # another report of the end, disputed while nobody holds the post: it still bears
+    assert story.state("2025-06-15")["vacancy"] == "vacant"
+    assert _conflicts(story, "2025-06-15") == [["also"]]
+    # once someone takes the post up, even from the day it ended, and after they leave
+    story.report("next", person="bob", effective="2025-05-31")
+    story.report("bob-out", kind="departure", person="bob", effective="2025-09-01")
+    assert _conflicts(story, "2025-08-01") == []
+    assert _conflicts(story, "2025-09-02") == []

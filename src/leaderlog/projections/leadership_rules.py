@@ -15,19 +15,20 @@ at some T (see :mod:`.claim_versions` for how versions and their dates come abou
   An appointment in another specific capacity (acting, then permanent) starts a new tenure.
   A departure that may be the end already known (reported again, or more vaguely) is
   evidence of it; one only announced or expected is then no longer pending either.
-  Departures of one person that dispute each other are rival reports of one end: once one
-  of them is confirmed, the others give way to it. A change without a date of its own may
-  have happened any time before its source was out. Report order never decides: on one
-  day, departures come first, then the change that may have happened earliest, then acting
-  before permanent. "unspecified" names no capacity: it never starts another role.
+  Departures of one person linked by disputes are rival reports of one end (unless the
+  person took the post up again between them): once one is confirmed, the others give way.
+  A change without a date of its own may have happened any time before its source was
+  out. Report order never decides: on one day, departures come first, then the change that
+  may have happened earliest, then acting before permanent. "unspecified" names no
+  capacity: it never starts another role.
 - A tenure's capacity is the latest specific capacity its evidence gives, from undisputed
   claims when there are any: "unspecified" never overrides "acting". The appointments and
   incumbencies come first; a departure's capacity counts only when they give none.
 - A live claim whose latest step is a dispute is a conflict (while it bears on the state:
-  about a current holding, a pending change, or the change that ended a holding nobody
-  has taken up since), as are overlapping permanent holders. Claims linked by disputes are
-  one conflict: every person involved, and the newest dispute's reason, whatever post the
-  other claims are about.
+  about, or naming, a claim of a current holding, of a pending change, or of a holding
+  after which nobody took the post up), as are overlapping permanent holders. Claims
+  linked by disputes are one conflict: every person involved, and the newest dispute's
+  reason, whatever post the other claims are about.
 """
 
 from __future__ import annotations
@@ -127,24 +128,58 @@ def _in_effect(
 
 
 def _superseded_departures(versions: Sequence[ClaimVersion]) -> set[str]:
-    """Departures that a confirmed departure of the same person disputes, or is disputed by:
-    rival reports of one end, of which the confirmed one's date counts (the others would
-    end the tenure early, and the confirmed one start and end another)."""
+    """Departures that give way to a confirmed one: departures of one person linked by
+    disputes (directly or through others) are rival reports of one end, unless the person
+    took the post up again between them; once one is confirmed, its date counts (the others
+    would end the tenure early, and the confirmed one start and end another)."""
     departures = {v.claim: v for v in versions if v.kind == "departure" and v.live}
-    superseded: set[str] = set()
+    if len(departures) < 2:
+        return set()
+    starts: dict[str, list[dt.date]] = {}
+    for version in versions:
+        day = _stated_day(version)
+        if version.kind != "departure" and version.live and day is not None:
+            starts.setdefault(version.person, []).append(day)
+    leader: dict[str, str] = {}
+
+    def root(name: str) -> str:
+        while leader.setdefault(name, name) != name:
+            name = leader[name]
+        return name
+
     for claim in departures.values():
-        if not claim.disputes:
-            continue
-        for other_id in claim.disputes[-1]["conflicts_with"]:
-            other = departures.get(other_id)
-            if other is None or other.person != claim.person:
-                continue
-            # Linked by a dispute, whichever side made it: the unconfirmed side gives way.
-            if other.confirmed and not claim.confirmed:
-                superseded.add(claim.claim)
-            elif claim.confirmed and not other.confirmed:
-                superseded.add(other.claim)
+        for dispute in claim.disputes:
+            for other_id in dispute["conflicts_with"]:
+                other = departures.get(other_id)
+                if other is not None and _one_end(claim, other, starts):
+                    leader[root(other.claim)] = root(claim.claim)
+    groups: dict[str, list[ClaimVersion]] = {}
+    for claim in departures.values():
+        groups.setdefault(root(claim.claim), []).append(claim)
+    superseded: set[str] = set()
+    for group in groups.values():
+        if any(claim.confirmed for claim in group):
+            superseded |= {claim.claim for claim in group if not claim.confirmed}
     return superseded
+
+
+def _stated_day(claim: ClaimVersion) -> dt.date | None:
+    """The day a change counts from, or for one not in effect, the first its date may mean."""
+    return claim.effect_day() or claim.earliest_stated_day()
+
+
+def _one_end(
+    first: ClaimVersion, second: ClaimVersion, starts: Mapping[str, list[dt.date]]
+) -> bool:
+    """Whether two departures may report one end: same person, and not taking the post up
+    again in between (a return between them makes them two ends)."""
+    if first.person != second.person:
+        return False
+    days = [day for day in (_stated_day(first), _stated_day(second)) if day is not None]
+    if len(days) < 2:
+        return True
+    low, high = min(days), max(days)
+    return not any(low < start < high for start in starts.get(first.person, ()))
 
 
 # Of an acting and a permanent role counting from one day, the acting one came first.
@@ -307,7 +342,15 @@ def pending(
     if any(claim.kind == "departure" for claim in claims):
         if folded is None:
             folded = _fold(_in_effect(versions, as_of))
-        claims = [claim for claim in claims if not _end_already_known(claim, folded)]
+        superseded = _superseded_departures(versions)
+        # A return still to come: a departure after it is a change to come too.
+        returning = {claim.person for claim in claims if claim.kind != "departure"}
+        claims = [
+            claim
+            for claim in claims
+            if claim.claim not in superseded
+            and (claim.person in returning or not _end_already_known(claim, folded))
+        ]
     return [_pending(claim) for claim in claims]
 
 
@@ -341,13 +384,13 @@ def _end_already_known(claim: ClaimVersion, folded: Sequence[Tenure]) -> bool:
     return any(tenure.end_day is not None and earliest <= tenure.end_day for tenure in theirs)
 
 
-def _succeeded(ended: Tenure, holding: Sequence[Tenure]) -> bool:
-    """Whether someone else took up the post after ``ended`` ended: from then on a dispute
-    about how it ended no longer bears on who holds the post."""
-    end = ended.end_day
+def _moved_on(tenure: Tenure, folded: Sequence[Tenure]) -> bool:
+    """Whether the post moved on after ``tenure``: it ended, and someone else took the post
+    up since (from its last day on). What its claims say no longer bears on who holds it."""
+    end = tenure.end_day
     return end is not None and any(
-        tenure.person != ended.person and tenure.start_day is not None and tenure.start_day > end
-        for tenure in holding
+        other.person != tenure.person and other.start_day is not None and other.start_day >= end
+        for other in folded
     )
 
 
@@ -437,18 +480,27 @@ def post_state(
         vacancy = "vacant" if changes else "unknown"
 
     waiting = pending(versions, as_of, folded)
-    # A dispute bears on the post's state on D when it is about a current holding, the
-    # change that ended one, or a change to come: not about a tenure long over.
-    relevant = {claim.claim for tenure in holding for claim in tenure.evidence}
-    relevant |= {
-        tenure.ended_by
+    # A dispute bears on the post's state on D while it is about a claim of a tenure after
+    # which the post has not moved on (a current holding, or one that ended with nobody
+    # taking the post up since), or about a pending change.
+    relevant = {
+        claim.claim
         for tenure in folded
-        if tenure.ended_by is not None and not _succeeded(tenure, holding)
+        if not _moved_on(tenure, folded)
+        for claim in tenure.evidence
     }
     relevant |= {item["claim"] for item in waiting}
     by_claim = {**(elsewhere or {}), **{claim.claim: claim for claim in versions}}
+    superseded = _superseded_departures(versions)
     disputed = [
-        claim for claim in versions if claim.claim in relevant and claim.status == "disputed"
+        claim
+        for claim in versions
+        if claim.status == "disputed"
+        and claim.claim not in superseded
+        and (
+            claim.claim in relevant
+            or any(other in relevant for d in claim.disputes for other in d["conflicts_with"])
+        )
     ]
     conflicts = _disputes(disputed, by_claim)
     permanent = [tenure for tenure in holding if tenure.capacity() == "permanent"]
