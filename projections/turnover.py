@@ -42,8 +42,8 @@ __all__ = ["PROJECTION", "TurnoverProjection"]
 class TurnoverProjection(Projection):
     name = "turnover"
     # 3: counted with the rules that read a departure reported twice as one end and never
-    # let report order decide.
-    version = 3
+    # let report order decide; 4: rival departures give way to a confirmed one.
+    version = 4
 
     def schema(self) -> Sequence[str]:
         return (
