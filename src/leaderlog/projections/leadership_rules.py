@@ -114,10 +114,15 @@ def _evidence(claim: ClaimVersion) -> dict[str, Any]:
 
 
 def _in_effect(
-    versions: Iterable[ClaimVersion], as_of: dt.date | None
+    versions: Iterable[ClaimVersion],
+    as_of: dt.date | None,
+    superseded: set[str] | None = None,
 ) -> list[tuple[dt.date, ClaimVersion]]:
+    """The changes in effect on ``as_of`` (None: ever), in the order they are folded;
+    ``superseded``: the departures that give way, when already known."""
     versions = list(versions)
-    superseded = _superseded_departures(versions)
+    if superseded is None:
+        superseded = _superseded_departures(versions)
     changes = []
     for version in versions:
         day = version.effect_day()
@@ -332,17 +337,20 @@ def pending(
     versions: Iterable[ClaimVersion],
     as_of: dt.date | None,
     folded: Sequence[Tenure] | None = None,
+    superseded: set[str] | None = None,
 ) -> list[dict[str, Any]]:
     """Live changes not in effect on ``as_of`` but reported by then (None: not in effect yet),
     but for a departure of someone whose tenure already ended on a day its date may mean.
 
-    ``folded``: the tenures of the changes in effect on ``as_of``, when already known."""
+    ``folded`` and ``superseded``: the tenures of the changes in effect on ``as_of`` and the
+    departures that give way, when already known."""
     versions = list(versions)
     claims = _pending_claims(versions, as_of)
     if any(claim.kind == "departure" for claim in claims):
+        if superseded is None:
+            superseded = _superseded_departures(versions)
         if folded is None:
-            folded = _fold(_in_effect(versions, as_of))
-        superseded = _superseded_departures(versions)
+            folded = _fold(_in_effect(versions, as_of, superseded))
         # A return still to come: a departure after it is a change to come too.
         returning = {claim.person for claim in claims if claim.kind != "departure"}
         claims = [
@@ -459,7 +467,8 @@ def post_state(
     - ``conflicts``: ``[{kind, claims, persons, reason}]`` with kind ``disputed`` (a live
       claim whose latest step is a dispute) or ``overlapping_permanent``.
     """
-    changes = _in_effect(versions, as_of)
+    superseded = _superseded_departures(versions)
+    changes = _in_effect(versions, as_of, superseded)
     folded = _fold(changes)
     holding = [tenure for tenure in folded if tenure.open]
     holding.sort(key=lambda tenure: (tenure.start_day or dt.date.min, tenure.person))
@@ -479,7 +488,7 @@ def post_state(
     else:
         vacancy = "vacant" if changes else "unknown"
 
-    waiting = pending(versions, as_of, folded)
+    waiting = pending(versions, as_of, folded, superseded)
     # A dispute bears on the post's state on D while it is about a claim of a tenure after
     # which the post has not moved on (a current holding, or one that ended with nobody
     # taking the post up since), or about a pending change.
@@ -491,7 +500,6 @@ def post_state(
     }
     relevant |= {item["claim"] for item in waiting}
     by_claim = {**(elsewhere or {}), **{claim.claim: claim for claim in versions}}
-    superseded = _superseded_departures(versions)
     disputed = [
         claim
         for claim in versions
