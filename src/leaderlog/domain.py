@@ -151,12 +151,11 @@ def _missing(knowledge: Knowledge, stream: str, what: str, event: Event) -> Doma
     if knowledge.state(stream) is not None:
         return None
     kind, _, name = stream.partition("-")
-    problem = DomainError(
+    return DomainError(
         f"{event.type} refers to {kind} {name!r}, which does not exist ({what})",
         rule="reference",
+        missing=stream,
     )
-    problem.missing = stream
-    return problem
 
 
 def _taken(knowledge: Knowledge, event: Event, noun: str) -> DomainError | None:

@@ -96,8 +96,19 @@ class DomainError(RecordError):
     """
 
     others: Sequence[DomainError] = ()
-    # The stream a broken reference names, so a caller can say where it is defined instead.
-    missing: str | None = None
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        where: str | None = None,
+        rule: str = "schema",
+        fields: Sequence[tuple[str, str]] = (),
+        missing: str | None = None,
+    ) -> None:
+        super().__init__(message, where=where, rule=rule, fields=fields)
+        # The stream a broken reference names, so a caller can say where it is defined.
+        self.missing = missing
 
     def every(self) -> list[DomainError]:
         return [self, *self.others]

@@ -21,7 +21,15 @@ from leaderlog.feeds._i18n import (
     negotiate,
     resolve,
 )
-from leaderlog.feeds._paging import FORMATS, MEDIA_TYPES, PAGE_SIZE, FeedFormat, Scope, feed_url
+from leaderlog.feeds._paging import (
+    FORMATS,
+    MEDIA_TYPES,
+    PAGE_SIZE,
+    FeedFormat,
+    Scope,
+    feed_url,
+    page_url,
+)
 from leaderlog.feeds._service import (
     FULL_ARCHIVE_CACHE,
     SUBSCRIPTION_CACHE,
@@ -66,6 +74,7 @@ __all__ = [
     "is_web_address",
     "language",
     "negotiate",
+    "page_url",
     "post_label",
     "resolve",
     "scope_name",

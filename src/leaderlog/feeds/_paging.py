@@ -118,6 +118,13 @@ def feed_url(
     return f"{base_url}{scope.path(fmt)}{suffix}"
 
 
+def page_url(base_url: str, org: str | None = None, *, lang: str | None = None) -> str:
+    """The address of the HTML overview, or of one organisation's leadership page."""
+    query = [(name, value) for name, value in (("org", org), ("lang", lang)) if value]
+    suffix = f"?{urllib.parse.urlencode(query)}" if query else ""
+    return f"{base_url}/{suffix}"
+
+
 @dataclass(frozen=True, slots=True)
 class ArchiveLinks:
     prev_archive: str | None

@@ -23,7 +23,6 @@ from dataclasses import dataclass, field
 from email.utils import format_datetime
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
-from urllib.parse import urlencode
 
 from leaderlog.errors import StoreUnavailable
 from leaderlog.feeds import _text
@@ -41,6 +40,7 @@ from leaderlog.feeds._paging import (
     is_complete,
     is_full,
     page_count,
+    page_url,
     rank_range,
 )
 from leaderlog.feeds._read import FeedReader, Head
@@ -451,7 +451,7 @@ class FeedService:
                 page=request.page,
                 lang=request.link_lang,
             ),
-            home_url=_page_url(request.base_url, scope),
+            home_url=page_url(request.base_url, scope.id if scope.kind == "org" else None),
             author="leaderlog",
             generator="leaderlog",
             generator_version=self._generator_version,
@@ -494,7 +494,7 @@ class FeedService:
                 Outline(
                     text=name,
                     url=feed_url(base_url, scope, fmt, lang=link_lang),
-                    html_url=_page_url(base_url, scope),
+                    html_url=page_url(base_url, row.id if row.kind == "org" else None),
                     language=lang,
                 )
             )
@@ -527,11 +527,3 @@ class FeedService:
         return [
             _text.entry(doc, language_, base_url) for doc in await self.reader.recent("all", limit)
         ]
-
-
-def _page_url(base_url: str, scope: Scope) -> str:
-    """The web page a feed's scope has: an organisation's own leadership page, else the
-    overview."""
-    if scope.kind == "org" and scope.id:
-        return f"{base_url}/?{urlencode({'org': scope.id})}"
-    return f"{base_url}/"

@@ -36,7 +36,9 @@ _UNSAFE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uf
 _BIDI_CONTROLS = re.compile("[\u202a-\u202e\u2066-\u2069]")
 # What readers and validators take for markup in text: a tag, a comment or a reference.
 _MARKUP_LIKE = re.compile(r"<[A-Za-z/!?]|&#?\w")
-_FUZZY_DATE = re.compile(r"^([0-9]{4})(?:-([0-9]{2})(?:-([0-9]{2}))?)?\Z")
+# A stored fuzzy date's parts. Read as leniently as early versions accepted them (any
+# script's digits, a final newline): what was stored is shown, never refused.
+_FUZZY_DATE = re.compile(r"^(\d{4})(?:-(\d{2})(?:-(\d{2}))?)?$")
 _LANGUAGE_TAG = re.compile(r"^[A-Za-z]{2,3}(-[A-Za-z0-9]{1,8})*$")
 NAME_LIMIT = 200
 TEXT_LIMIT = 2000
@@ -195,9 +197,7 @@ def fuzzy_date(value: object, lang: Language) -> str:
     if not isinstance(value, Mapping):
         return lang._(N_("date unknown"))
     text = value.get("date")
-    match = (
-        re.match(r"^(\d{4})(?:-(\d{2})(?:-(\d{2}))?)?$", text) if isinstance(text, str) else None
-    )
+    match = _FUZZY_DATE.match(text) if isinstance(text, str) else None
     try:
         if match is None:
             raise ValueError("no date")

@@ -30,6 +30,7 @@ from leaderlog.feeds import (
     headline,
     is_web_address,
     language,
+    page_url,
     post_label,
     scope_name,
 )
@@ -332,9 +333,10 @@ def _org_links(
 ) -> str:
     parts = ['<ul class="orgs">']
     for org_id, doc in orgs:
-        query = urlencode({"org": org_id, **({"lang": link_lang} if link_lang else {})})
         label = scope_name("org", doc, org_id, lang)
-        parts.append(f'<li><a href="{_e(base)}/?{_e(query)}">{_name(label)}</a></li>')
+        parts.append(
+            f'<li><a href="{_e(page_url(base, org_id, lang=link_lang))}">{_name(label)}</a></li>'
+        )
     parts.append("</ul>")
     return "\n".join(parts)
 
