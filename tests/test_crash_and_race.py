@@ -101,27 +101,27 @@ def test_sigkill_loses_no_acknowledged_batch_and_leaves_no_partial_one(tmp_path:
     seed = random.randrange(2**32)
     rng = random.Random(seed)
     acknowledged: list[dict[str, Any]] = []
-    killed_while_writing = 0
     writer = start("crash_writer.py", url, "0")
     wait_until_ready(writer)
     for run in range(KILLS):
         release(writer)
         # The restart opens the same file while this writer runs; it waits for its turn.
         restart = start("crash_writer.py", url, str(run + 1)) if run + 1 < KILLS else None
+        # Killed once it is writing, not during start-up (a loaded machine starts slowly).
+        assert writer.stdout is not None
+        first = writer.stdout.readline()
         time.sleep(rng.uniform(0.05, 0.4))
         writer.send_signal(signal.SIGKILL)
         output, errors = writer.communicate(timeout=30)
         assert writer.returncode == -signal.SIGKILL, f"writer died on its own: {errors}"
-        batches = acknowledgements(output)
-        killed_while_writing += bool(batches)
+        batches = acknowledgements(first + output)
+        assert batches, f"writer {run} acknowledged nothing: {errors}"
         acknowledged.extend(batches)
         count = asyncio.run(check_log(url, acknowledged))
         assert count >= 3 * len(acknowledged), f"seed {seed}, run {run}"
         if restart is not None:
             writer = restart
             wait_until_ready(writer)
-    # The kills landed while batches were being written, not only during start-up.
-    assert killed_while_writing >= KILLS // 2, f"seed {seed}"
     assert len(acknowledged) >= KILLS
 
 

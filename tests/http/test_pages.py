@@ -100,6 +100,8 @@ def test_overview_speaks_the_asked_language(
     for asked, offered in (("zh", "zh-Hans"), ("pt-BR", "pt"), ("EN", "en")):
         moved = client.get(f"{base}/?org=ice&lang={asked}")
         assert (moved.status_code, moved.headers["location"]) == (308, f"/?org=ice&lang={offered}")
+    reordered = client.get(f"{base}/?lang=fr&org=ice")
+    assert (reordered.status_code, reordered.headers["location"]) == (308, "/?org=ice&lang=fr")
 
 
 def test_hostile_text_is_escaped_in_pages_and_feeds(

@@ -97,16 +97,14 @@ def pick_language(request: Request, lang: str | None) -> tuple[str, bool]:
 def canonical_address(
     request: Request, path: str, chosen: str, page: int | None = None
 ) -> Response | None:
-    """A 308 to ``path`` with ``lang`` and ``page`` in their one spelling, each once (other
-    parameters kept, in their order); None when the address already is the canonical one."""
+    """A 308 to ``path`` with ``lang`` and ``page`` in their one spelling, each once and in
+    the order the documents' own links give them, after any other parameters (kept, in
+    their order); None when the address already is the canonical one."""
     items = request.query_params.multi_items()
     spelled = {"lang": chosen} if page is None else {"lang": chosen, "page": str(page)}
-    canonical: list[tuple[str, str]] = []
-    for name, value in items:
-        if name not in spelled:
-            canonical.append((name, value))
-        elif (name, spelled[name]) not in canonical:
-            canonical.append((name, spelled[name]))
+    given = {name for name, _ in items}
+    canonical = [(name, value) for name, value in items if name not in spelled]
+    canonical += [(name, value) for name, value in spelled.items() if name in given]
     if canonical == items:
         return None
     # Relative (RFC 9110 allows it): a forged Host header cannot send readers elsewhere.
