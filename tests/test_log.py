@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import io
 import json
 import threading
 import uuid
@@ -24,7 +25,14 @@ from leaderlog.events import (
     parse_event,
     parse_record,
 )
-from leaderlog.log import MAX_RECORD_BYTES, EventLog, load_seeds, parse_lines
+from leaderlog.log import (
+    MAX_LINE_BYTES,
+    MAX_RECORD_BYTES,
+    EventLog,
+    load_seeds,
+    parse_lines,
+    read_lines,
+)
 
 SEEDS = Path(__file__).resolve().parent.parent / "seeds"
 
@@ -890,3 +898,35 @@ async def test_a_large_refused_batch_is_decided_a_few_times_not_once_per_record(
             await log.import_lines(lines, actor="test")
         assert await log.store.count() == 0
     assert decisions <= 3
+
+
+class _Zeros(io.RawIOBase):
+    """An endless file without a line feed (``/dev/zero``) that counts what is read."""
+
+    def __init__(self) -> None:
+        self.read_bytes = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        if self.read_bytes > 512 * 1024 * 1024:
+            raise AssertionError("read on and on")
+        buffer[:] = bytes(len(buffer))
+        self.read_bytes += len(buffer)
+        return len(buffer)
+
+
+def test_a_line_too_long_is_refused_without_being_read_whole() -> None:
+    long_line = b"x" * (3 * MAX_LINE_BYTES) + b"\n"
+    good = b'{"type": "person.registered", "data": {"person": "p", "name": "P"}}\n'
+    lines = list(read_lines(io.BufferedReader(io.BytesIO(long_line + good))))
+    assert len(lines) == 2 and MAX_LINE_BYTES < len(lines[0]) <= MAX_LINE_BYTES + 2
+    assert lines[1] == good
+    with pytest.raises(BatchError, match="line 1: record is larger") as refused:
+        parse_lines(lines)
+    assert len(refused.value.problems) == 1  # the second line is read and is fine
+
+    endless = _Zeros()
+    (cut,) = read_lines(io.BufferedReader(endless))
+    assert len(cut) == MAX_LINE_BYTES + 2 and endless.read_bytes < 128 * 1024 * 1024

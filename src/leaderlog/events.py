@@ -1009,5 +1009,7 @@ _RECORDED_FIELDS = frozenset(RecordedEvent.model_fields)
 
 
 def format_time(moment: dt.datetime) -> str:
-    """RFC 3339 in UTC with microseconds, so the text round-trips exactly."""
-    return moment.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    """RFC 3339 in UTC with microseconds, so the text round-trips exactly (the year in four
+    digits: ``strftime`` writes years before 1000 with fewer on some C libraries)."""
+    in_utc = moment.astimezone(dt.UTC).replace(tzinfo=None)
+    return in_utc.isoformat(timespec="microseconds") + "Z"

@@ -15,10 +15,10 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import IO, Any, NamedTuple
 
 from leaderlog._json import JSONDecodeError, canonical_bytes, loads_input
 from leaderlog.domain import EntityState, MissingKnowledge, decide, evolve, referenced_streams
@@ -50,7 +50,14 @@ from leaderlog.events import (
 )
 from leaderlog.store import AppendResult, EventStore, NewEvent, PendingBatch, open_store
 
-__all__ = ["MAX_LINE_BYTES", "MAX_RECORD_BYTES", "AppendOutcome", "EventLog", "parse_lines"]
+__all__ = [
+    "MAX_LINE_BYTES",
+    "MAX_RECORD_BYTES",
+    "AppendOutcome",
+    "EventLog",
+    "parse_lines",
+    "read_lines",
+]
 
 MAX_LINE_BYTES = 64 * 1024
 # Room is left for the envelope an export adds, so every record the log accepts, from any
@@ -232,6 +239,26 @@ def _unreadable(line: str | bytes, error: Exception, where: str) -> RecordError:
     return RecordError(f"not valid JSON ({error})", where=where, rule="json")
 
 
+def read_lines(handle: IO[bytes]) -> Iterator[bytes]:
+    """The lines of a binary file, each read only up to just past :data:`MAX_LINE_BYTES`.
+
+    A longer line is given cut there (too long all the same) and the rest of it skipped,
+    so that it is refused instead of filling memory; after a line that does not end within
+    :data:`_SKIPPED_AT_MOST` bytes (``/dev/zero``, a binary file) nothing more is read."""
+    while line := handle.readline(MAX_LINE_BYTES + 2):
+        if len(line) > MAX_LINE_BYTES and not line.endswith(b"\n"):
+            skipped = 0
+            while (rest := handle.readline(MAX_LINE_BYTES)) and not rest.endswith(b"\n"):
+                skipped += len(rest)
+                if skipped > _SKIPPED_AT_MOST:
+                    yield line
+                    return
+        yield line
+
+
+_SKIPPED_AT_MOST = 64 * 1024 * 1024
+
+
 def parse_lines(lines: Iterable[str | bytes]) -> tuple[list[Record], list[str]]:
     """Parse JSON Lines into records; every problem names its line. Blank lines are skipped."""
     records: list[Record] = []
@@ -379,7 +406,7 @@ class EventLog:
 
     async def import_file(self, path: Path | str, *, actor: str) -> AppendOutcome:
         with Path(path).open("rb") as handle:
-            return await self.import_lines(handle, actor=actor)
+            return await self.import_lines(read_lines(handle), actor=actor)
 
     async def _submit(
         self,

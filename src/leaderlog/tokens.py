@@ -143,19 +143,35 @@ class Tokens:
                 (format_time(utc_now()), name),
             )
 
+    async def _exists(self) -> bool:
+        """Whether the token tables are there; reads never create them (a refused import
+        or a token listing would change a database otherwise)."""
+        if self._ready:
+            return True
+        tables = await self._store.tables()
+        if "write_tokens" not in tables:
+            return False
+        if "write_tokens_retired" not in tables:
+            await self._ensure_table()  # tokens of an earlier version, which had no such table
+        self._ready = True
+        return True
+
     async def listing(self) -> list[TokenInfo]:
         """Every token ever created, revoked ones included: by name, then oldest first."""
-        await self._ensure_table()
+        if not await self._exists():
+            return []
         rows = await self._store.query(
             "SELECT name, created_at, revoked_at FROM write_tokens "
-            "UNION ALL SELECT name, created_at, revoked_at FROM write_tokens_retired "
-            "ORDER BY name, created_at"
+            "UNION ALL SELECT name, created_at, revoked_at FROM write_tokens_retired"
         )
+        # Sorted here: ORDER BY would follow a PostgreSQL database's collation.
+        rows = sorted(rows, key=lambda row: (str(row[0]), str(row[1])))
         return [TokenInfo(str(row[0]), str(row[1]), row[2]) for row in rows]
 
     async def check(self, token: str) -> str:
         """The name a live token belongs to; :class:`TokenError` otherwise."""
-        await self._ensure_table()
+        if not await self._exists():
+            raise TokenError("unknown token")
         digest = _digest(token)
         rows = await self._store.query(
             "SELECT name, token_hash, revoked_at FROM write_tokens WHERE token_hash = ?",

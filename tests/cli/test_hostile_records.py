@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import shutil
+import sqlite3
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -536,6 +537,14 @@ def verify(runner: CliRunner, url: str) -> dict[str, Any]:
     return report
 
 
+def schema(url: str) -> list[tuple[str, str]]:
+    connection = sqlite3.connect(url.removeprefix("sqlite:///"))
+    try:
+        return sorted(connection.execute("SELECT type, name FROM sqlite_master").fetchall())
+    finally:
+        connection.close()
+
+
 def test_there_are_enough_cases() -> None:
     assert len(CASES) >= 30
     assert len({case.name for case in CASES}) == len(CASES)
@@ -548,6 +557,7 @@ def test_hostile_input_is_refused_and_changes_nothing(
     runner = CliRunner()
     before = verify(runner, database)
     assert before["count"] == 30
+    tables = schema(database)
 
     path = tmp_path / "hostile.jsonl"
     path.write_bytes(case.content())
@@ -560,3 +570,4 @@ def test_hostile_input_is_refused_and_changes_nothing(
     assert "Traceback" not in result.stderr
     assert result.stdout == ""
     assert verify(runner, database) == before
+    assert schema(database) == tables  # not even a table of its own (the write tokens')

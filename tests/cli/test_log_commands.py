@@ -318,6 +318,28 @@ def test_an_export_that_would_move_the_clock_back_is_refused_by_line(
     assert not other.exists()
 
 
+def test_a_log_recorded_before_the_year_1000_reads_and_answers_for_its_times(
+    seeded_url: str, tmp_path: Path
+) -> None:
+    """Times are stored with four-digit years: "999-..." was unreadable and compared
+    wrongly with every later time."""
+    early = "0999-01-01T00:00:00.000000Z"
+    lines = [
+        json.dumps({**json.loads(line), "recorded_at": early})
+        for line in invoke("--db", seeded_url, "export").splitlines()
+    ]
+    path = tmp_path / "early.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    other = f"sqlite:///{tmp_path / 'early.db'}"
+    assert invoke("--db", other, "import", str(path)).startswith("appended 29")
+    assert invoke("--db", other, "verify").startswith("chain OK, 29 events")
+    stored = json.loads(invoke("--db", other, "events", "--json"))
+    assert {event["recorded_at"] for event in stored} == {early}
+    before = json.loads(invoke("--db", other, "state", "--known-at", "0998-12-31", "--json"))
+    assert before["known_at"]["position"] == 0
+    assert json.loads(invoke("--db", other, "audit", "--from", "0999-01-01", "--json"))
+
+
 def test_import_of_blank_lines_appends_nothing(seeded_url: str, tmp_path: Path) -> None:
     path = tmp_path / "blank.jsonl"
     path.write_text("\n  \n\n", encoding="utf-8")

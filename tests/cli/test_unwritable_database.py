@@ -5,6 +5,7 @@ tests run as root, who may write anything; file modes otherwise)."""
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import sqlite3
@@ -78,6 +79,8 @@ def seeded_in_wal_mode(folder: Path) -> Iterator[Path]:
     database = folder / "log.db"
     imported = CliRunner().invoke(main, ["--db", f"sqlite:///{database}", "import", str(SEED_FILE)])
     assert imported.exit_code == 0, imported.output
+    record = {"type": "person.registered", "data": {"person": "new-person", "name": "New"}}
+    (folder / "new.jsonl").write_text(json.dumps(record) + "\n", encoding="utf-8")
     with contextlib.closing(sqlite3.connect(database)) as holder:
         holder.execute("BEGIN")
         holder.execute("SELECT COUNT(*) FROM events").fetchone()
@@ -94,7 +97,7 @@ def seeded_in_wal_mode(folder: Path) -> Iterator[Path]:
         ["state"],
         ["claim", "fox-ice-shakeup-2025-05-genalo-retirement"],
         ["feed"],
-        ["import", str(SEED_FILE)],
+        ["import", "{folder}/new.jsonl"],
     ],
     ids=" ".join,
 )
@@ -102,6 +105,7 @@ def test_a_user_who_may_only_read_the_file_is_told_writing_is_needed(
     seeded_in_wal_mode: Path, command: list[str]
 ) -> None:
     before = log_summary(seeded_in_wal_mode)
+    command = [part.format(folder=seeded_in_wal_mode.parent) for part in command]
     result = as_reader("--db", f"sqlite:///{seeded_in_wal_mode}", *command)
     assert result.returncode == 1, result.stderr
     assert "Traceback" not in result.stderr
@@ -115,6 +119,9 @@ def test_a_user_who_may_only_read_the_file_is_told_writing_is_needed(
 
 def test_the_same_user_may_verify_and_export(seeded_in_wal_mode: Path) -> None:
     url = f"sqlite:///{seeded_in_wal_mode}"
+    # and import what is already there: nothing to write
+    again = as_reader("--db", url, "import", str(SEED_FILE))
+    assert (again.returncode, again.stdout) == (0, "appended 0, already present 29\n")
     verified = as_reader("--db", url, "verify")
     assert verified.returncode == 0, verified.stderr
     assert verified.stdout.startswith("chain OK, 29 events")

@@ -12,6 +12,7 @@ import pytest
 
 from leaderlog.errors import StoreUnavailable
 from leaderlog.events import format_time
+from leaderlog.feeds._read import FeedReader
 from leaderlog.log import EventLog, load_seeds
 from leaderlog.projections import (
     BUILTIN,
@@ -27,6 +28,7 @@ from leaderlog.store.base import utc_now
 from tests.conftest import ROOT, SEEDS
 from tests.projections.logs import GORDON_ACTING, HAMMER_CAPTION, SEED_COUNT, append, record
 from tests.projections.test_runner import (
+    ENDING_THE_TRANSACTION,
     FOLLOW_UPS,
     Counting,
     ProbeX,
@@ -36,6 +38,7 @@ from tests.projections.test_runner import (
     a_refused_statement_stops_only_its_projection,
     a_slow_user_projection_holds_back_nobody_for_long,
     a_statement_refused_after_a_caught_one_names_the_caught_one,
+    an_overreaching_statement_stops_only_its_projection,
     dump,
 )
 from tests.store import postgres_connection, postgres_schema
@@ -89,6 +92,44 @@ async def test_postgres_gives_the_same_answers_as_sqlite(
     assert found == expected
     claim = await Queries(seeded_postgres_log.store).claim(GORDON_ACTING)
     assert claim["status"] == "confirmed"
+
+
+async def test_answers_are_in_code_point_order_whatever_the_collation(postgres_url: str) -> None:
+    """A database made with en_US (a common default) sorts "a1" before "a-c"; SQLite does
+    not. Emulated on the columns, as the test server's database is C.UTF-8."""
+    posts = ["ice-a-c", "ice-a1", "ice-ab"]
+    async with postgres_schema(postgres_url) as url, await EventLog.open(url) as log:
+        await load_seeds(log, SEEDS)
+        await append(
+            log,
+            [record("post.defined", post=post, org="ice", title=post) for post in posts],
+            recorded_at=later(),
+        )
+        await (await runner_for(log.store)).catch_up()
+        async with postgres_connection(url) as connection:
+            # what glibc's en_US.UTF-8 does: punctuation counts only after letters and digits
+            await connection.execute(
+                "CREATE COLLATION en_us_glibc_like (provider = icu, locale = 'en-US-u-ka-shifted')"
+            )
+            for table, column in (
+                ("p_leadership_posts", "post"),
+                ("p_feed_entries_entities", "id"),
+            ):
+                await connection.execute(
+                    f"ALTER TABLE {table} ALTER COLUMN {column} TYPE text COLLATE en_us_glibc_like"
+                )
+            # the collation really reorders them
+            ordered = await connection.fetch(
+                "SELECT DISTINCT post FROM p_leadership_posts WHERE post = ANY($1::text[]) "
+                "ORDER BY post",
+                posts,
+            )
+            assert [row["post"] for row in ordered] != posts
+        state = await Queries(log.store).state(org="ice")
+        listed = [answer["post"]["post"] for answer in state["posts"]]
+        assert listed == sorted(listed) and set(posts) <= set(listed)
+        entities = await FeedReader(log.store).entities(("post",))
+        assert [row.id for row in entities] == sorted(row.id for row in entities)
 
 
 async def test_postgres_rebuild_equals_incremental_and_time_travel(
@@ -315,3 +356,11 @@ async def test_postgres_rebuilding_beside_a_follower_neither_deadlocks_nor_stops
             await follower_store.close()
             await rebuilder_store.close()
     assert "deadlock" not in caplog.text
+
+
+@pytest.mark.parametrize("statement", ENDING_THE_TRANSACTION)
+async def test_a_statement_ending_the_transaction_stops_only_its_projection(
+    seeded_postgres_log: EventLog, statement: str
+) -> None:
+    said = await an_overreaching_statement_stops_only_its_projection(seeded_postgres_log, statement)
+    assert "would end the runner's transaction" in said

@@ -574,6 +574,133 @@ async def test_a_projection_calling_sys_exit_stops_alone(seeded_log: EventLog) -
     assert await seeded_log.store.query("SELECT COUNT(*) FROM p_exiting_seen") == [(0,)]
 
 
+class Interrupting(Exploding):
+    name: ClassVar[str] = "interrupting"
+
+    async def apply(self, tx: ProjectionTransaction, events: Sequence[RecordedEvent]) -> None:
+        await super().apply(tx, events)
+        raise KeyboardInterrupt
+
+
+async def test_a_projection_raising_keyboard_interrupt_stops_alone(seeded_log: EventLog) -> None:
+    runner = ProjectionRunner(seeded_log.store, [Interrupting(), LeadershipProjection()], page=10)
+    with pytest.raises(ProjectionFailed) as raised:
+        await runner.catch_up()
+    (failure,) = raised.value.failures
+    assert str(failure).startswith(
+        "projection interrupting could not apply events 1-10: it raised KeyboardInterrupt ("
+    )
+    assert ", which would have stopped leaderlog itself;" in str(failure)
+    statuses = {status.name: status.checkpoint for status in await runner.status()}
+    assert statuses == {"interrupting": 0, "leadership": SEED_COUNT}
+
+
+class Overreaching(Exploding):
+    """Writes its own rows, then runs ``statement`` (set per test)."""
+
+    name: ClassVar[str] = "overreaching"
+    statement = ""
+
+    async def apply(self, tx: ProjectionTransaction, events: Sequence[RecordedEvent]) -> None:
+        await super().apply(tx, events)
+        await tx.execute(self.statement)
+
+
+async def _log_as_it_was(log: EventLog) -> tuple[object, ...]:
+    store = log.store
+    return (
+        await store.read_all(),
+        await store.query("SELECT * FROM p_leadership_orgs ORDER BY org, known_from"),
+    )
+
+
+async def an_overreaching_statement_stops_only_its_projection(log: EventLog, statement: str) -> str:
+    """What the projection's failure says; the log, the built-ins and the checkpoints are
+    as they would be without it."""
+    overreaching = Overreaching()
+    overreaching.statement = statement
+    leadership = LeadershipProjection()
+    await ProjectionRunner(log.store, [leadership]).catch_up()
+    before = await _log_as_it_was(log)
+    runner = ProjectionRunner(log.store, [leadership, overreaching], page=10)
+    with pytest.raises(ProjectionFailed) as raised:
+        await runner.catch_up()
+    (failure,) = raised.value.failures
+    statuses = {status.name: status.checkpoint for status in await runner.status()}
+    assert statuses == {"overreaching": 0, "leadership": SEED_COUNT}
+    assert await log.store.query("SELECT COUNT(*) FROM p_overreaching_seen") == [(0,)]
+    assert await _log_as_it_was(log) == before
+    assert (await log.store.verify()).ok
+    return str(failure)
+
+
+ENDING_THE_TRANSACTION = ["COMMIT", "rollback", "  BEGIN", "END", "START TRANSACTION"]
+
+
+@pytest.mark.parametrize("statement", ENDING_THE_TRANSACTION)
+async def test_a_statement_ending_the_transaction_stops_only_its_projection(
+    seeded_log: EventLog, statement: str
+) -> None:
+    said = await an_overreaching_statement_stops_only_its_projection(seeded_log, statement)
+    assert "a projection's statement may not do this: " in said
+    assert "would end the runner's transaction" in said
+
+
+@pytest.mark.parametrize(
+    ("statement", "reason"),
+    [
+        ("DELETE FROM p_leadership_orgs", "changing rows of p_leadership_orgs, which is not"),
+        ("UPDATE projection_checkpoints SET position = 0", "changing rows of projection_ch"),
+        ("INSERT INTO events SELECT * FROM events WHERE 0", "changing rows of events"),
+        ("DROP TRIGGER events_are_append_only_delete", "this kind of statement"),
+        ("DROP TABLE p_leadership_orgs", "changing the table p_leadership_orgs, not its own"),
+        ("CREATE TABLE p_leadership_more (x TEXT)", "changing the table p_leadership_more"),
+        ("CREATE INDEX p_overreaching_i ON events (actor)", "changing an index of events"),
+        ("RELEASE SAVEPOINT one_projection", "release of the runner's savepoint"),
+        ("ROLLBACK TO SAVEPOINT one_projection", "rollback of the runner's savepoint"),
+        ("ATTACH DATABASE ':memory:' AS other", "ATTACH"),
+        ("PRAGMA foreign_keys = OFF", "PRAGMA foreign_keys"),
+    ],
+)
+async def test_on_sqlite_a_user_projection_changes_only_its_own_tables(
+    seeded_log: EventLog, statement: str, reason: str
+) -> None:
+    said = await an_overreaching_statement_stops_only_its_projection(seeded_log, statement)
+    assert f"ProjectionError: a projection's statement may not do this: {reason}" in said
+    assert f"{Path(__file__).name}, line " in said
+
+
+class OwnTablesOnly(Exploding):
+    """Everything a projection may do with what it owns, and reading what it does not."""
+
+    name: ClassVar[str] = "own_tables_only"
+
+    async def apply(self, tx: ProjectionTransaction, events: Sequence[RecordedEvent]) -> None:
+        await super().apply(tx, events)
+        await tx.execute("CREATE TABLE IF NOT EXISTS p_own_tables_only_extra (n BIGINT)")
+        await tx.execute(
+            "CREATE INDEX IF NOT EXISTS p_own_tables_only_n ON p_own_tables_only_extra (n)"
+        )
+        await tx.execute("INSERT INTO p_own_tables_only_extra SELECT COUNT(*) FROM events")
+        await tx.execute("UPDATE p_own_tables_only_extra SET n = n + 1")
+        await tx.execute("DELETE FROM p_own_tables_only_extra WHERE n < 0")
+        await tx.execute("SAVEPOINT mine")
+        await tx.execute("ROLLBACK TO SAVEPOINT mine")
+        await tx.execute("RELEASE SAVEPOINT mine")
+        await tx.fetchall("PRAGMA table_info(p_own_tables_only_extra)")
+        await tx.fetchall("SELECT COUNT(*) FROM p_leadership_orgs")
+
+
+async def test_a_user_projection_may_do_anything_with_its_own_tables(
+    seeded_log: EventLog,
+) -> None:
+    projection = OwnTablesOnly()
+    runner = ProjectionRunner(seeded_log.store, [LeadershipProjection(), projection], page=10)
+    assert await runner.catch_up() == SEED_COUNT
+    rows = await seeded_log.store.query("SELECT COUNT(*) FROM p_own_tables_only_extra")
+    assert rows == [(3,)]
+
+
 class IgnoringDuplicates(Exploding):
     """Inserts every position twice and catches the second insert's error: fine on SQLite
     alone, while on PostgreSQL the failed statement aborts the transaction."""

@@ -28,7 +28,7 @@ from leaderlog.errors import (
 )
 from leaderlog.events import RecordedEvent, format_time
 from leaderlog.store import AppendResult, EventStore, NewEvent, PendingBatch, open_store
-from leaderlog.store.base import GENESIS_HASH, recorded_hash
+from leaderlog.store.base import GENESIS_HASH, StoredText, recorded_hash
 
 _counter = 0
 
@@ -442,6 +442,24 @@ class StoreContract(abc.ABC):
         report = await store.verify()
         assert (report.ok, report.first_bad_position, report.count) == (False, 3, 2)
         assert report.problem == "hash does not match the event's content and the previous hash"
+
+    async def test_a_year_stored_with_fewer_than_four_digits_still_reads_and_verifies(
+        self, store: EventStore, store_url: str
+    ) -> None:
+        """Earlier versions wrote a recorded time before the year 1000 that way."""
+        await store.append([event("s")], actor="t")
+        (stored,) = await store.read_all()
+        early = "999-01-01T00:00:00.000000Z"
+        text = StoredText('{"n":0}', "{}", early)
+        await self.drop_append_only_guard(store_url)
+        await self.execute_raw(
+            store_url,
+            f"UPDATE events SET data = '{text.data}', recorded_at = '{early}', "
+            f"hash = '{recorded_hash(GENESIS_HASH, stored, text)}' WHERE position = 1",
+        )
+        (read,) = await store.read_all()
+        assert read.recorded_at == dt.datetime(999, 1, 1, tzinfo=dt.UTC)
+        assert (await store.verify()).ok
 
     async def test_verify_finds_a_row_slipped_in_before_the_chain(
         self, store: EventStore, store_url: str

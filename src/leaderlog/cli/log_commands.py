@@ -22,7 +22,7 @@ from leaderlog.cli._app import (
 )
 from leaderlog.errors import BatchError, DuplicateEventError, RecordedAtRefused, RecordError
 from leaderlog.events import Record, check_actor, event_schema
-from leaderlog.log import AppendOutcome, EventLog, parse_lines
+from leaderlog.log import AppendOutcome, EventLog, parse_lines, read_lines
 from leaderlog.tokens import Tokens
 
 _IMPORT_INTERRUPTED = (
@@ -51,7 +51,7 @@ def _in_file(problem: RecordError, file: IO[bytes]) -> RecordError:
 
 def _lines_with_progress(handle: IO[bytes], size: int | None) -> Iterator[bytes]:
     if size is None or size < _PROGRESS_THRESHOLD:
-        yield from handle
+        yield from read_lines(handle)
         return
     with Progress(
         TextColumn("checking"),
@@ -63,7 +63,7 @@ def _lines_with_progress(handle: IO[bytes], size: int | None) -> Iterator[bytes]
         disable=not err_console.is_terminal,
     ) as progress:
         task = progress.add_task("check", total=size)
-        for line in handle:
+        for line in read_lines(handle):
             progress.advance(task, len(line))
             yield line
 

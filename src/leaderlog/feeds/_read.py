@@ -118,9 +118,11 @@ class FeedReader:
         rows = await self.store.query(
             f"SELECT e.kind, e.id, e.doc FROM {ENTITIES} e WHERE e.kind IN ({marks}) "
             f"AND e.position = (SELECT MAX(l.position) FROM {ENTITIES} l "
-            "WHERE l.kind = e.kind AND l.id = e.id AND l.position <= ?) ORDER BY e.kind, e.id",
+            "WHERE l.kind = e.kind AND l.id = e.id AND l.position <= ?)",
             (*kinds, at if at is not None else 2**62),
         )
+        # Sorted here: ORDER BY would follow a PostgreSQL database's collation.
+        rows = sorted(rows, key=lambda row: (str(row[0]), str(row[1])))
         return [EntityRow(row[0], row[1], loads(row[2])) for row in rows]
 
     async def recent(self, scope: str, limit: int) -> list[dict[str, Any]]:

@@ -154,6 +154,13 @@ def leave_out_clashes(projections: list[Projection]) -> list[Projection]:
 
 
 _ROLLBACK_TO = re.compile(r"\s*ROLLBACK\s+TO\b", re.IGNORECASE)
+# Statements that would end the page's transaction under the runner (committing a part of
+# it without its checkpoint, or losing the other projections' rows) on either database.
+_ENDING = re.compile(
+    r"\s*(?:BEGIN|COMMIT|END|ABORT|START\s+TRANSACTION|PREPARE\s+TRANSACTION"
+    r"|ROLLBACK(?!\s+TO\b))\b",
+    re.IGNORECASE,
+)
 
 
 class Watched(ProjectionTransaction):
@@ -183,6 +190,13 @@ class Watched(ProjectionTransaction):
         return any(later is error for later in self._failed_later)
 
     async def execute(self, sql: str, parameters: Sequence[Any] = ()) -> None:
+        if _ENDING.match(sql):
+            error = ProjectionError(
+                f"a projection's statement may not do this: {sql.strip()[:40]!r} would end "
+                "the runner's transaction (it commits each page with the checkpoint)"
+            )
+            self._remember(error)
+            raise error
         try:
             await self._tx.execute(sql, parameters)
         except Exception as error:
@@ -215,7 +229,8 @@ class WentOn(Exception):
 
 class Escaped(Exception):
     """``apply`` raised what would stop leaderlog itself rather than the projection:
-    ``sys.exit()``, or an ``asyncio.CancelledError`` while nothing was cancelling it."""
+    ``sys.exit()``, ``KeyboardInterrupt``, or an ``asyncio.CancelledError`` while nothing
+    was cancelling it."""
 
     def __init__(self, raised: BaseException, did: str, would: str) -> None:
         super().__init__(f"apply() {did}")
@@ -226,6 +241,10 @@ class Escaped(Exception):
     @classmethod
     def exiting(cls, exiting: SystemExit) -> Escaped:
         return cls(exiting, f"called sys.exit({exiting.code!r})", "ended leaderlog itself")
+
+    @classmethod
+    def interrupting(cls, interrupting: KeyboardInterrupt) -> Escaped:
+        return cls(interrupting, "raised KeyboardInterrupt", "stopped leaderlog itself")
 
     @classmethod
     def cancelling(cls, cancelled: BaseException) -> Escaped:

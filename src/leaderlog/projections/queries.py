@@ -283,7 +283,9 @@ class Queries:
                 f" AND p.org IN (SELECT org FROM p_leadership_org_tree WHERE ancestor = ?{_KNOWN})"
             )
             parameters += [org, at, at]
-        rows = await self.store.query(sql + " ORDER BY p.post", parameters)
+        # Sorted here, by code point: ORDER BY follows a PostgreSQL database's collation
+        # (en_US puts "a1" before "a-c"), and answers must not depend on the backend.
+        rows = sorted(await self.store.query(sql, parameters), key=lambda row: str(row[0]))
         return [
             {"post": post_id, "title": title, "org": org_id, "org_name": org_name}
             for post_id, title, org_id, org_name in rows

@@ -57,7 +57,7 @@ from leaderlog.projections.base import (
     owner_of,
     shared_decoding,
 )
-from leaderlog.store.base import EventStore
+from leaderlog.store.base import TABLES_QUERY, EventStore
 
 __all__ = [
     "LeftOut",
@@ -117,19 +117,22 @@ def _few_collections(backlog: int) -> Iterator[None]:
             gc.unfreeze()
 
 
+_SAVEPOINT = "one_projection"
+
+
 @contextlib.asynccontextmanager
 async def _alone(tx: ProjectionTransaction) -> AsyncIterator[None]:
     """Run one projection's statements inside a savepoint: if they raise, only they are
     undone and the transaction stays usable for the others (PostgreSQL would otherwise
     refuse every later statement of the transaction)."""
-    await tx.execute("SAVEPOINT one_projection")
+    await tx.execute(f"SAVEPOINT {_SAVEPOINT}")
     try:
         yield
     except Exception:
-        await tx.execute("ROLLBACK TO SAVEPOINT one_projection")
-        await tx.execute("RELEASE SAVEPOINT one_projection")
+        await tx.execute(f"ROLLBACK TO SAVEPOINT {_SAVEPOINT}")
+        await tx.execute(f"RELEASE SAVEPOINT {_SAVEPOINT}")
         raise
-    await tx.execute("RELEASE SAVEPOINT one_projection")
+    await tx.execute(f"RELEASE SAVEPOINT {_SAVEPOINT}")
 
 
 async def _create(tx: ProjectionTransaction, statement: str) -> None:
@@ -371,7 +374,8 @@ class ProjectionRunner:
                     watched = Watched(tx)
                     try:
                         async with _alone(tx):
-                            await self._apply_one(projection, watched, todo)
+                            async with self._confined(tx, projection):
+                                await self._apply_one(projection, watched, todo)
                             if watched.failed is not None:
                                 # Raised inside the savepoint, so that rolling back to it
                                 # makes PostgreSQL's aborted transaction usable again.
@@ -398,6 +402,24 @@ class ProjectionRunner:
                     )
         return failures
 
+    def _confined(
+        self, tx: ProjectionTransaction, projection: Projection
+    ) -> contextlib.AbstractAsyncContextManager[None]:
+        """A user projection's ``apply`` changes only its own tables (where the database
+        can hold it to that): a mistake or a module taken from elsewhere cannot touch the
+        log, the built-ins or the runner's checkpoints and savepoint."""
+        # Imported here: the package imports this module to assemble its built-ins.
+        from leaderlog.projections import BUILTIN
+
+        if is_builtin(projection):
+            return contextlib.nullcontext()
+        everyone = {*BUILTIN, *(other.name for other in self.projections)}
+
+        def owns(table: str) -> bool:
+            return owner_of(table, everyone) == projection.name
+
+        return tx.confined(owns, _SAVEPOINT)
+
     async def _apply_one(
         self, projection: Projection, watched: Watched, todo: Sequence[RecordedEvent]
     ) -> None:
@@ -419,6 +441,9 @@ class ProjectionRunner:
                     self._smaller_pages[projection.name] = grown
         except SystemExit as exiting:
             raise Escaped.exiting(exiting) from exiting
+        except KeyboardInterrupt as interrupting:
+            # Raised by apply itself: Ctrl-C reaches the runner as a cancellation.
+            raise Escaped.interrupting(interrupting) from interrupting
         except TimeoutError as error:
             if limit is None or not clock.expired():
                 raise
@@ -648,11 +673,6 @@ class ProjectionRunner:
             return await self._stored()
 
 
-# Every table of the database the projections live in, by dialect.
-_TABLES = {
-    "sqlite": "SELECT name FROM sqlite_master WHERE type = 'table'",
-    "postgresql": "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()",
-}
 _TABLE_NAME = re.compile(r"[a-z][a-z0-9_]*")
 
 
@@ -674,7 +694,7 @@ async def forget_projection(
         )
         tables = sorted(
             str(table)
-            for (table,) in await tx.fetchall(_TABLES[store.dialect])
+            for (table,) in await tx.fetchall(TABLES_QUERY[store.dialect])
             if _TABLE_NAME.fullmatch(str(table)) and owner_of(str(table), everyone) == name
         )
         for table in tables:

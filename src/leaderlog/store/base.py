@@ -12,7 +12,7 @@ import contextlib
 import datetime as dt
 import hashlib
 import uuid
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Literal, NamedTuple, TypeAlias
@@ -31,6 +31,7 @@ __all__ = [
     "FUTURE_SLACK",
     "GENESIS_HASH",
     "MAX_POSITION",
+    "TABLES_QUERY",
     "AppendResult",
     "EventStore",
     "ExpectedVersion",
@@ -49,6 +50,12 @@ __all__ = [
 
 ExpectedVersion: TypeAlias = int | Literal["no_stream", "any"]
 GENESIS_HASH = "0" * 64
+# Every table of the database the log and the projections live in, by dialect.
+TABLES_QUERY = {
+    "sqlite": "SELECT name FROM sqlite_master WHERE type = 'table'",
+    "postgresql": "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()",
+}
+
 # The largest integer both backends can store (SQLite INTEGER, PostgreSQL BIGINT).
 MAX_POSITION = 2**63 - 1
 
@@ -143,10 +150,17 @@ def envelope_bytes(
 _parsed_times: dict[str, dt.datetime] = {}
 
 
+def _four_digit_year(text: str) -> str:
+    """Earlier versions stored a year before 1000 with fewer digits ("999-01-01T..."): such
+    a row still reads (its hash covers the text as stored)."""
+    year, dash, rest = text.partition("-")
+    return f"{year:0>4}{dash}{rest}" if dash and len(year) < 4 and year.isdigit() else text
+
+
 def _recorded_at(text: str) -> dt.datetime:
     moment = _parsed_times.get(text)
     if moment is None:
-        moment = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+        moment = dt.datetime.fromisoformat(_four_digit_year(text).replace("Z", "+00:00"))
         if moment.utcoffset() is None:
             raise ValueError(f"recorded_at {text!r} has no UTC offset")
         # What the hash covers is the time in UTC: one that cannot be moved there is unusable.
@@ -524,6 +538,15 @@ class ProjectionTransaction(abc.ABC):
         EXISTS`` at once, which a database may refuse or deadlock on.
         """
 
+    def confined(
+        self, owns: Callable[[str], bool], savepoint: str
+    ) -> contextlib.AbstractAsyncContextManager[None]:
+        """While open, statements may change only tables ``owns`` accepts (and create or
+        drop only those tables and their indexes), not end the transaction nor release or
+        roll back the savepoint named ``savepoint``; reading anything stays allowed. A
+        backend that cannot enforce it (PostgreSQL) leaves statements as they are."""
+        return contextlib.nullcontext()
+
 
 # Events verify reads at a time (as many as iterate() pages through).
 _VERIFY_PAGE = 2000
@@ -716,6 +739,11 @@ class EventStore(abc.ABC):
     @abc.abstractmethod
     async def query(self, sql: str, parameters: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         """Read projection tables (``?`` placeholders)."""
+
+    async def tables(self) -> set[str]:
+        """The name of every table the database holds beside the log (a read: nothing is
+        created to answer it)."""
+        return {str(name) for (name,) in await self.query(TABLES_QUERY[self.dialect])}
 
     # --- lifecycle -------------------------------------------------------------------------
 

@@ -25,7 +25,7 @@ from urllib.parse import unquote
 
 import aiosqlite
 
-from leaderlog.errors import StoreError, StoreUnavailable
+from leaderlog.errors import ProjectionError, StoreError, StoreUnavailable
 from leaderlog.events import RecordedEvent
 from leaderlog.store.base import (
     GENESIS_HASH,
@@ -414,23 +414,115 @@ def _drop_empty_log(connection: sqlite3.Connection) -> bool:
     return True
 
 
+# What a confined statement may do whatever it names (reads, and what writing an own
+# table does to SQLite's own tables); the rest is judged by the table it acts on.
+_ALWAYS_ALLOWED = {
+    sqlite3.SQLITE_READ,
+    sqlite3.SQLITE_SELECT,
+    sqlite3.SQLITE_FUNCTION,
+    sqlite3.SQLITE_RECURSIVE,
+    sqlite3.SQLITE_REINDEX,
+    sqlite3.SQLITE_ANALYZE,
+}
+_ROW_WRITES = {sqlite3.SQLITE_INSERT, sqlite3.SQLITE_UPDATE, sqlite3.SQLITE_DELETE}
+_TABLE_CHANGES = {
+    sqlite3.SQLITE_CREATE_TABLE,
+    sqlite3.SQLITE_DROP_TABLE,
+    sqlite3.SQLITE_CREATE_VIEW,
+    sqlite3.SQLITE_DROP_VIEW,
+}
+_INDEX_CHANGES = {sqlite3.SQLITE_CREATE_INDEX, sqlite3.SQLITE_DROP_INDEX}
+_READ_PRAGMAS = {"table_info", "table_xinfo", "index_list", "index_info", "index_xinfo"}
+
+
+class _Confinement:
+    """An SQLite authorizer for :meth:`ProjectionTransaction.confined`; it keeps the reason
+    of its last refusal, since SQLite itself only says "not authorized"."""
+
+    def __init__(self, owns: Callable[[str], bool], savepoint: str) -> None:
+        self.owns = owns
+        self.savepoint = savepoint.lower()
+        self.refused: str | None = None
+
+    def __call__(self, action: int, first: str | None, second: str | None, *_: str | None) -> int:
+        reason = self._refusal(action, first or "", second or "")
+        if reason is None:
+            return sqlite3.SQLITE_OK
+        self.refused = reason
+        return sqlite3.SQLITE_DENY
+
+    def _refusal(self, action: int, first: str, second: str) -> str | None:
+        if action in _ALWAYS_ALLOWED:
+            return None
+        if action in _ROW_WRITES:
+            # SQLite's own tables change with an allowed CREATE or DROP (writing them
+            # directly needs a PRAGMA, refused below).
+            if first.startswith("sqlite_") or self.owns(first):
+                return None
+            return f"changing rows of {first}, which is not its own"
+        if action in _TABLE_CHANGES or action == sqlite3.SQLITE_ALTER_TABLE:
+            table = second if action == sqlite3.SQLITE_ALTER_TABLE else first
+            return None if self.owns(table) else f"changing the table {table}, not its own"
+        if action in _INDEX_CHANGES:
+            return None if self.owns(second) else f"changing an index of {second}, not its own"
+        if action == sqlite3.SQLITE_SAVEPOINT:
+            if first.upper() != "BEGIN" and second.lower() == self.savepoint:
+                return f"{first.lower()} of the runner's savepoint {second}"
+            return None
+        if action == sqlite3.SQLITE_TRANSACTION:
+            return f"{first} (the runner commits each page with its checkpoint)"
+        if action == sqlite3.SQLITE_PRAGMA and first.lower() in _READ_PRAGMAS:
+            return None
+        names = {
+            sqlite3.SQLITE_PRAGMA: f"PRAGMA {first}",
+            sqlite3.SQLITE_ATTACH: "ATTACH",
+            sqlite3.SQLITE_DETACH: "DETACH",
+        }
+        return f"{names.get(action, 'this kind of statement')} (only its own tables may change)"
+
+
 class _SQLiteProjectionTransaction(ProjectionTransaction):
     def __init__(self, writer: _WriteConnection) -> None:
         self._writer = writer
+        self._confinement: _Confinement | None = None
+
+    async def _run(self, work: Callable[[sqlite3.Connection], _T]) -> _T:
+        confinement = self._confinement
+        if confinement is not None:
+            confinement.refused = None
+        try:
+            return await self._writer.run(work)
+        except sqlite3.DatabaseError as error:
+            if confinement is None or confinement.refused is None:
+                raise
+            raise ProjectionError(
+                f"a projection's statement may not do this: {confinement.refused}"
+            ) from error
 
     async def execute(self, sql: str, parameters: Sequence[Any] = ()) -> None:
-        await self._writer.run(lambda connection: connection.execute(sql, parameters))
+        await self._run(lambda connection: connection.execute(sql, parameters))
 
     async def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
-        await self._writer.run(lambda connection: connection.executemany(sql, rows))
+        await self._run(lambda connection: connection.executemany(sql, rows))
 
     async def fetchall(self, sql: str, parameters: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        return await self._writer.run(
+        return await self._run(
             lambda connection: [tuple(row) for row in connection.execute(sql, parameters)]
         )
 
     async def lock_schema_changes(self) -> None:
         """Nothing to do: projection transactions hold the file's write lock throughout."""
+
+    @contextlib.asynccontextmanager
+    async def confined(self, owns: Callable[[str], bool], savepoint: str) -> AsyncIterator[None]:
+        confinement = _Confinement(owns, savepoint)
+        await self._writer.run(lambda connection: connection.set_authorizer(confinement))
+        self._confinement = confinement
+        try:
+            yield
+        finally:
+            self._confinement = None
+            await self._writer.run(lambda connection: connection.set_authorizer(None))
 
 
 class SQLiteStore(EventStore):
