@@ -512,3 +512,26 @@ def test_several_files_import_as_one_transaction_naming_the_file_at_fault(
         ok(leaderlog("--db", url, "events", "--json", "--after", "29", cwd=tmp_path))
     )
     assert last["stream"] == "person-zz"
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        ["state", "--org", "ice", "--org", "dhs"],
+        ["audit", "--limit", "1", "--limit=2"],
+        ["events", "--after", "1", "--after", "1"],
+        ["--db", "sqlite:///a.db", "state"],
+    ],
+    ids=" ".join,
+)
+def test_an_option_given_twice_is_refused_not_overridden(
+    seeded_url: str, arguments: list[str]
+) -> None:
+    result = CliRunner().invoke(main, ["--db", seeded_url, *arguments])
+    assert result.exit_code == 2
+    option = next(argument for argument in arguments if argument.startswith("--"))
+    assert f"Error: {option.split('=')[0]} is given more than once: give it once" in result.stderr
+
+
+def test_a_flag_given_twice_is_still_the_flag(seeded_url: str) -> None:
+    assert json.loads(invoke("--db", seeded_url, "events", "--json", "--json", "--limit", "1"))

@@ -189,3 +189,21 @@ def test_serve_announces_its_address_then_serves_until_ctrl_c(sqlite_url: str) -
         f"leaderlog serving {sqlite_url} on http://127.0.0.1:{port}/ (Ctrl+C to stop)\n"
     )
     assert "Application startup complete" in stderr
+
+
+@pytest.mark.parametrize(
+    ("arguments", "said"),
+    [
+        (["--forwarded-allow-ips", "10.0.0.1"], "has no effect without --proxy-headers"),
+        (
+            ["--proxy-headers", "--forwarded-allow-ips", "10.0.0.1,proxy.local"],
+            "'proxy.local' is not an IP address or network",
+        ),
+    ],
+)
+def test_serve_refuses_proxy_addresses_it_would_ignore(
+    sqlite_url: str, arguments: list[str], said: str
+) -> None:
+    result = CliRunner().invoke(main, ["--db", sqlite_url, "serve", "--no-seed", *arguments])
+    assert result.exit_code == 2
+    assert said in result.stderr

@@ -170,6 +170,38 @@ def test_bad_user_projections_are_refused(
         load_projection(name, tmp_path)
 
 
+@pytest.mark.parametrize(
+    ("version", "schema", "tables", "message"),
+    [
+        ("True", "()", "()", "version True is not a whole number from 1 to "),
+        ("-1", "()", "()", "version -1 is not a whole number"),
+        ("2**70", "()", "()", "is not a whole number"),
+        (
+            "1",
+            "'CREATE TABLE IF NOT EXISTS p_shapeless_x (a TEXT)'",
+            "()",
+            "schema\\(\\) returned str: it must return a list of strings",
+        ),
+        ("1", "()", "None", "tables\\(\\) returned NoneType"),
+        ("1", "[1]", "()", "schema\\(\\) returned list"),
+    ],
+)
+def test_a_projection_s_version_and_declarations_must_have_their_shape(
+    tmp_path: Path, version: str, schema: str, tables: str, message: str
+) -> None:
+    (tmp_path / "shapeless.py").write_text(
+        "from leaderlog.projections import Projection\n"
+        f"class P(Projection):\n    name = 'shapeless'\n    version = {version}\n"
+        f"    def schema(self): return {schema}\n"
+        f"    def tables(self): return {tables}\n"
+        "    async def apply(self, tx, events): pass\n"
+        "PROJECTION = P\n",
+        encoding="utf-8",
+    )
+    with pytest.raises(ProjectionError, match=message):
+        load_projection("shapeless", tmp_path)
+
+
 def _declaring(name: str, tables: tuple[str, ...], schema: tuple[str, ...]) -> str:
     return (
         "from leaderlog.projections import Projection\n"

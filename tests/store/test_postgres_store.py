@@ -244,6 +244,12 @@ async def test_bad_schema_name_is_refused() -> None:
         ("postgresql://postgres@127.0.0.1:99999/test", "not a valid PostgreSQL URL"),
         ("postgresql://postgres:hunter2@[::1/test", r"postgres:\*\*\*@\[::1/test is not a valid"),
         ("postgresql://postgres@127.0.0.1/test?schema=a&schema=b", "more than once"),
+        ("postgresql://postgres:hun@ter2@127.0.0.1/test", "an @ in the user name or password"),
+        ("postgresql://postgres@127.0.0.1:5432/test?port=5433", "gives the port twice"),
+        ("postgresql://postgres@127.0.0.1/test?host=elsewhere", "gives the host twice"),
+        ("postgresql://postgres@127.0.0.1/test?user=other", "gives the user twice"),
+        ("postgresql://p:hunter2@127.0.0.1/test?password=x", "gives the password twice"),
+        ("postgresql://postgres@h1:1,h2/test?port=3", "gives the port twice"),
     ],
 )
 async def test_a_malformed_url_is_refused_before_connecting(url: str, message: str) -> None:

@@ -330,8 +330,43 @@ def print_json(value: Any) -> None:
     click.echo(dumps(value, indent=True))
 
 
+class _Command(click.Command):
+    """A command that refuses an option given twice, as the HTTP API refuses a repeated
+    parameter (click would keep the last one silently: ``state --org ice --org dhs``)."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if not ctx.resilient_parsing:
+            _refuse_repeated_options(self, ctx, args)
+        return super().parse_args(ctx, args)
+
+
+def _refuse_repeated_options(command: click.Command, ctx: click.Context, args: list[str]) -> None:
+    try:
+        _, _, order = command.make_parser(ctx).parse_args(args=list(args))
+    except click.UsageError:
+        return  # the real parse reports it
+    seen: set[str] = set()
+    for param in order:
+        single = isinstance(param, click.Option) and not (
+            param.multiple or param.count or param.is_flag
+        )
+        if not single or param.name is None:
+            continue
+        if param.name in seen:
+            raise click.UsageError(f"{param.opts[0]} is given more than once: give it once", ctx)
+        seen.add(param.name)
+
+
 class _Commands(click.Group):
     """The root group: what every command shares when it is stopped or cannot write."""
+
+    command_class = _Command
+    group_class = type
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if not ctx.resilient_parsing:
+            _refuse_repeated_options(self, ctx, args)
+        return super().parse_args(ctx, args)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import ipaddress
 import socket
 import sys
 from importlib.resources import as_file, files
@@ -12,6 +13,7 @@ from typing import NoReturn
 from urllib.parse import urlsplit
 
 import click
+from click.core import ParameterSource
 
 from leaderlog.cli._app import Context, echo_line, err_console, main, run
 from leaderlog.cli.projection_commands import catch_up_for_queries
@@ -53,6 +55,24 @@ def seeds_folder() -> Path | None:
     return None
 
 
+def _proxy_addresses(context: click.Context, parameter: click.Parameter, value: str) -> str:
+    """Checked here: uvicorn would take a mistyped address as a name that never matches."""
+    given = context.get_parameter_source("forwarded_allow_ips") != ParameterSource.DEFAULT
+    if given and not context.params.get("proxy_headers"):
+        raise click.BadParameter("has no effect without --proxy-headers: give both, or neither")
+    for part in value.split(","):
+        address = part.strip()
+        if address == "*":
+            continue
+        try:
+            ipaddress.ip_network(address, strict=False)
+        except ValueError:
+            raise click.BadParameter(
+                f"{address!r} is not an IP address or network (such as 10.0.0.0/8), nor *"
+            ) from None
+    return value
+
+
 @main.command("serve")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
 @click.option("--port", default=8000, show_default=True, type=click.IntRange(1, 65535))
@@ -60,13 +80,16 @@ def seeds_folder() -> Path | None:
 @click.option(
     "--proxy-headers",
     is_flag=True,
+    is_eager=True,  # known when --forwarded-allow-ips is checked, wherever it is given
     help="Trust X-Forwarded-Proto/For from --forwarded-allow-ips (a reverse proxy).",
 )
 @click.option(
     "--forwarded-allow-ips",
     default="127.0.0.1,::1",
     show_default=True,
-    help="With --proxy-headers: the proxies whose X-Forwarded-* headers are trusted.",
+    callback=_proxy_addresses,
+    help="With --proxy-headers: the proxies whose X-Forwarded-* headers are trusted "
+    "(addresses or networks, comma-separated, or *).",
 )
 @click.option(
     "--public-url",

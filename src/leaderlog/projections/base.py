@@ -36,7 +36,7 @@ from leaderlog.events import (
     upcast,
 )
 from leaderlog.projections._sql import chunks, marks
-from leaderlog.store.base import ProjectionTransaction
+from leaderlog.store.base import MAX_POSITION, ProjectionTransaction
 
 __all__ = [
     "CHECKPOINT_SCHEMA",
@@ -101,6 +101,27 @@ def owner_of(name: str, projections: Iterable[str]) -> str | None:
     return max(owners, key=len, default=None)
 
 
+def _shape_problems(projection: Projection) -> list[str]:
+    """What its version and declarations get wrong in kind (a string where a list of them
+    belongs would otherwise be read one character at a time)."""
+    problems: list[str] = []
+    version = projection.version
+    if type(version) is not int or not 1 <= version <= MAX_POSITION:
+        problems.append(f"version {version!r} is not a whole number from 1 to {MAX_POSITION}")
+    for method in (projection.tables, projection.schema, projection.query_indexes):
+        declared = method()
+        if (
+            isinstance(declared, str)
+            or not isinstance(declared, Sequence)
+            or not all(isinstance(item, str) for item in declared)
+        ):
+            problems.append(
+                f"{method.__name__}() returned {type(declared).__name__}: it must return a "
+                "list of strings"
+            )
+    return problems
+
+
 def check_owned_names(projection: Projection, others: Iterable[str] = ()) -> list[str]:
     """What is wrong with the tables and DDL a projection declares, as messages.
 
@@ -108,8 +129,10 @@ def check_owned_names(projection: Projection, others: Iterable[str] = ()) -> lis
     a name outside the projection's own ``p_<name>_`` prefix could destroy the log itself or
     another projection's rows. ``others`` are the names of projections it runs beside.
     """
+    problems = _shape_problems(projection)
+    if problems:
+        return problems
     everyone = {projection.name, *others}
-    problems: list[str] = []
 
     def check(name: str, what: str) -> None:
         owner = owner_of(name, everyone)

@@ -268,6 +268,10 @@ def _redacted_or_hidden(url: str) -> str:
         return without_password(url)
 
 
+def _has_port(host: str) -> bool:
+    return "]:" in host if host.startswith("[") else ":" in host
+
+
 def _connect_options(url: str) -> tuple[str, dict[str, str], str | None]:
     """Split our own ``schema`` parameter off the URL asyncpg gets."""
     try:
@@ -287,7 +291,27 @@ def _connect_options(url: str) -> tuple[str, dict[str, str], str | None]:
         raise StoreUnavailable(
             f"{_redacted_or_hidden(url)} is not a valid PostgreSQL URL: {reason}"
         ) from error
+    if parts.netloc.count("@") > 1:
+        # asyncpg would split at the first one and look up the rest of the password as a host.
+        raise StoreUnavailable(
+            f"{_redacted_or_hidden(url)} is not a valid PostgreSQL URL: an @ in the user name "
+            "or password must be percent-encoded: %40"
+        )
     query = parse_qsl(parts.query, keep_blank_values=True)
+    address = parts.netloc.rpartition("@")[2]
+    given = {
+        "host": address or None,
+        "port": address if any(_has_port(host) for host in address.split(",")) else None,
+        "user": parts.username,
+        "password": parts.password,
+    }
+    for key, _ in query:
+        if given.get(key) is not None:
+            # asyncpg keeps the address's own and ignores the parameter: say so instead.
+            raise StoreUnavailable(
+                f"{_redacted_or_hidden(url)} gives the {key} twice (in the address and as "
+                f"?{key}=); give it once"
+            )
     # asyncpg reads the path as the database even when it is only "/", and then ignores
     # ?dbname=: the name given as a parameter is moved into the path.
     named = {value for key, value in query if key in ("dbname", "database")}
