@@ -921,7 +921,7 @@ def test_a_line_too_long_is_refused_without_being_read_whole() -> None:
     long_line = b"x" * (3 * MAX_LINE_BYTES) + b"\n"
     good = b'{"type": "person.registered", "data": {"person": "p", "name": "P"}}\n'
     lines = list(read_lines(io.BufferedReader(io.BytesIO(long_line + good))))
-    assert len(lines) == 2 and MAX_LINE_BYTES < len(lines[0]) <= MAX_LINE_BYTES + 2
+    assert len(lines) == 2 and MAX_LINE_BYTES < len(lines[0]) <= MAX_LINE_BYTES + 6
     assert lines[1] == good
     with pytest.raises(BatchError, match="line 1: record is larger") as refused:
         parse_lines(lines)
@@ -929,4 +929,17 @@ def test_a_line_too_long_is_refused_without_being_read_whole() -> None:
 
     endless = _Zeros()
     (cut,) = read_lines(io.BufferedReader(endless))
-    assert len(cut) == MAX_LINE_BYTES + 2 and endless.read_bytes < 128 * 1024 * 1024
+    assert len(cut) == MAX_LINE_BYTES + 6 and endless.read_bytes < 128 * 1024 * 1024
+
+
+def test_the_size_limit_counts_neither_line_end_nor_byte_order_mark() -> None:
+    bom = b"\xef\xbb\xbf"
+    longest = bom + b"x" * MAX_LINE_BYTES + b"\r\n"
+    (line,) = read_lines(io.BufferedReader(io.BytesIO(longest)))
+    assert line == longest  # read whole: the mark and the CRLF are not cut into
+    with pytest.raises(BatchError) as at_the_limit:
+        parse_lines([line])
+    assert [problem.rule for problem in at_the_limit.value.problems] == ["json"]
+    with pytest.raises(BatchError) as beyond:
+        parse_lines([b"x" * (MAX_LINE_BYTES + 1) + b"\n"])
+    assert [problem.rule for problem in beyond.value.problems] == ["size"]

@@ -245,7 +245,8 @@ def read_lines(handle: IO[bytes]) -> Iterator[bytes]:
     A longer line is given cut there (too long all the same) and the rest of it skipped,
     so that it is refused instead of filling memory; after a line that does not end within
     :data:`_SKIPPED_AT_MOST` bytes (``/dev/zero``, a binary file) nothing more is read."""
-    while line := handle.readline(MAX_LINE_BYTES + 2):
+    # Room for a byte order mark and a CRLF beyond the limit, which parse_lines does not count.
+    while line := handle.readline(MAX_LINE_BYTES + 6):
         if len(line) > MAX_LINE_BYTES and not line.endswith(b"\n"):
             skipped = 0
             while (rest := handle.readline(MAX_LINE_BYTES)) and not rest.endswith(b"\n"):
@@ -259,6 +260,10 @@ def read_lines(handle: IO[bytes]) -> Iterator[bytes]:
 _SKIPPED_AT_MOST = 64 * 1024 * 1024
 
 
+def _length_without_line_end(line: str | bytes) -> int:
+    return len(line.rstrip(b"\r\n")) if isinstance(line, bytes) else len(line.rstrip("\r\n"))
+
+
 def parse_lines(lines: Iterable[str | bytes]) -> tuple[list[Record], list[str]]:
     """Parse JSON Lines into records; every problem names its line. Blank lines are skipped."""
     records: list[Record] = []
@@ -268,7 +273,7 @@ def parse_lines(lines: Iterable[str | bytes]) -> tuple[list[Record], list[str]]:
         where = f"line {number}"
         if number == 1:
             line = _without_byte_order_mark(line)
-        if len(line) > MAX_LINE_BYTES:
+        if _length_without_line_end(line) > MAX_LINE_BYTES:
             problems.append(
                 RecordError(
                     f"record is larger than {MAX_LINE_BYTES} bytes", where=where, rule="size"

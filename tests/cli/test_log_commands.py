@@ -335,6 +335,7 @@ def test_a_log_recorded_before_the_year_1000_reads_and_answers_for_its_times(
     assert invoke("--db", other, "verify").startswith("chain OK, 29 events")
     stored = json.loads(invoke("--db", other, "events", "--json"))
     assert {event["recorded_at"] for event in stored} == {early}
+    assert "     1  0999-01-01 00:00:00  " in invoke("--db", other, "events", "--limit", "1")
     before = json.loads(invoke("--db", other, "state", "--known-at", "0998-12-31", "--json"))
     assert before["known_at"]["position"] == 0
     assert json.loads(invoke("--db", other, "audit", "--from", "0999-01-01", "--json"))

@@ -34,6 +34,7 @@ from tests.projections.test_runner import (
     ProbeX,
     a_broken_schema_stops_only_its_projection,
     a_caught_statement_error_stops_its_projection_alone,
+    a_dangling_deferred_key_stops_only_its_projection,
     a_failing_projection_stops_alone,
     a_refused_statement_stops_only_its_projection,
     a_slow_user_projection_holds_back_nobody_for_long,
@@ -363,4 +364,11 @@ async def test_a_statement_ending_the_transaction_stops_only_its_projection(
     seeded_postgres_log: EventLog, statement: str
 ) -> None:
     said = await an_overreaching_statement_stops_only_its_projection(seeded_postgres_log, statement)
-    assert "would end the runner's transaction" in said
+    assert "would end the runner's transaction or take its savepoint" in said
+
+
+async def test_a_dangling_deferred_key_stops_only_its_projection(
+    seeded_postgres_log: EventLog,
+) -> None:
+    said = await a_dangling_deferred_key_stops_only_its_projection(seeded_postgres_log)
+    assert "ForeignKeyViolationError" in said

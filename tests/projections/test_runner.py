@@ -634,7 +634,20 @@ async def an_overreaching_statement_stops_only_its_projection(log: EventLog, sta
     return str(failure)
 
 
-ENDING_THE_TRANSACTION = ["COMMIT", "rollback", "  BEGIN", "END", "START TRANSACTION"]
+ENDING_THE_TRANSACTION = [
+    "COMMIT",
+    "rollback",
+    "  BEGIN",
+    "END",
+    "START TRANSACTION",
+    "/* a comment first */ COMMIT",
+    "-- a comment first\nCOMMIT",
+    "SELECT 1; COMMIT",
+    # the runner's savepoint, released, rolled back to, or shadowed by one of the same name
+    "RELEASE SAVEPOINT one_projection",
+    "ROLLBACK TO SAVEPOINT one_projection",
+    'SAVEPOINT "ONE_PROJECTION"',
+]
 
 
 @pytest.mark.parametrize("statement", ENDING_THE_TRANSACTION)
@@ -643,7 +656,22 @@ async def test_a_statement_ending_the_transaction_stops_only_its_projection(
 ) -> None:
     said = await an_overreaching_statement_stops_only_its_projection(seeded_log, statement)
     assert "a projection's statement may not do this: " in said
-    assert "would end the runner's transaction" in said
+    assert "would end the runner's transaction or take its savepoint" in said
+
+
+async def test_a_read_or_a_batch_may_not_end_the_transaction_either(seeded_log: EventLog) -> None:
+    class Reading(Overreaching):
+        async def apply(self, tx: ProjectionTransaction, events: Sequence[RecordedEvent]) -> None:
+            await tx.fetchall("COMMIT")
+
+    class Batching(Overreaching):
+        async def apply(self, tx: ProjectionTransaction, events: Sequence[RecordedEvent]) -> None:
+            await tx.executemany("COMMIT", [()])
+
+    for projection in (Reading(), Batching()):
+        runner = ProjectionRunner(seeded_log.store, [projection], page=10)
+        with pytest.raises(ProjectionFailed, match="would end the runner's transaction"):
+            await runner.catch_up()
 
 
 @pytest.mark.parametrize(
@@ -656,8 +684,10 @@ async def test_a_statement_ending_the_transaction_stops_only_its_projection(
         ("DROP TABLE p_leadership_orgs", "changing the table p_leadership_orgs, not its own"),
         ("CREATE TABLE p_leadership_more (x TEXT)", "changing the table p_leadership_more"),
         ("CREATE INDEX p_overreaching_i ON events (actor)", "changing an index of events"),
-        ("RELEASE SAVEPOINT one_projection", "release of the runner's savepoint"),
-        ("ROLLBACK TO SAVEPOINT one_projection", "rollback of the runner's savepoint"),
+        ("ALTER TABLE p_overreaching_seen RENAME TO write_tokens", "ALTER TABLE p_overreach"),
+        ("CREATE INDEX p_audit_events_type ON p_overreaching_seen (position)", "an index nam"),
+        ("ANALYZE", "ANALYZE (only its own tables may change)"),
+        ("REINDEX p_leadership_posts_org", "REINDEX p_leadership_posts_org"),
         ("ATTACH DATABASE ':memory:' AS other", "ATTACH"),
         ("PRAGMA foreign_keys = OFF", "PRAGMA foreign_keys"),
     ],
@@ -668,6 +698,43 @@ async def test_on_sqlite_a_user_projection_changes_only_its_own_tables(
     said = await an_overreaching_statement_stops_only_its_projection(seeded_log, statement)
     assert f"ProjectionError: a projection's statement may not do this: {reason}" in said
     assert f"{Path(__file__).name}, line " in said
+
+
+class Dangling(Exploding):
+    """Leaves a row whose deferred foreign key refers to nothing: only the page's COMMIT
+    would notice, failing every projection's page."""
+
+    name: ClassVar[str] = "dangling"
+
+    def schema(self) -> Sequence[str]:
+        return (
+            *super().schema(),
+            "CREATE TABLE IF NOT EXISTS p_dangling_parent (id TEXT PRIMARY KEY)",
+            "CREATE TABLE IF NOT EXISTS p_dangling_child (id TEXT "
+            "REFERENCES p_dangling_parent (id) DEFERRABLE INITIALLY DEFERRED)",
+        )
+
+    def tables(self) -> Sequence[str]:
+        return (*super().tables(), "p_dangling_child", "p_dangling_parent")
+
+    async def apply(self, tx: ProjectionTransaction, events: Sequence[RecordedEvent]) -> None:
+        await super().apply(tx, events)
+        await tx.execute("INSERT INTO p_dangling_child (id) VALUES ('nobody')")
+
+
+async def a_dangling_deferred_key_stops_only_its_projection(log: EventLog) -> str:
+    runner = ProjectionRunner(log.store, [LeadershipProjection(), Dangling()], page=10)
+    with pytest.raises(ProjectionFailed) as raised:
+        await runner.catch_up()
+    statuses = {status.name: status.checkpoint for status in await runner.status()}
+    assert statuses == {"dangling": 0, "leadership": SEED_COUNT}
+    assert await log.store.query("SELECT COUNT(*) FROM p_dangling_child") == [(0,)]
+    return str(raised.value.failures[0])
+
+
+async def test_a_dangling_deferred_key_stops_only_its_projection(seeded_log: EventLog) -> None:
+    said = await a_dangling_deferred_key_stops_only_its_projection(seeded_log)
+    assert "a row of p_dangling_child refers to a row of p_dangling_parent that is not" in said
 
 
 class OwnTablesOnly(Exploding):

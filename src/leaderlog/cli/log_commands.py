@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict
@@ -220,8 +221,10 @@ def events_command(context: Context, after: int, limit: int | None, as_json: boo
             return
         for event in events:
             subject = event.stream.partition("-")[2]
+            # isoformat, not %Y: strftime writes years before 1000 with fewer digits.
+            recorded = event.recorded_at.astimezone(dt.UTC).replace(tzinfo=None)
             click.echo(
-                f"{event.position:>6}  {event.recorded_at:%Y-%m-%d %H:%M:%S}  "
+                f"{event.position:>6}  {recorded.isoformat(' ', 'seconds')}  "
                 f"{event.type:<18} {subject:<40} {event.actor}"
             )
 

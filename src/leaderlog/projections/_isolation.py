@@ -21,6 +21,7 @@ from leaderlog.projections.base import (
 from leaderlog.projections.loading import module_file, shown_path
 
 __all__ = [
+    "RUNNER_SAVEPOINT",
     "Escaped",
     "Explained",
     "LeftOut",
@@ -157,10 +158,35 @@ _ROLLBACK_TO = re.compile(r"\s*ROLLBACK\s+TO\b", re.IGNORECASE)
 # Statements that would end the page's transaction under the runner (committing a part of
 # it without its checkpoint, or losing the other projections' rows) on either database.
 _ENDING = re.compile(
-    r"\s*(?:BEGIN|COMMIT|END|ABORT|START\s+TRANSACTION|PREPARE\s+TRANSACTION"
-    r"|ROLLBACK(?!\s+TO\b))\b",
+    r"(?:BEGIN|COMMIT|END|ABORT|START\s+TRANSACTION|PREPARE\s+TRANSACTION"
+    r"|ROLLBACK(?!\s+(?:(?:TRANSACTION|WORK)\s+)?TO\b))\b",
     re.IGNORECASE,
 )
+# What may hide a statement's first word: comments, and quoted text holding a semicolon.
+_NOT_CODE = re.compile(r"/\*.*?\*/|--[^\n]*|'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"", re.DOTALL)
+
+
+# The savepoint each projection's page runs in: a projection making, releasing or rolling
+# back one of that name would take the runner's place.
+RUNNER_SAVEPOINT = "one_projection"
+_RUNNERS = re.compile(
+    r"(?:SAVEPOINT|RELEASE(?:\s+SAVEPOINT)?|ROLLBACK(?:\s+(?:TRANSACTION|WORK))?\s+TO"
+    rf"(?:\s+SAVEPOINT)?)\s+\"?{RUNNER_SAVEPOINT}\"?(?!\w)",
+    re.IGNORECASE,
+)
+
+
+def _ending_statement(sql: str) -> str | None:
+    """The first statement of ``sql`` that would end the transaction or touch the runner's
+    savepoint, if any (a text may hold several: PostgreSQL runs them all when no
+    parameters are given)."""
+    for statement in re.sub(r"/\*.*?\*/|--[^\n]*", " ", sql, flags=re.DOTALL).split(";"):
+        if _RUNNERS.match(statement.strip()):
+            return statement.strip()
+    for statement in _NOT_CODE.sub(" ", sql).split(";"):
+        if _ENDING.match(statement.strip()):
+            return statement.strip()
+    return None
 
 
 class Watched(ProjectionTransaction):
@@ -189,14 +215,19 @@ class Watched(ProjectionTransaction):
         """Whether ``error`` is a statement's that failed after the first failed one."""
         return any(later is error for later in self._failed_later)
 
-    async def execute(self, sql: str, parameters: Sequence[Any] = ()) -> None:
-        if _ENDING.match(sql):
+    def _refuse_ending(self, sql: str) -> None:
+        ending = _ending_statement(sql)
+        if ending is not None:
             error = ProjectionError(
-                f"a projection's statement may not do this: {sql.strip()[:40]!r} would end "
-                "the runner's transaction (it commits each page with the checkpoint)"
+                f"a projection's statement may not do this: {ending[:40]!r} would end the "
+                "runner's transaction or take its savepoint (it commits each page with the "
+                "checkpoint)"
             )
             self._remember(error)
             raise error
+
+    async def execute(self, sql: str, parameters: Sequence[Any] = ()) -> None:
+        self._refuse_ending(sql)
         try:
             await self._tx.execute(sql, parameters)
         except Exception as error:
@@ -206,6 +237,7 @@ class Watched(ProjectionTransaction):
             self.failed = None
 
     async def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        self._refuse_ending(sql)
         try:
             await self._tx.executemany(sql, rows)
         except Exception as error:
@@ -213,6 +245,7 @@ class Watched(ProjectionTransaction):
             raise
 
     async def fetchall(self, sql: str, parameters: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        self._refuse_ending(sql)
         try:
             return await self._tx.fetchall(sql, parameters)
         except Exception as error:

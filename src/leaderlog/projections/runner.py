@@ -38,6 +38,7 @@ from leaderlog.errors import (
 )
 from leaderlog.events import RecordedEvent
 from leaderlog.projections._isolation import (
+    RUNNER_SAVEPOINT,
     Escaped,
     LeftOut,
     TookTooLong,
@@ -117,22 +118,19 @@ def _few_collections(backlog: int) -> Iterator[None]:
             gc.unfreeze()
 
 
-_SAVEPOINT = "one_projection"
-
-
 @contextlib.asynccontextmanager
 async def _alone(tx: ProjectionTransaction) -> AsyncIterator[None]:
     """Run one projection's statements inside a savepoint: if they raise, only they are
     undone and the transaction stays usable for the others (PostgreSQL would otherwise
     refuse every later statement of the transaction)."""
-    await tx.execute(f"SAVEPOINT {_SAVEPOINT}")
+    await tx.execute(f"SAVEPOINT {RUNNER_SAVEPOINT}")
     try:
         yield
     except Exception:
-        await tx.execute(f"ROLLBACK TO SAVEPOINT {_SAVEPOINT}")
-        await tx.execute(f"RELEASE SAVEPOINT {_SAVEPOINT}")
+        await tx.execute(f"ROLLBACK TO SAVEPOINT {RUNNER_SAVEPOINT}")
+        await tx.execute(f"RELEASE SAVEPOINT {RUNNER_SAVEPOINT}")
         raise
-    await tx.execute(f"RELEASE SAVEPOINT {_SAVEPOINT}")
+    await tx.execute(f"RELEASE SAVEPOINT {RUNNER_SAVEPOINT}")
 
 
 async def _create(tx: ProjectionTransaction, statement: str) -> None:
@@ -418,7 +416,7 @@ class ProjectionRunner:
         def owns(table: str) -> bool:
             return owner_of(table, everyone) == projection.name
 
-        return tx.confined(owns, _SAVEPOINT)
+        return tx.confined(owns, RUNNER_SAVEPOINT)
 
     async def _apply_one(
         self, projection: Projection, watched: Watched, todo: Sequence[RecordedEvent]

@@ -23,7 +23,7 @@ import contextlib
 import functools
 import re
 import uuid
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from typing import Any, NamedTuple
 from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit, urlunsplit
 
@@ -441,6 +441,14 @@ async def _existing_schema(
 class _PostgresProjectionTransaction(ProjectionTransaction):
     def __init__(self, connection: asyncpg.pool.PoolConnectionProxy[asyncpg.Record]) -> None:
         self._connection = connection
+
+    @contextlib.asynccontextmanager
+    async def confined(self, owns: Callable[[str], bool], savepoint: str) -> AsyncIterator[None]:
+        """Not confined (PostgreSQL has no authorizer); but deferred constraints are checked
+        when ``apply`` ends, inside its savepoint: left to the page's COMMIT, a violation
+        would fail every projection's page, every time."""
+        yield
+        await self.execute("SET CONSTRAINTS ALL IMMEDIATE")
 
     async def execute(self, sql: str, parameters: Sequence[Any] = ()) -> None:
         with _unavailable_on_disconnect():

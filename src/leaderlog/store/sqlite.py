@@ -414,17 +414,18 @@ def _drop_empty_log(connection: sqlite3.Connection) -> bool:
     return True
 
 
-# What a confined statement may do whatever it names (reads, and what writing an own
-# table does to SQLite's own tables); the rest is judged by the table it acts on.
+# What a confined statement may do whatever it names (reads); the rest is judged by the
+# table it acts on.
 _ALWAYS_ALLOWED = {
     sqlite3.SQLITE_READ,
     sqlite3.SQLITE_SELECT,
     sqlite3.SQLITE_FUNCTION,
     sqlite3.SQLITE_RECURSIVE,
-    sqlite3.SQLITE_REINDEX,
-    sqlite3.SQLITE_ANALYZE,
 }
 _ROW_WRITES = {sqlite3.SQLITE_INSERT, sqlite3.SQLITE_UPDATE, sqlite3.SQLITE_DELETE}
+# What creating or dropping an own table or index writes (writing them directly needs a
+# PRAGMA, refused; sqlite_stat1 would change every table's query plans).
+_SCHEMA_TABLES = {"sqlite_master", "sqlite_schema", "sqlite_sequence"}
 _TABLE_CHANGES = {
     sqlite3.SQLITE_CREATE_TABLE,
     sqlite3.SQLITE_DROP_TABLE,
@@ -455,19 +456,28 @@ class _Confinement:
         if action in _ALWAYS_ALLOWED:
             return None
         if action in _ROW_WRITES:
-            # SQLite's own tables change with an allowed CREATE or DROP (writing them
-            # directly needs a PRAGMA, refused below).
-            if first.startswith("sqlite_") or self.owns(first):
+            if first.lower() in _SCHEMA_TABLES or self.owns(first):
                 return None
             return f"changing rows of {first}, which is not its own"
-        if action in _TABLE_CHANGES or action == sqlite3.SQLITE_ALTER_TABLE:
-            table = second if action == sqlite3.SQLITE_ALTER_TABLE else first
-            return None if self.owns(table) else f"changing the table {table}, not its own"
+        if action in _TABLE_CHANGES:
+            return None if self.owns(first) else f"changing the table {first}, not its own"
         if action in _INDEX_CHANGES:
-            return None if self.owns(second) else f"changing an index of {second}, not its own"
+            # The index's own name too: one taking a built-in's name would make the
+            # built-in's CREATE INDEX IF NOT EXISTS skip its own.
+            if not self.owns(second):
+                return f"changing an index of {second}, not its own"
+            if not (self.owns(first) or first.startswith("sqlite_autoindex_")):
+                return f"an index named {first}, which is not its own"
+            return None
+        if action == sqlite3.SQLITE_REINDEX and self.owns(first):
+            return None  # what creating an own index does
+        if action == sqlite3.SQLITE_ALTER_TABLE:
+            # Refused outright: SQLite does not tell the new name of a RENAME, which could
+            # take a table name that is not its own. Tables change with schema() and version.
+            return f"ALTER TABLE {second} (tables change with schema() and a new version)"
         if action == sqlite3.SQLITE_SAVEPOINT:
-            if first.upper() != "BEGIN" and second.lower() == self.savepoint:
-                return f"{first.lower()} of the runner's savepoint {second}"
+            if second.lower() == self.savepoint:
+                return f"{first.lower()} of a savepoint named as the runner's ({second})"
             return None
         if action == sqlite3.SQLITE_TRANSACTION:
             return f"{first} (the runner commits each page with its checkpoint)"
@@ -477,6 +487,8 @@ class _Confinement:
             sqlite3.SQLITE_PRAGMA: f"PRAGMA {first}",
             sqlite3.SQLITE_ATTACH: "ATTACH",
             sqlite3.SQLITE_DETACH: "DETACH",
+            sqlite3.SQLITE_ANALYZE: "ANALYZE",
+            sqlite3.SQLITE_REINDEX: f"REINDEX {first}",
         }
         return f"{names.get(action, 'this kind of statement')} (only its own tables may change)"
 
@@ -523,6 +535,26 @@ class _SQLiteProjectionTransaction(ProjectionTransaction):
         finally:
             self._confinement = None
             await self._writer.run(lambda connection: connection.set_authorizer(None))
+        # Checked now, inside the projection's savepoint: a deferred foreign key left
+        # dangling would otherwise fail the page's COMMIT, for every projection, every time.
+        dangling = await self._writer.run(lambda connection: _dangling(connection, owns))
+        if dangling is not None:
+            raise ProjectionError(f"a projection's rows may not do this: {dangling}")
+
+
+def _dangling(connection: sqlite3.Connection, owns: Callable[[str], bool]) -> str | None:
+    """A foreign key of an own table that refers to nothing, described; None when none."""
+    tables = connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+    for (table,) in tables.fetchall():
+        if not owns(table):
+            continue
+        quoted = '"' + table.replace('"', '""') + '"'
+        if connection.execute(f"PRAGMA foreign_key_list({quoted})").fetchone() is None:
+            continue
+        found = connection.execute(f"PRAGMA foreign_key_check({quoted})").fetchone()
+        if found is not None:
+            return f"a row of {table} refers to a row of {found[2]} that is not there"
+    return None
 
 
 class SQLiteStore(EventStore):
