@@ -583,7 +583,8 @@ def upcast(event_type: str, schema_version: int, data: Mapping[str, Any]) -> dic
 
 def _field_problems(error: ValidationError) -> list[tuple[str, str]]:
     problems = []
-    for item in error.errors(include_url=False):
+    items = error.errors(include_url=False)
+    for item in items:
         # The discriminator adds the type name as the first location part; drop it.
         location = [str(part) for part in item["loc"][1:] if not str(part).startswith("function")]
         message = item["msg"]
@@ -592,7 +593,14 @@ def _field_problems(error: ValidationError) -> list[tuple[str, str]]:
         elif item["type"] == "missing":
             message = "required field missing"
         problems.append((".".join(["data", *location]), message))
-    return problems
+    # An optional field's value that is wrong is also "not None" (the other branch of its
+    # union): only worth saying when nothing else is said about the field.
+    said = {where for where, _ in problems}
+    return [
+        (where, message)
+        for (where, message), item in zip(problems, items, strict=True)
+        if not (item["type"] == "none_required" and where.removesuffix(".none") in said)
+    ]
 
 
 def parse_event(event_type: object, data: object, *, stored: bool = False) -> Event:
