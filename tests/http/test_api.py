@@ -425,7 +425,7 @@ async def test_catching_up_for_a_writer_that_stopped_waiting_fails_without_an_un
         class LockedOut:
             async def catch_up(self) -> int:
                 await asyncio.sleep(0.05)
-                raise StoreUnavailable("PostgreSQL cannot do this now: lock timeout")
+                raise StoreUnavailable("database is busy: lock timeout")
 
         services = Services(log, (LockedOut(),), Queries(log.store), FeedService(log.store))  # type: ignore[arg-type]
         assert await services.applied_through(1, timeout=0.01) is False

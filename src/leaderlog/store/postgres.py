@@ -216,7 +216,8 @@ def _unavailable_on_disconnect() -> Iterator[None]:
     except _CONNECTION_ERRORS as error:
         raise StoreUnavailable(f"PostgreSQL is unavailable: {_reason(error)}") from error
     except _TRANSIENT_ERRORS as error:
-        raise StoreUnavailable(f"PostgreSQL cannot do this now: {_reason(error)}") from error
+        # Worded as SQLite's: scripts and users meet one message for one situation.
+        raise StoreUnavailable(f"database is busy: {_reason(error)}") from error
     except asyncpg.InsufficientPrivilegeError as error:
         # Not worth retrying: the role lacks a right (a role that may only read can verify,
         # list and export the log, but the other commands keep projections up to date).
