@@ -299,3 +299,15 @@ def test_a_conflict_the_rules_find_is_said_in_the_page_language(tag: str, words:
     assert pages_module._conflicts(answer, language(tag)) == (
         f"{words}<br>The &lt;caption&gt; disagrees"
     )
+
+
+def test_a_language_not_offered_gets_a_page_saying_so_in_the_reader_s_language(
+    seeded_server: tuple[str, str], client: httpx.Client
+) -> None:
+    base, _ = seeded_server
+    response = client.get(f"{base}/?lang=xx-YY", headers={"Accept-Language": "fr"})
+    assert response.status_code == 404
+    assert response.headers["content-type"].startswith("text/html")
+    assert response.headers["content-language"] == "fr"
+    assert "Ces pages ne sont pas proposées en &#x27;xx-YY&#x27;" in response.text
+    assert 'href="?lang=de" hreflang="de"' in response.text  # the languages to choose from

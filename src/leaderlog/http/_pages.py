@@ -25,6 +25,7 @@ from leaderlog.feeds import (
     MEDIA_TYPES,
     N_,
     Scope,
+    UnknownLanguage,
     clean,
     feed_url,
     headline,
@@ -32,6 +33,7 @@ from leaderlog.feeds import (
     language,
     page_url,
     post_label,
+    resolve,
     scope_name,
 )
 from leaderlog.feeds._i18n import Language
@@ -348,6 +350,14 @@ def _org_index(
     return choose + "\n" + _org_links(base, orgs, lang, link_lang)
 
 
+def _offered(lang: str) -> bool:
+    try:
+        resolve(lang)
+    except UnknownLanguage:
+        return False
+    return True
+
+
 def _unknown_org(
     base: str,
     org: str,
@@ -383,10 +393,16 @@ async def overview(
     On a log with more than ``OVERVIEW_POSTS`` posts, the leadership section lists the
     organisations instead; ``?org=`` shows one organisation's subtree.
     """
-    chosen, explicit = pick_language(request, lang)
-    # As on the feeds: ?lang=pt-BR is sent to ?lang=pt, the address the page's links use.
-    if (redirect := canonical_address(request, "/", chosen)) is not None:
-        return redirect
+    not_offered = lang is not None and not _offered(lang)
+    if not_offered:
+        # A page in the reader's own language saying so, rather than the API's JSON 422:
+        # someone typed the address into a browser.
+        chosen, explicit = pick_language(request, None)
+    else:
+        chosen, explicit = pick_language(request, lang)
+        # As on the feeds: ?lang=pt-BR is sent to ?lang=pt, the address the page's links use.
+        if (redirect := canonical_address(request, "/", chosen)) is not None:
+            return redirect
     link_lang = chosen if explicit else None
     words = language(chosen)
     base = base_url(request)
@@ -417,7 +433,15 @@ async def overview(
         state = {**await queries.situation(), "posts": []}
     except ProjectionError:
         state = {"posts": [], "as_of": "", "known_at": {"position": 0}}
-    if unknown is not None and org is not None:
+    if not_offered:
+        asked = _e(
+            words._(
+                N_("These pages are not offered in {asked}: choose one of the languages above."),
+                asked=repr(lang),
+            )
+        )
+        leadership = f"<p>{asked}</p>"
+    elif unknown is not None and org is not None:
         leadership = _unknown_org(base, org, unknown.suggestions, orgs, words, link_lang)
     elif by_org:
         leadership = _org_index(base, orgs, words, link_lang)
@@ -466,5 +490,5 @@ async def overview(
         body=page.encode(),
         media_type="text/html; charset=utf-8",
         headers={"Cache-Control": "no-cache", "Vary": VARY, "Content-Language": chosen},
-        status_code=404 if unknown is not None else 200,
+        status_code=404 if unknown is not None or not_offered else 200,
     )
