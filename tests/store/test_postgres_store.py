@@ -521,3 +521,26 @@ async def test_a_log_removed_under_an_open_store_is_said_to_be_gone(schema_url: 
             await other.find_event_ids([uuid.uuid4()])
         with pytest.raises(StoreUnavailable, match=r"the log is gone .*nothing was written"):
             await other.append([event("a")], actor="t")
+
+
+def test_the_pool_s_reconnection_failures_are_logged_in_one_line(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    import logging
+
+    import leaderlog.store.postgres  # noqa: F401 - installs the filter
+
+    pool_logger = logging.getLogger("asyncpg.pool")
+    try:
+        raise ConnectionRefusedError(111, "Connection refused")
+    except ConnectionRefusedError:
+        with caplog.at_level(logging.WARNING, logger="asyncpg.pool"):
+            pool_logger.warning(
+                "Failed to restore the pool connection floor; retrying", exc_info=True
+            )
+    (record,) = caplog.records
+    assert record.exc_info is None
+    assert record.getMessage() == (
+        "Failed to restore the pool connection floor; retrying: "
+        "ConnectionRefusedError: [Errno 111] Connection refused"
+    )

@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import logging
 import re
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
@@ -134,6 +135,21 @@ _EVENTS_COLUMNS = (
 
 _SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 _POOL_MIN, _POOL_MAX = 1, 10
+
+
+def _in_one_line(record: logging.LogRecord) -> bool:
+    """asyncpg's pool logs each failed reconnection with a traceback: during an outage a
+    server's log filled with them. The error's own words say what a reader needs."""
+    if record.exc_info and record.exc_info[1] is not None:
+        error = record.exc_info[1]
+        record.msg = f"{record.getMessage()}: {type(error).__name__}: {error}"
+        record.args = None
+        record.exc_info = None
+        record.exc_text = None
+    return True
+
+
+logging.getLogger("asyncpg.pool").addFilter(_in_one_line)
 _CONNECT_TIMEOUT = 10.0
 _LISTEN_RETRY_DELAY = 2.0
 
