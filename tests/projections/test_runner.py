@@ -799,7 +799,12 @@ class UndoingDuplicates(Exploding):
                         (event.position,),
                     )
                 except Exception:
-                    await tx.execute("ROLLBACK TO SAVEPOINT one_row")
+                    # the long form of ROLLBACK TO undoes the failure as well
+                    await tx.execute(
+                        "ROLLBACK TO SAVEPOINT one_row"
+                        if event.position % 2
+                        else "ROLLBACK TRANSACTION TO SAVEPOINT one_row"
+                    )
                 await tx.execute("RELEASE SAVEPOINT one_row")
 
 

@@ -154,7 +154,7 @@ def leave_out_clashes(projections: list[Projection]) -> list[Projection]:
     ]
 
 
-_ROLLBACK_TO = re.compile(r"\s*ROLLBACK\s+TO\b", re.IGNORECASE)
+_ROLLBACK_TO = re.compile(r"\s*ROLLBACK(?:\s+(?:TRANSACTION|WORK))?\s+TO\b", re.IGNORECASE)
 # Statements that would end the page's transaction under the runner (committing a part of
 # it without its checkpoint, or losing the other projections' rows) on either database.
 _ENDING = re.compile(
@@ -163,7 +163,8 @@ _ENDING = re.compile(
     re.IGNORECASE,
 )
 # What may hide a statement's first word: comments, and quoted text holding a semicolon.
-_NOT_CODE = re.compile(r"/\*.*?\*/|--[^\n]*|'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"", re.DOTALL)
+_COMMENTS = r"/\*.*?\*/|--[^\n]*"
+_NOT_CODE = re.compile(rf"{_COMMENTS}|'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"", re.DOTALL)
 
 
 # The savepoint each projection's page runs in: a projection making, releasing or rolling
@@ -180,7 +181,8 @@ def _ending_statement(sql: str) -> str | None:
     """The first statement of ``sql`` that would end the transaction or touch the runner's
     savepoint, if any (a text may hold several: PostgreSQL runs them all when no
     parameters are given)."""
-    for statement in re.sub(r"/\*.*?\*/|--[^\n]*", " ", sql, flags=re.DOTALL).split(";"):
+    # The savepoint's name may be quoted: only comments are taken out for it.
+    for statement in re.sub(_COMMENTS, " ", sql, flags=re.DOTALL).split(";"):
         if _RUNNERS.match(statement.strip()):
             return statement.strip()
     for statement in _NOT_CODE.sub(" ", sql).split(";"):
