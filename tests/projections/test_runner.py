@@ -687,6 +687,7 @@ async def test_a_read_or_a_batch_may_not_end_the_transaction_either(seeded_log: 
         ("ALTER TABLE p_overreaching_seen RENAME TO write_tokens", "ALTER TABLE p_overreach"),
         ("CREATE INDEX p_audit_events_type ON p_overreaching_seen (position)", "an index nam"),
         ("ANALYZE", "ANALYZE (only its own tables may change)"),
+        ("CREATE VIEW p_overreaching_v AS SELECT 1", "CREATE VIEW"),
         ("REINDEX p_leadership_posts_org", "REINDEX p_leadership_posts_org"),
         ("ATTACH DATABASE ':memory:' AS other", "ATTACH"),
         ("PRAGMA foreign_keys = OFF", "PRAGMA foreign_keys"),
@@ -735,6 +736,39 @@ async def a_dangling_deferred_key_stops_only_its_projection(log: EventLog) -> st
 async def test_a_dangling_deferred_key_stops_only_its_projection(seeded_log: EventLog) -> None:
     said = await a_dangling_deferred_key_stops_only_its_projection(seeded_log)
     assert "a row of p_dangling_child refers to a row of p_dangling_parent that is not" in said
+
+
+class Pinning(Exploding):
+    """Declares a table whose foreign key points at a built-in's: its rows would pin the
+    built-in's, which could then no longer be dropped and rebuilt."""
+
+    name: ClassVar[str] = "pinning"
+
+    def schema(self) -> Sequence[str]:
+        return (
+            *super().schema(),
+            "CREATE TABLE IF NOT EXISTS p_pinning_sources "
+            "(source TEXT REFERENCES p_leadership_sources (source))",
+        )
+
+    def tables(self) -> Sequence[str]:
+        return (*super().tables(), "p_pinning_sources")
+
+
+async def test_on_sqlite_a_foreign_key_to_another_s_table_leaves_the_projection_out(
+    seeded_log: EventLog,
+) -> None:
+    runner = ProjectionRunner(seeded_log.store, [LeadershipProjection(), Pinning()])
+    with pytest.raises(ProjectionFailed) as raised:
+        await runner.catch_up()
+    (failure,) = raised.value.failures
+    assert failure.name == "pinning"
+    assert "a foreign key of p_pinning_sources refers to p_leadership_sources, not its own" in str(
+        failure
+    )
+    # and the built-in it pointed at is rebuilt as ever
+    rebuilt = ProjectionRunner(seeded_log.store, [LeadershipProjection()])
+    assert await rebuilt.rebuild() == SEED_COUNT
 
 
 class OwnTablesOnly(Exploding):

@@ -240,8 +240,9 @@ class ProjectionRunner:
     async def _reset(self, tx: ProjectionTransaction, projection: Projection) -> None:
         for table in projection.tables():
             await tx.execute(f"DROP TABLE IF EXISTS {table}")
-        for statement in projection.schema():
-            await _create(tx, statement)
+        async with self._confined(tx, projection):
+            for statement in projection.schema():
+                await _create(tx, statement)
         await tx.execute(
             "INSERT INTO projection_checkpoints (name, version, position) VALUES (?, ?, 0) "
             "ON CONFLICT (name) DO UPDATE SET version = excluded.version, position = 0",
@@ -294,8 +295,9 @@ class ProjectionRunner:
                         ):
                             await self._reset(tx, projection)
                             continue
-                        for statement in (*projection.schema(), *projection.query_indexes()):
-                            await _create(tx, statement)
+                        async with self._confined(tx, projection):
+                            for statement in (*projection.schema(), *projection.query_indexes()):
+                                await _create(tx, statement)
                 except StoreError:
                     # The database's trouble (busy, a lock held elsewhere), not the
                     # projection's: prepare fails as a whole and is tried again.

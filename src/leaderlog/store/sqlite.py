@@ -426,12 +426,8 @@ _ROW_WRITES = {sqlite3.SQLITE_INSERT, sqlite3.SQLITE_UPDATE, sqlite3.SQLITE_DELE
 # What creating or dropping an own table or index writes (writing them directly needs a
 # PRAGMA, refused; sqlite_stat1 would change every table's query plans).
 _SCHEMA_TABLES = {"sqlite_master", "sqlite_schema", "sqlite_sequence"}
-_TABLE_CHANGES = {
-    sqlite3.SQLITE_CREATE_TABLE,
-    sqlite3.SQLITE_DROP_TABLE,
-    sqlite3.SQLITE_CREATE_VIEW,
-    sqlite3.SQLITE_DROP_VIEW,
-}
+# Views are refused: nothing drops them again (a rebuild or a forget drops tables).
+_TABLE_CHANGES = {sqlite3.SQLITE_CREATE_TABLE, sqlite3.SQLITE_DROP_TABLE}
 _INDEX_CHANGES = {sqlite3.SQLITE_CREATE_INDEX, sqlite3.SQLITE_DROP_INDEX}
 _READ_PRAGMAS = {"table_info", "table_xinfo", "index_list", "index_info", "index_xinfo"}
 
@@ -489,6 +485,7 @@ class _Confinement:
             sqlite3.SQLITE_DETACH: "DETACH",
             sqlite3.SQLITE_ANALYZE: "ANALYZE",
             sqlite3.SQLITE_REINDEX: f"REINDEX {first}",
+            sqlite3.SQLITE_CREATE_VIEW: "CREATE VIEW",
         }
         return f"{names.get(action, 'this kind of statement')} (only its own tables may change)"
 
@@ -539,18 +536,24 @@ class _SQLiteProjectionTransaction(ProjectionTransaction):
         # dangling would otherwise fail the page's COMMIT, for every projection, every time.
         dangling = await self._writer.run(lambda connection: _dangling(connection, owns))
         if dangling is not None:
-            raise ProjectionError(f"a projection's rows may not do this: {dangling}")
+            raise ProjectionError(f"a projection may not do this: {dangling}")
 
 
 def _dangling(connection: sqlite3.Connection, owns: Callable[[str], bool]) -> str | None:
-    """A foreign key of an own table that refers to nothing, described; None when none."""
+    """A foreign key of an own table that refers to another's table (it would pin that
+    table's rows: a built-in could no longer drop them, a token no longer be replaced), or
+    to nothing, described; None when none."""
     tables = connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
     for (table,) in tables.fetchall():
         if not owns(table):
             continue
         quoted = '"' + table.replace('"', '""') + '"'
-        if connection.execute(f"PRAGMA foreign_key_list({quoted})").fetchone() is None:
+        keys = connection.execute(f"PRAGMA foreign_key_list({quoted})").fetchall()
+        if not keys:
             continue
+        foreign = sorted({str(key[2]) for key in keys if not owns(str(key[2]))})
+        if foreign:
+            return f"a foreign key of {table} refers to {', '.join(foreign)}, not its own"
         found = connection.execute(f"PRAGMA foreign_key_check({quoted})").fetchone()
         if found is not None:
             return f"a row of {table} refers to a row of {found[2]} that is not there"
