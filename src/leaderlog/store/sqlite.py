@@ -533,13 +533,14 @@ class _SQLiteProjectionTransaction(ProjectionTransaction):
             self._confinement = None
             await self._writer.run(lambda connection: connection.set_authorizer(None))
         # Checked now, inside the projection's savepoint: a deferred foreign key left
-        # dangling would otherwise fail the page's COMMIT, for every projection, every time.
-        dangling = await self._writer.run(lambda connection: _dangling(connection, owns))
-        if dangling is not None:
-            raise ProjectionError(f"a projection may not do this: {dangling}")
+        # dangling would otherwise fail the page's COMMIT, for every projection, every time;
+        # one to another's table would pin that table's rows.
+        wrong = await self._writer.run(lambda connection: _foreign_key_problem(connection, owns))
+        if wrong is not None:
+            raise ProjectionError(f"a projection may not do this: {wrong}")
 
 
-def _dangling(connection: sqlite3.Connection, owns: Callable[[str], bool]) -> str | None:
+def _foreign_key_problem(connection: sqlite3.Connection, owns: Callable[[str], bool]) -> str | None:
     """A foreign key of an own table that refers to another's table (it would pin that
     table's rows: a built-in could no longer drop them, a token no longer be replaced), or
     to nothing, described; None when none."""
