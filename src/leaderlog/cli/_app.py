@@ -357,16 +357,12 @@ def _refuse_repeated_options(command: click.Command, ctx: click.Context, args: l
         seen.add(param.name)
 
 
-class _Commands(click.Group):
-    """The root group: what every command shares when it is stopped or cannot write."""
+class _Commands(_Command, click.Group):
+    """The root group: what every command shares when it is stopped or cannot write (and,
+    as a command itself, refuses its own options given twice: ``--db``)."""
 
     command_class = _Command
     group_class = type
-
-    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        if not ctx.resilient_parsing:
-            _refuse_repeated_options(self, ctx, args)
-        return super().parse_args(ctx, args)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:

@@ -29,6 +29,7 @@ from leaderlog.errors import ProjectionError, StoreError, StoreUnavailable
 from leaderlog.events import RecordedEvent
 from leaderlog.store.base import (
     GENESIS_HASH,
+    TABLES_QUERY,
     AppendResult,
     EventStore,
     PendingBatch,
@@ -544,8 +545,7 @@ def _foreign_key_problem(connection: sqlite3.Connection, owns: Callable[[str], b
     """A foreign key of an own table that refers to another's table (it would pin that
     table's rows: a built-in could no longer drop them, a token no longer be replaced), or
     to nothing, described; None when none."""
-    tables = connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
-    for (table,) in tables.fetchall():
+    for (table,) in connection.execute(TABLES_QUERY["sqlite"]).fetchall():
         if not owns(table):
             continue
         quoted = '"' + table.replace('"', '""') + '"'
