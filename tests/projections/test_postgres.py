@@ -39,6 +39,7 @@ from tests.projections.test_runner import (
     a_refused_statement_stops_only_its_projection,
     a_slow_user_projection_holds_back_nobody_for_long,
     a_statement_refused_after_a_caught_one_names_the_caught_one,
+    a_user_projections_endless_statement_is_stopped,
     an_overreaching_statement_stops_only_its_projection,
     dump,
 )
@@ -372,3 +373,9 @@ async def test_a_dangling_deferred_key_stops_only_its_projection(
 ) -> None:
     said = await a_dangling_deferred_key_stops_only_its_projection(seeded_postgres_log)
     assert "ForeignKeyViolationError" in said
+
+
+async def test_postgres_a_user_projections_endless_statement_is_stopped(
+    seeded_postgres_log: EventLog,
+) -> None:
+    await a_user_projections_endless_statement_is_stopped(seeded_postgres_log)

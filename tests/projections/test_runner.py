@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 import pytest
 
 from leaderlog.errors import ProjectionError, ProjectionFailed, ProjectionFailure, StoreUnavailable
-from leaderlog.events import RecordedEvent
+from leaderlog.events import PersonRegistered, RecordedEvent
 from leaderlog.log import EventLog
 from leaderlog.projections import (
     BUILTIN,
@@ -989,6 +989,49 @@ async def test_a_user_projection_slow_on_big_pages_goes_on_with_smaller_ones(
     sleeping.apply = counted  # type: ignore[method-assign]
     await runner.catch_up()
     assert applied == [10, 20, 15]
+
+
+class EndlessQuery(Exploding):
+    """On position ``endless_at``, runs one SQL statement that never ends on its own."""
+
+    name: ClassVar[str] = "endless_query"
+    endless_at = 0
+
+    async def apply(self, tx: ProjectionTransaction, events: Sequence[RecordedEvent]) -> None:
+        await super().apply(tx, events)
+        if any(event.position == self.endless_at for event in events):
+            await tx.fetchall(
+                "WITH RECURSIVE counting(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM counting) "
+                "SELECT COUNT(*) FROM counting"
+            )
+
+
+async def a_user_projections_endless_statement_is_stopped(log: EventLog) -> None:
+    """Given/when/then shared with the PostgreSQL tests."""
+    # given a user projection whose statement on position 7 never ends, beside a built-in
+    endless = EndlessQuery()
+    endless.endless_at = 7
+    runner = ProjectionRunner(
+        log.store, [endless, LeadershipProjection()], page=10, user_apply_seconds=0.3
+    )
+    # when catching up, then the statement itself is stopped at the time limit (not only
+    # the waiting for it), so the page rolls back and the runner goes on
+    with pytest.raises(ProjectionFailed) as raised:
+        await asyncio.wait_for(runner.catch_up(), timeout=20)
+    assert str(raised.value.failures[0]).startswith(
+        "projection endless_query could not apply event 7: apply() took longer than 0.3 s"
+    )
+    statuses = {status.name: status.checkpoint for status in await runner.status()}
+    assert statuses == {"endless_query": 6, "leadership": SEED_COUNT}
+    # and the database is free again: an append goes through at once
+    appended = log.append_events(
+        [PersonRegistered(person="after-endless", name="After Endless")], actor="test"
+    )
+    assert (await asyncio.wait_for(appended, timeout=5)).appended == 1
+
+
+async def test_a_user_projections_endless_statement_is_stopped(seeded_log: EventLog) -> None:
+    await a_user_projections_endless_statement_is_stopped(seeded_log)
 
 
 async def add_persons(log: EventLog, count: int) -> None:

@@ -254,6 +254,19 @@ def path_from_url(url: str) -> Path:
     return Path(path)
 
 
+class _Abandoned(Exception):
+    """Work whose caller stopped waiting before it started: it is not run at all."""
+
+
+class _Progress:
+    __slots__ = ("abandoned", "lock", "running")
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.running = False
+        self.abandoned = False
+
+
 class _WriteConnection:
     """The write connection and the one thread that uses it; each ``run`` is a single hop.
 
@@ -304,6 +317,38 @@ class _WriteConnection:
                 "the commands that keep projections up to date need write access to the file "
                 "and its folder (verify, events and export only read)"
             ) from error
+
+    async def run_or_interrupt(self, work: Callable[[sqlite3.Connection], _T]) -> _T:
+        """``run``, except that a caller who stops waiting also stops the work: its statement
+        is interrupted if it is running, and it is skipped if it has not started.
+
+        Otherwise a statement that never ends (a user projection's runaway query) would go
+        on holding the thread, and with it the write lock and every write queued behind it.
+        """
+        progress = _Progress()
+
+        def tracked(connection: sqlite3.Connection) -> _T:
+            with progress.lock:
+                if progress.abandoned:
+                    raise _Abandoned
+                progress.running = True
+            try:
+                return work(connection)
+            finally:
+                with progress.lock:
+                    progress.running = False
+
+        try:
+            return await self.run(tracked)
+        except asyncio.CancelledError:
+            # Under the lock the thread cannot finish this work and start the next, so the
+            # interrupt reaches this work's statement and never one queued after it (the
+            # rollback that follows a cancellation, say).
+            with progress.lock:
+                progress.abandoned = True
+                if progress.running:
+                    self._connection.interrupt()
+            raise
 
     async def close(self) -> None:
         if self._closed:
@@ -501,7 +546,7 @@ class _SQLiteProjectionTransaction(ProjectionTransaction):
         if confinement is not None:
             confinement.refused = None
         try:
-            return await self._writer.run(work)
+            return await self._writer.run_or_interrupt(work)
         except sqlite3.DatabaseError as error:
             if confinement is None or confinement.refused is None:
                 raise
