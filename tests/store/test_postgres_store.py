@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import socket
+import time
 import uuid
 from collections.abc import AsyncIterator
 from urllib.parse import urlsplit, urlunsplit
@@ -329,6 +331,47 @@ async def test_a_url_naming_no_database_is_refused(url: str) -> None:
     ) as refused:
         await open_store(url)
     assert "hunter2" not in str(refused.value)
+
+
+@pytest.mark.parametrize("seconds", ["5", "0"])
+async def test_connect_timeout_in_the_url_is_libpqs_not_a_server_setting(
+    schema_url: str, seconds: str
+) -> None:
+    async with await open_store(f"{schema_url}&connect_timeout={seconds}") as opened:
+        await opened.append([event("a")], actor="t")
+        assert await opened.count() == 1
+
+
+async def test_connect_timeout_limits_the_wait_for_a_server_that_never_answers() -> None:
+    # given a server that takes connections and never says a word
+    silent = socket.create_server(("127.0.0.1", 0))
+    port = silent.getsockname()[1]
+    try:
+        # when a store opens with a one-second connect_timeout (the default is 10 s)
+        started = time.monotonic()
+        with pytest.raises(StoreUnavailable, match="cannot open PostgreSQL database"):
+            await PostgresStore.open(
+                f"postgresql://postgres@127.0.0.1:{port}/test?connect_timeout=1"
+            )
+        # then it gives up after about that long
+        assert time.monotonic() - started < 5
+    finally:
+        silent.close()
+
+
+@pytest.mark.parametrize(
+    ("query", "message"),
+    [
+        ("connect_timeout=soon", "connect_timeout='soon' in the database URL is not a whole"),
+        ("connect_timeout=1.5", "connect_timeout='1.5' in the database URL is not a whole"),
+        ("connect_timeout=1&connect_timeout=2", "gives connect_timeout more than once"),
+    ],
+)
+async def test_a_connect_timeout_that_is_not_whole_seconds_is_refused(
+    query: str, message: str
+) -> None:
+    with pytest.raises(StoreUnavailable, match=message):
+        await PostgresStore.open(f"postgresql://postgres@127.0.0.1:5432/test?{query}")
 
 
 async def test_a_database_named_by_a_parameter_is_enough(schema_url: str) -> None:

@@ -289,8 +289,37 @@ def _has_port(host: str) -> bool:
     return "]:" in host if host.startswith("[") else ":" in host
 
 
-def _connect_options(url: str) -> tuple[str, dict[str, str], str | None]:
-    """Split our own ``schema`` parameter off the URL asyncpg gets."""
+class _ConnectOptions(NamedTuple):
+    dsn: str
+    settings: dict[str, str]
+    schema: str | None
+    # Seconds to wait for a connection; None waits as long as it takes.
+    timeout: float | None
+
+
+def _connect_timeout(values: Sequence[str], url: str) -> float | None:
+    """libpq's ``connect_timeout``: whole seconds, and 0 (or less) waits as long as it takes.
+
+    asyncpg would pass it on to the server as a setting, which the server refuses."""
+    if not values:
+        return _CONNECT_TIMEOUT
+    if len(values) > 1:
+        raise StoreUnavailable(
+            f"{_redacted_or_hidden(url)} gives connect_timeout more than once; give it once"
+        )
+    try:
+        seconds = int(values[0].strip())
+    except ValueError:
+        raise StoreUnavailable(
+            f"connect_timeout={values[0]!r} in the database URL is not a whole number of "
+            "seconds (0 waits as long as it takes)"
+        ) from None
+    return float(seconds) if seconds > 0 else None
+
+
+def _connect_options(url: str) -> _ConnectOptions:
+    """Split our own ``schema`` parameter (and ``connect_timeout``, which asyncpg does not
+    take from a URL) off the URL asyncpg gets."""
     try:
         parts = urlsplit(url)
         # Several hosts (host1:5432,host2:5432, tried in turn) are libpq's and asyncpg's
@@ -348,6 +377,8 @@ def _connect_options(url: str) -> tuple[str, dict[str, str], str | None]:
             f"{_redacted_or_hidden(url)} connects to no particular database; "
             "name the database: postgresql://user@host:5432/dbname"
         )
+    timeout = _connect_timeout([value for key, value in query if key == "connect_timeout"], url)
+    query = [(key, value) for key, value in query if key != "connect_timeout"]
     schema: str | None = None
     passed: list[tuple[str, str]] = []
     for key, value in query:
@@ -370,7 +401,8 @@ def _connect_options(url: str) -> tuple[str, dict[str, str], str | None]:
         settings["lock_timeout"] = f"{int(LOCK_TIMEOUT * 1000)}ms"
     if schema is not None:
         settings["search_path"] = f'"{schema}"'
-    return urlunsplit(parts._replace(query=urlencode(passed))), settings, schema
+    dsn = urlunsplit(parts._replace(query=urlencode(passed)))
+    return _ConnectOptions(dsn, settings, schema, timeout)
 
 
 def _row_to_event(row: asyncpg.Record) -> RecordedEvent:
@@ -501,6 +533,7 @@ class PostgresStore(EventStore):
         *,
         dsn: str,
         settings: dict[str, str],
+        connect_timeout: float | None = _CONNECT_TIMEOUT,
         schema: str,
         table_oid: int,
         created: _Created | None = None,
@@ -512,6 +545,7 @@ class PostgresStore(EventStore):
         self._pool = pool
         self._dsn = dsn
         self._settings = settings
+        self._connect_timeout = connect_timeout
         self._append_lock_key = _LOCK_SPACE | table_oid
         # One writer per process waits on the advisory lock; the others wait here without
         # holding a pooled connection.
@@ -527,13 +561,14 @@ class PostgresStore(EventStore):
     async def open(cls, url: str, *, create: bool = True) -> PostgresStore:
         """Open the log a URL names; ``create=False`` refuses one that does not exist
         (and runs no DDL, so a role that may only read can open it)."""
-        dsn, settings, schema = _connect_options(url)
+        dsn, settings, schema, timeout = _connect_options(url)
         try:
             pool = await asyncpg.create_pool(
                 dsn,
                 min_size=_POOL_MIN,
                 max_size=_POOL_MAX,
-                timeout=_CONNECT_TIMEOUT,
+                # None, no limit, is what asyncpg runs with (its annotation says float).
+                timeout=timeout,  # type: ignore[arg-type]
                 server_settings=settings,
             )
         except _OPEN_OR_URL_ERRORS as error:
@@ -562,6 +597,7 @@ class PostgresStore(EventStore):
             pool,
             dsn=dsn,
             settings=settings,
+            connect_timeout=timeout,
             schema=table_schema,
             table_oid=table_oid,
             created=created,
@@ -767,7 +803,9 @@ class PostgresStore(EventStore):
                 return False
             try:
                 listener = await asyncpg.connect(
-                    self._dsn, timeout=_CONNECT_TIMEOUT, server_settings=self._settings
+                    self._dsn,
+                    timeout=self._connect_timeout,  # type: ignore[arg-type]  # as in open()
+                    server_settings=self._settings,
                 )
             except _LISTEN_ERRORS:
                 # Polling still works; try listening again a little later.
