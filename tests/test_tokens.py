@@ -361,6 +361,29 @@ def test_a_token_cannot_take_the_name_an_import_was_recorded_under(sqlite_url: s
     assert ok(invoke(sqlite_url, "token", "create", "carol")).startswith("ll_")
 
 
+def test_a_log_s_own_export_imports_again_with_its_token_s_events(
+    sqlite_url: str, tmp_path: Path
+) -> None:
+    # given a log with an event desk appended through the write API, with desk's token
+    assert invoke(sqlite_url, "token", "create", "desk").exit_code == 0
+
+    async def append_as_desk() -> None:
+        async with await EventLog.open(sqlite_url) as log:
+            await log.append_events([PersonRegistered(person="x1", name="X")], actor="desk")
+
+    asyncio.run(append_as_desk())
+    exported = ok(invoke(sqlite_url, "export"))
+    # when its own export is imported into it again, then nothing is appended, as always
+    again = invoke(sqlite_url, "import", "-", stdin=exported)
+    assert again.exit_code == 0, again.output
+    assert again.stdout.strip() == "appended 0, already present 1"
+    # while the same event changed in any way is still refused under desk's name
+    edited = exported.replace('"X"', '"Y"')
+    refused = invoke(sqlite_url, "import", "-", stdin=edited)
+    assert refused.exit_code == 1
+    assert "line 1: actor 'desk' is the name of a write token here" in refused.stderr
+
+
 def test_an_exported_envelope_cannot_bring_in_a_token_s_name(
     sqlite_url: str, tmp_path: Path
 ) -> None:

@@ -57,6 +57,7 @@ __all__ = [
     "EventLog",
     "parse_lines",
     "read_lines",
+    "stored_unchanged",
 ]
 
 MAX_LINE_BYTES = 64 * 1024
@@ -200,6 +201,23 @@ def _assumes_absent(request: _Request, entry: _Entry) -> bool:
         and entry.expected_version in (None, "no_stream")
         and isinstance(entry.event, _CREATING)
     )
+
+
+def _same_event(entry: _Entry, stored: RecordedEvent) -> bool:
+    event = entry.event
+    version, data = entry.stored_form()
+    same = (stored.stream, stored.type, stored.schema_version) == (
+        event.stream(),
+        event.type,
+        version,
+    )
+    return same and canonical_bytes(stored.data) == canonical_bytes(data)
+
+
+def stored_unchanged(record: Record, stored: RecordedEvent) -> bool:
+    """Whether ``stored`` holds ``record``'s event as it is: appending it again would be an
+    idempotent retry (same stream, type, schema version and data)."""
+    return _same_event(_Entry.of(record), stored)
 
 
 def _answer(future: asyncio.Future[AppendOutcome], answer: AppendOutcome | BaseException) -> None:
@@ -706,14 +724,7 @@ class EventLog:
 
     @staticmethod
     def _check_same_event(entry: _Entry, previous: RecordedEvent) -> None:
-        event = entry.event
-        version, data = entry.stored_form()
-        same = (previous.stream, previous.type, previous.schema_version) == (
-            event.stream(),
-            event.type,
-            version,
-        )
-        if not same or canonical_bytes(previous.data) != canonical_bytes(data):
+        if not _same_event(entry, previous):
             raise DuplicateEventError(entry.event_id, previous.position)
 
     def _add(

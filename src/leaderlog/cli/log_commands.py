@@ -22,8 +22,8 @@ from leaderlog.cli._app import (
     run,
 )
 from leaderlog.errors import BatchError, DuplicateEventError, RecordedAtRefused, RecordError
-from leaderlog.events import Record, check_actor, event_schema
-from leaderlog.log import AppendOutcome, EventLog, parse_lines, read_lines
+from leaderlog.events import Record, RecordedEvent, check_actor, event_schema
+from leaderlog.log import AppendOutcome, EventLog, parse_lines, read_lines, stored_unchanged
 from leaderlog.tokens import Tokens
 
 _IMPORT_INTERRUPTED = (
@@ -136,6 +136,14 @@ def import_command(context: Context, files: Sequence[IO[bytes]], actor: str, as_
                     "with it; choose another name",
                     param_hint="--actor",
                 )
+            named = [
+                (record, label)
+                for record, label in zip(records, labels, strict=True)
+                if record.actor in token_names
+            ]
+            # A token's own events, already stored as they are (this log's export imported
+            # again), append nothing and pass for nobody: they are answered as present.
+            stored = await log.store.find_event_ids([record.event_id for record, _ in named])
             taken = [
                 RecordError(
                     f"actor {record.actor!r} is the name of a write token here, recorded only "
@@ -144,8 +152,8 @@ def import_command(context: Context, files: Sequence[IO[bytes]], actor: str, as_
                     where=label,
                     rule="actor",
                 )
-                for record, label in zip(records, labels, strict=True)
-                if record.actor in token_names
+                for record, label in named
+                if not _stored_as_it_is(record, stored.get(record.event_id))
             ]
             if taken:
                 raise BatchError(taken)
@@ -188,6 +196,11 @@ def import_command(context: Context, files: Sequence[IO[bytes]], actor: str, as_
             raise OutputLost(error, _what_was_appended(outcome)) from None
 
     run(go, interrupted=_IMPORT_INTERRUPTED)
+
+
+def _stored_as_it_is(record: Record, stored: RecordedEvent | None) -> bool:
+    """Whether ``stored`` is ``record``'s event under the same id, by the same actor."""
+    return stored is not None and stored.actor == record.actor and stored_unchanged(record, stored)
 
 
 def _what_was_appended(outcome: AppendOutcome) -> str:
