@@ -247,3 +247,27 @@ async def test_a_known_source_or_publisher_with_no_matching_events_is_an_empty_a
     answer = await queries.audit(source=FOX, type="claim.retracted")
     assert answer["events"] == []
     assert (await queries.audit(publisher="Fox News", actor="nobody"))["events"] == []
+
+
+@pytest.mark.parametrize("publisher", ["Fox\tNews", "Fox\r\nNews"])
+async def test_a_publisher_whose_name_holds_a_tab_or_line_break_can_be_filtered_on(
+    seeded_log: EventLog, publisher: str
+) -> None:
+    # given a source whose publisher's name holds a tab or a line break (names may)
+    await append(
+        seeded_log,
+        [
+            record(
+                "source.registered", source="s-tab", url="https://t.example/", publisher=publisher
+            )
+        ],
+    )
+    queries = await current(seeded_log)
+    # then that exact name filters the audit, as the suggestion for a near miss says
+    with pytest.raises(UnknownEntity, match="did you mean"):
+        await queries.audit(publisher="Fox")
+    answer = await queries.audit(publisher=publisher)
+    assert [event["stream"] for event in answer["events"]] == ["source-s-tab"]
+    # while the characters no name may hold are still refused
+    with pytest.raises(InvalidQuery, match="contains a control character"):
+        await queries.audit(publisher="Fox\x0bNews")

@@ -34,6 +34,7 @@ from leaderlog.projections.query_input import (
     MAX_NAME_LENGTH,
     InvalidQuery,
     UnknownEntity,
+    check_name_filters,
     check_names,
     parse_day,
     parse_known_at,
@@ -639,7 +640,8 @@ class Queries:
                          "url", "title"}],
              "next_after": position | None}
         """
-        check_names(source=source, publisher=publisher, actor=actor)
+        check_names(source=source, actor=actor)
+        check_name_filters(publisher=publisher)
         if type is not None and type not in EVENT_TYPES:
             raise InvalidQuery(
                 f"unknown event type {type!r}; known: {', '.join(sorted(EVENT_TYPES))}",

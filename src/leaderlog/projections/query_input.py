@@ -12,6 +12,7 @@ __all__ = [
     "CONTROL_CHARACTERS",
     "InvalidQuery",
     "UnknownEntity",
+    "check_name_filters",
     "check_names",
     "parse_day",
     "parse_known_at",
@@ -22,6 +23,9 @@ __all__ = [
 _DAY = re.compile(r"^\d{4}-\d{2}-\d{2}\Z", re.ASCII)
 _WHOLE_NUMBER = re.compile(r"^[+-]?\d+\Z", re.ASCII)
 CONTROL_CHARACTERS = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+# Names (a publisher's, say) may hold tab, line feed and carriage return: a filter on such a
+# name takes them too.
+_CONTROL_CHARACTERS_NOT_IN_NAMES = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 
 
 # Slugs have at most 64 characters and names at most 300 (leaderlog.events): a longer value
@@ -33,18 +37,29 @@ def check_names(**given: str | None) -> None:
     """Ids and filter values: not empty, and without control characters (which no stored
     id has, and which PostgreSQL refuses outright in the case of NUL)."""
     for name, value in given.items():
-        if value is None:
-            continue
-        if not value.strip():
-            raise InvalidQuery(f"{name} must not be empty", parameter=name)
-        if CONTROL_CHARACTERS.search(value):
-            raise InvalidQuery(f"{name} {value!r} contains a control character", parameter=name)
-        if len(value) > MAX_NAME_LENGTH:
-            raise InvalidQuery(
-                f"{name} is {len(value)} characters long; no id or name is longer than "
-                f"{MAX_NAME_LENGTH}",
-                parameter=name,
-            )
+        _check_filter(name, value, CONTROL_CHARACTERS)
+
+
+def check_name_filters(**given: str | None) -> None:
+    """Filters matched against a name as stored (a publisher's): as :func:`check_names`,
+    except that tab, line feed and carriage return, which a name may hold, are taken."""
+    for name, value in given.items():
+        _check_filter(name, value, _CONTROL_CHARACTERS_NOT_IN_NAMES)
+
+
+def _check_filter(name: str, value: str | None, refused: re.Pattern[str]) -> None:
+    if value is None:
+        return
+    if not value.strip():
+        raise InvalidQuery(f"{name} must not be empty", parameter=name)
+    if refused.search(value):
+        raise InvalidQuery(f"{name} {value!r} contains a control character", parameter=name)
+    if len(value) > MAX_NAME_LENGTH:
+        raise InvalidQuery(
+            f"{name} is {len(value)} characters long; no id or name is longer than "
+            f"{MAX_NAME_LENGTH}",
+            parameter=name,
+        )
 
 
 def _parameter(what: str) -> str:
