@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from html.parser import HTMLParser
 from pathlib import Path
@@ -11,6 +12,8 @@ import httpx
 import pytest
 
 from leaderlog.events import PersonRegistered
+from leaderlog.feeds._address import web_uri
+from leaderlog.feeds._document import Entry, Link
 from leaderlog.feeds._i18n import language
 from leaderlog.http import _pages as pages
 from leaderlog.http import _pages as pages_module
@@ -311,3 +314,14 @@ def test_a_language_not_offered_gets_a_page_saying_so_in_the_reader_s_language(
     assert response.headers["content-language"] == "fr"
     assert "Ces pages ne sont pas proposées en &#x27;xx-YY&#x27;" in response.text
     assert 'href="?lang=de" hreflang="de"' in response.text  # the languages to choose from
+
+
+def test_a_long_source_address_outside_ascii_is_linked_in_recent_changes() -> None:
+    # given an entry whose source address (684 characters) grows past 2,000 when encoded
+    address = "https://jp.example/wiki/" + "指導者の交代について_" * 60
+    link = Link(href=web_uri(address) or "", rel="alternate", media_type="text/html")
+    assert len(link.href) > 2000
+    moment = dt.datetime(2025, 6, 1, tzinfo=dt.UTC)
+    entry = Entry("urn:x", "A change", "", "", moment, moment, (link,), ())
+    # then the page links its title to the address, as the feeds do
+    assert f'<a href="{link.href}">A change</a>' in pages_module._changes([entry], language("en"))

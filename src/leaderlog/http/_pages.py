@@ -29,7 +29,6 @@ from leaderlog.feeds import (
     clean,
     feed_url,
     headline,
-    is_web_address,
     language,
     page_url,
     post_label,
@@ -251,8 +250,11 @@ def _changes(entries: Sequence[Any], lang: Language) -> str:
     items = []
     for entry in entries:
         title = _e(entry.title)
-        if is_web_address(entry.url):
-            title = f'<a href="{_e(entry.url)}">{title}</a>'
+        # The feeds made the address a web URI (web_uri): ASCII, and perhaps longer than the
+        # stored address it was made from, so it is neither checked again as one nor cut
+        # short as text is.
+        if entry.url is not None:
+            title = f'<a href="{html.escape(entry.url)}">{title}</a>'
         # A valid HTML date has at most three digits after the second.
         when = entry.updated.isoformat(timespec="milliseconds")
         items.append(
