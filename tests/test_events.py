@@ -280,6 +280,10 @@ def test_good_slugs_are_accepted(slug: str) -> None:
         ("person.registered", {"person": "x", "name": "X\u0085Y"}, "U+0085"),
         ("person.registered", {"person": "x", "name": "\u00a0\u200b"}, "visible character"),
         ("person.registered", {"person": "x", "name": "\u202e\u2066"}, "visible character"),
+        ("person.registered", {"person": "x", "name": "\u3164\u115f\u1160"}, "visible"),
+        ("person.registered", {"person": "x", "name": "\uffa0 \u034f"}, "visible character"),
+        ("person.registered", {"person": "x", "name": "\u2800\u2800"}, "visible character"),
+        ("person.registered", {"person": "x", "name": "\ufe0f\U000e0100"}, "visible"),
         ("person.registered", {"person": "x", "name": 42}, "name"),
         ("person.registered", {"person": "x", "name": "X", "aliases": "X"}, "aliases"),
         ("claim.reported", with_(GOOD["claim.reported"], quote="q" * 5001), "quote"),
@@ -705,6 +709,7 @@ def test_schema_and_import_both_take_null_for_a_key_left_out() -> None:
         {"type": "person.registered", "data": {"person": "x", "name": "Tom\ufffe"}},
         {"type": "org.updated", "data": {"org": "x", "parent": None}},
         {"type": "person.registered", "data": {"person": "x", "name": "\u200b\ufeff"}},
+        {"type": "person.registered", "data": {"person": "x", "name": "\u3164\u2800\ufe0f"}},
         {"type": "person.updated", "data": {"person": "x", "aliases": None}},
         {
             "type": "source.registered",

@@ -102,21 +102,45 @@ def _no_control_characters(value: str) -> str:
     return value
 
 
+# Characters that show nothing though their category is not a space's or a format
+# character's: the Hangul fillers (letters), the combining grapheme joiner, the Khmer
+# inherent vowels, the Mongolian and other variation selectors (marks; all of them Unicode's
+# default ignorable code points), and the blank braille pattern (a symbol).
+_BLANK_RANGES = (
+    (0x034F, 0x034F),
+    (0x115F, 0x1160),
+    (0x17B4, 0x17B5),
+    (0x180B, 0x180D),
+    (0x180F, 0x180F),
+    (0x2800, 0x2800),
+    (0x3164, 0x3164),
+    (0xFE00, 0xFE0F),
+    (0xFFA0, 0xFFA0),
+    (0xE0100, 0xE01EF),
+)
+_BLANK = frozenset(chr(code) for first, last in _BLANK_RANGES for code in range(first, last + 1))
+
+
+def _shows(character: str) -> bool:
+    return unicodedata.category(character)[0] not in "ZC" and character not in _BLANK
+
+
 def _visible(value: str, info: ValidationInfo) -> str:
-    """Text must show something: not only spaces and invisible format characters (a name of
-    a zero-width space). Stored text is read as it was accepted."""
-    if (info.context and info.context.get("stored")) or any(
-        unicodedata.category(character)[0] not in "ZC" for character in value
-    ):
+    """Text must show something: not only spaces, invisible format characters (a name of
+    a zero-width space) or other blank characters (a Hangul filler). Stored text is read as
+    it was accepted."""
+    if (info.context and info.context.get("stored")) or any(map(_shows, value)):
         return value
     raise ValueError("text must hold a visible character, not only spaces or format characters")
 
 
-# What the validators check, said in the JSON Schema too: something besides whitespace and
-# invisible format characters, and none of the characters _no_control_characters refuses.
+# What the validators check, said in the JSON Schema too: something besides whitespace,
+# invisible format characters and the blank ones of the basic plane, and none of the
+# characters _no_control_characters refuses.
 _TEXT_PATTERN = (
-    "^(?=[\\s\\S]*[^\\s\\u00ad\\u061c\\u180e\\u200b-\\u200f\\u202a-\\u202e"
-    "\\u2060-\\u2064\\u2066-\\u206f\\ufeff])"
+    "^(?=[\\s\\S]*[^\\s\\u00ad\\u034f\\u061c\\u115f\\u1160\\u17b4\\u17b5"
+    "\\u180b-\\u180f\\u200b-\\u200f\\u202a-\\u202e\\u2060-\\u2064\\u2066-\\u206f"
+    "\\u2800\\u3164\\ufe00-\\ufe0f\\ufeff\\uffa0])"
     "[^\\u0000-\\u0008\\u000b\\u000c\\u000e-\\u001f\\u007f-\\u009f"
     "\\ufdd0-\\ufdef\\ufffe\\uffff]*$"
 )
