@@ -14,6 +14,7 @@ from email.message import EmailMessage
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Request, Security
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel
@@ -90,6 +91,13 @@ class ErrorBody(BaseModel):
 def _error(status: int, error: str, detail: str, **extra: Any) -> JSONResponse:
     headers = extra.pop("headers", None)
     return JSONResponse({"error": error, "detail": detail, **extra}, status, headers=headers)
+
+
+def _parameter_problem(problem: Any) -> dict[str, object]:
+    """A refused query parameter as one of a write's ``problems``."""
+    location = [str(part) for part in problem["loc"] if part != "query"]
+    where = f"query parameter {location[0]}" if location else "query"
+    return {"where": where, "rule": "parameter", "message": problem["msg"]}
 
 
 def _record_example() -> dict[str, Any]:
@@ -300,7 +308,15 @@ def write_router(
             curl -H "Authorization: Bearer $T" -H 'Content-Type: application/json' \\
                  -d @record.json http://127.0.0.1:8000/api/events
         """
-        check_parameters(request, lenient=False)
+        try:
+            check_parameters(request, lenient=False)
+        except RequestValidationError as refused:
+            return _error(
+                422,
+                "invalid",
+                f"{len(refused.errors())} problem(s); nothing was written",
+                problems=[_parameter_problem(problem) for problem in refused.errors()],
+            )
         for name in _SINGLE_HEADERS:
             times = len(request.headers.getlist(name))
             if times > 1:
