@@ -154,23 +154,41 @@ def test_leaderlog_db_from_the_environment(tmp_path: Path) -> None:
     [
         ("mysql://localhost/leaderlog", "unsupported database URL", False),
         ("sqlite:/leaderlog.db", "sqlite:///", False),
-        ("sqlite:///no/such/folder/leaderlog.db", "does not exist", False),
         ("postgresq://localhost/leaderlog", "unsupported database URL", True),
+        ("", "the database URL is empty", False),
+        ("sqlite:///x.db?mode=ro", "SQLite URLs take no query parameters", False),
+        ("sqlite:///:memory:", "an in-memory SQLite database is not supported", True),
+        ("postgresql://postgres@127.0.0.1:5432", "connects to no particular database", False),
     ],
 )
-def test_a_bad_database_url_is_a_clear_error(
+def test_a_malformed_database_url_is_a_usage_mistake(
     tmp_path: Path, url: str, words: str, by_env: bool
 ) -> None:
     if by_env:
         result = leaderlog("events", cwd=tmp_path, env={"LEADERLOG_DB": url})
     else:
         result = leaderlog("--db", url, "verify", cwd=tmp_path)
-    assert result.returncode != 0
-    assert result.stderr.startswith("error: ")
+    assert result.returncode == 2
+    assert result.stderr.startswith("Usage: leaderlog ")
+    assert "Error: Invalid value for '--db' (or LEADERLOG_DB): " in result.stderr
     assert words in result.stderr
     assert "Traceback" not in result.stderr
     assert result.stdout == ""
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_database_that_is_not_there_is_an_error_not_a_usage_mistake(tmp_path: Path) -> None:
+    result = leaderlog("--db", "sqlite:///no/such/folder/leaderlog.db", "verify", cwd=tmp_path)
+    assert result.returncode == 1
+    assert result.stderr.startswith("error: ")
+    assert "does not exist" in result.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_command_that_needs_no_database_does_not_mind_a_malformed_url(tmp_path: Path) -> None:
+    result = leaderlog("schema", cwd=tmp_path, env={"LEADERLOG_DB": "mysql://localhost/x"})
+    assert result.returncode == 0, result.stderr
+    assert '"claim.reported"' in result.stdout
 
 
 # --- in-process ---------------------------------------------------------------------------

@@ -336,8 +336,10 @@ def test_an_empty_database_url_from_the_command_line_writes_nothing(
         monkeypatch.setenv("LEADERLOG_DB", "")
     arguments = ["--db", "", "verify"] if where == "--db" else ["verify"]
     result = CliRunner().invoke(main, arguments)
-    assert result.exit_code == 1
-    assert result.stderr == "error: the database URL is empty\n"
+    assert result.exit_code == 2
+    assert result.stderr.endswith(
+        "Error: Invalid value for '--db' (or LEADERLOG_DB): the database URL is empty\n"
+    )
     assert list(tmp_path.iterdir()) == []
 
 

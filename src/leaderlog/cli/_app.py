@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
+import functools
 import os
 import re
 import secrets
@@ -33,7 +34,7 @@ from leaderlog.errors import (
     StoreUnavailable,
 )
 from leaderlog.log import EventLog
-from leaderlog.store import database_url
+from leaderlog.store import check_database_url
 
 __all__ = [
     "Context",
@@ -53,7 +54,21 @@ err_console = Console(stderr=True, highlight=False, soft_wrap=True)
 
 class Context:
     def __init__(self, db: str | None) -> None:
-        self.db = database_url(db)
+        self._given_db = db
+
+    @functools.cached_property
+    def db(self) -> str:
+        """The database URL (``--db``, ``LEADERLOG_DB`` or the default), its form checked when
+        a command first needs it: a malformed one is a usage mistake, as any value an option
+        refuses (a command that needs no database, such as ``schema``, does not mind it)."""
+        try:
+            return check_database_url(self._given_db)
+        except StoreUnavailable as error:
+            raise click.BadParameter(
+                str(error),
+                ctx=click.get_current_context(silent=True),
+                param_hint="'--db' (or LEADERLOG_DB)",
+            ) from None
 
     @contextlib.asynccontextmanager
     async def log(self, *, create: bool) -> AsyncIterator[EventLog]:
@@ -411,8 +426,4 @@ def main(context: click.Context, db: str | None) -> None:
       leaderlog import seeds/ice-leadership-2025-05.jsonl
       leaderlog --db sqlite:///other.db events --json
     """
-    try:
-        context.obj = Context(db)
-    except LeaderlogError as error:
-        click.echo(f"error: {error}", err=True)
-        sys.exit(1)
+    context.obj = Context(db)

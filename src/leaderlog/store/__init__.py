@@ -23,6 +23,7 @@ __all__ = [
     "NewEvent",
     "PendingBatch",
     "VerifyReport",
+    "check_database_url",
     "database_url",
     "open_store",
     "without_password",
@@ -45,6 +46,37 @@ def database_url(explicit: str | None = None) -> str:
     return url
 
 
+def check_database_url(url: str | None = None) -> str:
+    """The URL to use (:func:`database_url`), once its form is checked without connecting:
+    a :class:`StoreUnavailable` names what is wrong with it (a scheme of another database,
+    a SQLite URL with a query string, a PostgreSQL URL naming no database...)."""
+    url = database_url(url)
+    scheme = _scheme(url)
+    if scheme in ("postgresql", "postgres"):
+        from leaderlog.store.postgres import check_url as check_postgres_url
+
+        check_postgres_url(url)
+    elif scheme is None or scheme == "sqlite":
+        from leaderlog.store.sqlite import check_url as check_sqlite_url
+
+        check_sqlite_url(url)
+    else:
+        raise _unsupported(url)
+    return url
+
+
+def _scheme(url: str) -> str | None:
+    # Schemes are case-insensitive (RFC 3986).
+    return url.partition("://")[0].lower() if "://" in url else None
+
+
+def _unsupported(url: str) -> StoreUnavailable:
+    return StoreUnavailable(
+        f"unsupported database URL {without_password(url)!r}: "
+        "use sqlite:///path or postgresql://..."
+    )
+
+
 async def open_store(url: str | None = None, *, create: bool = True) -> EventStore:
     """Open the store a URL names: ``sqlite:///path`` or ``postgresql://...``.
 
@@ -52,8 +84,7 @@ async def open_store(url: str | None = None, *, create: bool = True) -> EventSto
     file that does not exist: see the CLI, which refuses it before opening it).
     """
     url = database_url(url)
-    # Schemes are case-insensitive (RFC 3986).
-    scheme = url.partition("://")[0].lower() if "://" in url else None
+    scheme = _scheme(url)
     if scheme in ("postgresql", "postgres"):
         from leaderlog.store.postgres import PostgresStore
 
@@ -62,10 +93,7 @@ async def open_store(url: str | None = None, *, create: bool = True) -> EventSto
         from leaderlog.store.sqlite import SQLiteStore
 
         return await SQLiteStore.open(url, create=create)
-    raise StoreUnavailable(
-        f"unsupported database URL {without_password(url)!r}: "
-        "use sqlite:///path or postgresql://..."
-    )
+    raise _unsupported(url)
 
 
 def without_password(url: str) -> str:

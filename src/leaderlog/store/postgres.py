@@ -47,7 +47,14 @@ from leaderlog.store.base import (
     storable,
 )
 
-__all__ = ["CHANNEL", "LOCK_TIMEOUT", "SCHEMA", "PostgresStore", "translate_placeholders"]
+__all__ = [
+    "CHANNEL",
+    "LOCK_TIMEOUT",
+    "SCHEMA",
+    "PostgresStore",
+    "check_url",
+    "translate_placeholders",
+]
 
 CHANNEL = "leaderlog_events"
 
@@ -403,6 +410,12 @@ def _connect_options(url: str) -> _ConnectOptions:
         settings["search_path"] = f'"{schema}"'
     dsn = urlunsplit(parts._replace(query=urlencode(passed)))
     return _ConnectOptions(dsn, settings, schema, timeout)
+
+
+def check_url(url: str) -> None:
+    """Refuse (:class:`StoreUnavailable`) a PostgreSQL URL whose form is wrong, without
+    connecting."""
+    _connect_options(url)
 
 
 def _row_to_event(row: asyncpg.Record) -> RecordedEvent:

@@ -44,7 +44,7 @@ from leaderlog.store.base import (
     utc_now,
 )
 
-__all__ = ["BUSY_TIMEOUT", "PRAGMAS", "SCHEMA", "SQLiteStore"]
+__all__ = ["BUSY_TIMEOUT", "PRAGMAS", "SCHEMA", "SQLiteStore", "check_url"]
 
 _T = TypeVar("_T")
 
@@ -252,6 +252,18 @@ def path_from_url(url: str) -> Path:
     if "\0" in path:
         raise StoreUnavailable(f"{url!r} is not a valid SQLite URL: it contains a NUL character")
     return Path(path)
+
+
+def check_url(url: str) -> Path:
+    """The file a SQLite URL names, or :class:`StoreUnavailable` saying why it names none."""
+    path = path_from_url(url)
+    if str(path) == ":memory:":
+        # The writer and the reader are two connections: two separate databases.
+        raise StoreUnavailable(
+            "an in-memory SQLite database is not supported: each connection would see "
+            "its own empty database; use a file"
+        )
+    return path
 
 
 class _Abandoned(Exception):
@@ -627,13 +639,7 @@ class SQLiteStore(EventStore):
     async def open(cls, url: str, *, create: bool = True) -> SQLiteStore:
         """The store in the file ``url`` names; ``create=False`` refuses a file without a log
         (an empty file, another program's database) and leaves it as it was."""
-        path = path_from_url(url)
-        if str(path) == ":memory:":
-            # The writer and the reader are two connections: two separate databases.
-            raise StoreUnavailable(
-                "an in-memory SQLite database is not supported: each connection would see "
-                "its own empty database; use a file"
-            )
+        path = check_url(url)
         # Absolute, so a name that begins with "file:" is a file name, never a SQLite URI
         # whose options (?mode=memory, ?mode=ro, another file) would come from the name.
         path = path.absolute()
