@@ -242,6 +242,19 @@ async def add_markup(log: EventLog) -> None:
     await log.append_events(events, actor="test")
 
 
+async def add_sourced_claim(log: EventLog, key: str, url: str, language: str | None = None) -> None:
+    """A source ``src-<key>`` at ``url``, written in ``language``, and claim ``<key>`` of
+    person ``<key>`` reported by it."""
+    await log.append_events(
+        [
+            SourceRegistered(source=f"src-{key}", url=url, publisher="Example", language=language),
+            PersonRegistered(person=key, name=f"Ann {key.title()}"),
+            _incumbency(key, key, source=f"src-{key}"),
+        ],
+        actor="test",
+    )
+
+
 async def rename(log: EventLog, person: str, name: str) -> None:
     await log.append_events([PersonUpdated(person=person, name=name)], actor="test")
 

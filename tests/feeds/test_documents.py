@@ -39,6 +39,7 @@ from tests.feeds.logs import (
     SEED_CLAIMS,
     add_claims,
     add_hostile,
+    add_sourced_claim,
     claim_event_id,
     confirm,
     correct,
@@ -175,6 +176,37 @@ async def test_entry_links_keep_their_attributes_feedgen_issue_135(seeded_log: E
         assert links["alternate"]["title"] == "Fox News"
         assert links["related"]["type"] == "application/json"
         assert links["related"]["href"].startswith(f"{BASE}/api/claims/")
+
+
+@pytest.mark.parametrize(
+    ("language", "hreflang"),
+    [
+        ("pt-BR", "pt-BR"),
+        ("en", "en"),
+        # Valid tags, but the W3C Feed Validator refuses them: Cantonese, Central Kurdish,
+        # Mandarin, Min Nan; a code ISO 639-1 does not have, and one it withdrew.
+        ("yue", None),
+        ("ckb", None),
+        ("cmn-Hans", None),
+        ("nan", None),
+        ("zz", None),
+        ("iw", None),
+    ],
+)
+async def test_a_source_s_language_is_the_link_s_hreflang_only_in_a_code_validators_know(
+    seeded_log: EventLog, language: str, hreflang: str | None
+) -> None:
+    await add_sourced_claim(seeded_log, "lang", "https://example.org/news", language)
+    service = await project(seeded_log)
+    atom = await _render(service, "person:lang")
+    assert atom_problems(atom) == []
+    (alternate,) = [
+        link
+        for link in etree.fromstring(atom).iter(f"{ATOM}link")
+        if link.get("rel") == "alternate" and link.get("href") == "https://example.org/news"
+    ]
+    assert alternate.get("hreflang") == hreflang
+    assert _parse(atom, "atom").entries[0].link == "https://example.org/news"
 
 
 async def test_same_log_gives_identical_bytes_and_ids_survive_rebuilds(

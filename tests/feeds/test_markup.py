@@ -18,9 +18,10 @@ import feedparser
 import pytest
 from lxml import etree
 
+from leaderlog.events import PersonRegistered
 from leaderlog.feeds import FeedFormat, FeedRequest, FeedService, Scope
 from leaderlog.feeds._address import is_web_address, web_address, web_uri
-from leaderlog.feeds._text import TEXT_LIMIT, clean
+from leaderlog.feeds._text import NAME_LIMIT, TEXT_LIMIT, clean
 from leaderlog.log import EventLog
 from tests.feeds.atom_schema import atom_problems
 from tests.feeds.logs import (
@@ -31,7 +32,9 @@ from tests.feeds.logs import (
     SCRIPT_QUOTE,
     add_hostile,
     add_markup,
+    add_sourced_claim,
     confirm,
+    generated_claim,
     project,
     rename,
 )
@@ -135,38 +138,35 @@ async def test_source_addresses_are_kept_as_uris_in_every_format(
     assert href in (rss.findtext(f"channel/item/{CONTENT}") or "")
 
 
-async def test_an_ipv6_literal_address_is_linked_except_in_rss(seeded_log: EventLog) -> None:
-    """Valid, but refused in RSS <link> by the W3C Feed Validator: there the summary alone
-    gives it."""
-    address = "http://[2001:db8::1]/a"
-    await seeded_log.append_raw(
-        [
-            {
-                "type": "source.registered",
-                "data": {"source": "v6", "url": address, "publisher": "Six"},
-            },
-            {"type": "person.registered", "data": {"person": "six", "name": "Six"}},
-            {
-                "type": "claim.reported",
-                "data": {
-                    "claim": "six-hsi",
-                    "source": "v6",
-                    "kind": "incumbency",
-                    "person": "six",
-                    "post": "ice-hsi-ead",
-                    "capacity": "unspecified",
-                    "modality": "occurred",
-                    "attribution": {"kind": "outlet"},
-                },
-            },
-        ],
-        actor="test",
-    )
+@pytest.mark.parametrize(
+    ("address", "in_atom"),
+    [
+        ("http://[2001:db8::1]/a", True),
+        ("http://[2001:DB8::1]:8080/a?b=c", True),
+        # Valid, but the W3C Feed Validator takes an IPv6 literal for hex digits and colons
+        # right after "//": it refuses an IPv4-mapped address, IPvFuture, a zone id and a
+        # user before the bracket as invalid characters in an Atom link.
+        ("http://[::ffff:192.0.2.1]/news", False),
+        ("https://[v1.fe80::a+en1]/", False),
+        ("https://[fe80::1%25eth0]/", False),
+        ("https://user@[2001:db8::1]/", False),
+    ],
+)
+async def test_an_ipv6_literal_address_is_linked_where_the_validator_accepts_it(
+    seeded_log: EventLog, address: str, in_atom: bool
+) -> None:
+    """Refused in RSS <link> by the W3C Feed Validator, and some forms in Atom too: there the
+    summary and the content alone give it. JSON Feed links every one."""
+    await add_sourced_claim(seeded_log, "six", address)
     service = await project(seeded_log)
-    atom = etree.fromstring(await _render(service, "person:six", "atom"))
-    assert [
-        link.get("href") for link in atom.iter(f"{ATOM}link") if link.get("rel") == "alternate"
-    ][-1] == address
+    body = await _render(service, "person:six", "atom")
+    assert atom_problems(body) == []
+    atom = etree.fromstring(body)
+    hrefs = [link.get("href") for link in atom.iter(f"{ATOM}link")]
+    assert (address in hrefs) == in_atom
+    assert f"{BASE}/api/claims/six" in hrefs
+    assert address in (atom.findtext(f"{ATOM}entry/{ATOM}summary") or "")
+    assert f'href="{html.escape(address)}"' in (atom.findtext(f"{ATOM}entry/{ATOM}content") or "")
     rss = etree.fromstring(await _render(service, "person:six", "rss"))
     assert rss.find("channel/item/link") is None
     assert address in (rss.findtext("channel/item/description") or "")
@@ -346,3 +346,41 @@ def test_text_cut_for_a_feed_keeps_whole_characters(tail: str) -> None:
     # tone, nor just after a joiner
     assert text[len(kept)] not in "\u0301\u200d\U0001f3fd"
     assert not kept.endswith("\u200d")
+
+
+FLAG = "\U0001f1fa\U0001f1f8"
+
+
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        (FLAG * 101, FLAG * 99),
+        # pairs count from the start of the run, not from the cut
+        ("x" + FLAG * 100, "x" + FLAG * 99),
+        ("\u1100\u1161" * 101, "\u1100\u1161" * 99),
+        ("\u1100\u1161\u11a8" * 67, "\u1100\u1161\u11a8" * 66),
+        ("\uac00\u11a8" * 101, "\uac00\u11a8" * 99),
+    ],
+    ids=["flags", "flags-after-a-letter", "jamo", "jamo-with-final", "syllable-and-final-jamo"],
+)
+def test_a_name_cut_for_a_feed_keeps_flags_and_hangul_syllables_whole(text: str, kept: str) -> None:
+    assert clean(text, NAME_LIMIT) == kept + "\u2026"
+
+
+async def test_a_long_name_of_flags_shows_whole_flags_in_feeds_and_the_opml(
+    seeded_log: EventLog,
+) -> None:
+    await seeded_log.append_events(
+        [PersonRegistered(person="flags", name=FLAG * 101), generated_claim(0, person="flags")],
+        actor="test",
+    )
+    service = await project(seeded_log)
+    shown = FLAG * 99 + "\u2026"
+    atom = _parse(await _render(service, "person:flags", "atom"))
+    assert atom.feed.title == f"Leadership changes: {shown}"
+    assert atom.entries[0].title.startswith(f"Reported: Appointment of {shown} as ")
+    document = json.loads(await _render(service, "person:flags", "json"))
+    assert document["title"] == f"Leadership changes: {shown}"
+    opml = ElementTree.fromstring((await service.opml("en", BASE)).body)
+    texts = [outline.get("text") for outline in opml.iter("outline")]
+    assert shown in texts

@@ -33,6 +33,7 @@ __all__ = [
     "UnknownLanguage",
     "catalog_path",
     "fill",
+    "has_iso_639_1_language",
     "language",
     "negotiate",
     "resolve",
@@ -144,6 +145,25 @@ def fill(template: str, values: Mapping[str, Any]) -> str:
         if isinstance(value, str) and value.endswith("."):
             template = template.replace(f"{{{name}}}.", f"{{{name}}}")
     return template.format(**values)
+
+
+def has_iso_639_1_language(tag: str) -> bool:
+    """Whether a language tag's primary subtag is a two-letter ISO 639-1 code (``pt-BR``).
+
+    The W3C Feed Validator reports an error for a primary subtag outside its own list of
+    ISO 639-1 and ISO 639-2 codes, though BCP 47 allows thousands more (ISO 639-3's ``yue``,
+    ``cmn``). The two-letter codes are ones it and every reader know, and CLDR lists them all;
+    no data at hand tells ISO 639-2's three-letter codes from ISO 639-3's, so a three-letter
+    subtag does not count, even one the validator knows (``haw``).
+    """
+    return tag.partition("-")[0].lower() in _iso_639_1_codes()
+
+
+@functools.cache
+def _iso_639_1_codes() -> frozenset[str]:
+    # BCP 47 takes its two-letter language subtags from ISO 639-1 and no other list.
+    names = Locale("en").languages
+    return frozenset(code for code in names if isinstance(code, str) and len(code) == 2)
 
 
 def _compile(tag: str) -> gettext.NullTranslations:

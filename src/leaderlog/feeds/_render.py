@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import datetime as dt
 import html
+import re
 from dataclasses import replace
 from typing import Any
 from urllib.parse import urlsplit
@@ -156,8 +157,22 @@ class ItemExtension(BaseEntryExtension):  # type: ignore[misc]
 def _ip_literal(href: str) -> bool:
     """Whether an address names its host as an IPv6 literal (``http://[::1]/``). Valid, but
     the W3C Feed Validator's check of RSS ``<link>`` refuses it; such an item goes without
-    one in RSS (its summary still gives the address; Atom and JSON Feed keep the link)."""
+    one in RSS (its summary still gives the address; JSON Feed keeps the link, and Atom
+    unless :func:`_atom_refuses` it)."""
     return "[" in urlsplit(href).netloc
+
+
+# The one IPv6 form the W3C Feed Validator's check of an Atom link takes: hexadecimal digits
+# and colons, right after "//", then an optional port.
+_PLAIN_IPV6_AUTHORITY = re.compile(r"\[[0-9A-Fa-f:]+\](:[0-9]*)?")
+
+
+def _atom_refuses(href: str) -> bool:
+    """Whether the W3C Feed Validator refuses an address with an IPv6 literal as an Atom link
+    (an invalid character): an IPv4-mapped address (``[::ffff:192.0.2.1]``), IPvFuture, a zone
+    id, or a user before the bracket. Such an address is valid, so JSON Feed still links it;
+    the Atom entry goes without the link, its summary and content giving the address."""
+    return _ip_literal(href) and not _PLAIN_IPV6_AUTHORITY.fullmatch(urlsplit(href).netloc)
 
 
 def _add_entry(generator: FeedGenerator, entry: Entry, fmt: FeedFormat) -> None:
@@ -169,6 +184,7 @@ def _add_entry(generator: FeedGenerator, entry: Entry, fmt: FeedFormat) -> None:
         item.title(title, ttype=title_type)
         summary, summary_type = _atom_text(entry.summary)
         item.summary(summary, type=summary_type)
+        links = tuple(link for link in links if not _atom_refuses(link.href))
     else:
         item.title(entry.title)
         item.summary(html.escape(entry.summary, quote=False))

@@ -11,14 +11,15 @@ from __future__ import annotations
 import datetime as dt
 import html
 import re
-import unicodedata
 import urllib.parse
 from collections.abc import Mapping
 from typing import Any
 
+import regex
+
 from leaderlog.feeds._address import web_address, web_uri
 from leaderlog.feeds._document import Category, Entry, Link
-from leaderlog.feeds._i18n import N_, Language, fill
+from leaderlog.feeds._i18n import N_, Language, fill, has_iso_639_1_language
 
 __all__ = [
     "Markup",
@@ -40,6 +41,8 @@ _MARKUP_LIKE = re.compile(r"<[A-Za-z/!?]|&#?\w")
 # script's digits, a final newline): what was stored is shown, never refused.
 _FUZZY_DATE = re.compile(r"^(\d{4})(?:-(\d{2})(?:-(\d{2}))?)?$")
 _LANGUAGE_TAG = re.compile(r"^[A-Za-z]{2,3}(-[A-Za-z0-9]{1,8})*$")
+# One character as readers see it: an extended grapheme cluster (UAX #29).
+_CHARACTER = regex.compile(r"\X")
 NAME_LIMIT = 200
 TEXT_LIMIT = 2000
 
@@ -132,28 +135,13 @@ def clean(text: object, limit: int = TEXT_LIMIT) -> str:
     value = _BIDI_CONTROLS.sub("", value)
     if len(value) <= limit:
         return value
-    cut = limit - 1
-    # Not between a letter and its accents, nor inside an emoji sequence.
-    while cut > 0 and (_joins_before(value[cut]) or value[cut - 1] == _ZERO_WIDTH_JOINER):
-        cut -= 1
+    # Cut where a character as readers see it begins (UAX #29 extended grapheme clusters):
+    # never between a letter and its accents, inside an emoji sequence or a flag, nor between
+    # the jamo of a Hangul syllable. A boundary depends only on the text before it and the
+    # character after it, so the first ``limit`` characters show the last one that leaves
+    # room for the ellipsis: where their last cluster begins.
+    cut = limit - len(_CHARACTER.findall(value[:limit])[-1])
     return value[:cut] + "\u2026"
-
-
-_ZERO_WIDTH_JOINER = "\u200d"
-
-
-def _joins_before(char: str) -> bool:
-    """Whether ``char`` belongs with the character before it (a combining mark, a joiner, a
-    variation selector, a skin tone)."""
-    code = ord(char)
-    return (
-        unicodedata.combining(char) != 0
-        or unicodedata.category(char) in ("Mn", "Me", "Mc")
-        or char == _ZERO_WIDTH_JOINER
-        or 0xFE00 <= code <= 0xFE0F
-        or 0x1F3FB <= code <= 0x1F3FF
-        or 0xE0020 <= code <= 0xE007F
-    )
 
 
 def _html(lang: Language, message: str, **values: str) -> Markup:
@@ -450,7 +438,9 @@ def _content(doc: Mapping[str, Any], lang: Language, status: str, change: str) -
 def _links(doc: Mapping[str, Any], base_url: str) -> tuple[Link, ...]:
     """The source's page (a URI: IRIs with long paths trip up validators and readers) and
     the claim's JSON. A link title is an attribute, which cannot say it holds HTML, so a
-    publisher name that looks like markup is left out of it (the summary names it)."""
+    publisher name that looks like markup is left out of it (the summary names it). The
+    source's language is only advisory there, so it is left out too unless validators know
+    it (see :func:`._i18n.has_iso_639_1_language`); the quote's ``lang`` still gives it."""
     links: list[Link] = []
     source = doc.get("source") or {}
     address = web_uri(source.get("url"))
@@ -463,7 +453,9 @@ def _links(doc: Mapping[str, Any], base_url: str) -> tuple[Link, ...]:
                 rel="alternate",
                 media_type="text/html",
                 hreflang=language
-                if isinstance(language, str) and _LANGUAGE_TAG.match(language)
+                if isinstance(language, str)
+                and _LANGUAGE_TAG.match(language)
+                and has_iso_639_1_language(language)
                 else None,
                 title=None if _MARKUP_LIKE.search(publisher) else publisher,
             )
