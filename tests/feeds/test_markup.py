@@ -181,6 +181,8 @@ async def test_an_ipv6_literal_address_is_linked_where_the_validator_accepts_it(
         ("http://[2001:db8::1]:8080/a", None, None),
         ("https://user:pw@example.org/", None, None),
         ("https://example.org/a%zz", "https://example.org/a%25zz", None),
+        ("https://[fe80::1%25eth0]/", None, None),  # a zone id, its % escaped as RFC 6874 says
+        ("https://[V1.fe80::a+en1]/", None, None),  # IPvFuture: its "v" in either case
         ("https://example.org/a#b#c", "https://example.org/a#b%23c", None),
         ("https://example.org/[x]", "https://example.org/%5Bx%5D", None),
         (
@@ -205,6 +207,7 @@ def test_addresses_are_escaped_only_where_they_must_be(
         "ftp://example.org/",
         "https://[example.org/",  # an unbalanced bracket: no host
         "https://[not-an-address]/",
+        "https://[fe80::1%eth0]/",  # a zone id's % unescaped: no URI can carry it as it is
         "https://example.org:80x/",
         "https://example.org\\@evil.example/",  # which host depends on who reads it
         "https://exa mple.org/",

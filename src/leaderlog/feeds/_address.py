@@ -112,8 +112,13 @@ def _authority(authority: str, iri: bool) -> str | None:
 
 
 def _ip_literal(literal: str) -> bool:
-    if re.fullmatch(r"v[0-9A-Fa-f]+\.[A-Za-z0-9\-._~!$&'()*+,;=:]+", literal):
+    if re.fullmatch(r"[vV][0-9A-Fa-f]+\.[A-Za-z0-9\-._~!$&'()*+,;=:]+", literal):
         return True  # IPvFuture
+    percent = literal.find("%")
+    if percent >= 0 and literal[percent : percent + 3] != "%25":
+        # A zone id's "%" is written "%25" in an address (RFC 6874); a bare one could not
+        # be linked as it is.
+        return False
     try:
         ipaddress.IPv6Address(literal.replace("%25", "%", 1))
     except ValueError:
