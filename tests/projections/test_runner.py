@@ -222,6 +222,28 @@ async def test_status_reports_lag(seeded_log: EventLog) -> None:
     assert {status.lag for status in await runner.status()} == {0}
 
 
+async def test_a_status_read_while_events_are_appended_and_applied_never_lags_below_zero(
+    seeded_log: EventLog,
+) -> None:
+    # given a runner at the head, and events appended and applied while its status is read
+    runner = await runner_for(seeded_log.store)
+    await runner.catch_up()
+    registered = runner.registered
+
+    async def meanwhile_more_is_applied() -> dict[str, tuple[int, int]]:
+        head_before = (await seeded_log.store.head())[0]
+        await append(seeded_log, FOLLOW_UPS[:2])
+        await runner.catch_up()
+        assert (await seeded_log.store.head())[0] == head_before + 2
+        return await registered()
+
+    runner.registered = meanwhile_more_is_applied  # type: ignore[method-assign]
+    # then the head reported is the one the checkpoints were read against: no negative lag
+    statuses = await runner.status()
+    assert {status.lag for status in statuses} == {0}
+    assert {status.head for status in statuses} == {SEED_COUNT + 2}
+
+
 async def test_two_runners_never_apply_an_event_twice(seeded_log: EventLog) -> None:
     first = ProjectionRunner(seeded_log.store, builtins(), page=4)
     second = ProjectionRunner(seeded_log.store, builtins(), page=3)

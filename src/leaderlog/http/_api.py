@@ -216,7 +216,8 @@ async def healthz(request: Request) -> Response:
             "name": status.name,
             "version": status.version,
             "checkpoint": status.checkpoint,
-            "lag": status.lag,
+            # Against the head listed (the latest any runner read), not an earlier one.
+            "lag": max(head - status.checkpoint, 0),
         }
         if isinstance(projection, LeftOut):
             entry["error"] = f"left out: {projection.reason}"

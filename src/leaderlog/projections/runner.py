@@ -649,13 +649,17 @@ class ProjectionRunner:
 
     async def status(self) -> list[ProjectionStatus]:
         """Each projection's stored version, checkpoint, the log head and the lag behind it."""
-        head, _ = await self.store.head()
         stored = await self.registered()
+        # Read after the checkpoints, so the head is at least each of them even while
+        # writers append and projections follow (a lag is never negative).
+        head, _ = await self.store.head()
         found = []
         for projection in self.projections:
             version, checkpoint = stored.get(projection.name, (projection.version, 0))
             found.append(
-                ProjectionStatus(projection.name, version, checkpoint, head, head - checkpoint)
+                ProjectionStatus(
+                    projection.name, version, checkpoint, head, max(head - checkpoint, 0)
+                )
             )
         return found
 
