@@ -244,6 +244,29 @@ async def test_a_status_read_while_events_are_appended_and_applied_never_lags_be
     assert {status.head for status in statuses} == {SEED_COUNT + 2}
 
 
+async def test_a_runner_creates_the_query_indexes_a_rebuild_elsewhere_stopped_before(
+    seeded_log: EventLog,
+) -> None:
+    # given a server's runner at the head, with every query index
+    serving = ProjectionRunner(seeded_log.store, builtins())
+    await serving.catch_up()
+    indexes = (
+        "SELECT name FROM sqlite_master WHERE type = 'index' AND name LIKE 'p\\_%' ESCAPE '\\'"
+    )
+    every_index = set(await seeded_log.store.query(indexes))
+    assert every_index
+    # when another process's rebuild resets the projections and is stopped (Ctrl-C) before
+    # the head, where it would have created the query indexes
+    rebuilding = ProjectionRunner(seeded_log.store, builtins())
+    async with seeded_log.store.projection_transaction() as tx:
+        for projection in rebuilding.projections:
+            await rebuilding._reset(tx, projection)
+    assert set(await seeded_log.store.query(indexes)) < every_index
+    # then the server's runner, replaying to the head, creates them
+    await serving.catch_up()
+    assert set(await seeded_log.store.query(indexes)) == every_index
+
+
 async def test_two_runners_never_apply_an_event_twice(seeded_log: EventLog) -> None:
     first = ProjectionRunner(seeded_log.store, builtins(), page=4)
     second = ProjectionRunner(seeded_log.store, builtins(), page=3)

@@ -208,6 +208,9 @@ class ProjectionRunner:
         self._unprepared: dict[str, ProjectionFailure] = {}
         # Projections (re)built from scratch whose query indexes wait for the end of the replay.
         self._deferred: set[str] = set()
+        # Each projection's checkpoint when this runner last read it: one found lower since
+        # was rebuilt by another process, which may have stopped before its query indexes.
+        self._seen_checkpoints: dict[str, int] = {}
 
     @property
     def unprepared(self) -> Mapping[str, ProjectionFailure]:
@@ -475,6 +478,18 @@ class ProjectionRunner:
             await asyncio.sleep(_PAUSE_AFTER_A_SLOW_PAGE)
         return stopping
 
+    def _notice_rebuilds(
+        self, projections: Sequence[Projection], stored: Mapping[str, tuple[int, int]]
+    ) -> None:
+        """Defer the query indexes of any projection another process has rebuilt since this
+        runner last looked: a rebuild stopped before the head (Ctrl-C, a kill) never created
+        them, and this runner, replaying to the head, does."""
+        for projection in projections:
+            position = stored.get(projection.name, (projection.version, 0))[1]
+            if position < self._seen_checkpoints.get(projection.name, 0):
+                self._deferred.add(projection.name)
+            self._seen_checkpoints[projection.name] = position
+
     async def _stored(self) -> dict[str, tuple[int, int]]:
         rows = await self.store.query("SELECT name, version, position FROM projection_checkpoints")
         return {str(name): (int(version), int(position)) for name, version, position in rows}
@@ -537,6 +552,7 @@ class ProjectionRunner:
             with _few_collections(backlog):
                 while True:
                     stored = await self._stored()
+                    self._notice_rebuilds(projections, stored)
                     low = min((stored.get(p.name, (0, 0))[1] for p in projections), default=target)
                     if low >= target:
                         break
