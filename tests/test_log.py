@@ -16,11 +16,18 @@ from pydantic import ValidationError
 
 from leaderlog import events as events_module
 from leaderlog._json import canonical_bytes
-from leaderlog.errors import BatchError, ConcurrencyError, DuplicateEventError, RecordError
+from leaderlog.errors import (
+    BatchError,
+    ConcurrencyError,
+    DuplicateEventError,
+    RecordError,
+    StoreUnavailable,
+)
 from leaderlog.events import (
     Event,
     OrgRegistered,
     OrgUpdated,
+    PostDefined,
     Record,
     parse_event,
     parse_record,
@@ -575,6 +582,88 @@ async def test_a_move_decided_while_another_writer_moves_an_ancestor_is_decided_
         stored = [(event.stream, event.data) for event in await this.store.read_all()]
     assert stored[-1] == ("org-q", {"org": "q", "parent": "p"})
     assert len(stored) == 3
+
+
+async def test_a_claim_is_not_held_up_by_edits_of_the_person_post_and_source_it_names(
+    seeded_log: EventLog, sqlite_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Those it only needs to exist, and once there they are there for good: a writer that
+    keeps editing them (every time this one is about to commit) changes nothing it read."""
+    async with await EventLog.open(sqlite_url) as other:
+        append_batches = seeded_log.store.append_batches
+        edits = iter(range(100))
+
+        async def another_writer_edits_first(batches: Any) -> Any:
+            edit = next(edits)
+            await other.append_raw(
+                [
+                    {
+                        "type": "person.updated",
+                        "data": {"person": "derek-gordon", "aliases": [f"D. Gordon {edit}"]},
+                    },
+                    {
+                        "type": "post.updated",
+                        "data": {"post": "ice-hsi-ead", "aliases": [f"HSI head {edit}"]},
+                    },
+                    {
+                        "type": "comment.requested",
+                        "data": {"source": SOURCE, "org": "ice", "outcome": "no_response"},
+                        "event_id": str(uuid.uuid4()),
+                    },
+                ],
+                actor="other",
+            )
+            return await append_batches(batches)
+
+        monkeypatch.setattr(seeded_log.store, "append_batches", another_writer_edits_first)
+        outcome = await seeded_log.append_raw(
+            {
+                "type": "claim.reported",
+                "data": {
+                    "claim": "gordon-named-again",
+                    "source": SOURCE,
+                    "kind": "appointment",
+                    "person": "derek-gordon",
+                    "post": "ice-hsi-ead",
+                    "capacity": "acting",
+                    "modality": "expected",
+                    "attribution": {"kind": "anonymous"},
+                    "quote": "Gordon is expected to take over.",
+                    "locator": "body",
+                },
+            },
+            actor="test",
+        )
+    # appended at its first try, right after the other writer's first edit
+    assert outcome.appended == 1
+    assert next(edits) == 1
+
+
+async def test_a_batch_worn_out_by_other_writers_is_told_to_try_again_not_of_a_version(
+    seeded_log: EventLog, sqlite_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # given another writer that moves an organisation every time this one is about to commit
+    async with await EventLog.open(sqlite_url) as other:
+        await other.append_events([OrgRegistered(org="elsewhere", name="Elsewhere")], actor="o")
+        append_batches = seeded_log.store.append_batches
+        moves = iter(["elsewhere", "dhs"] * 10)
+
+        async def another_writer_moves_first(batches: Any) -> Any:
+            await other.append_events([OrgUpdated(org="ice", parent=next(moves))], actor="o")
+            return await append_batches(batches)
+
+        monkeypatch.setattr(seeded_log.store, "append_batches", another_writer_moves_first)
+        # when this one defines a post under that organisation, giving no expected version,
+        # then, each try decided again and refused for the move, it is told to try again
+        with pytest.raises(StoreUnavailable) as caught:
+            await seeded_log.append_events(
+                [PostDefined(post="ice-new-post", org="ice", title="New post")], actor="t"
+            )
+    assert str(caught.value) == (
+        "other writers kept changing org-ice, which this batch rests on, while it was "
+        "decided (6 tries); nothing was written: try again"
+    )
+    assert await seeded_log.store.read_stream("post-ice-new-post") == []
 
 
 async def test_append_raw_labels_records(seeded_log: EventLog) -> None:

@@ -21,7 +21,14 @@ from pathlib import Path
 from typing import IO, Any, NamedTuple
 
 from leaderlog._json import JSONDecodeError, canonical_bytes, loads_input
-from leaderlog.domain import EntityState, MissingKnowledge, decide, evolve, referenced_streams
+from leaderlog.domain import (
+    EntityState,
+    ExistingEntity,
+    MissingKnowledge,
+    decide,
+    evolve,
+    referenced_streams,
+)
 from leaderlog.errors import (
     BatchError,
     ConcurrencyError,
@@ -29,6 +36,7 @@ from leaderlog.errors import (
     DuplicateEventError,
     RecordError,
     StoreError,
+    StoreUnavailable,
 )
 from leaderlog.events import (
     EVENT_TYPES,
@@ -163,7 +171,13 @@ class _Decision:
 
 class _LayeredKnowledge:
     """The request's own uncommitted decisions, then its group's, then the cache; ``read``
-    collects every stream a decision looked at."""
+    collects every stream a decision looked at whose version it rests on.
+
+    A person, post or source stored (in the cache) is not among them: the rules read
+    nothing of one but that it exists, and once stored it exists for good, so a writer
+    editing it meanwhile changes nothing a decision read (with its version, the decision
+    would be refused and taken again for every edit, and could be worn out by them).
+    """
 
     __slots__ = ("_cache", "_group", "_request", "assumed_absent", "read")
 
@@ -183,11 +197,14 @@ class _LayeredKnowledge:
         # Asked several times per record: plain membership tests, no loops.
         if stream in self._request:
             return self._request[stream]
+        if stream in self._cache and stream not in self._group:
+            state = self._cache[stream]
+            if type(state) is not ExistingEntity:
+                self.read.add(stream)
+            return state
         self.read.add(stream)
         if stream in self._group:
             return self._group[stream]
-        if stream in self._cache:
-            return self._cache[stream]
         if stream == self.assumed_absent:
             return None
         raise MissingKnowledge({stream})
@@ -616,6 +633,14 @@ class EventLog:
                 request.attempts += 1
                 retry.append(request)
                 continue
+            if isinstance(outcome, ConcurrencyError):
+                # Not the caller's expected version (a stale one is refused when decided
+                # again): what the decision read kept moving, however often it was retaken.
+                outcome = StoreUnavailable(
+                    f"other writers kept changing {outcome.stream}, which this batch rests on, "
+                    f"while it was decided ({request.attempts + 1} tries); nothing was "
+                    "written: try again"
+                )
             if isinstance(outcome, StoreError):
                 _answer(request.future, outcome)
                 continue
