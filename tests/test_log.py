@@ -616,23 +616,8 @@ async def test_a_claim_is_not_held_up_by_edits_of_the_person_post_and_source_it_
             return await append_batches(batches)
 
         monkeypatch.setattr(seeded_log.store, "append_batches", another_writer_edits_first)
-        outcome = await seeded_log.append_raw(
-            {
-                "type": "claim.reported",
-                "data": {
-                    "claim": "gordon-named-again",
-                    "source": SOURCE,
-                    "kind": "appointment",
-                    "person": "derek-gordon",
-                    "post": "ice-hsi-ead",
-                    "capacity": "acting",
-                    "modality": "expected",
-                    "attribution": {"kind": "anonymous"},
-                    "quote": "Gordon is expected to take over.",
-                    "locator": "body",
-                },
-            },
-            actor="test",
+        outcome = await seeded_log.append_events(
+            [claim("gordon-named-again", post="ice-hsi-ead")], actor="test"
         )
     # appended at its first try, right after the other writer's first edit
     assert outcome.appended == 1
