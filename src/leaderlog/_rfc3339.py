@@ -44,9 +44,15 @@ def read_rfc3339(text: str, *, round_up: bool = False) -> dt.datetime:
     normal = f"{found['date']}T{found['clock']}:{'59' if leap else second}.{fraction}{offset}"
     try:
         moment = dt.datetime.fromisoformat(normal)
+        # A leap second is only ever the last second of a UTC day (23:59:60Z, or the same
+        # moment at another offset): one in any other minute names no time that was.
+        if leap and moment.astimezone(dt.UTC).strftime("%H:%M") != "23:59":
+            raise ValueError(NOT_A_DAY_TIME)
     except (ValueError, OverflowError):
         raise ValueError(NOT_A_DAY_TIME) from None
-    if round_up and not leap and digits[6:].strip("0"):
+    # As a lower bound, a leap second comes after its day's last microsecond, and fractions
+    # beyond microseconds after the microsecond they start in.
+    if round_up and (leap or digits[6:].strip("0")):
         try:
             moment += dt.timedelta(microseconds=1)
         except OverflowError:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import json
 import logging
 import sqlite3
 import threading
@@ -12,8 +13,10 @@ from pathlib import Path
 
 import httpx
 import pytest
+from click.testing import CliRunner
 from starlette.requests import Request
 
+from leaderlog.cli import main
 from leaderlog.errors import ProjectionFailed, StoreUnavailable
 from leaderlog.feeds import FeedService
 from leaderlog.http import _api as api_module
@@ -207,6 +210,28 @@ def test_a_422_locates_the_parameter_at_fault(
         assert response.status_code == 422, (path, response.text)
         (problem,) = response.json()["detail"]
         assert problem["loc"] == ["query", parameter], (path, problem)
+
+
+def test_a_long_time_is_answered_or_refused_as_the_cli_does(
+    seeded_server: tuple[str, str], client: httpx.Client
+) -> None:
+    base, url = seeded_server
+    # 64 characters: answered, the same answer as the CLI's
+    longest = "2999-06-01T00:00:00." + "0" * 43 + "Z"
+    assert len(longest) == 64
+    answer = client.get(f"{base}/api/state", params={"known_at": longest, "org": "ice-hsi"})
+    assert answer.status_code == 200, answer.text
+    cli = CliRunner().invoke(
+        main, ["--db", url, "state", "--org", "ice-hsi", "--known-at", longest, "--json"]
+    )
+    assert cli.exit_code == 0, cli.output
+    assert answer.json() == json.loads(cli.stdout)
+    # 65: refused by both, with the same words
+    refused = client.get(f"{base}/api/audit", params={"from": longest[:-1] + "0Z"})
+    assert refused.status_code == 422
+    assert refused.json()["detail"][0]["msg"] == (
+        "from is 65 characters long; no log position or time needs more than 64"
+    )
 
 
 def test_unknown_and_repeated_parameters_are_422_not_ignored(

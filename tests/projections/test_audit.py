@@ -155,6 +155,7 @@ async def test_bad_filters_are_refused(
     ("text", "moment"),
     [
         ("2016-12-31T23:59:60Z", "2016-12-31T23:59:59.999999+00:00"),
+        ("2017-01-01T00:59:60+01:00", "2016-12-31T23:59:59.999999+00:00"),
         ("2025-05-29t14:00:00.1234567+02:00", "2025-05-29T12:00:00.123456+00:00"),
         ("2025-05-29 14:00:00z", "2025-05-29T14:00:00+00:00"),
         ("2025-05-29T14:00:00.1234560Z", "2025-05-29T14:00:00.123456+00:00"),
@@ -172,6 +173,17 @@ def test_a_lower_bound_beyond_microseconds_rounds_up_to_the_next_microsecond() -
     assert moment.isoformat() == "2025-05-29T14:00:00.123457+00:00"
     exact = parse_time("2025-05-29T14:00:00.1234560Z", "from", end_of_day=False)
     assert exact.isoformat() == "2025-05-29T14:00:00.123456+00:00"
+
+
+def test_a_leap_second_is_only_the_last_second_of_a_utc_day() -> None:
+    for text in ("2025-03-02T04:29:60Z", "2016-12-31T23:59:60+01:00"):
+        with pytest.raises(InvalidQuery, match="is not a real time of a calendar day"):
+            parse_time(text, "to", end_of_day=True)
+
+
+def test_a_leap_second_as_a_lower_bound_is_after_its_day_s_last_microsecond() -> None:
+    moment = parse_time("2016-12-31T23:59:60Z", "from", end_of_day=False)
+    assert moment.isoformat() == "2017-01-01T00:00:00+00:00"
 
 
 def test_a_lower_bound_after_the_last_microsecond_says_so() -> None:

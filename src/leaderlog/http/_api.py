@@ -43,7 +43,6 @@ KnownAt = Annotated[
     Query(
         description="As known at: a log position (e.g. 42) or an RFC 3339 recorded time "
         "(e.g. 2025-05-29T14:00:00Z, or a day meaning its end). Default: everything.",
-        max_length=64,
     ),
 ]
 Slug = Annotated[str | None, Query(max_length=64, description="An id (lower-case slug).")]
@@ -135,10 +134,10 @@ async def audit(
         str | None, Query(max_length=32, description="official, named, anonymous or outlet")
     ] = None,
     recorded_from: Annotated[
-        str | None, Query(alias="from", max_length=64, description="RFC 3339 time or a day")
+        str | None, Query(alias="from", description="RFC 3339 time or a day")
     ] = None,
     recorded_to: Annotated[
-        str | None, Query(alias="to", max_length=64, description="RFC 3339 time or a day")
+        str | None, Query(alias="to", description="RFC 3339 time or a day")
     ] = None,
     after: Annotated[int, Query(ge=0, description="Page on: the previous `next_after`.")] = 0,
     limit: Annotated[int, Query(ge=1, le=10_000)] = 500,

@@ -28,6 +28,10 @@ CONTROL_CHARACTERS = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 _CONTROL_CHARACTERS_NOT_IN_NAMES = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 
 
+# Longer than any log position or RFC 3339 time needs (fractions of a second included): the
+# CLI and the HTTP API refuse it alike, before reading it.
+MAX_TIME_LENGTH = 64
+
 # Slugs have at most 64 characters and names at most 300 (leaderlog.events): a longer value
 # can match nothing, and would make the suggestions' LIKE patterns needlessly heavy.
 MAX_NAME_LENGTH = 300
@@ -101,6 +105,7 @@ def parse_time(value: str | dt.date, what: str, *, end_of_day: bool) -> dt.datet
         clock = dt.time.max if end_of_day else dt.time.min
         return dt.datetime.combine(value, clock, tzinfo=dt.UTC)
     elif isinstance(value, str):
+        _check_time_length(value, what)
         text = value.strip()
         if _DAY.match(text):
             day = parse_day(text, what)
@@ -122,6 +127,16 @@ def parse_time(value: str | dt.date, what: str, *, end_of_day: bool) -> dt.datet
         ) from None
 
 
+def _check_time_length(value: str, what: str) -> None:
+    length = len(value.strip())
+    if length > MAX_TIME_LENGTH:
+        raise InvalidQuery(
+            f"{what} is {length} characters long; no log position or time needs more than "
+            f"{MAX_TIME_LENGTH}",
+            parameter=_parameter(what),
+        )
+
+
 def _rfc3339(text: str, what: str, *, round_up: bool) -> dt.datetime:
     try:
         return read_rfc3339(text, round_up=round_up)
@@ -139,6 +154,8 @@ def parse_known_at(value: int | str | dt.date | None) -> int | dt.datetime | Non
         raise InvalidQuery(
             f"known-at must be a position or an RFC 3339 time, got {value!r}", parameter="known_at"
         )
+    if isinstance(value, str):
+        _check_time_length(value, "known-at")
     if isinstance(value, str) and _WHOLE_NUMBER.match(value.strip()):
         value = int(value.strip())
     if isinstance(value, int):
