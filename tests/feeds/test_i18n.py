@@ -82,6 +82,12 @@ def test_translations_are_used() -> None:
         ("fr-u-xx", "fr"),
         ("de-DE-1996", "de"),
         ("x-klingon, es;q=0.5", "es"),
+        # A refused language is not served by way of another tag that leads to it.
+        ("zh-Hans;q=0, zh-SG;q=0.5, en;q=0.1", "en"),
+        ("zh-Hans;q=0, zh", "en"),
+        ("pt;q=0, pt-BR", "en"),
+        ("de;q=0, de-AT, fr;q=0.5", "fr"),
+        ("pt-BR;q=0, pt-PT", "pt"),
         # Cut at the last whole entry: "de" never loses its q=0.1 and jumps ahead of "fr".
         ("fr;q=0.5, " + "xx, " * 247 + "de;q=0.1", "fr"),
         ("fr;q=0.5, " + "x" * 1500 + ", de", "fr"),

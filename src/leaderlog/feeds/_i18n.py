@@ -251,9 +251,9 @@ def _quality(parameters: Sequence[str]) -> float:
     return 1.0
 
 
-def _accept_language(header: str) -> list[str]:
-    """The tags of an Accept-Language header, best first. q=0 means "not this one", and
-    ``*`` stands for every offered language the header does not refuse."""
+def _accept_language(header: str) -> tuple[list[str], set[str]]:
+    """The tags of an Accept-Language header, best first, and the ranges it refuses (q=0,
+    lower case); ``*`` stands for every offered language the header does not refuse."""
     weighted: list[tuple[float, int, int, str]] = []
     refused: set[str] = set()
     wildcard: tuple[float, int] | None = None
@@ -273,9 +273,16 @@ def _accept_language(header: str) -> list[str]:
         weighted += [
             (*wildcard, order, offered)
             for order, offered in enumerate(LANGUAGES)
-            if not any(offered.lower().startswith(no) for no in refused)
+            if not _refused(offered, refused)
         ]
-    return [tag for *_, tag in sorted(weighted) if tag.lower() not in refused]
+    return [tag for *_, tag in sorted(weighted) if tag.lower() not in refused], refused
+
+
+def _refused(offered: str, refused: set[str]) -> bool:
+    """Whether a refused range covers an offered language (RFC 4647 basic filtering: the
+    range is the tag, or a prefix of it ending at a subtag)."""
+    tag = offered.lower()
+    return any(tag == no or tag.startswith(f"{no}-") for no in refused)
 
 
 _LONGEST_HEADER = 1000
@@ -297,7 +304,14 @@ def negotiate(accept_language: str | None) -> str:
 @functools.lru_cache(maxsize=1024)
 def _negotiate_header(header: str) -> str:
     # Readers send the same few headers on every poll, so answers are remembered.
-    return _negotiate(_accept_language(header)) or DEFAULT_LANGUAGE
+    preferred, refused = _accept_language(header)
+    for tag in preferred:
+        # Each tag in turn, so that one the header refuses is passed over even when another
+        # tag leads to it ("zh-Hans;q=0, zh-SG" asks for no Simplified Chinese).
+        chosen = _negotiate([tag])
+        if chosen is not None and not _refused(chosen, refused):
+            return chosen
+    return DEFAULT_LANGUAGE
 
 
 def resolve(asked: str) -> str:
