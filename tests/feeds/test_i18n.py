@@ -149,3 +149,19 @@ def test_russian_dates_after_a_preposition_take_the_genitive(
 )
 def test_french_days_after_a_preposition_take_the_article(qualifier: str, expected: str) -> None:
     assert fuzzy_date({"date": "2025-05-30", "qualifier": qualifier}, language("fr")) == expected
+
+
+@pytest.mark.parametrize(
+    ("tag", "labels", "shown"),
+    [
+        ("zh-Hans", {"zh-hans": "机构"}, "机构"),
+        ("pt", {"pt-BR": "Organização"}, "Organização"),
+        ("pt", {"pt-BR": "Organização", "pt": "Organização O"}, "Organização O"),
+        ("de", {"DE": "Organisation"}, "Organisation"),
+        ("fr", {"pt-BR": "Organização"}, "Org"),
+    ],
+)
+def test_a_label_under_another_spelling_of_the_language_s_tag_is_used(
+    tag: str, labels: dict[str, str], shown: str
+) -> None:
+    assert language(tag).label(labels, "Org") == shown

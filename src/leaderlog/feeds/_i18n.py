@@ -135,6 +135,11 @@ class Language:
             for key in (self.tag, _BABEL_IDS[self.tag], self.locale.language):
                 if labels.get(key):
                     return labels[key]
+            # Another spelling of this language's tag: tags ignore case ("zh-hans"), and a
+            # regional one names the language offered ("pt-BR"), as in ?lang=.
+            for key in sorted(labels):
+                if labels[key] and _offered_as(key) == self.tag:
+                    return labels[key]
         return fallback
 
 
@@ -314,12 +319,18 @@ def _negotiate_header(header: str) -> str:
     return DEFAULT_LANGUAGE
 
 
+@functools.lru_cache(maxsize=1024)
+def _offered_as(tag: str) -> str | None:
+    """The offered language a tag names, if any (a label's key, say)."""
+    return _negotiate([tag]) if tag and len(tag) <= 35 else None
+
+
 def resolve(asked: str) -> str:
     """The offered language for an explicit ``?lang=`` / ``--lang`` value (``pt-BR`` -> ``pt``).
 
     Raises :class:`UnknownLanguage` when none matches.
     """
-    chosen = _negotiate([asked]) if asked and len(asked) <= 35 else None
+    chosen = _offered_as(asked)
     if chosen is None:
         raise UnknownLanguage(asked)
     return chosen
