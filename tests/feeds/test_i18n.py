@@ -152,6 +152,32 @@ def test_french_days_after_a_preposition_take_the_article(qualifier: str, expect
 
 
 @pytest.mark.parametrize(
+    ("tag", "date", "qualifier", "expected"),
+    [
+        ("de", "2025-05-31", "before", "vor dem 31. Mai 2025"),
+        ("de", "2025-06-03", "after", "nach dem 3. Juni 2025"),
+        ("de", "2025-06-02", "about", "um den 2. Juni 2025"),
+        ("de", "2025", "before", "vor 2025"),
+        ("de", "2025-05", "before", "vor Mai 2025"),
+        ("es", "2025-05-31", "before", "antes del 31 de mayo de 2025"),
+        ("es", "2025-06-02", "about", "hacia el 2 de junio de 2025"),
+        ("es", "2025", "after", "después de 2025"),
+        ("it", "2025-05-31", "before", "prima del 31 maggio 2025"),
+        ("it", "2025-06-03", "after", "dopo il 3 giugno 2025"),
+        ("it", "2025", "before", "prima del 2025"),
+        ("it", "2025", "about", "verso il 2025"),
+        ("it", "2025-05", "before", "prima di maggio 2025"),
+        ("en", "2025-05-31", "before", "before May 31, 2025"),
+        ("en", "2025", "about", "about 2025"),
+    ],
+)
+def test_days_and_years_after_a_preposition_take_the_article_their_language_needs(
+    tag: str, date: str, qualifier: str, expected: str
+) -> None:
+    assert fuzzy_date({"date": date, "qualifier": qualifier}, language(tag)) == expected
+
+
+@pytest.mark.parametrize(
     ("tag", "labels", "shown"),
     [
         ("zh-Hans", {"zh-hans": "机构"}, "机构"),

@@ -72,7 +72,6 @@ _FULL_STOPS = {"zh": "\u3002", "ja": "\u3002", "hi": "\u0964"}
 # Month and year after a preposition, where CLDR's stand-alone forms would be ungrammatical:
 # Russian "около", "до" and "после" take the genitive month, and a year keeps its
 # abbreviation for "year" (U+0433), as a month's does.
-_DAY_ARTICLES = {"fr": "le "}
 _GOVERNED_PATTERNS = {"ru": ("MMMM y\u202f'\u0433'.", "y\u202f'\u0433'.")}
 
 
@@ -101,13 +100,9 @@ class Language:
             return text
         return text + _FULL_STOPS.get(self.locale.language, ".")
 
-    def date(self, moment: dt.datetime | dt.date, *, governed: bool = False) -> str:
-        """A day; ``governed``: after a word such as "before", which in French takes the
-        article ("avant le 30 mai 2025")."""
-        shown = format_date(moment, format="long", locale=self.locale)
-        if governed and self.locale.language in _DAY_ARTICLES:
-            return _DAY_ARTICLES[self.locale.language] + shown
-        return shown
+    def date(self, moment: dt.datetime | dt.date) -> str:
+        """A day (after "before" and such, the catalog's words give any article it takes)."""
+        return format_date(moment, format="long", locale=self.locale)
 
     def datetime(self, moment: dt.datetime) -> str:
         return format_datetime(moment, format="medium", tzinfo=dt.UTC, locale=self.locale)

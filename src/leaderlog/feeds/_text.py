@@ -89,6 +89,18 @@ QUALIFIED_DATES = {
     "before": N_("before {date}"),
     "after": N_("after {date}"),
 }
+# A day or a year after the same words: some languages then need an article, which merges
+# with the preposition ("vor dem 31. Mai", "antes del 31 de mayo", "prima del 2025").
+QUALIFIED_DAYS = {
+    "about": N_("about {day}"),
+    "before": N_("before {day}"),
+    "after": N_("after {day}"),
+}
+QUALIFIED_YEARS = {
+    "about": N_("about {year}"),
+    "before": N_("before {year}"),
+    "after": N_("after {year}"),
+}
 ATTRIBUTIONS = {
     "official": (N_("official statement"), N_("official statement by {parties}")),
     "named": (N_("named source"), N_("named source: {parties}")),
@@ -193,19 +205,21 @@ def fuzzy_date(value: object, lang: Language) -> str:
         moment = dt.date(year or 1, month or 1, day or 1)
         governed = value.get("qualifier") in QUALIFIED_DATES
         if day is not None:
-            shown = lang.date(moment, governed=governed)
+            shown, templates, placeholder = lang.date(moment), QUALIFIED_DAYS, "day"
         elif month is not None:
             shown = lang.month(moment, governed=governed)
+            templates, placeholder = QUALIFIED_DATES, "date"
         else:
             shown = lang.year(moment, governed=governed)
+            templates, placeholder = QUALIFIED_YEARS, "year"
     except ValueError:
         words = value.get("text")
         if isinstance(words, str) and words.strip():
             return lang._(N_("date unknown ({words})"), words=clean(words, NAME_LIMIT))
         return lang._(N_("date unknown"))
     qualifier = value.get("qualifier")
-    if isinstance(qualifier, str) and qualifier in QUALIFIED_DATES:
-        return lang._(QUALIFIED_DATES[qualifier], date=shown)
+    if isinstance(qualifier, str) and qualifier in templates:
+        return lang._(templates[qualifier], **{placeholder: shown})
     return shown
 
 
