@@ -188,6 +188,8 @@ def test_a_language_asked_for_another_way_redirects_to_the_offered_tag(
         "/feeds/post/ice-hsi-ead.json?lang=zh": "/feeds/post/ice-hsi-ead.json?lang=zh-Hans",
         "/feeds/all.atom?lang=pt&lang=pt": "/feeds/all.atom?lang=pt",
         "/opml?format=rss&lang=de-AT": "/opml?format=rss&lang=de",
+        # a tag with extensions, longer than a plain one
+        "/feeds/all.atom?lang=de-DE-u-co-phonebk-ca-gregory-nu-latn": "/feeds/all.atom?lang=de",
     }
     for path, canonical in cases.items():
         for method in ("GET", "HEAD"):

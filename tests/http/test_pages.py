@@ -103,6 +103,11 @@ def test_overview_speaks_the_asked_language(
     for asked, offered in (("zh", "zh-Hans"), ("pt-BR", "pt"), ("EN", "en")):
         moved = client.get(f"{base}/?org=ice&lang={asked}")
         assert (moved.status_code, moved.headers["location"]) == (308, f"/?org=ice&lang={offered}")
+    long_tag = client.get(f"{base}/?lang=de-DE-u-co-phonebk-ca-gregory-nu-latn")
+    assert (long_tag.status_code, long_tag.headers["location"]) == (308, "/?lang=de")
+    too_long = client.get(f"{base}/?lang=" + "x" * 300, headers={"Accept-Language": "fr"})
+    assert too_long.status_code == 404
+    assert too_long.headers["content-type"].startswith("text/html")
     reordered = client.get(f"{base}/?lang=fr&org=ice")
     assert (reordered.status_code, reordered.headers["location"]) == (308, "/?org=ice&lang=fr")
 

@@ -15,6 +15,7 @@ from leaderlog.feeds._document import Entry
 from leaderlog.feeds._i18n import (
     DEFAULT_LANGUAGE,
     LANGUAGES,
+    LONGEST_TAG,
     N_,
     UnknownLanguage,
     language,
@@ -54,6 +55,7 @@ __all__ = [
     "FORMATS",
     "FULL_ARCHIVE_CACHE",
     "LANGUAGES",
+    "LONGEST_TAG",
     "MEDIA_TYPES",
     "N_",
     "PAGE_SIZE",

@@ -28,6 +28,7 @@ from babel.support import Translations
 __all__ = [
     "DEFAULT_LANGUAGE",
     "LANGUAGES",
+    "LONGEST_TAG",
     "N_",
     "Language",
     "UnknownLanguage",
@@ -314,10 +315,15 @@ def _negotiate_header(header: str) -> str:
     return DEFAULT_LANGUAGE
 
 
+# A language tag with extensions runs long ("de-DE-u-co-phonebk-ca-gregory-nu-latn"); one
+# far longer is no tag at all.
+LONGEST_TAG = 256
+
+
 @functools.lru_cache(maxsize=1024)
 def _offered_as(tag: str) -> str | None:
     """The offered language a tag names, if any (a label's key, say)."""
-    return _negotiate([tag]) if tag and len(tag) <= 35 else None
+    return _negotiate([tag]) if tag and len(tag) <= LONGEST_TAG else None
 
 
 def resolve(asked: str) -> str:

@@ -17,6 +17,7 @@ from starlette.responses import RedirectResponse, Response
 
 from leaderlog.feeds import (
     FORMATS,
+    LONGEST_TAG,
     FeedFormat,
     FeedNotFound,
     FeedRequest,
@@ -55,7 +56,7 @@ LangQuery = Annotated[
     Query(
         description="Language: en, es, fr, de, it, pt, ru, zh-Hans, hi or ja. Without it, "
         "Accept-Language decides (English when nothing fits).",
-        max_length=35,
+        max_length=LONGEST_TAG,
     ),
 ]
 PageQuery = Annotated[
