@@ -1,0 +1,90 @@
+"""Validators name what a document holds: a change to the rendering must change them too.
+
+Every ETag carries ``RENDER_VERSION`` (with the feed entries projection's version), so a
+reader holding a document rendered another way fetches it again after an upgrade. This test
+renders a fixed log (the seeds, with fixed recorded times and ids, plus records that exercise
+languages, links and long text) in every format and language, and fails when the bytes
+change while those versions stay the same.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+
+from leaderlog.events import Record, parse_record
+from leaderlog.feeds import FORMATS, LANGUAGES, FeedRequest, Scope
+from leaderlog.feeds._service import RENDER_VERSION
+from leaderlog.log import EventLog, parse_lines
+from leaderlog.projections.feed_entries import FeedEntriesProjection
+from tests.conftest import SEEDS
+from tests.feeds.logs import BASE, project
+
+# (RENDER_VERSION, FeedEntriesProjection.version) -> sha256 of every rendered document.
+# When the rendering changes on purpose, bump RENDER_VERSION in leaderlog/feeds/_service.py
+# and add the new digest here: never change a digest under versions already released.
+RENDERED = {
+    (5, 9): "3aea1c8ace706aba0164114b8265f29d3098b65fcec737bee2871925f808d7d1",
+}
+
+_RECORDED = dt.datetime(2025, 6, 1, 12, 0, tzinfo=dt.UTC)
+_EXTRA = [
+    {
+        "type": "source.registered",
+        "data": {
+            "source": "hk-daily-1",
+            "url": "https://hk.example/news/\u65b0\u805e",
+            "publisher": "HK Daily",
+            "language": "yue",
+            "published": {"date": "2025-05-30"},
+        },
+    },
+    {
+        "type": "person.registered",
+        "data": {"person": "flags", "name": "\U0001f1fa\U0001f1f8" * 101},
+    },
+    {
+        "type": "claim.reported",
+        "data": {
+            "claim": "flags-hsi",
+            "source": "hk-daily-1",
+            "kind": "appointment",
+            "person": "flags",
+            "post": "ice-hsi-ead",
+            "capacity": "acting",
+            "modality": "expected",
+            "effective": {"date": "2025-06-08", "qualifier": "before"},
+            "attribution": {"kind": "anonymous", "parties": ["ICE"]},
+            "quote": "\u9810\u8a08\u63a5\u4efb",
+            "locator": "body",
+        },
+    },
+]
+
+
+def _records() -> list[Record]:
+    lines = [
+        line for path in sorted(SEEDS.glob("*.jsonl")) for line in path.read_bytes().split(b"\n")
+    ]
+    records, _ = parse_lines(lines)
+    records += [parse_record(raw) for raw in _EXTRA]
+    return [record.model_copy(update={"recorded_at": _RECORDED}) for record in records]
+
+
+async def test_the_rendering_changes_only_with_its_version(sqlite_url: str) -> None:
+    async with await EventLog.open(sqlite_url) as log:
+        await log.append_records(_records(), actor="seed")
+        service = await project(log)
+        digest = hashlib.sha256()
+        for scope in ("all", "org:ice", "person:flags", "post:ice-hsi-ead"):
+            for fmt in FORMATS:
+                for lang in LANGUAGES:
+                    request = FeedRequest(Scope.parse(scope), fmt, lang, BASE, None)
+                    digest.update((await service.render(request)).body)
+    versions = (RENDER_VERSION, FeedEntriesProjection.version)
+    assert RENDERED.get(versions) == digest.hexdigest(), (
+        f"the feeds render differently at {versions}: bump RENDER_VERSION in "
+        "leaderlog/feeds/_service.py, so that validators handed out before stop matching, and "
+        f"record {json.dumps(digest.hexdigest())} for the new versions in RENDERED"
+    )
