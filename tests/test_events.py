@@ -584,6 +584,12 @@ def _envelope(**changes: Any) -> dict[str, Any]:
     return with_(envelope, **changes)
 
 
+def test_an_exported_envelope_without_an_actor_is_recorded_as_imported() -> None:
+    envelope = _envelope()
+    del envelope["actor"]
+    assert parse_record(envelope).actor == "import"
+
+
 def test_exported_envelope_keeps_id_time_and_actor() -> None:
     envelope = _envelope()
     record = parse_record(envelope)
@@ -607,6 +613,10 @@ def test_exported_envelope_keeps_id_time_and_actor() -> None:
         ({"recorded_at": "2024-W01-1T00:00:05Z"}, "schema"),
         ({"recorded_at": 1717000000}, "schema"),
         ({"surprise": 1}, "schema"),
+        # an actor an earlier version let through: kept as it was, never made "import"
+        ({"actor": ""}, "actor"),
+        ({"actor": "Desk"}, "actor"),
+        ({"actor": 7}, "actor"),
     ],
 )
 def test_bad_exported_envelopes_are_refused(changes: dict[str, Any], rule: str) -> None:
