@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import pytest
 
+from leaderlog.events import new_event_id
 from leaderlog.log import EventLog
 from leaderlog.projections import InvalidQuery, Queries, UnknownEntity
 from leaderlog.projections import queries as queries_module
 from leaderlog.projections.query_input import parse_time
+from leaderlog.store import NewEvent
 from tests.projections.logs import (
     FOX,
     GENALO_RETIREMENT,
@@ -283,3 +285,21 @@ async def test_a_publisher_whose_name_holds_a_tab_or_line_break_can_be_filtered_
     # while the characters no name may hold are still refused
     with pytest.raises(InvalidQuery, match="contains a control character"):
         await queries.audit(publisher="Fox\x0bNews")
+
+
+async def test_an_actor_an_earlier_version_stored_with_a_line_break_can_be_filtered_on(
+    seeded_log: EventLog,
+) -> None:
+    # given an event stored (by an earlier version) under an actor holding a line break
+    registered = NewEvent(
+        event_id=new_event_id(),
+        stream="person-x1",
+        type="person.registered",
+        schema_version=1,
+        data={"person": "x1", "name": "X"},
+    )
+    await seeded_log.store.append([registered], actor="desk\nx")
+    queries = await current(seeded_log)
+    # then the audit finds it by that actor
+    answer = await queries.audit(actor="desk\nx")
+    assert [event["stream"] for event in answer["events"]] == ["person-x1"]
