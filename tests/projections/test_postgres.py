@@ -36,6 +36,7 @@ from tests.projections.test_runner import (
     a_caught_statement_error_stops_its_projection_alone,
     a_dangling_deferred_key_stops_only_its_projection,
     a_failing_projection_stops_alone,
+    a_foreign_key_an_earlier_version_let_in_does_not_block_a_rebuild,
     a_refused_statement_stops_only_its_projection,
     a_slow_user_projection_holds_back_nobody_for_long,
     a_statement_refused_after_a_caught_one_names_the_caught_one,
@@ -379,3 +380,11 @@ async def test_postgres_a_user_projections_endless_statement_is_stopped(
     seeded_postgres_log: EventLog,
 ) -> None:
     await a_user_projections_endless_statement_is_stopped(seeded_postgres_log)
+
+
+async def test_postgres_a_foreign_key_to_a_built_in_s_table_does_not_block_its_rebuild(
+    seeded_postgres_log: EventLog, caplog: pytest.LogCaptureFixture
+) -> None:
+    await a_foreign_key_an_earlier_version_let_in_does_not_block_a_rebuild(
+        seeded_postgres_log, caplog
+    )

@@ -267,6 +267,41 @@ async def test_a_runner_creates_the_query_indexes_a_rebuild_elsewhere_stopped_be
     assert set(await seeded_log.store.query(indexes)) == every_index
 
 
+async def a_foreign_key_an_earlier_version_let_in_does_not_block_a_rebuild(
+    log: EventLog, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Given/when/then shared with the PostgreSQL tests."""
+    # given built projections, and a user projection's table with a foreign key to a
+    # built-in's (as an earlier version let one in), holding a row that refers to one of it
+    await ProjectionRunner(log.store, builtins()).catch_up()
+    async with log.store.projection_transaction() as tx:
+        await tx.execute(
+            "CREATE TABLE p_pinning_sources (source TEXT PRIMARY KEY "
+            "REFERENCES p_audit_sources (source))"
+        )
+        await tx.execute("INSERT INTO p_pinning_sources (source) VALUES (?)", (FOX,))
+        await tx.execute(
+            "INSERT INTO projection_checkpoints (name, version, position) VALUES (?, 1, ?)",
+            ("pinning", SEED_COUNT),
+        )
+        # when the built-in is at an older version in the database (an upgrade)
+        await tx.execute("UPDATE projection_checkpoints SET version = 0 WHERE name = 'audit'")
+    # then it is rebuilt all the same, and answers again
+    runner = ProjectionRunner(log.store, builtins())
+    assert await runner.catch_up() == SEED_COUNT
+    assert (await Queries(log.store).audit(source=FOX))["events"]
+    # while the pinning table is dropped, its projection to be built again from the log
+    assert "p_pinning_sources" not in await log.store.tables()
+    assert "pinning" not in await runner.registered()
+    assert "p_pinning_sources pinned its rows with foreign keys" in caplog.text
+
+
+async def test_a_foreign_key_an_earlier_version_let_in_does_not_block_a_rebuild(
+    seeded_log: EventLog, caplog: pytest.LogCaptureFixture
+) -> None:
+    await a_foreign_key_an_earlier_version_let_in_does_not_block_a_rebuild(seeded_log, caplog)
+
+
 async def test_two_runners_never_apply_an_event_twice(seeded_log: EventLog) -> None:
     first = ProjectionRunner(seeded_log.store, builtins(), page=4)
     second = ProjectionRunner(seeded_log.store, builtins(), page=3)

@@ -58,7 +58,7 @@ from leaderlog.projections.base import (
     owner_of,
     shared_decoding,
 )
-from leaderlog.store.base import TABLES_QUERY, EventStore
+from leaderlog.store.base import FOREIGN_KEYS_QUERY, TABLES_QUERY, EventStore
 
 __all__ = [
     "LeftOut",
@@ -241,6 +241,7 @@ class ProjectionRunner:
         return {str(name): (int(version), int(position)) for name, version, position in rows}
 
     async def _reset(self, tx: ProjectionTransaction, projection: Projection) -> None:
+        await self._unpin(tx, projection)
         for table in projection.tables():
             await tx.execute(f"DROP TABLE IF EXISTS {table}")
         async with self._confined(tx, projection):
@@ -252,6 +253,46 @@ class ProjectionRunner:
             (projection.name, projection.version),
         )
         self._deferred.add(projection.name)
+
+    async def _unpin(self, tx: ProjectionTransaction, projection: Projection) -> None:
+        """Drop the tables of other projections whose foreign keys refer to ``projection``'s,
+        and forget those projections' checkpoints, so they are built again from the log.
+
+        Such a key pins the rows it refers to, so ``projection`` could not be rebuilt (a
+        built-in upgraded, say), and every query reading it would stop. SQLite refuses a
+        user projection such a key now; an earlier version's database, or PostgreSQL, may
+        still hold one. The projection that declared it is rebuilt on its own, where its
+        key is refused again (SQLite) or pins nothing for long (a reset comes here first).
+        """
+        own = {table.lower() for table in projection.tables()}
+        rows = await tx.fetchall(FOREIGN_KEYS_QUERY[self.store.dialect])
+        pinning = sorted(
+            {
+                str(table)
+                for table, refers_to in rows
+                if str(refers_to).lower() in own and str(table).lower() not in own
+            }
+        )
+        if not pinning:
+            return
+        from leaderlog.projections import BUILTIN
+
+        # Its owner need not be loaded here (a module since removed): it has a checkpoint.
+        registered = await tx.fetchall("SELECT name FROM projection_checkpoints")
+        everyone = {*BUILTIN, *(other.name for other in self.projections)}
+        everyone |= {str(name) for (name,) in registered}
+        owners = sorted({owner for table in pinning if (owner := owner_of(table, everyone))})
+        for table in pinning:
+            await tx.execute(f'DROP TABLE IF EXISTS "{table}"')
+        for owner in owners:
+            await tx.execute("DELETE FROM projection_checkpoints WHERE name = ?", (owner,))
+        logger.warning(
+            "projection %s is reset, but %s pinned its rows with foreign keys: dropped, to be "
+            "built again from the log (%s)",
+            projection.name,
+            ", ".join(pinning),
+            ", ".join(owners) or "owner not loaded",
+        )
 
     async def prepare(self) -> None:
         """Create missing tables; rebuild (from 0) any projection whose version changed."""

@@ -28,6 +28,7 @@ from leaderlog.errors import (
 from leaderlog.events import RecordedEvent, format_time
 
 __all__ = [
+    "FOREIGN_KEYS_QUERY",
     "FUTURE_SLACK",
     "GENESIS_HASH",
     "MAX_POSITION",
@@ -54,6 +55,15 @@ GENESIS_HASH = "0" * 64
 TABLES_QUERY = {
     "sqlite": "SELECT name FROM sqlite_master WHERE type = 'table'",
     "postgresql": "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()",
+}
+
+# Every foreign key among those tables: (the table that has it, the table it refers to).
+FOREIGN_KEYS_QUERY = {
+    "sqlite": 'SELECT m.name, f."table" FROM sqlite_master AS m, '
+    "pragma_foreign_key_list(m.name) AS f WHERE m.type = 'table'",
+    "postgresql": "SELECT r.relname, f.relname FROM pg_constraint AS c "
+    "JOIN pg_class AS r ON r.oid = c.conrelid JOIN pg_class AS f ON f.oid = c.confrelid "
+    "WHERE c.contype = 'f' AND r.relnamespace = current_schema()::regnamespace",
 }
 
 # The largest integer both backends can store (SQLite INTEGER, PostgreSQL BIGINT).
