@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from leaderlog.errors import TokenError, TokenNameRefused
-from leaderlog.events import PersonRegistered
+from leaderlog.errors import AppendRefused, TokenError, TokenNameRefused
+from leaderlog.events import PersonRegistered, parse_record
 from leaderlog.log import EventLog
 from leaderlog.store import open_store
 from leaderlog.tokens import Tokens
@@ -400,3 +400,34 @@ def test_an_exported_envelope_cannot_bring_in_a_token_s_name(
     assert refused.exit_code == 1
     assert "line 1: actor 'desk' is the name of a write token here" in refused.stderr
     assert '"x1"' not in ok(invoke(sqlite_url, "events", "--json"))
+
+
+async def _person(log: EventLog, person: str, actor: str, guard: Any) -> Any:
+    record = parse_record({"type": "person.registered", "data": {"person": person, "name": "P"}})
+    return await log.append_records([record], actor=actor, guard=guard)
+
+
+@pytest.mark.parametrize("other_token_first", [False, True])
+async def test_a_token_created_while_an_import_under_its_name_was_checked_refuses_the_import(
+    log: EventLog, tokens: Tokens, other_token_first: bool
+) -> None:
+    # given an import that checked its actor against the tokens (with or without any yet)
+    if other_token_first:
+        await tokens.create("someone-else")
+    guard = await tokens.name_guard(["racer"])
+    # when a token is created under that name before the import appends
+    await tokens.create("racer")
+    # then the append, checking again under the writers' lock, is refused; nothing written
+    before = await log.store.count()
+    with pytest.raises(AppendRefused, match="nothing was written"):
+        await _person(log, "p-racer", "racer", guard)
+    assert await log.store.count() == before
+
+
+async def test_a_token_asked_for_after_an_import_under_its_name_committed_is_refused(
+    log: EventLog, tokens: Tokens
+) -> None:
+    guard = await tokens.name_guard(["racer"])
+    assert (await _person(log, "p-racer", "racer", guard)).appended == 1
+    with pytest.raises(TokenNameRefused, match="recorded as appended by 'racer'"):
+        await tokens.create("racer")

@@ -10,6 +10,7 @@ Hierarchy::
     │   ├── ConcurrencyError     the expected version of a stream did not match
     │   ├── DuplicateEventError  an event id is already stored with other content
     │   ├── RecordedAtRefused    a given recorded time would run backwards or into the future
+    │   ├── AppendRefused        a condition checked under the append's lock does not hold
     │   ├── UnreadableEvent      a stored row cannot be decoded (edited behind the store)
     │   └── StoreUnavailable     the database cannot be reached or opened, or is busy
     ├── ProjectionError          a projection cannot be loaded or answered
@@ -28,6 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 __all__ = [
+    "AppendRefused",
     "BatchError",
     "ConcurrencyError",
     "DomainError",
@@ -142,6 +144,12 @@ class ConcurrencyError(StoreError):
         shown = "no stream" if actual is None else f"version {actual}"
         message = f"stream {stream!r} expected version {expected!r}, found {shown}"
         super().__init__(f"{where}: {message}" if where else message)
+
+
+class AppendRefused(StoreError):
+    """A condition the append checks in its own transaction, under the lock every writer
+    takes, does not hold (what a caller checked before may have changed since); nothing of
+    the batch was written."""
 
 
 class DuplicateEventError(StoreError):

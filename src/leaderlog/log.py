@@ -56,7 +56,14 @@ from leaderlog.events import (
     new_event_id,
     parse_record,
 )
-from leaderlog.store import AppendResult, EventStore, NewEvent, PendingBatch, open_store
+from leaderlog.store import (
+    AppendGuard,
+    AppendResult,
+    EventStore,
+    NewEvent,
+    PendingBatch,
+    open_store,
+)
 
 __all__ = [
     "MAX_LINE_BYTES",
@@ -132,6 +139,7 @@ class _Request:
     actor: str
     future: asyncio.Future[AppendOutcome]
     ids_are_fresh: bool
+    guard: AppendGuard | None = None
     attempts: int = 0
 
     def label(self, index: int) -> str:
@@ -153,7 +161,10 @@ class _Prepared:
     ids: set[uuid.UUID] = field(default_factory=set)
 
     def batches(self) -> list[PendingBatch]:
-        return [PendingBatch(d.new_events, d.expected, r.actor, d.depends) for r, d in self.decided]
+        return [
+            PendingBatch(d.new_events, d.expected, r.actor, d.depends, r.guard)
+            for r, d in self.decided
+        ]
 
 
 @dataclass(slots=True)
@@ -406,11 +417,20 @@ class EventLog:
         return await self._submit(entries, None, actor, ids_are_fresh=True)
 
     async def append_records(
-        self, records: Sequence[Record], *, actor: str, labels: Sequence[str] | None = None
+        self,
+        records: Sequence[Record],
+        *,
+        actor: str,
+        labels: Sequence[str] | None = None,
+        guard: AppendGuard | None = None,
     ) -> AppendOutcome:
-        """Append validated records as one atomic batch (idempotent on their event ids)."""
+        """Append validated records as one atomic batch (idempotent on their event ids).
+
+        ``guard`` is checked in the append's own transaction, under the writers' lock: a
+        row it finds refuses the batch (see :class:`AppendGuard`).
+        """
         entries = [_Entry.of(record) for record in list(records)]
-        return await self._submit(entries, labels, actor, ids_are_fresh=False)
+        return await self._submit(entries, labels, actor, ids_are_fresh=False, guard=guard)
 
     async def append_raw(self, raw: object, *, actor: str) -> AppendOutcome:
         """Validate one JSON record, or a list of them, and append them as one batch."""
@@ -455,6 +475,7 @@ class EventLog:
         actor: str,
         *,
         ids_are_fresh: bool,
+        guard: AppendGuard | None = None,
     ) -> AppendOutcome:
         try:
             check_actor(actor)
@@ -472,7 +493,7 @@ class EventLog:
                 "event loop (or thread)"
             )
         future: asyncio.Future[AppendOutcome] = loop.create_future()
-        self._queue.append(_Request(entries, labels, actor, future, ids_are_fresh))
+        self._queue.append(_Request(entries, labels, actor, future, ids_are_fresh, guard))
         if self._writer is None or self._writer.done():
             self._writer = asyncio.create_task(self._drain())
         return await future

@@ -16,12 +16,14 @@ import asyncio
 import hashlib
 import hmac
 import secrets
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
-from leaderlog.errors import StoreError, TokenError, TokenNameRefused
+from leaderlog.errors import AppendRefused, StoreError, TokenError, TokenNameRefused
 from leaderlog.events import ACTOR_NAME, ACTOR_RULE, format_time
 from leaderlog.store import EventStore
-from leaderlog.store.base import ProjectionTransaction, utc_now
+from leaderlog.store.base import AppendGuard, ProjectionTransaction, utc_now
 
 __all__ = ["TokenInfo", "Tokens", "check_token_name"]
 
@@ -41,6 +43,18 @@ _SCHEMA = (
 
 
 _CREATE_ATTEMPTS = 3
+_TOKEN_TABLE_EXISTS = {
+    "sqlite": "SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'write_tokens'",
+    "postgresql": "SELECT tablename FROM pg_tables "
+    "WHERE schemaname = current_schema() AND tablename = 'write_tokens'",
+}
+
+
+def _tokens_appeared(rows: list[tuple[Any, ...]]) -> StoreError:
+    return AppendRefused(
+        "the first write token was created while this append was checked, perhaps under one "
+        "of its actors' names; nothing was written: run it again"
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +118,10 @@ class Tokens:
         token = f"ll_{secrets.token_urlsafe(32)}"
         digest = _digest(token)
         async with self._store.projection_transaction() as tx:
+            # Under the lock appends take: an import recording events under this name either
+            # committed before (and they are counted) or checks for the token after (see
+            # name_guard), never both unseen.
+            await tx.lock_appends()
             await _refuse_an_actor_of_other_writes(tx, name)
             # The revoked token the new one replaces stays listed. A concurrent create of the
             # same name retires the same row: the conflict clause makes that a no-op, and the
@@ -129,6 +147,32 @@ class Tokens:
             if not rows or rows[0][0] != digest:
                 raise TokenError(f"a live token named {name!r} exists; revoke it first")
         return token
+
+    async def name_guard(self, names: Iterable[str]) -> AppendGuard:
+        """What an append checks under its lock so that none of ``names`` has become a
+        token's name meanwhile (``token create`` takes the same lock to check the log):
+        :class:`AppendRefused` if one has."""
+        if not await self._exists():
+            # No token yet, and no table to look in: what would refuse is the table itself
+            # appearing meanwhile (checked without creating it: a refused import changes
+            # nothing).
+            return AppendGuard(_TOKEN_TABLE_EXISTS[self._store.dialect], (), _tokens_appeared)
+        wanted = tuple(sorted(set(names)))
+        marks = ", ".join("?" * len(wanted))
+        sql = (
+            f"SELECT name FROM write_tokens WHERE name IN ({marks}) "
+            f"UNION ALL SELECT name FROM write_tokens_retired WHERE name IN ({marks})"
+        )
+
+        def refusal(rows: list[tuple[Any, ...]]) -> StoreError:
+            taken = ", ".join(repr(name) for name in sorted({str(row[0]) for row in rows}))
+            return AppendRefused(
+                f"actor {taken} became the name of a write token while this append was "
+                "checked (names of tokens are recorded only for requests made with them); "
+                "nothing was written"
+            )
+
+        return AppendGuard(sql, wanted * 2, refusal)
 
     async def revoke(self, name: str) -> None:
         await self._ensure_table()

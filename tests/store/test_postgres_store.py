@@ -587,3 +587,16 @@ def test_the_pool_s_reconnection_failures_are_logged_in_one_line(
         "Failed to restore the pool connection floor; retrying: "
         "ConnectionRefusedError: [Errno 111] Connection refused"
     )
+
+
+async def test_a_transaction_holding_the_append_lock_holds_appends_back(
+    store: PostgresStore,
+) -> None:
+    # given a transaction that took the lock appends take (as token create does)
+    async with store.projection_transaction() as tx:
+        await tx.lock_appends()
+        appending = asyncio.create_task(store.append([event("a")], actor="t"))
+        await asyncio.sleep(0.3)
+        # then an append waits for it to end
+        assert not appending.done()
+    assert (await asyncio.wait_for(appending, timeout=10)).appended == 1

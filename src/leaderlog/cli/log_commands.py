@@ -128,8 +128,10 @@ def import_command(context: Context, files: Sequence[IO[bytes]], actor: str, as_
         # under the same name, given or kept from an exported envelope, would pass for them
         # in the audit. A log this import creates has no tokens (and listing them would
         # create their tables in it).
+        guard = None
         if not log.store.created_log:
-            token_names = {token.name for token in await Tokens(log.store).listing()}
+            tokens = Tokens(log.store)
+            token_names = {token.name for token in await tokens.listing()}
             if actor != "cli" and actor in token_names:
                 raise click.BadParameter(
                     f"{actor!r} is the name of a write token, recorded only for requests made "
@@ -157,10 +159,15 @@ def import_command(context: Context, files: Sequence[IO[bytes]], actor: str, as_
             ]
             if taken:
                 raise BatchError(taken)
+            # Checked again when appending, under the writers' lock: a token created under
+            # one of these names meanwhile (token create takes that lock to count the
+            # name's events) refuses the import instead of sharing the name with it.
+            unchecked = {record.actor or actor for record in records} - token_names
+            guard = await tokens.name_guard(unchecked) if unchecked else None
         if len(records) > 10_000:
             err_console.print(f"appending {len(records)} records in one transaction...")
         try:
-            return await log.append_records(records, actor=actor, labels=labels)
+            return await log.append_records(records, actor=actor, labels=labels, guard=guard)
         except (DuplicateEventError, RecordedAtRefused) as error:
             # Name the line, as every other refusal of a record does.
             line = next(

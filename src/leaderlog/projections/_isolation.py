@@ -257,6 +257,9 @@ class Watched(ProjectionTransaction):
     async def lock_schema_changes(self) -> None:
         await self._tx.lock_schema_changes()
 
+    async def lock_appends(self) -> None:
+        await self._tx.lock_appends()
+
 
 class WentOn(Exception):
     """``apply`` returned normally after one of its statements failed."""

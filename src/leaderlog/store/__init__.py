@@ -7,6 +7,7 @@ import re
 
 from leaderlog.errors import StoreUnavailable
 from leaderlog.store.base import (
+    AppendGuard,
     AppendResult,
     EventStore,
     ExpectedVersion,
@@ -17,6 +18,7 @@ from leaderlog.store.base import (
 
 __all__ = [
     "DEFAULT_DATABASE_URL",
+    "AppendGuard",
     "AppendResult",
     "EventStore",
     "ExpectedVersion",

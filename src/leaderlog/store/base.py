@@ -33,6 +33,7 @@ __all__ = [
     "GENESIS_HASH",
     "MAX_POSITION",
     "TABLES_QUERY",
+    "AppendGuard",
     "AppendResult",
     "EventStore",
     "ExpectedVersion",
@@ -289,6 +290,15 @@ def recorded_hash(previous: str, event: RecordedEvent, stored: StoredText | None
     )
 
 
+class AppendGuard(NamedTuple):
+    """A query an append runs in its transaction, under the lock every writer takes: a row
+    found refuses the batch with ``refusal(rows)``, and nothing of it is written."""
+
+    sql: str
+    parameters: tuple[Any, ...]
+    refusal: Callable[[list[tuple[Any, ...]]], StoreError]
+
+
 @dataclass(slots=True)
 class PendingBatch:
     """One batch as planned inside a write transaction (shared by the backends).
@@ -302,6 +312,7 @@ class PendingBatch:
     expected: Mapping[str, ExpectedVersion]
     actor: str
     depends: Mapping[str, ExpectedVersion] = field(default_factory=dict)
+    guard: AppendGuard | None = None
 
 
 def batch_streams(batches: Sequence[PendingBatch]) -> list[str]:
@@ -361,12 +372,14 @@ def plan_rows(
     head_hash: str,
     now: dt.datetime,
     head_recorded_at: str | None = None,
+    guarded: Sequence[StoreError | None] = (),
 ) -> tuple[list[AppendResult | StoreError], list[PlannedRow]]:
     """Check each batch in order against the stored state and lay out the rows to insert.
 
     ``existing`` maps already stored event ids to (position, stream, type, canonical data).
     ``head_recorded_at`` is the last stored event's recorded_at: a given recorded time may
-    not be before it (nor more than :data:`FUTURE_SLACK` after ``now``).
+    not be before it (nor more than :data:`FUTURE_SLACK` after ``now``). ``guarded`` holds,
+    per batch, the refusal its guard found (None where it found none, or had none).
     A batch that fails is left out whole; later batches see the state without it.
     """
     versions = dict(stream_versions)
@@ -377,7 +390,11 @@ def plan_rows(
     position, previous = head_position, head_hash
     clock = _Clock(now, head_recorded_at)
 
-    for batch in batches:
+    for index, batch in enumerate(batches):
+        refusal = guarded[index] if guarded else None
+        if refusal is not None:
+            outcomes.append(refusal)
+            continue
         try:
             plan, clock.times = _plan_one(batch, versions, known, position, clock)
         except StoreError as error:
@@ -539,6 +556,11 @@ class ProjectionTransaction(abc.ABC):
 
     @abc.abstractmethod
     async def fetchall(self, sql: str, parameters: Sequence[Any] = ()) -> list[tuple[Any, ...]]: ...
+
+    @abc.abstractmethod
+    async def lock_appends(self) -> None:
+        """Take, until the transaction ends, the lock every append takes: what this
+        transaction checks of the log then holds until it commits."""
 
     @abc.abstractmethod
     async def lock_schema_changes(self) -> None:

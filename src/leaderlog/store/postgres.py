@@ -501,8 +501,17 @@ async def _existing_schema(
 
 
 class _PostgresProjectionTransaction(ProjectionTransaction):
-    def __init__(self, connection: asyncpg.pool.PoolConnectionProxy[asyncpg.Record]) -> None:
+    def __init__(
+        self, connection: asyncpg.pool.PoolConnectionProxy[asyncpg.Record], append_lock_key: int
+    ) -> None:
         self._connection = connection
+        self._append_lock_key = append_lock_key
+
+    async def lock_appends(self) -> None:
+        with _unavailable_on_disconnect():
+            await self._connection.execute(
+                "SELECT pg_advisory_xact_lock($1)", self._append_lock_key
+            )
 
     @contextlib.asynccontextmanager
     async def confined(self, owns: Callable[[str], bool], savepoint: str) -> AsyncIterator[None]:
@@ -717,7 +726,23 @@ class PostgresStore(EventStore):
         }
         if head_position is None:
             head_position, head_hash = 0, GENESIS_HASH
-        return plan_rows(batches, versions, existing, head_position, head_hash, now, head_time)
+        guarded: list[StoreError | None] = []
+        for batch in batches:
+            guard = batch.guard
+            found = (
+                [
+                    tuple(row)
+                    for row in await connection.fetch(
+                        translate_placeholders(guard.sql), *guard.parameters
+                    )
+                ]
+                if guard is not None
+                else []
+            )
+            guarded.append(guard.refusal(found) if guard is not None and found else None)
+        return plan_rows(
+            batches, versions, existing, head_position, head_hash, now, head_time, guarded
+        )
 
     # --- reading ---------------------------------------------------------------------------
 
@@ -862,7 +887,7 @@ class PostgresStore(EventStore):
             with _unavailable_on_disconnect():
                 await transaction.start()
             try:
-                yield _PostgresProjectionTransaction(connection)
+                yield _PostgresProjectionTransaction(connection, self._append_lock_key)
             except BaseException:
                 with contextlib.suppress(*_CONNECTION_ERRORS, asyncpg.PostgresError):
                     await transaction.rollback()

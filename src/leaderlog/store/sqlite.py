@@ -30,6 +30,7 @@ from leaderlog.events import RecordedEvent
 from leaderlog.store.base import (
     GENESIS_HASH,
     TABLES_QUERY,
+    AppendGuard,
     AppendResult,
     EventStore,
     PendingBatch,
@@ -164,16 +165,17 @@ def _append_in_transaction(
                 ).fetchall()
             )
         now = utc_now()
+        guarded = [_guarded(connection, batch.guard) for batch in batches]
         existing = _stored_ids(connection, batches) if look_up_ids else {}
         outcomes, rows = plan_rows(
-            batches, versions, existing, head_position, head_hash, now, head_time
+            batches, versions, existing, head_position, head_hash, now, head_time, guarded
         )
         if not look_up_ids and any(isinstance(o, StoreError) for o in outcomes):
             # A refused batch may be the retry of a stored one (an idempotent retry is no
             # conflict even when its stream has moved on): plan again knowing the stored ids.
             existing = _stored_ids(connection, batches)
             outcomes, rows = plan_rows(
-                batches, versions, existing, head_position, head_hash, now, head_time
+                batches, versions, existing, head_position, head_hash, now, head_time, guarded
             )
         if rows:
             connection.executemany(_INSERT, map(_planned_to_row, rows))
@@ -183,6 +185,13 @@ def _append_in_transaction(
             connection.execute("ROLLBACK")
         raise
     return outcomes, bool(rows)
+
+
+def _guarded(connection: sqlite3.Connection, guard: AppendGuard | None) -> StoreError | None:
+    if guard is None:
+        return None
+    rows = [tuple(row) for row in connection.execute(guard.sql, guard.parameters)]
+    return guard.refusal(rows) if rows else None
 
 
 def _stored_ids(
@@ -579,6 +588,9 @@ class _SQLiteProjectionTransaction(ProjectionTransaction):
 
     async def lock_schema_changes(self) -> None:
         """Nothing to do: projection transactions hold the file's write lock throughout."""
+
+    async def lock_appends(self) -> None:
+        """Nothing to do: the file's one write lock, held throughout, is the appends' too."""
 
     @contextlib.asynccontextmanager
     async def confined(self, owns: Callable[[str], bool], savepoint: str) -> AsyncIterator[None]:
