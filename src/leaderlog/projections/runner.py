@@ -275,6 +275,7 @@ class ProjectionRunner:
         )
         if not pinning:
             return
+        # Imported here: the package imports this module to assemble its built-ins.
         from leaderlog.projections import BUILTIN
 
         # Its owner need not be loaded here (a module since removed): it has a checkpoint.
@@ -283,7 +284,8 @@ class ProjectionRunner:
         everyone |= {str(name) for (name,) in registered}
         owners = sorted({owner for table in pinning if (owner := owner_of(table, everyone))})
         for table in pinning:
-            await tx.execute(f'DROP TABLE IF EXISTS "{table}"')
+            quoted = table.replace('"', '""')  # a name read from the catalog, quoted as one
+            await tx.execute(f'DROP TABLE IF EXISTS "{quoted}"')
         for owner in owners:
             await tx.execute("DELETE FROM projection_checkpoints WHERE name = ?", (owner,))
         logger.warning(
