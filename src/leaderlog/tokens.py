@@ -23,7 +23,7 @@ from typing import Any
 from leaderlog.errors import AppendRefused, StoreError, TokenError, TokenNameRefused
 from leaderlog.events import ACTOR_NAME, ACTOR_RULE, format_time
 from leaderlog.store import EventStore
-from leaderlog.store.base import AppendGuard, ProjectionTransaction, utc_now
+from leaderlog.store.base import TABLES_QUERY, AppendGuard, ProjectionTransaction, utc_now
 
 __all__ = ["TokenInfo", "Tokens", "check_token_name"]
 
@@ -43,11 +43,6 @@ _SCHEMA = (
 
 
 _CREATE_ATTEMPTS = 3
-_TOKEN_TABLE_EXISTS = {
-    "sqlite": "SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'write_tokens'",
-    "postgresql": "SELECT tablename FROM pg_tables "
-    "WHERE schemaname = current_schema() AND tablename = 'write_tokens'",
-}
 
 
 def _tokens_appeared(rows: list[tuple[Any, ...]]) -> StoreError:
@@ -156,7 +151,9 @@ class Tokens:
             # No token yet, and no table to look in: what would refuse is the table itself
             # appearing meanwhile (checked without creating it: a refused import changes
             # nothing).
-            return AppendGuard(_TOKEN_TABLE_EXISTS[self._store.dialect], (), _tokens_appeared)
+            tables = TABLES_QUERY[self._store.dialect]
+            sql = f"SELECT name FROM ({tables}) AS present WHERE name = 'write_tokens'"
+            return AppendGuard(sql, (), _tokens_appeared)
         wanted = tuple(sorted(set(names)))
         marks = ", ".join("?" * len(wanted))
         sql = (

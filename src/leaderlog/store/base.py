@@ -55,7 +55,7 @@ GENESIS_HASH = "0" * 64
 # Every table of the database the log and the projections live in, by dialect.
 TABLES_QUERY = {
     "sqlite": "SELECT name FROM sqlite_master WHERE type = 'table'",
-    "postgresql": "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()",
+    "postgresql": "SELECT tablename AS name FROM pg_tables WHERE schemaname = current_schema()",
 }
 
 # Every foreign key among those tables: (the table that has it, the table it refers to).

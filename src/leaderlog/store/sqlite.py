@@ -28,8 +28,8 @@ import aiosqlite
 from leaderlog.errors import ProjectionError, StoreError, StoreUnavailable
 from leaderlog.events import RecordedEvent
 from leaderlog.store.base import (
+    FOREIGN_KEYS_QUERY,
     GENESIS_HASH,
-    TABLES_QUERY,
     AppendGuard,
     AppendResult,
     EventStore,
@@ -614,16 +614,15 @@ def _foreign_key_problem(connection: sqlite3.Connection, owns: Callable[[str], b
     """A foreign key of an own table that refers to another's table (it would pin that
     table's rows: a built-in could no longer drop them, a token no longer be replaced), or
     to nothing, described; None when none."""
-    for (table,) in connection.execute(TABLES_QUERY["sqlite"]).fetchall():
-        if not owns(table):
-            continue
-        quoted = '"' + table.replace('"', '""') + '"'
-        keys = connection.execute(f"PRAGMA foreign_key_list({quoted})").fetchall()
-        if not keys:
-            continue
-        foreign = sorted({str(key[2]) for key in keys if not owns(str(key[2]))})
+    referring: dict[str, set[str]] = {}
+    for table, refers_to in connection.execute(FOREIGN_KEYS_QUERY["sqlite"]).fetchall():
+        if owns(table):
+            referring.setdefault(str(table), set()).add(str(refers_to))
+    for table, refers_to_tables in sorted(referring.items()):
+        foreign = sorted(other for other in refers_to_tables if not owns(other))
         if foreign:
             return f"a foreign key of {table} refers to {', '.join(foreign)}, not its own"
+        quoted = '"' + table.replace('"', '""') + '"'
         found = connection.execute(f"PRAGMA foreign_key_check({quoted})").fetchone()
         if found is not None:
             return f"a row of {table} refers to a row of {found[2]} that is not there"
