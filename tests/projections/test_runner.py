@@ -24,6 +24,7 @@ from leaderlog.projections import (
     runner_for,
 )
 from leaderlog.projections.runner import forget_projection
+from leaderlog.store import open_store
 from leaderlog.store.base import EventStore
 from tests.projections.logs import (
     FOX,
@@ -300,6 +301,16 @@ async def test_a_foreign_key_an_earlier_version_let_in_does_not_block_a_rebuild(
     seeded_log: EventLog, caplog: pytest.LogCaptureFixture
 ) -> None:
     await a_foreign_key_an_earlier_version_let_in_does_not_block_a_rebuild(seeded_log, caplog)
+
+
+async def test_a_follower_ends_when_its_store_is_closed(sqlite_url: str) -> None:
+    store = await open_store(sqlite_url)
+    runner = await runner_for(store)
+    following = asyncio.create_task(runner.follow(poll_interval=0.05))
+    await asyncio.sleep(0.3)
+    await store.close()
+    with pytest.raises(StoreUnavailable, match="the store is closed"):
+        await asyncio.wait_for(following, timeout=10)
 
 
 async def test_two_runners_never_apply_an_event_twice(seeded_log: EventLog) -> None:

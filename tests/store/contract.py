@@ -738,6 +738,25 @@ class StoreContract(abc.ABC):
         with anyio.fail_after(5), pytest.raises(StoreUnavailable):
             await following
 
+    async def test_a_follower_waits_out_a_moment_the_database_cannot_answer(
+        self, store: EventStore, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        await store.append([event("a")], actor="t")
+        read_all = store.read_all
+        troubles = iter([StoreUnavailable("PostgreSQL is unavailable: a restart")])
+
+        async def unavailable_once(after: int = 0, limit: int | None = None) -> Any:
+            for trouble in troubles:
+                raise trouble
+            return await read_all(after, limit)
+
+        monkeypatch.setattr(store, "read_all", unavailable_once)
+        subscription = store.subscribe(after=0, poll_interval=0.01)
+        with anyio.fail_after(5):
+            first = await anext(subscription)
+        await subscription.aclose()
+        assert first.position == 1
+
     async def test_wait_for_events_returns_after_its_timeout(self, store: EventStore) -> None:
         with anyio.fail_after(10):
             await store.wait_for_events(after=0, timeout=0.01)

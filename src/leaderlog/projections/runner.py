@@ -689,13 +689,15 @@ class ProjectionRunner:
 
         A database that cannot answer for a moment (busy, a deadlock, a restart) is waited
         out, each new reason logged once; a projection that fails ends it
-        (:class:`ProjectionFailed`).
+        (:class:`ProjectionFailed`), and so does closing the store (:class:`StoreUnavailable`).
         """
         said = ""
         while stop is None or not stop.is_set():
             try:
                 head = await self.catch_up()
             except StoreUnavailable as error:
+                if self.store.closed:
+                    raise  # not a moment's trouble: nothing will answer again
                 if str(error) != said:
                     said = str(error)
                     logger.warning("projections cannot catch up now: %s; retrying", error)

@@ -23,6 +23,7 @@ from leaderlog.errors import (
     DuplicateEventError,
     RecordedAtRefused,
     StoreError,
+    StoreUnavailable,
     UnreadableEvent,
 )
 from leaderlog.events import RecordedEvent, format_time
@@ -595,6 +596,12 @@ class EventStore(abc.ABC):
         self._committed_head = 0
         #: Whether opening this store created the log (its events table did not exist).
         self.created_log = False
+        self._closed = False
+
+    @property
+    def closed(self) -> bool:
+        """Whether the store was closed: followers then end rather than wait it out."""
+        return self._closed
 
     # --- writing ---------------------------------------------------------------------------
 
@@ -683,9 +690,19 @@ class EventStore(abc.ABC):
     async def subscribe(
         self, after: int = 0, *, poll_interval: float = 0.5, page: int = 1000
     ) -> AsyncIterator[RecordedEvent]:
-        """Pull events from a checkpoint forever; a notification only wakes the reader."""
+        """Pull events from a checkpoint forever; a notification only wakes the reader.
+
+        A database that cannot answer for a moment is waited out; once the store is closed,
+        its :class:`StoreUnavailable` ends the subscription.
+        """
         while True:
-            events = await self.read_all(after=after, limit=page)
+            try:
+                events = await self.read_all(after=after, limit=page)
+            except StoreUnavailable:
+                if self.closed:
+                    raise
+                await asyncio.sleep(poll_interval)
+                continue
             for event in events:
                 yield event
             if events:
