@@ -600,3 +600,24 @@ async def test_a_transaction_holding_the_append_lock_holds_appends_back(
         # then an append waits for it to end
         assert not appending.done()
     assert (await asyncio.wait_for(appending, timeout=10)).appended == 1
+
+
+async def test_runners_starting_together_on_a_new_log_list_its_projections(
+    schema_url: str,
+) -> None:
+    # given a log with no projections yet, opened by several processes at once
+    stores = await asyncio.gather(*(PostgresStore.open(schema_url) for _ in range(4)))
+    try:
+        await stores[0].append([event("a")], actor="t")
+        # when each asks which projections the database has (a server's health check, say)
+        # then none fails creating the checkpoint table another is creating
+        for _ in range(3):
+            answers = await asyncio.gather(
+                *(ProjectionRunner(store, []).registered() for store in stores)
+            )
+            assert answers == [{}] * len(stores)
+            async with postgres_connection(schema_url) as connection:
+                await connection.execute("DROP TABLE projection_checkpoints")
+    finally:
+        for opened in stores:
+            await opened.close()

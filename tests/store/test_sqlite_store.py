@@ -419,3 +419,10 @@ async def test_a_projection_transaction_waiting_too_long_for_the_lock_is_busy(
 def test_the_pragmas_shared_with_scripts_keep_the_default_busy_timeout() -> None:
     assert sqlite_backend.BUSY_TIMEOUT == 10.0
     assert "PRAGMA busy_timeout=10000" in PRAGMAS
+
+
+async def test_opening_a_missing_file_without_creating_leaves_no_file(tmp_path: Path) -> None:
+    missing = tmp_path / "missing.db"
+    with pytest.raises(StoreUnavailable, match="does not exist: nothing was created"):
+        await open_store(f"sqlite:///{missing}", create=False)
+    assert list(tmp_path.iterdir()) == []

@@ -734,6 +734,9 @@ class ProjectionRunner:
             # No checkpoint table yet. Created only then: a write transaction would make
             # a status check (a server's /healthz, say) wait for any other writer.
             async with self.store.projection_transaction() as tx:
+                # As prepare does: processes starting together on a new PostgreSQL log would
+                # otherwise create the same table at once, and all but one fail.
+                await tx.lock_schema_changes()
                 await tx.execute(CHECKPOINT_SCHEMA)
             return await self._stored()
 

@@ -662,6 +662,9 @@ class SQLiteStore(EventStore):
             ) from None
         if not folder_exists:
             raise StoreUnavailable(f"cannot create {path}: folder {path.parent} does not exist")
+        if not create and not path.exists():
+            # Connecting would create the file, empty: a log refused must not leave one.
+            raise StoreUnavailable(f"database {path} does not exist: nothing was created")
         # Whatever was opened before a failure is closed again, newest first.
         async with contextlib.AsyncExitStack() as opened:
             try:
