@@ -426,3 +426,8 @@ async def test_opening_a_missing_file_without_creating_leaves_no_file(tmp_path: 
     with pytest.raises(StoreUnavailable, match="does not exist: nothing was created"):
         await open_store(f"sqlite:///{missing}", create=False)
     assert list(tmp_path.iterdir()) == []
+
+
+async def test_a_database_url_that_is_not_text_is_a_clear_type_error() -> None:
+    with pytest.raises(TypeError, match="the database URL must be a string, got 12345"):
+        await open_store(12345)  # type: ignore[arg-type]

@@ -54,6 +54,8 @@ def check_name_filters(**given: str | None) -> None:
 def _check_filter(name: str, value: str | None, refused: re.Pattern[str]) -> None:
     if value is None:
         return
+    if not isinstance(value, str):
+        raise InvalidQuery(f"{name} must be text, got {value!r:.80}", parameter=name)
     if not value.strip():
         raise InvalidQuery(f"{name} must not be empty", parameter=name)
     if refused.search(value):

@@ -43,6 +43,8 @@ def database_url(explicit: str | None = None) -> str:
     url = explicit if explicit is not None else os.environ.get("LEADERLOG_DB")
     if url is None:
         return DEFAULT_DATABASE_URL
+    if not isinstance(url, str):
+        raise TypeError(f"the database URL must be a string, got {url!r:.80}")
     if not url.strip():
         raise StoreUnavailable("the database URL is empty")
     return url
