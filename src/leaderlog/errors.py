@@ -17,8 +17,11 @@ Hierarchy::
     │   ├── ProjectionFailed     projections could not apply some events; the others went on
     │   ├── UnknownEntity        no such org, post, person or claim (with suggestions)
     │   └── InvalidQuery         a date, time, position or filter cannot be understood
-    └── TokenError               a write token is unknown, revoked or malformed
-        └── TokenNameRefused     a name cannot be given a token (malformed, reserved, taken)
+    ├── TokenError               a write token is unknown, revoked or malformed
+    │   └── TokenNameRefused     a name cannot be given a token (malformed, reserved, taken)
+    └── FeedError                a feed cannot be made as asked (an unknown format)
+        ├── FeedNotFound         no such organisation, person, post or archive page (feeds)
+        └── UnknownLanguage      a language asked for that the feeds are not offered in (feeds)
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ __all__ = [
     "ConcurrencyError",
     "DomainError",
     "DuplicateEventError",
+    "FeedError",
     "InvalidQuery",
     "LeaderlogError",
     "ProjectionError",
@@ -277,3 +281,8 @@ class TokenError(LeaderlogError):
 class TokenNameRefused(TokenError):
     """A name cannot be given a token: it is malformed, reserved for the log's own actors, or
     already recorded as the actor of events that no token of that name wrote."""
+
+
+class FeedError(LeaderlogError):
+    """A feed cannot be made as asked. :class:`leaderlog.feeds.FeedNotFound` and
+    :class:`leaderlog.feeds.UnknownLanguage` (defined with what they name) are its kinds."""

@@ -11,7 +11,7 @@ import feedparser
 import pytest
 from lxml import etree
 
-from leaderlog.errors import StoreUnavailable
+from leaderlog.errors import FeedError, LeaderlogError, ProjectionError, StoreUnavailable
 from leaderlog.events import ClaimCorrected, ClaimDisputed, PersonRegistered
 from leaderlog.feeds import (
     FULL_ARCHIVE_CACHE,
@@ -23,6 +23,7 @@ from leaderlog.feeds import (
     FeedRequest,
     FeedService,
     Scope,
+    UnknownLanguage,
 )
 from leaderlog.feeds._paging import page_count
 from leaderlog.log import EventLog
@@ -634,3 +635,20 @@ async def test_hostile_text_still_gives_valid_escaped_documents(seeded_log: Even
     assert "javascript:" not in (await _render(service, "all")).decode()
     summaries = " ".join(entry.summary for entry in parsed.entries)
     assert CONTROL not in summaries and "date unknown (Bad\ufffdName" in summaries
+
+
+def test_feed_errors_are_leaderlog_errors() -> None:
+    assert issubclass(FeedNotFound, FeedError) and issubclass(FeedNotFound, LookupError)
+    assert issubclass(UnknownLanguage, FeedError) and issubclass(UnknownLanguage, ValueError)
+    assert issubclass(FeedError, LeaderlogError)
+    with pytest.raises(FeedError, match="unknown feed format 'pdf'; known: atom, rss, json"):
+        FeedRequest(Scope.parse("all"), "pdf", "en", BASE)  # type: ignore[arg-type]
+
+
+async def test_a_feed_of_a_log_whose_feeds_were_never_built_says_so(sqlite_url: str) -> None:
+    async with await EventLog.open(sqlite_url) as log:
+        await log.append_events([PersonRegistered(person="x", name="X")], actor="t")
+        service = FeedService(log.store, poll_interval=0)
+        request = FeedRequest(Scope.parse("all"), "atom", "en", BASE)
+        with pytest.raises(ProjectionError, match="has not been built; run `leaderlog rebuild`"):
+            await service.render(request)

@@ -25,6 +25,8 @@ from babel.messages.mofile import write_mo
 from babel.messages.pofile import read_po
 from babel.support import Translations
 
+from leaderlog.errors import FeedError
+
 __all__ = [
     "DEFAULT_LANGUAGE",
     "LANGUAGES",
@@ -55,7 +57,7 @@ def N_(message: str) -> str:
     return message
 
 
-class UnknownLanguage(ValueError):
+class UnknownLanguage(FeedError, ValueError):
     """A language was asked for explicitly that the feeds are not offered in."""
 
     def __init__(self, asked: str) -> None:

@@ -24,13 +24,14 @@ from email.utils import format_datetime
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
-from leaderlog.errors import StoreUnavailable
+from leaderlog.errors import FeedError, ProjectionError, StoreUnavailable
 from leaderlog.feeds import _text
 from leaderlog.feeds._document import Entry, Feed
 from leaderlog.feeds._i18n import N_, language
 from leaderlog.feeds._json_feed import render_json
 from leaderlog.feeds._opml import Outline, render_opml
 from leaderlog.feeds._paging import (
+    FORMATS,
     MEDIA_TYPES,
     PAGE_SIZE,
     FeedFormat,
@@ -85,7 +86,7 @@ def _generator_version() -> str:
         return "0"
 
 
-class FeedNotFound(LookupError):
+class FeedNotFound(FeedError, LookupError):
     """No such organisation, person, post or archive page.
 
     ``scope`` is the feed's scope when its subject is unknown, None for a missing page.
@@ -123,6 +124,10 @@ class FeedRequest:
     page: int | None = None
     # Whether the language was asked for in the address (it then stays in every link).
     explicit_lang: bool = False
+
+    def __post_init__(self) -> None:
+        if self.format not in FORMATS:
+            raise FeedError(f"unknown feed format {self.format!r}; known: {', '.join(FORMATS)}")
 
     @property
     def link_lang(self) -> str | None:
@@ -214,6 +219,12 @@ class FeedService:
         since it began may be partial, so nothing read before it ends is kept.
         """
         checkpoint = await self.reader.checkpoint()
+        if checkpoint is None and not self._served:
+            # Never built: there are no tables to read (a server builds them before serving).
+            raise ProjectionError(
+                f"the {FeedEntriesProjection.name} projection has not been built; run "
+                "`leaderlog rebuild`"
+            )
         if (checkpoint or 0) < self._served:
             # Reads that overlap may end out of order: a rebuild is one the log still shows
             # when read again.
