@@ -439,6 +439,120 @@ def test_an_import_whose_counts_cannot_be_written_says_what_it_appended(
     )
 
 
+def _organisations(count: int) -> str:
+    return "".join(
+        json.dumps({"type": "org.registered", "data": {"org": f"org-{n}", "name": f"Org {n} ü"}})
+        + "\n"
+        for n in range(count)
+    )
+
+
+def test_a_reader_that_goes_away_during_one_large_write_is_status_1(tmp_path: Path) -> None:
+    # given a log whose events, as JSON, are one write of about a megabyte
+    url = f"sqlite:///{tmp_path / 'big.db'}"
+    ok(leaderlog("--db", url, "import", "-", cwd=tmp_path, stdin=_organisations(3000)))
+    # when the reader takes a little of it and goes away (leaderlog events --json | head)
+    process = subprocess.Popen(
+        [str(LEADERLOG), "--db", url, "events", "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert process.stdout is not None and process.stderr is not None
+    assert process.stdout.read(100)
+    process.stdout.close()
+    # then the rest is not taken for written: status 1, and no message (the reader left)
+    assert process.wait(timeout=60) == 1
+    assert process.stderr.read() == b""
+
+
+def test_a_closed_standard_output_refuses_the_command(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'leaderlog.db'}"
+    ok(leaderlog("--db", url, "import", "-", cwd=tmp_path, stdin=_organisations(1)))
+    # a token printed to nowhere would be live and lost: it is not created at all
+    closed = subprocess.run(
+        [str(LEADERLOG), "--db", url, "token", "create", "gina"],
+        capture_output=False,
+        stderr=subprocess.PIPE,
+        text=True,
+        timeout=60,
+        check=False,
+        preexec_fn=lambda: os.close(1),
+    )
+    assert closed.returncode == 1
+    assert closed.stderr == "error: standard output is closed: nothing was done\n"
+    assert ok(leaderlog("--db", url, "token", "list", "--json", cwd=tmp_path)).strip() == "[]"
+
+
+def test_an_export_is_utf8_whatever_the_locale_says(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'leaderlog.db'}"
+    ok(leaderlog("--db", url, "import", "-", cwd=tmp_path, stdin=_organisations(2)))
+    for encoding in ("latin-1", "ascii"):
+        exported = subprocess.run(
+            [str(LEADERLOG), "--db", url, "export"],
+            capture_output=True,
+            env={**os.environ, "PYTHONIOENCODING": encoding},
+            timeout=60,
+            check=False,
+        )
+        assert exported.returncode == 0, exported.stderr
+        assert "Org 0 ü" in exported.stdout.decode("utf-8")
+        copy = f"sqlite:///{tmp_path / f'copy-{encoding}.db'}"
+        again = leaderlog("--db", copy, "import", "-", cwd=tmp_path, stdin=exported.stdout.decode())
+        assert ok(again) == "appended 2, already present 0\n"
+
+
+def _waiting_to_read_stdin(pid: int) -> bool:
+    """Whether the process is blocked reading its stdin (Linux: syscall 0, read, of fd 0)."""
+    try:
+        return Path(f"/proc/{pid}/syscall").read_text().startswith("0 0x0 ")
+    except OSError:
+        pytest.skip("needs /proc/PID/syscall")
+
+
+def test_ctrl_c_stops_an_import_waiting_for_stdin(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'leaderlog.db'}"
+    process = subprocess.Popen(
+        [str(LEADERLOG), "--db", url, "import", "-"],
+        stdin=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not _waiting_to_read_stdin(process.pid):
+            assert time.monotonic() < deadline, "the import never read its stdin"
+            time.sleep(0.05)
+        process.send_signal(signal.SIGINT)
+        _, stderr = process.communicate(timeout=30)
+    finally:
+        process.kill()
+    assert process.returncode == 130
+    assert stderr == b"interrupted\n"
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_an_import_of_no_records_answers_in_json_when_asked(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'leaderlog.db'}"
+    result = leaderlog("--db", url, "import", "--json", "-", cwd=tmp_path, stdin="\n\n")
+    assert json.loads(ok(result)) == {"appended": 0, "already_present": 0}
+
+
+def test_a_closed_stdin_is_a_clear_usage_error(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'leaderlog.db'}"
+    closed = subprocess.run(
+        [str(LEADERLOG), "--db", url, "import", "-"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        preexec_fn=lambda: os.close(0),
+    )
+    assert closed.returncode == 2
+    assert "Error: Invalid value for 'FILE...': standard input is closed" in closed.stderr
+    assert "Traceback" not in closed.stderr
+
+
 def importing_a_big_file(folder: Path, url: str, count: int) -> subprocess.Popen[str]:
     """``leaderlog import`` of ``count`` new organisations, once its append has begun (the
     records checked, past the progress bar's lines)."""

@@ -203,7 +203,7 @@ def test_control_characters_in_stored_text_cannot_fake_or_hide_output_lines(
         "type": "person.updated",
         "data": {
             "person": "kenneth-genalo",
-            "name": "Mallory Evil\rKristi Noem\nholder  x\u202e(ygrenE fo .peD)",
+            "name": "Mallory Evil\rKristi\u2028Noem\nholder  x\u202e(ygrenE fo .peD)",
         },
     }
     rename.write_text(json.dumps(record) + "\n", encoding="utf-8")
@@ -212,10 +212,10 @@ def test_control_characters_in_stored_text_cannot_fake_or_hide_output_lines(
     text = ok(invoke(db, "state", "--org", "ice-ero", "--as-of", "2025-06-15"))
     assert "\r" not in text
     assert (
-        "holder    Mallory Evil\\rKristi Noem\\nholder  x\\u202e(ygrenE fo .peD) (kenneth-genalo)"
-        in text
+        "holder    Mallory Evil\\rKristi\\u2028Noem\\nholder  x\\u202e(ygrenE fo .peD) "
+        "(kenneth-genalo)" in text
     )
-    assert "\u202e" not in text
+    assert "\u202e" not in text and "\u2028" not in text
     unknown = invoke(db, "history", "--person", "mallory")
     assert unknown.exit_code == 1
     assert unknown.stderr.count("\n") == 1 and "\r" not in unknown.stderr

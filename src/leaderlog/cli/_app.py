@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import errno
 import functools
+import io
 import os
 import re
 import secrets
@@ -15,7 +16,7 @@ import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from types import FrameType
-from typing import Any, TypeVar
+from typing import Any, BinaryIO, TypeVar
 from urllib.parse import quote
 
 import anyio
@@ -44,6 +45,7 @@ __all__ = [
     "main",
     "out_console",
     "print_json",
+    "reported",
     "run",
 ]
 
@@ -204,7 +206,9 @@ INTERRUPTED_STATUS = 130
 # Control characters other than tab: from stored text, they could end a line early or
 # move the terminal's cursor (a CR hides what came before it on the line). Bidirectional
 # formatting characters too: a right-to-left override reorders the rest of the line.
-_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_CONTROL = re.compile(
+    r"[\x00-\x08\x0a-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]"
+)
 
 
 def echo_line(line: str, *, err: bool = False) -> None:
@@ -229,9 +233,22 @@ def run(function: Callable[[], Awaitable[T]], *, interrupted: str = "") -> T:
         return await function()
 
     try:
-        return anyio.run(guarded)
+        with reported(interrupted):
+            return anyio.run(guarded)
+    finally:
+        if installed and signal.getsignal(signal.SIGINT) is installed[0]:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+@contextlib.contextmanager
+def reported(interrupted: str = "") -> Iterator[None]:
+    """Leaderlog errors as a message on stderr and exit code 1; Ctrl-C as ``interrupted``
+    (plus what was or was not written) and exit code 130. For work outside :func:`run`
+    too: reading a file or stdin before the event loop starts, where Ctrl-C stops it."""
+    try:
+        yield
     except KeyboardInterrupt:
-        click.echo(said, err=True)
+        click.echo("interrupted" + (f": {interrupted}" if interrupted else ""), err=True)
         sys.exit(INTERRUPTED_STATUS)
     except BatchError as error:
         click.echo(f"error: {len(error.problems)} problem(s), nothing written", err=True)
@@ -244,9 +261,6 @@ def run(function: Callable[[], Awaitable[T]], *, interrupted: str = "") -> T:
         rule = _rule_of(error)
         echo_line(f"error: {error}" + (f" [rule: {rule}]" if rule else ""), err=True)
         sys.exit(1)
-    finally:
-        if installed and signal.getsignal(signal.SIGINT) is installed[0]:
-            signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 _InterruptHandler = Callable[[int, FrameType | None], None]
@@ -294,6 +308,82 @@ class OutputLost(Exception):
         super().__init__(done)
         self.cause = cause
         self.done = done
+
+
+class _WholeWrites(io.RawIOBase):
+    """Standard output as the commands write to it: every write goes out whole or raises.
+
+    A pipe whose reader has gone takes part of a large write and reports only that part
+    (``leaderlog feed | head -1``): the rest would be lost without an error, and the
+    command would end with status 0. Writing the rest raises the broken pipe instead.
+    """
+
+    def __init__(self, target: BinaryIO) -> None:
+        super().__init__()
+        self._target = target
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: Any) -> int:
+        view = memoryview(data).cast("B")
+        done = 0
+        while done < len(view):
+            written = self._target.write(view[done:])
+            if not written:
+                raise BrokenPipeError(errno.EPIPE, "the output takes no more")
+            done += written
+        # Passed on at once, so that an error shows where the command flushes (a token it
+        # could not show is revoked there), not after it has ended.
+        self._target.flush()
+        return done
+
+    def flush(self) -> None:
+        self._target.flush()
+
+    def fileno(self) -> int:
+        return self._target.fileno()
+
+    def isatty(self) -> bool:
+        return self._target.isatty()
+
+    def close(self) -> None:
+        # The process's own stdout stays open; only this view of it is done.
+        self._target.flush()
+        super().close()
+
+
+@contextlib.contextmanager
+def _standard_output(command: str | None) -> Iterator[None]:
+    """Standard output for one command: UTF-8 whatever the locale (records, exports and JSON
+    are UTF-8, and an export must import again), and written whole (see
+    :class:`_WholeWrites`). A closed one refuses the command before it does anything (its
+    output would be lost without a word: a new token among it)."""
+    original = sys.stdout
+    if original is None:
+        if command == "serve":
+            yield  # a server started with its output closed logs to stderr all the same
+            return
+        click.echo("error: standard output is closed: nothing was done", err=True)
+        raise click.exceptions.Exit(1)
+    buffer = getattr(original, "buffer", None)
+    if buffer is None:
+        yield
+        return
+    original.flush()
+    stream = io.TextIOWrapper(
+        io.BufferedWriter(_WholeWrites(buffer)),
+        encoding="utf-8",
+        line_buffering=getattr(original, "line_buffering", False),
+    )
+    sys.stdout = stream
+    try:
+        yield
+        stream.flush()
+    finally:
+        sys.stdout = original
+        with contextlib.suppress(ValueError, OSError):
+            stream.detach()
 
 
 def _silence_stdout() -> None:
@@ -381,7 +471,7 @@ class _Commands(_Command, click.Group):
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
-            with _unwritable_output_reported():
+            with _unwritable_output_reported(), _standard_output(ctx.invoked_subcommand):
                 return super().invoke(ctx)
         except click.NoSuchOption as error:
             if error.option_name != "--db":

@@ -6,7 +6,7 @@ import datetime as dt
 import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict
-from typing import IO
+from typing import IO, Any
 
 import click
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
@@ -19,6 +19,7 @@ from leaderlog.cli._app import (
     is_output_error,
     main,
     print_json,
+    reported,
     run,
 )
 from leaderlog.errors import BatchError, DuplicateEventError, RecordedAtRefused, RecordError
@@ -77,8 +78,17 @@ def _actor_name(context: click.Context, parameter: click.Parameter, actor: str) 
         raise click.BadParameter(error.message) from None
 
 
+class _InputFile(click.File):
+    """A file to read, or ``-`` for stdin, which is refused clearly when it is closed."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if value == "-" and sys.stdin is None:
+            self.fail("standard input is closed", param, ctx)
+        return super().convert(value, param, ctx)
+
+
 @main.command("import")
-@click.argument("files", metavar="FILE...", nargs=-1, required=True, type=click.File("rb"))
+@click.argument("files", metavar="FILE...", nargs=-1, required=True, type=_InputFile("rb"))
 @click.option(
     "--actor",
     default="cli",
@@ -181,11 +191,17 @@ def import_command(context: Context, files: Sequence[IO[bytes]], actor: str, as_
             rule = "event_id" if isinstance(error, DuplicateEventError) else "recorded_at"
             raise RecordError(str(error), where=line, rule=rule) from None
 
-    async def go() -> None:
+    # Read before the event loop starts: a Ctrl-C while stdin blocks then stops it at once.
+    with reported():
         records, labels = read_all()
-        if not records:
+    if not records:
+        if as_json:
+            print_json({"appended": 0, "already_present": 0})
+        else:
             click.echo("appended 0, already present 0 (no records)")
-            return
+        return
+
+    async def go() -> None:
         outcome = await context.append_to_log(lambda log: append(log, records, labels))
         try:
             if as_json:
