@@ -621,3 +621,21 @@ async def test_runners_starting_together_on_a_new_log_list_its_projections(
     finally:
         for opened in stores:
             await opened.close()
+
+
+async def test_a_store_used_from_another_event_loop_says_so(store: PostgresStore) -> None:
+    await store.append([event("a")], actor="t")
+
+    def in_another_loop() -> BaseException | None:
+        try:
+            asyncio.run(store.count())
+        except BaseException as error:
+            return error
+        return None
+
+    failure = await asyncio.to_thread(in_another_loop)
+    assert isinstance(failure, RuntimeError)
+    assert "opened in another event loop; open one store (or EventLog) per event loop" in str(
+        failure
+    )
+    assert await store.count() == 1

@@ -565,6 +565,9 @@ class PostgresStore(EventStore):
         self._created = created
         self.created_log = created is not None and created.table_created
         self._pool = pool
+        # asyncpg's connections belong to the loop that made them; another loop's use of
+        # them fails far from its cause ("another operation is in progress").
+        self._loop = asyncio.get_running_loop()
         self._dsn = dsn
         self._settings = settings
         self._connect_timeout = connect_timeout
@@ -671,6 +674,7 @@ class PostgresStore(EventStore):
     ) -> list[AppendResult | StoreError]:
         if not batches:
             return []
+        self._in_its_loop()
         async with self._write_lock:
             with _log_still_there(), _unavailable_on_disconnect():
                 async with (
@@ -746,7 +750,15 @@ class PostgresStore(EventStore):
 
     # --- reading ---------------------------------------------------------------------------
 
+    def _in_its_loop(self) -> None:
+        if asyncio.get_running_loop() is not self._loop:
+            raise RuntimeError(
+                "this PostgreSQL store was opened in another event loop; open one store (or "
+                "EventLog) per event loop (or thread)"
+            )
+
     async def _fetch(self, sql: str, *parameters: Any) -> list[asyncpg.Record]:
+        self._in_its_loop()
         with _unavailable_on_disconnect():
             return await self._pool.fetch(sql, *parameters)
 
@@ -880,6 +892,7 @@ class PostgresStore(EventStore):
 
     @contextlib.asynccontextmanager
     async def projection_transaction(self) -> AsyncIterator[ProjectionTransaction]:
+        self._in_its_loop()
         with _unavailable_on_disconnect():
             connection = await self._pool.acquire()
         try:
