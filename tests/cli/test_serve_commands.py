@@ -191,6 +191,41 @@ def test_serve_announces_its_address_then_serves_until_ctrl_c(sqlite_url: str) -
     assert "Application startup complete" in stderr
 
 
+def test_a_request_that_never_ends_does_not_hold_a_stop(sqlite_url: str) -> None:
+    token = CliRunner().invoke(main, ["--db", sqlite_url, "token", "create", "stalling"])
+    assert token.exit_code == 0, token.output
+    with occupied_port() as port:
+        pass
+    process = serve(sqlite_url, "--port", str(port))
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=5)
+                break
+            except httpx.TransportError:
+                assert process.poll() is None, process.communicate()
+                assert time.monotonic() < deadline, "the server did not start"
+                time.sleep(0.05)
+        # given a writer that sent half of its request and waits
+        stalled = socket.create_connection(("127.0.0.1", port))
+        stalled.sendall(
+            b"POST /api/events HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            b"Authorization: Bearer " + token.stdout.strip().encode() + b"\r\n"
+            b'Content-Length: 80\r\n\r\n{"type":'
+        )
+        time.sleep(0.5)
+        # when the server is told to stop, then it stops all the same
+        process.send_signal(signal.SIGTERM)
+        process.communicate(timeout=60)
+        stalled.close()
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    assert process.returncode is not None
+
+
 @pytest.mark.parametrize(
     ("arguments", "said"),
     [

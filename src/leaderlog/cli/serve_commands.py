@@ -156,6 +156,8 @@ def serve_command(
             proxy_headers=proxy_headers,
             forwarded_allow_ips=forwarded_allow_ips if proxy_headers else None,
             log_level="info",
+            # A client that never finishes its request would otherwise hold a stop for good.
+            timeout_graceful_shutdown=GRACEFUL_STOP_SECONDS,
         )
         server = uvicorn.Server(config)
         # Given sockets, uvicorn does not say where it listens: this line does.
@@ -173,6 +175,10 @@ def serve_command(
             listening.close()
     if not server.started:
         sys.exit(_STARTUP_FAILURE)
+
+
+# How long a stop (Ctrl-C, SIGTERM) waits for requests in flight before closing them.
+GRACEFUL_STOP_SECONDS = 5
 
 
 def host_and_port(host: str, port: int) -> str:
