@@ -584,6 +584,18 @@ def test_json_said_to_be_in_another_encoding_is_415(running: Running, api: httpx
     assert log_head(api) == before
 
 
+def test_a_charset_given_twice_is_refused(running: Running, api: httpx.Client) -> None:
+    before = log_head(api)
+    response = post(
+        api,
+        person(unique("twice-charset")),
+        running.token,
+        content_type="application/json; charset=utf-8; charset=latin-1",
+    )
+    assert error_body(response, 415)["detail"] == "charset '': send the JSON as UTF-8"
+    assert log_head(api) == before
+
+
 @pytest.mark.parametrize(
     "content_type",
     [None, "text/plain", "application/x-www-form-urlencoded", "application/jsonx", "text/json"],

@@ -10,7 +10,7 @@ from __future__ import annotations
 import copy
 import logging
 from collections.abc import Awaitable, Callable, Mapping
-from email.message import EmailMessage
+from email.message import EmailMessage, Message
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Request, Security
@@ -182,9 +182,19 @@ async def _read_body(request: Request) -> bytes | None:
 
 def _media_type(header: str) -> tuple[str, str | None]:
     """A Content-Type's media type and ``charset`` (lower-cased), read by the standard
-    library's MIME header parser (quoted values, spaces and case as RFC 9110 allows)."""
+    library's MIME header parser (quoted values, spaces and case as RFC 9110 allows).
+
+    A charset given twice reads as none that is accepted ("" is refused): readers differ on
+    which one counts, as they do for a header given twice.
+    """
     message = EmailMessage()
     message["Content-Type"] = header
+    # The legacy parser lists every parameter; the modern one keeps the first of a name.
+    every = Message()
+    every["Content-Type"] = header
+    charsets = [name for name, _ in every.get_params() or [] if name.lower() == "charset"]
+    if len(charsets) > 1:
+        return message.get_content_type(), ""
     charset = message.get_content_charset()
     # An unreadable header reads as text/plain, which is refused like any other type.
     return message.get_content_type(), charset
