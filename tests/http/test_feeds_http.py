@@ -14,6 +14,7 @@ import feedparser
 import httpx
 import pytest
 from click.testing import CliRunner
+from starlette.requests import Request
 
 from leaderlog.cli import serve_commands
 from leaderlog.cli._app import main
@@ -21,6 +22,7 @@ from leaderlog.feeds import FULL_ARCHIVE_CACHE, SUBSCRIPTION_CACHE
 from leaderlog.feeds._service import Validators
 from leaderlog.http import create_app
 from leaderlog.http._conditional import caching_headers
+from leaderlog.http._deps import base_url
 from leaderlog.log import EventLog
 from tests.conftest import SEEDS
 from tests.feeds.atom_schema import atom_problems
@@ -459,8 +461,36 @@ def test_a_public_url_is_used_for_links_whatever_the_host_header_says(
 
 
 @pytest.mark.parametrize(
-    "public", ["feeds.example.org", "ftp://feeds.example.org", "https://x.org/?a=1", "https://"]
+    "public",
+    [
+        "feeds.example.org",
+        "ftp://feeds.example.org",
+        "https://x.org/?a=1",
+        "https://",
+        "https://:80",
+        "https://exa mple.org",
+        "https://x.org/a b",
+        "https://x.org:99999",
+    ],
 )
 def test_a_public_url_that_is_not_an_http_address_is_refused(public: str) -> None:
     with pytest.raises(ValueError, match="public URL"):
         create_app("sqlite:///unused.db", public_url=public)
+
+
+@pytest.mark.parametrize(
+    ("server", "host", "expected"),
+    [
+        (("::1", 8000), "", "http://[::1]:8000"),
+        (("127.0.0.1", 8000), "x.example:99999", "http://127.0.0.1:8000"),
+        (("127.0.0.1", 8000), "x.example:8080", "http://x.example:8080"),
+    ],
+)
+def test_links_fall_back_to_the_server_s_own_address_written_as_a_url(
+    server: tuple[str, int], host: str, expected: str
+) -> None:
+    """Without a usable Host header (none, or one with a port no URL can carry)."""
+    app = create_app("sqlite:///unused.db")
+    headers = [(b"host", host.encode())] if host else []
+    scope = {"type": "http", "app": app, "server": server, "scheme": "http", "headers": headers}
+    assert base_url(Request(scope)) == expected

@@ -19,7 +19,7 @@ from pydantic import BaseModel
 from starlette.requests import Request
 
 from leaderlog.errors import ProjectionFailed, ProjectionFailure
-from leaderlog.feeds import FeedService
+from leaderlog.feeds import FeedService, is_web_address
 from leaderlog.log import EventLog
 from leaderlog.projections import BUILTIN, ProjectionRunner, Queries
 from leaderlog.store import VerifyReport
@@ -217,17 +217,34 @@ def base_url(request: Request) -> str:
         return configured
     scope = request.scope
     host = request.headers.get("host", "")
-    if not _HOST.match(host):
-        server = scope.get("server") or ("127.0.0.1", 80)
-        host = f"{server[0]}:{server[1]}"
+    if not _plain_host(host):
+        address, port = scope.get("server") or ("127.0.0.1", 80)
+        # An IPv6 address goes in brackets in a URL (http://[::1]:8000/).
+        host = f"[{address}]:{port}" if ":" in str(address) else f"{address}:{port}"
     return f"{scope.get('scheme', 'http')}://{host}{scope.get('root_path', '')}".rstrip("/")
+
+
+def _plain_host(host: str) -> bool:
+    """Whether a Host header is a host name or address and a port a URL can carry."""
+    found = _HOST.match(host)
+    port = found and (found.group(1) or found.group(2))
+    return found is not None and (not port or int(port[1:]) <= 65535)
 
 
 def check_public_url(url: str) -> str:
     """``url`` without a trailing slash, if it is an http(s) address with a host and neither
     query nor fragment; raises ValueError saying what is wrong otherwise."""
     parts = urllib.parse.urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.netloc:
+    try:
+        port_is_valid = parts.port is None or parts.port > 0
+    except ValueError:
+        port_is_valid = False
+    if (
+        parts.scheme not in ("http", "https")
+        or not parts.hostname
+        or not port_is_valid
+        or not is_web_address(url)
+    ):
         raise ValueError(f"public URL {url!r} is not an http(s) address like https://example.org")
     if parts.query or parts.fragment or "?" in url or "#" in url:
         raise ValueError(f"public URL {url!r} has a query or fragment; give scheme, host, path")
