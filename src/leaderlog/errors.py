@@ -13,6 +13,7 @@ Hierarchy::
     │   ├── AppendRefused        a condition checked under the append's lock does not hold
     │   ├── UnreadableEvent      a stored row cannot be decoded (edited behind the store)
     │   └── StoreUnavailable     the database cannot be reached or opened, or is busy
+    │       └── StoreBusy        another transaction held a lock longer than a write waits
     ├── ProjectionError          a projection cannot be loaded or answered
     │   ├── ProjectionFailed     projections could not apply some events; the others went on
     │   ├── UnknownEntity        no such org, post, person or claim (with suggestions)
@@ -45,6 +46,7 @@ __all__ = [
     "ProjectionFailure",
     "RecordError",
     "RecordedAtRefused",
+    "StoreBusy",
     "StoreError",
     "StoreUnavailable",
     "TokenError",
@@ -286,3 +288,8 @@ class TokenNameRefused(TokenError):
 class FeedError(LeaderlogError):
     """A feed cannot be made as asked. :class:`leaderlog.feeds.FeedNotFound` and
     :class:`leaderlog.feeds.UnknownLanguage` (defined with what they name) are its kinds."""
+
+
+class StoreBusy(StoreUnavailable):
+    """The database is busy: another transaction held a lock longer than a write waits
+    (SQLite's busy timeout, PostgreSQL's lock_timeout). Worth trying again."""

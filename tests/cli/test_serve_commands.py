@@ -21,6 +21,7 @@ from leaderlog.cli import serve_commands
 from leaderlog.cli._app import main
 from leaderlog.log import EventLog, load_seeds
 from tests.conftest import ROOT, SEEDS
+from tests.store import postgres_connection, postgres_schema
 
 
 async def _seed(url: str) -> None:
@@ -149,6 +150,8 @@ def test_serve_on_a_port_in_use_says_so_in_one_line_before_announcing_anything(
         f"error: cannot listen on 127.0.0.1:{port}: address already in use "
         "(is another server running? choose another with --port)\n"
     )
+    # and nothing was created or seeded meanwhile
+    assert not Path(sqlite_url.removeprefix("sqlite:///")).exists()
 
 
 def test_serve_on_an_address_this_machine_does_not_have_says_so(sqlite_url: str) -> None:
@@ -242,3 +245,48 @@ def test_serve_refuses_proxy_addresses_it_would_ignore(
     result = CliRunner().invoke(main, ["--db", sqlite_url, "serve", "--no-seed", *arguments])
     assert result.exit_code == 2
     assert said in result.stderr
+
+
+def test_a_database_busy_at_start_is_waited_for(postgres_url: str) -> None:
+    async def locked_meanwhile() -> None:
+        async with postgres_schema(postgres_url) as url:
+            # given a log, and a migration holding its events table's lock
+            async with await EventLog.open(url) as log:
+                await load_seeds(log, SEEDS)
+            async with postgres_connection(url) as holder:
+                transaction = holder.transaction()
+                await transaction.start()
+                await holder.execute("LOCK TABLE events IN ACCESS EXCLUSIVE MODE")
+                with occupied_port() as port:
+                    pass
+                # (with its seeds: loading them, if the log is empty, counts its events)
+                busy_url = f"{url}&lock_timeout=300ms"
+                process = subprocess.Popen(
+                    [str(LEADERLOG), "--db", busy_url, "serve", "--port", str(port)],
+                    cwd=ROOT,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    text=True,
+                )
+                try:
+                    # when the server starts meanwhile, then it says it waits
+                    assert process.stderr is not None
+                    line = await asyncio.to_thread(process.stderr.readline)
+                    assert line.startswith("database is busy: "), line
+                    assert line.endswith("; waiting for it\n"), line
+                    # and serves once the lock is released
+                    await transaction.rollback()
+                    async with httpx.AsyncClient() as client:
+                        for _ in range(600):
+                            try:
+                                health = await client.get(f"http://127.0.0.1:{port}/healthz")
+                                break
+                            except httpx.TransportError:
+                                assert process.poll() is None
+                                await asyncio.sleep(0.1)
+                    assert health.status_code == 200
+                finally:
+                    process.terminate()
+                    process.communicate(timeout=60)
+
+    asyncio.run(locked_meanwhile())

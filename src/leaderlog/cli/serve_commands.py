@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import errno
 import ipaddress
@@ -17,7 +18,7 @@ from click.core import ParameterSource
 
 from leaderlog.cli._app import Context, echo_line, err_console, main, run
 from leaderlog.cli.projection_commands import catch_up_for_queries
-from leaderlog.errors import ProjectionError
+from leaderlog.errors import ProjectionError, StoreBusy, StoreUnavailable
 from leaderlog.feeds import (
     FORMATS,
     FeedNotFound,
@@ -134,20 +135,33 @@ def serve_command(
 
     async def open_and_seed() -> None:
         # Here rather than in the server's startup, so that a database that cannot be
-        # opened or a bad seed file is a one-line error, as with every other command.
-        async with context.log(create=True) as log:
-            if seeds is not None and await log.store.count() == 0:
-                await load_seeds(log, seeds)
+        # opened or a bad seed file is a one-line error, as with every other command; one
+        # that is only busy (a lock a migration holds) is waited for, said once.
+        said = False
+        while True:
+            try:
+                async with context.log(create=True) as log:
+                    if seeds is not None and await log.store.count() == 0:
+                        await load_seeds(log, seeds)
+                return
+            except StoreUnavailable as error:
+                if not isinstance(error, StoreBusy):
+                    raise
+                if not said:
+                    err_console.print(f"{error}; waiting for it")
+                    said = True
+                await asyncio.sleep(1)
 
-    run(open_and_seed)
-    # Listening before anything is announced: uvicorn would start the application first and
-    # only then find the port taken, after its "startup complete", in a traceback-like log.
+    # The address is taken first: uvicorn would start the application and only then find
+    # the port taken, after its "startup complete", in a traceback-like log; and a server
+    # that cannot listen must not have created or seeded a database meanwhile.
     try:
         sockets = listening_sockets(host, port)
     except OSError as error:
         click.echo(f"error: {cannot_listen(host, port, error)}", err=True)
         sys.exit(1)
     try:
+        run(open_and_seed)
         app = create_app(context.db, seeds=seeds, public_url=public_url)
         config = uvicorn.Config(
             app,

@@ -30,7 +30,7 @@ from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit, urlunsp
 
 import asyncpg
 
-from leaderlog.errors import StoreError, StoreUnavailable
+from leaderlog.errors import StoreBusy, StoreError, StoreUnavailable
 from leaderlog.events import RecordedEvent
 from leaderlog.store import without_password
 from leaderlog.store.base import (
@@ -240,7 +240,7 @@ def _unavailable_on_disconnect() -> Iterator[None]:
         raise StoreUnavailable(f"PostgreSQL is unavailable: {_reason(error)}") from error
     except _TRANSIENT_ERRORS as error:
         # Worded as SQLite's: scripts and users meet one message for one situation.
-        raise StoreUnavailable(f"database is busy: {_reason(error)}") from error
+        raise StoreBusy(f"database is busy: {_reason(error)}") from error
     except asyncpg.InsufficientPrivilegeError as error:
         # Not worth retrying: the role lacks a right (a role that may only read can verify,
         # list and export the log, but the other commands keep projections up to date).

@@ -25,7 +25,7 @@ from urllib.parse import unquote
 
 import aiosqlite
 
-from leaderlog.errors import ProjectionError, StoreError, StoreUnavailable
+from leaderlog.errors import ProjectionError, StoreBusy, StoreError, StoreUnavailable
 from leaderlog.events import RecordedEvent
 from leaderlog.store.base import (
     FOREIGN_KEYS_QUERY,
@@ -140,7 +140,7 @@ def _begin_immediate(connection: sqlite3.Connection) -> None:
         connection.execute("BEGIN IMMEDIATE")
     except sqlite3.OperationalError as error:
         if error.sqlite_errorcode in _BUSY_CODES:
-            raise StoreUnavailable(f"database is busy: {error}") from error
+            raise StoreBusy(f"database is busy: {error}") from error
         raise StoreUnavailable(f"cannot write to the SQLite database: {error}") from error
 
 
