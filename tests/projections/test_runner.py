@@ -313,6 +313,20 @@ async def test_a_follower_ends_when_its_store_is_closed(sqlite_url: str) -> None
         await asyncio.wait_for(following, timeout=10)
 
 
+async def test_a_failure_whose_cause_runs_over_lines_is_told_in_one(seeded_log: EventLog) -> None:
+    class Multiline(Exploding):
+        name: ClassVar[str] = "multiline"
+
+        async def apply(self, tx: ProjectionTransaction, events: Sequence[RecordedEvent]) -> None:
+            raise RuntimeError("boom\nsecond line\r\nthird")
+
+    with pytest.raises(ProjectionFailed) as raised:
+        await ProjectionRunner(seeded_log.store, [Multiline()]).catch_up()
+    told = str(raised.value.failures[0])
+    assert "\n" not in told and "\r" not in told
+    assert "RuntimeError: boom second line third" in told
+
+
 async def test_two_runners_never_apply_an_event_twice(seeded_log: EventLog) -> None:
     first = ProjectionRunner(seeded_log.store, builtins(), page=4)
     second = ProjectionRunner(seeded_log.store, builtins(), page=3)

@@ -47,7 +47,9 @@ class Explained(ProjectionFailure):
     text: str
 
     def __str__(self) -> str:
-        return self.text
+        # One line, as ProjectionFailure's own: a cause's text may run over several, and a
+        # log line of its own would pass for another problem.
+        return " ".join(self.text.split())
 
 
 class LeftOut(Projection):
