@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import signal
 import socket
@@ -290,3 +291,20 @@ def test_a_database_busy_at_start_is_waited_for(postgres_url: str) -> None:
                     process.communicate(timeout=60)
 
     asyncio.run(locked_meanwhile())
+
+
+def test_a_token_in_a_query_string_is_not_kept_in_the_access_log() -> None:
+    # a request line as uvicorn logs it, with a token put in the query by mistake
+    record = logging.LogRecord(
+        "uvicorn.access",
+        logging.INFO,
+        __file__,
+        0,
+        '%s - "%s %s HTTP/%s" %d',
+        ("127.0.0.1:50000", "GET", "/api/state?access_token=ll_secret&org=ice", "1.1", 422),
+        None,
+    )
+    assert all(keep(record) for keep in logging.getLogger("uvicorn.access").filters)
+    assert record.getMessage() == (
+        '127.0.0.1:50000 - "GET /api/state?access_token=***&org=ice HTTP/1.1" 422'
+    )

@@ -6,6 +6,8 @@ import asyncio
 import contextlib
 import errno
 import ipaddress
+import logging
+import re
 import socket
 import sys
 from importlib.resources import as_file, files
@@ -190,6 +192,22 @@ def serve_command(
     if not server.started:
         sys.exit(_STARTUP_FAILURE)
 
+
+# A token put in a query string by mistake (?token=..., ?access_token=...) is refused, but
+# the access log would keep the request line as sent.
+_SECRET_IN_QUERY = re.compile(r"(?i)([?&][^=&]*(?:token|key|secret|password)[^=&]*=)[^&\s]*")
+
+
+def _secrets_hidden(record: logging.LogRecord) -> bool:
+    if isinstance(record.args, tuple):
+        record.args = tuple(
+            _SECRET_IN_QUERY.sub(r"\1***", arg) if isinstance(arg, str) else arg
+            for arg in record.args
+        )
+    return True
+
+
+logging.getLogger("uvicorn.access").addFilter(_secrets_hidden)
 
 # How long a stop (Ctrl-C, SIGTERM) waits for requests in flight before closing them.
 GRACEFUL_STOP_SECONDS = 5
