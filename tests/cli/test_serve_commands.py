@@ -139,6 +139,18 @@ def serve(url: str, *arguments: str) -> subprocess.Popen[str]:
     )
 
 
+def serving(process: subprocess.Popen[str], port: int) -> httpx.Response:
+    """The server's /healthz, once it answers (it fails if the server ends first)."""
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            return httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=5)
+        except httpx.TransportError:
+            assert process.poll() is None, process.communicate()
+            assert time.monotonic() < deadline, "the server did not start"
+            time.sleep(0.05)
+
+
 def test_serve_on_a_port_in_use_says_so_in_one_line_before_announcing_anything(
     sqlite_url: str,
 ) -> None:
@@ -172,16 +184,7 @@ def test_serve_announces_its_address_then_serves_until_ctrl_c(sqlite_url: str) -
         pass  # free again, and very likely still free a moment from now
     process = serve(sqlite_url, "--port", str(port))
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                health = httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=5)
-                break
-            except httpx.TransportError:
-                assert process.poll() is None, process.communicate()
-                assert time.monotonic() < deadline, "the server did not start"
-                time.sleep(0.05)
-        assert health.status_code == 200
+        assert serving(process, port).status_code == 200
         process.send_signal(signal.SIGINT)
         _, stderr = process.communicate(timeout=60)
     finally:
@@ -202,15 +205,7 @@ def test_a_request_that_never_ends_does_not_hold_a_stop(sqlite_url: str) -> None
         pass
     process = serve(sqlite_url, "--port", str(port))
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=5)
-                break
-            except httpx.TransportError:
-                assert process.poll() is None, process.communicate()
-                assert time.monotonic() < deadline, "the server did not start"
-                time.sleep(0.05)
+        serving(process, port)
         # given a writer that sent half of its request and waits
         stalled = socket.create_connection(("127.0.0.1", port))
         stalled.sendall(
