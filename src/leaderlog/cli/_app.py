@@ -115,11 +115,9 @@ def _missing_sqlite_file(url: str) -> Path | None:
     if "://" in url and url.partition("://")[0].lower() != "sqlite":
         return None  # PostgreSQL, or a scheme that opening the store refuses
     # Imported here: a PostgreSQL user's command need not load the SQLite driver.
-    from leaderlog.store.sqlite import path_from_url
+    from leaderlog.store.sqlite import check_url
 
-    path = path_from_url(url)  # a malformed URL is refused here as it is when opened
-    if str(path) == ":memory:":
-        return None
+    path = check_url(url)  # a malformed URL is refused here as it is when opened
     try:
         if path.exists():
             return None
@@ -224,7 +222,7 @@ def run(function: Callable[[], Awaitable[T]], *, interrupted: str = "") -> T:
     ``interrupted`` is added to the message a Ctrl-C prints (say, what was or was not
     written); the exit status is then 130, as a shell expects.
     """
-    said = "interrupted" + (f": {interrupted}" if interrupted else "")
+    said = _interrupted_message(interrupted)
 
     installed: list[_InterruptHandler] = []
 
@@ -240,6 +238,10 @@ def run(function: Callable[[], Awaitable[T]], *, interrupted: str = "") -> T:
             signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+def _interrupted_message(interrupted: str) -> str:
+    return "interrupted" + (f": {interrupted}" if interrupted else "")
+
+
 @contextlib.contextmanager
 def reported(interrupted: str = "") -> Iterator[None]:
     """Leaderlog errors as a message on stderr and exit code 1; Ctrl-C as ``interrupted``
@@ -248,7 +250,7 @@ def reported(interrupted: str = "") -> Iterator[None]:
     try:
         yield
     except KeyboardInterrupt:
-        click.echo("interrupted" + (f": {interrupted}" if interrupted else ""), err=True)
+        click.echo(_interrupted_message(interrupted), err=True)
         sys.exit(INTERRUPTED_STATUS)
     except BatchError as error:
         click.echo(f"error: {len(error.problems)} problem(s), nothing written", err=True)

@@ -28,6 +28,7 @@ from leaderlog.feeds import (
     FeedService,
     Scope,
     UnknownLanguage,
+    host_and_port,
     is_web_address,
     resolve,
 )
@@ -211,11 +212,6 @@ logging.getLogger("uvicorn.access").addFilter(_secrets_hidden)
 
 # How long a stop (Ctrl-C, SIGTERM) waits for requests in flight before closing them.
 GRACEFUL_STOP_SECONDS = 5
-
-
-def host_and_port(host: str, port: int) -> str:
-    """``host:port`` as written in a URL: an IPv6 address in brackets."""
-    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
 def listening_sockets(host: str, port: int) -> list[socket.socket]:

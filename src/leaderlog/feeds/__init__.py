@@ -10,7 +10,7 @@ same bytes on every host. See :mod:`._paging` for the RFC 5005 archive layout.
 
 from __future__ import annotations
 
-from leaderlog.feeds._address import is_web_address
+from leaderlog.feeds._address import host_and_port, is_web_address
 from leaderlog.feeds._document import Entry
 from leaderlog.feeds._i18n import (
     DEFAULT_LANGUAGE,
@@ -73,6 +73,7 @@ __all__ = [
     "feed_url",
     "fuzzy_date",
     "headline",
+    "host_and_port",
     "is_web_address",
     "language",
     "negotiate",

@@ -30,7 +30,7 @@ import string
 
 import idna
 
-__all__ = ["is_web_address", "uri", "web_address", "web_uri"]
+__all__ = ["host_and_port", "is_web_address", "uri", "web_address", "web_uri"]
 
 ADDRESS_LIMIT = 2000
 _SHAPE = re.compile(r"^(https?)://([^/?#]*)(.*)$", re.DOTALL)
@@ -158,6 +158,11 @@ def web_uri(value: object) -> str | None:
 def uri(address: str) -> str:
     """An address made by this package (a feed's own, or a :func:`web_address`) as a URI."""
     return web_uri(address) or address
+
+
+def host_and_port(host: str, port: int) -> str:
+    """``host:port`` as written in a URL: an IPv6 address in brackets."""
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
 def is_web_address(value: object) -> bool:

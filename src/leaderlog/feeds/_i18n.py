@@ -311,7 +311,7 @@ def _negotiate_header(header: str) -> str:
     for tag in preferred:
         # Each tag in turn, so that one the header refuses is passed over even when another
         # tag leads to it ("zh-Hans;q=0, zh-SG" asks for no Simplified Chinese).
-        chosen = _negotiate([tag])
+        chosen = _offered_as(tag)
         if chosen is not None and not _refused(chosen, refused):
             return chosen
     return DEFAULT_LANGUAGE

@@ -19,7 +19,7 @@ from pydantic import BaseModel
 from starlette.requests import Request
 
 from leaderlog.errors import ProjectionFailed, ProjectionFailure
-from leaderlog.feeds import FeedService, is_web_address
+from leaderlog.feeds import FeedService, host_and_port, is_web_address
 from leaderlog.log import EventLog
 from leaderlog.projections import BUILTIN, ProjectionRunner, Queries
 from leaderlog.store import VerifyReport
@@ -219,16 +219,17 @@ def base_url(request: Request) -> str:
     host = request.headers.get("host", "")
     if not _plain_host(host):
         address, port = scope.get("server") or ("127.0.0.1", 80)
-        # An IPv6 address goes in brackets in a URL (http://[::1]:8000/).
-        host = f"[{address}]:{port}" if ":" in str(address) else f"{address}:{port}"
+        host = host_and_port(str(address), int(port))
     return f"{scope.get('scheme', 'http')}://{host}{scope.get('root_path', '')}".rstrip("/")
 
 
 def _plain_host(host: str) -> bool:
     """Whether a Host header is a host name or address and a port a URL can carry."""
     found = _HOST.match(host)
-    port = found and (found.group(1) or found.group(2))
-    return found is not None and (not port or int(port[1:]) <= 65535)
+    if found is None:
+        return False
+    port = found.group(1) or found.group(2)  # ":8000", in either alternative of _HOST
+    return port is None or int(port[1:]) <= 65535
 
 
 def check_public_url(url: str) -> str:
@@ -239,12 +240,8 @@ def check_public_url(url: str) -> str:
         port_is_valid = parts.port is None or parts.port > 0
     except ValueError:
         port_is_valid = False
-    if (
-        parts.scheme not in ("http", "https")
-        or not parts.hostname
-        or not port_is_valid
-        or not is_web_address(url)
-    ):
+    # An http(s) address with a host, as a link carries it; the port in range too.
+    if not is_web_address(url) or not port_is_valid:
         raise ValueError(f"public URL {url!r} is not an http(s) address like https://example.org")
     if parts.query or parts.fragment or "?" in url or "#" in url:
         raise ValueError(f"public URL {url!r} has a query or fragment; give scheme, host, path")

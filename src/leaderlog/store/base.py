@@ -12,7 +12,7 @@ import contextlib
 import datetime as dt
 import hashlib
 import uuid
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Literal, NamedTuple, TypeAlias
@@ -298,6 +298,10 @@ class AppendGuard(NamedTuple):
     sql: str
     parameters: tuple[Any, ...]
     refusal: Callable[[list[tuple[Any, ...]]], StoreError]
+
+    def refused(self, rows: Sequence[Iterable[Any]]) -> StoreError | None:
+        """The refusal the rows the query found make, None when it found none."""
+        return self.refusal([tuple(row) for row in rows]) if rows else None
 
 
 @dataclass(slots=True)

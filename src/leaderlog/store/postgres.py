@@ -730,20 +730,14 @@ class PostgresStore(EventStore):
         }
         if head_position is None:
             head_position, head_hash = 0, GENESIS_HASH
-        guarded: list[StoreError | None] = []
-        for batch in batches:
-            guard = batch.guard
-            found = (
-                [
-                    tuple(row)
-                    for row in await connection.fetch(
-                        translate_placeholders(guard.sql), *guard.parameters
-                    )
-                ]
-                if guard is not None
-                else []
+        guarded = [
+            guard.refused(
+                await connection.fetch(translate_placeholders(guard.sql), *guard.parameters)
             )
-            guarded.append(guard.refusal(found) if guard is not None and found else None)
+            if (guard := batch.guard) is not None
+            else None
+            for batch in batches
+        ]
         return plan_rows(
             batches, versions, existing, head_position, head_hash, now, head_time, guarded
         )

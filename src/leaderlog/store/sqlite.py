@@ -190,8 +190,7 @@ def _append_in_transaction(
 def _guarded(connection: sqlite3.Connection, guard: AppendGuard | None) -> StoreError | None:
     if guard is None:
         return None
-    rows = [tuple(row) for row in connection.execute(guard.sql, guard.parameters)]
-    return guard.refusal(rows) if rows else None
+    return guard.refused(connection.execute(guard.sql, guard.parameters).fetchall())
 
 
 def _stored_ids(
