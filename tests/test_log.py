@@ -651,6 +651,63 @@ async def test_a_batch_worn_out_by_other_writers_is_told_to_try_again_not_of_a_v
     assert await seeded_log.store.read_stream("post-ice-new-post") == []
 
 
+async def test_after_its_own_append_a_log_does_not_ask_the_store_for_its_head(
+    seeded_log: EventLog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # given a log whose last append was its own
+    await seeded_log.append_events([claim("first-of-two")], actor="test")
+    asked: list[object] = []
+    head = seeded_log.store.head
+
+    async def counted_head() -> tuple[int, str]:
+        asked.append(None)
+        return await head()
+
+    monkeypatch.setattr(seeded_log.store, "head", counted_head)
+    # when it appends again, and again
+    await seeded_log.append_events([claim("second-of-two")], actor="test")
+    await seeded_log.append_events([confirm("second-of-two")], actor="test")
+    # then it decided on what it knew: one thread hop per append, not two
+    assert asked == []
+    assert await snapshot(seeded_log)
+
+
+async def test_a_refusal_on_what_a_log_last_knew_is_decided_again_on_other_writers_events(
+    seeded_log: EventLog, sqlite_url: str
+) -> None:
+    # given a log refused a claim naming a person nobody had registered
+    with pytest.raises(BatchError) as caught:
+        await seeded_log.append_events([claim("newcomer-named", person="newcomer")], actor="t")
+    assert caught.value.problems[0].rule == "reference"
+    # when another writer registers that person
+    async with await EventLog.open(sqlite_url) as other:
+        await other.append_raw(
+            {"type": "person.registered", "data": {"person": "newcomer", "name": "New Comer"}},
+            actor="other",
+        )
+    # then the same claim, decided again on what the other writer stored, is appended
+    outcome = await seeded_log.append_events(
+        [claim("newcomer-named", person="newcomer")], actor="t"
+    )
+    assert outcome.appended == 1
+
+
+async def test_an_append_on_a_claim_another_writer_retracted_meanwhile_is_refused(
+    seeded_log: EventLog, sqlite_url: str
+) -> None:
+    # given a log that reported a claim itself (so it knows the claim as live)
+    await seeded_log.append_events([claim("short-lived")], actor="t")
+    # when another writer retracts it, and this log then confirms it
+    async with await EventLog.open(sqlite_url) as other:
+        await other.append_events([retract("short-lived")], actor="other")
+    with pytest.raises(BatchError) as caught:
+        await seeded_log.append_events([confirm("short-lived")], actor="t")
+    # then the confirmation is refused for the retraction, and nothing is written
+    assert caught.value.problems[0].rule == "claim_live"
+    stream = await seeded_log.store.read_stream("claim-short-lived")
+    assert [event.type for event in stream] == ["claim.reported", "claim.retracted"]
+
+
 async def test_append_raw_labels_records(seeded_log: EventLog) -> None:
     with pytest.raises(BatchError) as caught:
         await seeded_log.append_raw(

@@ -351,6 +351,9 @@ class EventLog:
         self._states: dict[str, EntityState | None] = {}
         self._versions: dict[str, int] = {}
         self._known_head = 0
+        # Whether _known_head is the head this log's own last append left, with every event
+        # up to it in the cache (see _prepare).
+        self._head_is_current = False
         self._queue: list[_Request] = []
         self._writer: asyncio.Task[None] | None = None
 
@@ -529,6 +532,7 @@ class EventLog:
         self._states.clear()
         self._versions.clear()
         self._known_head = 0
+        self._head_is_current = False
 
     # --- the group commit ------------------------------------------------------------------
 
@@ -571,8 +575,17 @@ class EventLog:
             self._versions[stream] = version
 
     async def _prepare(self, group: list[_Request]) -> _Prepared:
-        """Decide every request of a group (each on top of the ones before it)."""
-        await self._catch_up()
+        """Decide every request of a group (each on top of the ones before it).
+
+        After an append of its own, the log does not ask the store whether other writers
+        have appended since: a decision that appends rests only on versions the append checks
+        (and on the existence of persons, posts and sources, which is for good). A refusal is
+        checked by nothing, so it is only given once every event stored has been seen.
+        """
+        on_own_head = self._head_is_current
+        if not on_own_head:
+            await self._catch_up()
+        attempts = [request.attempts for request in group]
         prepared = _Prepared(group)
         states = self._states
         needed: set[str] = set()
@@ -627,6 +640,16 @@ class EventLog:
             if not request.ids_are_fresh:
                 prepared.ids.update(event.event_id for event in decision.new_events)
             prepared.decided.append((request, decision))
+        if on_own_head and prepared.refused:
+            known_head = self._known_head
+            self._head_is_current = False
+            await self._catch_up()
+            if self._known_head != known_head:
+                # Other writers have appended meanwhile: decided again on what they wrote.
+                for request, tries in zip(group, attempts, strict=True):
+                    request.attempts = tries
+                return await self._prepare(group)
+            self._head_is_current = True
         return prepared
 
     def _unknown_streams(self, request: _Request) -> set[str]:
@@ -679,6 +702,10 @@ class EventLog:
             _answer(request.future, AppendOutcome(positions, outcome.appended))
         if appended_positions and min(appended_positions) == self._known_head + 1 and not retry:
             self._known_head = max(appended_positions)
+            # Nothing of another writer's came before these: the cache is the log up to here.
+            self._head_is_current = True
+        elif appended_positions or retry:
+            self._head_is_current = False
         waiting = {*retry, *prepared.deferred}
         return [request for request in prepared.group if request in waiting]
 
