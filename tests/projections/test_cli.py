@@ -251,6 +251,47 @@ def test_a_built_projection_whose_module_is_not_found_is_listed_as_not_loaded(
     assert last.startswith("turnover") and "not loaded: unknown projection" in last
 
 
+COUNTING_PROJECTION = """
+from leaderlog.projections import Projection
+
+
+class Counting(Projection):
+    name = "counting"
+    version = VERSION
+
+    def schema(self):
+        return ("CREATE TABLE IF NOT EXISTS p_counting_rows (position BIGINT)",)
+
+    def tables(self):
+        return ("p_counting_rows",)
+
+    async def apply(self, tx, events):
+        await tx.executemany(
+            "INSERT INTO p_counting_rows (position) VALUES (?)", [(e.position,) for e in events]
+        )
+
+
+PROJECTION = Counting
+"""
+
+
+def test_rebuilding_one_projection_also_rebuilds_one_whose_module_changed_version(
+    db: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    module = tmp_path / "counting.py"
+    module.write_text(COUNTING_PROJECTION.replace("VERSION", "1"), encoding="utf-8")
+    monkeypatch.setenv("LEADERLOG_PROJECTIONS", str(tmp_path))
+    ok(invoke(db, "rebuild", "counting"))
+    # when its module changes version and another projection is rebuilt
+    module.write_text(COUNTING_PROJECTION.replace("VERSION", "2"), encoding="utf-8")
+    text = ok(invoke(db, "rebuild", "audit"))
+    # then it is rebuilt too (not left emptied until the next query), and the output says so
+    assert text.startswith("rebuilt audit to position 29 in ")
+    assert text.endswith("\nalso rebuilt counting (not built at the version loaded before)\n")
+    statuses = {s["name"]: s for s in as_json(invoke(db, "projections", "--json"))}
+    assert (statuses["counting"]["version"], statuses["counting"]["checkpoint"]) == (2, 29)
+
+
 FAILING_PROJECTION = """
 from leaderlog.projections import Projection
 

@@ -654,6 +654,53 @@ async def test_a_left_out_projection_is_listed_at_the_version_stored(
     assert own == statuses == {"probe_x": 1, "counting": 1}
 
 
+class ProbeTakingX(Exploding):
+    """Names the table of ``probe_x``, whose longer prefix makes it that projection's."""
+
+    name: ClassVar[str] = "probe"
+
+    def schema(self) -> Sequence[str]:
+        return ("CREATE TABLE IF NOT EXISTS p_probe_x_seen (position BIGINT PRIMARY KEY)",)
+
+    def tables(self) -> Sequence[str]:
+        return ("p_probe_x_seen",)
+
+    async def apply(self, tx: ProjectionTransaction, events: Sequence[RecordedEvent]) -> None:
+        await tx.executemany(
+            "INSERT INTO p_probe_x_seen (position) VALUES (?)", [(e.position,) for e in events]
+        )
+
+
+async def test_a_projection_built_by_another_process_keeps_its_tables(
+    seeded_log: EventLog,
+) -> None:
+    # given probe_x built by one process, whose module this one does not load
+    await ProjectionRunner(seeded_log.store, [ProbeX()]).catch_up()
+    # when this one rebuilds a projection that names probe_x's table as its own
+    runner = ProjectionRunner(seeded_log.store, [ProbeTakingX()])
+    with pytest.raises(ProjectionFailed) as raised:
+        await runner.rebuild(["probe"])
+    # then it is refused, naming the owner, and probe_x's rows are as they were
+    (failure,) = raised.value.failures
+    assert "table 'p_probe_x_seen': it belongs to projection probe_x" in str(failure)
+    assert await seeded_log.store.query("SELECT COUNT(*) FROM p_probe_x_seen") == [(SEED_COUNT,)]
+
+
+async def test_a_rebuild_replays_the_projections_its_preparation_emptied(
+    seeded_log: EventLog,
+) -> None:
+    # given a user projection built at version 1, whose module is now at version 2
+    await ProjectionRunner(seeded_log.store, [*builtins(), Counting()]).catch_up()
+    runner = ProjectionRunner(seeded_log.store, [*builtins(), CountingChanged()])
+    # when only the audit projection is rebuilt
+    head = await runner.rebuild(["audit"])
+    # then the changed projection, emptied for its new version, is replayed with it
+    assert runner.also_rebuilt == ("counting",)
+    statuses = {status.name: status.checkpoint for status in await runner.status()}
+    assert statuses["counting"] == statuses["audit"] == head == SEED_COUNT
+    assert await seeded_log.store.query("SELECT COUNT(*) FROM p_counting_seen") == [(SEED_COUNT,)]
+
+
 class Exiting(Exploding):
     name: ClassVar[str] = "exiting"
 
@@ -698,6 +745,51 @@ async def test_a_projection_raising_keyboard_interrupt_stops_alone(seeded_log: E
     assert ", which would have stopped leaderlog itself;" in str(failure)
     statuses = {status.name: status.checkpoint for status in await runner.status()}
     assert statuses == {"interrupting": 0, "leadership": SEED_COUNT}
+
+
+class Aborting(Exploding):
+    name: ClassVar[str] = "aborting"
+
+    class Abort(BaseException):
+        """Neither an Exception nor one of the BaseExceptions the runner names."""
+
+    async def apply(self, tx: ProjectionTransaction, events: Sequence[RecordedEvent]) -> None:
+        await super().apply(tx, events)
+        raise self.Abort("stop")
+
+
+async def test_a_projection_raising_another_base_exception_stops_alone(
+    seeded_log: EventLog,
+) -> None:
+    runner = ProjectionRunner(seeded_log.store, [Aborting(), LeadershipProjection()], page=10)
+    with pytest.raises(ProjectionFailed) as raised:
+        await runner.catch_up()
+    (failure,) = raised.value.failures
+    assert str(failure).startswith(
+        "projection aborting could not apply events 1-10: it raised Abort, a BaseException ("
+    )
+    assert ", which would have stopped leaderlog;" in str(failure)
+    statuses = {status.name: status.checkpoint for status in await runner.status()}
+    assert statuses == {"aborting": 0, "leadership": SEED_COUNT}
+    assert await seeded_log.store.query("SELECT COUNT(*) FROM p_aborting_seen") == [(0,)]
+
+
+async def test_a_runner_lists_the_projections_that_failed_until_they_get_through(
+    seeded_log: EventLog,
+) -> None:
+    # given a projection that fails on position 15
+    exploding = Exploding()
+    exploding.fail_at = 15
+    runner = ProjectionRunner(seeded_log.store, [exploding, LeadershipProjection()], page=10)
+    # when it runs, then the runner lists it as failing, with why, and not the other one
+    with pytest.raises(ProjectionFailed):
+        await runner.catch_up()
+    assert list(runner.failing) == ["exploding"]
+    assert "RuntimeError: boom" in str(runner.failing["exploding"])
+    # and once it gets through, it is taken off the list
+    exploding.fail_at = 0
+    await runner.catch_up()
+    assert runner.failing == {}
 
 
 class Overreaching(Exploding):

@@ -357,7 +357,7 @@ def state_command(
     Example:
       leaderlog state --org ice
       leaderlog state --as-of 2025-06-01 --known-at 22 --json
-      leaderlog state --as-of 2025-06-01 --known-at 2026-12-01T09:00:00Z
+      leaderlog state --as-of 2025-06-01 --known-at 2099-01-01T00:00:00Z
     """
 
     async def go() -> None:
@@ -473,7 +473,7 @@ def audit_command(
     Example:
       leaderlog audit --attribution anonymous --status retracted --json
       leaderlog audit --publisher "Fox News" --type claim.disputed
-      leaderlog audit --actor cli --from 2026-12-01 --to 2026-12-31
+      leaderlog audit --actor cli --from 2025-01-01
     """
 
     async def go() -> None:
@@ -541,6 +541,11 @@ def rebuild_command(context: Context, names: Sequence[str]) -> None:
             click.echo(f"warning: {warning}", err=True)
         rate = f", {position / elapsed:,.0f} events/s" if elapsed > 0 and position else ""
         click.echo(f"rebuilt {', '.join(chosen)} to position {position} in {elapsed:.1f} s{rate}")
+        if runner.also_rebuilt:
+            click.echo(
+                f"also rebuilt {', '.join(runner.also_rebuilt)} (not built at the version "
+                "loaded before)"
+            )
 
     run(go)
 

@@ -197,9 +197,10 @@ async def verify(request: Request) -> Response:
 
 @get_and_head(router, "/healthz", summary="Liveness, log head and projection lag")
 async def healthz(request: Request) -> Response:
-    """``ok`` while the server runs and its projections are the versions it reads (not
-    rebuilt by another leaderlog version); each projection's checkpoint and lag behind the log,
-    and ``error`` for a user projection left out (its module does not load, or changed).
+    """``ok`` while the server runs, its projections are the versions it reads (not rebuilt
+    by another leaderlog version) and the built-in ones apply the log; each projection's
+    checkpoint and lag behind the log, and ``error`` for one that is left out (its module
+    does not load, or changed) or could not apply the log at its last try.
     """
     runners = runners_of(request)
     pairs = [
@@ -208,6 +209,7 @@ async def healthz(request: Request) -> Response:
         for projection, status in zip(runner.projections, await runner.status(), strict=True)
     ]
     unprepared = {name: f for runner in runners for name, f in runner.unprepared.items()}
+    failing = {name: f for runner in runners for name, f in runner.failing.items()}
     head = max((s.head for _, s in pairs), default=(await log_of(request).store.head())[0])
     listed = []
     for projection, status in pairs:
@@ -220,7 +222,7 @@ async def healthz(request: Request) -> Response:
         }
         if isinstance(projection, LeftOut):
             entry["error"] = f"left out: {projection.reason}"
-        elif (failure := unprepared.get(status.name)) is not None:
+        elif (failure := unprepared.get(status.name) or failing.get(status.name)) is not None:
             entry["error"] = str(failure)
         elif status.version != projection.version:
             entry["error"] = (
@@ -233,7 +235,9 @@ async def healthz(request: Request) -> Response:
         {
             "ok": all(status.version == projection.version for projection, status in pairs)
             and not any(
-                is_builtin(projection) for projection, _ in pairs if projection.name in unprepared
+                is_builtin(projection)
+                for projection, _ in pairs
+                if projection.name in unprepared or projection.name in failing
             ),
             "head": head,
             "projections": listed,

@@ -269,8 +269,8 @@ class WentOn(Exception):
 
 class Escaped(Exception):
     """``apply`` raised what would stop leaderlog itself rather than the projection:
-    ``sys.exit()``, ``KeyboardInterrupt``, or an ``asyncio.CancelledError`` while nothing
-    was cancelling it."""
+    ``sys.exit()``, ``KeyboardInterrupt``, an ``asyncio.CancelledError`` while nothing was
+    cancelling it, or any other ``BaseException`` that is not an ``Exception``."""
 
     def __init__(self, raised: BaseException, did: str, would: str) -> None:
         super().__init__(f"apply() {did}")
@@ -289,6 +289,10 @@ class Escaped(Exception):
     @classmethod
     def cancelling(cls, cancelled: BaseException) -> Escaped:
         return cls(cancelled, "raised CancelledError", "stopped leaderlog from following the log")
+
+    @classmethod
+    def escaping(cls, raised: BaseException) -> Escaped:
+        return cls(raised, f"raised {type(raised).__name__}, a BaseException", "stopped leaderlog")
 
 
 class TookTooLong(Exception):

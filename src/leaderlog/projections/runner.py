@@ -55,6 +55,7 @@ from leaderlog.projections.base import (
     CHECKPOINT_SCHEMA,
     Projection,
     ProjectionTransaction,
+    check_owned_names,
     owner_of,
     shared_decoding,
 )
@@ -211,6 +212,15 @@ class ProjectionRunner:
         # Each projection's checkpoint when this runner last read it: one found lower since
         # was rebuilt by another process, which may have stopped before its query indexes.
         self._seen_checkpoints: dict[str, int] = {}
+        # Every projection with a checkpoint in the database when this runner last read
+        # them, loaded here or not: their tables are theirs all the same.
+        self._registered: set[str] = set()
+        #: Projections the last :meth:`rebuild` replayed besides those it was asked for:
+        #: loaded ones whose version had changed, emptied by the same preparation.
+        self.also_rebuilt: tuple[str, ...] = ()
+        #: Each projection that could not apply the log at its last run, and why (a health
+        #: check lists them; a later run that gets through takes it off).
+        self.failing: dict[str, ProjectionFailure] = {}
 
     @property
     def unprepared(self) -> Mapping[str, ProjectionFailure]:
@@ -232,15 +242,27 @@ class ProjectionRunner:
     # --- schema and checkpoints ------------------------------------------------------------
 
     async def _checkpoints(self, tx: ProjectionTransaction) -> dict[str, tuple[int, int]]:
-        names = [projection.name for projection in self.projections]
-        rows = await tx.fetchall(
-            "SELECT name, version, position FROM projection_checkpoints "
-            f"WHERE name IN ({marks(len(names))})",
-            names,
-        )
-        return {str(name): (int(version), int(position)) for name, version, position in rows}
+        """The loaded projections' (version, checkpoint); notes every registered name."""
+        rows = await tx.fetchall("SELECT name, version, position FROM projection_checkpoints")
+        every = {str(name): (int(version), int(position)) for name, version, position in rows}
+        self._registered = set(every)
+        names = {projection.name for projection in self.projections}
+        return {name: stored for name, stored in every.items() if name in names}
+
+    def _everyone(self) -> set[str]:
+        """The names of every projection whose tables are its own: built in, loaded here, or
+        registered in the database (a module not loaded by this process still owns its rows)."""
+        # Imported here: the package imports this module to assemble its built-ins.
+        from leaderlog.projections import BUILTIN
+
+        return {*BUILTIN, *(other.name for other in self.projections), *self._registered}
 
     async def _reset(self, tx: ProjectionTransaction, projection: Projection) -> None:
+        if not is_builtin(projection):
+            problems = check_owned_names(projection, self._everyone() - {projection.name})
+            if problems:
+                # Dropping its tables() would drop another projection's, loaded elsewhere.
+                raise ProjectionError(f"projection {projection.name}: " + "; ".join(problems))
         await self._unpin(tx, projection)
         for table in projection.tables():
             await tx.execute(f"DROP TABLE IF EXISTS {table}")
@@ -275,13 +297,9 @@ class ProjectionRunner:
         )
         if not pinning:
             return
-        # Imported here: the package imports this module to assemble its built-ins.
-        from leaderlog.projections import BUILTIN
-
         # Its owner need not be loaded here (a module since removed): it has a checkpoint.
         registered = await tx.fetchall("SELECT name FROM projection_checkpoints")
-        everyone = {*BUILTIN, *(other.name for other in self.projections)}
-        everyone |= {str(name) for (name,) in registered}
+        everyone = self._everyone() | {str(name) for (name,) in registered}
         owners = sorted({owner for table in pinning if (owner := owner_of(table, everyone))})
         for table in pinning:
             quoted = table.replace('"', '""')  # a name read from the catalog, quoted as one
@@ -454,12 +472,9 @@ class ProjectionRunner:
         """A user projection's ``apply`` changes only its own tables (where the database
         can hold it to that): a mistake or a module taken from elsewhere cannot touch the
         log, the built-ins or the runner's checkpoints and savepoint."""
-        # Imported here: the package imports this module to assemble its built-ins.
-        from leaderlog.projections import BUILTIN
-
         if is_builtin(projection):
             return contextlib.nullcontext()
-        everyone = {*BUILTIN, *(other.name for other in self.projections)}
+        everyone = self._everyone()
 
         def owns(table: str) -> bool:
             return owner_of(table, everyone) == projection.name
@@ -503,6 +518,10 @@ class ProjectionRunner:
             if task is not None and task.cancelling():
                 raise  # the runner is being stopped
             raise Escaped.cancelling(cancelled) from cancelled
+        except Exception:
+            raise
+        except BaseException as escaping:
+            raise Escaped.escaping(escaping) from escaping
 
     @staticmethod
     async def _going_on_smaller(failed: list[ProjectionFailure]) -> list[ProjectionFailure]:
@@ -627,6 +646,9 @@ class ProjectionRunner:
             await _cancel(ahead)
         failures += await self._create_deferred_indexes({failure.name for failure in failures})
         self._rest(runnable, failures)
+        for projection in runnable:
+            self.failing.pop(projection.name, None)
+        self.failing.update((failure.name, failure) for failure in failures)
         if failures:
             raise ProjectionFailed(failures)
         return target
@@ -670,6 +692,7 @@ class ProjectionRunner:
             # The checkpoint rows before any table, in the order a runner applying a page
             # takes them: the other order deadlocked with a follower on PostgreSQL.
             await self._lock(tx)
+            await self._checkpoints(tx)
             for projection in chosen:
                 if isinstance(projection, LeftOut):
                     continue  # never run, so never dropped: the run reports why
@@ -679,8 +702,14 @@ class ProjectionRunner:
                     async with _alone(tx):
                         await self._reset(tx, projection)
         self._prepared = False
+        waiting = set(self._deferred)
         await self.prepare()
-        return await self._run(chosen, progress)
+        # Those prepare() has just emptied (their version changed) are replayed with them,
+        # not left empty until the next query.
+        emptied = self._deferred - waiting - {projection.name for projection in chosen}
+        also = [projection for projection in self.projections if projection.name in emptied]
+        self.also_rebuilt = tuple(projection.name for projection in also)
+        return await self._run([*chosen, *also], progress)
 
     async def follow(
         self, *, poll_interval: float = 0.5, stop: asyncio.Event | None = None
