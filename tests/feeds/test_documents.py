@@ -250,6 +250,22 @@ async def test_while_the_feeds_are_rebuilt_they_are_unavailable_not_partial(
     assert await _render(service, "all") == served
 
 
+async def test_feeds_that_have_taken_in_no_event_of_a_log_are_unavailable_not_empty(
+    seeded_log: EventLog,
+) -> None:
+    # given feed tables made, but not one of the log's events applied to them (a projection
+    # that cannot apply the log, say), and a service that has served nothing yet
+    await ProjectionRunner(seeded_log.store, [FeedEntriesProjection()]).prepare()
+    service = FeedService(seeded_log.store, poll_interval=0)
+    # when a feed is asked for, then it is unavailable: empty and complete, it would tell
+    # readers and caches that every entry is gone
+    with pytest.raises(StoreUnavailable, match="catching up with the log"):
+        await _render(service, "all")
+    # and once the events are applied, it is served
+    await ProjectionRunner(seeded_log.store, [FeedEntriesProjection()]).catch_up()
+    assert _entry_ids(await _render(service, "all"))
+
+
 async def test_documents_read_while_a_rebuild_begins_are_neither_sent_nor_kept(
     seeded_log: EventLog,
 ) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import hashlib
 import multiprocessing
 from multiprocessing.queues import Queue
 from multiprocessing.synchronize import Barrier
@@ -133,6 +134,40 @@ async def test_answers_are_in_code_point_order_whatever_the_collation(postgres_u
         assert listed == sorted(listed) and set(posts) <= set(listed)
         entities = await FeedReader(log.store).entities(("post",))
         assert [row.id for row in entities] == sorted(row.id for row in entities)
+
+
+async def test_postgres_projects_a_claim_deep_in_a_tree_of_long_organisation_ids(
+    seeded_postgres_log: EventLog,
+) -> None:
+    """A path of 80 ids of 64 characters is longer than a PostgreSQL index entry can be
+    (made of hashes, as text that compresses well would fit)."""
+    orgs = [
+        f"deep-{level:02d}-" + hashlib.sha256(str(level).encode()).hexdigest()[:56]
+        for level in range(80)
+    ]
+    raws = [record("org.registered", org=orgs[0], name="Level 0")]
+    raws += [
+        record("org.registered", org=org, name=f"Level {level}", parent=orgs[level - 1])
+        for level, org in enumerate(orgs[1:], start=1)
+    ]
+    raws += [
+        record("post.defined", post="deep-head", org=orgs[-1], title="Head"),
+        record(
+            "claim.reported",
+            claim="deep-head-named",
+            source="fox-ice-shakeup-2025-05",
+            kind="appointment",
+            person="derek-gordon",
+            post="deep-head",
+            capacity="acting",
+            modality="occurred",
+            attribution={"kind": "outlet"},
+        ),
+    ]
+    await append(seeded_postgres_log, raws)
+    await (await runner_for(seeded_postgres_log.store)).catch_up()
+    entries = await FeedReader(seeded_postgres_log.store).recent(f"org:{orgs[0]}", limit=10)
+    assert [entry["claim"] for entry in entries] == ["deep-head-named"]
 
 
 async def test_postgres_rebuild_equals_incremental_and_time_travel(

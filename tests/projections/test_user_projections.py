@@ -128,6 +128,7 @@ def test_builtin_names_load_without_the_folder(tmp_path: Path) -> None:
     [
         ("missing", None, "unknown projection 'missing'"),
         ("Bad-Name", None, "not valid"),
+        ("n" * 60, None, "not valid: .* at most 59 in all"),
         ("empty", "X = 1\n", "must set PROJECTION"),
         ("broken", "raise RuntimeError('no')\n", "failed to import: no"),
         (
@@ -245,6 +246,19 @@ def _declaring(name: str, tables: tuple[str, ...], schema: tuple[str, ...]) -> s
             (),
             "the name 'leadership_org' would take p_leadership_org_tree, "
             "p_leadership_org_tree_org from the built-in projection leadership",
+        ),
+        # PostgreSQL cuts names to 63 bytes: these two would become one table there.
+        (
+            "long",
+            ("p_long_" + "x" * 56 + "_a", "p_long_" + "x" * 56 + "_b"),
+            (),
+            "table name 'p_long_x+_a' is longer than 63 bytes",
+        ),
+        (
+            "long",
+            (),
+            (f"CREATE INDEX IF NOT EXISTS p_long_{'i' * 60} ON p_long_t (a)",),
+            "index name 'p_long_i+' is longer than 63 bytes",
         ),
     ],
 )

@@ -639,3 +639,42 @@ async def test_a_store_used_from_another_event_loop_says_so(store: PostgresStore
         failure
     )
     assert await store.count() == 1
+
+
+async def test_a_database_not_encoded_in_utf8_is_refused_when_opened(postgres_url: str) -> None:
+    # given a database in LATIN1, which cannot hold most names and quotes a log keeps
+    name = f"t_latin1_{uuid.uuid4().hex[:12]}"
+    admin = await asyncpg.connect(postgres_url)
+    try:
+        await admin.execute(
+            f"CREATE DATABASE {name} ENCODING 'LATIN1' LC_COLLATE 'C' LC_CTYPE 'C' "
+            "TEMPLATE template0"
+        )
+        url = urlunsplit(urlsplit(postgres_url)._replace(path=f"/{name}"))
+        # when a store opens it, then it is refused in one line saying what is needed
+        with pytest.raises(StoreError, match=r"is encoded in LATIN1: .* needs a UTF8 database"):
+            await open_store(url)
+        # and nothing was created in it
+        connection = await asyncpg.connect(url)
+        try:
+            assert await connection.fetchval("SELECT to_regclass('events')") is None
+        finally:
+            await connection.close()
+    finally:
+        await admin.execute(f"DROP DATABASE IF EXISTS {name}")
+        await admin.close()
+
+
+async def test_a_connection_that_may_only_read_is_said_so_by_commands_that_write(
+    schema_url: str,
+) -> None:
+    # given a log, opened by a connection whose transactions are read-only (a hot standby's)
+    async with await open_store(schema_url) as store:
+        await store.append([event("a")], actor="t")
+    read_only = f"{schema_url}&default_transaction_read_only=on"
+    async with await open_store(read_only, create=False) as reader:
+        assert (await reader.verify()).ok
+        # when projections are to be kept up to date, then the refusal says why, in one line
+        with pytest.raises(StoreError, match="this connection may only read") as refused:
+            await ProjectionRunner(reader, [cls() for cls in BUILTIN.values()]).catch_up()
+    assert "\n" not in str(refused.value)

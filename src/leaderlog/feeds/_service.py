@@ -235,6 +235,11 @@ class FeedService:
                 self._checkpoint = None
                 self._forget(documents=True)
             raise StoreUnavailable(_REBUILDING, public=_REBUILDING)
+        if not checkpoint and (await self.reader.store.head())[0] > 0:
+            # Not one event taken in yet (a rebuild's start, or a projection that cannot
+            # apply the log): empty feeds marked complete would tell readers and caches that
+            # every entry is gone.
+            raise StoreUnavailable(_CATCHING_UP, public=_CATCHING_UP)
         if self._rebuilding:
             self._rebuilding = False
             self._checkpoint = None

@@ -88,6 +88,8 @@ class Projection(abc.ABC):
 
 
 _TABLE_NAME = re.compile(r"[a-z][a-z0-9_]*")
+# PostgreSQL cuts a longer name to this many bytes, so two long names could become one.
+LONGEST_IDENTIFIER = 63
 _DDL = re.compile(
     r"\s*CREATE\s+(?:UNIQUE\s+)?(TABLE|INDEX)\s+IF\s+NOT\s+EXISTS\s+(\w+)(?:\s+ON\s+(\w+))?",
     re.IGNORECASE,
@@ -135,6 +137,12 @@ def check_owned_names(projection: Projection, others: Iterable[str] = ()) -> lis
     everyone = {projection.name, *others}
 
     def check(name: str, what: str) -> None:
+        if len(name.encode()) > LONGEST_IDENTIFIER:
+            problems.append(
+                f"{what} name {name!r} is longer than {LONGEST_IDENTIFIER} bytes (PostgreSQL "
+                "would cut it, and two such names could become one)"
+            )
+            return
         owner = owner_of(name, everyone)
         if owner == projection.name:
             return

@@ -85,18 +85,16 @@ def _chunks(items: Sequence[Any]) -> Iterator[Sequence[Any]]:
 
 class FeedEntriesProjection(Projection):
     name: ClassVar[str] = "feed_entries"
-    version: ClassVar[int] = 9
+    version: ClassVar[int] = 10
 
     def schema(self) -> Sequence[str]:
         return (
             f"CREATE TABLE IF NOT EXISTS {ENTITIES} (kind TEXT NOT NULL, id TEXT NOT NULL, "
             "position BIGINT NOT NULL, recorded_at TEXT NOT NULL, path TEXT, doc TEXT NOT NULL, "
             "PRIMARY KEY (kind, id, position))",
-            f"CREATE INDEX IF NOT EXISTS {ENTITIES}_path ON {ENTITIES} (kind, path)",
             f"CREATE TABLE IF NOT EXISTS {ENTRIES} (claim TEXT PRIMARY KEY, seq BIGINT NOT NULL, "
             "reported_position BIGINT NOT NULL, last_position BIGINT NOT NULL, "
             "last_recorded_at TEXT NOT NULL, person TEXT, post TEXT, org TEXT, org_path TEXT)",
-            f"CREATE INDEX IF NOT EXISTS {ENTRIES}_org_path ON {ENTRIES} (org_path)",
             f"CREATE TABLE IF NOT EXISTS {VERSIONS} (claim TEXT NOT NULL, "
             "position BIGINT NOT NULL, doc TEXT NOT NULL, PRIMARY KEY (claim, position))",
             f"CREATE TABLE IF NOT EXISTS {SCOPES} (scope TEXT NOT NULL, claim TEXT NOT NULL, "

@@ -30,7 +30,8 @@ __all__ = [
 ]
 
 PROJECTIONS_ENV = "LEADERLOG_PROJECTIONS"
-_NAME = re.compile(r"^[a-z][a-z0-9_]{0,62}\Z")
+# Short enough for a table name p_<name>_<table> within PostgreSQL's 63 bytes.
+_NAME = re.compile(r"^[a-z][a-z0-9_]{0,58}\Z")
 
 
 def user_projection_folder(folder: Path | str | None = None) -> Path:
@@ -62,7 +63,7 @@ def check_projection_name(name: str) -> None:
     if not _NAME.match(name):
         raise ProjectionError(
             f"projection name {name!r} is not valid: use lower-case letters, digits and _, "
-            "starting with a letter"
+            "starting with a letter, at most 59 in all"
         )
 
 

@@ -241,6 +241,13 @@ def _unavailable_on_disconnect() -> Iterator[None]:
     except _TRANSIENT_ERRORS as error:
         # Worded as SQLite's: scripts and users meet one message for one situation.
         raise StoreBusy(f"database is busy: {_reason(error)}") from error
+    except asyncpg.ReadOnlySQLTransactionError as error:
+        raise StoreError(
+            f"PostgreSQL refused: {_reason(error)}; this connection may only read (a hot "
+            "standby, or default_transaction_read_only): the commands that keep projections "
+            "up to date, and appending, need a server and settings that allow writing "
+            "(verify, events, export and projections only read)"
+        ) from error
     except asyncpg.InsufficientPrivilegeError as error:
         # Not worth retrying: the role lacks a right (a role that may only read can verify,
         # list and export the log, but the other commands keep projections up to date).
@@ -262,6 +269,20 @@ def _log_still_there() -> Iterator[None]:
             f"the log is gone ({_reason(error)}): another command removed the empty log it "
             "had created when its import was refused; nothing was written, try again"
         ) from error
+
+
+# SQL_ASCII stores the bytes it is given, as UTF8 does once it has checked them; any other
+# encoding cannot hold most of the text a log holds (names, quotes, labels in nine scripts).
+_ENCODINGS = {"UTF8", "SQL_ASCII"}
+
+
+def _check_encoding(encoding: object, dsn: str) -> None:
+    if str(encoding).upper() not in _ENCODINGS:
+        raise StoreError(
+            f"the PostgreSQL database {_redacted(dsn)} is encoded in {encoding}: leaderlog "
+            "keeps text in any script and needs a UTF8 database (createdb --encoding=UTF8 "
+            "--template=template0 NAME)"
+        )
 
 
 def _reason(error: BaseException) -> str:
@@ -603,6 +624,7 @@ class PostgresStore(EventStore):
         try:
             created: _Created | None = None
             async with pool.acquire() as connection:
+                _check_encoding(await connection.fetchval("SHOW server_encoding"), dsn)
                 if create:
                     created = await _create_schema(connection, schema, _redacted(dsn))
                     table_schema, table_oid = created.schema, created.table_oid
