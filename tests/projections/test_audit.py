@@ -254,6 +254,35 @@ async def test_an_unknown_source_or_publisher_is_an_error_not_an_empty_answer(
     assert str(caught.value) == message
 
 
+async def test_suggestions_fold_the_case_of_every_script_on_either_database(
+    seeded_either: EventLog,
+) -> None:
+    # given a source whose publisher is written with accented capitals
+    await append(
+        seeded_either,
+        [
+            record(
+                "source.registered",
+                source="editions-unicode-1",
+                url="https://example.org/1",
+                publisher="Éditions Ünïcode",
+                title="Über alles",
+            )
+        ],
+    )
+    queries = await current(seeded_either)
+    # when it is asked for in other cases, then it is suggested all the same
+    with pytest.raises(UnknownEntity) as publisher:
+        await queries.audit(publisher="ÉDITIONS")
+    assert publisher.value.suggestions == ("Éditions Ünïcode",)
+    with pytest.raises(UnknownEntity) as source:
+        await queries.audit(source="ünïcode")
+    assert source.value.suggestions == ("editions-unicode-1",)
+    with pytest.raises(UnknownEntity) as title:
+        await queries.audit(source="ÜBER")
+    assert title.value.suggestions == ("editions-unicode-1",)
+
+
 async def test_a_known_source_or_publisher_with_no_matching_events_is_an_empty_answer(
     seeded_log: EventLog,
 ) -> None:

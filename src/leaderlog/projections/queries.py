@@ -729,14 +729,10 @@ class Queries:
     async def _check_source(self, source: str) -> None:
         if await self.store.query("SELECT 1 FROM p_audit_sources WHERE source = ?", (source,)):
             return
-        pattern = _containing(source.strip().lower())
-        rows = await self.store.query(
-            "SELECT source, publisher FROM p_audit_sources WHERE lower(source) LIKE ? ESCAPE "
-            "'\\' OR lower(publisher) LIKE ? ESCAPE '\\' OR lower(title) LIKE ? ESCAPE '\\' "
-            f"ORDER BY source LIMIT {_SUGGESTIONS}",
-            (pattern, pattern, pattern),
-        )
-        raise _did_you_mean(f"unknown source {source!r}", [(row[0], row[1]) for row in rows])
+        # Matched here, not with SQL's lower(): SQLite's folds ASCII letters only.
+        rows = await self.store.query("SELECT source, publisher, title FROM p_audit_sources")
+        near = _near(source, [((row[0], row[1]), row) for row in rows])
+        raise _did_you_mean(f"unknown source {source!r}", near)
 
     async def _check_publisher(self, publisher: str) -> None:
         if await self.store.query(
@@ -744,13 +740,12 @@ class Queries:
         ):
             return
         rows = await self.store.query(
-            "SELECT publisher, COUNT(*) FROM p_audit_sources WHERE lower(publisher) LIKE ? "
-            f"ESCAPE '\\' GROUP BY publisher ORDER BY publisher LIMIT {_SUGGESTIONS}",
-            (_containing(publisher.strip().lower()),),
+            "SELECT publisher, COUNT(*) FROM p_audit_sources GROUP BY publisher"
         )
+        counted = [(row[0], f"{row[1]} source{'s' if row[1] != 1 else ''}") for row in rows]
         raise _did_you_mean(
             f"no source has the publisher {publisher!r} (publishers are matched exactly)",
-            [(row[0], f"{row[1]} source{'s' if row[1] != 1 else ''}") for row in rows],
+            _near(publisher, [(suggestion, (suggestion[0],)) for suggestion in counted]),
         )
 
     async def _scan_for_claims(self, status: str | None, attribution: str | None) -> bool:
@@ -783,6 +778,22 @@ def _at(known: int | None) -> int:
 def _literal(text: str) -> str:
     """``text`` in a LIKE pattern, its wildcards taken literally."""
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def _near(
+    given: str, candidates: Sequence[tuple[tuple[str, str], Sequence[str | None]]]
+) -> list[tuple[str, str]]:
+    """The suggestions (id and label) one of whose texts contains ``given``, compared as
+    names are (:func:`search_form`), the first few in code point order."""
+    wanted = search_form(given.strip())
+    if not wanted:
+        return []
+    found = [
+        suggestion
+        for suggestion, texts in candidates
+        if any(wanted in search_form(text) for text in texts if text)
+    ]
+    return sorted(found)[:_SUGGESTIONS]
 
 
 def _containing(text: str) -> str:
