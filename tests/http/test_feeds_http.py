@@ -457,7 +457,13 @@ def test_a_public_url_is_used_for_links_whatever_the_host_header_says(
         page = client.get(f"{base}/", headers=forged)
         assert "evil.example" not in page.text
         moved = client.get(f"{base}/feeds/all.atom?lang=EN", headers=forged, follow_redirects=False)
-        assert moved.headers["location"] == "/feeds/all.atom?lang=en"
+        # Readers came through the public address (a proxy may strip its path): they are
+        # sent back under it, not to the root of its host.
+        assert moved.headers["location"] == f"{public}/feeds/all.atom?lang=en"
+        slashed = client.get(f"{base}/feeds/all.atom/", headers=forged, follow_redirects=False)
+        assert slashed.headers["location"] == f"{public}/feeds/all.atom"
+        home = client.get(f"{base}/?lang=EN", headers=forged, follow_redirects=False)
+        assert home.headers["location"] == f"{public}/?lang=en"
 
 
 @pytest.mark.parametrize(

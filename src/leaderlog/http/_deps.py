@@ -36,6 +36,7 @@ __all__ = [
     "log_of",
     "queries_of",
     "reads_builtins",
+    "redirect_root",
     "runners_of",
     "services_of",
 ]
@@ -221,6 +222,21 @@ def base_url(request: Request) -> str:
         address, port = scope.get("server") or ("127.0.0.1", 80)
         host = host_and_port(str(address), int(port))
     return f"{scope.get('scheme', 'http')}://{host}{scope.get('root_path', '')}".rstrip("/")
+
+
+def redirect_root(request: Request) -> str:
+    """What a redirect's path is prefixed with: the configured public address, else the
+    mount point the server was given (``--root-path``), else nothing.
+
+    Without a public address the redirect stays relative, so a forged Host header cannot send
+    readers elsewhere; with one, a proxy that strips the public path (``--public-url
+    https://example.org/leaders``) still gets its readers sent back under that path.
+    """
+    configured: str | None = getattr(request.app.state, "public_url", None)
+    if configured is not None:
+        return configured
+    root: str = request.scope.get("root_path", "")
+    return root.rstrip("/")
 
 
 def _plain_host(host: str) -> bool:

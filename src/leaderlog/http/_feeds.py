@@ -40,6 +40,7 @@ from leaderlog.http._deps import (
     feeds_of,
     invalid_parameter,
     queries_of,
+    redirect_root,
 )
 
 __all__ = ["canonical_address", "given_once", "pick_language", "router"]
@@ -108,9 +109,7 @@ def canonical_address(
     canonical += [(name, value) for name, value in spelled.items() if name in given]
     if canonical == items:
         return None
-    # Relative (RFC 9110 allows it): a forged Host header cannot send readers elsewhere.
-    root = request.scope.get("root_path", "").rstrip("/")
-    location = f"{root}{path}?{urllib.parse.urlencode(canonical)}"
+    location = f"{redirect_root(request)}{path}?{urllib.parse.urlencode(canonical)}"
     return RedirectResponse(location, status_code=308)
 
 

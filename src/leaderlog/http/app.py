@@ -41,6 +41,7 @@ from leaderlog.http._deps import (
     check_public_url,
     log_of,
     reads_builtins,
+    redirect_root,
     services_of,
 )
 from leaderlog.http.write_routes import write_router
@@ -360,8 +361,8 @@ def _routed(request: Request, **changed: str) -> bool:
 def _without_trailing_slash(request: Request) -> Response | None:
     """A 308 from ``/feeds/all.atom/`` to ``/feeds/all.atom`` when that is a page.
 
-    Relative, as the language redirects are: a forged Host header cannot send readers
-    elsewhere. Only for GET and HEAD: a writer's body and token are never sent on.
+    Under the same root as the language redirects (``redirect_root``). Only for GET and
+    HEAD: a writer's body and token are never sent on.
     """
     path = request.url.path
     if request.method not in ("GET", "HEAD") or path == "/" or not path.endswith("/"):
@@ -369,9 +370,10 @@ def _without_trailing_slash(request: Request) -> Response | None:
     stripped = path.rstrip("/") or "/"
     if not _routed(request, path=stripped):
         return None
-    root = request.scope.get("root_path", "").rstrip("/")
     query = request.url.query
-    return RedirectResponse(f"{root}{stripped}{'?' + query if query else ''}", status_code=308)
+    return RedirectResponse(
+        f"{redirect_root(request)}{stripped}{'?' + query if query else ''}", status_code=308
+    )
 
 
 async def _applied_through(request: Request, position: int) -> bool:
