@@ -19,6 +19,7 @@ import pytest
 
 from leaderlog.events import parse_event
 from leaderlog.log import EventLog, load_seeds
+from leaderlog.projections import runner_for
 from leaderlog.store import open_store
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -274,6 +275,29 @@ def test_verify_names_a_deleted_position(seeded_file: Path) -> None:
     report = json.loads(result.stdout)
     assert (report["ok"], report["first_bad_position"]) == (False, 20)
     assert "position 20 is missing" in report["problem"]
+
+
+def test_verify_notices_events_removed_from_the_end(seeded_file: Path) -> None:
+    async def build_projections() -> None:
+        store = await open_store(f"sqlite:///{seeded_file}")
+        try:
+            await (await runner_for(store)).catch_up()
+        finally:
+            await store.close()
+
+    asyncio.run(build_projections())
+    _tamper(
+        seeded_file,
+        "DROP TRIGGER events_are_append_only_delete",
+        "DELETE FROM events WHERE position > 27",
+    )
+    result = verify_command(seeded_file)
+    assert result.returncode == 1
+    assert result.stdout.startswith(
+        "chain BROKEN at position 28: the log ends at position 27, but projection"
+    )
+    assert "had applied it up to position 29: events were removed from its end" in result.stdout
+    assert "(27 events verified before it)" in result.stdout
 
 
 def test_verify_notices_an_edited_envelope_field(seeded_file: Path) -> None:

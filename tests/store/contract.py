@@ -27,10 +27,27 @@ from leaderlog.errors import (
     UnreadableEvent,
 )
 from leaderlog.events import RecordedEvent, format_time
+from leaderlog.projections import Projection, ProjectionRunner, ProjectionTransaction, verify_log
 from leaderlog.store import AppendResult, EventStore, NewEvent, PendingBatch, open_store
 from leaderlog.store.base import GENESIS_HASH, StoredText, recorded_hash
 
 _counter = 0
+
+
+class _Noting(Projection):
+    """A projection that only keeps its checkpoint: what the log once reached."""
+
+    name: ClassVar[str] = "noting"
+    version: ClassVar[int] = 1
+
+    def schema(self) -> tuple[str, ...]:
+        return ()
+
+    def tables(self) -> tuple[str, ...]:
+        return ()
+
+    async def apply(self, tx: ProjectionTransaction, events: object) -> None:
+        return None
 
 
 def event(
@@ -558,6 +575,29 @@ class StoreContract(abc.ABC):
         report = await store.verify()
         assert (report.ok, report.first_bad_position, report.count) == (False, 4, 3)
         assert report.problem == "position 4 is missing"
+
+    async def test_verify_log_finds_events_removed_from_the_end(
+        self, store: EventStore, store_url: str
+    ) -> None:
+        # given a log of five events that a projection has applied
+        await store.append([event(f"s{i % 2}") for i in range(5)], actor="t")
+        assert (await verify_log(store)).ok  # no checkpoints yet: the chain alone
+        await ProjectionRunner(store, [_Noting()]).catch_up()
+        assert (await verify_log(store)).ok
+        # when the last two are deleted behind the store's back
+        await self.drop_append_only_guard(store_url)
+        await self.execute_raw(store_url, "DELETE FROM events WHERE position > 3")
+        # then the chain is whole, but the log is not: the projection had seen position 5
+        assert (await store.verify()).ok
+        report = await verify_log(store)
+        assert (report.ok, report.first_bad_position, report.count) == (False, 4, 3)
+        assert report.problem == (
+            "the log ends at position 3, but projection 'noting' had applied it up to "
+            "position 5: events were removed from its end, or it was replaced"
+        )
+        # and an event appended since does not hide it while the projection is ahead
+        await store.append([event("s3")], actor="t")
+        assert not (await verify_log(store)).ok
 
     async def test_verify_finds_a_deleted_row(self, store: EventStore, store_url: str) -> None:
         await store.append([event(f"s{i % 2}") for i in range(5)], actor="t")

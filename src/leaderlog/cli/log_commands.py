@@ -25,6 +25,7 @@ from leaderlog.cli._app import (
 from leaderlog.errors import BatchError, DuplicateEventError, RecordedAtRefused, RecordError
 from leaderlog.events import Record, RecordedEvent, check_actor, event_schema
 from leaderlog.log import AppendOutcome, EventLog, parse_lines, read_lines, stored_unchanged
+from leaderlog.projections import verify_log
 from leaderlog.tokens import Tokens
 
 _IMPORT_INTERRUPTED = (
@@ -282,7 +283,7 @@ def verify_command(context: Context, as_json: bool) -> None:
 
     async def go() -> bool:
         async with context.log(create=False) as log:
-            report = await log.store.verify()
+            report = await verify_log(log.store)
         if as_json:
             print_json(asdict(report))
         elif report.ok:

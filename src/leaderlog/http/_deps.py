@@ -21,7 +21,7 @@ from starlette.requests import Request
 from leaderlog.errors import ProjectionFailed, ProjectionFailure
 from leaderlog.feeds import FeedService, host_and_port, is_web_address
 from leaderlog.log import EventLog
-from leaderlog.projections import BUILTIN, ProjectionRunner, Queries
+from leaderlog.projections import BUILTIN, ProjectionRunner, Queries, verify_log
 from leaderlog.store import VerifyReport
 
 __all__ = [
@@ -89,7 +89,7 @@ class Services:
         their own; each new request after it ends checks again, so an edit is never hidden."""
         verifying = self._verifying
         if verifying.task is None or verifying.task.done():
-            verifying.task = asyncio.create_task(self.log.store.verify())
+            verifying.task = asyncio.create_task(verify_log(self.log.store))
         # Shielded: one client that stops waiting must not cancel the others' check.
         return await asyncio.shield(verifying.task)
 

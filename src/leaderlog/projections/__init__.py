@@ -15,6 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from leaderlog.errors import ProjectionError, ProjectionFailed
+from leaderlog.projections._integrity import verify_log
 from leaderlog.projections.audit import AuditProjection
 from leaderlog.projections.base import Projection, ProjectionTransaction, decode, payload
 from leaderlog.projections.feed_entries import FeedEntriesProjection
@@ -49,6 +50,7 @@ __all__ = [
     "payload",
     "runner_for",
     "user_projection_folder",
+    "verify_log",
 ]
 
 BUILTIN: dict[str, type[Projection]] = {

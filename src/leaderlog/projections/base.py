@@ -40,6 +40,7 @@ from leaderlog.store.base import MAX_POSITION, ProjectionTransaction
 
 __all__ = [
     "CHECKPOINT_SCHEMA",
+    "CHECKPOINT_TABLE",
     "Projection",
     "ProjectionTransaction",
     "check_owned_names",
@@ -53,8 +54,9 @@ __all__ = [
     "taken_names",
 ]
 
+CHECKPOINT_TABLE = "projection_checkpoints"
 CHECKPOINT_SCHEMA = (
-    "CREATE TABLE IF NOT EXISTS projection_checkpoints ("
+    f"CREATE TABLE IF NOT EXISTS {CHECKPOINT_TABLE} ("
     "name TEXT PRIMARY KEY, version BIGINT NOT NULL, position BIGINT NOT NULL)"
 )
 

@@ -1,0 +1,44 @@
+"""The log's integrity check, with what the projections remember of its end.
+
+A hash chain shows every edit, but a log cut short is a shorter chain that is still whole. The
+projections' checkpoints say how far the log once reached: one beyond today's head means
+events were removed from the end (or the events table was replaced by another log's).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from leaderlog.projections.base import CHECKPOINT_TABLE
+from leaderlog.store.base import EventStore, VerifyReport
+
+__all__ = ["verify_log"]
+
+# One statement, so the head and the checkpoints are read from one snapshot: a projection
+# that applied events appended after the chain was read is not mistaken for one beyond it.
+_BEYOND_THE_HEAD = (
+    f"SELECT name, position, (SELECT COALESCE(MAX(position), 0) FROM events) AS head "
+    f"FROM {CHECKPOINT_TABLE} "
+    f"WHERE position > (SELECT COALESCE(MAX(position), 0) FROM events) "
+    f"ORDER BY position DESC, name"
+)
+
+
+async def verify_log(store: EventStore) -> VerifyReport:
+    """``store.verify()``, and not ok if a projection had applied the log beyond its end.
+
+    Only reads (a role that may only read can run it); a database whose projections were
+    never built has nothing to compare with and is judged on its chain alone.
+    """
+    report = await store.verify()
+    if not report.ok or CHECKPOINT_TABLE not in await store.tables():
+        return report
+    beyond = await store.query(_BEYOND_THE_HEAD)
+    if not beyond:
+        return report
+    name, position, head = str(beyond[0][0]), int(beyond[0][1]), int(beyond[0][2])
+    problem = (
+        f"the log ends at position {head}, but projection {name!r} had applied it up to "
+        f"position {position}: events were removed from its end, or it was replaced"
+    )
+    return dataclasses.replace(report, ok=False, first_bad_position=head + 1, problem=problem)
