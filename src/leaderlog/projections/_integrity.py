@@ -17,10 +17,10 @@ __all__ = ["verify_log"]
 # One statement, so the head and the checkpoints are read from one snapshot: a projection
 # that applied events appended after the chain was read is not mistaken for one beyond it.
 _BEYOND_THE_HEAD = (
-    f"SELECT name, position, (SELECT COALESCE(MAX(position), 0) FROM events) AS head "
+    "SELECT name, position, (SELECT COALESCE(MAX(position), 0) FROM events) AS head "
     f"FROM {CHECKPOINT_TABLE} "
-    f"WHERE position > (SELECT COALESCE(MAX(position), 0) FROM events) "
-    f"ORDER BY position DESC, name"
+    "WHERE position > (SELECT COALESCE(MAX(position), 0) FROM events) "
+    "ORDER BY position DESC, name"
 )
 
 
