@@ -213,7 +213,7 @@ def base_url(request: Request) -> str:
     A Host header that is not a plain host name and port is not echoed into documents; the
     address the server listens on is used instead.
     """
-    configured: str | None = getattr(request.app.state, "public_url", None)
+    configured = _public_url(request)
     if configured is not None:
         return configured
     scope = request.scope
@@ -232,11 +232,18 @@ def redirect_root(request: Request) -> str:
     readers elsewhere; with one, a proxy that strips the public path (``--public-url
     https://example.org/leaders``) still gets its readers sent back under that path.
     """
-    configured: str | None = getattr(request.app.state, "public_url", None)
+    configured = _public_url(request)
     if configured is not None:
         return configured
     root: str = request.scope.get("root_path", "")
     return root.rstrip("/")
+
+
+def _public_url(request: Request) -> str | None:
+    """The address given as ``create_app(public_url=...)``, checked and without a trailing
+    slash; None when the server was given none."""
+    configured: str | None = getattr(request.app.state, "public_url", None)
+    return configured
 
 
 def _plain_host(host: str) -> bool:

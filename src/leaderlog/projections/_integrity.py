@@ -17,10 +17,9 @@ __all__ = ["verify_log"]
 # One statement, so the head and the checkpoints are read from one snapshot: a projection
 # that applied events appended after the chain was read is not mistaken for one beyond it.
 _BEYOND_THE_HEAD = (
-    "SELECT name, position, (SELECT COALESCE(MAX(position), 0) FROM events) AS head "
-    f"FROM {CHECKPOINT_TABLE} "
-    "WHERE position > (SELECT COALESCE(MAX(position), 0) FROM events) "
-    "ORDER BY position DESC, name"
+    "WITH head AS (SELECT COALESCE(MAX(position), 0) AS position FROM events) "
+    f"SELECT c.name, c.position, head.position FROM {CHECKPOINT_TABLE} AS c, head "
+    "WHERE c.position > head.position ORDER BY c.position DESC, c.name"
 )
 
 
