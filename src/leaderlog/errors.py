@@ -13,7 +13,8 @@ Hierarchy::
     │   ├── AppendRefused        a condition checked under the append's lock does not hold
     │   ├── UnreadableEvent      a stored row cannot be decoded (edited behind the store)
     │   └── StoreUnavailable     the database cannot be reached or opened, or is busy
-    │       └── StoreBusy        another transaction held a lock longer than a write waits
+    │       ├── StoreBusy        another transaction held a lock longer than a write waits
+    │       └── LogRemoved       the empty log was dropped while open (a refused first import)
     ├── ProjectionError          a projection cannot be loaded or answered
     │   ├── ProjectionFailed     projections could not apply some events; the others went on
     │   ├── UnknownEntity        no such org, post, person or claim (with suggestions)
@@ -41,6 +42,7 @@ __all__ = [
     "FeedError",
     "InvalidQuery",
     "LeaderlogError",
+    "LogRemoved",
     "ProjectionError",
     "ProjectionFailed",
     "ProjectionFailure",
@@ -293,3 +295,9 @@ class FeedError(LeaderlogError):
 class StoreBusy(StoreUnavailable):
     """The database is busy: another transaction held a lock longer than a write waits
     (SQLite's busy timeout, PostgreSQL's lock_timeout). Worth trying again."""
+
+
+class LogRemoved(StoreUnavailable):
+    """The log was removed while this store had it open: a first import refused in another
+    process dropped the empty log it had created. Nothing was written; trying again creates
+    it again (and is answered on the records, not on a missing table)."""

@@ -21,10 +21,12 @@ from click.testing import CliRunner
 
 from leaderlog.cli import main
 from leaderlog.cli._app import Context
+from leaderlog.errors import BatchError, LeaderlogError
 from leaderlog.events import PersonRegistered
-from leaderlog.log import AppendOutcome, EventLog
+from leaderlog.log import AppendOutcome, EventLog, parse_lines
+from leaderlog.store import open_store
 from tests.conftest import SEEDS
-from tests.store import postgres_schema
+from tests.store import postgres_connection, postgres_schema
 
 LEADERLOG = Path(sys.executable).parent / "leaderlog"
 SEED_FILE = SEEDS / "ice-leadership-2025-05.jsonl"
@@ -282,3 +284,50 @@ def test_on_postgresql_a_refused_import_leaves_no_tables(postgres_url: str, tmp_
             await server.close()
 
     asyncio.run(scenario())
+
+
+def test_on_postgresql_an_import_whose_new_log_another_refused_import_dropped_is_decided_again(
+    postgres_url: str,
+) -> None:
+    """Two first imports at once: the one that created the log is refused and drops it while
+    the other has it open. The other is decided again on a log created anew, and answered on
+    its own records, not with "the log is gone"."""
+
+    async def scenario(records: str) -> tuple[int, AppendOutcome | Exception, int | None]:
+        async with postgres_schema(postgres_url) as url:
+            creator = await open_store(url)  # the first import's store, which created it
+            calls = 0
+
+            async def append(log: EventLog) -> AppendOutcome:
+                nonlocal calls
+                calls += 1
+                if calls == 1:  # its import is refused meanwhile: it drops the empty log
+                    assert await creator.discard_created_log()
+                parsed, labels = parse_lines(records.splitlines())
+                return await log.append_records(parsed, actor="cli", labels=labels)
+
+            try:
+                outcome: AppendOutcome | Exception = await Context(url).append_to_log(append)
+            except LeaderlogError as error:
+                outcome = error
+            finally:
+                await creator.close()
+            async with postgres_connection(url) as connection:
+                count = await connection.fetchval(
+                    "SELECT COUNT(*) FROM pg_tables WHERE schemaname = current_schema() "
+                    "AND tablename = 'events'"
+                )
+                events = await connection.fetchval("SELECT COUNT(*) FROM events") if count else None
+            return calls, outcome, events
+
+    good = (SEEDS / "ice-leadership-2025-05.jsonl").read_text(encoding="utf-8")
+    calls, outcome, events = asyncio.run(scenario(good))
+    assert calls == 2
+    assert isinstance(outcome, AppendOutcome) and outcome.appended == 29
+    assert events == 29
+
+    calls, outcome, events = asyncio.run(scenario(REFUSED_RECORDS))
+    assert calls == 2
+    assert isinstance(outcome, BatchError)
+    assert str(outcome).startswith("line 2: claim.retracted refers to claim 'nope'")
+    assert events is None  # the log created anew is dropped in turn: nothing is left

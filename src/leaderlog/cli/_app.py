@@ -29,6 +29,7 @@ from leaderlog.errors import (
     ConcurrencyError,
     DuplicateEventError,
     LeaderlogError,
+    LogRemoved,
     RecordedAtRefused,
     RecordError,
     StoreError,
@@ -100,14 +101,27 @@ class Context:
             appended = await _append_to_a_new_sqlite_file(missing.absolute(), append)
             if appended is not None:
                 return appended[0]
-        async with self.log(create=True) as log:
-            try:
-                return await append(log)
-            except BaseException:
-                # The refusal is what to report; a log that cannot be removed stays empty.
-                with contextlib.suppress(StoreError):
-                    await log.store.discard_created_log()
-                raise
+        attempt = 1
+        while True:
+            async with self.log(create=True) as log:
+                try:
+                    return await append(log)
+                except LogRemoved:
+                    # Another process's first import was refused and dropped the empty log
+                    # this one had opened: nothing was written, so the records are decided
+                    # again on a log created anew, and their own problems are what is told.
+                    if attempt >= _ATTEMPTS_ON_A_REMOVED_LOG:
+                        raise
+                except BaseException:
+                    # The refusal is what to report; a log that cannot be removed stays empty.
+                    with contextlib.suppress(StoreError):
+                        await log.store.discard_created_log()
+                    raise
+            attempt += 1
+
+
+# Each removal is another process's refused first import; these are for a burst of them.
+_ATTEMPTS_ON_A_REMOVED_LOG = 5
 
 
 def _missing_sqlite_file(url: str) -> Path | None:

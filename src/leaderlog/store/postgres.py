@@ -30,7 +30,7 @@ from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit, urlunsp
 
 import asyncpg
 
-from leaderlog.errors import StoreBusy, StoreError, StoreUnavailable
+from leaderlog.errors import LogRemoved, StoreBusy, StoreError, StoreUnavailable
 from leaderlog.events import RecordedEvent
 from leaderlog.store import without_password
 from leaderlog.store.base import (
@@ -265,7 +265,7 @@ def _log_still_there() -> Iterator[None]:
     try:
         yield
     except asyncpg.UndefinedTableError as error:
-        raise StoreUnavailable(
+        raise LogRemoved(
             f"the log is gone ({_reason(error)}): another command removed the empty log it "
             "had created when its import was refused; nothing was written, try again"
         ) from error
