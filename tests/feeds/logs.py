@@ -36,6 +36,8 @@ SCRIPT = "<script>alert('x')</script> & <b>bold</b>"
 RTL = "\u05d3\u05d5\u05d3 \u05dc\u05d5\u05d9 \u0645\u062d\u0645\u062f \u202eevil\u202c"
 EMOJI = "Ana \U0001f469\u200d\U0001f4bc \u2603 \U0001f1fa\U0001f1f8"
 CONTROL = "Bad\x00Name\x07with\x1bcontrols\x7f\x85end"
+# What a decoder leaves of bytes it could not read (U+FFFD): the write path accepts it.
+MISDECODED = "Mis\ufffdread text"
 LONG = "Very Long Name " * 2000
 
 # Accepted by the write path, and each once mishandled by a feed (see add_markup):
@@ -149,8 +151,8 @@ async def add_hostile(log: EventLog) -> list[str]:
                 post="ice-hsi-ead",
                 capacity="acting",
                 modality="rumored",
-                attribution=Attribution(kind="named", parties=(SCRIPT, RTL)),
-                quote=f"{SCRIPT} {RTL} {EMOJI}",
+                attribution=Attribution(kind="named", parties=(SCRIPT, RTL, MISDECODED)),
+                quote=f"{SCRIPT} {RTL} {EMOJI} {MISDECODED}",
                 locator="caption",
             )
         )

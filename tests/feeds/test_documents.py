@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 import json
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -635,6 +636,7 @@ async def test_hostile_text_still_gives_valid_escaped_documents(seeded_log: Even
             for body, fmt in pairs:
                 parsed = _parse(body, fmt)
                 assert b"<script>" not in body
+                assert _validator_bad_characters(body) == [], (scope, lang, fmt)
                 texts = " ".join(e.title + e.summary for e in parsed.entries)
                 assert "\x00" not in texts and "\x07" not in texts
             _check_json_feed(await _render(service, scope, "json", lang))
@@ -645,12 +647,25 @@ async def test_hostile_text_still_gives_valid_escaped_documents(seeded_log: Even
         for entry in parsed.entries
     )
     assert SCRIPT in titles and "\U0001f469\u200d\U0001f4bc" in titles and "\u05d3" in titles
-    assert "Bad\ufffdName\ufffdwith" in titles
+    assert "Bad?Name?with" in titles
     assert "\u202e" not in titles and "\u05d3\u05d5\u05d3" in titles
     assert max(len(entry.title) for entry in parsed.entries) < 1000
     assert "javascript:" not in (await _render(service, "all")).decode()
     summaries = " ".join(entry.summary for entry in parsed.entries)
-    assert CONTROL not in summaries and "date unknown (Bad\ufffdName" in summaries
+    assert CONTROL not in summaries and "date unknown (Bad?Name" in summaries
+    contents = " ".join(entry.content[0].value for entry in parsed.entries)
+    assert "Mis?read text" in html.unescape(contents)
+
+
+def _validator_bad_characters(body: bytes) -> list[str]:
+    """Text and attribute values holding what the W3C Feed Validator warns of as bad
+    characters (BadCharacters): C1 controls, as a wrong encoding leaves them, and U+FFFD."""
+    bad = re.compile("[\x80-\x9f\ufffd]")
+    found = []
+    for element in etree.fromstring(body).iter():
+        values = [element.text or "", element.tail or "", *element.attrib.values()]
+        found += [f"{element.tag}: {value!r}" for value in values if bad.search(value)]
+    return found
 
 
 def test_feed_errors_are_leaderlog_errors() -> None:

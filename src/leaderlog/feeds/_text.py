@@ -32,8 +32,10 @@ __all__ = [
 ]
 
 # XML 1.0 cannot carry C0 controls (other than tab, LF, CR), lone surrogates, U+FFFE/U+FFFF;
-# C1 controls are legal but only ever arrive by accident or malice.
-_UNSAFE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff]")
+# C1 controls are legal but only ever arrive by accident or malice. U+FFFD, what a decoder
+# leaves of bytes it could not read, is legal too, but feed validators warn of it as a sign of
+# a broken encoding (as of C1 controls): each of these is shown as "?".
+_UNSAFE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff\ufffd-\uffff]")
 _BIDI_CONTROLS = re.compile("[\u202a-\u202e\u2066-\u2069]")
 # What readers and validators take for markup in text: a tag, a comment or a reference.
 _MARKUP_LIKE = re.compile(r"<[A-Za-z/!?]|&#?\w")
@@ -143,7 +145,7 @@ def clean(text: object, limit: int = TEXT_LIMIT) -> str:
     Explicit bidirectional embeddings, overrides and isolates are dropped: stored text must
     not be able to reorder the words around it (right-to-left letters themselves stay).
     """
-    value = _UNSAFE.sub("\ufffd", text if isinstance(text, str) else str(text))
+    value = _UNSAFE.sub("?", text if isinstance(text, str) else str(text))
     value = _BIDI_CONTROLS.sub("", value)
     if len(value) <= limit:
         return value
