@@ -164,7 +164,7 @@ async def test_text_follows_each_language_s_punctuation_and_marks_only_the_quote
     german = json.loads(await _render(service, "person:kenneth-genalo", "json", "de"))
     quoted = [item["content_html"] for item in german["items"]]
     assert all("<blockquote><p>Zitat" in html for html in quoted)
-    assert all('\u201e<span lang="en">' in html for html in quoted)
+    assert all('\u201e<span lang="en" dir="auto">' in html for html in quoted)
     assert all("</span>\u201c</p></blockquote>" in html for html in quoted)
 
 
@@ -655,6 +655,10 @@ async def test_hostile_text_still_gives_valid_escaped_documents(seeded_log: Even
     assert CONTROL not in summaries and "date unknown (Bad?Name" in summaries
     contents = " ".join(entry.content[0].value for entry in parsed.entries)
     assert "Mis?read text" in html.unescape(contents)
+    # a quote in a right-to-left script cannot reorder the quotation marks around it
+    document = json.loads(await _render(service, "person:hostile-rtl", "json"))
+    quoted = f'\u201c<span lang="en" dir="auto">{html.escape(SCRIPT)} \u05d3\u05d5\u05d3'
+    assert quoted in document["items"][0]["content_html"]
 
 
 def _validator_bad_characters(body: bytes) -> list[str]:

@@ -28,6 +28,8 @@ RENDERED = {
     (5, 9): "3aea1c8ace706aba0164114b8265f29d3098b65fcec737bee2871925f808d7d1",
     # Version 10 only dropped two indexes: the same documents.
     (5, 10): "3aea1c8ace706aba0164114b8265f29d3098b65fcec737bee2871925f808d7d1",
+    # Quotes isolated in their own direction; U+FFFD shown as "?".
+    (6, 10): "f9701ce38bfa22be12d47b5353e70742b5ab37982deee13c42226d690de0cab1",
 }
 
 _RECORDED = dt.datetime(2025, 6, 1, 12, 0, tzinfo=dt.UTC)

@@ -437,9 +437,12 @@ def _content(doc: Mapping[str, Any], lang: Language, status: str, change: str) -
     if isinstance(fields.get("quote"), str):
         # Only the quoted words are in the source's language; the lead-in is in the feed's.
         quote_language = source.get("language") if source else None
-        words = html.escape(clean(fields["quote"]))
+        marks = ""
         if isinstance(quote_language, str) and _LANGUAGE_TAG.match(quote_language):
-            words = f'<span lang="{html.escape(quote_language)}">{words}</span>'
+            marks = f' lang="{html.escape(quote_language)}"'
+        # Isolated, in the direction of its own script: quoted words in a right-to-left
+        # script would otherwise pull the quotation marks and words around them into theirs.
+        words = f'<span{marks} dir="auto">{html.escape(clean(fields["quote"]))}</span>'
         quoted = _html(lang, N_("\u201c{quote}\u201d"), quote=Markup(words))
         text = _html(lang, _quote_message(fields), quote=quoted)
         out.append(f"<blockquote><p>{text}</p></blockquote>")
