@@ -60,6 +60,9 @@ ADDRESSES = {
         "https://\u1f40\u03b4\u03c5\u03c3\u03c3\u03b5\u03cd\u03c2.gr/",
         "https://xn--pxac3bcak3d8526a.gr/",
     ),
+    # A user name and password are never published, nor taken for the host.
+    "credentials": ("https://user:secret@example.net/path", "https://example.net/path"),
+    "deceptive-user": ("http://www.ice.gov@evil.example/news", "http://evil.example/news"),
 }
 
 

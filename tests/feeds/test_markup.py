@@ -136,6 +136,10 @@ async def test_source_addresses_are_kept_as_uris_in_every_format(
     atom_content = atom.find(f"{ATOM}entry/{ATOM}content")
     assert atom_content is not None and href in (atom_content.text or "")
     assert href in (rss.findtext(f"channel/item/{CONTENT}") or "")
+    if "@" in stored:
+        for fmt in ("atom", "rss", "json"):
+            body = await _render(service, scope, fmt)
+            assert b"@" not in body.replace(b"@type", b""), fmt
 
 
 @pytest.mark.parametrize(
@@ -144,12 +148,11 @@ async def test_source_addresses_are_kept_as_uris_in_every_format(
         ("http://[2001:db8::1]/a", True),
         ("http://[2001:DB8::1]:8080/a?b=c", True),
         # Valid, but the W3C Feed Validator takes an IPv6 literal for hex digits and colons
-        # right after "//": it refuses an IPv4-mapped address, IPvFuture, a zone id and a
-        # user before the bracket as invalid characters in an Atom link.
+        # right after "//": it refuses an IPv4-mapped address, IPvFuture and a zone id as
+        # invalid characters in an Atom link.
         ("http://[::ffff:192.0.2.1]/news", False),
         ("https://[v1.fe80::a+en1]/", False),
         ("https://[fe80::1%25eth0]/", False),
-        ("https://user@[2001:db8::1]/", False),
     ],
 )
 async def test_an_ipv6_literal_address_is_linked_where_the_validator_accepts_it(
@@ -179,7 +182,9 @@ async def test_an_ipv6_literal_address_is_linked_where_the_validator_accepts_it(
     [
         ("https://example.org/a?e=%20&x=1#f", None, None),  # valid: left exactly as it is
         ("http://[2001:db8::1]:8080/a", None, None),
-        ("https://user:pw@example.org/", None, None),
+        # a user name and password are left out (RFC 9110, 4.2.4)
+        ("https://user:pw@example.org/", "https://example.org/", None),
+        ("https://@example.org/", "https://example.org/", None),
         ("https://example.org/a%zz", "https://example.org/a%25zz", None),
         ("https://[fe80::1%25eth0]/", None, None),  # a zone id, its % escaped as RFC 6874 says
         ("https://[V1.fe80::a+en1]/", None, None),  # IPvFuture: its "v" in either case

@@ -484,6 +484,12 @@ def test_a_public_url_that_is_not_an_http_address_is_refused(public: str) -> Non
         create_app("sqlite:///unused.db", public_url=public)
 
 
+@pytest.mark.parametrize("public", ["https://user:secret@feeds.example.org", "https://@x.org"])
+def test_a_public_url_with_a_user_name_or_password_is_refused(public: str) -> None:
+    with pytest.raises(ValueError, match="has a user name or password"):
+        create_app("sqlite:///unused.db", public_url=public)
+
+
 @pytest.mark.parametrize(
     ("server", "host", "expected"),
     [

@@ -316,6 +316,11 @@ def feed_command(
       leaderlog feed --scope org:ice --format rss
       leaderlog feed --scope person:robert-hammer --lang fr > hammer.fr.atom
     """
+    if "@" in urlsplit(base_url).netloc:
+        raise click.BadParameter(
+            "give an address without a user name or password: feeds link every reader to it",
+            param_hint="--base-url",
+        )
     if not is_web_address(base_url):
         raise click.BadParameter("give an http:// or https:// address", param_hint="--base-url")
     if urlsplit(base_url).query or urlsplit(base_url).fragment or "?" in base_url:

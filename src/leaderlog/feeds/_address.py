@@ -19,7 +19,8 @@ Two forms are made:
   W3C validator rejects an IRI whose path holds more than 63 characters past the last dot).
 
 Anything but ``http`` and ``https`` is refused (``javascript:``, ``data:``...), as is an address
-whose authority is not a host and port (an unbalanced bracket, a port that is not digits).
+whose authority is not a host and port (an unbalanced bracket, a port that is not digits). A
+user name and password before the host are left out of both forms.
 """
 
 from __future__ import annotations
@@ -38,7 +39,6 @@ _WHITE_SPACE = re.compile(r"\s")
 _HEX = frozenset(string.hexdigits)
 _UNRESERVED = frozenset(string.ascii_letters + string.digits + "-._~")
 _SUB_DELIMS = frozenset("!$&'()*+,;=")
-_USERINFO = _UNRESERVED | _SUB_DELIMS | {":"}
 _HOST = _UNRESERVED | _SUB_DELIMS
 _PATH = _UNRESERVED | _SUB_DELIMS | {":", "@", "/"}
 _QUERY = _PATH | {"?"}
@@ -93,7 +93,7 @@ def _authority(authority: str, iri: bool) -> str | None:
         # Browsers read a backslash as a slash, RFC 3986 as data: the host would depend on
         # who reads the address, so it is not linked at all.
         return None
-    userinfo, at, host_port = authority.rpartition("@")
+    host_port = authority.rpartition("@")[2]
     if host_port.startswith("["):
         literal, bracket, after = host_port[1:].partition("]")
         if not bracket or not _ip_literal(literal) or after[:1] not in ("", ":"):
@@ -108,7 +108,10 @@ def _authority(authority: str, iri: bool) -> str | None:
             host = _ascii_host(host)
     if port and not (port.isascii() and port.isdigit()):
         return None
-    return f"{_escape(userinfo, _USERINFO, iri)}{at}{host}{colon}{port}"
+    # A user name or password is left out (RFC 9110, 4.2.4: never generated in an http(s)
+    # reference): a feed would publish credentials, and "https://www.ice.gov@evil.example/"
+    # would read as another site than the one it leads to.
+    return f"{host}{colon}{port}"
 
 
 def _ip_literal(literal: str) -> bool:

@@ -263,6 +263,10 @@ def check_public_url(url: str) -> str:
         port_is_valid = parts.port is None or parts.port > 0
     except ValueError:
         port_is_valid = False
+    if "@" in parts.netloc:
+        raise ValueError(
+            f"public URL {url!r} has a user name or password: feeds link every reader to it"
+        )
     # An http(s) address with a host, as a link carries it; the port in range too.
     if not is_web_address(url) or not port_is_valid:
         raise ValueError(f"public URL {url!r} is not an http(s) address like https://example.org")
