@@ -182,6 +182,7 @@ async def test_an_ipv6_literal_address_is_linked_where_the_validator_accepts_it(
     [
         ("https://example.org/a?e=%20&x=1#f", None, None),  # valid: left exactly as it is
         ("http://[2001:db8::1]:8080/a", None, None),
+        ("http://example.org:65535/", None, None),
         # a user name and password are left out (RFC 9110, 4.2.4)
         ("https://user:pw@example.org/", "https://example.org/", None),
         ("https://@example.org/", "https://example.org/", None),
@@ -214,6 +215,7 @@ def test_addresses_are_escaped_only_where_they_must_be(
         "https://[not-an-address]/",
         "https://[fe80::1%eth0]/",  # a zone id's % unescaped: no URI can carry it as it is
         "https://example.org:80x/",
+        "https://example.org:65536/",  # out of range: browsers refuse it
         "https://example.org\\@evil.example/",  # which host depends on who reads it
         "https://exa mple.org/",
         None,

@@ -19,8 +19,8 @@ Two forms are made:
   W3C validator rejects an IRI whose path holds more than 63 characters past the last dot).
 
 Anything but ``http`` and ``https`` is refused (``javascript:``, ``data:``...), as is an address
-whose authority is not a host and port (an unbalanced bracket, a port that is not digits). A
-user name and password before the host are left out of both forms.
+whose authority is not a host and port (an unbalanced bracket, a port that is not a number up
+to 65535). A user name and password before the host are left out of both forms.
 """
 
 from __future__ import annotations
@@ -106,8 +106,8 @@ def _authority(authority: str, iri: bool) -> str | None:
         host = _escape(name, _HOST, iri=True)
         if not iri:
             host = _ascii_host(host)
-    if port and not (port.isascii() and port.isdigit()):
-        return None
+    if port and not (port.isascii() and port.isdigit() and int(port) <= 65535):
+        return None  # browsers refuse a port out of range: no link, rather than a dead one
     # A user name or password is left out (RFC 9110, 4.2.4: never generated in an http(s)
     # reference): a feed would publish credentials, and "https://www.ice.gov@evil.example/"
     # would read as another site than the one it leads to.
