@@ -298,6 +298,21 @@ def test_verify_notices_events_removed_from_the_end(seeded_file: Path) -> None:
     )
     assert "had applied it up to position 29: events were removed from its end" in result.stdout
     assert "(27 events verified before it)" in result.stdout
+    # and the projections' listing does not pass it off as lag 0
+    environment = {name: value for name, value in os.environ.items() if name != "LEADERLOG_DB"}
+    listing = subprocess.run(
+        [str(LEADERLOG), "--db", f"sqlite:///{seeded_file}", "projections", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=environment,
+        check=True,
+    )
+    statuses = {status["name"]: status for status in json.loads(listing.stdout)}
+    assert statuses["leadership"]["problem"] == (
+        "applied the log up to position 29, beyond its end: events were removed from its end, "
+        "or it was replaced (see leaderlog verify)"
+    )
 
 
 def test_verify_notices_an_edited_envelope_field(seeded_file: Path) -> None:

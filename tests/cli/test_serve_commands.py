@@ -152,6 +152,31 @@ def serving(process: subprocess.Popen[str], port: int) -> httpx.Response:
             time.sleep(0.05)
 
 
+def test_serve_says_it_loaded_the_seeds_into_an_empty_log(tmp_path: Path) -> None:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = int(probe.getsockname()[1])
+    environment = {name: value for name, value in os.environ.items() if name != "LEADERLOG_DB"}
+    url = f"sqlite:///{tmp_path / 'new.db'}"
+    process = subprocess.Popen(
+        [str(LEADERLOG), "--db", url, "serve", "--port", str(port)],
+        cwd=ROOT,
+        env=environment,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stderr is not None
+        first = process.stderr.readline()
+        second = process.stderr.readline()
+    finally:
+        process.terminate()
+        process.communicate(timeout=60)
+    assert first == "the log was empty: loaded the seeds, 29 events from 1 file in seeds\n"
+    assert second.startswith(f"leaderlog serving {url} on http://127.0.0.1:{port}/"), second
+
+
 def test_serve_on_a_port_in_use_says_so_in_one_line_before_announcing_anything(
     sqlite_url: str,
 ) -> None:

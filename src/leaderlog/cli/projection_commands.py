@@ -605,6 +605,14 @@ def projections_command(context: Context, as_json: bool, forget: str | None) -> 
                     shown["problem"] = f"not loaded: {projection.reason}"
                 elif status.version != projection.version:
                     shown["problem"] = _pending(shown, projection.version)
+                elif status.checkpoint > status.head:
+                    # The head is read after the checkpoints: only a log cut short (or
+                    # replaced) leaves one beyond it, and its lag would show as 0.
+                    shown["problem"] = (
+                        f"applied the log up to position {status.checkpoint}, beyond its end: "
+                        "events were removed from its end, or it was replaced (see leaderlog "
+                        "verify)"
+                    )
                 statuses.append(shown)
             head, _ = await log.store.head()
             loaded = {status["name"] for status in statuses}

@@ -32,7 +32,7 @@ from leaderlog.feeds import (
     is_web_address,
     resolve,
 )
-from leaderlog.log import EventLog, load_seeds
+from leaderlog.log import EventLog, load_seeds, seed_files
 from leaderlog.projections import Queries, runner_for
 from leaderlog.store import without_password
 
@@ -145,7 +145,13 @@ def serve_command(
             try:
                 async with context.log(create=True) as log:
                     if seeds is not None and await log.store.count() == 0:
-                        await load_seeds(log, seeds)
+                        loaded = await load_seeds(log, seeds)
+                        files = len(seed_files(seeds))
+                        click.echo(
+                            f"the log was empty: loaded the seeds, {loaded.appended} events "
+                            f"from {files} file{'s' if files != 1 else ''} in {seeds}",
+                            err=True,
+                        )
                 return
             except StoreUnavailable as error:
                 if not isinstance(error, StoreBusy):
