@@ -129,10 +129,14 @@ def occupied_port() -> Iterator[int]:
         yield int(other.getsockname()[1])
 
 
-def serve(url: str, *arguments: str) -> subprocess.Popen[str]:
+def serve(url: str, *arguments: str, seeded: bool = False) -> subprocess.Popen[str]:
+    """``leaderlog serve`` in a child process; ``seeded``: with the seeds of this checkout,
+    loaded if the log is empty."""
     environment = {name: value for name, value in os.environ.items() if name != "LEADERLOG_DB"}
+    seeding = [] if seeded else ["--no-seed"]
     return subprocess.Popen(
-        [str(LEADERLOG), "--db", url, "serve", "--no-seed", *arguments],
+        [str(LEADERLOG), "--db", url, "serve", *seeding, *arguments],
+        cwd=ROOT,
         env=environment,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -156,16 +160,8 @@ def test_serve_says_it_loaded_the_seeds_into_an_empty_log(tmp_path: Path) -> Non
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
         probe.bind(("127.0.0.1", 0))
         port = int(probe.getsockname()[1])
-    environment = {name: value for name, value in os.environ.items() if name != "LEADERLOG_DB"}
     url = f"sqlite:///{tmp_path / 'new.db'}"
-    process = subprocess.Popen(
-        [str(LEADERLOG), "--db", url, "serve", "--port", str(port)],
-        cwd=ROOT,
-        env=environment,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    process = serve(url, "--port", str(port), seeded=True)
     try:
         assert process.stderr is not None
         first = process.stderr.readline()
@@ -283,13 +279,7 @@ def test_a_database_busy_at_start_is_waited_for(postgres_url: str) -> None:
                     pass
                 # (with its seeds: loading them, if the log is empty, counts its events)
                 busy_url = f"{url}&lock_timeout=300ms"
-                process = subprocess.Popen(
-                    [str(LEADERLOG), "--db", busy_url, "serve", "--port", str(port)],
-                    cwd=ROOT,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.PIPE,
-                    text=True,
-                )
+                process = serve(busy_url, "--port", str(port), seeded=True)
                 try:
                     # when the server starts meanwhile, then it says it waits
                     assert process.stderr is not None
