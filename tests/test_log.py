@@ -1074,3 +1074,23 @@ def test_the_size_limit_counts_neither_line_end_nor_byte_order_mark() -> None:
     with pytest.raises(BatchError) as beyond:
         parse_lines([b"x" * (MAX_LINE_BYTES + 1) + b"\n"])
     assert [problem.rule for problem in beyond.value.problems] == ["size"]
+
+
+def test_a_line_that_is_not_json_is_told_where_and_why_in_the_writer_s_words() -> None:
+    lines = [
+        '{"type": "claim.reported", "data": {"claim": "gordon-acting-hsi",',  # wrapped
+        '  "kind": "appointment"}}',
+        "not json",
+        '{"type": "person.registered",}',
+        '{"type": "person.registered", "data": ' + "[" * 2000 + "]" * 2000 + "}",
+    ]
+    with pytest.raises(BatchError) as caught:
+        parse_lines(lines)
+    assert [str(problem) for problem in caught.value.problems] == [
+        "line 1: not valid JSON: it ends before its JSON value does; each record must be on "
+        "one line",
+        "line 2: not valid JSON: unexpected content after document at column 9",
+        "line 3: not valid JSON: unexpected text where a JSON value should be at column 1",
+        "line 4: not valid JSON: trailing comma is not allowed at column 29",
+        "line 5: not valid JSON: nested deeper than 64 levels",
+    ]

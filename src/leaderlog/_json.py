@@ -13,6 +13,7 @@ __all__ = [
     "InputTooDeep",
     "JSONDecodeError",
     "canonical_bytes",
+    "described",
     "dumps",
     "embed",
     "loads",
@@ -63,6 +64,25 @@ class InputTooDeep(_Refused):
     """JSON from outside that nests arrays and objects deeper than ``MAX_INPUT_DEPTH``."""
 
 
+def described(error: JSONDecodeError, *, one_line: bool = False) -> str:
+    """Why JSON could not be read, in words for whoever wrote it; ``one_line``: a line of
+    JSON Lines, where only the column tells where."""
+    if isinstance(error, _Refused):
+        return str(error)
+    message = str(error.msg)
+    if message == "unexpected end of data":
+        # Its position is past the end, where nothing can be pointed at.
+        ending = "; each record must be on one line" if one_line else ""
+        return f"it ends before its JSON value does{ending}"
+    if message.startswith("Input is a zero-length"):
+        return "it is empty"
+    if message.startswith("invalid literal"):
+        # orjson names the literal it guessed from the first letter ("expected 'null'").
+        message = "unexpected text where a JSON value should be"
+    where = f"column {error.colno}" if one_line else f"line {error.lineno}, column {error.colno}"
+    return f"{message} at {where}"
+
+
 def loads(text: str | bytes) -> Any:
     """JSON the project wrote itself (stored rows and read models): read as it is."""
     return orjson.loads(text)
@@ -81,6 +101,10 @@ def loads_input(text: str | bytes) -> Any:
     try:
         value = orjson.loads(text)
     except JSONDecodeError as error:
+        if error.msg == "depth limit exceeded":  # orjson's own limit, far beyond ours
+            raise InputTooDeep(
+                f"nested deeper than {MAX_INPUT_DEPTH} levels", _document(text), 0
+            ) from None
         raise _encoding_named(text) or error from None
     if _brackets(text) > MAX_INPUT_DEPTH and _depth(value) > MAX_INPUT_DEPTH:
         raise InputTooDeep(f"nested deeper than {MAX_INPUT_DEPTH} levels", _document(text), 0)

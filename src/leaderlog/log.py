@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, NamedTuple
 
-from leaderlog._json import JSONDecodeError, canonical_bytes, loads_input
+from leaderlog._json import JSONDecodeError, canonical_bytes, described, loads_input
 from leaderlog.domain import (
     EntityState,
     ExistingEntity,
@@ -282,7 +282,8 @@ def _unreadable(line: str | bytes, error: Exception, where: str) -> RecordError:
                 where=where,
                 rule="json",
             )
-    return RecordError(f"not valid JSON ({error})", where=where, rule="json")
+    problem = described(error, one_line=True) if isinstance(error, JSONDecodeError) else error
+    return RecordError(f"not valid JSON: {problem}", where=where, rule="json")
 
 
 def read_lines(handle: IO[bytes]) -> Iterator[bytes]:

@@ -25,6 +25,7 @@ from leaderlog._json import (
     InputTooDeep,
     JSONDecodeError,
     canonical_bytes,
+    described,
     loads_input,
 )
 from leaderlog.errors import (
@@ -378,7 +379,7 @@ def write_router(
         except InputTooDeep:
             return _error(400, "too_deep", f"the body nests deeper than {MAX_DEPTH} levels")
         except JSONDecodeError as error:
-            return _error(400, "bad_json", f"the body is not valid JSON: {error}")
+            return _error(400, "bad_json", f"the body is not valid JSON: {described(error)}")
         if isinstance(raw, list) and len(raw) > MAX_RECORDS:
             return _error(413, "too_many_records", f"at most {MAX_RECORDS} records per request")
 
