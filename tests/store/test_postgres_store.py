@@ -224,8 +224,13 @@ async def test_closing_twice_is_harmless(schema_url: str) -> None:
 
 
 async def test_unreachable_server_is_unavailable() -> None:
-    with pytest.raises(StoreUnavailable, match="cannot open PostgreSQL"):
-        await PostgresStore.open("postgresql://postgres@127.0.0.1:1/test")
+    with pytest.raises(StoreUnavailable) as refused:
+        await PostgresStore.open("postgresql://postgres@127.0.0.1:1/test?schema=s&search_path=x")
+    assert str(refused.value) == (
+        "cannot open PostgreSQL database postgresql://postgres@127.0.0.1:1/test?schema=s&"
+        "search_path=x: nothing answers there (connection refused): is PostgreSQL running on "
+        "that host and port?"
+    )
 
 
 async def test_missing_database_is_unavailable(postgres_url: str) -> None:

@@ -276,16 +276,22 @@ def _log_still_there() -> Iterator[None]:
 _ENCODINGS = {"UTF8", "SQL_ASCII"}
 
 
-def _check_encoding(encoding: object, dsn: str) -> None:
+def _check_encoding(encoding: object, shown: str) -> None:
     if str(encoding).upper() not in _ENCODINGS:
         raise StoreError(
-            f"the PostgreSQL database {_redacted(dsn)} is encoded in {encoding}: leaderlog "
+            f"the PostgreSQL database {shown} is encoded in {encoding}: leaderlog "
             "keeps text in any script and needs a UTF8 database (createdb --encoding=UTF8 "
             "--template=template0 NAME)"
         )
 
 
 def _reason(error: BaseException) -> str:
+    if isinstance(error, ConnectionRefusedError):
+        # Its text is the socket's ("[Errno 111] Connect call failed (...)").
+        return (
+            "nothing answers there (connection refused): is PostgreSQL running on that host "
+            "and port?"
+        )
     # A timeout's text is empty; say what it was.
     return str(error) or type(error).__name__
 
@@ -608,6 +614,8 @@ class PostgresStore(EventStore):
         """Open the log a URL names; ``create=False`` refuses one that does not exist
         (and runs no DDL, so a role that may only read can open it)."""
         dsn, settings, schema, timeout = _connect_options(url)
+        # The address as given, ?schema= and settings included: they may be what is wrong.
+        shown = _redacted_or_hidden(url)
         try:
             pool = await asyncpg.create_pool(
                 dsn,
@@ -619,23 +627,21 @@ class PostgresStore(EventStore):
             )
         except _OPEN_OR_URL_ERRORS as error:
             raise StoreUnavailable(
-                f"cannot open PostgreSQL database {_redacted(dsn)}: {_reason(error)}"
+                f"cannot open PostgreSQL database {shown}: {_reason(error)}"
             ) from error
         try:
             created: _Created | None = None
             async with pool.acquire() as connection:
-                _check_encoding(await connection.fetchval("SHOW server_encoding"), dsn)
+                _check_encoding(await connection.fetchval("SHOW server_encoding"), shown)
                 if create:
-                    created = await _create_schema(connection, schema, _redacted(dsn))
+                    created = await _create_schema(connection, schema, shown)
                     table_schema, table_oid = created.schema, created.table_oid
                 else:
-                    table_schema, table_oid = await _existing_schema(
-                        connection, _redacted(dsn), schema
-                    )
+                    table_schema, table_oid = await _existing_schema(connection, shown, schema)
         except _SERVER_ERRORS as error:
             await pool.close()
             raise StoreUnavailable(
-                f"cannot prepare PostgreSQL database {_redacted(dsn)}: {_reason(error)}"
+                f"cannot prepare PostgreSQL database {shown}: {_reason(error)}"
             ) from error
         except BaseException:
             await pool.close()
