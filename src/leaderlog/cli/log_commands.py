@@ -193,7 +193,7 @@ def import_command(context: Context, files: Sequence[IO[bytes]], actor: str, as_
             raise RecordError(str(error), where=line, rule=rule) from None
 
     # Read before the event loop starts: a Ctrl-C while stdin blocks then stops it at once.
-    with reported():
+    with reported("nothing was written: the records were still being read"):
         records, labels = read_all()
     if not records:
         if as_json:
