@@ -249,6 +249,19 @@ def test_bad_slugs_are_refused(event_type: str, field: str, slug: str) -> None:
     )
     assert error.rule == "schema"
     assert field in error.message
+    # in words, not as the pattern
+    assert "is not an id: 1-64 of a-z, 0-9 and '-', starting with a letter or digit" in (
+        error.message
+    )
+    assert "pattern" not in error.message
+
+
+def test_a_long_bad_slug_is_shown_cut_short() -> None:
+    error = refused("person.registered", {"person": "X" * 5000, "name": "N"})
+    assert error.message == (
+        "person.registered: data.person: 'XXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX"
+        "... is not an id: 1-64 of a-z, 0-9 and '-', starting with a letter or digit"
+    )
 
 
 @pytest.mark.parametrize("slug", ["a", "0", "a" * 64, "ice-hsi-ead", "2025-05-fox"])

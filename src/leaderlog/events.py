@@ -75,6 +75,7 @@ __all__ = [
     "current_schema_version",
     "event_from_stored",
     "event_schema",
+    "excerpt",
     "new_event_id",
     "parse_event",
     "parse_record",
@@ -84,6 +85,7 @@ __all__ = [
 ]
 
 SLUG_PATTERN = r"^[a-z0-9][a-z0-9-]{0,63}$"
+SLUG_RULE = "1-64 of a-z, 0-9 and '-', starting with a letter or digit"
 # C0 controls other than tab/newline/CR, DEL and C1 controls cannot appear in XML 1.0 feeds
 # and only ever arrive by accident or malice; nor can U+FFFE and U+FFFF, and the other
 # noncharacters (U+FDD0-U+FDEF, the last two of every plane) are for a program's own use.
@@ -605,6 +607,12 @@ def upcast(event_type: str, schema_version: int, data: Mapping[str, Any]) -> dic
 # --- parsing ---------------------------------------------------------------------------------
 
 
+def excerpt(value: object) -> str:
+    """A value as an error message shows it: its repr, cut short past 60 characters."""
+    text = repr(value)
+    return text if len(text) <= 60 else f"{text[:57]}..."
+
+
 def _field_problems(error: ValidationError) -> list[tuple[str, str]]:
     problems = []
     items = error.errors(include_url=False)
@@ -616,6 +624,8 @@ def _field_problems(error: ValidationError) -> list[tuple[str, str]]:
             message = "unknown field"
         elif item["type"] == "missing":
             message = "required field missing"
+        elif item["type"] == "string_pattern_mismatch" and item["ctx"]["pattern"] == SLUG_PATTERN:
+            message = f"{excerpt(item['input'])} is not an id: {SLUG_RULE}"
         problems.append((".".join(["data", *location]), message))
     # An optional field's value that is wrong is also "not None" (the other branch of its
     # union): only worth saying when nothing else is said about the field.

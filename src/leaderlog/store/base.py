@@ -26,7 +26,7 @@ from leaderlog.errors import (
     StoreUnavailable,
     UnreadableEvent,
 )
-from leaderlog.events import RecordedEvent, format_time
+from leaderlog.events import RecordedEvent, excerpt, format_time
 
 __all__ = [
     "FOREIGN_KEYS_QUERY",
@@ -227,24 +227,19 @@ def unreadable(row: Sequence[Any], reason: str) -> UnreadableEvent:
     return UnreadableEvent(row[0], reason, row[10] if isinstance(row[10], str) else "")
 
 
-def _shown(value: object) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else f"{text[:57]}..."
-
-
 def _why_unreadable(row: Sequence[Any]) -> str:
     """Which column of a row event_from_row refused, and why (only run once it has)."""
     for column, index in (("data", 6), ("meta", 9)):
         try:
             value = loads(row[index])
         except (ValueError, TypeError) as error:
-            return f"{column} {_shown(row[index])} is not valid JSON ({error})"
+            return f"{column} {excerpt(row[index])} is not valid JSON ({error})"
         if type(value) is not dict:
-            return f"{column} {_shown(row[index])} is not a JSON object"
+            return f"{column} {excerpt(row[index])} is not a JSON object"
     try:
         _recorded_at(row[7])
     except (ValueError, TypeError, OverflowError) as error:
-        return f"recorded_at {_shown(row[7])} is not a time with a UTC offset ({error})"
+        return f"recorded_at {excerpt(row[7])} is not a time with a UTC offset ({error})"
     return "its columns do not hold an event"
 
 
