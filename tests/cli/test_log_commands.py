@@ -169,7 +169,9 @@ def test_a_malformed_database_url_is_a_usage_mistake(
     else:
         result = leaderlog("--db", url, "verify", cwd=tmp_path)
     assert result.returncode == 2
-    assert result.stderr.startswith("Usage: leaderlog ")
+    # the usage and help of leaderlog itself, whose option --db is
+    assert result.stderr.startswith("Usage: leaderlog [OPTIONS] COMMAND [ARGS]...\n")
+    assert "Try 'leaderlog --help' for help." in result.stderr
     assert "Error: Invalid value for '--db' (or LEADERLOG_DB): " in result.stderr
     assert words in result.stderr
     assert "Traceback" not in result.stderr

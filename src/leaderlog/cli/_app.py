@@ -67,9 +67,12 @@ class Context:
         try:
             return check_database_url(self._given_db)
         except StoreUnavailable as error:
+            # An option of leaderlog itself: its usage and help are the ones to point to,
+            # not the command's, whose help does not list it.
+            command = click.get_current_context(silent=True)
             raise click.BadParameter(
                 str(error),
-                ctx=click.get_current_context(silent=True),
+                ctx=command.find_root() if command is not None else None,
                 param_hint="'--db' (or LEADERLOG_DB)",
             ) from None
 
