@@ -112,6 +112,8 @@ def test_state_of_an_empty_log_says_how_to_fill_it(tmp_path: Path) -> None:
             pass
 
     asyncio.run(create_empty_log())
+    listed = CliRunner().invoke(main, ["--db", url, "events"])
+    assert (listed.exit_code, listed.stdout) == (0, "(no events)\n")
     result = CliRunner().invoke(main, ["--db", url, "state"])
     assert result.exit_code == 0, result.output
     assert result.stdout.splitlines()[1:] == [
@@ -120,6 +122,10 @@ def test_state_of_an_empty_log_says_how_to_fill_it(tmp_path: Path) -> None:
     ]
     # a log that has records but no posts known at that position just has none
     CliRunner().invoke(main, ["--db", url, "import", str(SEED_FILE)])
+    # (and the events are listed with their actors in one column, past the longest id)
+    lines = CliRunner().invoke(main, ["--db", url, "events"]).stdout.splitlines()
+    assert len(lines) == 29 and {line.rindex(" cli") for line in lines} == {len(lines[0]) - 4}
+    assert max(len(line.split()[4]) for line in lines) > 40
     before = CliRunner().invoke(main, ["--db", url, "state", "--known-at", "1"])
     assert before.exit_code == 0, before.output
     assert before.stdout.splitlines()[1:] == ["  (no posts)"]

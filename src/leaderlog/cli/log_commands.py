@@ -256,13 +256,17 @@ def events_command(context: Context, after: int, limit: int | None, as_json: boo
         if as_json:
             print_json([event.envelope() for event in events])
             return
-        for event in events:
-            subject = event.stream.partition("-")[2]
+        if not events:
+            click.echo(f"(no events after position {after})" if after else "(no events)")
+        subjects = [event.stream.partition("-")[2] for event in events]
+        # Wide enough for the longest id shown, so that the actors stay in one column.
+        width = max([40, *map(len, subjects)])
+        for event, subject in zip(events, subjects, strict=True):
             # isoformat, not %Y: strftime writes years before 1000 with fewer digits.
             recorded = event.recorded_at.astimezone(dt.UTC).replace(tzinfo=None)
             click.echo(
                 f"{event.position:>6}  {recorded.isoformat(' ', 'seconds')}  "
-                f"{event.type:<18} {subject:<40} {event.actor}"
+                f"{event.type:<18} {subject:<{width}} {event.actor}"
             )
 
     run(go)
