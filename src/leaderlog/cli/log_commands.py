@@ -314,7 +314,7 @@ def export_command(context: Context) -> None:
     \b
     Example:
       leaderlog export > log.jsonl
-      leaderlog --db postgresql://postgres@127.0.0.1/test import log.jsonl
+      leaderlog --db postgresql://postgres@127.0.0.1/leaderlog import log.jsonl
     """
 
     async def go() -> None:
