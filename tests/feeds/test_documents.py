@@ -659,6 +659,10 @@ async def test_hostile_text_still_gives_valid_escaped_documents(seeded_log: Even
     document = json.loads(await _render(service, "person:hostile-rtl", "json"))
     quoted = f'\u201c<span lang="en" dir="auto">{html.escape(SCRIPT)} \u05d3\u05d5\u05d3'
     assert quoted in document["items"][0]["content_html"]
+    # and so can a name in the change the entry opens with, isolated as the quote is
+    first_line = document["items"][0]["content_html"].split("</p>")[0]
+    assert 'Appointment of <span dir="auto">\u05d3\u05d5\u05d3 ' in first_line
+    assert '<span dir="auto">Executive Associate Director (HSI)</span> (' in first_line
 
 
 def _validator_bad_characters(body: bytes) -> list[str]:

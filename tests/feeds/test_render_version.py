@@ -30,6 +30,8 @@ RENDERED = {
     (5, 10): "3aea1c8ace706aba0164114b8265f29d3098b65fcec737bee2871925f808d7d1",
     # Quotes isolated in their own direction; U+FFFD shown as "?".
     (6, 10): "f9701ce38bfa22be12d47b5353e70742b5ab37982deee13c42226d690de0cab1",
+    # The person's name and the post's label isolated in the content's first line.
+    (7, 10): "4accf2c945506bb0cf9dba16f15763435d06ff7c9527a1e51dc634d1be6d0e1e",
 }
 
 _RECORDED = dt.datetime(2025, 6, 1, 12, 0, tzinfo=dt.UTC)

@@ -9,6 +9,7 @@ shortened, and only ``http(s)`` addresses become links (see :mod:`._address`).
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import html
 import re
 import urllib.parse
@@ -274,14 +275,16 @@ def _status_label(doc: Mapping[str, Any]) -> str:
     return STATUS_LABELS["reported"]
 
 
-def _change(doc: Mapping[str, Any], lang: Language) -> str:
+def _change(doc: Mapping[str, Any], lang: Language, *, markup: bool = False) -> str:
+    """What the claim says changes, as text, or as HTML (``markup``) in which the person's
+    name and the post's label are each isolated in the direction of their own script."""
     fields = doc.get("fields", {})
     kind = fields.get("kind")
-    text = lang._(
-        CHANGE_TEXTS.get(str(kind), CHANGE_TEXTS["incumbency"]),
-        person=_name(doc.get("person"), "name"),
-        post=post_label(doc.get("post"), lang),
-    )
+    person, post = _name(doc.get("person"), "name"), post_label(doc.get("post"), lang)
+    say = functools.partial(_html, lang) if markup else lang._
+    if markup:
+        person, post = _isolated(person), _isolated(post)
+    text = say(CHANGE_TEXTS.get(str(kind), CHANGE_TEXTS["incumbency"]), person=person, post=post)
     capacity = fields.get("capacity")
     cause = fields.get("cause")
     # Two different facts ("acting", "retirement"), not a list of like things ("and").
@@ -297,8 +300,15 @@ def _change(doc: Mapping[str, Any], lang: Language) -> str:
     elif cause in CAUSE_LABELS:
         details = lang._(CAUSE_LABELS[cause])
     if details:
-        text = lang._(N_("{text} ({details})"), text=text, details=details)
+        text = say(N_("{text} ({details})"), text=text, details=details)
     return text
+
+
+def _isolated(text: str) -> Markup:
+    """Text in HTML that keeps its own direction: a name in a right-to-left script cannot
+    pull the words and punctuation after it into it. A span, not ``<bdi>``, which feed
+    readers' sanitizers (feedparser's among them) remove."""
+    return Markup(f'<span dir="auto">{html.escape(text)}</span>')
 
 
 def _value(field: str, value: object, lang: Language) -> str:
@@ -423,9 +433,10 @@ def _summary(doc: Mapping[str, Any], lang: Language, change: str) -> str:
     return lang.sentences(parts)
 
 
-def _content(doc: Mapping[str, Any], lang: Language, status: str, change: str) -> str:
+def _content(doc: Mapping[str, Any], lang: Language, status: str) -> str:
     fields = doc.get("fields", {})
-    out = [f"<p><strong>{html.escape(status)}</strong> \u2014 {html.escape(change)}</p>", "<ul>"]
+    change = _change(doc, lang, markup=True)
+    out = [f"<p><strong>{html.escape(status)}</strong> \u2014 {change}</p>", "<ul>"]
     out.extend(
         f"<li>{_html(lang, message, **values)}</li>" for message, values in _facts(doc, lang)
     )
@@ -514,7 +525,7 @@ def entry(doc: Mapping[str, Any], lang: Language, base_url: str) -> Entry:
         id=clean(doc.get("id") or f"urn:leaderlog:claim:{doc.get('claim')}"),
         title=headline(doc, lang),
         summary=_summary(doc, lang, change),
-        content_html=_content(doc, lang, status, change),
+        content_html=_content(doc, lang, status),
         published=_time(doc.get("published")),
         updated=_time(doc.get("updated")),
         links=_links(doc, base_url),
