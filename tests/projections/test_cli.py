@@ -34,6 +34,14 @@ def db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     return url
 
 
+def source_record(source: str, url: str, publisher: str) -> dict[str, Any]:
+    """A ``source.registered`` record without a publication date."""
+    return {
+        "type": "source.registered",
+        "data": {"source": source, "url": url, "publisher": publisher},
+    }
+
+
 def import_records(db: str, folder: Path, records: list[dict[str, Any]], *more: str) -> None:
     """Import ``records`` as one JSON Lines file (``more``: options of ``import``)."""
     path = folder / "records.jsonl"
@@ -101,12 +109,43 @@ def test_history_of_a_post_a_person_and_an_org(db: str) -> None:
 def test_claim_lifecycle(db: str) -> None:
     text = ok(invoke(db, "claim", HAMMER_CAPTION))
     assert "as acting Executive Associate Director, Homeland Security Investigations" in text
+    # no date given: the day the state counts it from, as the state says it
+    assert (
+        "occurred on a date not given (counted from about 2025-05, when the source was out)" in text
+    )
     assert f"Claim {HAMMER_CAPTION}: disputed" in text
     assert "claim.reported   by cli from Fox News" in text
     assert "claim.disputed   by cli from Fox News" in text
     assert "against fox-ice-shakeup-2025-05-hammer-hsi-body; The photo caption" in text
     answer = as_json(invoke(db, "claim", HAMMER_CAPTION, "--json"))
     assert [step["type"] for step in answer["lifecycle"]] == ["claim.reported", "claim.disputed"]
+
+
+def test_a_claim_without_a_date_from_an_undated_source_counts_from_its_recording(
+    db: str, tmp_path: Path
+) -> None:
+    records = [
+        source_record("undated", "https://example.org/a", "X"),
+        {
+            "type": "claim.reported",
+            "data": {
+                "claim": "undated-claim",
+                "source": "undated",
+                "kind": "incumbency",
+                "person": "derek-gordon",
+                "post": "ice-hsi-dsac",
+                "capacity": "unspecified",
+                "effective": {"text": "lately"},
+                "modality": "occurred",
+                "attribution": {"kind": "outlet"},
+            },
+        },
+    ]
+    import_records(db, tmp_path, records)
+    answer = as_json(invoke(db, "claim", "undated-claim", "--json"))
+    recorded = answer["lifecycle"][0]["recorded_at"][:10]
+    text = ok(invoke(db, "claim", "undated-claim"))
+    assert f'occurred "lately" (counted from {recorded}, when recorded)' in text
 
 
 def test_claim_shows_the_date_a_confirmation_gives_and_what_a_correction_changed(
@@ -157,10 +196,7 @@ def test_history_names_every_source_of_a_claim_the_one_that_confirmed_it_too(
     db: str, tmp_path: Path
 ) -> None:
     records = [
-        {
-            "type": "source.registered",
-            "data": {"source": "ice-release", "url": "https://www.ice.gov/r", "publisher": "ICE"},
-        },
+        source_record("ice-release", "https://www.ice.gov/r", "ICE"),
         {
             "type": "claim.confirmed",
             "data": {

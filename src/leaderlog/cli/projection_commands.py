@@ -155,6 +155,22 @@ def _when(date: Mapping[str, Any] | None) -> str:
     return " ".join(words)
 
 
+def _undated(answer: Mapping[str, Any]) -> str | None:
+    """For a claim that occurred on a date not given, the day the state counts it from:
+    its source's publication, or else the day it was recorded (as ``state`` says it)."""
+    current = answer["current"]
+    effective = current.get("effective") or {}
+    if current["modality"] != "occurred" or effective.get("date"):
+        return None
+    # The source's own words for when ("recently"), if it had any.
+    words = f'"{effective["text"]}"' if effective.get("text") else "on a date not given"
+    published = answer["sources"].get(current.get("source") or "", {}).get("published")
+    if published:
+        return f"{words} (counted from {_when(published)}, when the source was out)"
+    reported = answer["lifecycle"][0]["recorded_at"][:10]
+    return f"{words} (counted from {reported}, when recorded)"
+
+
 def _since(date: Mapping[str, Any] | None, lead: str = "since ") -> str:
     """When a tenure began: for one known only from a report, when the report shows it held
     ("by about 2025-05 (when the source was out)"), not when it began."""
@@ -259,7 +275,7 @@ def _print_claim(answer: Mapping[str, Any]) -> None:
     echo_line(
         f"  {current['kind']} of {_who(current)} as {capacity}"
         f"{current.get('post_title') or current['post']} ({current['post']}), "
-        f"{current['modality']} {_when(current['effective'])}{when}"
+        f"{current['modality']} {_undated(answer) or _when(current['effective'])}{when}"
     )
     if current.get("quote"):
         echo_line(f'  "{current["quote"]}"')
