@@ -119,6 +119,15 @@ def test_claim_lifecycle(db: str) -> None:
     assert "against fox-ice-shakeup-2025-05-hammer-hsi-body; The photo caption" in text
     answer = as_json(invoke(db, "claim", HAMMER_CAPTION, "--json"))
     assert [step["type"] for step in answer["lifecycle"]] == ["claim.reported", "claim.disputed"]
+    # the date the state counts it from, and why; none for a change only expected
+    assert answer["current"]["counts_from"] == {
+        "date": "2025-05",
+        "qualifier": "about",
+        "text": None,
+        "basis": "published",
+    }
+    expected = as_json(invoke(db, "claim", GENALO_RETIREMENT, "--json"))
+    assert expected["current"]["counts_from"] is None
 
 
 def test_a_claim_without_a_date_from_an_undated_source_counts_from_its_recording(

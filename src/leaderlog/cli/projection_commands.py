@@ -155,29 +155,33 @@ def _when(date: Mapping[str, Any] | None) -> str:
     return " ".join(words)
 
 
-def _undated(answer: Mapping[str, Any]) -> str | None:
-    """For a claim that occurred on a date not given, the day the state counts it from:
-    its source's publication, or else the day it was recorded (as ``state`` says it)."""
-    current = answer["current"]
-    effective = current.get("effective") or {}
-    if current["modality"] != "occurred" or effective.get("date"):
+def _from_a_report(anchor: Mapping[str, Any] | None) -> tuple[str, str] | None:
+    """For a date known only from a report (its source's publication, or else its
+    recording): the date, and which of the two it is ("when the source was out")."""
+    if not anchor or anchor.get("basis") not in ("published", "recorded"):
         return None
-    # The source's own words for when ("recently"), if it had any.
+    undated = {key: value for key, value in anchor.items() if key != "basis"}
+    out = "when the source was out" if anchor["basis"] == "published" else "when recorded"
+    return _when(undated), out
+
+
+def _undated(current: Mapping[str, Any]) -> str | None:
+    """For a change on a date not given, the day ``state`` counts it from, with the
+    source's own words for when, if any."""
+    reported = _from_a_report(current.get("counts_from"))
+    if reported is None:
+        return None
+    effective = current.get("effective") or {}
     words = f'"{effective["text"]}"' if effective.get("text") else "on a date not given"
-    published = answer["sources"].get(current.get("source") or "", {}).get("published")
-    if published:
-        return f"{words} (counted from {_when(published)}, when the source was out)"
-    reported = answer["lifecycle"][0]["recorded_at"][:10]
-    return f"{words} (counted from {reported}, when recorded)"
+    return f"{words} (counted from {reported[0]}, {reported[1]})"
 
 
 def _since(date: Mapping[str, Any] | None, lead: str = "since ") -> str:
     """When a tenure began: for one known only from a report, when the report shows it held
     ("by about 2025-05 (when the source was out)"), not when it began."""
-    if date and date.get("basis") in ("published", "recorded"):
-        undated = {key: value for key, value in date.items() if key != "basis"}
-        out = "when the source was out" if date["basis"] == "published" else "when recorded"
-        return f"by {_when(undated)} ({out})"
+    reported = _from_a_report(date)
+    if reported is not None:
+        return f"by {reported[0]} ({reported[1]})"
     return f"{lead}{_when(date)}"
 
 
@@ -275,7 +279,7 @@ def _print_claim(answer: Mapping[str, Any]) -> None:
     echo_line(
         f"  {current['kind']} of {_who(current)} as {capacity}"
         f"{current.get('post_title') or current['post']} ({current['post']}), "
-        f"{current['modality']} {_undated(answer) or _when(current['effective'])}{when}"
+        f"{current['modality']} {_undated(current) or _when(current['effective'])}{when}"
     )
     if current.get("quote"):
         echo_line(f'  "{current["quote"]}"')

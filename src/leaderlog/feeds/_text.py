@@ -512,9 +512,11 @@ def _categories(doc: Mapping[str, Any], lang: Language) -> tuple[Category, ...]:
 
 def headline(doc: Mapping[str, Any], lang: Language) -> str:
     """The entry title: the status (or modality) and the change, e.g. "Expected: ..."."""
-    return lang._(
-        N_("{status}: {change}"), status=lang._(_status_label(doc)), change=_change(doc, lang)
-    )
+    return _headline(lang._(_status_label(doc)), _change(doc, lang), lang)
+
+
+def _headline(status: str, change: str, lang: Language) -> str:
+    return lang._(N_("{status}: {change}"), status=status, change=change)
 
 
 def entry(doc: Mapping[str, Any], lang: Language, base_url: str) -> Entry:
@@ -523,7 +525,7 @@ def entry(doc: Mapping[str, Any], lang: Language, base_url: str) -> Entry:
     change = _change(doc, lang)
     return Entry(
         id=clean(doc.get("id") or f"urn:leaderlog:claim:{doc.get('claim')}"),
-        title=headline(doc, lang),
+        title=_headline(status, change, lang),
         summary=_summary(doc, lang, change),
         content_html=_content(doc, lang, status),
         published=_time(doc.get("published")),

@@ -560,7 +560,7 @@ class Queries:
              "current": {"source", "kind", "person", "name", "post", "post_title", "org",
                          "capacity", "cause", "effective", "modality", "attribution",
                          "quote", "locator", "confirmed", "confirmed_effective", "sources",
-                         "disputes", "reported_position"},
+                         "disputes", "reported_position", "counts_from"},
              "lifecycle": [{"position", "type", "status", "recorded_at", "actor", "source",
                             ...details of the step: effective, quote, changes, reason,
                             conflicts_with}],
@@ -568,6 +568,9 @@ class Queries:
              "comments": [{"position", "source", "org", "outcome"}]}
 
         ``comments`` are the requests for comment its sources recorded ("did not respond").
+        ``counts_from`` is the date the change takes effect from, as ``state`` counts it, with
+        its ``basis`` (``effective``, ``confirmed``, or for a change without a date
+        ``published`` or ``recorded``); None while it is only expected, or retracted.
         """
         check_names(claim=claim_id)
         known = await self.resolve_known_at(known_at)
@@ -582,6 +585,7 @@ class Queries:
         latest = versions[-1]
         hidden = ("claim", "status", "step", "reported_anchor", "effect_anchor")
         current = {key: value for key, value in latest.doc.items() if key not in hidden}
+        current["counts_from"] = latest.effect_date()
         await self._label(known["position"], [current])
         lifecycle = [version.step for version in versions]
         sources = await self._sources(
