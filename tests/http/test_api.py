@@ -9,6 +9,7 @@ import logging
 import sqlite3
 import threading
 import time
+import urllib.parse
 from pathlib import Path
 
 import httpx
@@ -210,6 +211,8 @@ def test_a_422_locates_the_parameter_at_fault(
         assert response.status_code == 422, (path, response.text)
         (problem,) = response.json()["detail"]
         assert problem["loc"] == ["query", parameter], (path, problem)
+        given = urllib.parse.parse_qs(urllib.parse.urlsplit(path).query)[parameter]
+        assert problem["input"] == given[0], (path, problem)
 
 
 def test_a_long_time_is_answered_or_refused_as_the_cli_does(

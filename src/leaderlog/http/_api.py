@@ -63,7 +63,8 @@ async def _answer(request: Request, query: Awaitable[Any]) -> Response:
     except UnknownEntity as error:
         raise HTTPException(404, str(error)) from None
     except InvalidQuery as error:
-        raise invalid_parameter(str(error), None, error.parameter) from None
+        given = request.query_params.get(error.parameter) if error.parameter else None
+        raise invalid_parameter(str(error), given, error.parameter) from None
     except ProjectionError as error:
         raise HTTPException(503, str(error), headers={"Retry-After": "1"}) from None
     return json_response(request, value)
