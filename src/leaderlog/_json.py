@@ -13,6 +13,7 @@ __all__ = [
     "InputTooDeep",
     "JSONDecodeError",
     "canonical_bytes",
+    "copied",
     "described",
     "dumps",
     "embed",
@@ -38,6 +39,11 @@ def embed(encoded: bytes) -> Embedded:
     The result is only canonical when ``encoded`` is, so pass canonical_bytes output only.
     """
     return orjson.Fragment(encoded)
+
+
+def copied(value: Any) -> Any:
+    """A deep copy of JSON data, many times quicker than ``copy.deepcopy``."""
+    return orjson.loads(orjson.dumps(value))
 
 
 def dumps(value: Any, *, indent: bool = False) -> str:

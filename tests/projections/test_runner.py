@@ -21,6 +21,7 @@ from leaderlog.projections import (
     ProjectionRunner,
     ProjectionTransaction,
     Queries,
+    payload,
     runner_for,
 )
 from leaderlog.projections.runner import forget_projection
@@ -200,6 +201,50 @@ async def test_incremental_state_equals_a_rebuild(seeded_log: EventLog) -> None:
     assert await dump(seeded_log.store, runner.projections) == incremental
     assert progress[-1] == (head, head)
     assert [done for done, _ in progress] == sorted(done for done, _ in progress)
+
+
+class Meddling(Projection):
+    """A user projection that edits what it is given in place, as careless code may."""
+
+    name: ClassVar[str] = "meddling"
+    version: ClassVar[int] = 1
+
+    def schema(self) -> Sequence[str]:
+        return ("CREATE TABLE IF NOT EXISTS p_meddling_names (person TEXT PRIMARY KEY, name TEXT)",)
+
+    def tables(self) -> Sequence[str]:
+        return ("p_meddling_names",)
+
+    async def apply(self, tx: ProjectionTransaction, events: Sequence[RecordedEvent]) -> None:
+        for event in events:
+            data = payload(event)
+            if event.type == "person.registered":
+                data["name"] = data["name"].upper()
+                await tx.execute(
+                    "INSERT INTO p_meddling_names VALUES (?, ?)", (data["person"], data["name"])
+                )
+            if event.type == "claim.reported":
+                data["post"] = "elsewhere"
+                event.data["person"] = "nobody"
+                event.data["attribution"]["kind"] = "rumour"
+            event.meta["meddled"] = True
+
+
+async def test_a_user_projection_editing_its_events_changes_no_one_else_s(
+    seeded_log: EventLog,
+) -> None:
+    # given the built-ins as a rebuild alone makes them
+    alone = ProjectionRunner(seeded_log.store, builtins())
+    await alone.rebuild()
+    untouched = await dump(seeded_log.store, alone.projections)
+    # when they are rebuilt after a user projection that edits each event it is given,
+    # in the same pages
+    runner = ProjectionRunner(seeded_log.store, [Meddling(), *builtins()])
+    await runner.rebuild()
+    # then the built-ins read the log as it is, and the user projection its own edits
+    assert await dump(seeded_log.store, alone.projections) == untouched
+    names = await seeded_log.store.query("SELECT name FROM p_meddling_names ORDER BY person")
+    assert ("ROBERT HAMMER",) in names
 
 
 async def test_rebuild_of_one_projection_leaves_the_others(seeded_log: EventLog) -> None:

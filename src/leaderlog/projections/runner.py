@@ -29,6 +29,7 @@ from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import NamedTuple
 
+from leaderlog._json import copied
 from leaderlog.errors import (
     ProjectionError,
     ProjectionFailed,
@@ -152,6 +153,28 @@ async def _cancel(task: asyncio.Task[list[RecordedEvent]] | None) -> None:
     task.cancel()
     with contextlib.suppress(asyncio.CancelledError, Exception):
         await task
+
+
+def _own_copies(events: Sequence[RecordedEvent]) -> list[RecordedEvent]:
+    """The page as a user projection gets it: the built-ins and the other projections read
+    the same events, so one that edits a payload in place (``payload(event)`` is the stored
+    dict itself) must edit a copy of its own."""
+    return [
+        RecordedEvent.trusted(
+            event.position,
+            event.stream,
+            event.version,
+            event.event_id,
+            event.type,
+            event.schema_version,
+            copied(event.data),
+            event.recorded_at,
+            event.actor,
+            copied(event.meta),
+            event.hash,
+        )
+        for event in events
+    ]
 
 
 class NotLoaded(NamedTuple):
@@ -435,6 +458,8 @@ class ProjectionRunner:
                     if not todo:
                         continue
                     todo = todo[: self._smaller_pages.get(projection.name, len(todo))]
+                    if not is_builtin(projection):
+                        todo = _own_copies(todo)
                     watched = Watched(tx)
                     try:
                         async with _alone(tx):
