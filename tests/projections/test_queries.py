@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any
 
 import pytest
@@ -121,6 +122,14 @@ async def test_known_at_a_position_appended_but_not_yet_projected_says_so(
     assert not isinstance(raised.value, InvalidQuery)
     with pytest.raises(InvalidQuery, match=rf"beyond the log's head \({position}\)"):
         await queries.state(known_at=position + 1)
+    # and so is a time at or after it was recorded, while one before it is answered
+    (appended,) = await seeded_log.store.read_all(after=position - 1, limit=1)
+    recorded = appended.recorded_at
+    for moment in (recorded, recorded + dt.timedelta(days=1)):
+        with pytest.raises(ProjectionError, match=f"takes in position {position}, which is"):
+            await queries.state(known_at=moment.isoformat())
+    earlier = await queries.state(known_at=(recorded - dt.timedelta(microseconds=1)).isoformat())
+    assert earlier["known_at"]["position"] == position - 1
 
 
 async def test_known_at_position_zero_knows_nothing(seeded_log: EventLog) -> None:

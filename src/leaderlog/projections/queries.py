@@ -165,7 +165,19 @@ class Queries:
                 "ORDER BY recorded_at, position LIMIT 1",
                 (format_time(wanted),),
             )
-            position = int(rows[0][0]) - 1 if rows else head
+            if rows:
+                position = int(rows[0][0]) - 1
+            else:
+                position = head
+                # Events recorded by then but not applied yet would be missing from the
+                # answer, which would change later for the same past moment.
+                (following,) = await self.store.read_all(after=head, limit=1) or (None,)
+                if following is not None and following.recorded_at <= wanted:
+                    raise ProjectionError(
+                        f"known-at {format_time(wanted)} takes in position "
+                        f"{following.position}, which is in the log but not projected yet "
+                        f"(projections are at {head}); try again shortly"
+                    )
         rows = await self.store.query(
             "SELECT recorded_at FROM p_leadership_clock WHERE position <= ? "
             "ORDER BY position DESC LIMIT 1",
