@@ -162,6 +162,12 @@ def test_overview_of_one_organisation_shows_its_subtree_only(
     for path in ("/feeds/org/white-house.atom", "/feeds/post/dhs-secretary.atom"):
         assert f'href="{base}{path}"' not in feeds, path
     assert f'href="{base}/"' in response.text and "All organisations" in text
+    # and so are the recent changes: the subtree's, as in its feed
+    changes = " ".join(_collect(_section(response.text, "changes")).text)
+    everyone = " ".join(_collect(_section(client.get(f"{base}/").text, "changes")).text)
+    assert "Robert Hammer" in changes
+    for elsewhere in ("Kristi Noem", "Stephen Miller"):
+        assert elsewhere in everyone and elsewhere not in changes, elsewhere
     french = client.get(f"{base}/?org=ice&lang=fr")
     assert "Toutes les organisations" in french.text
     assert f'href="{base}/?lang=fr"' in french.text

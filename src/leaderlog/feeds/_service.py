@@ -537,9 +537,9 @@ class FeedService:
         self._remember(key, rendered)
         return rendered
 
-    async def recent(self, limit: int, lang: str, base_url: str) -> list[Entry]:
-        """The entries changed most recently, for pages that list them."""
+    async def recent(self, limit: int, lang: str, base_url: str, scope: str = "all") -> list[Entry]:
+        """The entries of ``scope`` changed most recently, for pages that list them."""
         language_ = language(lang)
         return [
-            _text.entry(doc, language_, base_url) for doc in await self.reader.recent("all", limit)
+            _text.entry(doc, language_, base_url) for doc in await self.reader.recent(scope, limit)
         ]

@@ -387,7 +387,8 @@ async def overview(
         str | None,
         Query(
             max_length=300,
-            description="Show the leadership of this organisation and its subtree only.",
+            description="Show this organisation's subtree only: its leadership, recent changes "
+            "and feeds.",
         ),
     ] = None,
 ) -> Response:
@@ -468,7 +469,9 @@ async def overview(
         date=_day(state.get("as_of"), words),
         position=str(state.get("known_at", {}).get("position", 0)),
     )
-    recent = await service.recent(RECENT, chosen, base)
+    # A page for one organisation lists its subtree's changes, as its feed does.
+    scope = f"org:{shown[0]}" if shown is not None else "all"
+    recent = await service.recent(RECENT, chosen, base, scope)
     page = PAGE.substitute(
         lang=_e(chosen),
         direction=_e((words.locale.character_order == "right-to-left" and "rtl") or "ltr"),
