@@ -746,6 +746,27 @@ async def test_a_rebuild_replays_the_projections_its_preparation_emptied(
     assert await seeded_log.store.query("SELECT COUNT(*) FROM p_counting_seen") == [(SEED_COUNT,)]
 
 
+async def test_a_rebuild_leaves_a_projection_that_never_got_past_position_0_alone(
+    seeded_log: EventLog,
+) -> None:
+    # given a projection that fails on the log's first page, so it stays at position 0
+    exploding = Exploding()
+    exploding.fail_at = 1
+    with pytest.raises(ProjectionFailed):
+        await ProjectionRunner(seeded_log.store, [*builtins(), exploding]).catch_up()
+    # when another process rebuilds only the audit projection
+    runner = ProjectionRunner(seeded_log.store, [*builtins(), exploding])
+    head = await runner.rebuild(["audit"])
+    # then the rebuild is the audit projection's alone: the failing one is not replayed with
+    # it (its failure would be the rebuild's), and is still at 0 for the next run
+    assert runner.also_rebuilt == ()
+    statuses = {status.name: status.checkpoint for status in await runner.status()}
+    assert statuses["audit"] == head == SEED_COUNT
+    assert statuses["exploding"] == 0
+    with pytest.raises(ProjectionFailed, match="exploding"):
+        await runner.catch_up()
+
+
 class Exiting(Exploding):
     name: ClassVar[str] = "exiting"
 

@@ -717,7 +717,7 @@ class ProjectionRunner:
             # The checkpoint rows before any table, in the order a runner applying a page
             # takes them: the other order deadlocked with a follower on PostgreSQL.
             await self._lock(tx)
-            await self._checkpoints(tx)
+            stored = await self._checkpoints(tx)
             for projection in chosen:
                 if isinstance(projection, LeftOut):
                     continue  # never run, so never dropped: the run reports why
@@ -731,7 +731,11 @@ class ProjectionRunner:
         await self.prepare()
         # Those prepare() has just emptied (their version changed) are replayed with them,
         # not left empty until the next query.
-        emptied = self._deferred - waiting - {projection.name for projection in chosen}
+        # One that had applied nothing at its version is no further behind for being emptied
+        # again: it is left to the next run, and its failure (why it is at 0, as a rule) is
+        # not this rebuild's.
+        idle = {p.name for p in self.projections if stored.get(p.name) == (p.version, 0)}
+        emptied = self._deferred - waiting - idle - {projection.name for projection in chosen}
         also = [projection for projection in self.projections if projection.name in emptied]
         self.also_rebuilt = tuple(projection.name for projection in also)
         return await self._run([*chosen, *also], progress)
