@@ -138,6 +138,8 @@ def test_builtin_names_load_without_the_folder(tmp_path: Path) -> None:
             "must have name = 'misnamed'",
         ),
         ("exits", "import sys\nsys.exit(3)\n", r"failed to import: it exited \(3\)"),
+        ("bare", "raise BaseException('nope')\n", "failed to import: BaseException: nope"),
+        ("closing", "raise GeneratorExit\n", "failed to import: GeneratorExit$"),
         (
             "unfinished",
             "from leaderlog.projections import Projection\n"
@@ -151,7 +153,7 @@ def test_builtin_names_load_without_the_folder(tmp_path: Path) -> None:
             "from leaderlog.projections.audit import AuditProjection\n"
             "class P(AuditProjection):\n    name = 'exits_in_schema'\n"
             "    def schema(self): sys.exit(4)\nPROJECTION = P\n",
-            "could not be set up: 4",
+            r"could not be set up: it exited \(4\)",
         ),
         (
             "needs_setup",

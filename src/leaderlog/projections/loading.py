@@ -90,11 +90,16 @@ def load_user_projection(
     sys.modules[module_name] = module
     try:
         spec.loader.exec_module(module)
-    except (Exception, SystemExit) as error:
-        # SystemExit too: a module that calls sys.exit() on import must not end the command.
+    except KeyboardInterrupt:
         del sys.modules[module_name]
-        why = f"it exited ({error})" if isinstance(error, SystemExit) else str(error)
-        raise ProjectionError(f"projection module {shown} failed to import: {why}") from error
+        raise  # Ctrl-C while it loads: the command stops, as it would anywhere else
+    except BaseException as error:
+        # Whatever else the module raises, sys.exit() and BaseException subclasses included,
+        # is its own failure: it must not end the command (or the server) that loads it.
+        del sys.modules[module_name]
+        raise ProjectionError(
+            f"projection module {shown} failed to import: {_raised(error)}"
+        ) from error
     found = getattr(module, "PROJECTION", None)
     if not (isinstance(found, type) and issubclass(found, Projection)):
         raise ProjectionError(f"{shown} must set PROJECTION to a Projection subclass")
@@ -109,8 +114,12 @@ def load_user_projection(
         projection = found()
         problems = check_owned_names(projection, builtin)
         taken = {other: taken_names(cls(), name) for other, cls in builtin.items()}
-    except (Exception, SystemExit) as error:
-        raise ProjectionError(f"{shown}: PROJECTION could not be set up: {error}") from error
+    except KeyboardInterrupt:
+        raise
+    except BaseException as error:
+        raise ProjectionError(
+            f"{shown}: PROJECTION could not be set up: {_raised(error)}"
+        ) from error
     for other, names in taken.items():
         if names:
             # Its longer prefix would make the built-in's tables its own: a rebuild of either
@@ -123,6 +132,15 @@ def load_user_projection(
     if problems:
         raise ProjectionError(f"{shown}: " + "; ".join(problems))
     return projection
+
+
+def _raised(error: BaseException) -> str:
+    """What a user module raised, in the words the error would be shown in."""
+    if isinstance(error, SystemExit):
+        return f"it exited ({error})"
+    if isinstance(error, Exception) and str(error):
+        return str(error)
+    return f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
 
 
 def _builtin_name(name: str, shown: str) -> str:
