@@ -265,7 +265,15 @@ def test_a_state_of_too_many_posts_is_asked_per_organisation(
     whole = client.get(f"{base}/api/state")
     assert whole.status_code == 422
     assert "at most 2 are answered at once" in whole.json()["detail"][0]["msg"]
+    assert "ask for one organisation and its subtree" in whole.json()["detail"][0]["msg"]
     assert client.get(f"{base}/api/state", params={"org": "ice-hsi"}).status_code == 200
+    # asked for one subtree already, the advice is its parts or the CLI
+    subtree = client.get(f"{base}/api/state", params={"org": "ice"})
+    assert subtree.status_code == 422
+    assert subtree.json()["detail"][0]["msg"].endswith(
+        "posts are known under 'ice'; at most 2 are answered at once: ask for each of its "
+        "sub-organisations (org=ID), or run `leaderlog state --org ice`, which has no such cap"
+    )
 
 
 def test_large_answers_are_gzipped(seeded_server: tuple[str, str], client: httpx.Client) -> None:

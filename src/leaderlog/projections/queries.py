@@ -426,10 +426,18 @@ class Queries:
         scope = await self._org(org, position) if org is not None else None
         posts = await self._posts(org=org or "*", known=position)
         if max_posts is not None and len(posts) > max_posts:
-            where = f"under {org!r}" if org is not None else "in the log"
+            if org is None:
+                where, ask = "in the log", "ask for one organisation and its subtree (org=ID)"
+            else:
+                # Already one subtree: only its parts, or the CLI (no cap), can answer.
+                where = f"under {org!r}"
+                ask = (
+                    "ask for each of its sub-organisations (org=ID), or run "
+                    f"`leaderlog state --org {org}`, which has no such cap"
+                )
             raise InvalidQuery(
                 f"{len(posts)} posts are known {where}; at most {max_posts} are answered at "
-                "once: ask for one organisation and its subtree (org=ID)",
+                f"once: {ask}",
                 parameter="org",
             )
         if scope is None:
