@@ -118,6 +118,11 @@ async def test_paging_with_after(sqlite_url: str) -> None:
         rest = await queries.audit(actor="seed", after=first["next_after"], limit=100)
         assert [e["position"] for e in rest["events"]] == list(range(11, SEED_COUNT + 1))
         assert rest["next_after"] is None
+        # a page that ends exactly at the last match says nothing follows
+        exact = await queries.audit(actor="seed", after=10, limit=SEED_COUNT - 10)
+        assert exact["events"][-1]["position"] == SEED_COUNT
+        assert exact["next_after"] is None
+        assert (await queries.audit(actor="seed", limit=SEED_COUNT))["next_after"] is None
 
 
 @pytest.mark.parametrize(

@@ -744,10 +744,12 @@ class Queries:
             "FROM p_audit_events e LEFT JOIN p_audit_claims c ON c.claim = e.claim "
             "LEFT JOIN p_audit_sources s ON s.source = e.source "
             f"WHERE {' AND '.join(conditions)} ORDER BY {order} LIMIT ?",
-            (*parameters, limit),
+            # One more than asked for: whether anything follows (a page that is just full
+            # must not send the reader on to an empty one).
+            (*parameters, limit + 1),
         )
-        events = [dict(zip(_AUDIT_KEYS, row, strict=True)) for row in rows]
-        next_after = events[-1]["position"] if len(events) == limit else None
+        events = [dict(zip(_AUDIT_KEYS, row, strict=True)) for row in rows[:limit]]
+        next_after = events[-1]["position"] if len(rows) > limit else None
         return {"filters": filters, "events": events, "next_after": next_after}
 
     async def _check_source(self, source: str) -> None:
