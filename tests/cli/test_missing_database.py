@@ -125,7 +125,7 @@ def test_state_of_an_empty_log_says_how_to_fill_it(tmp_path: Path) -> None:
     # (and the events are listed with their actors in one column, past the longest id)
     lines = CliRunner().invoke(main, ["--db", url, "events"]).stdout.splitlines()
     assert len(lines) == 29 and {line.rindex(" cli") for line in lines} == {len(lines[0]) - 4}
-    assert max(len(line.split()[4]) for line in lines) > 40
+    assert max(len(line.split()[3]) for line in lines) > 40
     before = CliRunner().invoke(main, ["--db", url, "state", "--known-at", "1"])
     assert before.exit_code == 0, before.output
     assert before.stdout.splitlines()[1:] == ["  (no posts)"]

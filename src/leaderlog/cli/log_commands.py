@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import datetime as dt
 import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict
@@ -23,7 +22,7 @@ from leaderlog.cli._app import (
     run,
 )
 from leaderlog.errors import BatchError, DuplicateEventError, RecordedAtRefused, RecordError
-from leaderlog.events import Record, RecordedEvent, check_actor, event_schema
+from leaderlog.events import Record, RecordedEvent, check_actor, event_schema, format_time
 from leaderlog.log import AppendOutcome, EventLog, parse_lines, read_lines, stored_unchanged
 from leaderlog.projections import verify_log
 from leaderlog.tokens import Tokens
@@ -262,10 +261,9 @@ def events_command(context: Context, after: int, limit: int | None, as_json: boo
         # Wide enough for the longest id shown, so that the actors stay in one column.
         width = max([40, *map(len, subjects)])
         for event, subject in zip(events, subjects, strict=True):
-            # isoformat, not %Y: strftime writes years before 1000 with fewer digits.
-            recorded = event.recorded_at.astimezone(dt.UTC).replace(tzinfo=None)
+            # In full, as stored: a time copied from here into --known-at takes in this event.
             click.echo(
-                f"{event.position:>6}  {recorded.isoformat(' ', 'seconds')}  "
+                f"{event.position:>6}  {format_time(event.recorded_at)}  "
                 f"{event.type:<18} {subject:<{width}} {event.actor}"
             )
 
