@@ -313,6 +313,7 @@ def test_verify_notices_events_removed_from_the_end(seeded_file: Path) -> None:
         "applied the log up to position 29, beyond its end: events were removed from its end, "
         "or it was replaced (see leaderlog verify)"
     )
+    assert statuses["leadership"]["lag"] is None
 
 
 def test_verify_notices_an_edited_envelope_field(seeded_file: Path) -> None:

@@ -627,7 +627,8 @@ def projections_command(context: Context, as_json: bool, forget: str | None) -> 
                     shown["problem"] = _pending(shown, projection.version)
                 elif status.checkpoint > status.head:
                     # The head is read after the checkpoints: only a log cut short (or
-                    # replaced) leaves one beyond it, and its lag would show as 0.
+                    # replaced) leaves one beyond it. No lag: 0 would pass it off as current.
+                    shown["lag"] = None
                     shown["problem"] = (
                         f"applied the log up to position {status.checkpoint}, beyond its end: "
                         "events were removed from its end, or it was replaced (see leaderlog "
@@ -657,7 +658,7 @@ def projections_command(context: Context, as_json: bool, forget: str | None) -> 
                         "version": version,
                         "checkpoint": checkpoint,
                         "head": head,
-                        "lag": head - checkpoint,
+                        "lag": head - checkpoint if checkpoint <= head else None,
                         "problem": problem,
                     }
                 )
@@ -673,9 +674,10 @@ def projections_command(context: Context, as_json: bool, forget: str | None) -> 
     click.echo(f"{'name':<{width}} {'version':>7} {'checkpoint':>12} {'head':>12} {'lag':>10}")
     for status in statuses:
         problem = f"  {status['problem']}" if "problem" in status else ""
+        lag = "-" if status["lag"] is None else status["lag"]
         click.echo(
             f"{status['name']:<{width}} {status['version']:>7} {status['checkpoint']:>12} "
-            f"{status['head']:>12} {status['lag']:>10}{problem}"
+            f"{status['head']:>12} {lag:>10}{problem}"
         )
 
 
