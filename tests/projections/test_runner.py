@@ -1219,6 +1219,11 @@ async def a_slow_user_projection_holds_back_nobody_for_long(
     going_on = [r.getMessage() for r in caplog.records if "it goes on with pages" in r.getMessage()]
     assert going_on[0].startswith("projection sleeping could not apply events 11-20: ")
     assert going_on[0].endswith("; it goes on with pages of 5 events")
+    # (halved until one event is alone, and never grown back into the slow one meanwhile)
+    assert [message.split(": ", 1)[0] for message in going_on] == [
+        f"projection sleeping could not apply events {pages}"
+        for pages in ("11-20", "11-15", "11-12")
+    ]
     # while the built-in went on to the head, and the slow one kept what it could apply
     statuses = {status.name: status.checkpoint for status in await runner.status()}
     assert statuses == {"sleeping": 11, "leadership": SEED_COUNT}

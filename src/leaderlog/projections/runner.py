@@ -217,6 +217,9 @@ class ProjectionRunner:
         self.go_on_smaller = True
         # User projections that ran out of time on a page: the smaller page they get now.
         self._smaller_pages: dict[str, int] = {}
+        # And the last position of the page each last ran out of time on: its pages grow
+        # back only past it, not straight into the event that was slow again.
+        self._slow_through: dict[str, int] = {}
         # User projections that failed, left to rest: until when, for how long, and why.
         self._resting: dict[str, tuple[float, float, ProjectionFailure]] = {}
         given = list(projections)
@@ -281,6 +284,7 @@ class ProjectionRunner:
         return {*BUILTIN, *(other.name for other in self.projections), *self._registered}
 
     async def _reset(self, tx: ProjectionTransaction, projection: Projection) -> None:
+        self._slow_through.pop(projection.name, None)
         if not is_builtin(projection):
             problems = check_owned_names(projection, self._everyone() - {projection.name})
             if problems:
@@ -517,7 +521,8 @@ class ProjectionRunner:
             async with asyncio.timeout(limit) as clock:
                 await projection.apply(watched, todo)
             quick = limit is not None and time.monotonic() - started < limit / 4
-            if quick and projection.name in self._smaller_pages:
+            past_the_slow_page = todo[-1].position >= self._slow_through.get(projection.name, 0)
+            if quick and past_the_slow_page and projection.name in self._smaller_pages:
                 # Well in time again: its pages grow back, twice as large each time (only
                 # when far below the limit, so a steadily heavy one does not swing).
                 grown = self._smaller_pages[projection.name] * 2
@@ -537,6 +542,7 @@ class ProjectionRunner:
             if smaller is not None:
                 # Perhaps only slow on this many events: it goes on with smaller pages.
                 self._smaller_pages[projection.name] = smaller
+                self._slow_through[projection.name] = todo[-1].position
             raise TookTooLong(limit, smaller) from error
         except asyncio.CancelledError as cancelled:
             task = asyncio.current_task()
