@@ -496,6 +496,17 @@ def test_a_user_module_named_like_a_builtin_is_reported_not_ignored(db: str, fol
         answered = invoke(db, *command)
         # (after the progress bar's line, for rebuild)
         assert (answered.exit_code, answered.stderr.lstrip("\n")) == (0, said), command
+    # and a rebuild that fails says it too, before its error
+    failing = seen_projection_module("failing").replace(
+        "        await tx.executemany(",
+        "        raise RuntimeError('no')\n        await tx.executemany(",
+    )
+    (folder / "failing.py").write_text(failing, encoding="utf-8")
+    answered = invoke(db, "rebuild", "failing")
+    assert answered.exit_code == 1
+    warned, error = answered.stderr.lstrip("\n").split("\n", 1)
+    assert warned + "\n" == said
+    assert error.startswith("error: projection failing could not apply events 1-29")
 
 
 def test_a_user_projection_taking_a_builtin_s_tables_is_refused_by_name(

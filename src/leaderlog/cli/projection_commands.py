@@ -545,11 +545,16 @@ def rebuild_command(context: Context, names: Sequence[str]) -> None:
             chosen = list(dict.fromkeys(names)) or _running(runner)
             head, _ = await log.store.head()
             started = time.perf_counter()
-            with _progress_bar(f"rebuilding {', '.join(chosen)}") as progress:
-                task = progress.add_task("rebuild", total=max(head, 1))
-                position = await runner.rebuild(chosen, _Bar(progress, task, 0))
+            try:
+                with _progress_bar(f"rebuilding {', '.join(chosen)}") as progress:
+                    task = progress.add_task("rebuild", total=max(head, 1))
+                    position = await runner.rebuild(chosen, _Bar(progress, task, 0))
+            finally:
+                # Said when the rebuild fails too: a module not loaded may be why.
+                for warning in _not_loading(runner):
+                    click.echo(f"warning: {warning}", err=True)
             elapsed = time.perf_counter() - started
-            warnings = _not_loading(runner)
+            warnings = []
             if not names:
                 registered = await runner.registered()
                 warnings += [
