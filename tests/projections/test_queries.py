@@ -486,6 +486,40 @@ async def test_a_dispute_with_a_claim_on_another_post_names_its_person_until_it_
             assert (conflict["claims"], conflict["persons"]) == (["cp"], ["x"]), asked
 
 
+async def test_claims_linked_by_disputes_across_posts_are_one_conflict_on_every_post(
+    sqlite_url: str,
+) -> None:
+    # given x at p (org a), y at q (org a) and z at r, in org b outside a; the claim about y
+    # disputed by the one about z (naming it), then the one about x by the one about y
+    records = [
+        *_small_log(),
+        record("org.registered", org="b", name="B"),
+        record("post.defined", post="r", org="b", title="R"),
+        record("person.registered", person="z", name="Z"),
+        _claim("cp", "s", "incumbency", "x", "p", effective={"date": "2025-01-01"}),
+        _claim("cq", "s", "incumbency", "y", "q", effective={"date": "2025-01-01"}),
+        _claim("cr", "s", "incumbency", "z", "r", effective={"date": "2025-01-01"}),
+        record("claim.disputed", claim="cr", reason="older", conflicts_with=["cq"]),
+        record("claim.disputed", claim="cq", reason="newest", conflicts_with=["cp"]),
+    ]
+    async with await EventLog.open(sqlite_url) as log:
+        await append(log, records)
+        queries = await current(log)
+        # then each post, asked for in its organisation or in the whole log, lists the one
+        # conflict: every claim and person linked, with the newest dispute's reason
+        for asked in ({"org": "a"}, {"org": "b"}, {}):
+            posts = _posts(await queries.state(as_of="2025-06-01", **asked))
+            for post, state in posts.items():
+                (conflict,) = state["conflicts"]
+                assert sorted(conflict["claims"]) == ["cp", "cq", "cr"], (asked, post)
+                assert sorted(conflict["persons"]) == ["x", "y", "z"], (asked, post)
+                assert conflict["reason"] == "newest", (asked, post)
+        # and as known before the second dispute, p (which no dispute named yet) lists none
+        before = _posts(await queries.state(as_of="2025-06-01", known_at=len(records) - 1))
+        assert before["p"]["conflicts"] == []
+        assert [c["claims"] for c in before["q"]["conflicts"]] == [["cr", "cq"]]
+
+
 async def test_dates_at_the_end_of_the_calendar_are_answered(seeded_log: EventLog) -> None:
     # given a change dated after the last day a date can name, and a source published then
     # with an undated holder, both accepted on append

@@ -50,7 +50,7 @@ def _json(value: Any) -> str | None:
 
 class LeadershipProjection(Projection):
     name = "leadership"
-    version = 6
+    version = 7
 
     def schema(self) -> Sequence[str]:
         return (
@@ -79,6 +79,11 @@ class LeadershipProjection(Projection):
             "person TEXT NOT NULL, doc TEXT NOT NULL, PRIMARY KEY (claim, known_from))",
             "CREATE TABLE IF NOT EXISTS p_leadership_clock (position BIGINT PRIMARY KEY, "
             "recorded_at TEXT NOT NULL)",
+            # Which disputed claim version names which claim: a post's state finds the
+            # disputes on other posts that name its claims (those of a version known at T).
+            "CREATE TABLE IF NOT EXISTS p_leadership_dispute_links (named TEXT NOT NULL, "
+            "claim TEXT NOT NULL, known_from BIGINT NOT NULL, "
+            "PRIMARY KEY (named, claim, known_from))",
         )
 
     def query_indexes(self) -> Sequence[str]:
@@ -102,6 +107,7 @@ class LeadershipProjection(Projection):
             "p_leadership_sources",
             "p_leadership_claim_versions",
             "p_leadership_clock",
+            "p_leadership_dispute_links",
         )
 
     async def apply(self, tx: ProjectionTransaction, events: Sequence[RecordedEvent]) -> None:
@@ -390,6 +396,7 @@ async def _apply_claims(tx: ProjectionTransaction, page: _Page) -> None:
 
     new_rows: dict[tuple[str, int], list[Any]] = {}
     closing: list[tuple[int, str, int]] = []
+    links: list[tuple[str, str, int]] = []
     for recorded, data in decoded:
         claim = data["claim"]
         previous = current.get(claim)
@@ -417,6 +424,11 @@ async def _apply_claims(tx: ProjectionTransaction, page: _Page) -> None:
             version.doc,
         ]
         current[claim] = version
+        if version.status == "disputed":
+            links += [
+                (named, claim, recorded.position)
+                for named in dict.fromkeys(version.disputes[-1]["conflicts_with"])
+            ]
     if closing:
         await tx.executemany(
             "UPDATE p_leadership_claim_versions SET known_to = ? "
@@ -430,6 +442,11 @@ async def _apply_claims(tx: ProjectionTransaction, page: _Page) -> None:
         "doc) VALUES (?, ?, ?, ?, ?, ?)",
         list(new_rows.values()),
     )
+    if links:
+        await tx.executemany(
+            "INSERT INTO p_leadership_dispute_links (named, claim, known_from) VALUES (?, ?, ?)",
+            links,
+        )
 
 
 async def _advance_clock(tx: ProjectionTransaction, events: Sequence[RecordedEvent]) -> None:

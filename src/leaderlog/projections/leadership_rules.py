@@ -40,7 +40,16 @@ from typing import Any
 
 from leaderlog.projections.claim_versions import ClaimVersion, shown_anchor
 
-__all__ = ["ACTING_CAPACITIES", "Tenure", "ordered_tenures", "pending", "post_state", "tenures"]
+__all__ = [
+    "ACTING_CAPACITIES",
+    "DisputeLinks",
+    "Tenure",
+    "dispute_links",
+    "ordered_tenures",
+    "pending",
+    "post_state",
+    "tenures",
+]
 
 ACTING_CAPACITIES = frozenset({"acting", "interim"})
 
@@ -402,6 +411,46 @@ def _moved_on(tenure: Tenure, folded: Sequence[Tenure]) -> bool:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class DisputeLinks:
+    """Claims linked by disputes, whatever their post, built once for a state of many posts.
+
+    ``claims``: every claim given, by id (a dispute's other side: its person, whether it was
+    retracted). ``naming``: for a claim id, the disputed claims whose latest dispute names it.
+    ``linked``: for a claim id, every disputed claim linked to it through disputes (each other,
+    or a third through either), itself included when it is disputed.
+    """
+
+    claims: Mapping[str, ClaimVersion]
+    naming: Mapping[str, Sequence[ClaimVersion]]
+    linked: Mapping[str, Sequence[ClaimVersion]]
+
+
+def dispute_links(claims: Iterable[ClaimVersion]) -> DisputeLinks:
+    by_claim = {claim.claim: claim for claim in claims}
+    leader: dict[str, str] = {}
+
+    def root(name: str) -> str:
+        while leader.setdefault(name, name) != name:
+            leader[name] = leader[leader[name]]
+            name = leader[name]
+        return name
+
+    disputed = [claim for claim in by_claim.values() if claim.status == "disputed"]
+    naming: dict[str, list[ClaimVersion]] = {}
+    for claim in disputed:
+        for other in dict.fromkeys(claim.disputes[-1]["conflicts_with"]):
+            naming.setdefault(other, []).append(claim)
+            first, second = root(claim.claim), root(other)
+            if first != second:
+                leader[second] = first
+    members: dict[str, list[ClaimVersion]] = {}
+    for claim in disputed:
+        members.setdefault(root(claim.claim), []).append(claim)
+    linked = {name: members.get(root(name), []) for name in leader}
+    return DisputeLinks(by_claim, naming, linked)
+
+
 def _disputes(
     disputed: Sequence[ClaimVersion], by_claim: Mapping[str, ClaimVersion]
 ) -> list[dict[str, Any]]:
@@ -449,12 +498,14 @@ def _disputes(
 def post_state(
     versions: Sequence[ClaimVersion],
     as_of: dt.date,
-    elsewhere: Mapping[str, ClaimVersion] | None = None,
+    elsewhere: Mapping[str, ClaimVersion] | DisputeLinks | None = None,
 ) -> dict[str, Any]:
     """The state of one post on ``as_of`` from the versions of its claims known at some T.
 
-    ``elsewhere``: claims of other posts, by id, known at the same T, for the disputes that
-    name them (their person and whether they were retracted).
+    ``elsewhere``: claims of other posts known at the same T, by id or as their
+    :func:`dispute_links` (built once for many posts), for the disputes linked to this post's
+    claims: those that name them, those they name (their person and whether they were
+    retracted), and so on through the links.
 
     Returns ``{holders, pending, vacancy, conflicts}``:
 
@@ -499,8 +550,15 @@ def post_state(
         for claim in tenure.evidence
     }
     relevant |= {item["claim"] for item in waiting}
-    by_claim = {**(elsewhere or {}), **{claim.claim: claim for claim in versions}}
-    disputed = [
+    own = {claim.claim: claim for claim in versions}
+    if isinstance(elsewhere, DisputeLinks):
+        links = elsewhere
+    else:
+        links = dispute_links({**(elsewhere or {}), **own}.values())
+    by_claim = {**links.claims, **own}
+    # The disputes that bear on the state: about or naming a relevant claim, this post's own
+    # or made on another post; each brings every dispute linked to it.
+    bearing = [
         claim
         for claim in versions
         if claim.status == "disputed"
@@ -510,6 +568,15 @@ def post_state(
             or any(other in relevant for d in claim.disputes for other in d["conflicts_with"])
         )
     ]
+    bearing += [claim for name in relevant for claim in links.naming.get(name, ())]
+    disputed = list(
+        {
+            linked.claim: linked
+            for claim in bearing
+            for linked in links.linked.get(claim.claim, (claim,))
+            if linked.claim not in superseded
+        }.values()
+    )
     conflicts = _disputes(disputed, by_claim)
     permanent = [tenure for tenure in holding if tenure.capacity() == "permanent"]
     if len(permanent) > 1:

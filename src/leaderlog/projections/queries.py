@@ -28,7 +28,12 @@ from leaderlog.projections.leadership import (
     LeadershipProjection,
     search_form,
 )
-from leaderlog.projections.leadership_rules import ordered_tenures, pending, post_state
+from leaderlog.projections.leadership_rules import (
+    dispute_links,
+    ordered_tenures,
+    pending,
+    post_state,
+)
 from leaderlog.projections.query_input import (
     CONTROL_CHARACTERS,
     MAX_NAME_LENGTH,
@@ -451,10 +456,12 @@ class Queries:
         by_post: dict[str, list[ClaimVersion]] = defaultdict(list)
         for version in versions:
             by_post[version.post].append(version)
-        elsewhere = await self._disputed_elsewhere(versions, position)
+        links = dispute_links(
+            [*versions, *await self._linked_elsewhere(versions, position, whole=scope is None)]
+        )
         answers = []
         for post in posts:
-            answer = post_state(by_post.get(post["post"], []), day, elsewhere)
+            answer = post_state(by_post.get(post["post"], []), day, links)
             answers.append({"post": post, **answer})
         names = await self._names(
             (
@@ -469,24 +476,48 @@ class Queries:
                 item["name"] = names.get(item["person"])
         return {**situation, "org": scope, "posts": answers}
 
-    async def _disputed_elsewhere(
-        self, versions: Sequence[ClaimVersion], position: int
-    ) -> dict[str, ClaimVersion]:
-        """The claims that disputes among ``versions`` name, by id, wherever their post (only
-        those: each post's state merges them with its own claims)."""
-        named = {
-            other
-            for version in versions
-            if version.status == "disputed"
-            for other in version.disputes[-1]["conflicts_with"]
-        }
-        found = {version.claim: version for version in versions if version.claim in named}
-        missing = sorted(named - found.keys())
-        if missing:
-            found.update(
-                (version.claim, version)
-                for version in await self._versions("claim", missing, position)
+    async def _linked_elsewhere(
+        self, versions: Sequence[ClaimVersion], position: int, *, whole: bool
+    ) -> list[ClaimVersion]:
+        """The claims not among ``versions`` that disputes link to them, known at
+        ``position``: those a dispute names, those whose dispute names one, and so on through
+        the links. ``whole``: ``versions`` are every claim, so none names one of them unseen.
+        """
+        known = {version.claim for version in versions}
+        found: list[ClaimVersion] = []
+        frontier = list(versions)
+        while frontier:
+            named = {
+                other
+                for version in frontier
+                if version.status == "disputed"
+                for other in version.disputes[-1]["conflicts_with"]
+            }
+            more = await self._versions("claim", sorted(named - known), position)
+            if not whole:
+                more += await self._naming([version.claim for version in frontier], position)
+            frontier = []
+            for version in more:
+                if version.claim not in known:
+                    known.add(version.claim)
+                    found.append(version)
+                    frontier.append(version)
+        return found
+
+    async def _naming(self, claims: Sequence[str], position: int) -> list[ClaimVersion]:
+        """The disputed claims whose latest dispute, known at ``position``, names one of
+        ``claims``."""
+        found: list[ClaimVersion] = []
+        for chunk in chunks(list(claims)):
+            rows = await self.store.query(
+                "SELECT v.doc FROM p_leadership_dispute_links l "
+                "JOIN p_leadership_claim_versions v "
+                "ON v.claim = l.claim AND v.known_from = l.known_from "
+                f"WHERE l.named IN ({marks(len(chunk))}) "
+                "AND v.known_from <= ? AND v.known_to > ?",
+                (*chunk, position, position),
             )
+            found += [ClaimVersion(loads(doc)) for (doc,) in rows]
         return found
 
     # --- history -----------------------------------------------------------------------------
