@@ -34,7 +34,7 @@ at some T (see :mod:`.claim_versions` for how versions and their dates come abou
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -426,8 +426,11 @@ class DisputeLinks:
     linked: Mapping[str, Sequence[ClaimVersion]]
 
 
-def dispute_links(claims: Iterable[ClaimVersion]) -> DisputeLinks:
-    by_claim = {claim.claim: claim for claim in claims}
+def _linked_groups(
+    disputed: Sequence[ClaimVersion],
+) -> tuple[dict[str, list[ClaimVersion]], Callable[[str], str]]:
+    """The disputed claims grouped by the links of their latest disputes (a group's key to
+    its claims, in the order given), and the key of any claim id's group."""
     leader: dict[str, str] = {}
 
     def root(name: str) -> str:
@@ -436,18 +439,26 @@ def dispute_links(claims: Iterable[ClaimVersion]) -> DisputeLinks:
             name = leader[name]
         return name
 
+    for claim in disputed:
+        for other in claim.disputes[-1]["conflicts_with"]:
+            first, second = root(claim.claim), root(other)
+            if first != second:
+                leader[second] = first
+    groups: dict[str, list[ClaimVersion]] = {}
+    for claim in disputed:
+        groups.setdefault(root(claim.claim), []).append(claim)
+    return groups, root
+
+
+def dispute_links(claims: Iterable[ClaimVersion]) -> DisputeLinks:
+    by_claim = {claim.claim: claim for claim in claims}
     disputed = [claim for claim in by_claim.values() if claim.status == "disputed"]
     naming: dict[str, list[ClaimVersion]] = {}
     for claim in disputed:
         for other in dict.fromkeys(claim.disputes[-1]["conflicts_with"]):
             naming.setdefault(other, []).append(claim)
-            first, second = root(claim.claim), root(other)
-            if first != second:
-                leader[second] = first
-    members: dict[str, list[ClaimVersion]] = {}
-    for claim in disputed:
-        members.setdefault(root(claim.claim), []).append(claim)
-    linked = {name: members.get(root(name), []) for name in leader}
+    groups, root = _linked_groups(disputed)
+    linked = {name: groups[root(name)] for name in (*naming, *(claim.claim for claim in disputed))}
     return DisputeLinks(by_claim, naming, linked)
 
 
@@ -459,21 +470,7 @@ def _disputes(
     has no effect, so it is no longer a side of a conflict."""
     # Newest dispute first: it gives its conflict's reason and leads its list of claims.
     newest_first = sorted(disputed, key=lambda claim: -int(claim.disputes[-1]["position"]))
-    leader: dict[str, str] = {}
-
-    def root(name: str) -> str:
-        while leader.setdefault(name, name) != name:
-            name = leader[name]
-        return name
-
-    for claim in newest_first:
-        for other in claim.disputes[-1]["conflicts_with"]:
-            first, second = root(claim.claim), root(other)
-            if first != second:
-                leader[second] = first
-    groups: dict[str, list[ClaimVersion]] = {}
-    for claim in newest_first:
-        groups.setdefault(root(claim.claim), []).append(claim)
+    groups, _ = _linked_groups(newest_first)
     conflicts = []
     for group in groups.values():
         names: dict[str, None] = {}
