@@ -233,6 +233,41 @@ async def test_unreachable_server_is_unavailable() -> None:
     )
 
 
+async def test_a_log_in_a_schema_named_after_the_role_leaves_the_default_log_alone(
+    postgres_url: str,
+) -> None:
+    # given a database of its own with a log in its default place
+    database = f"leaderlog_t_{uuid.uuid4().hex[:12]}"
+    admin = await asyncpg.connect(postgres_url)
+    try:
+        await admin.execute(f'CREATE DATABASE "{database}"')
+        default_url = postgres_url.rsplit("/", 1)[0] + f"/{database}"
+        user = urlsplit(postgres_url).username
+        default_log = await open_store(default_url)
+        try:
+            await default_log.append([event("person-a")], actor="t")
+            # when another log is kept in a schema with the connecting role's name, which
+            # PostgreSQL's default search_path ("$user", public) would look in first
+            other_log = await open_store(f"{default_url}?schema={user}")
+            try:
+                await other_log.append([event("person-b"), event("person-c")], actor="t")
+            finally:
+                await other_log.close()
+            # then the default log, open already or opened again, is still its own
+            assert await default_log.count() == 1
+            reopened = await open_store(default_url)
+            try:
+                assert [e.stream for e in await reopened.read_all(after=0)] == ["person-a"]
+                assert (await reopened.verify()).ok
+            finally:
+                await reopened.close()
+        finally:
+            await default_log.close()
+    finally:
+        await admin.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
+        await admin.close()
+
+
 async def test_missing_database_is_unavailable(postgres_url: str) -> None:
     missing = postgres_url.rsplit("/", 1)[0] + "/leaderlog_no_such_database"
     with pytest.raises(StoreUnavailable, match="leaderlog_no_such_database"):

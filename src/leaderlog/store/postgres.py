@@ -4,7 +4,8 @@ URL: ``postgresql://user[:password]@host[:port]/database[?schema=name]`` (``post
 other query parameters are passed to the server as settings, e.g. ``application_name``).
 ``schema`` keeps a log in its own PostgreSQL schema: it is created when missing and is the only
 entry of ``search_path`` on every connection, so several logs (or test runs) can share one
-database without seeing each other.
+database without seeing each other. Without it the log is in ``public``, the only entry of
+``search_path`` then (unless ``search_path`` is given as a setting).
 
 Writers take turns: every append transaction first takes a transaction-scoped advisory lock
 keyed on the events table, then reads the head. A position is therefore only handed out after
@@ -435,6 +436,10 @@ def _connect_options(url: str) -> _ConnectOptions:
         settings["lock_timeout"] = f"{int(LOCK_TIMEOUT * 1000)}ms"
     if schema is not None:
         settings["search_path"] = f'"{schema}"'
+    elif "search_path" not in dict(passed):
+        # PostgreSQL's default ("$user", public) would find a ?schema= log named after the
+        # role first, and take it for this one.
+        settings["search_path"] = "public"
     dsn = urlunsplit(parts._replace(query=urlencode(passed)))
     return _ConnectOptions(dsn, settings, schema, timeout)
 
