@@ -27,8 +27,10 @@ from leaderlog.events import (
     Event,
     OrgRegistered,
     OrgUpdated,
+    PersonRegistered,
     PostDefined,
     Record,
+    content_event_id,
     parse_event,
     parse_record,
 )
@@ -411,6 +413,67 @@ async def test_same_event_id_with_other_content_is_a_conflict(
         with pytest.raises(DuplicateEventError):
             await other.append_records([impostor], actor="test")
     assert await snapshot(seeded_log) == before
+
+
+async def test_a_record_built_by_hand_is_held_to_what_parsing_checks(
+    seeded_log: EventLog,
+) -> None:
+    before = await snapshot(seeded_log)
+    person = PersonRegistered(person="hand-made", name="Hand Made")
+    victim = PersonRegistered(person="victim", name="Victim")
+    old_shape = {"source": "hand", "url": "https://e.org/a", "publisher": "P"}
+    source = parse_event("source.registered", {**old_shape, "published": {"date": "2025-05-01"}})
+    cases = {
+        "placeholder id": (Record(event=person, event_id=uuid.UUID(int=0)), "event_id", "nil or"),
+        "another's content id": (
+            Record(event=person, event_id=content_event_id(victim)),
+            "event_id",
+            "content-derived (version 5) id, but not this record's",
+        ),
+        "actor": (Record(event=person, event_id=uuid.uuid4(), actor="Bad Actor!"), "actor", "1-"),
+        "time without offset": (
+            Record(event=person, event_id=uuid.uuid4(), recorded_at=dt.datetime(2025, 1, 1)),
+            "schema",
+            "UTC offset",
+        ),
+        "older shape of nothing": (
+            Record(event=person, event_id=uuid.uuid4(), stored_as=(1, {"junk": 1})),
+            "schema",
+            "older schema version (person.registered has none), got 1",
+        ),
+        "older shape not this event's": (
+            Record(
+                event=source,
+                event_id=uuid.uuid4(),
+                stored_as=(1, {**old_shape, "published": "2025-06-01"}),
+            ),
+            "schema",
+            "not this event's data",
+        ),
+        "older shape refused": (
+            Record(event=source, event_id=uuid.uuid4(), stored_as=(1, {"source": "hand"})),
+            "schema",
+            "stored_as: ",
+        ),
+    }
+    for name, (record, rule, words) in cases.items():
+        with pytest.raises(BatchError) as caught:
+            await seeded_log.append_records([record], actor="test")
+        (problem,) = caught.value.problems
+        assert (problem.where, problem.rule) == ("record 0", rule), name
+        assert words in problem.message, (name, problem.message)
+    single = Record(event=person, event_id=uuid.uuid4())
+    with pytest.raises(BatchError, match="records must be a list of Record, not Record"):
+        await seeded_log.append_records(single, actor="test")  # type: ignore[arg-type]
+    assert await snapshot(seeded_log) == before
+    # while an older shape that is the event's own, as an export of an older version has, is
+    # stored as it is
+    exported = Record(
+        event=source, event_id=uuid.uuid4(), stored_as=(1, {**old_shape, "published": "2025-05-01"})
+    )
+    (position,) = (await seeded_log.append_records([exported], actor="test")).positions
+    stored = await seeded_log.store.read_all(after=position - 1, limit=1)
+    assert (stored[0].schema_version, stored[0].data["published"]) == (1, "2025-05-01")
 
 
 async def test_same_event_id_twice_in_one_batch_is_refused(seeded_log: EventLog) -> None:

@@ -71,6 +71,7 @@ __all__ = [
     "check_derived_id",
     "check_expected_version",
     "check_meta",
+    "check_record",
     "content_event_id",
     "current_schema_version",
     "event_from_stored",
@@ -837,13 +838,17 @@ def _given_event_id(given: object) -> uuid.UUID:
             f"event_id {given!r} is not a UUID (8-4-4-4-12 hexadecimal digits)", rule="schema"
         )
     event_id = uuid.UUID(given)
+    _check_not_a_placeholder(event_id)
+    return event_id
+
+
+def _check_not_a_placeholder(event_id: uuid.UUID) -> None:
     if event_id.int in (0, (1 << 128) - 1):
         raise RecordError(
-            f"event_id {given} is a placeholder (the nil or max UUID), not an id; leave "
+            f"event_id {event_id} is a placeholder (the nil or max UUID), not an id; leave "
             "event_id out, or give a version 4 or 7 UUID",
             rule="event_id",
         )
-    return event_id
 
 
 def check_meta(meta: object) -> dict[str, Any]:
@@ -960,7 +965,7 @@ def parse_record(raw: object) -> Record:
         # hash covers the actor, so it could only come back as another event.
         given_actor = raw.get("actor")
         actor = "import" if given_actor is None else check_actor(given_actor)
-    return Record(
+    return _ParsedRecord(
         event=event,
         event_id=event_id,
         expected_version=expected,
@@ -969,6 +974,44 @@ def parse_record(raw: object) -> Record:
         actor=actor,
         stored_as=stored_as,
     )
+
+
+class _ParsedRecord(Record):
+    """A record :func:`parse_record` made, so held to every check already."""
+
+
+def check_record(record: Record) -> None:
+    """Hold a record built by hand to what :func:`parse_record` checks, or
+    :class:`RecordError`: an id that is no placeholder, nor another content's derived id; an
+    actor and a recorded time of the form an export has; and an older stored shape
+    (``stored_as``) that is this very event's data as it was stored then."""
+    if isinstance(record, _ParsedRecord):
+        return
+    event = record.event
+    _check_not_a_placeholder(record.event_id)
+    as_stored: dict[str, Any] | None = None
+    if record.stored_as is not None:
+        version, as_stored = record.stored_as
+        current = current_schema_version(event.type)
+        if isinstance(version, bool) or not 1 <= version < current:
+            older = f"1 to {current - 1}" if current > 1 else f"{event.type} has none"
+            raise RecordError(
+                f"stored_as must hold an older schema version ({older}), got {version!r}",
+                rule="schema",
+            )
+        try:
+            then = parse_event(event.type, upcast(event.type, version, as_stored))
+        except RecordError as error:
+            raise RecordError(f"stored_as: {error}", rule="schema") from None
+        if then != event:
+            raise RecordError(
+                "stored_as is not this event's data in its older shape", rule="schema"
+            )
+    check_derived_id(record.event_id, event, as_stored=as_stored)
+    if record.actor is not None:
+        check_actor(record.actor)
+    if record.recorded_at is not None and record.recorded_at.utcoffset() is None:
+        raise RecordError("recorded_at must carry its UTC offset", rule="schema")
 
 
 class RecordedEvent(_Frozen):

@@ -18,7 +18,7 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, NamedTuple
+from typing import IO, Any, NamedTuple, TypeVar
 
 from leaderlog._json import JSONDecodeError, canonical_bytes, described, loads_input
 from leaderlog.domain import (
@@ -52,6 +52,7 @@ from leaderlog.events import (
     check_actor,
     check_expected_version,
     check_meta,
+    check_record,
     content_event_id,
     new_event_id,
     parse_record,
@@ -344,6 +345,26 @@ def parse_lines(lines: Iterable[str | bytes]) -> tuple[list[Record], list[str]]:
     return records, labels
 
 
+_Item = TypeVar("_Item")
+
+
+def _listed(
+    given: Iterable[_Item], item: type | tuple[type, ...], name: str, items: str
+) -> list[_Item]:
+    """``given`` as a list (a generator would be used up by the checks and append nothing),
+    or a :class:`BatchError` when it is one item or not a collection at all."""
+    if isinstance(given, item) or not isinstance(given, Iterable):
+        # One pydantic model iterates as its fields: "not an event model: tuple" would hide
+        # that a list was wanted.
+        problem = RecordError(
+            f"{name} must be a list of {items}, not {type(given).__name__}",
+            where="record 0",
+            rule="schema",
+        )
+        raise BatchError([problem])
+    return list(given)
+
+
 class EventLog:
     """Append records (rules enforced) and read the log. One instance per process and store."""
 
@@ -390,17 +411,7 @@ class EventLog:
         streams their own calls, or records with their own, to guard those). ``meta`` goes
         with every event; it must read back as given (:func:`check_meta`).
         """
-        if isinstance(events, _EVENT_CLASSES) or not isinstance(events, Iterable):
-            # One event model iterates as its fields: "not an event model: tuple" would hide
-            # that a list was wanted.
-            problem = RecordError(
-                f"events must be a list of event models, not {type(events).__name__}",
-                where="record 0",
-                rule="schema",
-            )
-            raise BatchError([problem])
-        # A generator would be used up by the checks below and append nothing.
-        events = list(events)
+        events = _listed(events, _EVENT_CLASSES, "events", "event models")
         for index, event in enumerate(events):
             if not isinstance(event, _EVENT_CLASSES):
                 problem = RecordError(
@@ -433,7 +444,20 @@ class EventLog:
         ``guard`` is checked in the append's own transaction, under the writers' lock: a
         row it finds refuses the batch (see :class:`AppendGuard`).
         """
-        entries = [_Entry.of(record) for record in list(records)]
+        records = _listed(records, Record, "records", "Record")
+        problems: list[RecordError] = []
+        for index, record in enumerate(records):
+            label = labels[index] if labels else f"record {index}"
+            try:
+                if not isinstance(record, Record):
+                    raise RecordError(f"not a Record: {type(record).__name__}", rule="schema")
+                # Built by hand, it is held here to what parsing checks (a parsed one passes).
+                check_record(record)
+            except RecordError as error:
+                problems.append(error.located(label))
+        if problems:
+            raise BatchError(problems)
+        entries = [_Entry.of(record) for record in records]
         return await self._submit(entries, labels, actor, ids_are_fresh=False, guard=guard)
 
     async def append_raw(self, raw: object, *, actor: str) -> AppendOutcome:
