@@ -4,7 +4,7 @@ Hierarchy::
 
     LeaderlogError
     ├── RecordError              a record cannot be read (bad JSON, unknown type, bad field)
-    ├── DomainError              a record breaks a domain rule (dangling reference, dead claim...)
+    │   └── DomainError          a record breaks a domain rule (dangling reference, dead claim...)
     ├── BatchError               several problems in one batch; nothing of it was written
     ├── StoreError
     │   ├── ConcurrencyError     the expected version of a stream did not match
@@ -19,8 +19,10 @@ Hierarchy::
     │   ├── ProjectionFailed     projections could not apply some events; the others went on
     │   ├── UnknownEntity        no such org, post, person or claim (with suggestions)
     │   └── InvalidQuery         a date, time, position or filter cannot be understood
-    ├── TokenError               a write token is unknown, revoked or malformed
-    │   └── TokenNameRefused     a name cannot be given a token (malformed, reserved, taken)
+    ├── TokenError               a write token is unknown, revoked or malformed, or its name
+    │   │                        has a live token already
+    │   └── TokenNameRefused     a name cannot be given a token (malformed, reserved, or the
+    │                            actor of events appended without one)
     └── FeedError                a feed cannot be made as asked (an unknown format)
         ├── FeedNotFound         no such organisation, person, post or archive page (feeds)
         └── UnknownLanguage      a language asked for that the feeds are not offered in (feeds)

@@ -1,0 +1,53 @@
+"""The error hierarchy: as errors.py's docstring draws it, and reachable from the package."""
+
+from __future__ import annotations
+
+import re
+
+import leaderlog
+from leaderlog import errors
+from leaderlog.feeds import FeedNotFound, UnknownLanguage
+
+# A class in the drawing: after the tree's lines (or alone, at the root), before its meaning.
+_DRAWN_CLASS = re.compile(r"^[ │├└─]*(?P<name>[A-Z]\w+)(?:\s|$)")
+
+
+def _drawn_parents() -> dict[str, str]:
+    """Each class the docstring draws, with the class drawn as its parent: the nearest one
+    above whose name starts further left."""
+    assert errors.__doc__ is not None
+    parents: dict[str, str] = {}
+    above: list[tuple[int, str]] = []
+    for line in errors.__doc__.split("Hierarchy::", 1)[1].splitlines():
+        found = _DRAWN_CLASS.match(line)
+        if found is None:
+            continue
+        column = found.start("name")
+        while above and above[-1][0] >= column:
+            above.pop()
+        if above:
+            parents[found.group("name")] = above[-1][1]
+        above.append((column, found.group("name")))
+    return parents
+
+
+def test_the_docstring_draws_the_hierarchy_as_it_is() -> None:
+    drawn = _drawn_parents()
+    known = {
+        name: getattr(errors, name)
+        for name in errors.__all__
+        if isinstance(getattr(errors, name), type) and issubclass(getattr(errors, name), Exception)
+    }
+    known |= {"FeedNotFound": FeedNotFound, "UnknownLanguage": UnknownLanguage}
+    assert sorted(drawn) == sorted(set(known) - {"LeaderlogError"})
+    for name, parent in drawn.items():
+        ours = [base for base in known[name].__bases__ if issubclass(base, errors.LeaderlogError)]
+        assert ours == [known[parent]], name
+
+
+def test_every_error_is_reachable_from_the_package() -> None:
+    for name in errors.__all__:
+        value = getattr(errors, name)
+        if isinstance(value, type) and issubclass(value, Exception):
+            assert getattr(leaderlog, name) is value, name
+            assert name in leaderlog.__all__, name
