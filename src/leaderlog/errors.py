@@ -14,6 +14,7 @@ Hierarchy::
     │   ├── UnreadableEvent      a stored row cannot be decoded (edited behind the store)
     │   └── StoreUnavailable     the database cannot be reached or opened, or is busy
     │       ├── StoreBusy        another transaction held a lock longer than a write waits
+    │       ├── StoreUnreachable nothing answers at the database's address, or it is restarting
     │       └── LogRemoved       the empty log was dropped while open (a refused first import)
     ├── ProjectionError          a projection cannot be loaded or answered
     │   ├── ProjectionFailed     projections could not apply some events; the others went on
@@ -53,6 +54,7 @@ __all__ = [
     "StoreBusy",
     "StoreError",
     "StoreUnavailable",
+    "StoreUnreachable",
     "TokenError",
     "TokenNameRefused",
     "UnknownEntity",
@@ -297,6 +299,12 @@ class FeedError(LeaderlogError):
 class StoreBusy(StoreUnavailable):
     """The database is busy: another transaction held a lock longer than a write waits
     (SQLite's busy timeout, PostgreSQL's lock_timeout). Worth trying again."""
+
+
+class StoreUnreachable(StoreUnavailable):
+    """Nothing answers at the database server's address (the connection is refused, or not
+    answered in time), or the server is starting up or shutting down: worth trying again, as
+    a restart ends. A wrong database, user or password is not this: it will not pass."""
 
 
 class LogRemoved(StoreUnavailable):

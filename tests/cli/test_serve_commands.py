@@ -13,6 +13,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 import pytest
@@ -22,6 +23,7 @@ from leaderlog.cli import serve_commands
 from leaderlog.cli._app import main
 from leaderlog.log import EventLog, load_seeds
 from tests.conftest import ROOT, SEEDS
+from tests.projections.logs import SEED_COUNT
 from tests.store import postgres_connection, postgres_schema
 
 
@@ -288,20 +290,78 @@ def test_a_database_busy_at_start_is_waited_for(postgres_url: str) -> None:
                     assert line.endswith("; waiting for it\n"), line
                     # and serves once the lock is released
                     await transaction.rollback()
-                    async with httpx.AsyncClient() as client:
-                        for _ in range(600):
-                            try:
-                                health = await client.get(f"http://127.0.0.1:{port}/healthz")
-                                break
-                            except httpx.TransportError:
-                                assert process.poll() is None
-                                await asyncio.sleep(0.1)
+                    health = await _health_once_listening(port, process)
                     assert health.status_code == 200
                 finally:
                     process.terminate()
                     process.communicate(timeout=60)
 
     asyncio.run(locked_meanwhile())
+
+
+def test_a_database_server_not_answering_yet_at_start_is_waited_for(postgres_url: str) -> None:
+    async def started_meanwhile() -> None:
+        async with postgres_schema(postgres_url) as url:
+            # given a log whose server listens at an address where nothing answers yet
+            async with await EventLog.open(url) as log:
+                await load_seeds(log, SEEDS)
+            real = urlsplit(url)
+            with occupied_port() as database_port, occupied_port() as port:
+                pass
+            moved = urlunsplit(real._replace(netloc=f"{real.username}@127.0.0.1:{database_port}"))
+            process = serve(moved, "--port", str(port), seeded=True)
+            forwarder: asyncio.Server | None = None
+            try:
+                # when the server starts meanwhile, then it says it waits
+                assert process.stderr is not None
+                line = await asyncio.to_thread(process.stderr.readline)
+                assert "nothing answers there (connection refused)" in line, line
+                assert line.endswith("; waiting for it\n"), line
+                # and serves once the database answers there
+                forwarder = await _forwarding(database_port, real.hostname or "", real.port or 0)
+                health = await _health_once_listening(port, process)
+                assert health.status_code == 200
+                assert health.json()["head"] == SEED_COUNT
+            finally:
+                process.terminate()
+                # In a thread: the forwarder runs in this loop while the server closes.
+                await asyncio.to_thread(process.communicate, timeout=60)
+                if forwarder is not None:
+                    forwarder.close()
+
+    asyncio.run(started_meanwhile())
+
+
+async def _health_once_listening(port: int, process: subprocess.Popen[str]) -> httpx.Response:
+    """``/healthz`` once the server answers (within a minute), while it keeps running."""
+    async with httpx.AsyncClient() as client:
+        for _ in range(600):
+            try:
+                return await client.get(f"http://127.0.0.1:{port}/healthz")
+            except httpx.TransportError:
+                assert process.poll() is None
+                await asyncio.sleep(0.1)
+    raise AssertionError("the server did not answer within a minute")
+
+
+async def _forwarding(port: int, host: str, to_port: int) -> asyncio.Server:
+    """A TCP server on ``port`` that passes every connection on to ``host:to_port``."""
+
+    async def pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while data := await reader.read(65536):
+                writer.write(data)
+                await writer.drain()
+        except ConnectionError:
+            pass
+        finally:
+            writer.close()
+
+    async def connected(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        upstream_reader, upstream_writer = await asyncio.open_connection(host, to_port)
+        await asyncio.gather(pipe(reader, upstream_writer), pipe(upstream_reader, writer))
+
+    return await asyncio.start_server(connected, "127.0.0.1", port)
 
 
 def test_a_token_in_a_query_string_is_not_kept_in_the_access_log() -> None:

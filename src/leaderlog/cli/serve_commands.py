@@ -20,7 +20,7 @@ from click.core import ParameterSource
 
 from leaderlog.cli._app import Context, echo_line, err_console, main, run
 from leaderlog.cli.projection_commands import catch_up_for_queries
-from leaderlog.errors import ProjectionError, StoreBusy, StoreUnavailable
+from leaderlog.errors import ProjectionError, StoreBusy, StoreUnavailable, StoreUnreachable
 from leaderlog.feeds import (
     FORMATS,
     FeedNotFound,
@@ -139,7 +139,8 @@ def serve_command(
     async def open_and_seed() -> None:
         # Here rather than in the server's startup, so that a database that cannot be
         # opened or a bad seed file is a one-line error, as with every other command; one
-        # that is only busy (a lock a migration holds) is waited for, said once.
+        # that is only busy (a lock a migration holds) or not answering yet (starting up,
+        # restarting) is waited for, said once.
         said = False
         while True:
             try:
@@ -154,7 +155,7 @@ def serve_command(
                         )
                 return
             except StoreUnavailable as error:
-                if not isinstance(error, StoreBusy):
+                if not isinstance(error, StoreBusy | StoreUnreachable):
                     raise
                 if not said:
                     err_console.print(f"{error}; waiting for it")

@@ -31,7 +31,13 @@ from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit, urlunsp
 
 import asyncpg
 
-from leaderlog.errors import LogRemoved, StoreBusy, StoreError, StoreUnavailable
+from leaderlog.errors import (
+    LogRemoved,
+    StoreBusy,
+    StoreError,
+    StoreUnavailable,
+    StoreUnreachable,
+)
 from leaderlog.events import RecordedEvent
 from leaderlog.store import without_password
 from leaderlog.store.base import (
@@ -174,6 +180,14 @@ _CONNECTION_ERRORS: tuple[type[BaseException], ...] = (
     # What a connection the server just terminated can raise on its next use ("cannot
     # switch to state ...; another operation is in progress").
     asyncpg.InternalClientError,
+)
+# Those a server restarting (or not started yet) gives: trying again may get through.
+_UNREACHABLE: tuple[type[BaseException], ...] = (
+    ConnectionError,
+    TimeoutError,
+    asyncpg.CannotConnectNowError,
+    asyncpg.AdminShutdownError,
+    asyncpg.CrashShutdownError,
 )
 # At open time a wrong database name or credentials also mean "cannot be reached".
 _OPEN_ERRORS: tuple[type[BaseException], ...] = (
@@ -631,7 +645,8 @@ class PostgresStore(EventStore):
                 server_settings=settings,
             )
         except _OPEN_OR_URL_ERRORS as error:
-            raise StoreUnavailable(
+            unavailable = StoreUnreachable if isinstance(error, _UNREACHABLE) else StoreUnavailable
+            raise unavailable(
                 f"cannot open PostgreSQL database {shown}: {_reason(error)}"
             ) from error
         try:
@@ -645,7 +660,8 @@ class PostgresStore(EventStore):
                     table_schema, table_oid = await _existing_schema(connection, shown, schema)
         except _SERVER_ERRORS as error:
             await pool.close()
-            raise StoreUnavailable(
+            unavailable = StoreUnreachable if isinstance(error, _UNREACHABLE) else StoreUnavailable
+            raise unavailable(
                 f"cannot prepare PostgreSQL database {shown}: {_reason(error)}"
             ) from error
         except BaseException:
