@@ -140,10 +140,21 @@ asyncio.run(main())
 """
 
 
-def test_a_store_never_closed_does_not_hold_the_process_open(sqlite_url: str) -> None:
+# The same, with the store still referenced when the program ends: not garbage before exit.
+_KEEPS_IT_OPEN = """
+import asyncio, sys
+from leaderlog.store import open_store
+
+store = asyncio.run(open_store(sys.argv[1]))
+print(asyncio.run(store.count()))
+"""
+
+
+@pytest.mark.parametrize("program", [_FORGETS_TO_CLOSE, _KEEPS_IT_OPEN], ids=["garbage", "kept"])
+def test_a_store_never_closed_does_not_hold_the_process_open(sqlite_url: str, program: str) -> None:
     # given a program that opens a store, reads, and ends without closing it
     finished = subprocess.run(
-        [sys.executable, "-W", "always::ResourceWarning", "-c", _FORGETS_TO_CLOSE, sqlite_url],
+        [sys.executable, "-W", "always::ResourceWarning", "-c", program, sqlite_url],
         capture_output=True,
         text=True,
         timeout=30,

@@ -211,14 +211,35 @@ def _stored_ids(
 
 
 def _stop_abandoned(reader: aiosqlite.Connection, path: str) -> None:
+    # stop() answers on the current event loop, which may be closed by the time the thread
+    # gets to it; called from a thread without a loop, it answers nobody.
+    stopping = threading.Thread(target=reader.stop, name="leaderlog-sqlite-reader-stop")
+    try:
+        stopping.start()
+    except RuntimeError:
+        reader.stop()  # the interpreter is exiting: no new thread may start
+    # Stopped first: a warning turned into an error (-W error) must not keep it running.
     warnings.warn(
         f"the SQLite store on {path} was not closed; use `async with` or `await store.close()`",
         ResourceWarning,
         stacklevel=2,
     )
-    # stop() answers on the current event loop, which may be closed by the time the thread
-    # gets to it; called from a thread without a loop, it answers nobody.
-    threading.Thread(target=reader.stop, name="leaderlog-sqlite-reader-stop").start()
+
+
+# Stores still open when the interpreter exits, garbage or not: their reader threads, which
+# are not daemons, would hold the exit for good. threading calls this before it waits for
+# such threads, as concurrent.futures has its own workers stopped (it has no public hook).
+_open_stores: weakref.WeakSet[SQLiteStore] = weakref.WeakSet()
+
+
+def _stop_open_stores() -> None:
+    for store in list(_open_stores):
+        store._abandoned()
+
+
+_before_threads_are_joined = getattr(threading, "_register_atexit", None)
+if _before_threads_are_joined is not None:
+    _before_threads_are_joined(_stop_open_stores)
 
 
 _URL_PREFIX = "sqlite:///"
@@ -644,6 +665,7 @@ class SQLiteStore(EventStore):
         # when the store is garbage collected, and warn as an unclosed file does.
         self._abandoned = weakref.finalize(self, _stop_abandoned, reader, str(path))
         self._abandoned.atexit = False
+        _open_stores.add(self)
 
     @classmethod
     async def open(cls, url: str, *, create: bool = True) -> SQLiteStore:
