@@ -91,6 +91,10 @@ async def test_seeds_import_idempotently(sqlite_url: str) -> None:
         assert (second.appended, second.already_present) == (0, 29)
         assert second.positions == first.positions
         assert await snapshot(log) == before
+        # a folder that is not there is said, not taken for one without seeds
+        for missing in (SEEDS / "nothing-here", SEEDS / "ice-leadership-2025-05.jsonl"):
+            with pytest.raises(FileNotFoundError, match="does not exist or is not a folder"):
+                await load_seeds(log, missing)
 
     # A fresh instance (empty cache) agrees.
     async with await EventLog.open(sqlite_url) as log:

@@ -890,6 +890,11 @@ class EventLog:
 
 
 def seed_files(directory: Path) -> list[Path]:
+    """The ``*.jsonl`` files of a seeds folder, in name order; a folder that is not there is
+    an error (a mistyped one would otherwise load nothing without a word)."""
+    directory = Path(directory)
+    if not directory.is_dir():
+        raise FileNotFoundError(f"seeds folder {directory} does not exist or is not a folder")
     return sorted(directory.glob("*.jsonl"))
 
 
