@@ -9,6 +9,7 @@ import random
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 import warnings
 from pathlib import Path
@@ -442,3 +443,33 @@ async def test_opening_a_missing_file_without_creating_leaves_no_file(tmp_path: 
 async def test_a_database_url_that_is_not_text_is_a_clear_type_error() -> None:
     with pytest.raises(TypeError, match="the database URL must be a string, got 12345"):
         await open_store(12345)  # type: ignore[arg-type]
+
+
+async def test_a_commit_wakes_a_follower_waiting_in_another_event_loop(sqlite_url: str) -> None:
+    # given a follower waiting in this loop, and a writer in another thread's own loop
+    store = await open_store(sqlite_url)
+    failures: list[BaseException] = []
+
+    def append_elsewhere() -> None:
+        time.sleep(0.3)
+        try:
+            asyncio.run(store.append([event("person-elsewhere")], actor="t"))
+        except BaseException as error:  # reported below, where the test can fail on it
+            failures.append(error)
+
+    writer = threading.Thread(target=append_elsewhere)
+    try:
+        started = time.monotonic()
+        writer.start()
+        # when it commits
+        await store.wait_for_events(0, timeout=30)
+        waited = time.monotonic() - started
+        await asyncio.to_thread(writer.join)
+        # then the follower is woken by the commit, not by its timeout, and the append
+        # that committed says so
+        assert failures == []
+        assert waited < 10
+        assert await store.count() == 1
+    finally:
+        await asyncio.to_thread(writer.join)
+        await store.close()

@@ -584,13 +584,21 @@ class ProjectionTransaction(abc.ABC):
 _VERIFY_PAGE = 2000
 
 
+def _wake(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
+
+
 class EventStore(abc.ABC):
     """An append-only log of events in streams, with a global, gap-free position."""
 
     dialect: str
 
     def __init__(self) -> None:
-        self._appended = asyncio.Condition()
+        # Followers waiting for a commit, each a future of its own event loop: a store may be
+        # shared by loops in several threads, and one loop's commit wakes another's waiters
+        # through that loop (an asyncio.Condition is bound to one).
+        self._waiting: set[asyncio.Future[None]] = set()
         # A commit landing between a follower's read and its wait must still wake it.
         self._committed_head = 0
         #: Whether opening this store created the log (its events table did not exist).
@@ -668,23 +676,36 @@ class EventStore(abc.ABC):
 
     async def _notify_appended(self, head: int) -> None:
         self._committed_head = max(self._committed_head, head)
-        async with self._appended:
-            self._appended.notify_all()
+        here = asyncio.get_running_loop()
+        for waiter in list(self._waiting):
+            loop = waiter.get_loop()
+            if loop is here:
+                _wake(waiter)
+            else:
+                with contextlib.suppress(RuntimeError):  # that loop is closed: nobody waits
+                    loop.call_soon_threadsafe(_wake, waiter)
 
     async def wait_for_events(self, after: int, timeout: float) -> None:
         """Return once the head passes ``after`` or ``timeout`` elapses.
 
-        Commits in this process wake waiters at once; other writers are seen by polling
-        (and, on PostgreSQL, by LISTEN/NOTIFY).
+        Commits in this process wake waiters at once, whatever event loop they wait in;
+        other writers are seen by polling (and, on PostgreSQL, by LISTEN/NOTIFY).
         """
         if self._committed_head > after:
             return
-        async with self._appended:
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiting.add(waiter)
+        try:
+            # Again once registered: a commit in another thread may have come in between.
+            if self._committed_head > after:
+                return
             # asyncio.timeout, not wait_for: on Python 3.11 wait_for drops a cancellation
             # that arrives as the wait ends, and a cancelled follower would go on.
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(timeout):
-                    await self._appended.wait()
+                    await waiter
+        finally:
+            self._waiting.discard(waiter)
 
     async def subscribe(
         self, after: int = 0, *, poll_interval: float = 0.5, page: int = 1000
