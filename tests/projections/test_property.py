@@ -19,6 +19,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from leaderlog.errors import UnknownEntity
 from leaderlog.events import PostDefined, SourceRegistered, format_time
 from leaderlog.log import EventLog
 from leaderlog.projections import BUILTIN, ProjectionRunner, Queries
@@ -233,6 +234,16 @@ async def _check(
             for post in state["posts"]
         }
         assert answered == {post: found["state"] for post, found in expected.items()}
+        # and a subtree's state is its posts' in the whole state, disputes linked across
+        # the subtree's edge included
+        for org, _ in ORGS:
+            try:
+                scoped = await queries.state(org=org, as_of=as_of, known_at=position)
+            except UnknownEntity:
+                continue  # not registered yet at that position
+            for post in scoped["posts"]:
+                shown = {key: post[key] for key in ("holders", "pending", "vacancy", "conflicts")}
+                assert _without_names(shown) == answered[post["post"]["post"]], (org, post)
         for post, found in expected.items():
             history = await queries.history(post=post, known_at=position)
             strip = {"name", "post_title", "org"}
