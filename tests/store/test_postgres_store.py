@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime as dt
 import socket
 import time
@@ -233,39 +234,73 @@ async def test_unreachable_server_is_unavailable() -> None:
     )
 
 
-async def test_a_log_in_a_schema_named_after_the_role_leaves_the_default_log_alone(
-    postgres_url: str,
-) -> None:
-    # given a database of its own with a log in its default place
+@contextlib.asynccontextmanager
+async def _database_of_its_own(postgres_url: str, options: str = "") -> AsyncIterator[str]:
+    """The URL of a new, empty database (dropped afterwards) on the tests' server."""
     database = f"leaderlog_t_{uuid.uuid4().hex[:12]}"
     admin = await asyncpg.connect(postgres_url)
     try:
-        await admin.execute(f'CREATE DATABASE "{database}"')
-        default_url = postgres_url.rsplit("/", 1)[0] + f"/{database}"
-        user = urlsplit(postgres_url).username
+        await admin.execute(f'CREATE DATABASE "{database}" {options}')
+        yield urlunsplit(urlsplit(postgres_url)._replace(path=f"/{database}"))
+    finally:
+        await admin.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
+        await admin.close()
+
+
+async def test_a_log_in_a_schema_named_after_the_role_leaves_the_default_log_alone(
+    postgres_url: str,
+) -> None:
+    user = urlsplit(postgres_url).username
+    async with _database_of_its_own(postgres_url) as default_url:
+        # given a log in its default place (public), open
         default_log = await open_store(default_url)
         try:
             await default_log.append([event("person-a")], actor="t")
             # when another log is kept in a schema with the connecting role's name, which
-            # PostgreSQL's default search_path ("$user", public) would look in first
+            # PostgreSQL's default search_path ("$user", public) looks in first
             other_log = await open_store(f"{default_url}?schema={user}")
             try:
                 await other_log.append([event("person-b"), event("person-c")], actor="t")
             finally:
                 await other_log.close()
-            # then the default log, open already or opened again, is still its own
-            assert await default_log.count() == 1
-            reopened = await open_store(default_url)
+            # then the open store keeps to its own log, new connections too
+            await default_log.append([event("person-d")], actor="t")
+            assert [e.stream for e in await default_log.read_all(after=0)] == [
+                "person-a",
+                "person-d",
+            ]
+            # and opening the URL again asks which log is meant, rather than take the other
+            with pytest.raises(StoreUnavailable, match=f"schemas {user}, public, all on its"):
+                await open_store(default_url)
+            named = await open_store(f"{default_url}?schema=public")
             try:
-                assert [e.stream for e in await reopened.read_all(after=0)] == ["person-a"]
-                assert (await reopened.verify()).ok
+                assert await named.count() == 2
             finally:
-                await reopened.close()
+                await named.close()
         finally:
             await default_log.close()
-    finally:
-        await admin.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
-        await admin.close()
+
+
+async def test_a_log_in_the_role_s_own_schema_is_the_default_log(postgres_url: str) -> None:
+    # given a database where the role has a schema of its own name (as CREATE SCHEMA
+    # AUTHORIZATION makes), which PostgreSQL creates tables in first
+    user = urlsplit(postgres_url).username
+    async with _database_of_its_own(postgres_url) as url:
+        async with postgres_connection(f"{url}?schema=public") as connection:
+            await connection.execute(f'CREATE SCHEMA "{user}"')
+        # when a log is made and opened again without ?schema=
+        first = await open_store(url)
+        try:
+            await first.append([event("person-a")], actor="t")
+        finally:
+            await first.close()
+        again = await open_store(url, create=False)
+        try:
+            # then it is the same log, kept in that schema
+            assert await again.count() == 1
+            assert again.schema == user
+        finally:
+            await again.close()
 
 
 async def test_missing_database_is_unavailable(postgres_url: str) -> None:
@@ -683,14 +718,8 @@ async def test_a_store_used_from_another_event_loop_says_so(store: PostgresStore
 
 async def test_a_database_not_encoded_in_utf8_is_refused_when_opened(postgres_url: str) -> None:
     # given a database in LATIN1, which cannot hold most names and quotes a log keeps
-    name = f"t_latin1_{uuid.uuid4().hex[:12]}"
-    admin = await asyncpg.connect(postgres_url)
-    try:
-        await admin.execute(
-            f"CREATE DATABASE {name} ENCODING 'LATIN1' LC_COLLATE 'C' LC_CTYPE 'C' "
-            "TEMPLATE template0"
-        )
-        url = urlunsplit(urlsplit(postgres_url)._replace(path=f"/{name}"))
+    latin1 = "ENCODING 'LATIN1' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE template0"
+    async with _database_of_its_own(postgres_url, latin1) as url:
         # when a store opens it, then it is refused in one line saying what is needed
         with pytest.raises(StoreError, match=r"is encoded in LATIN1: .* needs a UTF8 database"):
             await open_store(url)
@@ -700,9 +729,6 @@ async def test_a_database_not_encoded_in_utf8_is_refused_when_opened(postgres_ur
             assert await connection.fetchval("SELECT to_regclass('events')") is None
         finally:
             await connection.close()
-    finally:
-        await admin.execute(f"DROP DATABASE IF EXISTS {name}")
-        await admin.close()
 
 
 async def test_a_connection_that_may_only_read_is_said_so_by_commands_that_write(

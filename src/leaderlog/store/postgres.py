@@ -4,8 +4,10 @@ URL: ``postgresql://user[:password]@host[:port]/database[?schema=name]`` (``post
 other query parameters are passed to the server as settings, e.g. ``application_name``).
 ``schema`` keeps a log in its own PostgreSQL schema: it is created when missing and is the only
 entry of ``search_path`` on every connection, so several logs (or test runs) can share one
-database without seeing each other. Without it the log is in ``public``, the only entry of
-``search_path`` then (unless ``search_path`` is given as a setting).
+database without seeing each other. Without it, the log is the one the server's default
+``search_path`` finds (or a new one where it creates tables), and every connection keeps to
+that schema: a ``?schema=`` log made later under the role's name does not take its place.
+Events tables in two schemas on that path are an error asking which one (``?schema=``).
 
 Writers take turns: every append transaction first takes a transaction-scoped advisory lock
 keyed on the events table, then reads the head. A position is therefore only handed out after
@@ -344,6 +346,9 @@ class _ConnectOptions(NamedTuple):
     schema: str | None
     # Seconds to wait for a connection; None waits as long as it takes.
     timeout: float | None
+    # Neither ?schema= nor a search_path setting: the log is where the server's default
+    # search_path finds it, which open() works out once and keeps to (see _default_schema).
+    search_path_given: bool
 
 
 def _connect_timeout(values: Sequence[str], url: str) -> float | None:
@@ -450,12 +455,9 @@ def _connect_options(url: str) -> _ConnectOptions:
         settings["lock_timeout"] = f"{int(LOCK_TIMEOUT * 1000)}ms"
     if schema is not None:
         settings["search_path"] = f'"{schema}"'
-    elif "search_path" not in dict(passed):
-        # PostgreSQL's default ("$user", public) would find a ?schema= log named after the
-        # role first, and take it for this one.
-        settings["search_path"] = "public"
     dsn = urlunsplit(parts._replace(query=urlencode(passed)))
-    return _ConnectOptions(dsn, settings, schema, timeout)
+    search_path_given = schema is not None or "search_path" in dict(passed)
+    return _ConnectOptions(dsn, settings, schema, timeout, search_path_given)
 
 
 def check_url(url: str) -> None:
@@ -491,6 +493,47 @@ class _Created(NamedTuple):
     table_oid: int
     table_created: bool
     schema_created: bool
+
+
+async def _open_pool(
+    dsn: str, settings: dict[str, str], timeout: float | None, shown: str
+) -> asyncpg.Pool[asyncpg.Record]:
+    try:
+        return await asyncpg.create_pool(
+            dsn,
+            min_size=_POOL_MIN,
+            max_size=_POOL_MAX,
+            # None, no limit, is what asyncpg runs with (its annotation says float).
+            timeout=timeout,  # type: ignore[arg-type]
+            server_settings=settings,
+        )
+    except _OPEN_OR_URL_ERRORS as error:
+        unavailable = StoreUnreachable if isinstance(error, _UNREACHABLE) else StoreUnavailable
+        raise unavailable(f"cannot open PostgreSQL database {shown}: {_reason(error)}") from error
+
+
+# The schemas on the session's search_path holding an events table, in search order.
+_LOGS_ON_THE_PATH = (
+    "SELECT s.name FROM unnest(current_schemas(false)) WITH ORDINALITY AS s(name, place) "
+    "WHERE to_regclass(quote_ident(s.name) || '.events') IS NOT NULL ORDER BY s.place"
+)
+
+
+async def _default_schema(
+    connection: asyncpg.pool.PoolConnectionProxy[asyncpg.Record], where: str
+) -> str | None:
+    """The schema a URL without ?schema= means: the one on the default search_path holding
+    an events table, else the one a new log is created in (None: no schema there)."""
+    found = [str(row[0]) for row in await connection.fetch(_LOGS_ON_THE_PATH)]
+    if len(found) > 1:
+        raise StoreUnavailable(
+            f"{where} has events tables in schemas {', '.join(found)}, all on its search_path: "
+            f"name the log's with ?schema= (e.g. ?schema={found[-1]})"
+        )
+    if found:
+        return found[0]
+    current = await connection.fetchval("SELECT current_schema()")
+    return None if current is None else str(current)
 
 
 async def _create_schema(
@@ -632,23 +675,29 @@ class PostgresStore(EventStore):
     async def open(cls, url: str, *, create: bool = True) -> PostgresStore:
         """Open the log a URL names; ``create=False`` refuses one that does not exist
         (and runs no DDL, so a role that may only read can open it)."""
-        dsn, settings, schema, timeout = _connect_options(url)
+        dsn, settings, schema, timeout, search_path_given = _connect_options(url)
         # The address as given, ?schema= and settings included: they may be what is wrong.
         shown = _redacted_or_hidden(url)
+        pool = await _open_pool(dsn, settings, timeout, shown)
         try:
-            pool = await asyncpg.create_pool(
-                dsn,
-                min_size=_POOL_MIN,
-                max_size=_POOL_MAX,
-                # None, no limit, is what asyncpg runs with (its annotation says float).
-                timeout=timeout,  # type: ignore[arg-type]
-                server_settings=settings,
-            )
-        except _OPEN_OR_URL_ERRORS as error:
+            if not search_path_given:
+                # Every connection keeps to the schema found now: a ?schema= log made later
+                # under the role's name would come first on the default search_path.
+                async with pool.acquire() as connection:
+                    found = await _default_schema(connection, shown)
+                await pool.close()
+                if found is not None:
+                    settings = {**settings, "search_path": f'"{found}"'}
+                pool = await _open_pool(dsn, settings, timeout, shown)
+        except _SERVER_ERRORS as error:
+            await pool.close()
             unavailable = StoreUnreachable if isinstance(error, _UNREACHABLE) else StoreUnavailable
             raise unavailable(
-                f"cannot open PostgreSQL database {shown}: {_reason(error)}"
+                f"cannot prepare PostgreSQL database {shown}: {_reason(error)}"
             ) from error
+        except BaseException:
+            await pool.close()
+            raise
         try:
             created: _Created | None = None
             async with pool.acquire() as connection:
