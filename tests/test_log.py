@@ -466,6 +466,11 @@ async def test_a_record_built_by_hand_is_held_to_what_parsing_checks(
         (problem,) = caught.value.problems
         assert (problem.where, problem.rule) == ("record 0", rule), name
         assert words in problem.message, (name, problem.message)
+    # a parsed record changed as a frozen model is, by a copy, is held to them too
+    parsed = parse_record({"type": "person.registered", "data": person.data()})
+    for changes in ({"event_id": uuid.UUID(int=0)}, {"actor": "Bad Actor!"}):
+        with pytest.raises(BatchError):
+            await seeded_log.append_records([parsed.model_copy(update=changes)], actor="test")
     single = Record(event=person, event_id=uuid.uuid4())
     with pytest.raises(BatchError, match="records must be a list of Record, not Record"):
         await seeded_log.append_records(single, actor="test")  # type: ignore[arg-type]

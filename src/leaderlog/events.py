@@ -979,6 +979,14 @@ def parse_record(raw: object) -> Record:
 class _ParsedRecord(Record):
     """A record :func:`parse_record` made, so held to every check already."""
 
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        # A copy with changes was not parsed: it is a plain Record, checked when appended.
+        copied = super().model_copy(update=update, deep=deep)
+        if not update:
+            return copied
+        fields = {name: getattr(copied, name) for name in Record.model_fields}
+        return Record.model_validate(fields)  # type: ignore[return-value]
+
 
 def check_record(record: Record) -> None:
     """Hold a record built by hand to what :func:`parse_record` checks, or
