@@ -151,6 +151,39 @@ print(asyncio.run(store.count()))
 """
 
 
+# A store used, and closed, by a thread that goes on after the main thread has ended.
+_USED_BY_A_THREAD = """
+import asyncio, sys, threading
+from leaderlog.store import open_store
+
+ready = threading.Event()
+
+async def main() -> None:
+    async with await open_store(sys.argv[1]) as store:
+        ready.set()
+        for _ in range(5):
+            await asyncio.sleep(0.1)
+            await store.head()
+    print("closed")
+
+worker = threading.Thread(target=asyncio.run, args=(main(),))
+worker.start()
+ready.wait()
+"""
+
+
+def test_a_store_a_thread_still_uses_when_the_main_thread_ends_is_left_to_it(
+    sqlite_url: str,
+) -> None:
+    finished = subprocess.run(
+        [sys.executable, "-W", "always::ResourceWarning", "-c", _USED_BY_A_THREAD, sqlite_url],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert (finished.returncode, finished.stdout, finished.stderr) == (0, "closed\n", "")
+
+
 @pytest.mark.parametrize("program", [_FORGETS_TO_CLOSE, _KEEPS_IT_OPEN], ids=["garbage", "kept"])
 def test_a_store_never_closed_does_not_hold_the_process_open(sqlite_url: str, program: str) -> None:
     # given a program that opens a store, reads, and ends without closing it

@@ -234,7 +234,11 @@ _open_stores: weakref.WeakSet[SQLiteStore] = weakref.WeakSet()
 
 def _stop_open_stores() -> None:
     for store in list(_open_stores):
-        store._abandoned()
+        # The main thread has ended; a store another thread opened and still runs in may
+        # well be closed by it yet.
+        opener = store._opened_by
+        if opener is threading.main_thread() or not opener.is_alive():
+            store._abandoned()
 
 
 _before_threads_are_joined = getattr(threading, "_register_atexit", None)
@@ -345,9 +349,18 @@ class _WriteConnection:
         if self._closed:
             raise StoreUnavailable(_CLOSED)
         try:
-            return await asyncio.get_running_loop().run_in_executor(
+            running = asyncio.get_running_loop().run_in_executor(
                 self._thread, work, self._connection
             )
+        except RuntimeError as error:
+            # concurrent.futures stops its threads once the main thread has ended: a store
+            # another thread still uses then can no longer write.
+            raise StoreUnavailable(
+                f"cannot use the SQLite database {self._path}: the program is ending "
+                "(its main thread has finished)"
+            ) from error
+        try:
+            return await running
         except sqlite3.OperationalError as error:
             # A file this user may read but not write opens fine (a log in WAL mode needs
             # no write to open): the first write is where it shows.
@@ -394,7 +407,9 @@ class _WriteConnection:
     async def close(self) -> None:
         if self._closed:
             return
-        await self.run(sqlite3.Connection.close)
+        with contextlib.suppress(StoreUnavailable):
+            # Only when the program is ending: the connection goes with the process.
+            await self.run(sqlite3.Connection.close)
         self._closed = True
         self._thread.shutdown(wait=False)
 
@@ -665,6 +680,7 @@ class SQLiteStore(EventStore):
         # when the store is garbage collected, and warn as an unclosed file does.
         self._abandoned = weakref.finalize(self, _stop_abandoned, reader, str(path))
         self._abandoned.atexit = False
+        self._opened_by = threading.current_thread()  # the thread of its event loop
         _open_stores.add(self)
 
     @classmethod
