@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime as dt
+import errno
 import socket
 import time
 import uuid
@@ -15,13 +16,14 @@ import anyio
 import asyncpg
 import pytest
 
-from leaderlog.errors import StoreError, StoreUnavailable
+from leaderlog.errors import StoreError, StoreUnavailable, StoreUnreachable
 from leaderlog.projections import BUILTIN, ProjectionRunner
 from leaderlog.store import EventStore, open_store
 from leaderlog.store.postgres import (
     _INSERT_CHUNK,
     PostgresStore,
     _unavailable_on_disconnect,
+    _unreachable,
     translate_placeholders,
 )
 
@@ -744,3 +746,22 @@ async def test_a_connection_that_may_only_read_is_said_so_by_commands_that_write
         with pytest.raises(StoreError, match="this connection may only read") as refused:
             await ProjectionRunner(reader, [cls() for cls in BUILTIN.values()]).catch_up()
     assert "\n" not in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    ("raised", "waited_for"),
+    [
+        (ConnectionRefusedError(), True),
+        (TimeoutError(), True),
+        (OSError(errno.EHOSTUNREACH, "No route to host"), True),
+        (OSError(errno.ENETUNREACH, "Network is unreachable"), True),
+        (socket.gaierror(socket.EAI_AGAIN, "Temporary failure in name resolution"), True),
+        (socket.gaierror(socket.EAI_NONAME, "Name or service not known"), False),
+        (asyncpg.InvalidCatalogNameError("database does not exist"), False),
+        (asyncpg.InvalidPasswordError("password authentication failed"), False),
+    ],
+)
+def test_only_what_may_pass_on_its_own_is_unreachable(
+    raised: BaseException, waited_for: bool
+) -> None:
+    assert (_unreachable(raised) is StoreUnreachable) is waited_for

@@ -23,9 +23,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import functools
 import logging
 import re
+import socket
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from typing import Any, NamedTuple
@@ -191,6 +193,21 @@ _UNREACHABLE: tuple[type[BaseException], ...] = (
     asyncpg.AdminShutdownError,
     asyncpg.CrashShutdownError,
 )
+# The same from the network, while a database's host or its name comes up (a container's).
+_UNREACHABLE_ERRNOS = {errno.EHOSTUNREACH, errno.ENETUNREACH, errno.EHOSTDOWN}
+
+
+def _unreachable(error: BaseException) -> type[StoreUnavailable]:
+    """The error to raise for ``error`` at open: StoreUnreachable when trying again may do."""
+    if isinstance(error, _UNREACHABLE):
+        return StoreUnreachable
+    if isinstance(error, socket.gaierror):
+        return StoreUnreachable if error.errno == socket.EAI_AGAIN else StoreUnavailable
+    if isinstance(error, OSError) and error.errno in _UNREACHABLE_ERRNOS:
+        return StoreUnreachable
+    return StoreUnavailable
+
+
 # At open time a wrong database name or credentials also mean "cannot be reached".
 _OPEN_ERRORS: tuple[type[BaseException], ...] = (
     *_CONNECTION_ERRORS,
@@ -508,8 +525,8 @@ async def _open_pool(
             server_settings=settings,
         )
     except _OPEN_OR_URL_ERRORS as error:
-        unavailable = StoreUnreachable if isinstance(error, _UNREACHABLE) else StoreUnavailable
-        raise unavailable(f"cannot open PostgreSQL database {shown}: {_reason(error)}") from error
+        message = f"cannot open PostgreSQL database {shown}: {_reason(error)}"
+        raise _unreachable(error)(message) from error
 
 
 # The schemas on the session's search_path holding an events table, in search order.
@@ -691,8 +708,7 @@ class PostgresStore(EventStore):
                 pool = await _open_pool(dsn, settings, timeout, shown)
         except _SERVER_ERRORS as error:
             await pool.close()
-            unavailable = StoreUnreachable if isinstance(error, _UNREACHABLE) else StoreUnavailable
-            raise unavailable(
+            raise _unreachable(error)(
                 f"cannot prepare PostgreSQL database {shown}: {_reason(error)}"
             ) from error
         except BaseException:
@@ -709,8 +725,7 @@ class PostgresStore(EventStore):
                     table_schema, table_oid = await _existing_schema(connection, shown, schema)
         except _SERVER_ERRORS as error:
             await pool.close()
-            unavailable = StoreUnreachable if isinstance(error, _UNREACHABLE) else StoreUnavailable
-            raise unavailable(
+            raise _unreachable(error)(
                 f"cannot prepare PostgreSQL database {shown}: {_reason(error)}"
             ) from error
         except BaseException:
