@@ -13,7 +13,13 @@ import pytest
 from lxml import etree
 
 from leaderlog.errors import FeedError, LeaderlogError, ProjectionError, StoreUnavailable
-from leaderlog.events import ClaimCorrected, ClaimDisputed, PersonRegistered
+from leaderlog.events import (
+    ClaimConfirmed,
+    ClaimCorrected,
+    ClaimDisputed,
+    FuzzyDate,
+    PersonRegistered,
+)
 from leaderlog.feeds import (
     FULL_ARCHIVE_CACHE,
     LANGUAGES,
@@ -34,6 +40,7 @@ from tests.feeds.atom_schema import atom_problems
 from tests.feeds.logs import (
     BASE,
     CONTROL,
+    FOX,
     GENALO_RETIREMENT,
     HAMMER_BODY,
     HAMMER_CAPTION,
@@ -444,6 +451,37 @@ async def test_corrections_and_retractions_update_the_same_entry_and_say_what_ch
     assert hammer.published == before[hammer.id].published
     assert genalo.title.startswith("Confirmed: ")
     assert "Effective: June 2, 2025." in genalo.summary
+
+
+async def test_a_confirmation_without_a_date_keeps_the_date_reported(
+    seeded_log: EventLog,
+) -> None:
+    # given a claim whose date was corrected to 15 June, then confirmed without a date
+    await seeded_log.append_events(
+        [
+            ClaimCorrected(
+                claim=GENALO_RETIREMENT,
+                changes={"effective": {"date": "2025-06-15"}},
+                reason="The date was announced.",
+            ),
+            ClaimConfirmed(
+                claim=GENALO_RETIREMENT,
+                source=FOX,
+                effective=FuzzyDate(date=None, text="in the coming weeks"),
+            ),
+        ],
+        actor="test",
+    )
+    service = await project(seeded_log)
+    (entry,) = [
+        e
+        for e in _parse(await _render(service, "all"), "atom").entries
+        if e.title.startswith("Confirmed: ")
+    ]
+    # then the entry still says the date, as the claim command does
+    assert "Effective: June 15, 2025." in entry.summary
+    claim = await (await current(seeded_log)).claim(GENALO_RETIREMENT)
+    assert claim["current"]["effective"]["date"] == "2025-06-15"
 
 
 @pytest.mark.parametrize(

@@ -310,8 +310,11 @@ def apply_claim(page: Page, recorded: RecordedEvent, data: dict[str, Any]) -> No
             for key in ("effective", "quote"):
                 if key in data:
                     step[key] = data[key]
-            if isinstance(data.get("effective"), Mapping):
-                doc["fields"]["effective"] = dict(data["effective"])
+            effective = data.get("effective")
+            # Only a date replaces the one reported (as in the leadership projection): a
+            # confirmation that gives none ("in the coming weeks") leaves it as it was.
+            if isinstance(effective, Mapping) and effective.get("date") is not None:
+                doc["fields"]["effective"] = dict(effective)
         elif recorded.type == "claim.corrected":
             step["changes"] = _correct(page, entry, data.get("changes"))
             # A claim corrected onto another person or post joins that feed, where it is news.
