@@ -6,6 +6,8 @@ Checks that need no process boundary run the same commands in-process (``CliRunn
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import io
 import json
 import os
 import re
@@ -19,7 +21,8 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
-from leaderlog.cli import main
+from leaderlog.cli import log_commands, main
+from leaderlog.cli._app import interruptible
 from leaderlog.events import event_schema, parse_record
 from leaderlog.log import EventLog
 
@@ -515,7 +518,8 @@ def _waiting_to_read_stdin(pid: int) -> bool:
         pytest.skip("needs /proc/PID/syscall")
 
 
-def test_ctrl_c_stops_an_import_waiting_for_stdin(tmp_path: Path) -> None:
+def _interrupted_waiting_for_stdin(tmp_path: Path, interrupts: int) -> tuple[int, bytes]:
+    """An import of stdin sent ``interrupts`` Ctrl-Cs at once while it waits to read."""
     url = f"sqlite:///{tmp_path / 'leaderlog.db'}"
     process = subprocess.Popen(
         [str(LEADERLOG), "--db", url, "import", "-"],
@@ -529,13 +533,46 @@ def test_ctrl_c_stops_an_import_waiting_for_stdin(tmp_path: Path) -> None:
         while not _waiting_to_read_stdin(process.pid):
             assert time.monotonic() < deadline, "the import never read its stdin"
             time.sleep(0.05)
-        process.send_signal(signal.SIGINT)
+        for _ in range(interrupts):
+            process.send_signal(signal.SIGINT)
         _, stderr = process.communicate(timeout=30)
     finally:
         process.kill()
-    assert process.returncode == 130
+    return process.returncode, stderr
+
+
+def test_ctrl_c_stops_an_import_waiting_for_stdin(tmp_path: Path) -> None:
+    status, stderr = _interrupted_waiting_for_stdin(tmp_path, 1)
+    assert status == 130
     assert stderr == b"interrupted: nothing was written: the records were still being read\n"
     assert list(tmp_path.iterdir()) == []
+
+
+def test_ctrl_c_twice_stops_an_import_still_reading_and_writes_nothing(tmp_path: Path) -> None:
+    status, stderr = _interrupted_waiting_for_stdin(tmp_path, 2)
+    assert status == 130
+    assert stderr.startswith(b"interrupted: nothing was written: the records were still being")
+    assert b"Traceback" not in stderr and b"Exception ignored" not in stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # the drop itself
+def test_a_ctrl_c_python_drops_while_records_are_read_still_stops_the_reading() -> None:
+    # given a Ctrl-C raised where Python drops it (a finalizer), while lines are read
+    class Finalized:
+        def __del__(self) -> None:
+            signal.raise_signal(signal.SIGINT)
+
+    lines = io.BytesIO(b"".join(b"{}\n" for _ in range(100)))
+    read = []
+    with pytest.raises(KeyboardInterrupt), interruptible() as interrupted:
+        for line in log_commands._lines_with_progress(lines, None, interrupted):
+            read.append(line)
+            if len(read) == 3:
+                with contextlib.suppress(KeyboardInterrupt):
+                    Finalized()
+    # then the reading stops at the next line all the same
+    assert interrupted() and len(read) == 3
 
 
 def test_an_import_of_no_records_answers_in_json_when_asked(tmp_path: Path) -> None:

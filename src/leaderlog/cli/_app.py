@@ -285,6 +285,35 @@ def reported(interrupted: str = "") -> Iterator[None]:
 _InterruptHandler = Callable[[int, FrameType | None], None]
 
 
+@contextlib.contextmanager
+def interruptible(interrupted: str = "") -> Iterator[Callable[[], bool]]:
+    """Ctrl-C for work outside :func:`run` (reading records before the event loop starts).
+
+    The first raises KeyboardInterrupt where the main thread is, as Python's own handler
+    does, and is noted: one raised inside a finalizer is dropped by Python, so the work asks
+    the function this yields, and stops itself. A second ends the process at once.
+    """
+    said = _interrupted_message(interrupted)
+    noted = False
+
+    def on_interrupt(signum: int, frame: FrameType | None) -> None:
+        nonlocal noted
+        if noted:
+            os.write(sys.stderr.fileno(), f"{said} (again: stopped at once)\n".encode())
+            os._exit(INTERRUPTED_STATUS)
+        noted = True
+        raise KeyboardInterrupt
+
+    if threading.current_thread() is not threading.main_thread():
+        yield lambda: noted
+        return
+    previous = signal.signal(signal.SIGINT, on_interrupt)
+    try:
+        yield lambda: noted
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def _stop_at_once_on_a_second_interrupt(said: str) -> list[_InterruptHandler]:
     """The first Ctrl-C cancels the command, which then closes its database; a second one
     pressed meanwhile interrupted the closing itself and left threads waiting on each other

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict
 from typing import IO, Any
 
@@ -15,6 +15,7 @@ from leaderlog.cli._app import (
     Context,
     OutputLost,
     err_console,
+    interruptible,
     is_output_error,
     main,
     print_json,
@@ -51,9 +52,14 @@ def _in_file(problem: RecordError, file: IO[bytes]) -> RecordError:
     return problem.located(f"{file.name} {problem.where}" if problem.where else file.name)
 
 
-def _lines_with_progress(handle: IO[bytes], size: int | None) -> Iterator[bytes]:
+def _lines_with_progress(
+    handle: IO[bytes], size: int | None, interrupted: Callable[[], bool]
+) -> Iterator[bytes]:
     if size is None or size < _PROGRESS_THRESHOLD:
-        yield from read_lines(handle)
+        for line in read_lines(handle):
+            if interrupted():
+                raise KeyboardInterrupt  # one that Python dropped (see interruptible)
+            yield line
         return
     with Progress(
         TextColumn("checking"),
@@ -66,6 +72,8 @@ def _lines_with_progress(handle: IO[bytes], size: int | None) -> Iterator[bytes]
     ) as progress:
         task = progress.add_task("check", total=size)
         for line in read_lines(handle):
+            if interrupted():
+                raise KeyboardInterrupt
             progress.advance(task, len(line))
             yield line
 
@@ -113,7 +121,7 @@ def import_command(context: Context, files: Sequence[IO[bytes]], actor: str, as_
       leaderlog export | leaderlog --db sqlite:///copy.db import -
     """
 
-    def read_all() -> tuple[list[Record], list[str]]:
+    def read_all(interrupted: Callable[[], bool]) -> tuple[list[Record], list[str]]:
         records: list[Record] = []
         labels: list[str] = []
         problems: list[RecordError] = []
@@ -121,7 +129,9 @@ def import_command(context: Context, files: Sequence[IO[bytes]], actor: str, as_
             # With several files, "line 3" alone would not say which one.
             named = len(files) > 1
             try:
-                found, found_labels = parse_lines(_lines_with_progress(file, _size(file)))
+                found, found_labels = parse_lines(
+                    _lines_with_progress(file, _size(file), interrupted)
+                )
             except BatchError as error:
                 problems += [
                     _in_file(problem, file) if named else problem for problem in error.problems
@@ -192,8 +202,11 @@ def import_command(context: Context, files: Sequence[IO[bytes]], actor: str, as_
             raise RecordError(str(error), where=line, rule=rule) from None
 
     # Read before the event loop starts: a Ctrl-C while stdin blocks then stops it at once.
-    with reported("nothing was written: the records were still being read"):
-        records, labels = read_all()
+    still_reading = "nothing was written: the records were still being read"
+    with reported(still_reading), interruptible(still_reading) as interrupted:
+        records, labels = read_all(interrupted)
+        if interrupted():
+            raise KeyboardInterrupt  # dropped by Python after the last line was read
     if not records:
         if as_json:
             print_json({"appended": 0, "already_present": 0})
