@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
+from leaderlog._json import dumps
 from leaderlog.cli import log_commands, main
 from leaderlog.cli._app import interruptible
 from leaderlog.events import event_schema, parse_record
@@ -211,6 +212,16 @@ def invoke(*args: str) -> str:
     result = CliRunner().invoke(main, list(args))
     assert result.exit_code == 0, result.output
     return result.stdout
+
+
+def test_events_as_json_is_the_array_of_every_envelope(seeded_url: str) -> None:
+    # written page by page, but the very text one array of them would be
+    everything = invoke("--db", seeded_url, "events", "--json")
+    envelopes = json.loads(everything)
+    assert everything == dumps(envelopes, indent=True) + "\n"
+    assert invoke("--db", seeded_url, "events", "--json", "--after", "29") == "[]\n"
+    one = invoke("--db", seeded_url, "events", "--json", "--after", "3", "--limit", "1")
+    assert one == dumps(envelopes[3:4], indent=True) + "\n"
 
 
 def test_events_paging(seeded_url: str) -> None:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
-from collections.abc import Callable, Iterator, Sequence
+import textwrap
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import asdict
 from typing import IO, Any
 
@@ -33,6 +35,8 @@ _IMPORT_INTERRUPTED = (
     "importing the same files again appends only what is missing"
 )
 # Files smaller than this import without a progress bar: it would only flicker.
+# Events read at a time by the commands that list them.
+_EVENTS_PAGE = 2000
 _PROGRESS_THRESHOLD = 1024 * 1024
 
 
@@ -263,24 +267,54 @@ def events_command(context: Context, after: int, limit: int | None, as_json: boo
     """
 
     async def go() -> None:
+        out = sys.stdout
+        # Page by page, as export does: a whole large log would not fit in memory at once.
         async with context.log(create=False) as log:
-            events = await log.events(after=after, limit=limit)
-        if as_json:
-            print_json([event.envelope() for event in events])
-            return
-        if not events:
+            shown = _at_most(log.store.iterate(after=after, page=_page(limit)), limit)
+            if as_json:
+                # The array print_json would write, an element at a time.
+                out.write("[")
+                empty = True
+                async for event in shown:
+                    out.write("\n" if empty else ",\n")
+                    out.write(textwrap.indent(dumps(event.envelope(), indent=True), "  "))
+                    empty = False
+                out.write("]\n" if empty else "\n]\n")
+                out.flush()
+                return
+            # Wide enough for the longest id shown (a stream is "kind-id", the shortest kind
+            # "org"), so that the actors stay in one column.
+            width = max(40, await log.store.longest_stream_name(after, limit) - len("org-"))
+            empty = True
+            async for event in shown:
+                subject = event.stream.partition("-")[2]
+                # In full, as stored: a time copied into --known-at takes in this event.
+                click.echo(
+                    f"{event.position:>6}  {format_time(event.recorded_at)}  "
+                    f"{event.type:<18} {subject:<{width}} {event.actor}"
+                )
+                empty = False
+        if empty:
             click.echo(f"(no events after position {after})" if after else "(no events)")
-        subjects = [event.stream.partition("-")[2] for event in events]
-        # Wide enough for the longest id shown, so that the actors stay in one column.
-        width = max([40, *map(len, subjects)])
-        for event, subject in zip(events, subjects, strict=True):
-            # In full, as stored: a time copied from here into --known-at takes in this event.
-            click.echo(
-                f"{event.position:>6}  {format_time(event.recorded_at)}  "
-                f"{event.type:<18} {subject:<{width}} {event.actor}"
-            )
 
     run(go)
+
+
+def _page(limit: int | None) -> int:
+    return min(limit or _EVENTS_PAGE, _EVENTS_PAGE)
+
+
+async def _at_most(
+    events: AsyncGenerator[RecordedEvent, None], limit: int | None
+) -> AsyncIterator[RecordedEvent]:
+    count = 0
+    async with contextlib.aclosing(events):
+        async for event in events:
+            yield event
+            count += 1
+            # Before the next page is read: what lies beyond the limit is never touched.
+            if limit is not None and count >= limit:
+                return
 
 
 @main.command("verify")

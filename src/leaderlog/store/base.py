@@ -12,7 +12,7 @@ import contextlib
 import datetime as dt
 import hashlib
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Literal, NamedTuple, TypeAlias
@@ -663,7 +663,19 @@ class EventStore(abc.ABC):
     async def head(self) -> tuple[int, str]:
         """The last position and its hash (0 and the genesis hash when empty)."""
 
-    async def iterate(self, after: int = 0, page: int = 2000) -> AsyncIterator[RecordedEvent]:
+    async def longest_stream_name(self, after: int = 0, limit: int | None = None) -> int:
+        """The length of the longest stream name among the events ``read_all`` would give
+        (0 when there are none): a listing printed page by page aligns on it."""
+        until = MAX_POSITION if limit is None else storable(storable(after) + storable(limit))
+        rows = await self.query(
+            "SELECT MAX(LENGTH(stream)) FROM events WHERE position > ? AND position <= ?",
+            (storable(after), until),
+        )
+        return int(rows[0][0] or 0)
+
+    async def iterate(
+        self, after: int = 0, page: int = 2000
+    ) -> AsyncGenerator[RecordedEvent, None]:
         while True:
             events = await self.read_all(after=after, limit=page)
             for event in events:
