@@ -410,6 +410,9 @@ async def test_a_page_not_taken_in_yet_is_unavailable_not_missing(seeded_log: Ev
     # then its first archive page is "not yet", not "does not exist"
     with pytest.raises(StoreUnavailable, match="catching up"):
         await _render(service, "all", page=1)
+    # while one further on than those events could fill does not exist, as it never will
+    with pytest.raises(FeedNotFound, match="archive page 99 does not exist"):
+        await _render(service, "all", page=99)
     # and an unknown scope is still simply unknown
     with pytest.raises(FeedNotFound):
         await _render(service, "person:nobody-at-all")

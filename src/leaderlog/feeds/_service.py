@@ -89,12 +89,16 @@ def _generator_version() -> str:
 class FeedNotFound(FeedError, LookupError):
     """No such organisation, person, post or archive page.
 
-    ``scope`` is the feed's scope when its subject is unknown, None for a missing page.
+    ``scope`` is the feed's scope when its subject is unknown, None for a missing page;
+    ``entries`` then counts the scope's filings when it was asked.
     """
 
-    def __init__(self, message: str, scope: Scope | None = None) -> None:
+    def __init__(
+        self, message: str, scope: Scope | None = None, *, entries: int | None = None
+    ) -> None:
         super().__init__(message)
         self.scope = scope
+        self.entries = entries
 
     @classmethod
     def named_subject(cls, text: str) -> FeedNotFound | None:
@@ -312,7 +316,18 @@ class FeedService:
             checkpoint = await self._unless_rebuilding()
             # A page not taken in yet, rather than never there: events are stored beyond the
             # checkpoint (another server may already link to it).
-            if missing.scope is None and (checkpoint or 0) < (await self.reader.store.head())[0]:
+            backlog = (await self.reader.store.head())[0] - (checkpoint or 0)
+            # Each event files an entry in a scope at most once: a page further on than the
+            # events still to take in could fill is never there (a crawler is not sent back).
+            if (
+                missing.scope is None
+                and backlog > 0
+                and (
+                    missing.entries is None
+                    or request.page is None
+                    or request.page <= page_count(missing.entries + backlog)
+                )
+            ):
                 raise StoreUnavailable(_CATCHING_UP, public=_CATCHING_UP) from None
             raise
         # Read over several queries: a rebuild begun meanwhile may have emptied the tables.
@@ -331,7 +346,8 @@ class FeedService:
                 pages = page_count(head.entries)
                 raise FeedNotFound(
                     f"archive page {request.page} does not exist "
-                    + (f"(this feed has {pages})" if pages else "(the feed is complete)")
+                    + (f"(this feed has {pages})" if pages else "(the feed is complete)"),
+                    entries=head.entries,
                 )
             if is_full(request.page, head.entries):
                 position, moment = await self._frozen(request.scope, request.page)
