@@ -11,7 +11,7 @@ from click.testing import CliRunner, Result
 
 import leaderlog.cli.projection_commands  # noqa: F401  (registers the commands on main)
 from leaderlog.cli import main
-from leaderlog.projections import BUILTIN
+from leaderlog.projections import BUILTIN, ProjectionRunner
 from tests.conftest import ROOT, invoke, ok
 from tests.projections.logs import (
     ANOTHER_CLAIM,
@@ -576,4 +576,21 @@ def test_a_refused_module_is_named_relative_to_the_current_folder(
     assert result.stderr == (
         "error: projections/thief.py: table 'events': it is not its own; its names start with "
         "p_thief_\n"
+    )
+
+
+def test_a_rebuild_interrupted_says_where_the_projections_stand(
+    db: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # given a rebuild that Ctrl-C stops while it applies the log
+    async def interrupted_while_applying(*args: Any, **kwargs: Any) -> int:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(ProjectionRunner, "rebuild", interrupted_while_applying)
+    result = invoke(db, "rebuild")
+    # then it says what is left and what carries on, with the status a shell expects
+    assert result.exit_code == 130
+    assert result.stderr.strip().endswith(
+        "interrupted: each projection stays at the last page it applied; the next command or "
+        "server that reads them carries on from there"
     )

@@ -572,7 +572,11 @@ def rebuild_command(context: Context, names: Sequence[str]) -> None:
                 "loaded before)"
             )
 
-    run(go)
+    run(
+        go,
+        interrupted="each projection stays at the last page it applied; the next command or "
+        "server that reads them carries on from there",
+    )
 
 
 def _check_name(name: str, hint: str) -> None:
