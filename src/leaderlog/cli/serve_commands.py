@@ -217,6 +217,20 @@ def _secrets_hidden(record: logging.LogRecord) -> bool:
 
 logging.getLogger("uvicorn.access").addFilter(_secrets_hidden)
 
+
+def _not_a_request_cut_at_stop(record: logging.LogRecord) -> bool:
+    """Leave out the traceback uvicorn logs for each request still unfinished when a stop
+    has waited long enough (a client that never sent its whole body): cutting them is
+    what the stop is for, not the server's fault."""
+    raised = record.exc_info[1] if record.exc_info else None
+    return not (
+        isinstance(raised, asyncio.CancelledError)
+        and "timeout graceful shutdown exceeded" in str(raised)
+    )
+
+
+logging.getLogger("uvicorn.error").addFilter(_not_a_request_cut_at_stop)
+
 # How long a stop (Ctrl-C, SIGTERM) waits for requests in flight before closing them.
 GRACEFUL_STOP_SECONDS = 5
 
