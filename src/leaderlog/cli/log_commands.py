@@ -35,9 +35,9 @@ _IMPORT_INTERRUPTED = (
     "importing the same files again appends only what is missing"
 )
 # Files smaller than this import without a progress bar: it would only flicker.
+_PROGRESS_THRESHOLD = 1024 * 1024
 # Events read at a time by the commands that list them.
 _EVENTS_PAGE = 2000
-_PROGRESS_THRESHOLD = 1024 * 1024
 
 
 def _size(file: IO[bytes]) -> int | None:
@@ -59,11 +59,9 @@ def _in_file(problem: RecordError, file: IO[bytes]) -> RecordError:
 def _lines_with_progress(
     handle: IO[bytes], size: int | None, interrupted: Callable[[], bool]
 ) -> Iterator[bytes]:
+    lines = _until_interrupted(read_lines(handle), interrupted)
     if size is None or size < _PROGRESS_THRESHOLD:
-        for line in read_lines(handle):
-            if interrupted():
-                raise KeyboardInterrupt  # one that Python dropped (see interruptible)
-            yield line
+        yield from lines
         return
     with Progress(
         TextColumn("checking"),
@@ -75,11 +73,16 @@ def _lines_with_progress(
         disable=not err_console.is_terminal,
     ) as progress:
         task = progress.add_task("check", total=size)
-        for line in read_lines(handle):
-            if interrupted():
-                raise KeyboardInterrupt
+        for line in lines:
             progress.advance(task, len(line))
             yield line
+
+
+def _until_interrupted(lines: Iterator[bytes], interrupted: Callable[[], bool]) -> Iterator[bytes]:
+    for line in lines:
+        if interrupted():
+            raise KeyboardInterrupt  # one that Python dropped (see interruptible)
+        yield line
 
 
 def _actor_name(context: click.Context, parameter: click.Parameter, actor: str) -> str:
