@@ -29,6 +29,7 @@ from leaderlog.cli import main
 from leaderlog.cli import projection_commands as _projection_commands
 from leaderlog.events import parse_event, parse_record
 from leaderlog.http import create_app
+from leaderlog.http._deps import Services
 from leaderlog.http.write_routes import MAX_BODY_BYTES, MAX_DEPTH, MAX_RECORDS
 from leaderlog.log import EventLog, load_seeds
 from leaderlog.tokens import Tokens
@@ -286,6 +287,20 @@ def test_token_revoked_through_the_library_stops_working_at_once(
     assert log_head(api) == before
 
 
+def test_a_write_the_projections_did_not_apply_in_time_says_so(
+    running: Running, api: httpx.Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # given projections that do not get to a write within the wait
+    async def too_slow(self: Services, position: int, timeout: float = 0.0) -> bool:
+        return False
+
+    monkeypatch.setattr(Services, "applied_through", too_slow)
+    # then the write is answered all the same, saying the next read may not show it yet
+    response = post(api, person(unique("slow-to-show")), running.token)
+    assert response.status_code == 201, response.text
+    assert response.json()["projected"] is False
+
+
 def test_good_token_appends_as_its_actor_and_the_audit_lists_it(
     running: Running, api: httpx.Client
 ) -> None:
@@ -294,7 +309,12 @@ def test_good_token_appends_as_its_actor_and_the_audit_lists_it(
     response = post(api, person(slug), running.token)
     assert response.status_code == 201, response.text
     body = response.json()
-    assert body == {"appended": 1, "already_present": 0, "positions": [count + 1]}
+    assert body == {
+        "appended": 1,
+        "already_present": 0,
+        "positions": [count + 1],
+        "projected": True,
+    }
     stored = envelope(api, count + 1)
     assert stored["actor"] == "alice"
     assert stored["data"]["person"] == slug

@@ -250,12 +250,13 @@ def _parse(raw: Any) -> list[Record]:
 
 def write_router(
     get_log: Callable[[Request], EventLog],
-    applied_through: Callable[[Request, int], Awaitable[object]] | None = None,
+    applied_through: Callable[[Request, int], Awaitable[bool]],
 ) -> APIRouter:
     """The write route, given how a request finds the application's :class:`EventLog`.
 
-    ``applied_through(request, position)``, when given, is awaited before a write is
-    answered, so that the writer's next read sees what it wrote.
+    ``applied_through(request, position)`` is awaited before a write is answered, so that
+    the writer's next read sees what it wrote; what it returns (whether the projections got
+    there in time) is the answer's ``projected``.
     """
     router = APIRouter()
     # One Tokens per store, so its table is ensured once rather than on every request.
@@ -399,14 +400,17 @@ def write_router(
         except StoreUnavailable as error:
             logger.warning("POST /api/events: %s", error)
             return _error(503, "unavailable", error.public, headers={"Retry-After": "1"})
-        if applied_through is not None and outcome.positions:
-            await applied_through(request, max(outcome.positions))
+        projected = True
+        if outcome.positions:
+            projected = await applied_through(request, max(outcome.positions))
         status = 201 if outcome.appended else 200
         return JSONResponse(
             {
                 "appended": outcome.appended,
                 "already_present": outcome.already_present,
                 "positions": list(outcome.positions),
+                # False when the wait ran out: the next read may not show the write yet.
+                "projected": projected,
             },
             status,
         )
