@@ -188,6 +188,25 @@ async def test_postgres_rebuild_equals_incremental_and_time_travel(
     assert before["position"] == SEED_COUNT
 
 
+async def test_postgres_a_rebuild_leaves_the_planner_the_sizes_of_its_tables(
+    seeded_postgres_log: EventLog,
+) -> None:
+    # when the projections are rebuilt
+    runner = ProjectionRunner(seeded_postgres_log.store, [cls() for cls in BUILTIN.values()])
+    await runner.rebuild()
+    # then each table they filled has been analysed (never analysed, its size reads -1)
+    tables = [table for projection in runner.projections for table in projection.tables()]
+    sizes = dict(
+        await seeded_postgres_log.store.query(
+            "SELECT c.relname, c.reltuples FROM pg_class c "
+            "JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "WHERE n.nspname = current_schema() AND c.relkind = 'r'"
+        )
+    )
+    assert sizes["p_leadership_claim_versions"] > 0
+    assert all(sizes[table] >= 0 for table in tables), sizes
+
+
 async def test_postgres_runners_in_parallel_apply_each_event_once(
     seeded_postgres_log: EventLog,
 ) -> None:

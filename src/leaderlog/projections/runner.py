@@ -427,6 +427,7 @@ class ProjectionRunner:
                     async with _alone(tx):
                         for statement in projection.query_indexes():
                             await _create(tx, statement)
+                        await tx.refresh_statistics(projection.tables())
                 except StoreError:
                     raise
                 except Exception as error:

@@ -570,6 +570,12 @@ class ProjectionTransaction(abc.ABC):
         EXISTS`` at once, which a database may refuse or deadlock on.
         """
 
+    async def refresh_statistics(self, tables: Sequence[str]) -> None:
+        """After ``tables`` were filled anew (a rebuild), let the query planner learn their
+        sizes now rather than whenever the database gets to it. Nothing by default: SQLite
+        plans without statistics unless asked, and keeps to that."""
+        return None
+
     def confined(
         self, owns: Callable[[str], bool], savepoint: str
     ) -> contextlib.AbstractAsyncContextManager[None]:

@@ -619,6 +619,13 @@ class _PostgresProjectionTransaction(ProjectionTransaction):
                 "SELECT pg_advisory_xact_lock($1)", self._append_lock_key
             )
 
+    async def refresh_statistics(self, tables: Sequence[str]) -> None:
+        # Until autovacuum analyses them (never, where it is off), freshly rebuilt tables
+        # are planned as if empty: a state query joined a sequential scan per dispute link.
+        with _unavailable_on_disconnect():
+            for table in tables:
+                await self._connection.execute(f'ANALYZE "{table}"')
+
     @contextlib.asynccontextmanager
     async def confined(self, owns: Callable[[str], bool], savepoint: str) -> AsyncIterator[None]:
         """Not confined (PostgreSQL has no authorizer); but deferred constraints are checked
