@@ -187,6 +187,10 @@ def test_overview_refuses_unknown_or_malformed_organisations(
     assert f'href="{base}/?org=ice"' in _section(by_name.text, "leadership")
     control = client.get(f"{base}/?org=ice%00")
     assert control.status_code == 404 and "No organisation has the id" in control.text
+    # and one holding what cannot be seen is written out, not shown as a real id
+    for hidden, written in (("%E2%80%AEice", "\\u202eice"), ("%E2%80%8Bice", "\\u200bice")):
+        unseen = _leadership_text(client.get(f"{base}/?org={hidden}").text)
+        assert f"No organisation has the id '{written}'." in unseen, unseen
     assert client.get(f"{base}/?org=").status_code == 200  # an empty field: the overview
     # the language links keep the organisation shown
     page = client.get(f"{base}/?org=ice&lang=fr").text

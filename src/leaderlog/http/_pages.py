@@ -369,7 +369,10 @@ def _unknown_org(
     link_lang: str | None,
 ) -> str:
     """What a 404 page says instead of a leadership: no such id, and what was likely meant."""
-    parts = ["<p>" + _e(lang._(N_("No organisation has the id {org}."), org=org)) + "</p>"]
+    # Written out when it holds what cannot be seen (a direction override, a zero-width
+    # space): the page must not seem to say that a real id does not exist.
+    shown = org if org.isprintable() else repr(org)
+    parts = ["<p>" + _e(lang._(N_("No organisation has the id {org}."), org=shown)) + "</p>"]
     if suggestions:
         known = dict(orgs)
         meant = [(org_id, known.get(org_id, {})) for org_id in suggestions]
