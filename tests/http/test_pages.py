@@ -187,6 +187,9 @@ def test_overview_refuses_unknown_or_malformed_organisations(
     assert f'href="{base}/?org=ice"' in _section(by_name.text, "leadership")
     control = client.get(f"{base}/?org=ice%00")
     assert control.status_code == 404 and "No organisation has the id" in control.text
+    # one too long to be an id is as unknown, on the same page
+    long = client.get(f"{base}/?org={'a' * 301}")
+    assert long.status_code == 404 and long.headers["content-type"].startswith("text/html")
     # and one holding what cannot be seen is written out, not shown as a real id
     for hidden, written in (("%E2%80%AEice", "\\u202eice"), ("%E2%80%8Bice", "\\u200bice")):
         unseen = _leadership_text(client.get(f"{base}/?org={hidden}").text)

@@ -388,8 +388,9 @@ async def overview(
     lang: Annotated[str | None, Query(description="Page language.")] = None,
     org: Annotated[
         str | None,
+        # Any length: one too long to be an id gets the page saying it is unknown, as
+        # any other id that is not there (the lookup refuses it before any work).
         Query(
-            max_length=300,
             description="Show this organisation's subtree only: its leadership, recent changes "
             "and feeds.",
         ),
