@@ -228,6 +228,7 @@ class Meddling(Projection):
                 event.data["person"] = "nobody"
                 event.data["attribution"]["kind"] = "rumour"
             event.meta["meddled"] = True
+        events.clear()  # type: ignore[attr-defined]  # a Sequence here, a list in fact
 
 
 async def test_a_user_projection_editing_its_events_changes_no_one_else_s(
@@ -245,6 +246,9 @@ async def test_a_user_projection_editing_its_events_changes_no_one_else_s(
     assert await dump(seeded_log.store, alone.projections) == untouched
     names = await seeded_log.store.query("SELECT name FROM p_meddling_names ORDER BY person")
     assert ("ROBERT HAMMER",) in names
+    # and having emptied the list of events it was given, it is at the page's end all the same
+    statuses = {status.name: status.checkpoint for status in await runner.status()}
+    assert statuses["meddling"] == SEED_COUNT
 
 
 async def test_rebuild_of_one_projection_leaves_the_others(seeded_log: EventLog) -> None:

@@ -520,7 +520,9 @@ class ProjectionRunner:
         started = time.monotonic()
         try:
             async with asyncio.timeout(limit) as clock:
-                await projection.apply(watched, todo)
+                # A list of its own: the runner reads the page's positions from ``todo``
+                # afterwards, whatever apply does to the list it was given.
+                await projection.apply(watched, list(todo))
             quick = limit is not None and time.monotonic() - started < limit / 4
             past_the_slow_page = todo[-1].position >= self._slow_through.get(projection.name, 0)
             if quick and past_the_slow_page and projection.name in self._smaller_pages:
