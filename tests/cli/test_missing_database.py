@@ -126,6 +126,9 @@ def test_state_of_an_empty_log_says_how_to_fill_it(tmp_path: Path) -> None:
     lines = CliRunner().invoke(main, ["--db", url, "events"]).stdout.splitlines()
     assert len(lines) == 29 and {line.rindex(" cli") for line in lines} == {len(lines[0]) - 4}
     assert max(len(line.split()[3]) for line in lines) > 40
+    # (no wider than the longest id: one space after it)
+    longest = max(lines, key=lambda line: len(line.split()[3]))
+    assert longest.endswith(f"{longest.split()[3]} cli")
     before = CliRunner().invoke(main, ["--db", url, "state", "--known-at", "1"])
     assert before.exit_code == 0, before.output
     assert before.stdout.splitlines()[1:] == ["  (no posts)"]

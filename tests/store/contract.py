@@ -158,14 +158,15 @@ class StoreContract(abc.ABC):
         assert stored[0].hash == recorded_hash(GENESIS_HASH, stored[0])
         assert stored[1].hash == recorded_hash(stored[0].hash, stored[1])
 
-    async def test_the_longest_stream_name_of_a_range(self, store: EventStore) -> None:
-        assert await store.longest_stream_name() == 0
-        names = ["person:a", "person:" + "b" * 30, "org:c", "person:" + "d" * 10]
+    async def test_the_longest_stream_id_of_a_range(self, store: EventStore) -> None:
+        assert await store.longest_stream_id() == 0
+        names = ["person-a", "person-" + "b" * 30, "org-c-" + "c" * 32, "person-" + "d-d" * 4]
         await store.append([event(name) for name in names], actor="t")
-        assert await store.longest_stream_name() == 37
-        assert await store.longest_stream_name(after=2) == 17
-        assert await store.longest_stream_name(after=0, limit=1) == 8
-        assert await store.longest_stream_name(after=10**30, limit=10**30) == 0
+        assert await store.longest_stream_id() == 34
+        assert await store.longest_stream_id(after=1, limit=1) == 30
+        assert await store.longest_stream_id(after=3) == 12
+        assert await store.longest_stream_id(after=0, limit=1) == 1
+        assert await store.longest_stream_id(after=10**30, limit=10**30) == 0
 
     async def test_given_recorded_at_and_actor_are_kept_exactly(self, store: EventStore) -> None:
         moment = dt.datetime(

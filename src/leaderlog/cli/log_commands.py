@@ -285,9 +285,8 @@ def events_command(context: Context, after: int, limit: int | None, as_json: boo
                 out.write("]\n" if empty else "\n]\n")
                 out.flush()
                 return
-            # Wide enough for the longest id shown (a stream is "kind-id", the shortest kind
-            # "org"), so that the actors stay in one column.
-            width = max(40, await log.store.longest_stream_name(after, limit) - len("org-"))
+            # Wide enough for the longest id shown, so that the actors stay in one column.
+            width = max(40, await log.store.longest_stream_id(after, limit))
             empty = True
             async for event in shown:
                 subject = event.stream.partition("-")[2]

@@ -669,12 +669,15 @@ class EventStore(abc.ABC):
     async def head(self) -> tuple[int, str]:
         """The last position and its hash (0 and the genesis hash when empty)."""
 
-    async def longest_stream_name(self, after: int = 0, limit: int | None = None) -> int:
-        """The length of the longest stream name among the events ``read_all`` would give
-        (0 when there are none): a listing printed page by page aligns on it."""
+    async def longest_stream_id(self, after: int = 0, limit: int | None = None) -> int:
+        """The length of the longest id (a stream's name after its kind, ``claim-ID``) among
+        the events ``read_all`` would give, 0 when there are none: a listing printed page by
+        page aligns on it."""
         until = MAX_POSITION if limit is None else storable(storable(after) + storable(limit))
+        # A kind is lowercase letters; what follows it, less its separator, is the id.
         rows = await self.query(
-            "SELECT MAX(LENGTH(stream)) FROM events WHERE position > ? AND position <= ?",
+            "SELECT MAX(LENGTH(LTRIM(stream, 'abcdefghijklmnopqrstuvwxyz')) - 1) FROM events "
+            "WHERE position > ? AND position <= ?",
             (storable(after), until),
         )
         return int(rows[0][0] or 0)
