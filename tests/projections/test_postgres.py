@@ -207,6 +207,33 @@ async def test_postgres_a_rebuild_leaves_the_planner_the_sizes_of_its_tables(
     assert all(sizes[table] >= 0 for table in tables), sizes
 
 
+async def test_postgres_a_long_catch_up_lets_the_planner_learn_the_tables_as_they_grow(
+    seeded_postgres_log: EventLog,
+) -> None:
+    # given projections built, and analysed, on the seeds, then many more claims appended
+    runner = ProjectionRunner(seeded_postgres_log.store, [cls() for cls in BUILTIN.values()])
+    await runner.catch_up()
+    before = await _estimated_rows(seeded_postgres_log, "p_leadership_claim_versions")
+    await append(seeded_postgres_log, FOLLOW_UPS)
+    # when a runner catches up in small pages, learning the sizes every few events
+    catching_up = ProjectionRunner(
+        seeded_postgres_log.store, [cls() for cls in BUILTIN.values()], page=2
+    )
+    catching_up.refresh_statistics_after = 2
+    await catching_up.catch_up()
+    # then the planner's estimate grew with the table, with no rebuild to prompt it
+    assert await _estimated_rows(seeded_postgres_log, "p_leadership_claim_versions") > before
+
+
+async def _estimated_rows(log: EventLog, table: str) -> float:
+    ((rows,),) = await log.store.query(
+        "SELECT c.reltuples FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+        "WHERE n.nspname = current_schema() AND c.relname = ?",
+        (table,),
+    )
+    return float(rows)
+
+
 async def test_postgres_runners_in_parallel_apply_each_event_once(
     seeded_postgres_log: EventLog,
 ) -> None:

@@ -155,6 +155,15 @@ async def _cancel(task: asyncio.Task[list[RecordedEvent]] | None) -> None:
         await task
 
 
+async def _refresh_statistics(tx: ProjectionTransaction, projection: Projection) -> None:
+    """Let the planner learn the sizes of the projection's tables (see
+    ``ProjectionTransaction.refresh_statistics``). They only guide it: failing to gather them
+    fails nothing."""
+    with contextlib.suppress(Exception):
+        async with _alone(tx):
+            await tx.refresh_statistics(projection.tables())
+
+
 def _own_copies(events: Sequence[RecordedEvent]) -> list[RecordedEvent]:
     """The page as a user projection gets it: the built-ins and the other projections read
     the same events, so one that edits a payload in place (``payload(event)`` is the stored
@@ -215,6 +224,9 @@ class ProjectionRunner:
         # Whether a user projection that ran out of time goes on at once with smaller pages
         # (False for a quick answer: it then stops for this run, named by its failure).
         self.go_on_smaller = True
+        # Events a run applies before the planner learns the tables' sizes again, doubling
+        # each time: tables that grow from nothing are otherwise planned as if still empty.
+        self.refresh_statistics_after = 10_000
         # User projections that ran out of time on a page: the smaller page they get now.
         self._smaller_pages: dict[str, int] = {}
         # And the last position of the page each last ran out of time on: its pages grow
@@ -427,7 +439,7 @@ class ProjectionRunner:
                     async with _alone(tx):
                         for statement in projection.query_indexes():
                             await _create(tx, statement)
-                        await tx.refresh_statistics(projection.tables())
+                    await _refresh_statistics(tx, projection)
                 except StoreError:
                     raise
                 except Exception as error:
@@ -644,6 +656,7 @@ class ProjectionRunner:
         ahead: asyncio.Task[list[RecordedEvent]] | None = None
         ahead_after = -1
         backlog = target - min((stored.get(p.name, (0, 0))[1] for p in projections), default=0)
+        applied, next_refresh = 0, self.refresh_statistics_after
         try:
             with _few_collections(backlog):
                 while True:
@@ -674,6 +687,12 @@ class ProjectionRunner:
                         projections = [p for p in projections if p.name not in stopped]
                         if not projections:
                             break
+                    applied += len(events)
+                    if applied >= next_refresh:
+                        next_refresh *= 2
+                        async with self.store.projection_transaction() as tx:
+                            for projection in projections:
+                                await _refresh_statistics(tx, projection)
                     if progress is not None:
                         progress(min(events[-1].position, target), target)
         finally:
