@@ -18,6 +18,7 @@ from tests.projections.logs import (
     GENALO_RETIREMENT,
     HAMMER_CAPTION,
     SEED_FILE,
+    record,
     seen_projection_module,
 )
 
@@ -135,20 +136,18 @@ def test_a_claim_without_a_date_from_an_undated_source_counts_from_its_recording
 ) -> None:
     records = [
         source_record("undated", "https://example.org/a", "X"),
-        {
-            "type": "claim.reported",
-            "data": {
-                "claim": "undated-claim",
-                "source": "undated",
-                "kind": "incumbency",
-                "person": "derek-gordon",
-                "post": "ice-hsi-dsac",
-                "capacity": "unspecified",
-                "effective": {"text": "lately"},
-                "modality": "occurred",
-                "attribution": {"kind": "outlet"},
-            },
-        },
+        record(
+            "claim.reported",
+            claim="undated-claim",
+            source="undated",
+            kind="incumbency",
+            person="derek-gordon",
+            post="ice-hsi-dsac",
+            capacity="unspecified",
+            effective={"text": "lately"},
+            modality="occurred",
+            attribution={"kind": "outlet"},
+        ),
     ]
     import_records(db, tmp_path, records)
     answer = as_json(invoke(db, "claim", "undated-claim", "--json"))
@@ -206,14 +205,12 @@ def test_history_names_every_source_of_a_claim_the_one_that_confirmed_it_too(
 ) -> None:
     records = [
         source_record("ice-release", "https://www.ice.gov/r", "ICE"),
-        {
-            "type": "claim.confirmed",
-            "data": {
-                "claim": GENALO_RETIREMENT,
-                "source": "ice-release",
-                "effective": {"date": "2025-06-13"},
-            },
-        },
+        record(
+            "claim.confirmed",
+            claim=GENALO_RETIREMENT,
+            source="ice-release",
+            effective={"date": "2025-06-13"},
+        ),
     ]
     import_records(db, tmp_path, records)
     text = ok(invoke(db, "history", "--post", "ice-ero-ead"))
