@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import html
 import re
 from html.parser import HTMLParser
 from pathlib import Path
@@ -12,14 +13,15 @@ import httpx
 import pytest
 
 from leaderlog.events import PersonRegistered
+from leaderlog.feeds import clean
 from leaderlog.feeds._address import web_uri
-from leaderlog.feeds._document import Entry, Link
+from leaderlog.feeds._document import RecentChange
 from leaderlog.feeds._i18n import language
 from leaderlog.http import _pages as pages
 from leaderlog.http import _pages as pages_module
 from leaderlog.http import create_app
 from tests.feeds.atom_schema import atom_problems
-from tests.feeds.logs import EMOJI, SCRIPT
+from tests.feeds.logs import EMOJI, RTL, SCRIPT
 from tests.http.server import running, seeded_database
 
 
@@ -67,7 +69,8 @@ def test_overview_shows_leadership_changes_and_every_feed(
     assert ("alternate", "application/atom+xml", f"{base}/feeds/all.atom") in discovery
     assert ("alternate", "application/rss+xml", f"{base}/feeds/all.rss") in discovery
     assert ("alternate", "application/feed+json", f"{base}/feeds/all.json") in discovery
-    text = " ".join(page.text)
+    # As a reader sees it: names sit in elements of their own within sentences.
+    text = re.sub(r"\s+", " ", "".join(page.text))
     for words in (
         "Current leadership",
         "Homeland Security Investigations",
@@ -139,6 +142,27 @@ def test_hostile_text_is_escaped_in_pages_and_feeds(
             assert atom_problems(feed.content) == [], path
     assert client.get(f"{base}/feeds/all.json").json()["items"]
     assert client.get(f"{base}/opml").status_code == 200
+
+
+def test_right_to_left_names_keep_their_own_direction_in_every_part_of_the_overview(
+    hostile_server: tuple[str, str], client: httpx.Client
+) -> None:
+    base, _ = hostile_server
+    page = client.get(f"{base}/").text
+    isolated = f'<span dir="auto">{html.escape(clean(RTL))}</span>'
+    changes = _section(page, "changes")
+    # In each recent change's headline (the person) and summary (the parties named).
+    headlines = re.findall(r"<li><p>(.*?)<time", changes)
+    assert any(isolated in line for line in headlines), headlines
+    summaries = re.findall(r"<small>(.*?)</small>", changes)
+    assert any(f'<span dir="auto">{html.escape(clean(SCRIPT))}' in s for s in summaries)
+    assert any(isolated in line for line in summaries)
+    # In the pending changes of the post's row, too.
+    pending = re.findall(r"<ul>(<li>.*?)</ul>", _section(page, "leadership"))
+    assert any(isolated in items for items in pending), pending
+    # A dispute's reason is the writer's words: isolated too.
+    reason = pages._conflicts({"conflicts": [{"kind": "dispute", "reason": RTL}]}, language("en"))
+    assert reason == f"<bdi>{html.escape(clean(RTL))}</bdi>"
 
 
 def test_overview_of_one_organisation_shows_its_subtree_only(
@@ -318,7 +342,7 @@ def test_a_conflict_the_rules_find_is_said_in_the_page_language(tag: str, words:
         ]
     }
     assert pages_module._conflicts(answer, language(tag)) == (
-        f"{words}<br>The &lt;caption&gt; disagrees"
+        f"{words}<br><bdi>The &lt;caption&gt; disagrees</bdi>"
     )
 
 
@@ -337,9 +361,9 @@ def test_a_language_not_offered_gets_a_page_saying_so_in_the_reader_s_language(
 def test_a_long_source_address_outside_ascii_is_linked_in_recent_changes() -> None:
     # given an entry whose source address (684 characters) grows past 2,000 when encoded
     address = "https://jp.example/wiki/" + "指導者の交代について_" * 60
-    link = Link(href=web_uri(address) or "", rel="alternate", media_type="text/html")
-    assert len(link.href) > 2000
+    href = web_uri(address) or ""
+    assert len(href) > 2000
     moment = dt.datetime(2025, 6, 1, tzinfo=dt.UTC)
-    entry = Entry("urn:x", "A change", "", "", moment, moment, (link,), ())
+    change = RecentChange("A change", "", href, moment)
     # then the page links its title to the address, as the feeds do
-    assert f'<a href="{link.href}">A change</a>' in pages_module._changes([entry], language("en"))
+    assert f'<a href="{href}">A change</a>' in pages_module._changes([change], language("en"))

@@ -11,7 +11,7 @@ same bytes on every host. See :mod:`._paging` for the RFC 5005 archive layout.
 from __future__ import annotations
 
 from leaderlog.feeds._address import host_and_port, is_web_address
-from leaderlog.feeds._document import Entry
+from leaderlog.feeds._document import Entry, RecentChange
 from leaderlog.feeds._i18n import (
     DEFAULT_LANGUAGE,
     LANGUAGES,
@@ -45,6 +45,7 @@ from leaderlog.feeds._text import (
     clean,
     fuzzy_date,
     headline,
+    headline_html,
     post_label,
     scope_name,
 )
@@ -65,6 +66,7 @@ __all__ = [
     "FeedNotFound",
     "FeedRequest",
     "FeedService",
+    "RecentChange",
     "Rendered",
     "Scope",
     "UnknownLanguage",
@@ -73,6 +75,7 @@ __all__ = [
     "feed_url",
     "fuzzy_date",
     "headline",
+    "headline_html",
     "host_and_port",
     "is_web_address",
     "language",

@@ -45,6 +45,16 @@ class Entry:
 
 
 @dataclass(frozen=True, slots=True)
+class RecentChange:
+    """A claim's newest version as a page lists it: HTML title and summary, names isolated."""
+
+    title_html: str
+    summary_html: str
+    url: str | None
+    updated: dt.datetime
+
+
+@dataclass(frozen=True, slots=True)
 class Feed:
     """One feed document: a subscription document or an RFC 5005 archive page."""
 

@@ -26,7 +26,7 @@ from typing import Any
 
 from leaderlog.errors import FeedError, ProjectionError, StoreUnavailable
 from leaderlog.feeds import _text
-from leaderlog.feeds._document import Entry, Feed
+from leaderlog.feeds._document import Feed, RecentChange
 from leaderlog.feeds._i18n import N_, language
 from leaderlog.feeds._json_feed import render_json
 from leaderlog.feeds._opml import Outline, render_opml
@@ -553,9 +553,9 @@ class FeedService:
         self._remember(key, rendered)
         return rendered
 
-    async def recent(self, limit: int, lang: str, base_url: str, scope: str = "all") -> list[Entry]:
-        """The entries of ``scope`` changed most recently, for pages that list them."""
+    async def recent(self, limit: int, lang: str, scope: str = "all") -> list[RecentChange]:
+        """The claims of ``scope`` changed most recently, as pages list them."""
         language_ = language(lang)
         return [
-            _text.entry(doc, language_, base_url) for doc in await self.reader.recent(scope, limit)
+            _text.recent_change(doc, language_) for doc in await self.reader.recent(scope, limit)
         ]

@@ -13,13 +13,13 @@ import functools
 import html
 import re
 import urllib.parse
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import regex
 
 from leaderlog.feeds._address import web_address, web_uri
-from leaderlog.feeds._document import Category, Entry, Link
+from leaderlog.feeds._document import Category, Entry, Link, RecentChange
 from leaderlog.feeds._i18n import N_, Language, fill, has_iso_639_1_language
 
 __all__ = [
@@ -169,6 +169,14 @@ def _html(lang: Language, message: str, **values: str) -> Markup:
     return Markup(fill(template, escaped))
 
 
+def _writers(lang: Language, markup: bool) -> tuple[Callable[..., str], Callable[[str], str]]:
+    """How to say a message and how to set a name in it: as plain text, or as HTML whose
+    names each keep their own direction (see :func:`_isolated`)."""
+    if markup:
+        return functools.partial(_html, lang), _isolated
+    return lang._, str
+
+
 def _time(value: object) -> dt.datetime:
     return dt.datetime.fromisoformat(str(value).replace("Z", "+00:00")).astimezone(dt.UTC)
 
@@ -226,28 +234,31 @@ def fuzzy_date(value: object, lang: Language) -> str:
     return shown
 
 
-def _attribution(value: object, lang: Language) -> str:
+def _attribution(value: object, lang: Language, *, markup: bool = False) -> str:
     if not isinstance(value, Mapping) or value.get("kind") not in ATTRIBUTIONS:
         return lang._(N_("not stated"))
     plain, with_parties = ATTRIBUTIONS[str(value["kind"])]
     parties = value.get("parties")
     names = [clean(p, NAME_LIMIT) for p in parties if isinstance(p, str)] if parties else []
+    if names and markup:
+        return _html(lang, with_parties, parties=_isolated(lang.list(names)))
     if names:
         return lang._(with_parties, parties=lang.list(names))
     return lang._(plain)
 
 
-def _source_name(source: Mapping[str, Any] | None, lang: Language) -> str:
+def _source_name(source: Mapping[str, Any] | None, lang: Language, *, markup: bool = False) -> str:
     if not source:
         return "?"
-    name = clean(source.get("publisher") or source.get("id") or "?", NAME_LIMIT)
+    say, isolate = _writers(lang, markup)
+    name = isolate(clean(source.get("publisher") or source.get("id") or "?", NAME_LIMIT))
     title = source.get("title")
     if isinstance(title, str) and title:
-        name = lang._(N_("{publisher}: {title}"), publisher=name, title=clean(title, NAME_LIMIT))
-    if isinstance(source.get("published"), Mapping):
-        return lang._(
-            N_("{source} ({date})"), source=name, date=fuzzy_date(source["published"], lang)
+        name = say(
+            N_("{publisher}: {title}"), publisher=name, title=isolate(clean(title, NAME_LIMIT))
         )
+    if isinstance(source.get("published"), Mapping):
+        return say(N_("{source} ({date})"), source=name, date=fuzzy_date(source["published"], lang))
     return name
 
 
@@ -337,62 +348,70 @@ def _value(field: str, value: object, lang: Language) -> str:
     return clean(value, NAME_LIMIT)
 
 
-def _history(doc: Mapping[str, Any], lang: Language) -> list[list[str]]:
+def _history(doc: Mapping[str, Any], lang: Language, *, markup: bool = False) -> list[list[str]]:
     """One group of sentences per lifecycle event after the report, oldest first."""
+    say, isolate = _writers(lang, markup)
     groups: list[list[str]] = []
     for step in doc.get("events", []):
         kind = step.get("type")
         date = lang.date(_time(step.get("at")))
-        reason = lang.sentence(clean(step.get("reason") or ""))
+        reason = isolate(lang.sentence(clean(step.get("reason") or "")))
         source = step.get("source")
         lines: list[str] = []
         if kind == "claim.confirmed":
             if source:
                 lines.append(
-                    lang._(
+                    say(
                         N_("Confirmed on {date} by {source}."),
                         date=date,
-                        source=_source_name(source, lang),
+                        source=_source_name(source, lang, markup=markup),
                     )
                 )
             else:
-                lines.append(lang._(N_("Confirmed on {date}."), date=date))
+                lines.append(say(N_("Confirmed on {date}."), date=date))
         elif kind == "claim.corrected":
-            lines.append(lang._(N_("Corrected on {date}: {reason}"), date=date, reason=reason))
+            lines.append(say(N_("Corrected on {date}: {reason}"), date=date, reason=reason))
             for change in step.get("changes", []):
                 field = str(change.get("field"))
                 if change.get("before") == change.get("after"):
                     continue  # given again as it was: nothing changed
                 lines.append(
-                    lang._(
+                    say(
                         N_("Changed {field}: {before} \u2192 {after}."),
                         field=lang._(FIELD_LABELS.get(field, field)),
-                        before=_value(field, change.get("before"), lang),
-                        after=_value(field, change.get("after"), lang),
+                        before=isolate(_value(field, change.get("before"), lang)),
+                        after=isolate(_value(field, change.get("after"), lang)),
                     )
                 )
         elif kind == "claim.disputed":
-            lines.append(lang._(N_("Disputed on {date}: {reason}"), date=date, reason=reason))
+            lines.append(say(N_("Disputed on {date}: {reason}"), date=date, reason=reason))
             conflicts = [clean(c, NAME_LIMIT) for c in step.get("conflicts_with", [])]
             if conflicts:
-                lines.append(lang._(N_("Conflicts with: {claims}."), claims=lang.list(conflicts)))
+                lines.append(
+                    say(N_("Conflicts with: {claims}."), claims=isolate(lang.list(conflicts)))
+                )
         elif kind == "claim.retracted":
-            lines.append(lang._(N_("Retracted on {date}: {reason}"), date=date, reason=reason))
+            lines.append(say(N_("Retracted on {date}: {reason}"), date=date, reason=reason))
         else:
             continue
         if source and kind != "claim.confirmed":
-            lines.append(lang._(N_("Source: {source}."), source=_source_name(source, lang)))
+            lines.append(
+                say(N_("Source: {source}."), source=_source_name(source, lang, markup=markup))
+            )
         groups.append(lines)
     return groups
 
 
-def _facts(doc: Mapping[str, Any], lang: Language) -> list[tuple[str, dict[str, str]]]:
-    """(message, values) pairs shared by the summary and the content, in reading order."""
+def _facts(
+    doc: Mapping[str, Any], lang: Language, *, markup: bool = False
+) -> list[tuple[str, dict[str, str]]]:
+    """(message, values) pairs shared by the summary and the content, in reading order;
+    with ``markup``, the names in the values are HTML, each isolated."""
     fields = doc.get("fields", {})
     facts: list[tuple[str, dict[str, str]]] = []
     org = _org_label(doc.get("org"), lang)
     if org:
-        facts.append((N_("Organisation: {org}."), {"org": org}))
+        facts.append((N_("Organisation: {org}."), {"org": _isolated(org) if markup else org}))
     if "effective" in fields:
         facts.append((N_("Effective: {date}."), {"date": fuzzy_date(fields["effective"], lang)}))
     modality = fields.get("modality")
@@ -404,7 +423,7 @@ def _facts(doc: Mapping[str, Any], lang: Language) -> list[tuple[str, dict[str, 
     facts.append(
         (
             N_("Attribution: {attribution}."),
-            {"attribution": _attribution(fields.get("attribution"), lang)},
+            {"attribution": _attribution(fields.get("attribution"), lang, markup=markup)},
         )
     )
     return facts
@@ -414,23 +433,27 @@ def _quote_message(fields: Mapping[str, Any]) -> str:
     return QUOTES.get(str(fields.get("locator")), N_("Quote: {quote}"))
 
 
-def _summary(doc: Mapping[str, Any], lang: Language, change: str) -> str:
+def _summary(doc: Mapping[str, Any], lang: Language, change: str, *, markup: bool = False) -> str:
+    """The entry's text in sentences; with ``markup``, as HTML whose names are isolated
+    (``change`` is then HTML too)."""
+    say, isolate = _writers(lang, markup)
     fields = doc.get("fields", {})
-    parts = [lang._(N_("{change}."), change=change)]
-    parts.extend(lang._(message, **values) for message, values in _facts(doc, lang))
+    parts = [say(N_("{change}."), change=change)]
+    parts.extend(say(message, **values) for message, values in _facts(doc, lang, markup=markup))
     source = doc.get("source")
     address = web_address(source.get("url")) if source else None
+    source_name = _source_name(source, lang, markup=markup)
     if address:
-        parts.append(
-            lang._(N_("Source: {source}, {url}."), source=_source_name(source, lang), url=address)
-        )
+        parts.append(say(N_("Source: {source}, {url}."), source=source_name, url=address))
     else:
-        parts.append(lang._(N_("Source: {source}."), source=_source_name(source, lang)))
+        parts.append(say(N_("Source: {source}."), source=source_name))
     if isinstance(fields.get("quote"), str):
-        parts.append(lang._(_quote_message(fields), quote=_quote(fields["quote"], lang)))
-    for group in _history(doc, lang):
+        quote = isolate(clean(fields["quote"]))
+        parts.append(say(_quote_message(fields), quote=say(N_("\u201c{quote}\u201d"), quote=quote)))
+    for group in _history(doc, lang, markup=markup):
         parts.extend(group)
-    return lang.sentences(parts)
+    text = lang.sentences(parts)
+    return Markup(text) if markup else text
 
 
 def _content(doc: Mapping[str, Any], lang: Language, status: str) -> str:
@@ -513,6 +536,25 @@ def _categories(doc: Mapping[str, Any], lang: Language) -> tuple[Category, ...]:
 def headline(doc: Mapping[str, Any], lang: Language) -> str:
     """The entry title: the status (or modality) and the change, e.g. "Expected: ..."."""
     return _headline(lang._(_status_label(doc)), _change(doc, lang), lang)
+
+
+def headline_html(doc: Mapping[str, Any], lang: Language) -> Markup:
+    """:func:`headline` as HTML for pages, each name isolated in its own direction."""
+    change = _change(doc, lang, markup=True)
+    return _html(lang, N_("{status}: {change}"), status=lang._(_status_label(doc)), change=change)
+
+
+def recent_change(doc: Mapping[str, Any], lang: Language) -> RecentChange:
+    """How a page lists one claim's version: its headline and summary as HTML, each name
+    isolated in its own direction, with the source's address and the version's time."""
+    change = _change(doc, lang, markup=True)
+    source = doc.get("source") or {}
+    return RecentChange(
+        title_html=headline_html(doc, lang),
+        summary_html=Markup(_summary(doc, lang, change, markup=True)),
+        url=web_uri(source.get("url")),
+        updated=_time(doc.get("updated")),
+    )
 
 
 def _headline(status: str, change: str, lang: Language) -> str:

@@ -24,11 +24,12 @@ from leaderlog.feeds import (
     LANGUAGES,
     MEDIA_TYPES,
     N_,
+    RecentChange,
     Scope,
     UnknownLanguage,
     clean,
     feed_url,
-    headline,
+    headline_html,
     language,
     page_url,
     post_label,
@@ -174,7 +175,7 @@ def _pending(answer: Mapping[str, Any], post: Mapping[str, Any], lang: Language)
             "person": {"id": item.get("person"), "name": item.get("name")},
             "post": post,
         }
-        items.append(f"<li>{_e(headline(doc, lang))}</li>")
+        items.append(f"<li>{headline_html(doc, lang)}</li>")
     return f"<ul>{''.join(items)}</ul>" if items else ""
 
 
@@ -184,11 +185,10 @@ _CONFLICT_KINDS = {"overlapping_permanent": N_("more than one permanent holder a
 
 def _conflicts(answer: Mapping[str, Any], lang: Language) -> str:
     reasons = [
-        _e(
-            lang._(_CONFLICT_KINDS[c["kind"]])
-            if c.get("kind") in _CONFLICT_KINDS
-            else c.get("reason") or c.get("kind") or ""
-        )
+        _e(lang._(_CONFLICT_KINDS[c["kind"]]))
+        if c.get("kind") in _CONFLICT_KINDS
+        # The writer's words, perhaps in a right-to-left script: isolated, as names are.
+        else _name(c.get("reason") or c.get("kind") or "")
         for c in answer.get("conflicts", [])
     ]
     return "<br>".join(reasons)
@@ -244,12 +244,12 @@ def _leadership(
     return "\n".join(parts)
 
 
-def _changes(entries: Sequence[Any], lang: Language) -> str:
+def _changes(entries: Sequence[RecentChange], lang: Language) -> str:
     if not entries:
         return "<p>" + _e(lang._(N_("No changes yet."))) + "</p>"
     items = []
     for entry in entries:
-        title = _e(entry.title)
+        title = entry.title_html
         # The feeds made the address a web URI (web_uri): ASCII, and perhaps longer than the
         # stored address it was made from, so it is neither checked again as one nor cut
         # short as text is.
@@ -259,7 +259,7 @@ def _changes(entries: Sequence[Any], lang: Language) -> str:
         when = entry.updated.isoformat(timespec="milliseconds")
         items.append(
             f'<li><p>{title} <time datetime="{_e(when)}">{_e(lang.date(entry.updated))}</time>'
-            f"<br><small>{_e(entry.summary)}</small></p></li>"
+            f"<br><small>{entry.summary_html}</small></p></li>"
         )
     return f"<ul>{''.join(items)}</ul>"
 
@@ -475,7 +475,7 @@ async def overview(
     )
     # A page for one organisation lists its subtree's changes, as its feed does.
     scope = f"org:{shown[0]}" if shown is not None else "all"
-    recent = await service.recent(RECENT, chosen, base, scope)
+    recent = await service.recent(RECENT, chosen, scope)
     page = PAGE.substitute(
         lang=_e(chosen),
         direction=_e((words.locale.character_order == "right-to-left" and "rtl") or "ltr"),
