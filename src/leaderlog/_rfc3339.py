@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 
-__all__ = ["AFTER_THE_LAST_TIME", "NOT_A_DAY_TIME", "NO_OFFSET", "read_rfc3339"]
+__all__ = ["AFTER_THE_LAST_TIME", "NOT_A_DAY_TIME", "NOT_A_TIME", "NO_OFFSET", "read_rfc3339"]
 
 # RFC 3339 section 5.6 (datetime.fromisoformat alone also takes week dates, basic format and
 # times without seconds). A leap second is read as its second's last microsecond.
@@ -18,6 +18,7 @@ _RFC3339 = re.compile(
 _OFFSET_PLUS_AS_SPACE = re.compile(r" (\d{2}:\d{2})$", re.ASCII)
 
 NO_OFFSET = "needs a UTC offset (e.g. Z or +02:00)"
+NOT_A_TIME = "must be an RFC 3339 time such as 2025-05-29T14:00:00Z"
 NOT_A_DAY_TIME = "is not a real time of a calendar day"
 AFTER_THE_LAST_TIME = "is after the last time that can be recorded (9999-12-31T23:59:59.999999Z)"
 
@@ -35,7 +36,7 @@ def read_rfc3339(text: str, *, round_up: bool = False) -> dt.datetime:
         hint = ""
         if _RFC3339.match(_OFFSET_PLUS_AS_SPACE.sub(r"+\1", text)):
             hint = " (in a URL, a '+' must be written %2B: a bare '+' reads as a space)"
-        raise ValueError(f"must be an RFC 3339 time such as 2025-05-29T14:00:00Z{hint}")
+        raise ValueError(f"{NOT_A_TIME}{hint}")
     second = found["second"]
     leap = second == "60"
     digits = found["fraction"] or "0"

@@ -229,6 +229,17 @@ class InvalidQuery(ProjectionError):
         super().__init__(message)
         self.parameter = parameter
 
+    def named_as(self, spelling: str) -> str:
+        """The message with the parameter called as the caller knows it (``--known-at`` on
+        the command line, ``known_at`` in a URL): messages start with its name, in words."""
+        message = str(self)
+        if self.parameter is None:
+            return message
+        for written in (self.parameter.replace("_", "-"), self.parameter):
+            if message == written or message.startswith((f"{written} ", f"{written}:")):
+                return spelling + message[len(written) :]
+        return message
+
 
 @dataclass(frozen=True)
 class ProjectionFailure:

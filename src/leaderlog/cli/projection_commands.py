@@ -134,7 +134,12 @@ async def _current(context: Context) -> AsyncIterator[Queries]:
         except InvalidQuery as error:
             # A value an option refuses is a usage mistake: exit 2 with the command's usage,
             # as click does for the values it checks itself.
-            raise click.UsageError(str(error)) from None
+            message = (
+                error.named_as(f"--{error.parameter.replace('_', '-')}")
+                if error.parameter
+                else str(error)
+            )
+            raise click.UsageError(message) from None
 
 
 # --- formatting ----------------------------------------------------------------------------------
@@ -493,7 +498,7 @@ def audit_command(
     Example:
       leaderlog audit --attribution anonymous --status retracted --json
       leaderlog audit --publisher "Fox News" --type claim.disputed
-      leaderlog audit --actor seed --from 2025-01-01
+      leaderlog audit --actor cli --from 2025-01-01
     """
 
     async def go() -> None:
@@ -608,7 +613,10 @@ def projections_command(context: Context, as_json: bool, forget: str | None) -> 
     """List projections with their version, checkpoint and lag behind the log.
 
     The list shows the projections as they stand: the query commands and rebuild bring them
-    up to date, this command does not. A projection that is not kept up to date says why.
+    up to date, this command does not. A projection that cannot be kept up to date here says
+    why (its module is not loaded, or another leaderlog version built it). One whose apply
+    fails shows only its lag: the commands that bring it up to date (a query, or rebuild
+    NAME) print the error.
 
     --forget NAME removes a user projection built in this database: its tables (those named
     p_NAME_...) and its checkpoint. Remove or rename its module first; built-in projections

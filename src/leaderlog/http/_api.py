@@ -64,7 +64,8 @@ async def _answer(request: Request, query: Awaitable[Any]) -> Response:
         raise HTTPException(404, str(error)) from None
     except InvalidQuery as error:
         given = request.query_params.get(error.parameter) if error.parameter else None
-        raise invalid_parameter(str(error), given, error.parameter) from None
+        message = error.named_as(error.parameter) if error.parameter else str(error)
+        raise invalid_parameter(message, given, error.parameter) from None
     except ProjectionError as error:
         raise HTTPException(503, str(error), headers={"Retry-After": "1"}) from None
     return json_response(request, value)

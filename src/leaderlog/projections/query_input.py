@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 
-from leaderlog._rfc3339 import NO_OFFSET, NOT_A_DAY_TIME, read_rfc3339
+from leaderlog._rfc3339 import NO_OFFSET, NOT_A_DAY_TIME, NOT_A_TIME, read_rfc3339
 from leaderlog.errors import InvalidQuery, UnknownEntity
 
 __all__ = [
@@ -145,7 +145,9 @@ def _rfc3339(text: str, what: str, *, round_up: bool) -> dt.datetime:
     except ValueError as problem:
         if str(problem) == NOT_A_DAY_TIME:
             raise InvalidQuery(f"{what} {text!r} {problem}", parameter=_parameter(what)) from None
-        raise InvalidQuery(f"{what} {problem}, got {text!r}", parameter=_parameter(what)) from None
+        # A day is taken here too: the message offers both forms.
+        message = str(problem).replace(NOT_A_TIME, f"{NOT_A_TIME} or a day (2025-05-29)", 1)
+        raise InvalidQuery(f"{what} {message}, got {text!r}", parameter=_parameter(what)) from None
 
 
 def parse_known_at(value: int | str | dt.date | None) -> int | dt.datetime | None:
