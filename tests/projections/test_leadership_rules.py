@@ -509,6 +509,24 @@ def test_given_a_vague_published_date_then_the_recorded_day_is_its_latest_possib
     assert story.state("2025-04-10")["pending"][0]["reported"]["basis"] == "published"
 
 
+@pytest.mark.parametrize("published", ["2099-01-01", "2030"])
+def test_given_a_published_date_after_the_recorded_day_then_the_recorded_day_is_shown(
+    published: str,
+) -> None:
+    # A source cannot have been out after the log recorded a report from it (a mistyped
+    # year): the change counts from the recorded day, and the answer says that day.
+    story = Story(published={"paper": published})
+    story.report("c1", kind="incumbency", recorded="2026-12-04")
+    story.report("c2", kind="departure", modality="expected", recorded="2026-12-04")
+    assert story.holders("2026-12-03") == []
+    state = story.state("2026-12-04")
+    recorded = {"date": "2026-12-04", "qualifier": "on", "text": None, "basis": "recorded"}
+    assert holder_since(state) == recorded
+    assert state["pending"][0]["reported"] == recorded
+    assert story.claims["c1"].effect_date() == recorded
+    assert [t["start"] for t in story.tenures()] == [recorded]
+
+
 def holder_since(state: dict[str, Any]) -> Any:
     return state["holders"][0]["since"]
 

@@ -299,9 +299,19 @@ def anchor_day(anchor: FuzzyJSON | None) -> dt.date | None:
 
 
 def shown_anchor(anchor: FuzzyJSON | None) -> dict[str, Any] | None:
-    """An anchor as answers show it: its date and basis."""
+    """An anchor as answers show it: its date and basis.
+
+    A published date that begins after the day the log recorded something from the source
+    (a mistyped year, say) cannot be when the source was out: the rules count from the
+    recorded day, and the answer shows that day, as ``recorded``. A vaguer date that takes
+    the recorded day in ("2025") is shown as given."""
     if anchor is None:
         return None
+    published_by = anchor.get("published_by")
+    if published_by is not None:
+        earliest = earliest_day(anchor)
+        if earliest is not None and dt.date.fromisoformat(published_by) < earliest:
+            return {"date": published_by, "qualifier": "on", "text": None, "basis": "recorded"}
     return {key: value for key, value in anchor.items() if key != "published_by"}
 
 
