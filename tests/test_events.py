@@ -871,5 +871,5 @@ def test_a_wrong_optional_value_is_not_also_said_to_be_not_none() -> None:
     with pytest.raises(RecordError) as caught:
         parse_event("person.updated", {"person": "p", "name": "A\x00B"})
     assert caught.value.message == (
-        "person.updated: data.name: Value error, control character U+0000 is not allowed in text"
+        "person.updated: data.name: control character U+0000 is not allowed in text"
     )

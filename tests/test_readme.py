@@ -3,6 +3,8 @@ the example projection in projections/README.md."""
 
 from __future__ import annotations
 
+import asyncio
+import json
 import re
 import shlex
 import shutil
@@ -16,6 +18,7 @@ from click.testing import CliRunner
 
 import leaderlog.cli.projection_commands  # noqa: F401  (registers the commands on main)
 from leaderlog.cli import main
+from leaderlog.log import EventLog
 from tests.conftest import ROOT, SEEDS, ok
 
 README = ROOT / "README.md"
@@ -29,6 +32,22 @@ class Command(NamedTuple):
     expected: list[str]
 
 
+# A curl that posts a file to the write API, made here through the library as the token's
+# writer would be recorded (the write API itself is tested over HTTP in tests/http).
+_POSTED = re.compile(r".*-d @(?P<file>\S+) \S*/api/events")
+_ECHOED = re.compile(r"echo '(?P<text>[^']*)' > (?P<file>\S+)$")
+WRITE_API = "(write API)"
+WRITE_FILE = "(echo)"
+
+
+def _post_as_last_token(file: Path, tokens: list[str]) -> None:
+    async def post() -> None:
+        async with await EventLog.open() as log:
+            await log.append_raw(json.loads(file.read_text(encoding="utf-8")), actor=tokens[-1])
+
+    asyncio.run(post())
+
+
 def readme_commands() -> list[Command]:
     """Every ``leaderlog`` command of the README's code blocks, in order, with the output a
     ``$ `` console block shows after it. Pipelines are left out (they need PostgreSQL)."""
@@ -40,6 +59,12 @@ def readme_commands() -> list[Command]:
             fenced = not fenced
             continue
         shown = text.removeprefix("$ ").removeprefix("    ")
+        if fenced and (posted := _POSTED.match(shown)):
+            commands.append(Command(number, [WRITE_API, posted["file"]], None, []))
+            continue
+        if fenced and (echoed := _ECHOED.match(shown)):
+            commands.append(Command(number, [WRITE_FILE, echoed["file"], echoed["text"]], None, []))
+            continue
         if text.startswith("T=$("):  # the README keeps the token a command prints
             shown = text.removeprefix("T=$(").removesuffix(")")
         if not (fenced or text.startswith("    ")) or not shown.startswith("leaderlog "):
@@ -68,7 +93,16 @@ def test_the_readme_commands_run_as_shown(tmp_path: Path, monkeypatch: pytest.Mo
     commands = readme_commands()
     assert len(commands) >= 25
     said: dict[str, str] = {}
+    tokens: list[str] = []
     for command in commands:
+        if command.arguments[0] == WRITE_API:
+            _post_as_last_token(tmp_path / command.arguments[1], tokens)
+            continue
+        if command.arguments[0] == WRITE_FILE:
+            (tmp_path / command.arguments[1]).write_text(command.arguments[2] + "\n")
+            continue
+        if command.arguments[:2] == ["token", "create"]:
+            tokens.append(command.arguments[2])
         result = CliRunner().invoke(main, command.arguments)
         where = f"README.md:{command.line} leaderlog {shlex.join(command.arguments)}"
         if any(line.startswith("error: ") for line in command.expected):

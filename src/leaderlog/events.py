@@ -625,6 +625,9 @@ def _field_problems(error: ValidationError) -> list[tuple[str, str]]:
             message = "unknown field"
         elif item["type"] == "missing":
             message = "required field missing"
+        elif item["type"] == "value_error":
+            # Our validators' own words, without pydantic's "Value error, " before them.
+            message = message.removeprefix("Value error, ")
         elif item["type"] == "string_pattern_mismatch" and item["ctx"]["pattern"] == SLUG_PATTERN:
             message = f"{excerpt(item['input'])} is not an id: {SLUG_RULE}"
         problems.append((".".join(["data", *location]), message))

@@ -567,6 +567,8 @@ def test_hostile_input_is_refused_and_changes_nothing(
     assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
     assert f"line {case.line}:" in result.stderr
     assert f"[rule: {case.rule}]" in result.stderr
+    # Every refusal says so in the same words, whatever found it (reading, rules or store).
+    assert result.stderr.startswith("error: 1 problem(s), nothing written\n"), result.stderr
     assert "Traceback" not in result.stderr
     assert result.stdout == ""
     assert verify(runner, database) == before

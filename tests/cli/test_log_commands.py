@@ -350,8 +350,15 @@ def test_an_export_that_would_move_the_clock_back_is_refused_by_line(
         seeded_url, tmp_path, 6, recorded_at="2000-01-01T00:00:00.000000Z"
     )
     assert result.exit_code == 1
-    assert result.stderr.startswith(f"error: line 6: event {envelope['event_id']}: recorded_at ")
-    assert result.stderr.endswith("[rule: recorded_at]\n")
+    assert result.stderr.startswith(
+        f"error: 1 problem(s), nothing written\n  line 6: event {envelope['event_id']}: "
+        "recorded_at "
+    )
+    # with the way forward
+    assert result.stderr.endswith(
+        "to append such records as new events, stamped now, leave out their recorded_at "
+        "[rule: recorded_at]\n"
+    )
     assert not other.exists()
 
 

@@ -294,7 +294,24 @@ async def test_a_known_source_or_publisher_with_no_matching_events_is_an_empty_a
     queries = await current(seeded_log)
     answer = await queries.audit(source=FOX, type="claim.retracted")
     assert answer["events"] == []
-    assert (await queries.audit(publisher="Fox News", actor="nobody"))["events"] == []
+    assert (await queries.audit(publisher="Fox News", actor="seed", type="claim.retracted"))[
+        "events"
+    ] == []
+
+
+async def test_an_actor_that_appended_nothing_is_an_error_naming_those_that_did(
+    seeded_log: EventLog,
+) -> None:
+    queries = await current(seeded_log)
+    # An import is recorded as "cli" unless told otherwise: "seed" was someone's guess.
+    with pytest.raises(UnknownEntity, match=r"^no event was appended by the actor 'sed' "):
+        await queries.audit(actor="sed")
+    try:
+        await queries.audit(actor="nobody")
+    except UnknownEntity as error:
+        assert "did you mean " in str(error) and error.suggestions
+    else:
+        raise AssertionError("an actor that appended nothing was answered")
 
 
 @pytest.mark.parametrize("publisher", ["Fox\tNews", "Fox\r\nNews"])

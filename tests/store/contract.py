@@ -441,11 +441,14 @@ class StoreContract(abc.ABC):
             store_url, """UPDATE events SET data = '{"n":-1}' WHERE position = 3"""
         )
 
+        intact = (await store.read_all())[1]
         report = await store.verify()
         assert not report.ok
         assert report.first_bad_position == 3
         assert report.count == 2
         assert report.problem is not None
+        # Its head is the last event verified, before the bad one: what still holds.
+        assert (report.head_position, report.head_hash) == (2, intact.hash)
 
     @pytest.mark.parametrize(
         "edit",

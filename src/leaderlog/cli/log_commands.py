@@ -24,7 +24,13 @@ from leaderlog.cli._app import (
     reported,
     run,
 )
-from leaderlog.errors import BatchError, DuplicateEventError, RecordedAtRefused, RecordError
+from leaderlog.errors import (
+    BatchError,
+    ConcurrencyError,
+    DuplicateEventError,
+    RecordedAtRefused,
+    RecordError,
+)
 from leaderlog.events import Record, RecordedEvent, check_actor, event_schema, format_time
 from leaderlog.log import AppendOutcome, EventLog, parse_lines, read_lines, stored_unchanged
 from leaderlog.projections import verify_log
@@ -195,6 +201,11 @@ def import_command(context: Context, files: Sequence[IO[bytes]], actor: str, as_
             err_console.print(f"appending {len(records)} records in one transaction...")
         try:
             return await log.append_records(records, actor=actor, labels=labels, guard=guard)
+        except ConcurrencyError as error:
+            # Said as every other refusal of a record is: a problem of a batch not written.
+            message = str(error).removeprefix(f"{error.where}: ") if error.where else str(error)
+            problem = RecordError(message, where=error.where, rule="expected_version")
+            raise BatchError([problem]) from None
         except (DuplicateEventError, RecordedAtRefused) as error:
             # Name the line, as every other refusal of a record does.
             line = next(
@@ -205,8 +216,16 @@ def import_command(context: Context, files: Sequence[IO[bytes]], actor: str, as_
                 ),
                 None,
             )
-            rule = "event_id" if isinstance(error, DuplicateEventError) else "recorded_at"
-            raise RecordError(str(error), where=line, rule=rule) from None
+            if isinstance(error, DuplicateEventError):
+                problem = RecordError(str(error), where=line, rule="event_id")
+            else:
+                problem = RecordError(
+                    f"{error}; to append such records as new events, stamped now, leave out "
+                    "their recorded_at",
+                    where=line,
+                    rule="recorded_at",
+                )
+            raise BatchError([problem]) from None
 
     # Read before the event loop starts: a Ctrl-C while stdin blocks then stops it at once.
     still_reading = "nothing was written: the records were still being read"

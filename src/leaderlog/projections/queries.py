@@ -726,6 +726,8 @@ class Queries:
             await self._check_source(source)
         if publisher is not None:
             await self._check_publisher(publisher)
+        if actor is not None:
+            await self._check_actor(actor)
         conditions = ["e.position > ?"]
         parameters: list[Any] = [storable(after)]
         filters: dict[str, Any] = {}
@@ -803,6 +805,21 @@ class Queries:
         raise _did_you_mean(
             f"no source has the publisher {publisher!r} (publishers are matched exactly)",
             _near(publisher, [(suggestion, (suggestion[0],)) for suggestion in counted]),
+        )
+
+    async def _check_actor(self, actor: str) -> None:
+        """An actor that appended nothing is an error, as an unknown source is: most often a
+        misspelt name, or the wrong one (an import records ``cli`` unless told otherwise)."""
+        if await self.store.query("SELECT 1 FROM p_audit_events WHERE actor = ? LIMIT 1", (actor,)):
+            return
+        rows = await self.store.query(
+            "SELECT actor, COUNT(*) FROM p_audit_events GROUP BY actor ORDER BY actor"
+        )
+        counted = [(row[0], f"{row[1]} event{'s' if row[1] != 1 else ''}") for row in rows]
+        near = _near(actor, [(suggestion, (suggestion[0],)) for suggestion in counted])
+        raise _did_you_mean(
+            f"no event was appended by the actor {actor!r} (actors are matched exactly)",
+            near or counted[:_SUGGESTIONS],
         )
 
     async def _scan_for_claims(self, status: str | None, attribution: str | None) -> bool:

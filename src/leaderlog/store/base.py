@@ -120,6 +120,9 @@ class AppendResult:
 
 @dataclass(frozen=True, slots=True)
 class VerifyReport:
+    """``count`` events verified, the last of them at ``head_position`` with ``head_hash``
+    (the log's head when ``ok``; otherwise the last event before ``first_bad_position``)."""
+
     ok: bool
     count: int
     head_position: int
@@ -757,6 +760,8 @@ class EventStore(abc.ABC):
         """Recompute the hash chain and check positions and versions are gap-free.
 
         A row that cannot even be decoded is reported at its position like any other edit.
+        The report's head is the last event verified: on a broken chain, the end of the part
+        before the first bad position, which holds as it was written.
         """
         previous, count, expected_position = GENESIS_HASH, 0, 1
         (lowest,) = (await self.query("SELECT MIN(position) FROM events"))[0]
@@ -780,13 +785,13 @@ class EventStore(abc.ABC):
                     reason, at = f"position {expected_position} is missing", expected_position
                 else:
                     reason, at = f"the stored row cannot be read: {error.reason}", error.position
-                return VerifyReport(False, count, error.position, error.stored_hash, at, reason)
+                return VerifyReport(False, count, count, previous, at, reason)
             for event, stored in events:
                 problem, bad = self._check_link(
                     event, stored, expected_position, versions, previous
                 )
                 if problem:
-                    return VerifyReport(False, count, event.position, event.hash, bad, problem)
+                    return VerifyReport(False, count, count, previous, bad, problem)
                 versions[event.stream] = event.version
                 previous, count, expected_position = event.hash, count + 1, expected_position + 1
             if len(events) < page:
