@@ -778,6 +778,10 @@ class Record(_Frozen):
     # Only set when re-importing an export: the original envelope is kept.
     recorded_at: dt.datetime | None = None
     actor: str | None = None
+    # The hash an export line gave the event ("" when it gave none): a time from the past
+    # is kept only where the log's own chain gives the event this very hash (a copy of the
+    # log, or of more of it). None outside exports: a program moving a log vouches for it.
+    exported_hash: str | None = None
     # An exported event of an older schema version: its version and data exactly as stored.
     # ``event`` is its upcast form, for the rules; the copy stores this, since stored events
     # are never rewritten (and the hash chain covers their bytes).
@@ -797,6 +801,7 @@ class Record(_Frozen):
 
 
 _RECORD_KEYS = {"type", "data", "event_id", "expected_version", "meta"}
+_HASH = re.compile(r"[0-9a-f]{64}\Z")
 _EXPORT_KEYS = {"position", "stream", "version", "schema_version", "recorded_at", "actor", "hash"}
 
 
@@ -952,6 +957,7 @@ def parse_record(raw: object) -> Record:
 
     recorded_at: dt.datetime | None = None
     actor: str | None = None
+    exported_hash: str | None = None
     if exported:
         given = raw.get("recorded_at")
         if not isinstance(given, str):
@@ -968,6 +974,12 @@ def parse_record(raw: object) -> Record:
         # hash covers the actor, so it could only come back as another event.
         given_actor = raw.get("actor")
         actor = "import" if given_actor is None else check_actor(given_actor)
+        # Not trusted, only compared with the hash the chain gives the event: anything but a
+        # hash cannot match one, so it counts as none rather than being refused.
+        given_hash = raw.get("hash")
+        exported_hash = (
+            given_hash if isinstance(given_hash, str) and _HASH.match(given_hash) else ""
+        )
     return _ParsedRecord(
         event=event,
         event_id=event_id,
@@ -976,6 +988,7 @@ def parse_record(raw: object) -> Record:
         recorded_at=recorded_at,
         actor=actor,
         stored_as=stored_as,
+        exported_hash=exported_hash,
     )
 
 
@@ -1023,6 +1036,10 @@ def check_record(record: Record) -> None:
         check_actor(record.actor)
     if record.recorded_at is not None and record.recorded_at.utcoffset() is None:
         raise RecordError("recorded_at must carry its UTC offset", rule="schema")
+    if record.exported_hash and not _HASH.match(record.exported_hash):
+        raise RecordError(
+            "exported_hash must be a sha256 in lower-case hex, or empty", rule="schema"
+        )
 
 
 class RecordedEvent(_Frozen):

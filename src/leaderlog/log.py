@@ -113,6 +113,7 @@ class _Entry(NamedTuple):
     recorded_at: dt.datetime | None = None
     actor: str | None = None
     stored_as: tuple[int, dict[str, Any]] | None = None
+    exported_hash: str | None = None
 
     @classmethod
     def of(cls, record: Record) -> _Entry:
@@ -124,6 +125,7 @@ class _Entry(NamedTuple):
             record.recorded_at,
             record.actor,
             record.stored_as,
+            record.exported_hash,
         )
 
     def stored_form(self) -> tuple[int, dict[str, Any]]:
@@ -869,6 +871,7 @@ class EventLog:
                 entry.recorded_at,
                 entry.actor,
                 data_json,
+                entry.exported_hash if own else None,
             )
         )
 

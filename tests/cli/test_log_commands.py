@@ -15,6 +15,7 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -24,8 +25,9 @@ from click.testing import CliRunner, Result
 from leaderlog._json import dumps
 from leaderlog.cli import log_commands, main
 from leaderlog.cli._app import interruptible
-from leaderlog.events import event_schema, parse_record
+from leaderlog.events import event_schema, format_time, parse_record
 from leaderlog.log import EventLog
+from leaderlog.store.base import GENESIS_HASH, chain_hash, envelope_bytes, utc_now
 
 ROOT = Path(__file__).resolve().parents[2]
 SEED_FILE = ROOT / "seeds" / "ice-leadership-2025-05.jsonl"
@@ -362,16 +364,94 @@ def test_an_export_that_would_move_the_clock_back_is_refused_by_line(
     assert not other.exists()
 
 
+def rehashed(envelopes: list[dict[str, Any]]) -> list[str]:
+    """Export lines with the hashes a log recorded as ``envelopes`` say would have: an
+    export of such a log, as an import keeps the times of."""
+    previous, lines = GENESIS_HASH, []
+    for envelope in envelopes:
+        fields = {key: envelope[key] for key in ENVELOPE_FIELDS}
+        previous = chain_hash(
+            previous, envelope_bytes(**{**fields, "event_id": uuid.UUID(envelope["event_id"])})
+        )
+        lines.append(json.dumps({**envelope, "hash": previous}))
+    return lines
+
+
+ENVELOPE_FIELDS = (
+    "position",
+    "stream",
+    "version",
+    "event_id",
+    "type",
+    "schema_version",
+    "data",
+    "recorded_at",
+    "actor",
+    "meta",
+)
+
+
+def test_an_import_keeps_times_from_the_past_only_for_a_copy_of_the_log_itself(
+    seeded_url: str, tmp_path: Path
+) -> None:
+    # given a copy of the seeded log, and one more event in the original since
+    copy = f"sqlite:///{tmp_path / 'copy.db'}"
+    exported = tmp_path / "first.jsonl"
+    exported.write_text(invoke("--db", seeded_url, "export"), encoding="utf-8")
+    assert invoke("--db", copy, "import", str(exported)).startswith("appended 29")
+    more = tmp_path / "more.jsonl"
+    more.write_text(
+        json.dumps({"type": "person.registered", "data": {"person": "p9", "name": "P Nine"}})
+        + "\n",
+        encoding="utf-8",
+    )
+    invoke("--db", seeded_url, "import", str(more))
+    time.sleep(0.01)
+    # then the copy takes the original's next export whole, times kept (a mirror catching up)
+    exported.write_text(invoke("--db", seeded_url, "export"), encoding="utf-8")
+    assert invoke("--db", copy, "import", str(exported)).startswith("appended 1, already")
+    assert invoke("--db", copy, "verify") == invoke("--db", seeded_url, "verify")
+    # but another log's event, recorded before now, cannot come in with its time: the copy
+    # would say it knew the event then (answers "as known at" that moment would change)
+    foreign = f"sqlite:///{tmp_path / 'foreign.db'}"
+    invoke("--db", foreign, "import", str(more))
+    (line,) = [
+        envelope
+        for envelope in invoke("--db", foreign, "export").splitlines()
+        if '"person.registered"' in envelope
+    ]
+    # recorded after the copy's last event, but before the import
+    moment = format_time(utc_now())
+    time.sleep(0.01)
+    late = {**json.loads(line), "recorded_at": moment}
+    late["data"], late["stream"] = {"person": "p10", "name": "P Ten"}, "person-p10"
+    del late["event_id"]
+    path = tmp_path / "foreign.jsonl"
+    path.write_text(json.dumps(late) + "\n", encoding="utf-8")
+    before = invoke("--db", copy, "verify")
+    refused = CliRunner().invoke(main, ["--db", copy, "import", str(path)])
+    assert refused.exit_code == 1
+    assert f"recorded_at {moment} is in the past" in refused.stderr
+    assert "[rule: recorded_at]" in refused.stderr
+    assert invoke("--db", copy, "verify") == before
+    # without its time it is appended, stamped now
+    plain = {"type": late["type"], "data": late["data"]}
+    path.write_text(json.dumps(plain) + "\n", encoding="utf-8")
+    assert invoke("--db", copy, "import", str(path)).startswith("appended 1")
+
+
 def test_a_log_recorded_before_the_year_1000_reads_and_answers_for_its_times(
     seeded_url: str, tmp_path: Path
 ) -> None:
     """Times are stored with four-digit years: "999-..." was unreadable and compared
     wrongly with every later time."""
     early = "0999-01-01T00:00:00.000000Z"
-    lines = [
-        json.dumps({**json.loads(line), "recorded_at": early})
-        for line in invoke("--db", seeded_url, "export").splitlines()
-    ]
+    lines = rehashed(
+        [
+            {**json.loads(line), "recorded_at": early}
+            for line in invoke("--db", seeded_url, "export").splitlines()
+        ]
+    )
     path = tmp_path / "early.jsonl"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     other = f"sqlite:///{tmp_path / 'early.db'}"

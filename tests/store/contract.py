@@ -29,7 +29,13 @@ from leaderlog.errors import (
 from leaderlog.events import RecordedEvent, format_time
 from leaderlog.projections import Projection, ProjectionRunner, ProjectionTransaction, verify_log
 from leaderlog.store import AppendResult, EventStore, NewEvent, PendingBatch, open_store
-from leaderlog.store.base import GENESIS_HASH, StoredText, recorded_hash
+from leaderlog.store.base import (
+    GENESIS_HASH,
+    StoredText,
+    chain_hash,
+    envelope_bytes,
+    recorded_hash,
+)
 
 _counter = 0
 
@@ -180,6 +186,43 @@ class StoreContract(abc.ABC):
         assert stored.recorded_at == moment
         assert format_time(stored.recorded_at) == "2025-05-01T12:30:05.123456Z"
         assert stored.hash == recorded_hash(GENESIS_HASH, stored)
+
+    async def test_a_past_time_from_an_export_line_is_kept_only_on_the_logs_own_chain(
+        self, store: EventStore
+    ) -> None:
+        moment = dt.datetime(2025, 5, 1, 12, tzinfo=dt.UTC)
+        original = event("org:ice", recorded_at=moment, actor="importer")
+        # the hash a log that recorded it first gave it: what a copy's export line carries
+        own_hash = chain_hash(
+            GENESIS_HASH,
+            envelope_bytes(
+                position=1,
+                stream=original.stream,
+                version=1,
+                event_id=original.event_id,
+                type=original.type,
+                schema_version=1,
+                data=original.data,
+                recorded_at=format_time(moment),
+                actor="importer",
+                meta={},
+            ),
+        )
+        # an event recorded then elsewhere would make this log say it knew it then
+        for given in ("", "0" * 64):
+            with pytest.raises(RecordedAtRefused, match="is in the past"):
+                await store.append([original._replace(exported_hash=given)], actor="t")
+        assert await store.count() == 0
+        # a copy of the log that recorded it keeps the time
+        assert (await store.append([original._replace(exported_hash=own_hash)], actor="t")) == (
+            AppendResult((1,), 1)
+        )
+        (stored,) = await store.read_all()
+        assert (stored.recorded_at, stored.hash) == (moment, own_hash)
+        # one that brings no time is stamped now
+        later = event("org:ice", actor="x")
+        assert (await store.append([later._replace(exported_hash="")], actor="t")).appended == 1
+        assert (await store.verify()).ok
 
     async def test_positions_are_gap_free_and_versions_count_per_stream(
         self, store: EventStore

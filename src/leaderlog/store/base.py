@@ -104,6 +104,8 @@ class NewEvent(NamedTuple):
     actor: str | None = None
     # canonical_bytes(data), when the writer has it already (it measured the record).
     data_json: bytes | None = None
+    # The hash an export gave it: see plan_rows.
+    exported_hash: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -399,53 +401,75 @@ def plan_rows(
             outcomes.append(refusal)
             continue
         try:
-            plan, clock.times = _plan_one(batch, versions, known, position, clock)
+            plan, times = _plan_one(batch, versions, known, position, clock)
         except StoreError as error:
             outcomes.append(error)
             continue
+        # What to undo should the batch be refused half way: it leaves nothing behind.
+        replaced: list[tuple[str, int | None]] = []
+        added: list[int] = []
+        start_position, start_previous, start_rows = position, previous, len(rows)
         positions: list[int] = []
         appended = 0
-        for event, data_json, known_position, stamp in plan:
-            if known_position is not None:
-                positions.append(known_position)
-                continue
-            position += 1
-            appended += 1
-            stream = event.stream
-            version = versions.get(stream, 0) + 1
-            versions[stream] = version
-            actor = event.actor or batch.actor
-            meta_json = canonical_bytes(event.meta) if event.meta else _EMPTY_META
-            envelope = envelope_bytes(
-                position=position,
-                stream=stream,
-                version=version,
-                event_id=event.event_id,
-                type=event.type,
-                schema_version=event.schema_version,
-                data=embed(data_json),
-                recorded_at=stamp,
-                actor=actor,
-                meta=embed(meta_json),
-            )
-            previous = chain_hash(previous, envelope)
-            rows.append(
-                PlannedRow(
-                    position,
-                    stream,
-                    version,
-                    event.event_id,
-                    event.type,
-                    event.schema_version,
-                    data_json.decode(),
-                    stamp,
-                    actor,
-                    meta_json.decode(),
-                    previous,
+        try:
+            for event, data_json, known_position, stamp in plan:
+                if known_position is not None:
+                    positions.append(known_position)
+                    continue
+                position += 1
+                appended += 1
+                stream = event.stream
+                before = versions.get(stream)
+                replaced.append((stream, before))
+                version = (before or 0) + 1
+                versions[stream] = version
+                actor = event.actor or batch.actor
+                meta_json = canonical_bytes(event.meta) if event.meta else _EMPTY_META
+                envelope = envelope_bytes(
+                    position=position,
+                    stream=stream,
+                    version=version,
+                    event_id=event.event_id,
+                    type=event.type,
+                    schema_version=event.schema_version,
+                    data=embed(data_json),
+                    recorded_at=stamp,
+                    actor=actor,
+                    meta=embed(meta_json),
                 )
-            )
-            known[event.event_id.int] = (position, stream, event.type, data_json)
-            positions.append(position)
+                previous = chain_hash(previous, envelope)
+                _check_chain(event, position, previous, clock)
+                rows.append(
+                    PlannedRow(
+                        position,
+                        stream,
+                        version,
+                        event.event_id,
+                        event.type,
+                        event.schema_version,
+                        data_json.decode(),
+                        stamp,
+                        actor,
+                        meta_json.decode(),
+                        previous,
+                    )
+                )
+                known[event.event_id.int] = (position, stream, event.type, data_json)
+                added.append(event.event_id.int)
+                positions.append(position)
+        except StoreError as error:
+            position, previous = start_position, start_previous
+            del rows[start_rows:]
+            for key in added:
+                del known[key]
+            for stream, before in reversed(replaced):
+                if before is None:
+                    del versions[stream]
+                else:
+                    versions[stream] = before
+            outcomes.append(error)
+            continue
+        clock.times = times
         outcomes.append(AppendResult(tuple(positions), appended))
     return outcomes, rows
 
@@ -496,6 +520,30 @@ def _plan_one(
         for stream, expected in batch.depends.items():
             _check_version(stream, expected, versions.get(stream))
     return plan, (last, last_is_head, stamp_time, stamp_text)
+
+
+def _check_chain(event: NewEvent, position: int, computed: str, clock: _Clock) -> None:
+    """Refuse a recorded time from the past on an event this log's chain does not hold.
+
+    An import keeps the times of an export, so that a copy recomputes the very same chain.
+    Given to any other event, a time already past would make the log say it knew the
+    event then: answers "as known at" moments already past (and given) would change. So
+    for an event from an export line, a time before the store's clock is kept only where
+    its exported hash is the one the chain gives it here: a copy of this very log, or of
+    more of it (a mirror catching up).
+    """
+    given, exported = event.recorded_at, event.exported_hash
+    if given is None or exported is None or exported == computed:
+        return  # a program that moves a log itself (no export line) vouches for its times
+    if given >= clock.now:
+        return
+    raise RecordedAtRefused(
+        event.event_id,
+        f"recorded_at {format_time(given)} is in the past (the store's clock says "
+        f"{format_time(clock.now)}), and the event does not continue this log's own chain at "
+        f"position {position} (the hash the export gives it is not the one it gets here): "
+        "kept, that time would make this log say it knew the event before it did",
+    )
 
 
 def _check_version(stream: str, expected: ExpectedVersion, actual: int | None) -> None:
