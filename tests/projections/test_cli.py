@@ -442,6 +442,25 @@ def test_a_value_an_option_refuses_is_a_usage_mistake_exit_2(
     assert result.stderr.startswith("Usage: ")  # with the command's usage, as click says
 
 
+@pytest.mark.parametrize(
+    ("args", "named"),
+    [
+        (("feed", "--scope", "bogus"), "'--scope'"),
+        (("feed", "--lang", "xx"), "'--lang'"),
+        (("feed", "--base-url", "ftp://x"), "'--base-url'"),
+        (("rebuild", "Bad-Name"), "'NAME'"),
+        (("projections", "--forget", "Bad-Name"), "'--forget'"),
+        (("import", "--actor", "Desk", "-"), "'--actor'"),
+    ],
+)
+def test_a_refused_value_names_its_option_as_click_does(
+    db: str, args: tuple[str, ...], named: str
+) -> None:
+    result = invoke(db, *args)
+    assert result.exit_code == 2, result.output
+    assert f"Error: Invalid value for {named}: " in result.stderr
+
+
 @pytest.mark.parametrize("command", COMMANDS)
 def test_every_command_help_has_an_example(command: str) -> None:
     text = ok(CliRunner().invoke(main, [command, "--help"]))

@@ -169,7 +169,7 @@ def import_command(context: Context, files: Sequence[IO[bytes]], actor: str, as_
                 raise click.BadParameter(
                     f"{actor!r} is the name of a write token, recorded only for requests made "
                     "with it; choose another name",
-                    param_hint="--actor",
+                    param_hint="'--actor'",
                 )
             named = [
                 (record, label)

@@ -542,7 +542,7 @@ def rebuild_command(context: Context, names: Sequence[str]) -> None:
     """
     for name in names:
         if name not in BUILTIN:
-            _check_name(name, "NAME")
+            _check_name(name, "'NAME'")
 
     async def go() -> None:
         async with context.log(create=False) as log:
@@ -704,9 +704,9 @@ def _forget(context: Context, name: str, *, as_json: bool) -> None:
         raise click.BadParameter(
             f"{name!r} is a built-in projection: it cannot be forgotten (leaderlog rebuild "
             f"{name} replays it instead)",
-            param_hint="--forget",
+            param_hint="'--forget'",
         )
-    _check_name(name, "--forget")
+    _check_name(name, "'--forget'")
     module = user_projection_folder() / f"{name}.py"
 
     async def go() -> tuple[list[str], int | None]:

@@ -131,7 +131,7 @@ def serve_command(
         try:
             public_url = check_public_url(public_url)
         except ValueError as error:
-            raise click.BadParameter(str(error), param_hint="--public-url") from None
+            raise click.BadParameter(str(error), param_hint="'--public-url'") from None
     seeds = None if no_seed else seeds_folder()
     if not no_seed and seeds is None:
         err_console.print("no seeds folder found; an empty log stays empty")
@@ -340,27 +340,27 @@ def feed_command(
     if "@" in urlsplit(base_url).netloc:
         raise click.BadParameter(
             "give an address without a user name or password: feeds link every reader to it",
-            param_hint="--base-url",
+            param_hint="'--base-url'",
         )
     if not is_web_address(base_url):
-        raise click.BadParameter("give an http:// or https:// address", param_hint="--base-url")
+        raise click.BadParameter("give an http:// or https:// address", param_hint="'--base-url'")
     if urlsplit(base_url).query or urlsplit(base_url).fragment or "?" in base_url:
         # Feed paths are appended to it: a query or fragment would end up in the middle.
         raise click.BadParameter(
             "give the address feeds are served under, without ?query or #fragment",
-            param_hint="--base-url",
+            param_hint="'--base-url'",
         )
     try:
         chosen_scope = Scope.parse(scope)
     except ValueError as error:
         named = FeedNotFound.named_subject(scope)
         if named is None:
-            raise click.BadParameter(str(error), param_hint="--scope") from None
+            raise click.BadParameter(str(error), param_hint="'--scope'") from None
         _explain(context, named)
     try:
         chosen_lang = resolve(lang) if lang is not None else "en"
     except UnknownLanguage as error:
-        raise click.BadParameter(str(error), param_hint="--lang") from None
+        raise click.BadParameter(str(error), param_hint="'--lang'") from None
     request = FeedRequest(
         chosen_scope,
         fmt,  # type: ignore[arg-type]
