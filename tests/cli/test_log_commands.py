@@ -356,12 +356,21 @@ def test_an_export_that_would_move_the_clock_back_is_refused_by_line(
         f"error: 1 problem(s), nothing written\n  line 6: event {envelope['event_id']}: "
         "recorded_at "
     )
-    # with the way forward
+    # with the way forward, which works
     assert result.stderr.endswith(
-        "to append such records as new events, stamped now, leave out their recorded_at "
-        "[rule: recorded_at]\n"
+        "to append such records as new events, stamped now, give them without their envelope "
+        "(only type, data, event_id and meta) [rule: recorded_at]\n"
     )
     assert not other.exists()
+    keys = ("type", "data", "event_id", "meta")
+    records = [
+        json.dumps({key: value for key, value in json.loads(line).items() if key in keys})
+        for line in (tmp_path / "log.jsonl").read_text(encoding="utf-8").splitlines()
+    ]
+    (tmp_path / "records.jsonl").write_text("\n".join(records) + "\n", encoding="utf-8")
+    assert invoke(
+        "--db", f"sqlite:///{other}", "import", str(tmp_path / "records.jsonl")
+    ).startswith("appended 29")
 
 
 def rehashed(envelopes: list[dict[str, Any]]) -> list[str]:

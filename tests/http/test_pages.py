@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from leaderlog.events import PersonRegistered
-from leaderlog.feeds import clean
+from leaderlog.feeds import _text, clean
 from leaderlog.feeds._address import web_uri
 from leaderlog.feeds._document import RecentChange
 from leaderlog.feeds._i18n import language
@@ -160,6 +160,13 @@ def test_right_to_left_names_keep_their_own_direction_in_every_part_of_the_overv
     # In the pending changes of the post's row, too.
     pending = re.findall(r"<ul>(<li>.*?)</ul>", _section(page, "leadership"))
     assert any(isolated in items for items in pending), pending
+    # Each party of a list on its own: one in a right-to-left script would otherwise lay out
+    # the words after it, and the other names, inside its own run.
+    parties = {"kind": "named", "parties": ["\u0627\u0644\u0628\u064a\u062a", "ICE"]}
+    assert _text._attribution(parties, language("en"), markup=True) == (
+        'named source: <span dir="auto">\u0627\u0644\u0628\u064a\u062a</span> and '
+        '<span dir="auto">ICE</span>'
+    )
     # A dispute's reason is the writer's words: isolated too.
     reason = pages._conflicts({"conflicts": [{"kind": "dispute", "reason": RTL}]}, language("en"))
     assert reason == f"<bdi>{html.escape(clean(RTL))}</bdi>"

@@ -306,12 +306,9 @@ async def test_an_actor_that_appended_nothing_is_an_error_naming_those_that_did(
     # An import is recorded as "cli" unless told otherwise: "seed" was someone's guess.
     with pytest.raises(UnknownEntity, match=r"^no event was appended by the actor 'sed' "):
         await queries.audit(actor="sed")
-    try:
+    # one near none of them is answered with the actors there are
+    with pytest.raises(UnknownEntity, match=r"; the actors are seed \(29 events\)$"):
         await queries.audit(actor="nobody")
-    except UnknownEntity as error:
-        assert "did you mean " in str(error) and error.suggestions
-    else:
-        raise AssertionError("an actor that appended nothing was answered")
 
 
 @pytest.mark.parametrize("publisher", ["Fox\tNews", "Fox\r\nNews"])

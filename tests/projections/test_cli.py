@@ -422,6 +422,8 @@ def test_errors_are_clear_and_exit_1(db: str, args: tuple[str, ...], message: st
             "known-at must be a log position (such as 42) or an RFC 3339 time",
         ),
         (("history",), "give exactly one of --person, --post or --org"),
+        # the claim is an argument: named as click names it
+        (("claim", ""), "Error: 'ID' must not be empty"),
         (("audit", "--status", "bogus"), "unknown status 'bogus'; known: reported,"),
         (("audit", "--type", "bogus"), "unknown event type 'bogus'; known: "),
         (("audit", "--attribution", "bogus"), "unknown attribution 'bogus'"),

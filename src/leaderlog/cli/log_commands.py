@@ -220,8 +220,8 @@ def import_command(context: Context, files: Sequence[IO[bytes]], actor: str, as_
                 problem = RecordError(str(error), where=line, rule="event_id")
             else:
                 problem = RecordError(
-                    f"{error}; to append such records as new events, stamped now, leave out "
-                    "their recorded_at",
+                    f"{error}; to append such records as new events, stamped now, give them "
+                    "without their envelope (only type, data, event_id and meta)",
                     where=line,
                     rule="recorded_at",
                 )

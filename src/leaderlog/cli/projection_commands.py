@@ -135,11 +135,17 @@ async def _current(context: Context) -> AsyncIterator[Queries]:
             # A value an option refuses is a usage mistake: exit 2 with the command's usage,
             # as click does for the values it checks itself.
             message = (
-                error.named_as(f"--{error.parameter.replace('_', '-')}")
+                error.named_as(
+                    _ARGUMENTS.get(error.parameter, f"--{error.parameter}".replace("_", "-"))
+                )
                 if error.parameter
                 else str(error)
             )
             raise click.UsageError(message) from None
+
+
+# Query parameters the commands take as arguments, named as click names them.
+_ARGUMENTS = {"claim": "'ID'"}
 
 
 # --- formatting ----------------------------------------------------------------------------------

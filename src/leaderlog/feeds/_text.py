@@ -241,7 +241,7 @@ def _attribution(value: object, lang: Language, *, markup: bool = False) -> str:
     parties = value.get("parties")
     names = [clean(p, NAME_LIMIT) for p in parties if isinstance(p, str)] if parties else []
     if names and markup:
-        return _html(lang, with_parties, parties=_isolated(lang.list(names)))
+        return _html(lang, with_parties, parties=_isolated_list(names, lang))
     if names:
         return lang._(with_parties, parties=lang.list(names))
     return lang._(plain)
@@ -322,6 +322,13 @@ def _isolated(text: str) -> Markup:
     return Markup(f'<span dir="auto">{html.escape(text)}</span>')
 
 
+def _isolated_list(names: list[str], lang: Language) -> Markup:
+    """Names listed in the language's way ("A, B and C"), each isolated on its own: one
+    in a right-to-left script cannot pull the others, or the words between them, into it.
+    The language's list patterns hold words and punctuation only, never markup."""
+    return Markup(lang.list([_isolated(name) for name in names]))
+
+
 def _value(field: str, value: object, lang: Language) -> str:
     """A reported field's value as words, for "what changed" lines."""
     if value is None:
@@ -387,9 +394,8 @@ def _history(doc: Mapping[str, Any], lang: Language, *, markup: bool = False) ->
             lines.append(say(N_("Disputed on {date}: {reason}"), date=date, reason=reason))
             conflicts = [clean(c, NAME_LIMIT) for c in step.get("conflicts_with", [])]
             if conflicts:
-                lines.append(
-                    say(N_("Conflicts with: {claims}."), claims=isolate(lang.list(conflicts)))
-                )
+                claims = _isolated_list(conflicts, lang) if markup else lang.list(conflicts)
+                lines.append(say(N_("Conflicts with: {claims}."), claims=claims))
         elif kind == "claim.retracted":
             lines.append(say(N_("Retracted on {date}: {reason}"), date=date, reason=reason))
         else:

@@ -817,10 +817,12 @@ class Queries:
         )
         counted = [(row[0], f"{row[1]} event{'s' if row[1] != 1 else ''}") for row in rows]
         near = _near(actor, [(suggestion, (suggestion[0],)) for suggestion in counted])
-        raise _did_you_mean(
-            f"no event was appended by the actor {actor!r} (actors are matched exactly)",
-            near or counted[:_SUGGESTIONS],
-        )
+        message = f"no event was appended by the actor {actor!r} (actors are matched exactly)"
+        if near or not counted:
+            raise _did_you_mean(message, near)
+        listed = ", ".join(f"{name} ({label})" for name, label in counted[:_SUGGESTIONS])
+        more = f" and {len(counted) - _SUGGESTIONS} more" if len(counted) > _SUGGESTIONS else ""
+        raise UnknownEntity(f"{message}; the actors are {listed}{more}")
 
     async def _scan_for_claims(self, status: str | None, attribution: str | None) -> bool:
         """Whether to find events of claims with this status and attribution by reading the

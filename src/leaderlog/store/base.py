@@ -438,7 +438,8 @@ def plan_rows(
                     meta=embed(meta_json),
                 )
                 previous = chain_hash(previous, envelope)
-                _check_chain(event, position, previous, clock)
+                if start_position:
+                    _check_chain(event, position, previous, clock)
                 rows.append(
                     PlannedRow(
                         position,
@@ -528,9 +529,10 @@ def _check_chain(event: NewEvent, position: int, computed: str, clock: _Clock) -
     An import keeps the times of an export, so that a copy recomputes the very same chain.
     Given to any other event, a time already past would make the log say it knew the
     event then: answers "as known at" moments already past (and given) would change. So
-    for an event from an export line, a time before the store's clock is kept only where
-    its exported hash is the one the chain gives it here: a copy of this very log, or of
-    more of it (a mirror catching up).
+    for an event from an export line appended to a log that has events, a time before the
+    store's clock is kept only where its exported hash is the one the chain gives it here:
+    a copy of more of this very log (a mirror catching up). Into an empty log, an import is
+    a move, and keeps its times (:func:`plan_rows` does not ask).
     """
     given, exported = event.recorded_at, event.exported_hash
     if given is None or exported is None or exported == computed:
