@@ -438,7 +438,7 @@ def plan_rows(
                     meta=embed(meta_json),
                 )
                 previous = chain_hash(previous, envelope)
-                if start_position:
+                if start_position:  # into an empty log, an import is a move
                     _check_chain(event, position, previous, clock)
                 rows.append(
                     PlannedRow(
