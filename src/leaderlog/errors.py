@@ -154,8 +154,9 @@ class ConcurrencyError(StoreError):
         self.actual = actual
         self.where = where
         shown = "no stream" if actual is None else f"version {actual}"
-        message = f"stream {stream!r} expected version {expected!r}, found {shown}"
-        super().__init__(f"{where}: {message}" if where else message)
+        #: What went wrong, without ``where``.
+        self.message = f"stream {stream!r} expected version {expected!r}, found {shown}"
+        super().__init__(f"{where}: {self.message}" if where else self.message)
 
 
 class AppendRefused(StoreError):

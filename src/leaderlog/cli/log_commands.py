@@ -203,8 +203,7 @@ def import_command(context: Context, files: Sequence[IO[bytes]], actor: str, as_
             return await log.append_records(records, actor=actor, labels=labels, guard=guard)
         except ConcurrencyError as error:
             # Said as every other refusal of a record is: a problem of a batch not written.
-            message = str(error).removeprefix(f"{error.where}: ") if error.where else str(error)
-            problem = RecordError(message, where=error.where, rule="expected_version")
+            problem = RecordError(error.message, where=error.where, rule="expected_version")
             raise BatchError([problem]) from None
         except (DuplicateEventError, RecordedAtRefused) as error:
             # Name the line, as every other refusal of a record does.

@@ -271,7 +271,11 @@ def _source_html(source: Mapping[str, Any] | None, lang: Language) -> Markup:
     return Markup(html.escape(text))
 
 
-def _quote(text: str, lang: Language) -> str:
+def _quote(text: str, lang: Language, *, markup: bool = False) -> str:
+    """Quoted words in the language's quotation marks; with ``markup``, as HTML, the words
+    isolated in their own direction."""
+    if markup:
+        return _html(lang, N_("\u201c{quote}\u201d"), quote=_isolated(clean(text)))
     return lang._(N_("\u201c{quote}\u201d"), quote=clean(text))
 
 
@@ -442,7 +446,7 @@ def _quote_message(fields: Mapping[str, Any]) -> str:
 def _summary(doc: Mapping[str, Any], lang: Language, change: str, *, markup: bool = False) -> str:
     """The entry's text in sentences; with ``markup``, as HTML whose names are isolated
     (``change`` is then HTML too)."""
-    say, isolate = _writers(lang, markup)
+    say, _ = _writers(lang, markup)
     fields = doc.get("fields", {})
     parts = [say(N_("{change}."), change=change)]
     parts.extend(say(message, **values) for message, values in _facts(doc, lang, markup=markup))
@@ -454,8 +458,8 @@ def _summary(doc: Mapping[str, Any], lang: Language, change: str, *, markup: boo
     else:
         parts.append(say(N_("Source: {source}."), source=source_name))
     if isinstance(fields.get("quote"), str):
-        quote = isolate(clean(fields["quote"]))
-        parts.append(say(_quote_message(fields), quote=say(N_("\u201c{quote}\u201d"), quote=quote)))
+        quote = _quote(fields["quote"], lang, markup=markup)
+        parts.append(say(_quote_message(fields), quote=quote))
     for group in _history(doc, lang, markup=markup):
         parts.extend(group)
     text = lang.sentences(parts)

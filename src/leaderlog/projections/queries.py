@@ -801,7 +801,7 @@ class Queries:
         rows = await self.store.query(
             "SELECT publisher, COUNT(*) FROM p_audit_sources GROUP BY publisher"
         )
-        counted = [(row[0], f"{row[1]} source{'s' if row[1] != 1 else ''}") for row in rows]
+        counted = _counted(rows, "source")
         raise _did_you_mean(
             f"no source has the publisher {publisher!r} (publishers are matched exactly)",
             _near(publisher, [(suggestion, (suggestion[0],)) for suggestion in counted]),
@@ -815,7 +815,7 @@ class Queries:
         rows = await self.store.query(
             "SELECT actor, COUNT(*) FROM p_audit_events GROUP BY actor ORDER BY actor"
         )
-        counted = [(row[0], f"{row[1]} event{'s' if row[1] != 1 else ''}") for row in rows]
+        counted = _counted(rows, "event")
         near = _near(actor, [(suggestion, (suggestion[0],)) for suggestion in counted])
         message = f"no event was appended by the actor {actor!r} (actors are matched exactly)"
         if near or not counted:
@@ -875,6 +875,11 @@ def _near(
 def _containing(text: str) -> str:
     """A LIKE pattern matching values that contain ``text``."""
     return f"%{_literal(text)}%"
+
+
+def _counted(rows: Sequence[Sequence[Any]], noun: str) -> list[tuple[str, str]]:
+    """(name, count) rows as suggestions: each name with how many ``noun``s it has."""
+    return [(row[0], f"{row[1]} {noun}{'s' if row[1] != 1 else ''}") for row in rows]
 
 
 def _did_you_mean(message: str, suggestions: Sequence[tuple[str, str]]) -> UnknownEntity:
