@@ -642,11 +642,11 @@ async def test_a_move_decided_while_another_writer_moves_an_ancestor_is_decided_
         )
         append_batches = this.store.append_batches
 
-        async def the_other_writer_first(batches: Any) -> Any:
+        async def the_other_writer_first(batches: Any, progress: Any = None) -> Any:
             # when the other writer puts q under p after this one decided p under q
             monkeypatch.setattr(this.store, "append_batches", append_batches)
             await other.append_events([OrgUpdated(org="q", parent="p")], actor="other")
-            return await append_batches(batches)
+            return await append_batches(batches, progress)
 
         monkeypatch.setattr(this.store, "append_batches", the_other_writer_first)
         # then this move is decided again on the tree as it now is, and refused
@@ -667,7 +667,7 @@ async def test_a_claim_is_not_held_up_by_edits_of_the_person_post_and_source_it_
         append_batches = seeded_log.store.append_batches
         edits = iter(range(100))
 
-        async def another_writer_edits_first(batches: Any) -> Any:
+        async def another_writer_edits_first(batches: Any, progress: Any = None) -> Any:
             edit = next(edits)
             await other.append_raw(
                 [
@@ -687,7 +687,7 @@ async def test_a_claim_is_not_held_up_by_edits_of_the_person_post_and_source_it_
                 ],
                 actor="other",
             )
-            return await append_batches(batches)
+            return await append_batches(batches, progress)
 
         monkeypatch.setattr(seeded_log.store, "append_batches", another_writer_edits_first)
         outcome = await seeded_log.append_events(
@@ -707,9 +707,9 @@ async def test_a_batch_worn_out_by_other_writers_is_told_to_try_again_not_of_a_v
         append_batches = seeded_log.store.append_batches
         moves = iter(["elsewhere", "dhs"] * 10)
 
-        async def another_writer_moves_first(batches: Any) -> Any:
+        async def another_writer_moves_first(batches: Any, progress: Any = None) -> Any:
             await other.append_events([OrgUpdated(org="ice", parent=next(moves))], actor="o")
-            return await append_batches(batches)
+            return await append_batches(batches, progress)
 
         monkeypatch.setattr(seeded_log.store, "append_batches", another_writer_moves_first)
         # when this one defines a post under that organisation, giving no expected version,
@@ -780,6 +780,49 @@ async def test_an_append_on_a_claim_another_writer_retracted_meanwhile_is_refuse
     assert caught.value.problems[0].rule == "claim_live"
     stream = await seeded_log.store.read_stream("claim-short-lived")
     assert [event.type for event in stream] == ["claim.reported", "claim.retracted"]
+
+
+async def test_an_append_reports_its_progress_checking_then_writing(
+    sqlite_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # given records enough for several reports
+    monkeypatch.setattr("leaderlog.log._PROGRESS_STEP", 100)
+    records = [
+        parse_record({"type": "org.registered", "data": {"org": f"org-{n}", "name": f"Org {n}"}})
+        for n in range(450)
+    ]
+    reports: list[tuple[str, int, int]] = []
+    async with await EventLog.open(sqlite_url) as log:
+        # when they are appended with a progress callback
+        outcome = await log.append_records(
+            records, actor="t", progress=lambda *report: reports.append(report)
+        )
+    assert outcome.appended == 450
+    # then the rules are checked, forward only, to the last record, and then the rows written
+    stages = [stage for stage, _, _ in reports]
+    checking = [(done, total) for stage, done, total in reports if stage == "checking"]
+    writing = [(done, total) for stage, done, total in reports if stage == "writing"]
+    assert stages == sorted(stages)  # "checking" before "writing"
+    assert checking == [(100, 450), (200, 450), (300, 450), (400, 450), (450, 450)]
+    assert writing[-1] == (900, 900)
+    assert [done for done, _ in writing] == sorted({done for done, _ in writing})
+
+
+async def test_a_refused_append_reports_no_writing(seeded_log: EventLog) -> None:
+    reports: list[tuple[str, int, int]] = []
+    records = [
+        parse_record({"type": "org.registered", "data": {"org": "new", "name": "New"}}),
+        parse_record(
+            {"type": "post.defined", "data": {"post": "p", "org": "nowhere", "title": "T"}}
+        ),
+    ]
+    before = await snapshot(seeded_log)
+    with pytest.raises(BatchError):
+        await seeded_log.append_records(
+            records, actor="t", progress=lambda *report: reports.append(report)
+        )
+    assert [stage for stage, _, _ in reports] == []
+    assert await snapshot(seeded_log) == before
 
 
 async def test_append_raw_labels_records(seeded_log: EventLog) -> None:

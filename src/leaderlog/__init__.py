@@ -35,12 +35,13 @@ from leaderlog.errors import (
     UnreadableEvent,
 )
 from leaderlog.events import Event, FuzzyDate, Record, RecordedEvent, parse_record
-from leaderlog.log import AppendOutcome, EventLog, load_seeds
+from leaderlog.log import AppendOutcome, AppendProgress, EventLog, load_seeds
 from leaderlog.store import EventStore, open_store
 from leaderlog.tokens import Tokens
 
 __all__ = [
     "AppendOutcome",
+    "AppendProgress",
     "AppendRefused",
     "BatchError",
     "ConcurrencyError",

@@ -63,6 +63,7 @@ from leaderlog.store import (
     EventStore,
     NewEvent,
     PendingBatch,
+    WriteProgress,
     open_store,
 )
 
@@ -70,6 +71,7 @@ __all__ = [
     "MAX_LINE_BYTES",
     "MAX_RECORD_BYTES",
     "AppendOutcome",
+    "AppendProgress",
     "EventLog",
     "parse_lines",
     "read_lines",
@@ -81,6 +83,8 @@ MAX_LINE_BYTES = 64 * 1024
 # entry point, can be exported and imported again within the import's line limit.
 MAX_RECORD_BYTES = MAX_LINE_BYTES - 1024
 _GROUP_LIMIT = 1000
+# Records decided between two reports of an AppendProgress.
+_PROGRESS_STEP = 10_000
 _CACHE_LIMIT = 500_000
 _RETRIES = 5
 _EVENT_CLASSES = tuple(EVENT_TYPES.values())
@@ -143,11 +147,50 @@ class _Request:
     future: asyncio.Future[AppendOutcome]
     ids_are_fresh: bool
     guard: AppendGuard | None = None
+    progress: _Progress | None = None
     attempts: int = 0
 
     def label(self, index: int) -> str:
         # Only needed for error messages, so built on demand.
         return self.given_labels[index] if self.given_labels else f"record {index}"
+
+
+AppendProgress = Callable[[str, int, int], None]
+"""Called with (stage, steps done, steps in all) while a batch is appended, for a progress
+bar: stage ``"checking"`` (a step per record decided on the rules), then ``"writing"`` (two
+steps per event: chained, then inserted), each ending with every step done. Steps never go
+backwards within a stage."""
+
+
+class _Progress:
+    """One caller's :data:`AppendProgress`, reported forward only (a request decided again,
+    once missing streams are loaded, starts its count again)."""
+
+    def __init__(self, callback: AppendProgress, records: int) -> None:
+        self._callback = callback
+        self.steps = records
+        self._checked = 0
+
+    def checked(self, steps: int) -> None:
+        if steps > self._checked:
+            self._checked = steps
+            self._callback("checking", steps, self.steps)
+
+    def written(self, done: int, total: int) -> None:
+        self._callback("writing", done, total)
+
+
+def _written_by(requests: Sequence[_Request]) -> WriteProgress | None:
+    """The store's progress, handed to every request of the group that asked for it."""
+    wanted = [request.progress for request in requests if request.progress is not None]
+    if not wanted:
+        return None
+
+    def written(done: int, total: int) -> None:
+        for progress in wanted:
+            progress.written(done, total)
+
+    return written
 
 
 @dataclass(slots=True)
@@ -440,11 +483,13 @@ class EventLog:
         actor: str,
         labels: Sequence[str] | None = None,
         guard: AppendGuard | None = None,
+        progress: AppendProgress | None = None,
     ) -> AppendOutcome:
         """Append validated records as one atomic batch (idempotent on their event ids).
 
         ``guard`` is checked in the append's own transaction, under the writers' lock: a
-        row it finds refuses the batch (see :class:`AppendGuard`).
+        row it finds refuses the batch (see :class:`AppendGuard`). ``progress`` is told how
+        far the append has got (see :data:`AppendProgress`).
         """
         records = _listed(records, Record, "records", "Record")
         problems: list[RecordError] = []
@@ -460,7 +505,14 @@ class EventLog:
         if problems:
             raise BatchError(problems)
         entries = [_Entry.of(record) for record in records]
-        return await self._submit(entries, labels, actor, ids_are_fresh=False, guard=guard)
+        return await self._submit(
+            entries,
+            labels,
+            actor,
+            ids_are_fresh=False,
+            guard=guard,
+            progress=None if progress is None else _Progress(progress, len(entries)),
+        )
 
     async def append_raw(self, raw: object, *, actor: str) -> AppendOutcome:
         """Validate one JSON record, or a list of them, and append them as one batch."""
@@ -506,6 +558,7 @@ class EventLog:
         *,
         ids_are_fresh: bool,
         guard: AppendGuard | None = None,
+        progress: _Progress | None = None,
     ) -> AppendOutcome:
         try:
             check_actor(actor)
@@ -523,7 +576,7 @@ class EventLog:
                 "event loop (or thread)"
             )
         future: asyncio.Future[AppendOutcome] = loop.create_future()
-        self._queue.append(_Request(entries, labels, actor, future, ids_are_fresh, guard))
+        self._queue.append(_Request(entries, labels, actor, future, ids_are_fresh, guard, progress))
         if self._writer is None or self._writer.done():
             self._writer = asyncio.create_task(self._drain())
         return await future
@@ -535,7 +588,7 @@ class EventLog:
                 prepared = await self._prepare(group)
                 for request, refusal in prepared.refused:
                     _answer(request.future, refusal)
-                outcomes = await self.store.append_batches(prepared.batches())
+                outcomes = await self.store.append_batches(prepared.batches(), _written_by(group))
             except BaseException as error:
                 self._fail(group, error)
                 if not isinstance(error, Exception):
@@ -749,7 +802,10 @@ class EventLog:
         # Fresh ids are new UUIDv7s: neither stored nor repeated, so nothing to look up.
         check_ids = not request.ids_are_fresh
         first_use: dict[uuid.UUID, int] = {}
+        progress = request.progress
         for index, entry in enumerate(request.entries):
+            if progress is not None and index and not index % _PROGRESS_STEP:
+                progress.checked(index)
             if check_ids:
                 if entry.event_id in first_use:
                     problems.append(
@@ -797,6 +853,8 @@ class EventLog:
                 self._add(decision, knowledge, request, index, entry, decided, group_versions, form)
         if problems:
             raise BatchError(problems)
+        if progress is not None:
+            progress.checked(progress.steps)
         # Another writer may change what was read (an ancestor moved while an organisation
         # was moved under it): the append then fails on a version and is decided again,
         # so no rule rests on a stale read.

@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
+from rich.console import Console
 
 from leaderlog._json import dumps
 from leaderlog.cli import log_commands, main
@@ -804,3 +805,33 @@ def test_an_option_given_twice_is_refused_not_overridden(
 
 def test_a_flag_given_twice_is_still_the_flag(seeded_url: str) -> None:
     assert json.loads(invoke("--db", seeded_url, "events", "--json", "--json", "--limit", "1"))
+
+
+def test_a_large_import_shows_bars_for_checking_its_rules_and_writing_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # given a terminal, and an import above the size that shows bars while it appends
+    screen = io.StringIO()
+    monkeypatch.setattr(
+        log_commands, "err_console", Console(file=screen, force_terminal=True, width=100)
+    )
+    monkeypatch.setattr(log_commands, "_APPEND_BAR_THRESHOLD", 10)
+    big = tmp_path / "orgs.jsonl"
+    big.write_text(
+        "".join(
+            json.dumps({"type": "org.registered", "data": {"org": f"org-{n}", "name": f"Org {n}"}})
+            + "\n"
+            for n in range(50)
+        ),
+        encoding="utf-8",
+    )
+    # when it is imported
+    result = CliRunner().invoke(
+        main, ["--db", f"sqlite:///{tmp_path / 'l.db'}", "import", str(big)]
+    )
+    # then both bars were drawn, and ended full
+    assert result.exit_code == 0, result.output
+    assert result.stdout == "appended 50, already present 0\n"
+    drawn = re.sub(r"\x1b\[[0-9;?]*[a-zA-Z]", "", screen.getvalue())
+    assert re.search(r"checking rules \S+ +100%", drawn), drawn
+    assert re.search(r"writing +\S+ +100%", drawn), drawn

@@ -11,6 +11,7 @@ import abc
 import asyncio
 import datetime as dt
 import sys
+import threading
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from typing import Any, ClassVar
@@ -31,6 +32,7 @@ from leaderlog.projections import Projection, ProjectionRunner, ProjectionTransa
 from leaderlog.store import AppendResult, EventStore, NewEvent, PendingBatch, open_store
 from leaderlog.store.base import (
     GENESIS_HASH,
+    PROGRESS_STEP,
     StoredText,
     chain_hash,
     envelope_bytes,
@@ -383,6 +385,52 @@ class StoreContract(abc.ABC):
         ]
         assert (await store.verify()).ok
         assert await store.append_batches([]) == []
+
+    async def test_a_group_reports_its_progress_forward_on_the_loop_thread(
+        self, store: EventStore
+    ) -> None:
+        # given a group larger than the store's reporting step, with a refused batch in it
+        events = [event(f"stream-{n % 50}") for n in range(PROGRESS_STEP + 2_500)]
+        reports: list[tuple[int, int, int]] = []
+
+        def progress(done: int, total: int) -> None:
+            reports.append((done, total, threading.get_ident()))
+
+        # when it is appended with a progress callback
+        outcomes = await store.append_batches(
+            [
+                PendingBatch(events, {}, "t"),
+                PendingBatch([event("stream-0")], {"stream-0": "no_stream"}, "t"),
+            ],
+            progress,
+        )
+
+        # then every step is reported done at the end, two per event of the group (the
+        # refused one's counted as done), only forward, and on this thread
+        assert succeeded(outcomes[0]).appended == len(events)
+        assert isinstance(outcomes[1], ConcurrencyError)
+        total = 2 * (len(events) + 1)
+        assert reports[-1][:2] == (total, total)
+        dones = [done for done, _, _ in reports]
+        assert dones == sorted(set(dones))
+        assert len(dones) >= 3  # during the layout, during the inserts, at the end
+        assert {total_ for _, total_, _ in reports} == {total}
+        assert {thread for _, _, thread in reports} == {threading.get_ident()}
+
+    async def test_a_group_of_stored_events_reports_every_step_done(
+        self, store: EventStore
+    ) -> None:
+        # given events already stored
+        stored = [event("a"), event("b")]
+        await store.append(stored, actor="t")
+        reports: list[tuple[int, int]] = []
+        # when they are appended again with a progress callback
+        (outcome,) = await store.append_batches(
+            [PendingBatch(stored, {}, "t")], lambda done, total: reports.append((done, total))
+        )
+        # then nothing is written, and the callback still hears that the group is done
+        assert succeeded(outcome).appended == 0
+        assert reports == [(4, 4)]
 
     # --- reading --------------------------------------------------------------------------
 

@@ -10,7 +10,14 @@ from dataclasses import asdict
 from typing import IO, Any
 
 import click
-from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.progress import (
+    BarColumn,
+    DownloadColumn,
+    Progress,
+    TaskProgressColumn,
+    TextColumn,
+    TimeRemainingColumn,
+)
 
 from leaderlog._json import dumps
 from leaderlog.cli._app import (
@@ -32,7 +39,14 @@ from leaderlog.errors import (
     RecordError,
 )
 from leaderlog.events import Record, RecordedEvent, check_actor, event_schema, format_time
-from leaderlog.log import AppendOutcome, EventLog, parse_lines, read_lines, stored_unchanged
+from leaderlog.log import (
+    AppendOutcome,
+    AppendProgress,
+    EventLog,
+    parse_lines,
+    read_lines,
+    stored_unchanged,
+)
 from leaderlog.projections import verify_log
 from leaderlog.tokens import Tokens
 
@@ -42,6 +56,8 @@ _IMPORT_INTERRUPTED = (
 )
 # Files smaller than this import without a progress bar: it would only flicker.
 _PROGRESS_THRESHOLD = 1024 * 1024
+# Imports of this many records or fewer append without progress bars, in a few seconds.
+_APPEND_BAR_THRESHOLD = 10_000
 # Events read at a time by the commands that list them.
 _EVENTS_PAGE = 2000
 
@@ -82,6 +98,36 @@ def _lines_with_progress(
         for line in lines:
             progress.advance(task, len(line))
             yield line
+
+
+@contextlib.contextmanager
+def _append_bar(records: int) -> Iterator[AppendProgress | None]:
+    """Progress bars for the append of a large import: its rules checked, its rows written."""
+    if records <= _APPEND_BAR_THRESHOLD:
+        yield None
+        return
+    if not err_console.is_terminal:
+        # A log file or a pipe gets one line rather than a bar redrawn in place.
+        err_console.print(f"appending {records} records in one transaction...")
+        yield None
+        return
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TaskProgressColumn(),
+        TimeRemainingColumn(),
+        console=err_console,
+        transient=True,
+    ) as bars:
+        stages = {
+            "checking": bars.add_task("checking rules", total=records),
+            "writing": bars.add_task("writing", total=2 * records),
+        }
+
+        def advance(stage: str, done: int, total: int) -> None:
+            bars.update(stages[stage], completed=done, total=total)
+
+        yield advance
 
 
 def _until_interrupted(lines: Iterator[bytes], interrupted: Callable[[], bool]) -> Iterator[bytes]:
@@ -197,10 +243,11 @@ def import_command(context: Context, files: Sequence[IO[bytes]], actor: str, as_
             # name's events) refuses the import instead of sharing the name with it.
             unchecked = {record.actor or actor for record in records} - token_names
             guard = await tokens.name_guard(unchecked) if unchecked else None
-        if len(records) > 10_000:
-            err_console.print(f"appending {len(records)} records in one transaction...")
         try:
-            return await log.append_records(records, actor=actor, labels=labels, guard=guard)
+            with _append_bar(len(records)) as progress:
+                return await log.append_records(
+                    records, actor=actor, labels=labels, guard=guard, progress=progress
+                )
         except ConcurrencyError as error:
             # Said as every other refusal of a record is: a problem of a batch not written.
             problem = RecordError(error.message, where=error.where, rule="expected_version")

@@ -14,6 +14,7 @@ from leaderlog.store.base import (
     NewEvent,
     PendingBatch,
     VerifyReport,
+    WriteProgress,
 )
 
 __all__ = [
@@ -25,6 +26,7 @@ __all__ = [
     "NewEvent",
     "PendingBatch",
     "VerifyReport",
+    "WriteProgress",
     "check_database_url",
     "database_url",
     "open_store",

@@ -46,6 +46,8 @@ __all__ = [
     "StoredText",
     "UnreadableEvent",
     "VerifyReport",
+    "WriteProgress",
+    "WriteProgressReporter",
     "chain_hash",
     "plan_rows",
     "storable",
@@ -83,6 +85,50 @@ def storable(number: int) -> int:
 
 
 _NO_META: Mapping[str, Any] = MappingProxyType({})
+
+WriteProgress: TypeAlias = Callable[[int, int], None]
+"""Called with (steps done, steps in all) while a store writes a group of batches: two
+steps per event, one as its row is chained and one as it is inserted."""
+
+# Events laid out or inserted between two reports of a WriteProgress.
+PROGRESS_STEP = 10_000
+
+
+class WriteProgressReporter:
+    """Hands a store's progress to the caller's :data:`WriteProgress` on the event loop's
+    thread (a SQLite store writes on a thread of its own), never going backwards: a store
+    that lays its rows out again (to look up stored ids) starts counting again."""
+
+    def __init__(
+        self,
+        progress: WriteProgress,
+        batches: Sequence[PendingBatch],
+        loop: asyncio.AbstractEventLoop | None = None,
+    ) -> None:
+        self._progress = progress
+        self._loop = loop
+        self._done = 0
+        self.total = 2 * sum(len(batch.events) for batch in batches)
+
+    def planned(self, rows: int) -> None:
+        self._report(rows)
+
+    def inserted(self, rows: int, of_rows: int) -> None:
+        # Fewer rows than events when some were stored already or their batch was refused:
+        # the second half of the steps is shared out among the rows there are.
+        half = self.total // 2
+        self._report(half + (half * rows // of_rows if of_rows else half))
+
+    def _report(self, done: int) -> None:
+        if done <= self._done:
+            return
+        self._done = done
+        if self._loop is None:
+            self._progress(done, self.total)
+        else:
+            self._loop.call_soon_threadsafe(self._progress, done, self.total)
+
+
 # How far ahead of the store's clock a given recorded time may be (another server's clock).
 FUTURE_SLACK = dt.timedelta(minutes=5)
 
@@ -378,6 +424,7 @@ def plan_rows(
     now: dt.datetime,
     head_recorded_at: str | None = None,
     guarded: Sequence[StoreError | None] = (),
+    reporter: WriteProgressReporter | None = None,
 ) -> tuple[list[AppendResult | StoreError], list[PlannedRow]]:
     """Check each batch in order against the stored state and lay out the rows to insert.
 
@@ -386,6 +433,7 @@ def plan_rows(
     not be before it (nor more than :data:`FUTURE_SLACK` after ``now``). ``guarded`` holds,
     per batch, the refusal its guard found (None where it found none, or had none).
     A batch that fails is left out whole; later batches see the state without it.
+    ``reporter`` is told how many rows are laid out, every :data:`PROGRESS_STEP`.
     """
     versions = dict(stream_versions)
     # Keyed by the id's integer: hashing a UUID object runs Python code, an int's does not.
@@ -458,6 +506,8 @@ def plan_rows(
                 known[event.event_id.int] = (position, stream, event.type, data_json)
                 added.append(event.event_id.int)
                 positions.append(position)
+                if reporter is not None and not len(rows) % PROGRESS_STEP:
+                    reporter.planned(len(rows))
         except StoreError as error:
             position, previous = start_position, start_previous
             del rows[start_rows:]
@@ -686,11 +736,13 @@ class EventStore(abc.ABC):
 
     @abc.abstractmethod
     async def append_batches(
-        self, batches: Sequence[PendingBatch]
+        self, batches: Sequence[PendingBatch], progress: WriteProgress | None = None
     ) -> list[AppendResult | StoreError]:
         """Group commit: each batch is checked and applied on its own, all in one transaction.
 
-        A failed batch leaves no trace; the others are still written.
+        A failed batch leaves no trace; the others are still written. ``progress`` is called
+        on the event loop's thread as the rows are chained and inserted (for a large import's
+        progress bar), last with every step done once the rows are inserted.
         """
 
     # --- reading ---------------------------------------------------------------------------

@@ -52,6 +52,8 @@ from leaderlog.store.base import (
     PlannedRow,
     ProjectionTransaction,
     StoredText,
+    WriteProgress,
+    WriteProgressReporter,
     batch_streams,
     event_from_row,
     plan_rows,
@@ -790,11 +792,12 @@ class PostgresStore(EventStore):
     # --- writing ---------------------------------------------------------------------------
 
     async def append_batches(
-        self, batches: Sequence[PendingBatch]
+        self, batches: Sequence[PendingBatch], progress: WriteProgress | None = None
     ) -> list[AppendResult | StoreError]:
         if not batches:
             return []
         self._in_its_loop()
+        reporter = None if progress is None else WriteProgressReporter(progress, batches)
         async with self._write_lock:
             with _log_still_there(), _unavailable_on_disconnect():
                 async with (
@@ -805,10 +808,14 @@ class PostgresStore(EventStore):
                     await connection.execute(
                         "SELECT pg_advisory_xact_lock($1)", self._append_lock_key
                     )
-                    outcomes, rows = await self._plan(connection, batches)
+                    outcomes, rows = await self._plan(connection, batches, reporter)
                     for start in range(0, len(rows), _INSERT_CHUNK):
                         chunk = rows[start : start + _INSERT_CHUNK]
                         await connection.execute(_INSERT, *_rows_to_columns(chunk))
+                        if reporter is not None:
+                            reporter.inserted(start + len(chunk), len(rows))
+                    if reporter is not None:
+                        reporter.inserted(len(rows), len(rows))
                     if rows:
                         await connection.execute(
                             "SELECT pg_notify($1, $2)",
@@ -823,6 +830,7 @@ class PostgresStore(EventStore):
     async def _plan(
         connection: asyncpg.pool.PoolConnectionProxy[asyncpg.Record],
         batches: Sequence[PendingBatch],
+        reporter: WriteProgressReporter | None,
     ) -> tuple[list[AppendResult | StoreError], list[PlannedRow]]:
         """Read the state the batches depend on (under the append lock) and lay out the rows."""
         streams = batch_streams(batches)
@@ -859,7 +867,7 @@ class PostgresStore(EventStore):
             for batch in batches
         ]
         return plan_rows(
-            batches, versions, existing, head_position, head_hash, now, head_time, guarded
+            batches, versions, existing, head_position, head_hash, now, head_time, guarded, reporter
         )
 
     # --- reading ---------------------------------------------------------------------------

@@ -30,6 +30,7 @@ from leaderlog.events import RecordedEvent
 from leaderlog.store.base import (
     FOREIGN_KEYS_QUERY,
     GENESIS_HASH,
+    PROGRESS_STEP,
     AppendGuard,
     AppendResult,
     EventStore,
@@ -37,6 +38,8 @@ from leaderlog.store.base import (
     PlannedRow,
     ProjectionTransaction,
     StoredText,
+    WriteProgress,
+    WriteProgressReporter,
     batch_streams,
     event_from_row,
     plan_rows,
@@ -123,15 +126,17 @@ def _chunks(items: Sequence[Any]) -> Iterable[Sequence[Any]]:
 
 
 def _append(
-    connection: sqlite3.Connection, batches: Sequence[PendingBatch]
+    connection: sqlite3.Connection,
+    batches: Sequence[PendingBatch],
+    reporter: WriteProgressReporter | None,
 ) -> tuple[list[AppendResult | StoreError], bool]:
     """One append transaction, run whole on the writer thread."""
     try:
         # Ids are nearly always new (fresh UUIDv7s, or checked by the caller), so the UNIQUE
         # index is trusted to catch a stored one before paying for a lookup.
-        return _append_in_transaction(connection, batches, look_up_ids=False)
+        return _append_in_transaction(connection, batches, reporter, look_up_ids=False)
     except sqlite3.IntegrityError:
-        return _append_in_transaction(connection, batches, look_up_ids=True)
+        return _append_in_transaction(connection, batches, reporter, look_up_ids=True)
 
 
 def _begin_immediate(connection: sqlite3.Connection) -> None:
@@ -145,7 +150,11 @@ def _begin_immediate(connection: sqlite3.Connection) -> None:
 
 
 def _append_in_transaction(
-    connection: sqlite3.Connection, batches: Sequence[PendingBatch], *, look_up_ids: bool
+    connection: sqlite3.Connection,
+    batches: Sequence[PendingBatch],
+    reporter: WriteProgressReporter | None,
+    *,
+    look_up_ids: bool,
 ) -> tuple[list[AppendResult | StoreError], bool]:
     _begin_immediate(connection)
     try:
@@ -168,7 +177,7 @@ def _append_in_transaction(
         guarded = [_guarded(connection, batch.guard) for batch in batches]
         existing = _stored_ids(connection, batches) if look_up_ids else {}
         outcomes, rows = plan_rows(
-            batches, versions, existing, head_position, head_hash, now, head_time, guarded
+            batches, versions, existing, head_position, head_hash, now, head_time, guarded, reporter
         )
         if not look_up_ids and any(isinstance(o, StoreError) for o in outcomes):
             # A refused batch may be the retry of a stored one (an idempotent retry is no
@@ -177,8 +186,16 @@ def _append_in_transaction(
             outcomes, rows = plan_rows(
                 batches, versions, existing, head_position, head_hash, now, head_time, guarded
             )
-        if rows:
-            connection.executemany(_INSERT, map(_planned_to_row, rows))
+        if reporter is None:
+            if rows:
+                connection.executemany(_INSERT, map(_planned_to_row, rows))
+        else:
+            for start in range(0, len(rows), PROGRESS_STEP):
+                connection.executemany(
+                    _INSERT, map(_planned_to_row, rows[start : start + PROGRESS_STEP])
+                )
+                reporter.inserted(min(start + PROGRESS_STEP, len(rows)), len(rows))
+            reporter.inserted(len(rows), len(rows))
         connection.execute("COMMIT")
     except BaseException:
         with contextlib.suppress(sqlite3.Error):
@@ -748,13 +765,16 @@ class SQLiteStore(EventStore):
     # --- writing ---------------------------------------------------------------------------
 
     async def append_batches(
-        self, batches: Sequence[PendingBatch]
+        self, batches: Sequence[PendingBatch], progress: WriteProgress | None = None
     ) -> list[AppendResult | StoreError]:
         if not batches:
             return []
+        reporter = None
+        if progress is not None:
+            reporter = WriteProgressReporter(progress, batches, asyncio.get_running_loop())
         async with self._write_lock:
             outcomes, appended = await self._writer.run(
-                lambda connection: _append(connection, batches)
+                lambda connection: _append(connection, batches, reporter)
             )
         if appended:
             await self._notify_appended(
