@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import html
 import re
 from html.parser import HTMLParser
 from pathlib import Path
+from typing import Any
 
 import feedparser
 import httpx
@@ -90,6 +92,32 @@ def test_overview_shows_leadership_changes_and_every_feed(
     # A valid HTML date and time: at most three digits after the second.
     stamps = re.findall(r'<time datetime="([^"]+)"', response.text)
     assert stamps and all(re.fullmatch(r"[-0-9]+T[0-9:]+\.[0-9]{3}\+00:00", s) for s in stamps)
+
+
+def test_a_long_leadership_section_is_written_off_the_server_loop_to_the_same_page(
+    seeded_server: tuple[str, str], client: httpx.Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    base, _ = seeded_server
+    # given the overview written on the server's event loop
+    on_the_loop = client.get(f"{base}/?lang=en").text
+    written: list[str] = []
+    write = pages_module._leadership
+
+    def leadership(*arguments: Any) -> str:
+        try:
+            asyncio.get_running_loop()
+            written.append("on the event loop")
+        except RuntimeError:
+            written.append("on a worker thread")
+        return write(*arguments)
+
+    monkeypatch.setattr(pages_module, "_leadership", leadership)
+    # when it shows more posts than the loop should write out
+    monkeypatch.setattr(pages_module, "_OFF_LOOP_POSTS", 0)
+    off_the_loop = client.get(f"{base}/?lang=en").text
+    # then a worker thread wrote the same page
+    assert written == ["on a worker thread"]
+    assert off_the_loop == on_the_loop
 
 
 def test_overview_speaks_the_asked_language(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import threading
 from typing import Any
 
 import pytest
@@ -11,6 +12,7 @@ from leaderlog.errors import ProjectionError, RecordedAtRefused
 from leaderlog.events import new_event_id
 from leaderlog.log import EventLog
 from leaderlog.projections import InvalidQuery, Queries, UnknownEntity
+from leaderlog.projections import queries as queries_module
 from leaderlog.projections.leadership import search_form
 from leaderlog.store import NewEvent
 from tests.projections.logs import (
@@ -75,6 +77,28 @@ async def test_golden_state_of_the_seed_article(seeded_log: EventLog) -> None:
         }
     ]
     assert "acting" in hsi["conflicts"][0]["reason"]
+
+
+async def test_a_large_state_is_worked_out_off_the_event_loop_with_the_same_answer(
+    seeded_log: EventLog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # given a state answered on the event loop's thread
+    queries = await current(seeded_log)
+    on_the_loop = [await queries.state(), await queries.state(org="ice", as_of="2025-06-15")]
+    folded_on: set[int] = set()
+    fold_post = queries_module.post_state
+
+    def post_state(*arguments: Any) -> Any:
+        folded_on.add(threading.get_ident())
+        return fold_post(*arguments)
+
+    monkeypatch.setattr(queries_module, "post_state", post_state)
+    # when the same questions ask about more claim versions than the loop should fold
+    monkeypatch.setattr(queries_module, "_OFF_LOOP_VERSIONS", 0)
+    off_the_loop = [await queries.state(), await queries.state(org="ice", as_of="2025-06-15")]
+    # then a worker thread folded them, to the same answers
+    assert folded_on and threading.get_ident() not in folded_on
+    assert off_the_loop == on_the_loop
 
 
 async def test_the_seed_claims_count_from_the_end_of_the_published_month(

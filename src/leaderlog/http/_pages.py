@@ -7,6 +7,7 @@ before it is substituted.
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import html
 import string
@@ -51,6 +52,10 @@ RECENT = 20
 # Above this many posts the overview lists organisations, each linking to its own
 # leadership, instead of every post's holders: the whole state reads every claim.
 OVERVIEW_POSTS = 200
+# Posts beyond which the leadership section is written on a worker thread: near
+# OVERVIEW_POSTS it takes a few hundred milliseconds of CPU, which the event loop would
+# otherwise spend answering no one else.
+_OFF_LOOP_POSTS = 50
 VACANCY_LABELS = {
     "filled": N_("filled"),
     "acting": N_("acting"),
@@ -453,6 +458,8 @@ async def overview(
         leadership = _unknown_org(base, org, unknown.suggestions, orgs, words, link_lang)
     elif by_org:
         leadership = _org_index(base, orgs, words, link_lang)
+    elif len(state["posts"]) > _OFF_LOOP_POSTS:
+        leadership = await asyncio.to_thread(_leadership, state, orgs, post_labels, words)
     else:
         leadership = _leadership(state, orgs, post_labels, words)
     shown = None

@@ -11,6 +11,7 @@ Errors: :class:`UnknownEntity` (no such org, post, person or claim) and :class:`
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
@@ -63,6 +64,10 @@ AUDIT_FILTERS = (*_AUDIT_COLUMNS, "from", "to")
 # events in log order the faster way to a page (see Queries._scan_for_claims).
 _CLAIM_FILTERS = ("status", "attribution")
 _SCAN_FROM_CLAIMS = 2000
+# Claim versions beyond which a state is worked out on a worker thread: on a large log,
+# decoding them and folding every post takes seconds of CPU, during which a server's event
+# loop would answer nothing else (not even /healthz). Below it, the hop would cost more.
+_OFF_LOOP_VERSIONS = 2000
 _AUDIT_KEYS = (
     "position",
     "event_id",
@@ -377,7 +382,7 @@ class Queries:
                 f"{_VERSIONS}{column} IN ({marks(len(chunk))}){_KNOWN}",
                 (*chunk, position, position),
             )
-            found += [ClaimVersion(loads(doc)) for (doc,) in rows]
+            found += await _decoded(rows)
         return found
 
     # --- leadership state --------------------------------------------------------------------
@@ -450,19 +455,22 @@ class Queries:
                 f"SELECT doc FROM p_leadership_claim_versions WHERE 1 = 1{_KNOWN}",
                 (position, position),
             )
-            versions = [ClaimVersion(loads(doc)) for (doc,) in rows]
+            versions = await _decoded(rows)
         else:
             versions = await self._versions("post", [post["post"] for post in posts], position)
-        by_post: dict[str, list[ClaimVersion]] = defaultdict(list)
-        for version in versions:
-            by_post[version.post].append(version)
-        links = dispute_links(
-            [*versions, *await self._linked_elsewhere(versions, position, whole=scope is None)]
-        )
-        answers = []
-        for post in posts:
-            answer = post_state(by_post.get(post["post"], []), day, links)
-            answers.append({"post": post, **answer})
+        linked = await self._linked_elsewhere(versions, position, whole=scope is None)
+
+        def fold() -> list[dict[str, Any]]:
+            by_post: dict[str, list[ClaimVersion]] = defaultdict(list)
+            for version in versions:
+                by_post[version.post].append(version)
+            links = dispute_links([*versions, *linked])
+            return [
+                {"post": post, **post_state(by_post.get(post["post"], []), day, links)}
+                for post in posts
+            ]
+
+        answers = await asyncio.to_thread(fold) if len(versions) > _OFF_LOOP_VERSIONS else fold()
         names = await self._names(
             (
                 item["person"]
@@ -517,7 +525,7 @@ class Queries:
                 "AND v.known_from <= ? AND v.known_to > ?",
                 (*chunk, position, position),
             )
-            found += [ClaimVersion(loads(doc)) for (doc,) in rows]
+            found += await _decoded(rows)
         return found
 
     # --- history -----------------------------------------------------------------------------
@@ -904,3 +912,12 @@ def _suggestion_label(columns: Mapping[str, str | None]) -> str:
             if label not in labels:
                 labels.append(label)
     return ", ".join(labels)
+
+
+async def _decoded(rows: Sequence[tuple[Any, ...]]) -> list[ClaimVersion]:
+    """The claim versions of ``(doc,)`` rows (on a worker thread when there are many)."""
+
+    def decode() -> list[ClaimVersion]:
+        return [ClaimVersion(loads(doc)) for (doc,) in rows]
+
+    return await asyncio.to_thread(decode) if len(rows) > _OFF_LOOP_VERSIONS else decode()
