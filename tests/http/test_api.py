@@ -216,6 +216,12 @@ def test_a_422_locates_the_parameter_at_fault(
         if problem["msg"].split()[0] in {parameter, parameter.replace("_", "-")}:
             # Named as the URL names it, not as the command line does.
             assert problem["msg"].startswith(f"{parameter} "), (path, problem)
+    # a claim id is a part of the path, and located there, as FastAPI locates a long one
+    for given in ("a\x01b", "a" * 65):
+        response = client.get(f"{base}/api/claims/{urllib.parse.quote(given)}")
+        assert response.status_code == 422, response.text
+        (problem,) = response.json()["detail"]
+        assert (problem["loc"], problem["input"]) == (["path", "claim_id"], given), problem
 
 
 def test_a_long_time_is_answered_or_refused_as_the_cli_does(

@@ -7,7 +7,7 @@ while projections are missing.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Mapping
 from dataclasses import asdict
 from typing import Annotated, Any
 
@@ -57,12 +57,22 @@ MAX_EVENTS = 1000
 MAX_STATE_POSTS = 1000
 
 
-async def _answer(request: Request, query: Awaitable[Any]) -> Response:
+async def _answer(
+    request: Request, query: Awaitable[Any], in_path: Mapping[str, str] | None = None
+) -> Response:
+    """The query's answer as JSON, or its error as the status it stands for.
+
+    ``in_path`` maps a query's parameter names to the path parameters that carry them
+    (``claim`` to ``claim_id``), so that a refused one is located in the path."""
     try:
         value = await query
     except UnknownEntity as error:
         raise HTTPException(404, str(error)) from None
     except InvalidQuery as error:
+        path_name = (in_path or {}).get(error.parameter or "")
+        if path_name is not None:
+            given = request.path_params.get(path_name)
+            raise invalid_parameter(str(error), given, path_name, where="path") from None
         given = request.query_params.get(error.parameter) if error.parameter else None
         message = error.named_as(error.parameter) if error.parameter else str(error)
         raise invalid_parameter(message, given, error.parameter) from None
@@ -119,7 +129,9 @@ async def claim(
     known_at: KnownAt = None,
 ) -> Response:
     """Reported, then confirmed / corrected / disputed / retracted, with every source."""
-    return await _answer(request, queries_of(request).claim(claim_id, known_at))
+    return await _answer(
+        request, queries_of(request).claim(claim_id, known_at), in_path={"claim": "claim_id"}
+    )
 
 
 @get_and_head(router, "/api/audit", responses=_ERRORS, summary="Audit queries over recorded events")

@@ -151,10 +151,12 @@ class Problem(BaseModel):
 
 
 def invalid_parameter(
-    message: str, value: object, name: str | None = None
+    message: str, value: object, name: str | None = None, *, where: str = "query"
 ) -> RequestValidationError:
-    """A 422 shaped like FastAPI's own validation errors, so every 422 reads the same."""
-    location = ("query", name) if name else ("query",)
+    """A 422 shaped like FastAPI's own validation errors, so every 422 reads the same.
+
+    ``where`` is the part of the request that holds the parameter: ``query`` or ``path``."""
+    location = (where, name) if name else (where,)
     return RequestValidationError(
         [{"type": "value_error", "loc": location, "msg": message, "input": value}]
     )
