@@ -782,6 +782,72 @@ async def test_an_append_on_a_claim_another_writer_retracted_meanwhile_is_refuse
     assert [event.type for event in stream] == ["claim.reported", "claim.retracted"]
 
 
+async def test_an_append_cancelled_while_it_waits_for_its_group_is_not_written(
+    seeded_log: EventLog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # given a group being written, held until released
+    release = asyncio.Event()
+    append_batches = seeded_log.store.append_batches
+
+    async def held(batches: Any, progress: Any = None) -> Any:
+        await release.wait()
+        return await append_batches(batches, progress)
+
+    monkeypatch.setattr(seeded_log.store, "append_batches", held)
+    first = asyncio.create_task(seeded_log.append_events([claim("first-in")], actor="t"))
+    await asyncio.sleep(0.01)
+    # when an append queued behind it is cancelled (as a timeout does)
+    second = asyncio.create_task(seeded_log.append_events([claim("given-up")], actor="t"))
+    await asyncio.sleep(0.01)
+    second.cancel()
+    release.set()
+    # then the first is written, and the one given up is not
+    assert (await first).appended == 1
+    with pytest.raises(asyncio.CancelledError):
+        await second
+    # (an append after it is answered once what was queued before it is written)
+    await seeded_log.append_events([claim("queued-after")], actor="t")
+    streams = [event.stream for event in await seeded_log.store.read_all()]
+    assert "claim-first-in" in streams and "claim-given-up" not in streams
+
+
+async def test_an_append_cancelled_while_its_group_is_decided_is_left_out_of_it(
+    seeded_log: EventLog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # given a group whose decision waits on the store (idempotency lookups of record ids)
+    looking_up = asyncio.Event()
+    release = asyncio.Event()
+    find_event_ids = seeded_log.store.find_event_ids
+
+    async def slow(ids: Any) -> Any:
+        looking_up.set()
+        await release.wait()
+        return await find_event_ids(ids)
+
+    monkeypatch.setattr(seeded_log.store, "find_event_ids", slow)
+    given_up = Record(event=claim("given-up"), event_id=uuid.uuid4())
+    kept = Record(event=confirm("given-up"), event_id=uuid.uuid4())
+    other = Record(event=claim("kept-on"), event_id=uuid.uuid4())
+    cancelled = asyncio.create_task(seeded_log.append_records([given_up], actor="t"))
+    # a record of the same group resting on the cancelled one
+    resting = asyncio.create_task(seeded_log.append_records([kept], actor="t"))
+    unrelated = asyncio.create_task(seeded_log.append_records([other], actor="t"))
+    await looking_up.wait()
+    # when the first caller stops waiting meanwhile
+    cancelled.cancel()
+    release.set()
+    # then the group is decided again without it: what rested on it is refused, the rest
+    # is written, and the given-up claim is not
+    with pytest.raises(asyncio.CancelledError):
+        await cancelled
+    with pytest.raises(BatchError):
+        await resting
+    assert (await unrelated).appended == 1
+    await seeded_log.append_events([claim("queued-after")], actor="t")
+    streams = [event.stream for event in await seeded_log.store.read_all()]
+    assert "claim-kept-on" in streams and "claim-given-up" not in streams
+
+
 async def test_an_append_reports_its_progress_checking_then_writing(
     sqlite_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -411,7 +411,16 @@ def _listed(
 
 
 class EventLog:
-    """Append records (rules enforced) and read the log. One instance per process and store."""
+    """Append records (rules enforced) and read the log.
+
+    Open one per store and event loop (an application's loop, or each thread's own): its
+    appends are batched together on the loop they are made in.
+
+    An append that is cancelled (or runs out of an ``asyncio.timeout``) before its group
+    begins writing is left out. Once writing has begun it may still be committed, as a write
+    whose answer is lost on a network may: to try again safely, append records with their
+    own ``event_id`` (:meth:`append_records`), which are idempotent.
+    """
 
     def __init__(self, store: EventStore) -> None:
         self.store = store
@@ -426,10 +435,12 @@ class EventLog:
 
     @classmethod
     async def open(cls, url: str | None = None, *, create: bool = True) -> EventLog:
-        """The log at ``url``; ``create=False`` refuses a PostgreSQL log that does not exist."""
+        """The log at ``url``; ``create=False`` refuses a log that does not exist (a missing
+        SQLite file, or a PostgreSQL database without the log's tables)."""
         return cls(await open_store(url, create=create))
 
     async def close(self) -> None:
+        """Close the store, once the appends under way are answered."""
         if self._writer is not None:
             await asyncio.shield(self._writer)
         await self.store.close()
@@ -584,8 +595,15 @@ class EventLog:
     async def _drain(self) -> None:
         while self._queue:
             group = self._take()
+            if not group:
+                continue
             try:
                 prepared = await self._prepare(group)
+                if any(request.future.cancelled() for request in group):
+                    # A caller stopped waiting while the group was decided: decided again
+                    # without it, since the requests after it may rest on what it would write.
+                    self._queue[:0] = [r for r in group if not r.future.cancelled()]
+                    continue
                 for request, refusal in prepared.refused:
                     _answer(request.future, refusal)
                 outcomes = await self.store.append_batches(prepared.batches(), _written_by(group))
@@ -597,8 +615,9 @@ class EventLog:
             self._queue[:0] = self._finish(prepared, outcomes)
 
     def _take(self) -> list[_Request]:
+        """The next group, without the callers that stopped waiting before it was taken."""
         group, self._queue = self._queue[:_GROUP_LIMIT], self._queue[_GROUP_LIMIT:]
-        return group
+        return [request for request in group if not request.future.cancelled()]
 
     def _fail(self, group: Sequence[_Request], error: BaseException) -> None:
         # The cache may no longer match the store; start again from nothing.
