@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from leaderlog.errors import ProjectionError, RecordedAtRefused
-from leaderlog.events import new_event_id
+from leaderlog.events import PersonRegistered, new_event_id
 from leaderlog.log import EventLog
 from leaderlog.projections import InvalidQuery, Queries, UnknownEntity
 from leaderlog.projections import queries as queries_module
@@ -99,6 +99,35 @@ async def test_a_large_state_is_worked_out_off_the_event_loop_with_the_same_answ
     # then a worker thread folded them, to the same answers
     assert folded_on and threading.get_ident() not in folded_on
     assert off_the_loop == on_the_loop
+
+
+async def test_an_unknown_id_says_when_the_projections_have_not_applied_the_whole_log(
+    seeded_log: EventLog,
+) -> None:
+    # given projections caught up with the seeds, then a person and a claim appended
+    queries = await current(seeded_log)
+    await seeded_log.append_events(
+        [PersonRegistered(person="new-person", name="New Person")], actor="desk"
+    )
+    # when they are asked about before the projections apply them
+    lagging = [
+        queries.history(person="new-person"),
+        queries.claim("new-claim"),
+        queries.audit(actor="desk"),
+    ]
+    for query in lagging:
+        with pytest.raises(UnknownEntity) as caught:
+            await query
+        # then the error says the answers are behind the log, and how to bring them up
+        assert f"applied the log up to position {SEED_COUNT} of {SEED_COUNT + 1}" in str(
+            caught.value
+        )
+        assert "ProjectionRunner.catch_up()" in str(caught.value)
+    # and once they are caught up, an id that is not there is only unknown
+    queries = await current(seeded_log)
+    with pytest.raises(UnknownEntity) as caught:
+        await queries.history(person="nobody-at-all")
+    assert str(caught.value) == "unknown person 'nobody-at-all'"
 
 
 async def test_the_seed_claims_count_from_the_end_of_the_published_month(

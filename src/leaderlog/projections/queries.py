@@ -216,7 +216,23 @@ class Queries:
                 f"{kind} {given!r} is not known at position {known}: "
                 f"it was registered at position {int(registered[0][0])}"
             )
-        raise await self.unknown(kind, given)
+        raise await self._noting_lag(await self.unknown(kind, given))
+
+    async def _noting_lag(
+        self, error: UnknownEntity, projection: str = "leadership"
+    ) -> UnknownEntity:
+        """``error``, saying so when the projection has not applied the whole log: what was
+        appended since is in the log, but not known to the answers yet."""
+        applied = await self._checkpoint(projection)
+        head, _ = await self.store.head()
+        if applied >= head:
+            return error
+        return UnknownEntity(
+            f"{error} (the {projection} projection has applied the log up to position "
+            f"{applied} of {head}: what was appended since is not answered yet; a server "
+            "applies it within moments, a library caller with ProjectionRunner.catch_up())",
+            error.suggestions,
+        )
 
     async def _org(self, org: str, known: int | None = None) -> dict[str, Any]:
         org_id, name, short_name, parent = await self._entity(
@@ -639,7 +655,7 @@ class Queries:
             (claim_id, known["position"]),
         )
         if not rows:
-            raise await self._unknown_claim(claim_id, known["position"])
+            raise await self._noting_lag(await self._unknown_claim(claim_id, known["position"]))
         versions = [ClaimVersion(loads(doc)) for (doc,) in rows]
         latest = versions[-1]
         hidden = ("claim", "status", "step", "reported_anchor", "effect_anchor")
@@ -730,12 +746,15 @@ class Queries:
             raise InvalidQuery("after must be a position (0 or more)", parameter="after")
         await self._checkpoint("audit")
         # A misspelt source or publisher would answer "no events" as if there were none.
-        if source is not None:
-            await self._check_source(source)
-        if publisher is not None:
-            await self._check_publisher(publisher)
-        if actor is not None:
-            await self._check_actor(actor)
+        try:
+            if source is not None:
+                await self._check_source(source)
+            if publisher is not None:
+                await self._check_publisher(publisher)
+            if actor is not None:
+                await self._check_actor(actor)
+        except UnknownEntity as error:
+            raise await self._noting_lag(error, "audit") from None
         conditions = ["e.position > ?"]
         parameters: list[Any] = [storable(after)]
         filters: dict[str, Any] = {}
