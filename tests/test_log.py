@@ -375,8 +375,33 @@ async def test_meta_that_would_not_export_and_import_again_is_refused(
         (lambda log: log.append_events(None, actor="test"), "not NoneType"),
         (lambda log: log.append_events([claim("x")], actor=None), "actor None must be"),
         (lambda log: log.append_events([claim("x")], actor="Bad Name"), "actor 'Bad Name'"),
+        (
+            lambda log: log.append_records(
+                [
+                    Record(event=claim("x"), event_id=uuid.uuid4()),
+                    Record(event=claim("y"), event_id=uuid.uuid4()),
+                ],
+                actor="t",
+                labels=["one"],
+            ),
+            "labels must name each record: 1 given for 2 records",
+        ),
+        (
+            lambda log: log.import_lines([{"type": "org.registered"}], actor="t"),
+            "lines must be text or bytes .JSON Lines., not dict; append JSON values already "
+            "read with append_raw",
+        ),
+        (lambda log: log.import_lines("", actor="Bad Name"), "actor 'Bad Name'"),
     ],
-    ids=["one-event-not-a-list", "none", "actor-none", "actor-malformed"],
+    ids=[
+        "one-event-not-a-list",
+        "none",
+        "actor-none",
+        "actor-malformed",
+        "labels-short",
+        "lines-parsed",
+        "import-actor-malformed",
+    ],
 )
 async def test_misused_append_calls_are_batch_errors_that_say_what_was_wanted(
     seeded_log: EventLog, call: Any, message: str

@@ -364,6 +364,18 @@ def parse_lines(lines: Iterable[str | bytes]) -> tuple[list[Record], list[str]]:
     problems: list[RecordError] = []
     for number, line in enumerate(lines, start=1):
         where = f"line {number}"
+        if not isinstance(line, str | bytes):
+            # Records already parsed from JSON go through append_raw instead.
+            raise BatchError(
+                [
+                    RecordError(
+                        f"lines must be text or bytes (JSON Lines), not {type(line).__name__}; "
+                        "append JSON values already read with append_raw",
+                        where=where,
+                        rule="json",
+                    )
+                ]
+            )
         if number == 1:
             line = _without_byte_order_mark(line)
         if _length_without_line_end(line) > MAX_LINE_BYTES:
@@ -503,6 +515,13 @@ class EventLog:
         far the append has got (see :data:`AppendProgress`).
         """
         records = _listed(records, Record, "records", "Record")
+        if labels is not None and len(labels) != len(records):
+            problem = RecordError(
+                f"labels must name each record: {len(labels)} given for {len(records)} records",
+                where="record 0",
+                rule="schema",
+            )
+            raise BatchError([problem])
         problems: list[RecordError] = []
         for index, record in enumerate(records):
             label = labels[index] if labels else f"record {index}"
@@ -552,12 +571,18 @@ class EventLog:
             # characters JSON strings may hold as they are (a carriage return before a line
             # feed is taken off with the rest of the white space around a record).
             lines = lines.split("\n") if isinstance(lines, str) else lines.split(b"\n")
+        try:
+            # Checked before the lines are, as every append checks it: first.
+            check_actor(actor)
+        except RecordError as error:
+            raise BatchError([error]) from None
         records, labels = parse_lines(lines)
         if not records:
             return AppendOutcome((), 0)
         return await self.append_records(records, actor=actor, labels=labels)
 
     async def import_file(self, path: Path | str, *, actor: str) -> AppendOutcome:
+        """:meth:`import_lines` of a JSON Lines file (an export, or records)."""
         with Path(path).open("rb") as handle:
             return await self.import_lines(read_lines(handle), actor=actor)
 
@@ -966,6 +991,7 @@ class EventLog:
     # --- reading ---------------------------------------------------------------------------
 
     async def events(self, after: int = 0, limit: int | None = None) -> list[RecordedEvent]:
+        """The events after position ``after``, in log order (see ``EventStore.read_all``)."""
         return await self.store.read_all(after=after, limit=limit)
 
 

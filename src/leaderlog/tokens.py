@@ -172,6 +172,8 @@ class Tokens:
         return AppendGuard(sql, wanted * 2, refusal)
 
     async def revoke(self, name: str) -> None:
+        """Revoke the live token named ``name`` (a :class:`TokenError` when there is none):
+        requests made with it are refused from now on; its name stays on its events."""
         await self._ensure_table()
         async with self._store.projection_transaction() as tx:
             rows = await tx.fetchall("SELECT revoked_at FROM write_tokens WHERE name = ?", (name,))

@@ -101,6 +101,26 @@ async def test_a_large_state_is_worked_out_off_the_event_loop_with_the_same_answ
     assert off_the_loop == on_the_loop
 
 
+async def test_a_claim_id_that_is_not_text_is_an_invalid_query(seeded_log: EventLog) -> None:
+    queries = await current(seeded_log)
+    with pytest.raises(InvalidQuery, match="claim must be text, got None") as caught:
+        await queries.claim(None)  # type: ignore[arg-type]
+    assert caught.value.parameter == "claim"
+
+
+async def test_an_as_of_time_with_an_offset_stands_for_its_day_in_utc(
+    seeded_log: EventLog,
+) -> None:
+    queries = await current(seeded_log)
+    late_evening_in_new_york = dt.datetime(
+        2025, 6, 1, 23, 0, tzinfo=dt.timezone(dt.timedelta(hours=-5))
+    )
+    assert (await queries.situation(late_evening_in_new_york))["as_of"] == "2025-06-02"
+    # a naive one, or a date, is its own day
+    assert (await queries.situation(dt.datetime(2025, 6, 1, 23, 0)))["as_of"] == "2025-06-01"
+    assert (await queries.situation(dt.date(2025, 6, 1)))["as_of"] == "2025-06-01"
+
+
 async def test_an_unknown_id_says_when_the_projections_have_not_applied_the_whole_log(
     seeded_log: EventLog,
 ) -> None:

@@ -647,6 +647,8 @@ class Queries:
         its ``basis`` (``effective``, ``confirmed``, or for a change without a date
         ``published`` or ``recorded``); None while it is only expected, or retracted.
         """
+        if not isinstance(claim_id, str):
+            raise InvalidQuery(f"claim must be text, got {claim_id!r:.80}", parameter="claim")
         check_names(claim=claim_id)
         known = await self.resolve_known_at(known_at)
         rows = await self.store.query(

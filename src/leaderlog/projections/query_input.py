@@ -74,8 +74,11 @@ def _parameter(what: str) -> str:
 
 
 def parse_day(value: dt.date | str, what: str) -> dt.date:
-    """A calendar day, given as a date or ``YYYY-MM-DD``."""
+    """A calendar day, given as a date or ``YYYY-MM-DD``; a time with an offset stands for
+    its day in UTC, as days are counted everywhere else (a naive one for its own day)."""
     if isinstance(value, dt.datetime):
+        if value.utcoffset() is not None:
+            return value.astimezone(dt.UTC).date()
         return value.date()
     if isinstance(value, dt.date):
         return value

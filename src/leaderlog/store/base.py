@@ -748,7 +748,9 @@ class EventStore(abc.ABC):
     # --- reading ---------------------------------------------------------------------------
 
     @abc.abstractmethod
-    async def read_all(self, after: int = 0, limit: int | None = None) -> list[RecordedEvent]: ...
+    async def read_all(self, after: int = 0, limit: int | None = None) -> list[RecordedEvent]:
+        """The events after position ``after``, in log order, at most ``limit`` of them
+        (all when None; a negative limit asks for none)."""
 
     @abc.abstractmethod
     async def read_all_as_stored(
@@ -761,12 +763,15 @@ class EventStore(abc.ABC):
         """Every event of each named stream, in version order (missing streams are absent)."""
 
     async def read_stream(self, stream: str) -> list[RecordedEvent]:
+        """Every event of one stream, in version order (none for a missing stream)."""
         return (await self.read_streams([stream])).get(stream, [])
 
     @abc.abstractmethod
-    async def find_event_ids(self, ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, RecordedEvent]: ...
+    async def find_event_ids(self, ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, RecordedEvent]:
+        """The stored events among ``ids``, by id (ids not stored are absent)."""
 
     async def get(self, position: int) -> RecordedEvent | None:
+        """The event at ``position``, or None."""
         found = await self.read_all(after=position - 1, limit=1)
         return found[0] if found and found[0].position == position else None
 
@@ -790,6 +795,8 @@ class EventStore(abc.ABC):
     async def iterate(
         self, after: int = 0, page: int = 2000
     ) -> AsyncGenerator[RecordedEvent, None]:
+        """Every event after ``after``, in log order, read ``page`` at a time (an export
+        writes ``json.dumps(event.envelope())`` of each, one per line)."""
         while True:
             events = await self.read_all(after=after, limit=page)
             for event in events:
@@ -923,7 +930,8 @@ class EventStore(abc.ABC):
         return None, event.position
 
     @abc.abstractmethod
-    async def count(self) -> int: ...
+    async def count(self) -> int:
+        """How many events the log holds."""
 
     # --- projections -----------------------------------------------------------------------
 
