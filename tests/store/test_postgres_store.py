@@ -305,6 +305,22 @@ async def test_a_log_in_the_role_s_own_schema_is_the_default_log(postgres_url: s
             await again.close()
 
 
+async def test_tls_the_server_does_not_offer_is_unavailable_not_worth_waiting_for(
+    postgres_url: str,
+) -> None:
+    probe = await asyncpg.connect(postgres_url)
+    try:
+        offered = await probe.fetchval("SHOW ssl")
+    finally:
+        await probe.close()
+    if offered == "on":
+        pytest.skip("this server offers TLS")
+    joined = "&" if "?" in postgres_url else "?"
+    with pytest.raises(StoreUnavailable, match="rejected SSL upgrade") as refused:
+        await open_store(f"{postgres_url}{joined}sslmode=require")
+    assert not isinstance(refused.value, StoreUnreachable)
+
+
 async def test_missing_database_is_unavailable(postgres_url: str) -> None:
     missing = postgres_url.rsplit("/", 1)[0] + "/leaderlog_no_such_database"
     with pytest.raises(StoreUnavailable, match="leaderlog_no_such_database"):
@@ -759,6 +775,8 @@ async def test_a_connection_that_may_only_read_is_said_so_by_commands_that_write
         (socket.gaierror(socket.EAI_NONAME, "Name or service not known"), False),
         (asyncpg.InvalidCatalogNameError("database does not exist"), False),
         (asyncpg.InvalidPasswordError("password authentication failed"), False),
+        (ConnectionError('PostgreSQL server at "h:5432" rejected SSL upgrade'), False),
+        (ConnectionResetError("Connection reset by peer"), True),
     ],
 )
 def test_only_what_may_pass_on_its_own_is_unreachable(

@@ -201,6 +201,10 @@ _UNREACHABLE_ERRNOS = {errno.EHOSTUNREACH, errno.ENETUNREACH, errno.EHOSTDOWN}
 
 def _unreachable(error: BaseException) -> type[StoreUnavailable]:
     """The error to raise for ``error`` at open: StoreUnreachable when trying again may do."""
+    if type(error) is ConnectionError and "SSL" in str(error):
+        # The server refuses the TLS the URL asks for (sslmode=require): a setting that
+        # will not change on its own, unlike a refused or reset connection.
+        return StoreUnavailable
     if isinstance(error, _UNREACHABLE):
         return StoreUnreachable
     if isinstance(error, socket.gaierror):
