@@ -899,6 +899,31 @@ async def test_an_append_reports_its_progress_checking_then_writing(
     assert [done for done, _ in writing] == sorted({done for done, _ in writing})
 
 
+async def test_a_failing_progress_callback_fails_no_append(
+    seeded_log: EventLog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # given a progress callback that raises, and another caller batched with it
+    monkeypatch.setattr("leaderlog.log._PROGRESS_STEP", 1)
+    handled: list[dict[str, Any]] = []
+    asyncio.get_running_loop().set_exception_handler(lambda _, context: handled.append(context))
+    calls: list[str] = []
+
+    def broken(stage: str, done: int, total: int) -> None:
+        calls.append(stage)
+        raise RuntimeError("the bar broke")
+
+    records = [Record(event=claim(f"with-bar-{n}"), event_id=uuid.uuid4()) for n in range(3)]
+    # when both append
+    with_bar, other = await asyncio.gather(
+        seeded_log.append_records(records, actor="t", progress=broken),
+        seeded_log.append_events([claim("beside-it")], actor="t"),
+    )
+    # then both are written; the callback was called once, its error handed to the loop
+    assert (with_bar.appended, other.appended) == (3, 1)
+    assert calls == ["checking"]
+    assert [str(context["exception"]) for context in handled] == ["the bar broke"]
+
+
 async def test_a_refused_append_reports_no_writing(seeded_log: EventLog) -> None:
     reports: list[tuple[str, int, int]] = []
     records = [

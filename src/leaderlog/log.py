@@ -159,7 +159,8 @@ AppendProgress = Callable[[str, int, int], None]
 """Called with (stage, steps done, steps in all) while a batch is appended, for a progress
 bar: stage ``"checking"`` (a step per record decided on the rules), then ``"writing"`` (two
 steps per event: chained, then inserted), each ending with every step done. Steps never go
-backwards within a stage."""
+backwards within a stage. An exception it raises goes to the event loop's exception handler
+and it is not called again: the append goes on, as do the others batched with it."""
 
 
 class _Progress:
@@ -167,17 +168,30 @@ class _Progress:
     once missing streams are loaded, starts its count again)."""
 
     def __init__(self, callback: AppendProgress, records: int) -> None:
-        self._callback = callback
+        self._callback: AppendProgress | None = callback
         self.steps = records
         self._checked = 0
 
     def checked(self, steps: int) -> None:
         if steps > self._checked:
             self._checked = steps
-            self._callback("checking", steps, self.steps)
+            self._report("checking", steps, self.steps)
 
     def written(self, done: int, total: int) -> None:
-        self._callback("writing", done, total)
+        self._report("writing", done, total)
+
+    def _report(self, stage: str, done: int, total: int) -> None:
+        callback = self._callback
+        if callback is None:
+            return
+        try:
+            callback(stage, done, total)
+        except Exception as error:
+            # A broken progress bar is no reason to fail appends, this caller's or others'.
+            self._callback = None
+            asyncio.get_running_loop().call_exception_handler(
+                {"message": "an append's progress callback failed", "exception": error}
+            )
 
 
 def _written_by(requests: Sequence[_Request]) -> WriteProgress | None:

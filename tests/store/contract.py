@@ -417,6 +417,26 @@ class StoreContract(abc.ABC):
         assert {total_ for _, total_, _ in reports} == {total}
         assert {thread for _, _, thread in reports} == {threading.get_ident()}
 
+    async def test_a_failing_progress_callback_does_not_fail_the_write(
+        self, store: EventStore
+    ) -> None:
+        handled: list[dict[str, Any]] = []
+        asyncio.get_running_loop().set_exception_handler(lambda _, context: handled.append(context))
+        calls: list[int] = []
+
+        def broken(done: int, total: int) -> None:
+            calls.append(done)
+            raise RuntimeError("the bar broke")
+
+        (outcome,) = await store.append_batches(
+            [PendingBatch([event("a"), event("b")], {}, "t")], broken
+        )
+        await asyncio.sleep(0.01)  # (a SQLite store reports from its thread, via the loop)
+        assert succeeded(outcome).appended == 2
+        assert await store.count() == 2
+        assert len(calls) == 1
+        assert [str(context["exception"]) for context in handled] == ["the bar broke"]
+
     async def test_a_group_of_stored_events_reports_every_step_done(
         self, store: EventStore
     ) -> None:

@@ -97,7 +97,8 @@ PROGRESS_STEP = 10_000
 class WriteProgressReporter:
     """Hands a store's progress to the caller's :data:`WriteProgress` on the event loop's
     thread (a SQLite store writes on a thread of its own), never going backwards: a store
-    that lays its rows out again (to look up stored ids) starts counting again."""
+    that lays its rows out again (to look up stored ids) starts counting again. A callback
+    that raises goes to the loop's exception handler and is not called again."""
 
     def __init__(
         self,
@@ -108,6 +109,7 @@ class WriteProgressReporter:
         self._progress = progress
         self._loop = loop
         self._done = 0
+        self._failed = False
         self.total = 2 * sum(len(batch.events) for batch in batches)
 
     def planned(self, rows: int) -> None:
@@ -124,9 +126,21 @@ class WriteProgressReporter:
             return
         self._done = done
         if self._loop is None:
-            self._progress(done, self.total)
+            self._call(done)
         else:
-            self._loop.call_soon_threadsafe(self._progress, done, self.total)
+            self._loop.call_soon_threadsafe(self._call, done)
+
+    def _call(self, done: int) -> None:
+        if self._failed:
+            return
+        try:
+            self._progress(done, self.total)
+        except Exception as error:
+            # A broken progress bar is no reason to fail the write.
+            self._failed = True
+            asyncio.get_running_loop().call_exception_handler(
+                {"message": "a write's progress callback failed", "exception": error}
+            )
 
 
 # How far ahead of the store's clock a given recorded time may be (another server's clock).
