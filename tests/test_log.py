@@ -38,6 +38,7 @@ from leaderlog.events import (
 from leaderlog.log import (
     MAX_LINE_BYTES,
     MAX_RECORD_BYTES,
+    AppendOutcome,
     EventLog,
     load_seeds,
     parse_lines,
@@ -939,6 +940,17 @@ async def test_a_refused_append_reports_no_writing(seeded_log: EventLog) -> None
         )
     assert [stage for stage, _, _ in reports] == []
     assert await snapshot(seeded_log) == before
+    # nor when it is batched with an append that is written
+    refused, written = await asyncio.gather(
+        seeded_log.append_records(
+            records, actor="t", progress=lambda *report: reports.append(report)
+        ),
+        seeded_log.append_events([claim("written-beside-it")], actor="t"),
+        return_exceptions=True,
+    )
+    assert isinstance(refused, BatchError)
+    assert isinstance(written, AppendOutcome) and written.appended == 1
+    assert [stage for stage, _, _ in reports] == []
 
 
 async def test_append_raw_labels_records(seeded_log: EventLog) -> None:

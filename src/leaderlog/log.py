@@ -645,7 +645,8 @@ class EventLog:
                     continue
                 for request, refusal in prepared.refused:
                     _answer(request.future, refusal)
-                outcomes = await self.store.append_batches(prepared.batches(), _written_by(group))
+                writing = _written_by([request for request, _ in prepared.decided])
+                outcomes = await self.store.append_batches(prepared.batches(), writing)
             except BaseException as error:
                 self._fail(group, error)
                 if not isinstance(error, Exception):
