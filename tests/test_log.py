@@ -900,6 +900,57 @@ async def test_an_append_reports_its_progress_checking_then_writing(
     assert [done for done, _ in writing] == sorted({done for done, _ in writing})
 
 
+async def test_writing_progress_is_each_caller_s_own_and_ends_full_once_written(
+    seeded_log: EventLog, sqlite_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("leaderlog.log._PROGRESS_STEP", 1)
+    monkeypatch.setattr("leaderlog.store.base.PROGRESS_STEP", 1)
+    reports: dict[str, list[tuple[str, int, int]]] = {"a": [], "b": [], "again": []}
+
+    def records(prefix: str, count: int) -> list[Record]:
+        return [
+            Record(
+                event=PostDefined(post=f"{prefix}-{n}", org="ice", title="T"), event_id=uuid.uuid4()
+            )
+            for n in range(count)
+        ]
+
+    def noting(name: str) -> Any:
+        return lambda *report: reports[name].append(report)
+
+    first, second = records("a", 3), records("b", 5)
+    async with await EventLog.open(sqlite_url) as other:
+        append_batches = seeded_log.store.append_batches
+        moved = iter([True])
+
+        async def another_writer_moves_once(batches: Any, progress: Any = None) -> Any:
+            # given another writer that moves the organisation once, before the first commit
+            if next(moved, False):
+                await other.append_events([OrgUpdated(org="ice", parent="dhs")], actor="o")
+            return await append_batches(batches, progress)
+
+        monkeypatch.setattr(seeded_log.store, "append_batches", another_writer_moves_once)
+        # when two callers append together, and their group is decided and written again
+        await asyncio.gather(
+            seeded_log.append_records(first, actor="t", progress=noting("a")),
+            seeded_log.append_records(second, actor="t", progress=noting("b")),
+        )
+    # then each hears of its own records' steps, only forward, ending full
+    for name, count in (("a", 3), ("b", 5)):
+        writing = [(done, total) for stage, done, total in reports[name] if stage == "writing"]
+        assert {total for _, total in writing} == {2 * count}, writing
+        assert [done for done, _ in writing] == sorted({done for done, _ in writing}), writing
+        assert writing[-1] == (2 * count, 2 * count)
+    # and an append of records all stored already ends full too, writing nothing
+    outcome = await seeded_log.append_records(first, actor="t", progress=noting("again"))
+    assert outcome.appended == 0
+    assert [report for report in reports["again"] if report[0] == "writing"][-1] == (
+        "writing",
+        6,
+        6,
+    )
+
+
 async def test_a_failing_progress_callback_fails_no_append(
     seeded_log: EventLog, monkeypatch: pytest.MonkeyPatch
 ) -> None:

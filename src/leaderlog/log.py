@@ -158,9 +158,11 @@ class _Request:
 AppendProgress = Callable[[str, int, int], None]
 """Called with (stage, steps done, steps in all) while a batch is appended, for a progress
 bar: stage ``"checking"`` (a step per record decided on the rules), then ``"writing"`` (two
-steps per event: chained, then inserted), each ending with every step done. Steps never go
-backwards within a stage. An exception it raises goes to the event loop's exception handler
-and it is not called again: the append goes on, as do the others batched with it."""
+steps per record: chained, then inserted; records already stored count as done), each
+ending with every step done once the append is written; a refused one ends where it was.
+Steps never go backwards within a stage. An exception it raises goes to the event loop's
+exception handler and it is not called again: the append goes on, as do the others batched
+with it."""
 
 
 class _Progress:
@@ -171,6 +173,7 @@ class _Progress:
         self._callback: AppendProgress | None = callback
         self.steps = records
         self._checked = 0
+        self._written = 0
 
     def checked(self, steps: int) -> None:
         if steps > self._checked:
@@ -178,7 +181,13 @@ class _Progress:
             self._report("checking", steps, self.steps)
 
     def written(self, done: int, total: int) -> None:
-        self._report("writing", done, total)
+        """The store's progress through the whole group, as this caller's share: its own
+        records' steps, the same fraction of them done (a group retried counts on)."""
+        steps = 2 * self.steps
+        share = steps * done // total if total else steps
+        if share > self._written:
+            self._written = share
+            self._report("writing", share, steps)
 
     def _report(self, stage: str, done: int, total: int) -> None:
         callback = self._callback
@@ -186,7 +195,7 @@ class _Progress:
             return
         try:
             callback(stage, done, total)
-        except Exception as error:
+        except (Exception, asyncio.CancelledError) as error:
             # A broken progress bar is no reason to fail appends, this caller's or others'.
             self._callback = None
             asyncio.get_running_loop().call_exception_handler(
@@ -838,6 +847,8 @@ class EventLog:
                     for index in range(len(request.entries))
                 )
             appended_positions.extend(outcome.positions)
+            if request.progress is not None:
+                request.progress.written(1, 1)
             _answer(request.future, AppendOutcome(positions, outcome.appended))
         if appended_positions and min(appended_positions) == self._known_head + 1 and not retry:
             self._known_head = max(appended_positions)

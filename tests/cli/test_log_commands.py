@@ -24,7 +24,7 @@ from click.testing import CliRunner, Result
 from rich.console import Console
 
 from leaderlog._json import dumps
-from leaderlog.cli import log_commands, main
+from leaderlog.cli import _app, log_commands, main
 from leaderlog.cli._app import interruptible
 from leaderlog.events import event_schema, format_time, parse_record
 from leaderlog.log import EventLog
@@ -813,7 +813,9 @@ def test_a_large_import_shows_bars_for_checking_its_rules_and_writing_it(
     # given a terminal, and an import above the size that shows bars while it appends
     screen = io.StringIO()
     monkeypatch.setattr(
-        log_commands, "err_console", Console(file=screen, force_terminal=True, width=100)
+        log_commands,
+        "err_console",
+        Console(file=screen, force_terminal=True, width=100, highlight=False),
     )
     monkeypatch.setattr(log_commands, "_APPEND_BAR_THRESHOLD", 10)
     big = tmp_path / "orgs.jsonl"
@@ -835,3 +837,51 @@ def test_a_large_import_shows_bars_for_checking_its_rules_and_writing_it(
     drawn = re.sub(r"\x1b\[[0-9;?]*[a-zA-Z]", "", screen.getvalue())
     assert re.search(r"checking rules \S+ +100%", drawn), drawn
     assert re.search(r"writing +\S+ +100%", drawn), drawn
+    # the writing bar is drawn once writing begins, not empty while the rules are checked
+    assert not re.search(r"writing +\S+ +0%", drawn), drawn
+
+
+def test_a_terminal_that_cannot_redraw_gets_a_line_instead_of_bars(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    screen = io.StringIO()
+    dumb = Console(file=screen, force_terminal=True, width=100, highlight=False)
+    monkeypatch.setattr(type(dumb), "is_dumb_terminal", property(lambda _: True))
+    monkeypatch.setattr(log_commands, "err_console", dumb)
+    monkeypatch.setattr(log_commands, "_APPEND_BAR_THRESHOLD", 10)
+    records = tmp_path / "orgs.jsonl"
+    records.write_text(
+        "".join(
+            json.dumps({"type": "org.registered", "data": {"org": f"org-{n}", "name": f"Org {n}"}})
+            + "\n"
+            for n in range(50)
+        ),
+        encoding="utf-8",
+    )
+    result = CliRunner().invoke(
+        main, ["--db", f"sqlite:///{tmp_path / 'l.db'}", "import", str(records)]
+    )
+    assert result.exit_code == 0, result.output
+    assert "appending 50 records in one transaction..." in screen.getvalue()
+
+
+def test_stopping_at_once_on_a_terminal_clears_the_bar_and_shows_the_cursor(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # given a terminal, where a progress bar may be drawn with the cursor hidden
+    written: list[bytes] = []
+
+    def stop(status: int) -> None:
+        raise SystemExit(status)
+
+    monkeypatch.setattr(_app, "err_console", Console(file=io.StringIO(), force_terminal=True))
+    monkeypatch.setattr(os, "write", lambda _, data: written.append(data))
+    monkeypatch.setattr(os, "_exit", stop)
+    # when a second Ctrl-C stops the command at once
+    with pytest.raises(SystemExit) as stopped:
+        _app._stop_at_once("interrupted: nothing was written")
+    # then the bar's line is cleared and the cursor shown before the message
+    assert stopped.value.code == 130
+    assert written == [
+        b"\r\x1b[2K\x1b[?25hinterrupted: nothing was written (again: stopped at once)\n"
+    ]

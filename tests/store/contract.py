@@ -417,6 +417,17 @@ class StoreContract(abc.ABC):
         assert {total_ for _, total_, _ in reports} == {total}
         assert {thread for _, _, thread in reports} == {threading.get_ident()}
 
+    async def test_a_group_refused_whole_is_not_reported_done(self, store: EventStore) -> None:
+        await store.append([event("a")], actor="t")
+        reports: list[tuple[int, int]] = []
+        (outcome,) = await store.append_batches(
+            [PendingBatch([event("a")], {"a": "no_stream"}, "t")],
+            lambda done, total: reports.append((done, total)),
+        )
+        await asyncio.sleep(0.01)  # (a SQLite store reports from its thread, via the loop)
+        assert isinstance(outcome, ConcurrencyError)
+        assert (2, 2) not in reports
+
     async def test_a_failing_progress_callback_does_not_fail_the_write(
         self, store: EventStore
     ) -> None:

@@ -16,7 +16,7 @@ import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from types import FrameType
-from typing import Any, BinaryIO, TypeVar
+from typing import Any, BinaryIO, NoReturn, TypeVar
 from urllib.parse import quote
 
 import anyio
@@ -299,8 +299,7 @@ def interruptible(interrupted: str = "") -> Iterator[Callable[[], bool]]:
     def on_interrupt(signum: int, frame: FrameType | None) -> None:
         nonlocal noted
         if noted:
-            os.write(sys.stderr.fileno(), f"{said} (again: stopped at once)\n".encode())
-            os._exit(INTERRUPTED_STATUS)
+            _stop_at_once(said)
         noted = True
         raise KeyboardInterrupt
 
@@ -312,6 +311,17 @@ def interruptible(interrupted: str = "") -> Iterator[Callable[[], bool]]:
         yield lambda: noted
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+def _stop_at_once(said: str) -> NoReturn:
+    """End the process now, saying so on a line of its own."""
+    # A progress bar may be on the screen with the cursor hidden: its line is cleared and
+    # the cursor shown again, as the bar would have done on closing.
+    reset = (
+        "\r\x1b[2K\x1b[?25h" if err_console.is_terminal and not err_console.is_dumb_terminal else ""
+    )
+    os.write(sys.stderr.fileno(), f"{reset}{said} (again: stopped at once)\n".encode())
+    os._exit(INTERRUPTED_STATUS)
 
 
 def _stop_at_once_on_a_second_interrupt(said: str) -> list[_InterruptHandler]:
@@ -330,8 +340,7 @@ def _stop_at_once_on_a_second_interrupt(said: str) -> list[_InterruptHandler]:
         nonlocal interrupts
         interrupts += 1
         if interrupts > 1:
-            os.write(sys.stderr.fileno(), f"{said} (again: stopped at once)\n".encode())
-            os._exit(INTERRUPTED_STATUS)
+            _stop_at_once(said)
         first(signum, frame)
 
     signal.signal(signal.SIGINT, on_interrupt)

@@ -86,7 +86,7 @@ def _lines_with_progress(
         yield from lines
         return
     with Progress(
-        TextColumn("checking"),
+        TextColumn("reading"),
         BarColumn(),
         DownloadColumn(),
         TimeRemainingColumn(),
@@ -106,8 +106,8 @@ def _append_bar(records: int) -> Iterator[AppendProgress | None]:
     if records <= _APPEND_BAR_THRESHOLD:
         yield None
         return
-    if not err_console.is_terminal:
-        # A log file or a pipe gets one line rather than a bar redrawn in place.
+    if not err_console.is_terminal or err_console.is_dumb_terminal:
+        # A log file, a pipe or a terminal that cannot redraw a line gets one line instead.
         err_console.print(f"appending {records} records in one transaction...")
         yield None
         return
@@ -119,12 +119,13 @@ def _append_bar(records: int) -> Iterator[AppendProgress | None]:
         console=err_console,
         transient=True,
     ) as bars:
-        stages = {
-            "checking": bars.add_task("checking rules", total=records),
-            "writing": bars.add_task("writing", total=2 * records),
-        }
+        labels = {"checking": "checking rules", "writing": "writing"}
+        stages = {"checking": bars.add_task(labels["checking"], total=records)}
 
         def advance(stage: str, done: int, total: int) -> None:
+            if stage not in stages:
+                # Drawn once writing begins, not as an empty bar while rules are checked.
+                stages[stage] = bars.add_task(labels[stage], total=total, completed=done)
             bars.update(stages[stage], completed=done, total=total)
 
         yield advance

@@ -121,6 +121,12 @@ class WriteProgressReporter:
         half = self.total // 2
         self._report(half + (half * rows // of_rows if of_rows else half))
 
+    def finished(self, outcomes: Sequence[AppendResult | StoreError]) -> None:
+        """Every step done, once the rows are inserted, unless every batch was refused
+        (a bar would show a refused group written whole)."""
+        if any(isinstance(outcome, AppendResult) for outcome in outcomes):
+            self._report(self.total)
+
     def _report(self, done: int) -> None:
         if done <= self._done:
             return
@@ -135,7 +141,7 @@ class WriteProgressReporter:
             return
         try:
             self._progress(done, self.total)
-        except Exception as error:
+        except (Exception, asyncio.CancelledError) as error:
             # A broken progress bar is no reason to fail the write.
             self._failed = True
             asyncio.get_running_loop().call_exception_handler(
@@ -756,7 +762,8 @@ class EventStore(abc.ABC):
 
         A failed batch leaves no trace; the others are still written. ``progress`` is called
         on the event loop's thread as the rows are chained and inserted (for a large import's
-        progress bar), last with every step done once the rows are inserted.
+        progress bar), last with every step done once the rows are inserted, unless every
+        batch was refused.
         """
 
     # --- reading ---------------------------------------------------------------------------

@@ -819,7 +819,7 @@ class PostgresStore(EventStore):
                         if reporter is not None:
                             reporter.inserted(start + len(chunk), len(rows))
                     if reporter is not None:
-                        reporter.inserted(len(rows), len(rows))
+                        reporter.finished(outcomes)
                     if rows:
                         await connection.execute(
                             "SELECT pg_notify($1, $2)",
