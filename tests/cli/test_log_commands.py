@@ -690,11 +690,9 @@ def test_a_closed_stdin_is_a_clear_usage_error(tmp_path: Path) -> None:
     assert "Traceback" not in closed.stderr
 
 
-def importing_a_big_file(folder: Path, url: str, count: int) -> subprocess.Popen[str]:
-    """``leaderlog import`` of ``count`` new organisations, once its append has begun (the
-    records checked, past the progress bar's lines)."""
-    big = folder / "big.jsonl"
-    big.write_text(
+def organisations_file(path: Path, count: int) -> Path:
+    """``path`` written with ``count`` records of new organisations."""
+    path.write_text(
         "".join(
             json.dumps({"type": "org.registered", "data": {"org": f"org-{n}", "name": f"Org {n}"}})
             + "\n"
@@ -702,6 +700,13 @@ def importing_a_big_file(folder: Path, url: str, count: int) -> subprocess.Popen
         ),
         encoding="utf-8",
     )
+    return path
+
+
+def importing_a_big_file(folder: Path, url: str, count: int) -> subprocess.Popen[str]:
+    """``leaderlog import`` of ``count`` new organisations, once its append has begun (the
+    records checked, past the progress bar's lines)."""
+    big = organisations_file(folder / "big.jsonl", count)
     process = subprocess.Popen(
         [str(LEADERLOG), "--db", url, "import", str(big)],
         stdout=subprocess.PIPE,
@@ -818,15 +823,7 @@ def test_a_large_import_shows_bars_for_checking_its_rules_and_writing_it(
         Console(file=screen, force_terminal=True, width=100, highlight=False),
     )
     monkeypatch.setattr(log_commands, "_APPEND_BAR_THRESHOLD", 10)
-    big = tmp_path / "orgs.jsonl"
-    big.write_text(
-        "".join(
-            json.dumps({"type": "org.registered", "data": {"org": f"org-{n}", "name": f"Org {n}"}})
-            + "\n"
-            for n in range(50)
-        ),
-        encoding="utf-8",
-    )
+    big = organisations_file(tmp_path / "orgs.jsonl", 50)
     # when it is imported
     result = CliRunner().invoke(
         main, ["--db", f"sqlite:///{tmp_path / 'l.db'}", "import", str(big)]
@@ -849,15 +846,7 @@ def test_a_terminal_that_cannot_redraw_gets_a_line_instead_of_bars(
     monkeypatch.setattr(type(dumb), "is_dumb_terminal", property(lambda _: True))
     monkeypatch.setattr(log_commands, "err_console", dumb)
     monkeypatch.setattr(log_commands, "_APPEND_BAR_THRESHOLD", 10)
-    records = tmp_path / "orgs.jsonl"
-    records.write_text(
-        "".join(
-            json.dumps({"type": "org.registered", "data": {"org": f"org-{n}", "name": f"Org {n}"}})
-            + "\n"
-            for n in range(50)
-        ),
-        encoding="utf-8",
-    )
+    records = organisations_file(tmp_path / "orgs.jsonl", 50)
     result = CliRunner().invoke(
         main, ["--db", f"sqlite:///{tmp_path / 'l.db'}", "import", str(records)]
     )
