@@ -382,3 +382,29 @@ def test_a_token_in_a_query_string_is_not_kept_in_the_access_log() -> None:
     assert record.getMessage() == (
         '127.0.0.1:50000 - "GET /api/state?access_token=***&org=ice HTTP/1.1" 422'
     )
+
+
+def test_a_server_shares_the_interpreter_lock_in_short_turns(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Large answers are worked out on worker threads: with Python's 5 ms turns at the lock,
+    other requests waited up to 5 ms a step meanwhile."""
+    during: list[float] = []
+
+    def serving(server: object, sockets: object = None) -> None:
+        during.append(sys.getswitchinterval())
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("uvicorn.Server.run", serving)
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    before = sys.getswitchinterval()
+    try:
+        result = CliRunner().invoke(
+            main,
+            ["--db", f"sqlite:///{tmp_path / 'l.db'}", "serve", "--port", str(port), "--no-seed"],
+        )
+    finally:
+        sys.setswitchinterval(before)
+    assert during == [serve_commands.SWITCH_INTERVAL], result.output
