@@ -122,7 +122,7 @@ class WriteProgressReporter:
         self._report(half + (half * rows // of_rows if of_rows else half))
 
     def finished(self, outcomes: Sequence[AppendResult | StoreError]) -> None:
-        """Every step done, once the rows are inserted, unless every batch was refused
+        """Every step done, once the rows are committed, unless every batch was refused
         (a bar would show a refused group written whole)."""
         if any(isinstance(outcome, AppendResult) for outcome in outcomes):
             self._report(self.total)
@@ -762,7 +762,7 @@ class EventStore(abc.ABC):
 
         A failed batch leaves no trace; the others are still written. ``progress`` is called
         on the event loop's thread as the rows are chained and inserted (for a large import's
-        progress bar), last with every step done once the rows are inserted, unless every
+        progress bar), last with every step done once the rows are committed, unless every
         batch was refused.
         """
 

@@ -818,14 +818,14 @@ class PostgresStore(EventStore):
                         await connection.execute(_INSERT, *_rows_to_columns(chunk))
                         if reporter is not None:
                             reporter.inserted(start + len(chunk), len(rows))
-                    if reporter is not None:
-                        reporter.finished(outcomes)
                     if rows:
                         await connection.execute(
                             "SELECT pg_notify($1, $2)",
                             CHANNEL,
                             f"{self.schema}:{rows[-1].position}",
                         )
+        if reporter is not None:
+            reporter.finished(outcomes)  # committed
         if rows:
             self._wake(rows[-1].position)
         return outcomes

@@ -195,8 +195,9 @@ def _append_in_transaction(
                     _INSERT, map(_planned_to_row, rows[start : start + PROGRESS_STEP])
                 )
                 reporter.inserted(min(start + PROGRESS_STEP, len(rows)), len(rows))
-            reporter.finished(outcomes)
         connection.execute("COMMIT")
+        if reporter is not None:
+            reporter.finished(outcomes)
     except BaseException:
         with contextlib.suppress(sqlite3.Error):
             connection.execute("ROLLBACK")
