@@ -66,6 +66,7 @@ from leaderlog.store import (
     WriteProgress,
     open_store,
 )
+from leaderlog.store.base import call_progress
 
 __all__ = [
     "MAX_LINE_BYTES",
@@ -190,17 +191,9 @@ class _Progress:
             self._report("writing", share, steps)
 
     def _report(self, stage: str, done: int, total: int) -> None:
-        callback = self._callback
-        if callback is None:
-            return
-        try:
-            callback(stage, done, total)
-        except (Exception, asyncio.CancelledError) as error:
-            # A broken progress bar is no reason to fail appends, this caller's or others'.
+        # Called again after it raised, it would only fail again.
+        if self._callback is not None and not call_progress(self._callback, stage, done, total):
             self._callback = None
-            asyncio.get_running_loop().call_exception_handler(
-                {"message": "an append's progress callback failed", "exception": error}
-            )
 
 
 def _written_by(requests: Sequence[_Request]) -> WriteProgress | None:

@@ -48,6 +48,7 @@ __all__ = [
     "VerifyReport",
     "WriteProgress",
     "WriteProgressReporter",
+    "call_progress",
     "chain_hash",
     "plan_rows",
     "storable",
@@ -137,16 +138,21 @@ class WriteProgressReporter:
             self._loop.call_soon_threadsafe(self._call, done)
 
     def _call(self, done: int) -> None:
-        if self._failed:
-            return
-        try:
-            self._progress(done, self.total)
-        except (Exception, asyncio.CancelledError) as error:
-            # A broken progress bar is no reason to fail the write.
-            self._failed = True
-            asyncio.get_running_loop().call_exception_handler(
-                {"message": "a write's progress callback failed", "exception": error}
-            )
+        if not self._failed:
+            self._failed = not call_progress(self._progress, done, self.total)
+
+
+def call_progress(callback: Callable[..., None], *arguments: object) -> bool:
+    """Call a caller's progress callback; False when it raised. Its error goes to the event
+    loop's exception handler: a broken progress bar is no reason to fail a write."""
+    try:
+        callback(*arguments)
+    except (Exception, asyncio.CancelledError) as error:
+        asyncio.get_running_loop().call_exception_handler(
+            {"message": "a progress callback failed", "exception": error}
+        )
+        return False
+    return True
 
 
 # How far ahead of the store's clock a given recorded time may be (another server's clock).
