@@ -17,6 +17,7 @@ from pydantic import ValidationError
 from leaderlog import events as events_module
 from leaderlog._json import canonical_bytes
 from leaderlog.errors import (
+    AppendRefused,
     BatchError,
     ConcurrencyError,
     DuplicateEventError,
@@ -44,7 +45,7 @@ from leaderlog.log import (
     parse_lines,
     read_lines,
 )
-from leaderlog.store.base import utc_now
+from leaderlog.store.base import AppendGuard, utc_now
 
 SEEDS = Path(__file__).resolve().parent.parent / "seeds"
 
@@ -949,6 +950,26 @@ async def test_writing_progress_is_each_caller_s_own_and_ends_full_once_written(
         6,
         6,
     )
+
+
+async def test_an_append_the_store_refuses_is_not_shown_written_beside_one_that_is(
+    seeded_log: EventLog,
+) -> None:
+    # given an append whose guard always refuses it, batched with one that is written
+    reports: list[tuple[str, int, int]] = []
+    always = AppendGuard("SELECT 1", (), lambda _: AppendRefused("refused by guard"))
+    records = [Record(event=claim(f"guarded-{n}"), event_id=uuid.uuid4()) for n in range(3)]
+    refused, written = await asyncio.gather(
+        seeded_log.append_records(
+            records, actor="t", guard=always, progress=lambda *report: reports.append(report)
+        ),
+        seeded_log.append_events([claim("beside-the-guarded")], actor="t"),
+        return_exceptions=True,
+    )
+    # then the refused one's writing never reached its end
+    assert isinstance(refused, AppendRefused)
+    assert isinstance(written, AppendOutcome) and written.appended == 1
+    assert ("writing", 6, 6) not in reports
 
 
 async def test_a_failing_progress_callback_fails_no_append(

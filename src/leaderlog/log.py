@@ -183,9 +183,18 @@ class _Progress:
 
     def written(self, done: int, total: int) -> None:
         """The store's progress through the whole group, as this caller's share: its own
-        records' steps, the same fraction of them done (a group retried counts on)."""
+        records' steps, the same fraction of them done (a group retried counts on), short of
+        the last: only this caller's own outcome says whether its records were written."""
         steps = 2 * self.steps
-        share = steps * done // total if total else steps
+        share = min(steps * done // total, steps - 1) if total else 0
+        self._forward(share)
+
+    def completed(self) -> None:
+        """This caller's records are committed (or were stored already)."""
+        self._forward(2 * self.steps)
+
+    def _forward(self, share: int) -> None:
+        steps = 2 * self.steps
         if share > self._written:
             self._written = share
             self._report("writing", share, steps)
@@ -841,7 +850,7 @@ class EventLog:
                 )
             appended_positions.extend(outcome.positions)
             if request.progress is not None:
-                request.progress.written(1, 1)
+                request.progress.completed()
             _answer(request.future, AppendOutcome(positions, outcome.appended))
         if appended_positions and min(appended_positions) == self._known_head + 1 and not retry:
             self._known_head = max(appended_positions)

@@ -406,7 +406,9 @@ class StoreContract(abc.ABC):
         )
 
         # then every step is reported done at the end, two per event of the group (the
-        # refused one's counted as done), only forward, and on this thread
+        # refused one's counted as done), only forward, and on this thread; the last step
+        # only once the group is committed
+        assert [done for done, _, _ in reports].count(2 * (len(events) + 1)) == 1
         assert succeeded(outcomes[0]).appended == len(events)
         assert isinstance(outcomes[1], ConcurrencyError)
         total = 2 * (len(events) + 1)

@@ -119,8 +119,9 @@ class WriteProgressReporter:
     def inserted(self, rows: int, of_rows: int) -> None:
         # Fewer rows than events when some were stored already or their batch was refused:
         # the second half of the steps is shared out among the rows there are.
+        # The last step is left to finished(), after the commit.
         half = self.total // 2
-        self._report(half + (half * rows // of_rows if of_rows else half))
+        self._report(min(half + (half * rows // of_rows if of_rows else half), self.total - 1))
 
     def finished(self, outcomes: Sequence[AppendResult | StoreError]) -> None:
         """Every step done, once the rows are committed, unless every batch was refused
