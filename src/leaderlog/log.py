@@ -173,6 +173,7 @@ class _Progress:
     def __init__(self, callback: AppendProgress, records: int) -> None:
         self._callback: AppendProgress | None = callback
         self.steps = records
+        self._writing_steps = 2 * records
         self._checked = 0
         self._written = 0
 
@@ -185,19 +186,17 @@ class _Progress:
         """The store's progress through the whole group, as this caller's share: its own
         records' steps, the same fraction of them done (a group retried counts on), short of
         the last: only this caller's own outcome says whether its records were written."""
-        steps = 2 * self.steps
-        share = min(steps * done // total, steps - 1) if total else 0
-        self._forward(share)
+        steps = self._writing_steps
+        self._forward(min(steps * done // total, steps - 1) if total else 0)
 
     def completed(self) -> None:
         """This caller's records are committed (or were stored already)."""
-        self._forward(2 * self.steps)
+        self._forward(self._writing_steps)
 
     def _forward(self, share: int) -> None:
-        steps = 2 * self.steps
         if share > self._written:
             self._written = share
-            self._report("writing", share, steps)
+            self._report("writing", share, self._writing_steps)
 
     def _report(self, stage: str, done: int, total: int) -> None:
         # Called again after it raised, it would only fail again.

@@ -14,6 +14,7 @@ from rich.progress import (
     BarColumn,
     DownloadColumn,
     Progress,
+    ProgressColumn,
     TaskProgressColumn,
     TextColumn,
     TimeRemainingColumn,
@@ -85,19 +86,25 @@ def _lines_with_progress(
     if size is None or size < _PROGRESS_THRESHOLD:
         yield from lines
         return
-    with Progress(
-        TextColumn("reading"),
-        BarColumn(),
-        DownloadColumn(),
-        TimeRemainingColumn(),
-        console=err_console,
-        transient=True,
-        disable=not err_console.is_terminal,
-    ) as progress:
+    with _bars(TextColumn("reading"), DownloadColumn()) as progress:
         task = progress.add_task("check", total=size)
         for line in lines:
             progress.advance(task, len(line))
             yield line
+
+
+def _bars(label: TextColumn, count: ProgressColumn) -> Progress:
+    """Bars on stderr, redrawn in place and gone once done; none where a line cannot be
+    redrawn (a log file, a pipe, a dumb terminal)."""
+    return Progress(
+        label,
+        BarColumn(),
+        count,
+        TimeRemainingColumn(),
+        console=err_console,
+        transient=True,
+        disable=not err_console.is_terminal or err_console.is_dumb_terminal,
+    )
 
 
 @contextlib.contextmanager
@@ -111,14 +118,7 @@ def _append_bar(records: int) -> Iterator[AppendProgress | None]:
         err_console.print(f"appending {records} records in one transaction...")
         yield None
         return
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        TaskProgressColumn(),
-        TimeRemainingColumn(),
-        console=err_console,
-        transient=True,
-    ) as bars:
+    with _bars(TextColumn("{task.description}"), TaskProgressColumn()) as bars:
         labels = {"checking": "checking rules", "writing": "writing"}
         stages = {"checking": bars.add_task(labels["checking"], total=records)}
 
