@@ -311,6 +311,10 @@ def _location(error: BaseException, projection: Projection) -> str:
     of the innermost frame."""
     frames = traceback.extract_tb(error.__traceback__)
     source = module_file(projection)
+    if source is not None and not any(frame.filename == source for frame in frames):
+        # Raised by leaderlog itself once the projection's code had returned (what its
+        # statements changed, checked when apply ends): a line of leaderlog's would mislead.
+        return ""
     chosen = [frame for frame in frames if frame.filename == source] or frames
     if not chosen:
         return ""

@@ -711,8 +711,9 @@ class ProjectionTransaction(abc.ABC):
     ) -> contextlib.AbstractAsyncContextManager[None]:
         """While open, statements may change only tables ``owns`` accepts (and create or
         drop only those tables and their indexes), not end the transaction nor release or
-        roll back the savepoint named ``savepoint``; reading anything stays allowed. A
-        backend that cannot enforce it (PostgreSQL) leaves statements as they are."""
+        roll back the savepoint named ``savepoint``; reading anything stays allowed.
+        Refused with :class:`ProjectionError`, as the statement runs where the database can
+        (SQLite) or when the block ends (PostgreSQL). By default nothing is refused."""
         return contextlib.nullcontext()
 
 

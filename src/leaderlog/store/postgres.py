@@ -37,6 +37,7 @@ import asyncpg
 
 from leaderlog.errors import (
     LogRemoved,
+    ProjectionError,
     StoreBusy,
     StoreError,
     StoreUnavailable,
@@ -44,6 +45,7 @@ from leaderlog.errors import (
 )
 from leaderlog.events import RecordedEvent
 from leaderlog.store import without_password
+from leaderlog.store._postgres_confinement import overreach, take_snapshot
 from leaderlog.store.base import (
     GENESIS_HASH,
     AppendResult,
@@ -634,11 +636,18 @@ class _PostgresProjectionTransaction(ProjectionTransaction):
 
     @contextlib.asynccontextmanager
     async def confined(self, owns: Callable[[str], bool], savepoint: str) -> AsyncIterator[None]:
-        """Not confined (PostgreSQL has no authorizer); but deferred constraints are checked
-        when ``apply`` ends, inside its savepoint: left to the page's COMMIT, a violation
-        would fail every projection's page, every time."""
+        """PostgreSQL has no authorizer to refuse a statement as it runs: what the
+        statements changed beyond their own tables is found when they end, still inside the
+        projection's savepoint, and refused (see ``_postgres_confinement``). Deferred
+        constraints are checked then too: left to the page's COMMIT, a violation would fail
+        every projection's page, every time. Ending the transaction or taking the runner's
+        savepoint is refused before the statement runs, by the runner itself."""
+        before = await take_snapshot(self.fetchall)
         yield
         await self.execute("SET CONSTRAINTS ALL IMMEDIATE")
+        wrong = await overreach(self.fetchall, before, owns)
+        if wrong is not None:
+            raise ProjectionError(f"a projection may not do this: {wrong}")
 
     async def execute(self, sql: str, parameters: Sequence[Any] = ()) -> None:
         with _unavailable_on_disconnect():
