@@ -15,7 +15,7 @@ Hierarchy::
     │   └── StoreUnavailable     the database cannot be reached or opened, or is busy
     │       ├── StoreBusy        another transaction held a lock longer than a write waits
     │       ├── StoreUnreachable nothing answers at the database's address, or it is restarting
-    │       └── LogRemoved       the empty log was dropped while open (a refused first import)
+    │       └── LogRemoved       the log was dropped while open (a refused first import, by hand)
     ├── ProjectionError          a projection cannot be loaded or answered
     │   ├── ProjectionFailed     projections could not apply some events; the others went on
     │   ├── UnknownEntity        no such org, post, person or claim (with suggestions)
@@ -321,5 +321,6 @@ class StoreUnreachable(StoreUnavailable):
 
 class LogRemoved(StoreUnavailable):
     """The log was removed while this store had it open: a first import refused in another
-    process dropped the empty log it had created. Nothing was written; trying again creates
-    it again (and is answered on the records, not on a missing table)."""
+    process dropped the empty log it had created (nothing was written; trying again creates
+    it again, and is answered on the records, not on a missing table), or its table or
+    PostgreSQL schema was dropped by hand (restore it, then open it again)."""

@@ -29,8 +29,8 @@ import logging
 import re
 import socket
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
-from typing import Any, NamedTuple
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from typing import Any, NamedTuple, TypeVar
 from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit, urlunsplit
 
 import asyncpg
@@ -299,18 +299,29 @@ def _unavailable_on_disconnect() -> Iterator[None]:
         ) from error
 
 
+_T = TypeVar("_T")
+
+# What a statement meets when the log's table, or its whole schema, was dropped under it.
+_MISSING_RELATION = (asyncpg.UndefinedTableError, asyncpg.InvalidSchemaNameError)
+
+
+def _log_removed(error: BaseException) -> LogRemoved:
+    return LogRemoved(
+        f"the log is gone ({_reason(error)}): its events table or schema was dropped while "
+        "leaderlog had it open, by another command whose first import into a new log was "
+        "refused (nothing was written: try again), or by hand (restore it from a backup or "
+        "an export, then restart)",
+        public="the log was removed from the database while this server had it open",
+    )
+
+
 @contextlib.contextmanager
 def _log_still_there() -> Iterator[None]:
-    """Around the log's own statements (not projections', whose tables are their own):
-    a first import refused in another process drops the events table it created while this
-    store had it open."""
+    """Around the log's own statements (not projections', whose tables are their own)."""
     try:
         yield
-    except asyncpg.UndefinedTableError as error:
-        raise LogRemoved(
-            f"the log is gone ({_reason(error)}): another command removed the empty log it "
-            "had created when its import was refused; nothing was written, try again"
-        ) from error
+    except _MISSING_RELATION as error:
+        raise _log_removed(error) from error
 
 
 # SQL_ASCII stores the bytes it is given, as UTF8 does once it has checked them; any other
@@ -616,10 +627,25 @@ async def _existing_schema(
 
 class _PostgresProjectionTransaction(ProjectionTransaction):
     def __init__(
-        self, connection: asyncpg.pool.PoolConnectionProxy[asyncpg.Record], append_lock_key: int
+        self,
+        connection: asyncpg.pool.PoolConnectionProxy[asyncpg.Record],
+        append_lock_key: int,
+        log_gone: Callable[[], Awaitable[bool]],
     ) -> None:
         self._connection = connection
         self._append_lock_key = append_lock_key
+        self._log_gone = log_gone
+
+    async def _statement(self, work: Callable[[], Awaitable[_T]]) -> _T:
+        """``work``'s result; a missing table or schema is the log's being dropped (a
+        :class:`LogRemoved`) when the events table is gone too, not the statement's fault."""
+        try:
+            with _unavailable_on_disconnect():
+                return await work()
+        except _MISSING_RELATION as error:
+            if await self._log_gone():
+                raise _log_removed(error) from error
+            raise
 
     async def lock_appends(self) -> None:
         with _unavailable_on_disconnect():
@@ -650,22 +676,25 @@ class _PostgresProjectionTransaction(ProjectionTransaction):
             raise ProjectionError(f"a projection may not do this: {wrong}")
 
     async def execute(self, sql: str, parameters: Sequence[Any] = ()) -> None:
-        with _unavailable_on_disconnect():
-            if parameters:
-                await self._connection.execute(translate_placeholders(sql), *parameters)
-            else:
-                # Without parameters the simple protocol runs scripts of several statements.
-                await self._connection.execute(sql)
+        if parameters:
+            await self._statement(
+                lambda: self._connection.execute(translate_placeholders(sql), *parameters)
+            )
+        else:
+            # Without parameters the simple protocol runs scripts of several statements.
+            await self._statement(lambda: self._connection.execute(sql))
 
     async def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         if not rows:
             return
-        with _unavailable_on_disconnect():
-            await self._connection.executemany(translate_placeholders(sql), rows)
+        await self._statement(
+            lambda: self._connection.executemany(translate_placeholders(sql), rows)
+        )
 
     async def fetchall(self, sql: str, parameters: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        with _unavailable_on_disconnect():
-            rows = await self._connection.fetch(translate_placeholders(sql), *parameters)
+        rows = await self._statement(
+            lambda: self._connection.fetch(translate_placeholders(sql), *parameters)
+        )
         return [tuple(row) for row in rows]
 
     async def lock_schema_changes(self) -> None:
@@ -894,8 +923,25 @@ class PostgresStore(EventStore):
 
     async def _fetch(self, sql: str, *parameters: Any) -> list[asyncpg.Record]:
         self._in_its_loop()
-        with _unavailable_on_disconnect():
-            return await self._pool.fetch(sql, *parameters)
+        try:
+            with _unavailable_on_disconnect():
+                return await self._pool.fetch(sql, *parameters)
+        except _MISSING_RELATION as error:
+            # A projection's table missing is its own matter (not built yet), unless the
+            # whole log went with it: then that is what to say, not "run rebuild".
+            if await self._log_gone():
+                raise _log_removed(error) from error
+            raise
+
+    async def _log_gone(self) -> bool:
+        """Whether the events table is missing from the log's schema (asked on a connection
+        of its own: the one that met the missing table may be in a failed transaction)."""
+        try:
+            with _unavailable_on_disconnect():
+                rows = await self._pool.fetch("SELECT to_regclass('events') IS NULL")
+        except StoreError:
+            return False
+        return bool(rows[0][0])
 
     async def _fetch_from_log(self, sql: str, *parameters: Any) -> list[asyncpg.Record]:
         """:meth:`_fetch` for the events table (a projection's missing table is its own)."""
@@ -1035,7 +1081,9 @@ class PostgresStore(EventStore):
             with _unavailable_on_disconnect():
                 await transaction.start()
             try:
-                yield _PostgresProjectionTransaction(connection, self._append_lock_key)
+                yield _PostgresProjectionTransaction(
+                    connection, self._append_lock_key, self._log_gone
+                )
             except BaseException:
                 with contextlib.suppress(*_CONNECTION_ERRORS, asyncpg.PostgresError):
                     await transaction.rollback()

@@ -1,0 +1,72 @@
+"""A PostgreSQL log dropped (its schema, by hand) under a running server: every route says
+the log was removed, as a 503, and the server's log says what to do; none is a 500."""
+
+from __future__ import annotations
+
+import asyncpg
+import httpx
+import pytest
+
+from leaderlog.errors import LogRemoved
+from leaderlog.http import create_app
+from leaderlog.log import EventLog, load_seeds
+from leaderlog.projections import Queries, runner_for
+from tests.conftest import SEEDS
+from tests.http.server import running
+from tests.store import postgres_schema
+
+ROUTES = [
+    "/",
+    "/healthz",
+    "/api/state",
+    "/api/state?org=ice",
+    "/api/history?post=ice-hsi-ead",
+    "/api/claims/anything",
+    "/api/audit",
+    "/api/verify",
+    "/api/events",
+    "/feeds/all.atom",
+    "/feeds/all.json",
+]
+
+
+async def _drop_schema(postgres_url: str, store_url: str) -> None:
+    schema = store_url.rsplit("schema=", 1)[1]
+    connection = await asyncpg.connect(postgres_url)
+    try:
+        await connection.execute(f'DROP SCHEMA "{schema}" CASCADE')
+    finally:
+        await connection.close()
+
+
+async def test_a_dropped_postgres_log_is_a_503_on_every_route(
+    postgres_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    async with postgres_schema(postgres_url) as url:
+        with running(create_app(url, seeds=SEEDS)) as base_url:
+            async with httpx.AsyncClient(base_url=base_url, timeout=30) as client:
+                assert (await client.get("/api/state")).status_code == 200
+                await _drop_schema(postgres_url, url)
+                for route in ROUTES:
+                    response = await client.get(route)
+                    assert response.status_code == 503, (route, response.text)
+                    assert "the log was removed from the database" in response.text, route
+    assert "the log is gone" in caplog.text
+    assert "restore it from a backup or an export, then restart" in caplog.text
+
+
+async def test_the_library_says_a_dropped_postgres_log_is_gone(postgres_url: str) -> None:
+    async with postgres_schema(postgres_url) as url, await EventLog.open(url) as log:
+        await load_seeds(log, SEEDS)
+        runner = await runner_for(log.store)
+        await runner.catch_up()
+        await _drop_schema(postgres_url, url)
+        queries = Queries(log.store)
+        with pytest.raises(LogRemoved, match="its events table or schema was dropped"):
+            await queries.state()
+        with pytest.raises(LogRemoved):
+            await log.store.head()
+        with pytest.raises(LogRemoved):
+            await runner.status()
+        with pytest.raises(LogRemoved):
+            await runner.catch_up()
