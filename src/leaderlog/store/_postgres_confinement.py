@@ -14,63 +14,74 @@ on its object that only a change takes.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 __all__ = ["Snapshot", "overreach", "take_snapshot"]
 
-Fetch = Callable[[str], Awaitable[list[tuple[Any, ...]]]]
+Fetch = Callable[[str, Sequence[Any]], Awaitable[list[tuple[Any, ...]]]]
 Owns = Callable[[str], bool]
 
 # Every row: (kind, key, version, name, relation oid, relation name, detail). The schemas
 # are those an unqualified name may resolve to (a temporary table named ``events`` would hide
 # the log's own from later statements on the connection) and the log's, which is on the path.
-_SNAPSHOT = """
-WITH spaces AS (
-    SELECT oid FROM pg_namespace
-    WHERE (nspname = ANY (current_schemas(true)) AND nspname <> 'pg_catalog')
-       OR oid = pg_my_temp_schema()
-), relations AS (
-    SELECT oid, relname FROM pg_class WHERE relnamespace IN (SELECT oid FROM spaces)
-)
+# A relation's version is its catalog row's xmin; its row changes are counted apart, as
+# "rows" (only this session's own transaction is counted).
+_RELATIONS = """
 SELECT 'relation', c.oid::text, c.xmin::text, c.relname::text, c.oid::bigint,
-       COALESCE(t.relname, c.relname)::text, c.relkind::text
-  FROM pg_class AS c JOIN relations USING (oid)
+       COALESCE(t.relname, c.relname)::text, c.relkind::text,
+       (pg_stat_get_xact_tuples_inserted(c.oid) + pg_stat_get_xact_tuples_updated(c.oid)
+        + pg_stat_get_xact_tuples_deleted(c.oid))::text
+  FROM pg_class AS c
   LEFT JOIN pg_index AS i ON i.indexrelid = c.oid LEFT JOIN pg_class AS t ON t.oid = i.indrelid
-UNION ALL
+  WHERE c.relnamespace IN (
+      SELECT oid FROM pg_namespace
+      WHERE (nspname = ANY (current_schemas(true)) AND nspname <> 'pg_catalog')
+         OR oid = pg_my_temp_schema())
+"""
+# The parts of those relations (looked up by their oids, through the catalogs' indexes),
+# the functions and schemas, and the settings (a SET stays for the statements after it).
+_PARTS_OF = """
+WITH relations AS (SELECT oid, relname FROM pg_class WHERE oid = ANY (?::oid[]))
 SELECT 'column', a.attrelid::text || '.' || a.attnum::text, a.xmin::text, a.attname::text,
        r.oid::bigint, r.relname::text, ''
-  FROM pg_attribute AS a JOIN relations AS r ON r.oid = a.attrelid WHERE a.attnum > 0
+  FROM pg_attribute AS a JOIN relations AS r ON r.oid = a.attrelid
+  WHERE a.attrelid = ANY (?::oid[]) AND a.attnum > 0
 UNION ALL
 SELECT 'default', d.oid::text, d.xmin::text, '', r.oid::bigint, r.relname::text, ''
   FROM pg_attrdef AS d JOIN relations AS r ON r.oid = d.adrelid
+  WHERE d.adrelid = ANY (?::oid[])
 UNION ALL
 SELECT 'constraint', o.oid::text, o.xmin::text, o.conname::text, r.oid::bigint,
        r.relname::text, COALESCE(f.relname::text, '')
   FROM pg_constraint AS o JOIN relations AS r ON r.oid = o.conrelid
   LEFT JOIN pg_class AS f ON f.oid = o.confrelid
+  WHERE o.conrelid = ANY (?::oid[])
 UNION ALL
 SELECT 'trigger', g.oid::text, g.xmin::text, g.tgname::text, r.oid::bigint, r.relname::text, ''
   FROM pg_trigger AS g JOIN relations AS r ON r.oid = g.tgrelid
+  WHERE g.tgrelid = ANY (?::oid[])
 UNION ALL
 SELECT 'rule', w.oid::text, w.xmin::text, w.rulename::text, r.oid::bigint, r.relname::text, ''
   FROM pg_rewrite AS w JOIN relations AS r ON r.oid = w.ev_class
+  WHERE w.ev_class = ANY (?::oid[])
 UNION ALL
 SELECT 'policy', p.oid::text, p.xmin::text, p.polname::text, r.oid::bigint, r.relname::text, ''
   FROM pg_policy AS p JOIN relations AS r ON r.oid = p.polrelid
+  WHERE p.polrelid = ANY (?::oid[])
 UNION ALL
 SELECT 'function', p.oid::text, p.xmin::text, p.proname::text, p.oid::bigint,
        p.proname::text, ''
-  FROM pg_proc AS p WHERE p.pronamespace IN (SELECT oid FROM spaces)
+  FROM pg_proc AS p
+  WHERE p.pronamespace IN (
+      SELECT oid FROM pg_namespace
+      WHERE (nspname = ANY (current_schemas(true)) AND nspname <> 'pg_catalog')
+         OR oid = pg_my_temp_schema())
 UNION ALL
 SELECT 'schema', n.oid::text, n.xmin::text, n.nspname::text, n.oid::bigint, '', ''
   FROM pg_namespace AS n
   WHERE n.nspname NOT LIKE 'pg\\_temp\\_%' AND n.nspname NOT LIKE 'pg\\_toast%'
-UNION ALL
-SELECT 'rows', s.relid::text, (s.n_tup_ins + s.n_tup_upd + s.n_tup_del)::text,
-       s.relname::text, s.relid::bigint, s.relname::text, ''
-  FROM pg_stat_xact_user_tables AS s
 UNION ALL
 SELECT 'setting', name, setting, name, 0, '', '' FROM pg_settings
 UNION ALL
@@ -139,10 +150,16 @@ class Snapshot:
 
 
 async def take_snapshot(fetch: Fetch) -> Snapshot:
-    rows = [
+    rows: list[_Row] = []
+    for kind, key, version, name, oid, relation, detail, changed in await fetch(_RELATIONS, ()):
+        rows.append(_Row(kind, key, version, name, int(oid), relation, detail))
+        rows.append(_Row("rows", key, changed, name, int(oid), name, ""))
+    oids = [int(row.key) for row in rows if row.kind == "relation"]
+    parts = await fetch(_PARTS_OF, [oids] * _PARTS_OF.count("?"))
+    rows.extend(
         _Row(str(kind), str(key), str(version), str(name), int(oid), str(relation), str(detail))
-        for kind, key, version, name, oid, relation, detail in await fetch(_SNAPSHOT)
-    ]
+        for kind, key, version, name, oid, relation, detail in parts
+    )
     return Snapshot({(row.kind, row.key): row for row in rows})
 
 
@@ -247,7 +264,7 @@ async def _ours(
     }
     in_progress = await _in_progress(fetch, written) if written else set()
     gone = any(new is None for _, new in changes)
-    locked = {int(row[0]) for row in await fetch(_CHANGE_LOCKS)} if gone else set()
+    locked = {int(row[0]) for row in await fetch(_CHANGE_LOCKS, ())} if gone else set()
 
     def ours(old: _Row | None, new: _Row | None) -> bool:
         if new is not None:
@@ -265,7 +282,7 @@ async def _in_progress(fetch: Fetch, xmins: Iterable[str]) -> set[str]:
     ``apply`` (the checkpoints). A 32-bit id is placed in that id's epoch to ask for its
     status; one that would precede it is older, not this transaction's.
     """
-    top = int((await fetch("SELECT pg_current_xact_id()::text"))[0][0])
+    top = int((await fetch("SELECT pg_current_xact_id()::text", ()))[0][0])
     full: dict[str, int] = {}
     for xmin in xmins:
         ahead = (int(xmin) - top) % 2**32
@@ -277,7 +294,8 @@ async def _in_progress(fetch: Fetch, xmins: Iterable[str]) -> set[str]:
     rows = await fetch(
         "SELECT x::text FROM (VALUES "
         + listed
-        + ") AS t (x) WHERE pg_xact_status(x::text::xid8) = 'in progress'"
+        + ") AS t (x) WHERE pg_xact_status(x::text::xid8) = 'in progress'",
+        (),
     )
     mine = {int(row[0]) for row in rows}
     return {xmin for xmin, value in full.items() if value in mine}
