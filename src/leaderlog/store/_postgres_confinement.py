@@ -167,21 +167,22 @@ async def overreach(fetch: Fetch, before: Snapshot, owns: Owns) -> str | None:
     """What this transaction changed since ``before`` that ``owns`` does not accept, worded
     as the SQLite authorizer's refusals are; None when nothing."""
     after = await take_snapshot(fetch)
-    changed: list[tuple[_Row | None, _Row | None]] = []
+    suspects: list[tuple[_Row | None, _Row | None, str]] = []
     for key in before.rows.keys() | after.rows.keys():
         old, new = before.rows.get(key), after.rows.get(key)
         if old is not None and new is not None and old.version == new.version:
             continue
-        changed.append((old, new))
-    suspects = [(old, new) for old, new in changed if _problem(old, new, owns) is not None]
+        problem = _problem(old, new, owns)
+        if problem is not None:
+            suspects.append((old, new, problem))
     if not suspects:
         return None
-    ours = await _ours(fetch, suspects)
-    found: list[tuple[int, str, str, str]] = []
-    for old, new in suspects:
-        row, problem = new or old, _problem(old, new, owns)
-        if row is not None and problem is not None and ours(old, new):
-            found.append((_rank(old, new), row.relation_name, row.name, problem))
+    ours = await _ours(fetch, [(old, new) for old, new, _ in suspects])
+    found = [
+        (_rank(old, new), row.relation_name, row.name, problem)
+        for old, new, problem in suspects
+        if (row := new or old) is not None and ours(old, new)
+    ]
     return min(found)[3] if found else None
 
 
