@@ -33,6 +33,7 @@ from leaderlog.feeds import (
     UnknownLanguage,
 )
 from leaderlog.feeds._paging import page_count
+from leaderlog.feeds._text import clean
 from leaderlog.log import EventLog
 from leaderlog.projections.feed_entries import FeedEntriesProjection
 from leaderlog.projections.runner import ProjectionRunner
@@ -44,6 +45,7 @@ from tests.feeds.logs import (
     GENALO_RETIREMENT,
     HAMMER_BODY,
     HAMMER_CAPTION,
+    RTL,
     SCRIPT,
     SEED_CLAIMS,
     add_claims,
@@ -704,6 +706,19 @@ async def test_hostile_text_still_gives_valid_escaped_documents(seeded_log: Even
     first_line = document["items"][0]["content_html"].split("</p>")[0]
     assert 'Appointment of <span dir="auto">\u05d3\u05d5\u05d3 ' in first_line
     assert '<span dir="auto">Executive Associate Director (HSI)</span> (' in first_line
+    # in plain text (the entry's title and summary, the feed's title) a right-to-left name is
+    # isolated with the characters that do in text what dir="auto" does in HTML
+    isolated = f"\u2068{clean(RTL)}\u2069"
+    item = document["items"][0]
+    assert f"Appointment of {isolated} as " in item["title"]
+    assert f"Appointment of {isolated} as " in item["summary"]
+    assert f", {isolated}, and " in item["summary"]  # among the attribution's parties
+    assert document["title"] == f"Leadership changes: {isolated}"
+    atom = _parse(await _render(service, "person:hostile-rtl"), "atom")
+    assert f"Appointment of {isolated} as " in atom.entries[0].title
+    # while left-to-right names are left as they are
+    plain = json.loads(await _render(service, "person:hostile-script", "json"))
+    assert "\u2068" not in plain["title"] + plain["items"][0]["title"]
 
 
 def _validator_bad_characters(body: bytes) -> list[str]:

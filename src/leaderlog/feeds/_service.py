@@ -55,7 +55,7 @@ __all__ = ["FeedNotFound", "FeedRequest", "FeedService", "Rendered", "Validators
 # Bump when the rendering changes, so validators handed out before no longer match. The
 # feed entries projection's version is part of every validator too: a change to what it
 # stores changes documents, and must change their validators with them.
-RENDER_VERSION = 7
+RENDER_VERSION = 8
 _RENDERING = (RENDER_VERSION, FeedEntriesProjection.version)
 SUBSCRIPTION_CACHE = "public, max-age=300"
 FULL_ARCHIVE_CACHE = "public, max-age=31536000, immutable"
@@ -453,7 +453,7 @@ class FeedService:
             title = lang._(N_("Leadership changes"))
         else:
             name = _text.scope_name(scope.kind, subject, scope.id or "", lang)
-            title = lang._(N_("Leadership changes: {name}"), name=name)
+            title = lang._(N_("Leadership changes: {name}"), name=_text.isolated_text(name))
         if request.page is not None:
             title = lang._(N_("{title} (archive page {page})"), title=title, page=str(request.page))
         links = archive_links(

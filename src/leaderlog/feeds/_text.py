@@ -12,6 +12,7 @@ import datetime as dt
 import functools
 import html
 import re
+import unicodedata
 import urllib.parse
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -170,11 +171,25 @@ def _html(lang: Language, message: str, **values: str) -> Markup:
 
 
 def _writers(lang: Language, markup: bool) -> tuple[Callable[..., str], Callable[[str], str]]:
-    """How to say a message and how to set a name in it: as plain text, or as HTML whose
-    names each keep their own direction (see :func:`_isolated`)."""
+    """How to say a message and how to set a name in it: as plain text, or as HTML, whose
+    names each keep their own direction (see :func:`isolated_text` and :func:`_isolated`)."""
     if markup:
         return functools.partial(_html, lang), _isolated
-    return lang._, str
+    return lang._, isolated_text
+
+
+_RIGHT_TO_LEFT = {"R", "AL"}
+
+
+def isolated_text(text: str) -> str:
+    """Plain text set in a sentence so that it keeps its own direction: one holding a
+    right-to-left letter goes between FIRST STRONG ISOLATE and POP DIRECTIONAL ISOLATE,
+    as ``dir="auto"`` sets it in HTML, so that a Hebrew or Arabic name cannot pull the
+    words and punctuation after it into it ("Appointment of <name> as <post> (acting)").
+    Left-to-right text is left as it is: every interface language reads left to right."""
+    if any(unicodedata.bidirectional(character) in _RIGHT_TO_LEFT for character in text):
+        return f"\u2068{text}\u2069"
+    return text
 
 
 def _time(value: object) -> dt.datetime:
@@ -243,7 +258,7 @@ def _attribution(value: object, lang: Language, *, markup: bool = False) -> str:
     if names and markup:
         return _html(lang, with_parties, parties=_isolated_list(names, lang))
     if names:
-        return lang._(with_parties, parties=lang.list(names))
+        return lang._(with_parties, parties=lang.list([isolated_text(name) for name in names]))
     return lang._(plain)
 
 
@@ -274,9 +289,8 @@ def _source_html(source: Mapping[str, Any] | None, lang: Language) -> Markup:
 def _quote(text: str, lang: Language, *, markup: bool = False) -> str:
     """Quoted words in the language's quotation marks; with ``markup``, as HTML, the words
     isolated in their own direction."""
-    if markup:
-        return _html(lang, N_("\u201c{quote}\u201d"), quote=_isolated(clean(text)))
-    return lang._(N_("\u201c{quote}\u201d"), quote=clean(text))
+    say, isolate = _writers(lang, markup)
+    return say(N_("\u201c{quote}\u201d"), quote=isolate(clean(text)))
 
 
 def _status_label(doc: Mapping[str, Any]) -> str:
@@ -296,9 +310,8 @@ def _change(doc: Mapping[str, Any], lang: Language, *, markup: bool = False) -> 
     fields = doc.get("fields", {})
     kind = fields.get("kind")
     person, post = _name(doc.get("person"), "name"), post_label(doc.get("post"), lang)
-    say = functools.partial(_html, lang) if markup else lang._
-    if markup:
-        person, post = _isolated(person), _isolated(post)
+    say, isolate = _writers(lang, markup)
+    person, post = isolate(person), isolate(post)
     text = say(CHANGE_TEXTS.get(str(kind), CHANGE_TEXTS["incumbency"]), person=person, post=post)
     capacity = fields.get("capacity")
     cause = fields.get("cause")
@@ -398,7 +411,11 @@ def _history(doc: Mapping[str, Any], lang: Language, *, markup: bool = False) ->
             lines.append(say(N_("Disputed on {date}: {reason}"), date=date, reason=reason))
             conflicts = [clean(c, NAME_LIMIT) for c in step.get("conflicts_with", [])]
             if conflicts:
-                claims = _isolated_list(conflicts, lang) if markup else lang.list(conflicts)
+                claims = (
+                    _isolated_list(conflicts, lang)
+                    if markup
+                    else lang.list([isolated_text(claim) for claim in conflicts])
+                )
                 lines.append(say(N_("Conflicts with: {claims}."), claims=claims))
         elif kind == "claim.retracted":
             lines.append(say(N_("Retracted on {date}: {reason}"), date=date, reason=reason))
@@ -419,9 +436,10 @@ def _facts(
     with ``markup``, the names in the values are HTML, each isolated."""
     fields = doc.get("fields", {})
     facts: list[tuple[str, dict[str, str]]] = []
+    _, isolate = _writers(lang, markup)
     org = _org_label(doc.get("org"), lang)
     if org:
-        facts.append((N_("Organisation: {org}."), {"org": _isolated(org) if markup else org}))
+        facts.append((N_("Organisation: {org}."), {"org": isolate(org)}))
     if "effective" in fields:
         facts.append((N_("Effective: {date}."), {"date": fuzzy_date(fields["effective"], lang)}))
     modality = fields.get("modality")
