@@ -63,6 +63,13 @@ ADDRESSES = {
     # A user name and password are never published, nor taken for the host.
     "credentials": ("https://user:secret@example.net/path", "https://example.net/path"),
     "deceptive-user": ("http://www.ice.gov@evil.example/news", "http://evil.example/news"),
+    # Hosts that could pass for others are read in their xn-- form as well (see
+    # test_lookalike_hosts_are_shown_in_their_ascii_form).
+    "lookalike-mixed": ("https://p\u0430ypal.com/login", "https://xn--pypal-4ve.com/login"),
+    "lookalike-whole": (
+        "https://\u0430\u0440\u0440\u04cf\u0435.com/",
+        "https://xn--80ak6aa92e.com/",
+    ),
 }
 
 

@@ -178,6 +178,38 @@ async def test_an_ipv6_literal_address_is_linked_where_the_validator_accepts_it(
 
 
 @pytest.mark.parametrize(
+    ("stored", "shown"),
+    [
+        # a Latin name with one Cyrillic letter, a Cyrillic one made of Latin lookalikes, and a
+        # Greek one: shown as the host they lead to, not as the one they pass for
+        ("https://p\u0430ypal.com/login", "https://xn--pypal-4ve.com/login"),
+        ("https://\u0430\u0440\u0440\u04cf\u0435.com/", "https://xn--80ak6aa92e.com/"),
+        ("https://\u03bf\u03c1\u03bf.com/", "https://xn--0xaaf.com/"),
+        ("https://www.ice.g\u03bfv/", "https://www.ice.xn--gv-jbc/"),
+        # names as their readers write them stay readable
+        ("https://stra\u00dfe.de/a", None),
+        ("https://\u043f\u0440\u0438\u043c\u0435\u0440.\u0440\u0444/", None),
+        ("https://\u0430\u0440\u0440\u04cf\u0435.ru/", None),
+        ("https://\u65e5\u672c\u8a9e\u306e\u30c6\u30b9\u30c8.jp/", None),
+        ("https://\ud55c\uad6d\uc5b4.kr/", None),
+        ("https://\u03b5\u03bb\u03bb\u03b7\u03bd\u03b9\u03ba\u03ac.gr/", None),
+        ("https://abc\u4e2d\u6587.com/", None),
+    ],
+)
+def test_lookalike_hosts_are_shown_in_their_ascii_form(stored: str, shown: str | None) -> None:
+    assert web_address(stored) == (shown or stored)
+
+
+async def test_a_lookalike_host_is_read_in_its_ascii_form_in_summaries(
+    seeded_log: EventLog,
+) -> None:
+    service = await _markup_service(seeded_log)
+    (item,) = json.loads(await _render(service, "person:addr-lookalike-mixed", "json"))["items"]
+    assert "https://xn--pypal-4ve.com/login" in item["summary"]
+    assert "p\u0430ypal" not in item["summary"] + item["content_html"]
+
+
+@pytest.mark.parametrize(
     ("stored", "iri", "uri"),
     [
         ("https://example.org/a?e=%20&x=1#f", None, None),  # valid: left exactly as it is

@@ -20,7 +20,9 @@ Two forms are made:
 
 Anything but ``http`` and ``https`` is refused (``javascript:``, ``data:``...), as is an address
 whose authority is not a host and port (an unbalanced bracket, a port that is not a number up
-to 65535). A user name and password before the host are left out of both forms.
+to 65535). A user name and password before the host are left out of both forms, and a host
+that could pass for another (``paypal.com`` with a Cyrillic ``a``, U+0430) is read in its ``xn--``
+form.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from __future__ import annotations
 import ipaddress
 import re
 import string
+import unicodedata
 
 import idna
 
@@ -88,6 +91,61 @@ def _ascii_host(host: str) -> str:
     return ".".join(labels)
 
 
+# Scripts a label may mix, as people write them (Japanese, Chinese, Korean with Latin);
+# any other mix is how a lookalike host is made ("paypal" with a Cyrillic "a", U+0430).
+_SCRIPT_MIXES = (
+    frozenset({"LATIN", "HAN", "HIRAGANA", "KATAKANA"}),
+    frozenset({"LATIN", "HAN", "BOPOMOFO"}),
+    frozenset({"LATIN", "HAN", "HANGUL"}),
+)
+# Letters of a script that pass for Latin ones: a label made of them alone ("apple" spelt
+# in Cyrillic, U+0430 U+0440 U+0440 U+04CF U+0435) reads as a Latin name it is not.
+_LATIN_LOOKALIKES = {
+    "CYRILLIC": frozenset(
+        "\u0430\u0501\u0435\u04bb\u0456\u0458\u04cf\u043e\u0440\u051b\u0455"
+        "\u051d\u0445\u0443\u04af\u0475\u0461\u043f\u0433\u0441\u044a"
+    ),
+    "GREEK": frozenset("\u03b1\u03b9\u03ba\u03bd\u03bf\u03c1\u03c4\u03c5\u03c7"),
+}
+# Top-level domains whose readers expect Cyrillic names (as browsers judge it), besides
+# those written in a script of their own.
+_CYRILLIC_DOMAINS = frozenset({"bg", "by", "kz", "mk", "mn", "ru", "su", "ua", "uz", "rs", "kg"})
+
+
+def _script(character: str) -> str | None:
+    """The script of a letter, as the first word of its Unicode name tells it (LATIN,
+    CYRILLIC, HAN...); None for what every script uses (digits, hyphens, marks)."""
+    if not unicodedata.category(character).startswith("L"):
+        return None
+    words = unicodedata.name(character, "UNKNOWN").split()
+    if words[0] in ("FULLWIDTH", "HALFWIDTH") and len(words) > 1:
+        words = words[1:]
+    return "HAN" if words[0] == "CJK" else words[0]
+
+
+def _deceptive(host: str) -> bool:
+    """Whether a host name written outside ASCII could pass for another, as browsers judge
+    it before they show one in Unicode: a label mixing scripts that are not written
+    together, or made only of Cyrillic or Greek letters that look Latin (outside the
+    Cyrillic top-level domains). Such a host is shown in its ``xn--`` form."""
+    labels = host.lower().split(".")
+    top = labels[-1]
+    for label in labels:
+        if label.isascii():
+            continue
+        scripts = {script for script in map(_script, label) if script is not None}
+        if len(scripts) > 1 and not any(scripts <= mix for mix in _SCRIPT_MIXES):
+            return True
+        for script, lookalikes in _LATIN_LOOKALIKES.items():
+            letters = {character for character in label if _script(character) == script}
+            expected_there = not top.isascii() or (
+                script == "CYRILLIC" and top in _CYRILLIC_DOMAINS
+            )
+            if scripts == {script} and letters <= lookalikes and not expected_there:
+                return True
+    return False
+
+
 def _authority(authority: str, iri: bool) -> str | None:
     if "\\" in authority:
         # Browsers read a backslash as a slash, RFC 3986 as data: the host would depend on
@@ -104,7 +162,7 @@ def _authority(authority: str, iri: bool) -> str | None:
         if not name:
             return None
         host = _escape(name, _HOST, iri=True)
-        if not iri:
+        if not iri or _deceptive(host):
             host = _ascii_host(host)
     if port and not (port.isascii() and port.isdigit() and int(port) <= 65535):
         return None  # browsers refuse a port out of range: no link, rather than a dead one
