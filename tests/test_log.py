@@ -22,6 +22,7 @@ from leaderlog.errors import (
     ConcurrencyError,
     DuplicateEventError,
     RecordError,
+    StoreError,
     StoreUnavailable,
 )
 from leaderlog.events import (
@@ -1099,6 +1100,95 @@ async def test_a_caller_that_stops_waiting_does_not_fail_its_group(seeded_log: E
     outcomes = await asyncio.gather(*patient)
     assert all(outcome.appended == 1 for outcome in outcomes)
     assert (await seeded_log.store.verify()).ok
+
+
+def _the_log_s_writer(*callers: asyncio.Task[Any]) -> asyncio.Task[Any]:
+    """The one task running besides the test and the given callers: the log's writer."""
+    (writer,) = asyncio.all_tasks() - {asyncio.current_task(), *callers}
+    return writer
+
+
+async def test_a_writer_cancelled_while_writing_says_so_and_leaves_no_append_waiting(
+    sqlite_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = await EventLog.open(sqlite_url)
+    await log.append_events([PersonRegistered(person="first", name="First")], actor="t")
+    # given a group being written, held there, and an append queued behind it
+    writing = asyncio.Event()
+    append_batches = log.store.append_batches
+
+    async def held(batches: Any, progress: Any = None) -> Any:
+        writing.set()
+        await asyncio.Event().wait()
+        return await append_batches(batches, progress)
+
+    monkeypatch.setattr(log.store, "append_batches", held)
+    in_group = asyncio.create_task(
+        log.append_events([PersonRegistered(person="held", name="Held")], actor="t")
+    )
+    await writing.wait()
+    monkeypatch.setattr(log.store, "append_batches", append_batches)
+    queued = asyncio.create_task(
+        log.append_events([PersonRegistered(person="queued", name="Queued")], actor="t")
+    )
+    await asyncio.sleep(0)
+    # when the log's own writer task is cancelled (as a shutdown cancelling every task does)
+    _the_log_s_writer(in_group, queued).cancel()
+    # then the group it was writing is told what happened, and that it may have been written
+    with pytest.raises(StoreError) as stopped:
+        await in_group
+    assert "writer task was stopped (cancelled) while this batch was written" in str(stopped)
+    assert "may have been committed or not" in str(stopped.value)
+    # the append queued behind it is not left waiting: another writer appends it
+    async with asyncio.timeout(30):  # a hang would otherwise stop the whole test run
+        assert (await queued).appended == 1
+    # and the log closes as usual
+    await log.close()
+    async with await EventLog.open(sqlite_url) as reopened:
+        streams = [event.stream for event in await reopened.store.read_all()]
+    assert streams == ["person-first", "person-queued"]
+
+
+async def test_a_writer_cancelled_while_checking_says_nothing_was_written(
+    sqlite_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = await EventLog.open(sqlite_url)
+    # given a group being checked, held while the store looks up its records' ids
+    looking_up = asyncio.Event()
+
+    async def held(ids: Any) -> Any:
+        looking_up.set()
+        await asyncio.Event().wait()
+
+    monkeypatch.setattr(log.store, "find_event_ids", held)
+    record = Record(event=PersonRegistered(person="held", name="Held"), event_id=uuid.uuid4())
+    in_group = asyncio.create_task(log.append_records([record], actor="t"))
+    await looking_up.wait()
+    # when the log's writer task is cancelled
+    _the_log_s_writer(in_group).cancel()
+    # then its group is told that nothing was written
+    with pytest.raises(StoreError, match=r"stopped \(cancelled\) while this batch was checked: "):
+        await in_group
+    # and the log closes, with nothing appended
+    await log.close()
+    async with await EventLog.open(sqlite_url) as reopened:
+        assert await reopened.store.read_all() == []
+
+
+async def test_a_writer_cancelled_before_it_began_leaves_no_append_waiting(
+    sqlite_url: str,
+) -> None:
+    async with await EventLog.open(sqlite_url) as log:
+        # given an append whose writer task has not run yet
+        queued = asyncio.create_task(
+            log.append_events([PersonRegistered(person="queued", name="Queued")], actor="t")
+        )
+        await asyncio.sleep(0)
+        # when that writer is cancelled before its first step
+        _the_log_s_writer(queued).cancel()
+        # then another writer appends it
+        async with asyncio.timeout(30):
+            assert (await queued).appended == 1
 
 
 async def test_a_claim_reported_elsewhere_is_refused_though_this_instance_never_loaded_it(

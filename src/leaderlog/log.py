@@ -328,6 +328,22 @@ def _answer(future: asyncio.Future[AppendOutcome], answer: AppendOutcome | BaseE
         future.set_result(answer)
 
 
+def _writer_stopped_message(stop: BaseException, writing_began: bool) -> str:
+    """What a caller is told of its batch when the log's writer task was stopped under it
+    (cancelled from outside, or a KeyboardInterrupt or SystemExit raised in it)."""
+    how = "cancelled" if isinstance(stop, asyncio.CancelledError) else type(stop).__name__
+    if not writing_began:
+        return (
+            f"the log's writer task was stopped ({how}) while this batch was checked: "
+            "nothing was written; append it again"
+        )
+    return (
+        f"the log's writer task was stopped ({how}) while this batch was written: it may "
+        "have been committed or not; append it again as records with their own event_id "
+        "(append_records), which are idempotent"
+    )
+
+
 def _without_byte_order_mark(first_line: str | bytes) -> str | bytes:
     """Editors on Windows start UTF-8 files with a byte order mark: it is not data. A UTF-16
     one means the whole file is in the wrong encoding."""
@@ -456,6 +472,11 @@ class EventLog:
     begins writing is left out. Once writing has begun it may still be committed, as a write
     whose answer is lost on a network may: to try again safely, append records with their
     own ``event_id`` (:meth:`append_records`), which are idempotent.
+
+    Appends are written by a task of the log's own. Cancelled from outside (a shutdown that
+    cancels every task), it answers the group it was on with a :class:`StoreError` saying so
+    (and whether that group may have been written); the appends queued behind it are taken
+    up by a new writer.
     """
 
     def __init__(self, store: EventStore) -> None:
@@ -477,8 +498,10 @@ class EventLog:
 
     async def close(self) -> None:
         """Close the store, once the appends under way are answered."""
-        if self._writer is not None:
-            await asyncio.shield(self._writer)
+        # Waited for, not awaited: a writer that was cancelled (all tasks are, at some
+        # shutdowns) must not make closing fail, and closing cancelled must not cancel it.
+        while (writer := self._writer) is not None and not writer.done():
+            await asyncio.wait([writer])
         await self.store.close()
 
     async def __aenter__(self) -> EventLog:
@@ -638,14 +661,27 @@ class EventLog:
         future: asyncio.Future[AppendOutcome] = loop.create_future()
         self._queue.append(_Request(entries, labels, actor, future, ids_are_fresh, guard, progress))
         if self._writer is None or self._writer.done():
-            self._writer = asyncio.create_task(self._drain())
+            self._start_writer()
         return await future
+
+    def _start_writer(self) -> None:
+        self._writer = asyncio.create_task(self._drain())
+        self._writer.add_done_callback(self._writer_stopped)
+
+    def _writer_stopped(self, writer: asyncio.Task[None]) -> None:
+        """A writer cancelled from outside (a shutdown cancelling every task) leaves the
+        appends queued behind its group to a new writer: their callers are still waiting."""
+        if writer is not self._writer or not writer.cancelled():
+            return
+        if any(not request.future.done() for request in self._queue):
+            self._start_writer()
 
     async def _drain(self) -> None:
         while self._queue:
             group = self._take()
             if not group:
                 continue
+            writing_began = False
             try:
                 prepared = await self._prepare(group)
                 if any(request.future.cancelled() for request in group):
@@ -656,12 +692,14 @@ class EventLog:
                 for request, refusal in prepared.refused:
                     _answer(request.future, refusal)
                 writing = _written_by([request for request, _ in prepared.decided])
+                writing_began = True
                 outcomes = await self.store.append_batches(prepared.batches(), writing)
-            except BaseException as error:
+            except Exception as error:
                 self._fail(group, error)
-                if not isinstance(error, Exception):
-                    raise
                 continue
+            except BaseException as error:
+                self._fail(group, StoreError(_writer_stopped_message(error, writing_began)))
+                raise
             self._queue[:0] = self._finish(prepared, outcomes)
 
     def _take(self) -> list[_Request]:
@@ -669,13 +707,11 @@ class EventLog:
         group, self._queue = self._queue[:_GROUP_LIMIT], self._queue[_GROUP_LIMIT:]
         return [request for request in group if not request.future.cancelled()]
 
-    def _fail(self, group: Sequence[_Request], error: BaseException) -> None:
+    def _fail(self, group: Sequence[_Request], error: Exception) -> None:
         # The cache may no longer match the store; start again from nothing.
         self._forget()
         for request in group:
-            _answer(
-                request.future, error if isinstance(error, Exception) else StoreError(str(error))
-            )
+            _answer(request.future, error)
 
     def _forget(self) -> None:
         self._states.clear()
