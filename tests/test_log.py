@@ -902,6 +902,37 @@ async def test_an_append_reports_its_progress_checking_then_writing(
     assert [done for done, _ in writing] == sorted({done for done, _ in writing})
 
 
+async def test_an_append_cancelled_while_its_rules_are_checked_stops_the_check(
+    sqlite_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # given a large batch, checked in several turns of the event loop
+    monkeypatch.setattr("leaderlog.log._PROGRESS_STEP", 100)
+    monkeypatch.setattr("leaderlog.log._DECIDED_BETWEEN_TURNS", 50)
+    records = [
+        parse_record({"type": "org.registered", "data": {"org": f"org-{n}", "name": f"Org {n}"}})
+        for n in range(1000)
+    ]
+    reports: list[tuple[str, int, int]] = []
+    async with await EventLog.open(sqlite_url) as log:
+
+        def cancel_at_the_first_report(stage: str, done: int, total: int) -> None:
+            reports.append((stage, done, total))
+            appending.cancel()
+
+        appending = asyncio.create_task(
+            log.append_records(records, actor="t", progress=cancel_at_the_first_report)
+        )
+        # when its caller stops waiting while the rules are checked (as a Ctrl-C does)
+        with pytest.raises(asyncio.CancelledError):
+            await appending
+        # then the check stops there, short of the other records, and nothing is written
+        assert reports == [("checking", 100, 1000)]
+        assert await log.store.read_all() == []
+        # and the log goes on appending
+        outcome = await log.append_records(records[:1], actor="t")
+        assert outcome.appended == 1
+
+
 async def test_writing_progress_is_each_caller_s_own_and_ends_full_once_written(
     seeded_log: EventLog, sqlite_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -86,6 +86,10 @@ MAX_RECORD_BYTES = MAX_LINE_BYTES - 1024
 _GROUP_LIMIT = 1000
 # Records decided between two reports of an AppendProgress.
 _PROGRESS_STEP = 10_000
+# Records decided between two turns given to the event loop: checking a large batch takes
+# seconds, which would hold up every other task, and the caller's cancellation (a Ctrl-C)
+# would only be seen once the whole batch was checked.
+_DECIDED_BETWEEN_TURNS = 1000
 _CACHE_LIMIT = 500_000
 _RETRIES = 5
 _EVENT_CLASSES = tuple(EVENT_TYPES.values())
@@ -105,6 +109,10 @@ class AppendOutcome:
     @property
     def already_present(self) -> int:
         return len(self.positions) - self.appended
+
+
+class _GivenUp(Exception):
+    """The caller of the request being decided stopped waiting for it."""
 
 
 class _Entry(NamedTuple):
@@ -801,7 +809,9 @@ class EventLog:
             try:
                 while True:
                     try:
-                        decision = self._decide(request, stored, prepared.states, prepared.versions)
+                        decision = await self._decide(
+                            request, stored, prepared.states, prepared.versions
+                        )
                         break
                     except MissingKnowledge as missing:
                         # Decisions are pure, so the request is simply decided again; with
@@ -820,6 +830,10 @@ class EventLog:
             except (BatchError, StoreError) as error:
                 prepared.refused.append((request, error))
                 continue
+            except _GivenUp:
+                # The group is decided again without it (see _drain): the rest of this
+                # decision would be thrown away.
+                return prepared
             prepared.states.update(decision.states)
             prepared.versions.update(decision.versions)
             if not request.ids_are_fresh:
@@ -896,7 +910,7 @@ class EventLog:
         waiting = {*retry, *prepared.deferred}
         return [request for request in prepared.group if request in waiting]
 
-    def _decide(
+    async def _decide(
         self,
         request: _Request,
         stored: Mapping[uuid.UUID, RecordedEvent],
@@ -911,6 +925,10 @@ class EventLog:
         first_use: dict[uuid.UUID, int] = {}
         progress = request.progress
         for index, entry in enumerate(request.entries):
+            if index and not index % _DECIDED_BETWEEN_TURNS:
+                await asyncio.sleep(0)
+                if request.future.cancelled():
+                    raise _GivenUp
             if progress is not None and index and not index % _PROGRESS_STEP:
                 progress.checked(index)
             if check_ids:

@@ -739,6 +739,49 @@ def test_ctrl_c_during_an_import_says_what_was_written(tmp_path: Path) -> None:
     )
 
 
+def test_ctrl_c_while_an_import_checks_its_rules_stops_the_check_and_writes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # given an import on a terminal, whose rules are checked in several turns of the event loop
+    screen = io.StringIO()
+    monkeypatch.setattr(
+        log_commands,
+        "err_console",
+        Console(file=screen, force_terminal=True, width=100, highlight=False),
+    )
+    monkeypatch.setattr(log_commands, "_APPEND_BAR_THRESHOLD", 10)
+    monkeypatch.setattr("leaderlog.log._PROGRESS_STEP", 100)
+    monkeypatch.setattr("leaderlog.log._DECIDED_BETWEEN_TURNS", 50)
+    big = organisations_file(tmp_path / "orgs.jsonl", 1000)
+    checked: list[int] = []
+    drawn = log_commands._append_bar
+
+    @contextlib.contextmanager
+    def ctrl_c_at_the_first_report(records: int) -> Any:
+        with drawn(records) as bar:
+
+            def report(stage: str, done: int, total: int) -> None:
+                assert bar is not None
+                bar(stage, done, total)
+                if stage == "checking":
+                    checked.append(done)
+                    if len(checked) == 1:
+                        signal.raise_signal(signal.SIGINT)
+
+            yield report
+
+    monkeypatch.setattr(log_commands, "_append_bar", ctrl_c_at_the_first_report)
+    # when Ctrl-C is pressed while the rules are checked
+    result = CliRunner().invoke(
+        main, ["--db", f"sqlite:///{tmp_path / 'leaderlog.db'}", "import", str(big)]
+    )
+    # then the check stops there, short of the other records, and nothing is written
+    assert result.exit_code == 130, result.output
+    assert result.stderr.startswith("interrupted: an import is one transaction"), result.stderr
+    assert checked == [100]
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["orgs.jsonl"]
+
+
 def test_a_second_ctrl_c_while_an_import_stops_ends_it_at_once(tmp_path: Path) -> None:
     """Pressed while the first one is closing the database, it interrupted the closing and
     left the process waiting on itself for good."""
