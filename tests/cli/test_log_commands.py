@@ -881,6 +881,29 @@ def test_a_large_import_shows_bars_for_checking_its_rules_and_writing_it(
     assert not re.search(r"writing +\S+ +0%", drawn), drawn
 
 
+def test_a_bar_shows_100_percent_only_once_every_step_is_done(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # given a terminal, and the bars of a large import
+    screen = io.StringIO()
+    monkeypatch.setattr(
+        log_commands,
+        "err_console",
+        Console(file=screen, force_terminal=True, width=100, highlight=False),
+    )
+    with log_commands._append_bar(30_001) as advance:
+        assert advance is not None
+        # when all but one of its records are checked
+        advance("checking", 30_000, 30_001)
+        # and all but one of its writing steps done, 99.5% of them
+        advance("writing", 199, 200)
+    # then neither bar is shown full, each short of its last step
+    drawn = re.sub(r"\x1b\[[0-9;?]*[a-zA-Z]", "", screen.getvalue())
+    assert re.search(r"checking rules \S+ +99%", drawn), drawn
+    assert re.search(r"writing +\S+ +99%", drawn), drawn
+    assert "100%" not in drawn
+
+
 def test_a_terminal_that_cannot_redraw_gets_a_line_instead_of_bars(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -15,10 +15,11 @@ from rich.progress import (
     DownloadColumn,
     Progress,
     ProgressColumn,
-    TaskProgressColumn,
+    Task,
     TextColumn,
     TimeRemainingColumn,
 )
+from rich.text import Text
 
 from leaderlog._json import dumps
 from leaderlog.cli._app import (
@@ -107,6 +108,17 @@ def _bars(label: TextColumn, count: ProgressColumn) -> Progress:
     )
 
 
+class _PercentDone(ProgressColumn):
+    """The share of the steps done, in whole percent rounded down: 100% only once every
+    step is done (rich's own column rounds, and shows 30,000 of 30,001 as 100%)."""
+
+    def render(self, task: Task) -> Text:
+        if task.total is None:
+            return Text("")
+        percent = 100 if task.total <= 0 else int(task.completed * 100 // task.total)
+        return Text(f"{min(max(percent, 0), 100):>3}%", style="progress.percentage")
+
+
 @contextlib.contextmanager
 def _append_bar(records: int) -> Iterator[AppendProgress | None]:
     """Progress bars for the append of a large import: its rules checked, its rows written."""
@@ -118,7 +130,7 @@ def _append_bar(records: int) -> Iterator[AppendProgress | None]:
         err_console.print(f"appending {records} records in one transaction...")
         yield None
         return
-    with _bars(TextColumn("{task.description}"), TaskProgressColumn()) as bars:
+    with _bars(TextColumn("{task.description}"), _PercentDone()) as bars:
         labels = {"checking": "checking rules", "writing": "writing"}
         stages = {"checking": bars.add_task(labels["checking"], total=records)}
 
