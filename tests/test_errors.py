@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 
 import leaderlog
-from leaderlog import errors
-from leaderlog.feeds import FeedNotFound, UnknownLanguage
+from leaderlog import errors, feeds
 
 # A class in the drawing: after the tree's lines (or alone, at the root), before its meaning.
 _DRAWN_CLASS = re.compile(r"^[ │├└─]*(?P<name>[A-Z]\w+)(?:\s|$)")
@@ -38,7 +39,6 @@ def test_the_docstring_draws_the_hierarchy_as_it_is() -> None:
         for name in errors.__all__
         if isinstance(getattr(errors, name), type) and issubclass(getattr(errors, name), Exception)
     }
-    known |= {"FeedNotFound": FeedNotFound, "UnknownLanguage": UnknownLanguage}
     assert sorted(drawn) == sorted(set(known) - {"LeaderlogError"})
     for name, parent in drawn.items():
         ours = [base for base in known[name].__bases__ if issubclass(base, errors.LeaderlogError)]
@@ -51,3 +51,31 @@ def test_every_error_is_reachable_from_the_package() -> None:
         if isinstance(value, type) and issubclass(value, Exception):
             assert getattr(leaderlog, name) is value, name
             assert name in leaderlog.__all__, name
+
+
+def test_the_feed_errors_are_the_same_classes_from_errors_and_from_feeds() -> None:
+    from leaderlog.errors import FeedNotFound, UnknownLanguage
+
+    assert feeds.FeedNotFound is FeedNotFound and feeds.UnknownLanguage is UnknownLanguage
+    assert "FeedNotFound" in feeds.__all__ and "UnknownLanguage" in feeds.__all__
+    assert str(UnknownLanguage("xx", ["en", "fr"])) == (
+        "language 'xx' is not offered; choose one of en, fr"
+    )
+
+
+def test_the_errors_load_without_the_feeds() -> None:
+    """Every module imports the errors: they must not need the feeds (babel, the projections),
+    which import them in turn."""
+    loaded = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from leaderlog.errors import FeedNotFound, UnknownLanguage; "
+            "print(sorted(name for name in sys.modules if name.startswith('leaderlog.feeds')))",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert loaded.stdout == "[]\n"

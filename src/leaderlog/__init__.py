@@ -18,6 +18,7 @@ from leaderlog.errors import (
     DomainError,
     DuplicateEventError,
     FeedError,
+    FeedNotFound,
     InvalidQuery,
     LeaderlogError,
     LogRemoved,
@@ -32,6 +33,7 @@ from leaderlog.errors import (
     TokenError,
     TokenNameRefused,
     UnknownEntity,
+    UnknownLanguage,
     UnreadableEvent,
 )
 from leaderlog.events import Event, FuzzyDate, Record, RecordedEvent, parse_record
@@ -51,6 +53,7 @@ __all__ = [
     "EventLog",
     "EventStore",
     "FeedError",
+    "FeedNotFound",
     "FuzzyDate",
     "InvalidQuery",
     "LeaderlogError",
@@ -69,6 +72,7 @@ __all__ = [
     "TokenNameRefused",
     "Tokens",
     "UnknownEntity",
+    "UnknownLanguage",
     "UnreadableEvent",
     "load_seeds",
     "open_store",

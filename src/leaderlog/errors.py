@@ -25,8 +25,12 @@ Hierarchy::
     │   └── TokenNameRefused     a name cannot be given a token (malformed, reserved, or the
     │                            actor of events appended without one)
     └── FeedError                a feed cannot be made as asked (an unknown format)
-        ├── FeedNotFound         no such organisation, person, post or archive page (feeds)
-        └── UnknownLanguage      a language asked for that the feeds are not offered in (feeds)
+        ├── FeedNotFound         no such organisation, person, post or archive page
+        └── UnknownLanguage      a language asked for that the feeds are not offered in
+
+Each is importable from here and from :mod:`leaderlog`; the feed errors from
+:mod:`leaderlog.feeds` too. This module imports no other part of leaderlog, so every other
+module can import it.
 """
 
 from __future__ import annotations
@@ -35,6 +39,11 @@ import traceback
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from leaderlog.feeds import Scope
+    from leaderlog.projections import EntityKind, Queries
 
 __all__ = [
     "AppendRefused",
@@ -43,6 +52,7 @@ __all__ = [
     "DomainError",
     "DuplicateEventError",
     "FeedError",
+    "FeedNotFound",
     "InvalidQuery",
     "LeaderlogError",
     "LogRemoved",
@@ -58,6 +68,7 @@ __all__ = [
     "TokenError",
     "TokenNameRefused",
     "UnknownEntity",
+    "UnknownLanguage",
     "UnreadableEvent",
 ]
 
@@ -304,8 +315,50 @@ class TokenNameRefused(TokenError):
 
 
 class FeedError(LeaderlogError):
-    """A feed cannot be made as asked. :class:`leaderlog.feeds.FeedNotFound` and
-    :class:`leaderlog.feeds.UnknownLanguage` (defined with what they name) are its kinds."""
+    """A feed cannot be made as asked; :class:`FeedNotFound` and :class:`UnknownLanguage`
+    are its kinds."""
+
+
+# What each kind of feed scope names, as the leadership queries call it.
+_SCOPE_SUBJECTS: dict[str, EntityKind] = {
+    "org": "organisation",
+    "person": "person",
+    "post": "post",
+}
+
+
+class FeedNotFound(FeedError, LookupError):
+    """No such organisation, person, post or archive page.
+
+    ``scope`` is the feed's :class:`leaderlog.feeds.Scope` when its subject is unknown, None
+    for a missing page; ``entries`` then counts the scope's filings when it was asked.
+    """
+
+    def __init__(
+        self, message: str, scope: Scope | None = None, *, entries: int | None = None
+    ) -> None:
+        super().__init__(message)
+        self.scope = scope
+        self.entries = entries
+
+    async def explained(self, queries: Queries) -> str:
+        """The message, naming the ids probably meant when the feed's subject is unknown
+        (``org:ero`` names ``ice-ero``). Needs the leadership projection built."""
+        scope = self.scope
+        if scope is None or scope.id is None:
+            return str(self)
+        return str(await queries.unknown(_SCOPE_SUBJECTS[scope.kind], scope.id))
+
+
+class UnknownLanguage(FeedError, ValueError):
+    """A language was asked for explicitly that the feeds are not offered in; ``offered``
+    holds the tags of those they are."""
+
+    def __init__(self, asked: str, offered: Sequence[str] = ()) -> None:
+        self.asked = asked
+        self.offered = tuple(offered)
+        choices = f"; choose one of {', '.join(self.offered)}" if self.offered else ""
+        super().__init__(f"language {asked!r} is not offered{choices}")
 
 
 class StoreBusy(StoreUnavailable):

@@ -30,6 +30,7 @@ from leaderlog.feeds import (
     UnknownLanguage,
     host_and_port,
     is_web_address,
+    named_subject,
     resolve,
 )
 from leaderlog.log import EventLog, load_seeds, seed_files
@@ -359,7 +360,7 @@ def feed_command(
     try:
         chosen_scope = Scope.parse(scope)
     except ValueError as error:
-        named = FeedNotFound.named_subject(scope)
+        named = named_subject(scope)
         if named is None:
             raise click.BadParameter(str(error), param_hint="'--scope'") from None
         _explain(context, named)

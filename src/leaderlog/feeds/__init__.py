@@ -39,6 +39,7 @@ from leaderlog.feeds._service import (
     FeedService,
     Rendered,
     Validators,
+    named_subject,
 )
 from leaderlog.feeds._text import (
     CAPACITY_LABELS,
@@ -79,6 +80,7 @@ __all__ = [
     "host_and_port",
     "is_web_address",
     "language",
+    "named_subject",
     "negotiate",
     "page_url",
     "post_label",

@@ -25,7 +25,7 @@ from babel.messages.mofile import write_mo
 from babel.messages.pofile import read_po
 from babel.support import Translations
 
-from leaderlog.errors import FeedError
+from leaderlog.errors import UnknownLanguage
 
 __all__ = [
     "DEFAULT_LANGUAGE",
@@ -55,14 +55,6 @@ _ALIASES = {"zh": "zh_Hans"}
 def N_(message: str) -> str:
     """Mark a message for the catalogs without translating it yet."""
     return message
-
-
-class UnknownLanguage(FeedError, ValueError):
-    """A language was asked for explicitly that the feeds are not offered in."""
-
-    def __init__(self, asked: str) -> None:
-        self.asked = asked
-        super().__init__(f"language {asked!r} is not offered; choose one of {', '.join(LANGUAGES)}")
 
 
 def catalog_path(tag: str) -> Path:
@@ -185,7 +177,7 @@ def _compile(tag: str) -> gettext.NullTranslations:
 def language(tag: str) -> Language:
     """The :class:`Language` for one of :data:`LANGUAGES`."""
     if tag not in _BABEL_IDS:
-        raise UnknownLanguage(tag)
+        raise UnknownLanguage(tag, LANGUAGES)
     return Language(tag, Locale.parse(_BABEL_IDS[tag]), _compile(tag))
 
 
@@ -335,5 +327,5 @@ def resolve(asked: str) -> str:
     """
     chosen = _offered_as(asked)
     if chosen is None:
-        raise UnknownLanguage(asked)
+        raise UnknownLanguage(asked, LANGUAGES)
     return chosen

@@ -24,7 +24,7 @@ from email.utils import format_datetime
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
-from leaderlog.errors import FeedError, ProjectionError, StoreUnavailable
+from leaderlog.errors import FeedError, FeedNotFound, ProjectionError, StoreUnavailable
 from leaderlog.feeds import _text
 from leaderlog.feeds._document import Feed, RecentChange
 from leaderlog.feeds._i18n import N_, language
@@ -46,11 +46,18 @@ from leaderlog.feeds._paging import (
 )
 from leaderlog.feeds._read import FeedReader, Head
 from leaderlog.feeds._render import render_atom, render_rss
-from leaderlog.projections import EntityKind, Queries
+from leaderlog.projections import EntityKind
 from leaderlog.projections.feed_entries import FeedEntriesProjection
 from leaderlog.store import EventStore
 
-__all__ = ["FeedNotFound", "FeedRequest", "FeedService", "Rendered", "Validators"]
+__all__ = [
+    "FeedNotFound",
+    "FeedRequest",
+    "FeedService",
+    "Rendered",
+    "Validators",
+    "named_subject",
+]
 
 # Bump when the rendering changes, so validators handed out before no longer match. The
 # feed entries projection's version is part of every validator too: a change to what it
@@ -86,37 +93,15 @@ def _generator_version() -> str:
         return "0"
 
 
-class FeedNotFound(FeedError, LookupError):
-    """No such organisation, person, post or archive page.
-
-    ``scope`` is the feed's scope when its subject is unknown, None for a missing page;
-    ``entries`` then counts the scope's filings when it was asked.
-    """
-
-    def __init__(
-        self, message: str, scope: Scope | None = None, *, entries: int | None = None
-    ) -> None:
-        super().__init__(message)
-        self.scope = scope
-        self.entries = entries
-
-    @classmethod
-    def named_subject(cls, text: str) -> FeedNotFound | None:
-        """For a scope that names its subject some other way than by id (``org:ICE``,
-        ``person:Robert J. Hammer``): the error that names the ids probably meant."""
-        kind, _, named = text.partition(":")
-        if kind not in _ENTITY_KINDS or not named.strip():
-            return None
-        entity = _ENTITY_KINDS[kind]
-        return cls(f"unknown {entity} {named!r}", Scope(kind, named))  # type: ignore[arg-type]
-
-    async def explained(self, queries: Queries) -> str:
-        """The message, naming the ids probably meant when the feed's subject is unknown
-        (``org:ero`` names ``ice-ero``). Needs the leadership projection built."""
-        scope = self.scope
-        if scope is None or scope.id is None:
-            return str(self)
-        return str(await queries.unknown(_ENTITY_KINDS[scope.kind], scope.id))
+def named_subject(text: str) -> FeedNotFound | None:
+    """For a scope that names its subject some other way than by id (``org:ICE``,
+    ``person:Robert J. Hammer``): the error whose :meth:`~FeedNotFound.explained` names the
+    ids probably meant; None when ``text`` names no subject at all."""
+    kind, _, named = text.partition(":")
+    if kind not in _ENTITY_KINDS or not named.strip():
+        return None
+    entity = _ENTITY_KINDS[kind]
+    return FeedNotFound(f"unknown {entity} {named!r}", Scope(kind, named))  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True, slots=True)

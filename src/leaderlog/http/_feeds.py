@@ -23,6 +23,7 @@ from leaderlog.feeds import (
     FeedRequest,
     Scope,
     UnknownLanguage,
+    named_subject,
     negotiate,
     resolve,
 )
@@ -173,7 +174,7 @@ async def scoped_feed(
     try:
         scope = Scope.parse(f"{kind}:{stem}")
     except ValueError:
-        named = FeedNotFound.named_subject(f"{kind}:{stem}")
+        named = named_subject(f"{kind}:{stem}")
         if named is not None:
             raise HTTPException(404, await named.explained(queries_of(request))) from None
         raise HTTPException(
