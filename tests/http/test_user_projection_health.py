@@ -141,7 +141,9 @@ def test_user_projections_that_clash_do_not_stop_the_server(
         (folder / f"{name}.py").write_text(seen_projection_module(name), encoding="utf-8")
         _seeded_with(url, name)
     clashing = seen_projection_module(
-        "probe", more_schema="'CREATE TABLE IF NOT EXISTS p_probe_x_more (b TEXT)'"
+        "probe",
+        more_schema="'CREATE TABLE IF NOT EXISTS p_probe_x_more (b TEXT)'",
+        more_tables="'p_probe_x_more'",
     )
     (folder / "probe.py").write_text(clashing, encoding="utf-8")
     # when the server starts, then it serves, and says which one is left out and why

@@ -66,7 +66,12 @@ async def current(log: EventLog) -> Queries:
 
 
 def seen_projection_module(
-    name: str, *, version: int = 1, more_schema: str = "", imports: str = ""
+    name: str,
+    *,
+    version: int = 1,
+    more_schema: str = "",
+    more_tables: str = "",
+    imports: str = "",
 ) -> str:
     """The source of a user projection module that keeps the positions it has seen."""
     return (
@@ -78,7 +83,7 @@ def seen_projection_module(
         f"        return ('CREATE TABLE IF NOT EXISTS p_{name}_seen (position BIGINT)',"
         f" {more_schema})\n\n"
         "    def tables(self):\n"
-        f"        return ('p_{name}_seen',)\n\n"
+        f"        return ('p_{name}_seen',{f' {more_tables}' if more_tables else ''})\n\n"
         "    async def apply(self, tx, events):\n"
         "        await tx.executemany(\n"
         f"            'INSERT INTO p_{name}_seen (position) VALUES (?)',\n"

@@ -116,6 +116,9 @@ class OverreachingSchema(Exploding):
             "(source TEXT REFERENCES p_leadership_sources)",
         )
 
+    def tables(self) -> Sequence[str]:
+        return (*super().tables(), "p_overreaching_schema_pin")
+
 
 async def test_on_postgres_a_schema_overreaching_is_refused_too(
     seeded_postgres_log: EventLog,

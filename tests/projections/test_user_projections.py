@@ -249,6 +249,23 @@ def _declaring(name: str, tables: tuple[str, ...], schema: tuple[str, ...]) -> s
             "the name 'leadership_org' would take p_leadership_org_tree, "
             "p_leadership_org_tree_org from the built-in projection leadership",
         ),
+        # A rebuild drops only what tables() lists: an unlisted table would keep old rows.
+        (
+            "forgetful",
+            ("p_forgetful_seen",),
+            (
+                "CREATE TABLE IF NOT EXISTS p_forgetful_seen (a TEXT)",
+                "CREATE TABLE IF NOT EXISTS p_forgetful_more (a TEXT)",
+            ),
+            r"table 'p_forgetful_more' is created by schema\(\) but not listed in tables\(\): "
+            r"list it in tables\(\), so that a rebuild drops it",
+        ),
+        (
+            "forgetful",
+            (),
+            ("CREATE TABLE IF NOT EXISTS P_Forgetful_Seen (a TEXT)",),
+            "table 'P_Forgetful_Seen' is created by schema",
+        ),
         # PostgreSQL cuts names to 63 bytes: these two would become one table there.
         (
             "long",

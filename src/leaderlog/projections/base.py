@@ -156,17 +156,27 @@ def check_owned_names(projection: Projection, others: Iterable[str] = ()) -> lis
             problems.append(f"table name {table!r} is not valid: use a-z, 0-9 and _")
         else:
             check(table, "table")
-    for statement in (*projection.schema(), *projection.query_indexes()):
-        found = _DDL.match(statement)
-        if found is None or ";" in statement.rstrip().rstrip(";"):
-            problems.append(
-                f"statement {statement[:60]!r} is not one CREATE TABLE/INDEX IF NOT EXISTS"
-            )
-            continue
-        kind, created, table = found.groups()
-        check(created, kind.lower())
-        if table is not None:
-            check(table, "table")
+    listed = {table.lower() for table in projection.tables()}
+    for method in (projection.schema, projection.query_indexes):
+        for statement in method():
+            found = _DDL.match(statement)
+            if found is None or ";" in statement.rstrip().rstrip(";"):
+                problems.append(
+                    f"statement {statement[:60]!r} is not one CREATE TABLE/INDEX IF NOT EXISTS"
+                )
+                continue
+            kind, created, table = found.groups()
+            check(created, kind.lower())
+            if table is not None:
+                check(table, "table")
+            own = owner_of(created, everyone) == projection.name
+            if kind.upper() == "TABLE" and own and created.lower() not in listed:
+                # A rebuild drops only what tables() lists: this one would keep its rows
+                # from every earlier build, and --forget would be the only way to drop it.
+                problems.append(
+                    f"table {created!r} is created by {method.__name__}() but not listed in "
+                    "tables(): list it in tables(), so that a rebuild drops it"
+                )
     return list(dict.fromkeys(problems))
 
 
