@@ -286,10 +286,15 @@ class ProjectionFailed(ProjectionError):
 
     ``failures`` holds one :class:`ProjectionFailure` per projection that stopped: its rows
     from the failing page were rolled back and its checkpoint stays before that page.
+    ``position`` is where the others stand (the head the run went to), when known.
     """
 
-    def __init__(self, failures: Sequence[ProjectionFailure]) -> None:
+    def __init__(
+        self, failures: Sequence[ProjectionFailure], *, position: int | None = None
+    ) -> None:
         self.failures = tuple(failures)
+        #: The position every other projection of the run reached, when known.
+        self.position = position
         super().__init__("; ".join(str(failure) for failure in self.failures))
 
     @property

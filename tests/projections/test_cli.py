@@ -381,6 +381,43 @@ def test_a_user_projection_that_raises_is_named_and_does_not_stop_queries(
     assert statuses["leadership"]["checkpoint"] == 29
 
 
+def test_a_rebuild_that_fails_for_one_projection_says_what_it_rebuilt(
+    db: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "failing.py").write_text(FAILING_PROJECTION, encoding="utf-8")
+    (tmp_path / "counting.py").write_text(
+        COUNTING_PROJECTION.replace("VERSION", "1"), encoding="utf-8"
+    )
+    monkeypatch.setenv("LEADERLOG_PROJECTIONS", str(tmp_path))
+    ok(invoke(db, "rebuild", "counting"))
+    fails(invoke(db, "rebuild", "failing"), "error: projection failing could not apply")
+    # when everything is rebuilt and one projection fails
+    rebuilt = invoke(db, "rebuild")
+    # then the output names the others, rebuilt to the head, before the error
+    fails(rebuilt, "error: projection failing could not apply events 1-29: ValueError")
+    assert rebuilt.stdout.startswith(
+        f"rebuilt {', '.join(BUILTIN)}, counting to position 29 in "
+    ), rebuilt.stdout
+    assert "failing" not in rebuilt.stdout
+
+
+def test_a_rebuild_of_everything_names_the_projections_whose_module_is_not_there(
+    db: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ok(invoke(db, "rebuild", "turnover"))
+    # run from somewhere without that projections/ folder
+    monkeypatch.setenv("LEADERLOG_PROJECTIONS", str(tmp_path))
+    rebuilt = invoke(db, "rebuild")
+    assert ok(rebuilt).startswith(f"rebuilt {', '.join(BUILTIN)} to position 29 in ")
+    assert rebuilt.stderr == (
+        f"warning: projection turnover is not rebuilt: its module {tmp_path / 'turnover.py'} "
+        "is not there; it stays at position 29 (if it is gone for good, `leaderlog projections "
+        "--forget turnover` removes it)\n"
+    )
+    # naming projections says nothing of the others
+    assert invoke(db, "rebuild", "audit").stderr == ""
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

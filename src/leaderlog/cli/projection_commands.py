@@ -537,8 +537,9 @@ def rebuild_command(context: Context, names: Sequence[str]) -> None:
 
     A NAME that is not built in is loaded from projections/NAME.py (or the folder in
     $LEADERLOG_PROJECTIONS); once built, the query commands keep it current like the
-    built-in ones. Without NAME, user projections that cannot run now are named on stderr
-    and left as they are.
+    built-in ones. Without NAME, user projections that cannot run now (their module is not
+    there, or does not load) are named on stderr and left as they are. If one projection
+    fails, the others are rebuilt all the same and named before the error.
 
     \b
     Example:
@@ -556,10 +557,16 @@ def rebuild_command(context: Context, names: Sequence[str]) -> None:
             chosen = list(dict.fromkeys(names)) or _running(runner)
             head, _ = await log.store.head()
             started = time.perf_counter()
+            failed: ProjectionFailed | None = None
             try:
                 with _progress_bar(f"rebuilding {', '.join(chosen)}") as progress:
                     task = progress.add_task("rebuild", total=max(head, 1))
-                    position = await runner.rebuild(chosen, _Bar(progress, task, 0))
+                    try:
+                        position = await runner.rebuild(chosen, _Bar(progress, task, 0))
+                    except ProjectionFailed as error:
+                        # The others went on to the head: said below, before the error.
+                        failed = error
+                        position = head if error.position is None else error.position
             finally:
                 # Said when the rebuild fails too: a module not loaded may be why.
                 for warning in _not_loading(runner):
@@ -573,21 +580,44 @@ def rebuild_command(context: Context, names: Sequence[str]) -> None:
                     for p in runner.projections
                     if isinstance(p, LeftOut)
                 ]
+                warnings += _modules_not_found(runner, registered)
         for warning in warnings:
             click.echo(f"warning: {warning}", err=True)
-        rate = f", {position / elapsed:,.0f} events/s" if elapsed > 0 and position else ""
-        click.echo(f"rebuilt {', '.join(chosen)} to position {position} in {elapsed:.1f} s{rate}")
-        if runner.also_rebuilt:
+        stopped = set(failed.names) if failed else set()
+        rebuilt = [name for name in chosen if name not in stopped]
+        if rebuilt:
+            rate = f", {position / elapsed:,.0f} events/s" if elapsed > 0 and position else ""
             click.echo(
-                f"also rebuilt {', '.join(runner.also_rebuilt)} (not built at the version "
-                "loaded before)"
+                f"rebuilt {', '.join(rebuilt)} to position {position} in {elapsed:.1f} s{rate}"
             )
+        also = [name for name in runner.also_rebuilt if name not in stopped]
+        if also:
+            click.echo(f"also rebuilt {', '.join(also)} (not built at the version loaded before)")
+        if failed is not None:
+            raise failed
 
     run(
         go,
         interrupted="each projection stays at the last page it applied; the next command or "
         "server that reads them carries on from there",
     )
+
+
+def _modules_not_found(
+    runner: ProjectionRunner, registered: Mapping[str, tuple[int, int]]
+) -> list[str]:
+    """User projections built in this database whose module is not in the folder (a command
+    run from another folder, or a module removed): a rebuild of everything leaves them as
+    they are, and says so rather than pass for having rebuilt everything."""
+    known = {*BUILTIN, *(p.name for p in runner.projections), *runner.not_loaded}
+    folder = user_projection_folder()
+    return [
+        f"projection {name} is not rebuilt: its module {(folder / f'{name}.py').absolute()} "
+        f"is not there; it stays at position {position} (if it is gone for good, "
+        f"`leaderlog projections --forget {name}` removes it)"
+        for name, (_, position) in sorted(registered.items())
+        if name not in known
+    ]
 
 
 def _check_name(name: str, hint: str) -> None:

@@ -703,7 +703,7 @@ class ProjectionRunner:
             self.failing.pop(projection.name, None)
         self.failing.update((failure.name, failure) for failure in failures)
         if failures:
-            raise ProjectionFailed(failures)
+            raise ProjectionFailed(failures, position=target)
         return target
 
     def _rest(self, ran: Sequence[Projection], failures: Sequence[ProjectionFailure]) -> None:
