@@ -548,6 +548,38 @@ def test_a_user_projection_clashing_with_another_is_left_out_and_the_rest_runs(
     fails(invoke(db, "rebuild", "probe"), f"error: projection probe is left out: {clash}")
 
 
+def test_a_projection_listed_as_not_loaded_for_a_clash_can_be_forgotten(
+    db: str, folder: Path
+) -> None:
+    # given two user projections built, then one edited to create a table of the other's
+    for name in ("probe", "probe_x"):
+        (folder / f"{name}.py").write_text(seen_projection_module(name), encoding="utf-8")
+        ok(invoke(db, "rebuild", name))
+    clashing = seen_projection_module(
+        "probe",
+        more_schema="'CREATE TABLE IF NOT EXISTS p_probe_x_more (b TEXT)'",
+        more_tables="'p_probe_x_more'",
+    )
+    (folder / "probe.py").write_text(clashing, encoding="utf-8")
+    statuses = {s["name"]: s for s in as_json(invoke(db, "projections", "--json"))}
+    assert statuses["probe"]["problem"].startswith("not loaded: ")
+    # when it is forgotten, then its own tables go, not the other's, and the module is named
+    assert ok(invoke(db, "projections", "--forget", "probe")) == (
+        "forgot probe: dropped p_probe_seen and its checkpoint (it was at position 29)\n"
+        f"its module {folder / 'probe.py'} is still there: no command runs it unless "
+        "`leaderlog rebuild probe` builds it again\n"
+    )
+    statuses = {s["name"]: s for s in as_json(invoke(db, "projections", "--json"))}
+    assert "probe" not in statuses and "problem" not in statuses["probe_x"]
+    answered = invoke(db, "state")
+    assert (answered.exit_code, answered.stderr) == (0, "")
+    # while the one that runs is still refused
+    fails(
+        invoke(db, "projections", "--forget", "probe_x"),
+        f"error: projection probe_x still loads from {folder / 'probe_x.py'}",
+    )
+
+
 def test_a_user_module_named_like_a_builtin_is_reported_not_ignored(db: str, folder: Path) -> None:
     (folder / "audit.py").write_text(seen_projection_module("audit"), encoding="utf-8")
     said = (

@@ -655,8 +655,9 @@ def projections_command(context: Context, as_json: bool, forget: str | None) -> 
     NAME) print the error.
 
     --forget NAME removes a user projection built in this database: its tables (those named
-    p_NAME_...) and its checkpoint. Remove or rename its module first; built-in projections
-    cannot be forgotten.
+    p_NAME_...) and its checkpoint. One listed as not loaded may be forgotten; one that still
+    runs is refused (remove or rename its module first). Built-in projections cannot be
+    forgotten.
 
     \b
     Example:
@@ -754,18 +755,16 @@ def _forget(context: Context, name: str, *, as_json: bool) -> None:
                     f"no user projection {name!r} was built in this database"
                     + (f"; built: {', '.join(built)}" if built else "")
                 )
-            if module.is_file():
-                try:
-                    load_projection(name)
-                except ProjectionError:
-                    pass  # broken beyond loading: nothing will run it
-                else:
-                    # Every runner that loads it would build it again (and a server that
-                    # has it loaded would go on writing to the tables dropped under it).
-                    raise ProjectionError(
-                        f"projection {name} still loads from {shown_path(module)}: remove or "
-                        "rename the module first (and restart any server that loaded it)"
-                    )
+            # Loaded as every command loads it: one `leaderlog projections` lists as not
+            # loaded (its module missing, broken, or clashing with another's names) is run
+            # by none of them, so it may be forgotten.
+            if name in _running(await runner_for(log.store)):
+                # Every runner that loads it would build it again (and a server that
+                # has it loaded would go on writing to the tables dropped under it).
+                raise ProjectionError(
+                    f"projection {name} still loads from {shown_path(module)}: remove or "
+                    "rename the module first (and restart any server that loaded it)"
+                )
             return await forget_projection(log.store, name, set(registered) | set(BUILTIN))
 
     tables, position = run(go)
@@ -774,3 +773,9 @@ def _forget(context: Context, name: str, *, as_json: bool) -> None:
         return
     dropped = f"dropped {', '.join(tables)} and" if tables else "it had no tables; dropped"
     click.echo(f"forgot {name}: {dropped} its checkpoint (it was at position {position})")
+    if module.is_file():
+        # Not registered any more, so no command loads it, unless it is built again.
+        click.echo(
+            f"its module {shown_path(module)} is still there: no command runs it unless "
+            f"`leaderlog rebuild {name}` builds it again"
+        )
