@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -333,9 +334,32 @@ def test_rebuilding_one_projection_also_rebuilds_one_whose_module_changed_versio
     text = ok(invoke(db, "rebuild", "audit"))
     # then it is rebuilt too (not left emptied until the next query), and the output says so
     assert text.startswith("rebuilt audit to position 29 in ")
-    assert text.endswith("\nalso rebuilt counting (not built at the version loaded before)\n")
+    assert text.endswith("\nalso rebuilt counting (version 1 in the database, its module says 2)\n")
     statuses = {s["name"]: s for s in as_json(invoke(db, "projections", "--json"))}
     assert (statuses["counting"]["version"], statuses["counting"]["checkpoint"]) == (2, 29)
+    # when its checkpoint is found beyond the log's end (the log was replaced), it is said
+    database = sqlite3.connect(db.removeprefix("sqlite:///"))
+    with database:
+        database.execute("UPDATE projection_checkpoints SET position = 40 WHERE name = 'counting'")
+    database.close()
+    text = ok(invoke(db, "rebuild", "audit"))
+    assert text.endswith(
+        "\nalso rebuilt counting (it had applied the log up to position 40, beyond its end at "
+        "29: built from another log)\n"
+    )
+
+
+def test_a_first_rebuild_of_one_says_the_others_were_built_for_the_first_time(
+    db: str,
+) -> None:
+    # given a log no command has built a projection of yet
+    text = ok(invoke(db, "rebuild", "turnover"))
+    # then building one builds the built-ins too, and says they were never built before
+    assert text.startswith("rebuilt turnover to position 29 in ")
+    assert text.endswith(
+        f"\nalso built {', '.join(BUILTIN)} (never built in this database before)\n"
+    )
+    assert "also rebuilt" not in text
 
 
 FAILING_PROJECTION = """

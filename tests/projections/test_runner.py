@@ -744,7 +744,7 @@ async def test_a_rebuild_replays_the_projections_its_preparation_emptied(
     # when only the audit projection is rebuilt
     head = await runner.rebuild(["audit"])
     # then the changed projection, emptied for its new version, is replayed with it
-    assert runner.also_rebuilt == ("counting",)
+    assert runner.also_rebuilt == {"counting": (1, SEED_COUNT)}
     statuses = {status.name: status.checkpoint for status in await runner.status()}
     assert statuses["counting"] == statuses["audit"] == head == SEED_COUNT
     assert await seeded_log.store.query("SELECT COUNT(*) FROM p_counting_seen") == [(SEED_COUNT,)]
@@ -763,7 +763,7 @@ async def test_a_rebuild_leaves_a_projection_that_never_got_past_position_0_alon
     head = await runner.rebuild(["audit"])
     # then the rebuild is the audit projection's alone: the failing one is not replayed with
     # it (its failure would be the rebuild's), and is still at 0 for the next run
-    assert runner.also_rebuilt == ()
+    assert runner.also_rebuilt == {}
     statuses = {status.name: status.checkpoint for status in await runner.status()}
     assert statuses["audit"] == head == SEED_COUNT
     assert statuses["exploding"] == 0

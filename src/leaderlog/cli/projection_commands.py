@@ -590,9 +590,8 @@ def rebuild_command(context: Context, names: Sequence[str]) -> None:
             click.echo(
                 f"rebuilt {', '.join(rebuilt)} to position {position} in {elapsed:.1f} s{rate}"
             )
-        also = [name for name in runner.also_rebuilt if name not in stopped]
-        if also:
-            click.echo(f"also rebuilt {', '.join(also)} (not built at the version loaded before)")
+        for line in _also_rebuilt(runner, stopped, position):
+            click.echo(line)
         if failed is not None:
             raise failed
 
@@ -601,6 +600,33 @@ def rebuild_command(context: Context, names: Sequence[str]) -> None:
         interrupted="each projection stays at the last page it applied; the next command or "
         "server that reads them carries on from there",
     )
+
+
+def _also_rebuilt(runner: ProjectionRunner, stopped: set[str], position: int) -> list[str]:
+    """What a rebuild says of the projections it replayed besides those named, each with
+    why it had to: never built here, built at another version, or beyond the log's end."""
+    loaded = {projection.name: projection.version for projection in runner.projections}
+    never = []
+    lines = []
+    for name, before in runner.also_rebuilt.items():
+        if name in stopped:
+            continue
+        if before is None:
+            never.append(name)
+            continue
+        version, checkpoint = before
+        if version != loaded[name]:
+            says = "leaderlog has" if name in BUILTIN else "its module says"
+            why = f"version {version} in the database, {says} {loaded[name]}"
+        else:
+            why = (
+                f"it had applied the log up to position {checkpoint}, beyond its end at "
+                f"{position}: built from another log"
+            )
+        lines.append(f"also rebuilt {name} ({why})")
+    if never:
+        lines.insert(0, f"also built {', '.join(never)} (never built in this database before)")
+    return lines
 
 
 def _modules_not_found(

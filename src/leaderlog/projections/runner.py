@@ -254,8 +254,10 @@ class ProjectionRunner:
         # them, loaded here or not: their tables are theirs all the same.
         self._registered: set[str] = set()
         #: Projections the last :meth:`rebuild` replayed besides those it was asked for:
-        #: loaded ones whose version had changed, emptied by the same preparation.
-        self.also_rebuilt: tuple[str, ...] = ()
+        #: loaded ones its preparation emptied (never built, built at another version, or
+        #: beyond the log's head), each with the (version, checkpoint) it had before, or
+        #: None when it had never been built.
+        self.also_rebuilt: dict[str, tuple[int, int] | None] = {}
         #: Each projection that could not apply the log at its last run, and why (a health
         #: check lists them; a later run that gets through takes it off).
         self.failing: dict[str, ProjectionFailure] = {}
@@ -765,7 +767,7 @@ class ProjectionRunner:
         idle = {p.name for p in self.projections if stored.get(p.name) == (p.version, 0)}
         emptied = self._deferred - waiting - idle - {projection.name for projection in chosen}
         also = [projection for projection in self.projections if projection.name in emptied]
-        self.also_rebuilt = tuple(projection.name for projection in also)
+        self.also_rebuilt = {projection.name: stored.get(projection.name) for projection in also}
         return await self._run([*chosen, *also], progress)
 
     async def follow(
