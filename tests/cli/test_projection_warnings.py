@@ -124,5 +124,13 @@ def test_a_query_waits_at_most_once_for_a_slow_user_projection(
     rebuilt = invoke(db, "rebuild", "slow")
     assert rebuilt.exit_code == 1
     assert "could not apply event 30" in rebuilt.stderr
+    # each smaller page it goes on with said as a warning, as the commands' others are
+    assert (
+        "warning: projection slow could not apply events 1-90: apply() took longer than 0.3 s "
+        "and was stopped: "
+    ) in rebuilt.stderr
+    assert "; it goes on with pages of 45 events\n" in rebuilt.stderr
+    said = [line for line in rebuilt.stderr.splitlines() if line.strip()]
+    assert all(line.startswith(("warning: ", "error: ")) for line in said), said
     tried = [int(size) for size in tries.read_text().split()]
     assert tried[0] == 90 and tried[-1] == 1 and tried == sorted(tried, reverse=True)

@@ -442,6 +442,34 @@ def test_a_rebuild_of_everything_names_the_projections_whose_module_is_not_there
     assert invoke(db, "rebuild", "audit").stderr == ""
 
 
+def test_an_empty_projections_folder_setting_loads_no_user_projection(
+    db: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ok(invoke(db, "rebuild", "turnover"))
+    # when LEADERLOG_PROJECTIONS is set empty, run from a folder holding projections/turnover.py
+    (tmp_path / "projections").mkdir()
+    (tmp_path / "projections" / "turnover.py").write_text(
+        (ROOT / "projections" / "turnover.py").read_text(encoding="utf-8"), encoding="utf-8"
+    )
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("LEADERLOG_PROJECTIONS", "")
+    off = "LEADERLOG_PROJECTIONS is set empty, so no user projection is loaded"
+    # then no user projection is loaded, and every command says why
+    fails(
+        invoke(db, "rebuild", "turnover"),
+        f"error: unknown projection 'turnover': it is not built in ({', '.join(BUILTIN)}) and "
+        f"{off}\n",
+    )
+    rebuilt = invoke(db, "rebuild")
+    assert ok(rebuilt).startswith(f"rebuilt {', '.join(BUILTIN)} to position 29")
+    assert rebuilt.stderr == (
+        f"warning: projection turnover is not rebuilt: {off}; it stays at position 29 (if it "
+        "is gone for good, `leaderlog projections --forget turnover` removes it)\n"
+    )
+    (row,) = [s for s in as_json(invoke(db, "projections", "--json")) if s["name"] == "turnover"]
+    assert off in row["problem"]
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

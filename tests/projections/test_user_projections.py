@@ -129,13 +129,39 @@ def test_builtin_names_load_without_the_folder(tmp_path: Path) -> None:
         ("missing", None, "unknown projection 'missing'"),
         ("Bad-Name", None, "not valid"),
         ("n" * 60, None, "not valid: .* at most 59 in all"),
-        ("empty", "X = 1\n", "must set PROJECTION"),
+        ("empty", "X = 1\n", "must set PROJECTION to a Projection subclass: it sets no PROJECTION"),
+        (
+            "nothing",
+            "PROJECTION = None\n",
+            "must set PROJECTION to a Projection subclass: it is None",
+        ),
+        (
+            "an_instance",
+            "from leaderlog.projections.audit import AuditProjection\n"
+            "class P(AuditProjection):\n    name = 'an_instance'\nPROJECTION = P()\n",
+            r"PROJECTION to a Projection subclass: it is an instance of P; set it to the class "
+            r"itself \(PROJECTION = P\)",
+        ),
+        (
+            "a_class",
+            "class Mine:\n    name = 'a_class'\nPROJECTION = Mine\n",
+            "it is the class Mine, which does not subclass Projection",
+        ),
+        ("a_name", "PROJECTION = 'turnover'\n", "it is str 'turnover'"),
         ("broken", "raise RuntimeError('no')\n", "failed to import: no"),
         (
             "misnamed",
             "from leaderlog.projections.leadership import LeadershipProjection\n"
             "class P(LeadershipProjection):\n    name = 'other'\nPROJECTION = P\n",
+            r"PROJECTION \(P\) has name 'other'; a module is loaded by its file's name, so it "
             "must have name = 'misnamed'",
+        ),
+        (
+            "unversioned",
+            "from leaderlog.projections.audit import AuditProjection\n"
+            "class P(AuditProjection):\n    name = 'unversioned'\n    version = '2'\n"
+            "PROJECTION = P\n",
+            r"PROJECTION \(P\) has version '2': it must have an integer version",
         ),
         ("exits", "import sys\nsys.exit(3)\n", r"failed to import: it exited \(3\)"),
         ("bare", "raise BaseException('nope')\n", "failed to import: BaseException: nope"),
@@ -233,7 +259,34 @@ def _declaring(name: str, tables: tuple[str, ...], schema: tuple[str, ...]) -> s
             "thief",
             (),
             ("CREATE TABLE IF NOT EXISTS p_thief_x (a TEXT); DROP TABLE events",),
-            "is not one CREATE",
+            "holds a ';': give each statement as a string of its own",
+        ),
+        # What is wrong is said, not only that the statement is refused.
+        (
+            "thief",
+            ("p_thief_x",),
+            ("-- what it saw\nCREATE TABLE IF NOT EXISTS p_thief_x (a TEXT)",),
+            "statement '-- what it saw CREATE TABLE IF NOT EXISTS p_thief_x \\(a TEXT\\)' "
+            "starts with a comment: give the statement alone, with comments in Python",
+        ),
+        (
+            "thief",
+            ("p_thief_x",),
+            ('CREATE TABLE IF NOT EXISTS "p_thief_x" (a TEXT)',),
+            'names a table or index in quotes \\("p_thief_x"\\): write it unquoted \\(p_thief_x\\)',
+        ),
+        # A quoted table name once let an index on another's table through.
+        (
+            "thief",
+            (),
+            ('CREATE INDEX IF NOT EXISTS p_thief_i ON "events" (stream)',),
+            'in quotes \\("events"\\)',
+        ),
+        (
+            "thief",
+            ("p_thief_x",),
+            ("CREATE TABLE p_thief_x (a TEXT)",),
+            "lacks IF NOT EXISTS: every start runs it again",
         ),
         ("thief", (), ("CREATE INDEX IF NOT EXISTS p_thief_i ON events (stream)",), "'events'"),
         (
@@ -319,3 +372,7 @@ def test_the_folder_comes_from_the_environment(
     monkeypatch.delenv("LEADERLOG_PROJECTIONS")
     monkeypatch.chdir(tmp_path)
     assert user_projection_folder() == tmp_path / "projections"
+    # set but empty, it turns user projections off rather than mean ./projections
+    for empty in ("", "  "):
+        monkeypatch.setenv("LEADERLOG_PROJECTIONS", empty)
+        assert user_projection_folder() is None

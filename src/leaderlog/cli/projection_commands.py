@@ -6,9 +6,10 @@ answers include everything appended so far; ``projections`` lists them as they s
 
 from __future__ import annotations
 
+import logging
 import time
-from collections.abc import AsyncIterator, Mapping, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
 import click
@@ -32,8 +33,10 @@ from leaderlog.projections import (
     runner_for,
 )
 from leaderlog.projections.loading import (
+    NO_FOLDER,
     builtin_named_modules,
     check_projection_name,
+    module_is_there,
     shown_path,
     user_projection_folder,
 )
@@ -71,6 +74,28 @@ def _progress_bar(label: str) -> Progress:
     )
 
 
+class _PrefixedOnStderr(logging.Handler):
+    """What the runner logs while a command runs it (a slow page it goes on with, say),
+    on stderr as the command's other warnings are (``warning: ...``)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            echo_line(f"{record.levelname.lower()}: {record.getMessage()}", err=True)
+        except Exception:
+            self.handleError(record)
+
+
+@contextmanager
+def _runner_warnings_on_stderr() -> Iterator[None]:
+    logger = logging.getLogger("leaderlog.projections")
+    handler = _PrefixedOnStderr(logging.WARNING)
+    logger.addHandler(handler)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+
+
 async def catch_up_for_queries(runner: ProjectionRunner) -> None:
     """Bring the runner's projections to the head before a query answers.
 
@@ -82,7 +107,8 @@ async def catch_up_for_queries(runner: ProjectionRunner) -> None:
     # built-ins); `rebuild` and servers take it on with smaller pages.
     runner.go_on_smaller = False
     try:
-        await _catch_up(runner)
+        with _runner_warnings_on_stderr():
+            await _catch_up(runner)
     except ProjectionFailed as failed:
         if any(name in BUILTIN for name in failed.names):
             raise
@@ -559,7 +585,10 @@ def rebuild_command(context: Context, names: Sequence[str]) -> None:
             started = time.perf_counter()
             failed: ProjectionFailed | None = None
             try:
-                with _progress_bar(f"rebuilding {', '.join(chosen)}") as progress:
+                with (
+                    _runner_warnings_on_stderr(),
+                    _progress_bar(f"rebuilding {', '.join(chosen)}") as progress,
+                ):
                     task = progress.add_task("rebuild", total=max(head, 1))
                     try:
                         position = await runner.rebuild(chosen, _Bar(progress, task, 0))
@@ -637,10 +666,15 @@ def _modules_not_found(
     they are, and says so rather than pass for having rebuilt everything."""
     known = {*BUILTIN, *(p.name for p in runner.projections), *runner.not_loaded}
     folder = user_projection_folder()
+
+    def why(name: str) -> str:
+        if folder is None:
+            return NO_FOLDER
+        return f"its module {(folder / f'{name}.py').absolute()} is not there"
+
     return [
-        f"projection {name} is not rebuilt: its module {(folder / f'{name}.py').absolute()} "
-        f"is not there; it stays at position {position} (if it is gone for good, "
-        f"`leaderlog projections --forget {name}` removes it)"
+        f"projection {name} is not rebuilt: {why(name)}; it stays at position {position} (if "
+        f"it is gone for good, `leaderlog projections --forget {name}` removes it)"
         for name, (_, position) in sorted(registered.items())
         if name not in known
     ]
@@ -727,7 +761,7 @@ def projections_command(context: Context, as_json: bool, forget: str | None) -> 
                     problem = "not loaded"
                 except ProjectionError as error:
                     problem = f"not loaded: {error}"
-                    if not (user_projection_folder() / f"{name}.py").is_file():
+                    if not module_is_there(name):
                         problem += (
                             f"; if it is gone for good, `leaderlog projections --forget {name}` "
                             "removes it"
@@ -770,7 +804,8 @@ def _forget(context: Context, name: str, *, as_json: bool) -> None:
             param_hint="'--forget'",
         )
     _check_name(name, "'--forget'")
-    module = user_projection_folder() / f"{name}.py"
+    folder = user_projection_folder()
+    module = None if folder is None else folder / f"{name}.py"
 
     async def go() -> tuple[list[str], int | None]:
         async with context.log(create=False) as log:
@@ -784,7 +819,7 @@ def _forget(context: Context, name: str, *, as_json: bool) -> None:
             # Loaded as every command loads it: one `leaderlog projections` lists as not
             # loaded (its module missing, broken, or clashing with another's names) is run
             # by none of them, so it may be forgotten.
-            if name in _running(await runner_for(log.store)):
+            if module is not None and name in _running(await runner_for(log.store)):
                 # Every runner that loads it would build it again (and a server that
                 # has it loaded would go on writing to the tables dropped under it).
                 raise ProjectionError(
@@ -799,7 +834,7 @@ def _forget(context: Context, name: str, *, as_json: bool) -> None:
         return
     dropped = f"dropped {', '.join(tables)} and" if tables else "it had no tables; dropped"
     click.echo(f"forgot {name}: {dropped} its checkpoint (it was at position {position})")
-    if module.is_file():
+    if module is not None and module.is_file():
         # Not registered any more, so no command loads it, unless it is built again.
         click.echo(
             f"its module {shown_path(module)} is still there: no command runs it unless "

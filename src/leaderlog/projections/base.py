@@ -92,8 +92,17 @@ class Projection(abc.ABC):
 _TABLE_NAME = re.compile(r"[a-z][a-z0-9_]*")
 # PostgreSQL cuts a longer name to this many bytes, so two long names could become one.
 LONGEST_IDENTIFIER = 63
+# A name ends where the statement goes on: a name followed by a quote or a dot is no plain name.
 _DDL = re.compile(
-    r"\s*CREATE\s+(?:UNIQUE\s+)?(TABLE|INDEX)\s+IF\s+NOT\s+EXISTS\s+(\w+)(?:\s+ON\s+(\w+))?",
+    r"\s*CREATE\s+(?:UNIQUE\s+)?(TABLE|INDEX)\s+IF\s+NOT\s+EXISTS\s+(\w+)(?=[\s(]|$)"
+    r"(?:\s+ON\s+(\w+)(?=[\s(]|$))?",
+    re.IGNORECASE,
+)
+_IF_NOT_EXISTS = re.compile(r"\bIF\s+NOT\s+EXISTS\b", re.IGNORECASE)
+_CREATE = re.compile(r"\s*CREATE\s+(?:UNIQUE\s+)?(?:TABLE|INDEX)\b", re.IGNORECASE)
+_QUOTED_NAME = re.compile(
+    r"\s*CREATE\s+(?:UNIQUE\s+)?(?:TABLE|INDEX)\s+(?:IF\s+NOT\s+EXISTS\s+)?"
+    r"(?:\w+\s+ON\s+)?([\"`\[][^\"`\]]*[\"`\]])",
     re.IGNORECASE,
 )
 
@@ -160,10 +169,9 @@ def check_owned_names(projection: Projection, others: Iterable[str] = ()) -> lis
     for method in (projection.schema, projection.query_indexes):
         for statement in method():
             found = _DDL.match(statement)
-            if found is None or ";" in statement.rstrip().rstrip(";"):
-                problems.append(
-                    f"statement {statement[:60]!r} is not one CREATE TABLE/INDEX IF NOT EXISTS"
-                )
+            wrong = _statement_problem(statement, found)
+            if found is None or wrong:
+                problems.append(f"statement {_shown(statement)} {wrong}")
                 continue
             kind, created, table = found.groups()
             check(created, kind.lower())
@@ -178,6 +186,34 @@ def check_owned_names(projection: Projection, others: Iterable[str] = ()) -> lis
                     "tables(): list it in tables(), so that a rebuild drops it"
                 )
     return list(dict.fromkeys(problems))
+
+
+def _shown(statement: str) -> str:
+    shown = " ".join(statement.split())
+    return repr(shown if len(shown) <= 60 else f"{shown[:57]}...")
+
+
+def _statement_problem(statement: str, found: re.Match[str] | None) -> str:
+    """Why a ``schema()`` or ``query_indexes()`` statement is refused ("" if it is not)."""
+    if statement.lstrip().startswith(("--", "/*")):
+        # Refused rather than skipped: what a comment hides cannot be checked.
+        return "starts with a comment: give the statement alone, with comments in Python"
+    quoted = _QUOTED_NAME.match(statement)
+    if quoted is not None:
+        bare = quoted.group(1)[1:-1]
+        return (
+            f"names a table or index in quotes ({quoted.group(1)}): write it unquoted "
+            f"({bare}), as its owner's names are checked"
+        )
+    if ";" in statement.rstrip().rstrip(";"):
+        return "holds a ';': give each statement as a string of its own"
+    if found is None:
+        if _CREATE.match(statement) and not _IF_NOT_EXISTS.search(statement):
+            return "lacks IF NOT EXISTS: every start runs it again"
+        return "is not one CREATE TABLE/INDEX IF NOT EXISTS with a plain name (a-z, 0-9 and _)"
+    if found.group(1).upper() == "INDEX" and found.group(3) is None:
+        return "does not say which table the index is ON (ON <table> (...))"
+    return ""
 
 
 def _declared_names(projection: Projection) -> list[str]:

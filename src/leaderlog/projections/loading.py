@@ -3,7 +3,7 @@
 A user projection is a file ``<folder>/<name>.py`` exposing ``PROJECTION``, a
 :class:`~leaderlog.projections.base.Projection` subclass whose ``name`` is ``<name>``. Only
 the named file is imported; the folder is never scanned. The folder is ``$LEADERLOG_PROJECTIONS``
-or ``./projections``.
+or ``./projections``; a ``$LEADERLOG_PROJECTIONS`` set empty means none.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from leaderlog.errors import ProjectionError
 from leaderlog.projections.base import Projection, check_owned_names, taken_names
 
 __all__ = [
+    "NO_FOLDER",
     "PROJECTIONS_ENV",
     "builtin_named_modules",
     "check_projection_name",
@@ -34,11 +35,23 @@ PROJECTIONS_ENV = "LEADERLOG_PROJECTIONS"
 _NAME = re.compile(r"^[a-z][a-z0-9_]{0,58}\Z")
 
 
-def user_projection_folder(folder: Path | str | None = None) -> Path:
-    """The folder user projections are loaded from."""
+# Why a name is not loaded at all when LEADERLOG_PROJECTIONS is set empty.
+NO_FOLDER = f"{PROJECTIONS_ENV} is set empty, so no user projection is loaded"
+
+
+def user_projection_folder(folder: Path | str | None = None) -> Path | None:
+    """The folder user projections are loaded from: ``folder``, else the one named by
+    ``$LEADERLOG_PROJECTIONS``, else ``./projections``.
+
+    None when ``$LEADERLOG_PROJECTIONS`` is set but empty (or blank): that turns user
+    projections off, rather than quietly meaning ``./projections`` as an unset one does.
+    """
     if folder is not None:
         return Path(folder)
-    return Path(os.environ.get(PROJECTIONS_ENV) or Path.cwd() / "projections")
+    given = os.environ.get(PROJECTIONS_ENV)
+    if given is None:
+        return Path.cwd() / "projections"
+    return Path(given) if given.strip() else None
 
 
 def shown_path(path: Path | str) -> str:
@@ -72,7 +85,13 @@ def load_user_projection(
 ) -> Projection:
     """Import ``<folder>/<name>.py`` and instantiate its ``PROJECTION``."""
     check_projection_name(name)
-    path = user_projection_folder(folder) / f"{name}.py"
+    where = user_projection_folder(folder)
+    if where is None:
+        raise ProjectionError(
+            f"unknown projection {name!r}: it is not built in ({', '.join(builtin)}) and "
+            f"{NO_FOLDER}"
+        )
+    path = where / f"{name}.py"
     shown = shown_path(path)
     if name in builtin:
         raise ProjectionError(_builtin_name(name, shown))
@@ -102,10 +121,21 @@ def load_user_projection(
         ) from error
     found = getattr(module, "PROJECTION", None)
     if not (isinstance(found, type) and issubclass(found, Projection)):
-        raise ProjectionError(f"{shown} must set PROJECTION to a Projection subclass")
-    if getattr(found, "name", None) != name or not isinstance(getattr(found, "version", None), int):
+        what = _what(found) if hasattr(module, "PROJECTION") else "it sets no PROJECTION"
+        raise ProjectionError(f"{shown} must set PROJECTION to a Projection subclass: {what}")
+    found_name = getattr(found, "name", None)
+    if found_name != name:
+        named = f"name {found_name!r}" if found_name is not None else "no name"
         raise ProjectionError(
-            f"{shown}: PROJECTION must have name = {name!r} and an integer version"
+            f"{shown}: PROJECTION ({found.__qualname__}) has {named}; a module is loaded by "
+            f"its file's name, so it must have name = {name!r}"
+        )
+    version = getattr(found, "version", None)
+    if not isinstance(version, int):
+        has = f"version {version!r}" if version is not None else "no version"
+        raise ProjectionError(
+            f"{shown}: PROJECTION ({found.__qualname__}) has {has}: it must have an integer "
+            "version, such as version = 1"
         )
     missing = sorted(getattr(found, "__abstractmethods__", ()))
     if missing:
@@ -134,6 +164,22 @@ def load_user_projection(
     return projection
 
 
+def _what(found: object) -> str:
+    """What a module set PROJECTION to instead of a Projection subclass, in its author's terms."""
+    if found is None:
+        return "it is None"
+    if isinstance(found, Projection):
+        cls = type(found).__qualname__
+        return f"it is an instance of {cls}; set it to the class itself (PROJECTION = {cls})"
+    if isinstance(found, type):
+        return f"it is the class {found.__qualname__}, which does not subclass Projection"
+    return f"it is {type(found).__name__} {_shortened(repr(found))}"
+
+
+def _shortened(text: str, longest: int = 60) -> str:
+    return text if len(text) <= longest else f"{text[: longest - 3]}..."
+
+
 def _raised(error: BaseException) -> str:
     """What a user module raised, in the words the error would be shown in."""
     if isinstance(error, SystemExit):
@@ -157,6 +203,8 @@ def builtin_named_modules(folder: Path | str | None = None, *, builtin: Iterable
     ignored in silence, however often its author rebuilt "it".
     """
     where = user_projection_folder(folder)
+    if where is None:
+        return []
     return [
         _builtin_name(name, shown_path(where / f"{name}.py"))
         for name in builtin
@@ -167,4 +215,5 @@ def builtin_named_modules(folder: Path | str | None = None, *, builtin: Iterable
 def module_is_there(name: str, folder: Path | str | None = None) -> bool:
     """Whether the folder holds a module for the user projection ``name`` (which may still
     fail to load; a command run from another folder finds none)."""
-    return bool(_NAME.match(name)) and (user_projection_folder(folder) / f"{name}.py").is_file()
+    where = user_projection_folder(folder)
+    return where is not None and bool(_NAME.match(name)) and (where / f"{name}.py").is_file()
