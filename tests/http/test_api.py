@@ -209,19 +209,19 @@ def test_a_422_locates_the_parameter_at_fault(
     for path, parameter in cases.items():
         response = client.get(base + path)
         assert response.status_code == 422, (path, response.text)
-        (problem,) = response.json()["detail"]
-        assert problem["loc"] == ["query", parameter], (path, problem)
+        (problem,) = response.json()["problems"]
+        assert problem["where"] == f"query parameter {parameter}", (path, problem)
         given = urllib.parse.parse_qs(urllib.parse.urlsplit(path).query)[parameter]
         assert problem["input"] == given[0], (path, problem)
-        if problem["msg"].split()[0] in {parameter, parameter.replace("_", "-")}:
+        if problem["message"].split()[0] in {parameter, parameter.replace("_", "-")}:
             # Named as the URL names it, not as the command line does.
-            assert problem["msg"].startswith(f"{parameter} "), (path, problem)
+            assert problem["message"].startswith(f"{parameter} "), (path, problem)
     # a claim id is a part of the path, and located there, as FastAPI locates a long one
     for given in ("a\x01b", "a" * 65):
         response = client.get(f"{base}/api/claims/{urllib.parse.quote(given)}")
         assert response.status_code == 422, response.text
-        (problem,) = response.json()["detail"]
-        assert (problem["loc"], problem["input"]) == (["path", "claim_id"], given), problem
+        (problem,) = response.json()["problems"]
+        assert (problem["where"], problem["input"]) == ("path parameter claim_id", given), problem
 
 
 def test_a_long_time_is_answered_or_refused_as_the_cli_does(
@@ -241,7 +241,7 @@ def test_a_long_time_is_answered_or_refused_as_the_cli_does(
     # 65: refused by both, with the same words
     refused = client.get(f"{base}/api/audit", params={"from": longest[:-1] + "0Z"})
     assert refused.status_code == 422
-    assert refused.json()["detail"][0]["msg"] == (
+    assert refused.json()["problems"][0]["message"] == (
         "from is 65 characters long; no log position or time needs more than 64"
     )
 
@@ -261,9 +261,9 @@ def test_unknown_and_repeated_parameters_are_422_not_ignored(
     for path, message in cases.items():
         response = client.get(base + path)
         assert response.status_code == 422, (path, response.text)
-        assert message in response.json()["detail"][0]["msg"], path
+        assert message in response.json()["problems"][0]["message"], path
     spaced = client.get(f"{base}/api/state", params={"known_at": "2025-06-01T14:00:00 02:00"})
-    assert "must be written %2B" in spaced.json()["detail"][0]["msg"]
+    assert "must be written %2B" in spaced.json()["problems"][0]["message"]
 
 
 def test_a_state_of_too_many_posts_is_asked_per_organisation(
@@ -273,13 +273,13 @@ def test_a_state_of_too_many_posts_is_asked_per_organisation(
     monkeypatch.setattr(api_module, "MAX_STATE_POSTS", 2)
     whole = client.get(f"{base}/api/state")
     assert whole.status_code == 422
-    assert "at most 2 are answered at once" in whole.json()["detail"][0]["msg"]
-    assert "ask for one organisation and its subtree" in whole.json()["detail"][0]["msg"]
+    assert "at most 2 are answered at once" in whole.json()["problems"][0]["message"]
+    assert "ask for one organisation and its subtree" in whole.json()["problems"][0]["message"]
     assert client.get(f"{base}/api/state", params={"org": "ice-hsi"}).status_code == 200
     # asked for one subtree already, the advice is its parts or the CLI
     subtree = client.get(f"{base}/api/state", params={"org": "ice"})
     assert subtree.status_code == 422
-    assert subtree.json()["detail"][0]["msg"].endswith(
+    assert subtree.json()["problems"][0]["message"].endswith(
         "posts are known under 'ice'; at most 2 are answered at once: ask for each of its "
         "sub-organisations (org=ID), or run `leaderlog state --org ice`, which has no such cap"
     )
@@ -425,6 +425,10 @@ def test_a_long_catch_up_at_start_is_said_and_another_version_s_build_is_not_ok(
         )
         response = client.get(f"{base}/api/audit")
         assert response.status_code == 503, response.text
+        # in the one error shape, saying when to try again
+        assert response.json()["error"] == "unavailable"
+        assert "rebuilt by another version" in response.json()["detail"]
+        assert response.headers["retry-after"] == "1"
         # and once the log moves on, the follower says so in one line, with no traceback
         confirm_as_another_writer(url, GORDON_ACTING)
         deadline = time.monotonic() + 10

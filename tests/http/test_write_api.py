@@ -685,7 +685,7 @@ def test_a_write_with_a_query_parameter_is_422_naming_it(
         content=json.dumps(person(unique("queried"))),
         headers={"Authorization": f"Bearer {running.token}", "Content-Type": JSON},
     )
-    name = query.partition("=")[0]
+    name, _, value = query.partition("=")
     # shaped like every other refusal of a write, so a writer reads one kind of body
     assert error_body(response, 422) == {
         "error": "invalid",
@@ -695,6 +695,7 @@ def test_a_write_with_a_query_parameter_is_422_naming_it(
                 "where": f"query parameter {name}",
                 "rule": "parameter",
                 "message": f"unknown parameter {name!r} for /api/events: it takes none",
+                "input": value,
             }
         ],
     }

@@ -1,8 +1,9 @@
 """The read API: the CLI's queries as JSON, with the same parameters.
 
-Errors are JSON ``{"detail": "..."}``: 404 for an unknown org, post, person, claim or
-position, 422 for a parameter that cannot be understood (an unknown or repeated one too), 503
-while projections are missing.
+Errors are the one JSON shape of :mod:`leaderlog.http._errors`: 404 (``not_found``) for an
+unknown org, post, person, claim or position, 422 (``invalid``, each parameter refused in
+``problems``) for a parameter that cannot be understood (an unknown or repeated one too), 503
+(``unavailable``) while projections are missing or the database cannot answer.
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from starlette.responses import Response
 from leaderlog.errors import ProjectionError
 from leaderlog.http._conditional import get_and_head, json_response
 from leaderlog.http._deps import (
-    Problem,
     check_parameters,
     invalid_parameter,
     log_of,
@@ -25,6 +25,7 @@ from leaderlog.http._deps import (
     runners_of,
     services_of,
 )
+from leaderlog.http._errors import documented
 from leaderlog.projections import InvalidQuery, UnknownEntity
 from leaderlog.projections._isolation import is_builtin
 from leaderlog.projections.runner import LeftOut
@@ -36,7 +37,19 @@ async def _only_known_parameters(request: Request) -> None:
     check_parameters(request, lenient=False)
 
 
-router = APIRouter(tags=["read API"], dependencies=[Depends(_only_known_parameters)])
+# Every read route refuses a parameter it does not take, and may find the database busy.
+router = APIRouter(
+    tags=["read API"],
+    dependencies=[Depends(_only_known_parameters)],
+    responses=documented(
+        {
+            422: "A parameter cannot be understood, or the route does not take it; "
+            "`problems` names each (`where`, `rule`, `message`, `input`).",
+            503: "The database is busy or unreachable, or the projections are not built "
+            "yet; retry after the seconds in Retry-After.",
+        }
+    ),
+)
 
 KnownAt = Annotated[
     str | None,
@@ -46,11 +59,7 @@ KnownAt = Annotated[
     ),
 ]
 Slug = Annotated[str | None, Query(max_length=64, description="An id (lower-case slug).")]
-_ERRORS: dict[int | str, dict[str, Any]] = {
-    404: {"model": Problem, "description": "Unknown organisation, post, person or claim."},
-    422: {"description": "A parameter cannot be understood; `detail` says which and why."},
-    503: {"model": Problem, "description": "The projections are not built yet."},
-}
+_ERRORS = documented({404: "Unknown organisation, post, person or claim."})
 MAX_EVENTS = 1000
 # A state is folded in the server's event loop: thousands of posts would hold every other
 # request back for seconds (and build an answer of tens of megabytes).
@@ -192,7 +201,7 @@ async def events(
 @get_and_head(
     router,
     "/api/events/{position}",
-    responses={404: {"model": Problem, "description": "No event at that position."}},
+    responses=documented({404: "No event at that position."}),
     summary="One event by position",
 )
 async def event(request: Request, position: Annotated[int, Path(ge=1)]) -> Response:

@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 
 from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
-from pydantic import BaseModel
 from starlette.requests import Request
 
 from leaderlog.errors import ProjectionFailed, ProjectionFailure
@@ -26,7 +25,6 @@ from leaderlog.store import VerifyReport
 
 __all__ = [
     "OWN_WRITES_SECONDS",
-    "Problem",
     "Services",
     "base_url",
     "check_parameters",
@@ -144,22 +142,22 @@ class Services:
         return applied.position >= position
 
 
-class Problem(BaseModel):
-    """The body of a 404 or 503: what is missing or not ready, in words."""
-
-    detail: str
-
-
 def invalid_parameter(
-    message: str, value: object, name: str | None = None, *, where: str = "query"
+    message: str,
+    value: object,
+    name: str | None = None,
+    *,
+    where: str = "query",
+    rule: str = "value_error",
 ) -> RequestValidationError:
-    """A 422 shaped like FastAPI's own validation errors, so every 422 reads the same.
+    """A 422 raised as FastAPI raises its own validation errors, so every 422 is answered
+    by one handler in one shape.
 
-    ``where`` is the part of the request that holds the parameter: ``query`` or ``path``."""
+    ``where`` is the part of the request that holds the parameter: ``query`` or ``path``.
+    ``rule`` is the problem's ``rule``: ``value_error`` (pydantic's name for a value its
+    checks refuse), or ``parameter`` for a parameter that cannot be given at all."""
     location = (where, name) if name else (where,)
-    return RequestValidationError(
-        [{"type": "value_error", "loc": location, "msg": message, "input": value}]
-    )
+    return RequestValidationError([{"type": rule, "loc": location, "msg": message, "input": value}])
 
 
 def check_parameters(request: Request, *, lenient: bool) -> None:
@@ -179,11 +177,18 @@ def check_parameters(request: Request, *, lenient: bool) -> None:
                 continue
             takes = f"it takes {', '.join(known)}" if known else "it takes none"
             raise invalid_parameter(
-                f"unknown parameter {name!r} for {route.path}: {takes}", name, name
+                f"unknown parameter {name!r} for {route.path}: {takes}",
+                request.query_params.get(name),
+                name,
+                rule="parameter",
             )
-        if times > 1 and not (lenient and len({v for n, v in items if n == name}) == 1):
+        values = [value for given_name, value in items if given_name == name]
+        if times > 1 and not (lenient and len(set(values)) == 1):
             raise invalid_parameter(
-                f"parameter {name!r} is given {times} times: give it once", name, name
+                f"parameter {name!r} is given {times} times: give it once",
+                values,
+                name,
+                rule="parameter",
             )
 
 

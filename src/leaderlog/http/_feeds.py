@@ -5,6 +5,8 @@ A ``?lang=`` that names an offered language another way (``pt-BR``, ``EN``, ``zh
 address in its one spelling: a document's self link names the address it is served at, and an
 archive page is cached for a year, so each is served at one address only. A parameter given
 twice is refused (422); one a route does not take is ignored (readers add tracking ones).
+Errors are JSON in the API's one shape (:mod:`leaderlog.http._errors`): readers show no error
+body, and a program fetching a feed reads the same body as from the API.
 """
 
 from __future__ import annotations
@@ -35,7 +37,6 @@ from leaderlog.http._conditional import (
     not_modified,
 )
 from leaderlog.http._deps import (
-    Problem,
     base_url,
     check_parameters,
     feeds_of,
@@ -43,6 +44,7 @@ from leaderlog.http._deps import (
     queries_of,
     redirect_root,
 )
+from leaderlog.http._errors import documented
 
 __all__ = ["canonical_address", "given_once", "pick_language", "router"]
 
@@ -51,7 +53,17 @@ async def given_once(request: Request) -> None:
     check_parameters(request, lenient=True)
 
 
-router = APIRouter(tags=["feeds"], dependencies=[Depends(given_once)])
+router = APIRouter(
+    tags=["feeds"],
+    dependencies=[Depends(given_once)],
+    responses=documented(
+        {
+            422: "A bad parameter (unknown language, page below 1, one given twice with two "
+            "values); `problems` names it.",
+            503: "The database is busy or unreachable; retry after the seconds in Retry-After.",
+        }
+    ),
+)
 
 LangQuery = Annotated[
     str | None,
@@ -75,15 +87,11 @@ _FEED_RESPONSES: dict[int | str, dict[str, object]] = {
         },
     },
     304: {"description": "Not modified: the client's copy (ETag / date) is current."},
-    404: {
-        "model": Problem,
-        "description": "No such organisation, person, post, format or archive page.",
-    },
+    **documented({404: "No such organisation, person, post, format or archive page."}),
     308: {
         "description": "`lang` named an offered language another way: the same address "
         "with the offered tag (`?lang=pt-BR` goes to `?lang=pt`)."
     },
-    422: {"description": "A bad parameter (unknown language, page below 1)."},
 }
 
 

@@ -386,7 +386,19 @@ def _unknown_org(
     return "\n".join(parts)
 
 
-@get_and_head(router, "/", summary="HTML overview", response_class=HTMLResponse)
+@get_and_head(
+    router,
+    "/",
+    summary="HTML overview",
+    response_class=HTMLResponse,
+    responses={
+        # A page for the reader, in their language, not the API's JSON error.
+        404: {
+            "description": "An unknown `org`, or a `lang` not offered: the page says so.",
+            "content": {"text/html": {}},
+        }
+    },
+)
 async def overview(
     request: Request,
     # Any length: one that names no offered language gets the page saying so, not a 422.

@@ -17,12 +17,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from pathlib import Path
 
 from fastapi import APIRouter, FastAPI, Request
-from fastapi.exception_handlers import (
-    http_exception_handler,
-    request_validation_exception_handler,
-)
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import BaseRoute, Match
@@ -43,6 +38,13 @@ from leaderlog.http._deps import (
     reads_builtins,
     redirect_root,
     services_of,
+)
+from leaderlog.http._errors import (
+    error_response,
+    http_error_response,
+    invalid_request,
+    unexpected_error,
+    use_error_body_for_validation,
 )
 from leaderlog.http.write_routes import write_router
 from leaderlog.log import EventLog, load_seeds
@@ -68,6 +70,12 @@ Atom, RSS and JSON feeds (one entry per claim, in ten languages) and as JSON.
   the language, `?page=N` an RFC 5005 archive page. Conditional GET, gzip and HEAD work.
 * `/opml` lists every feed; `/` is an HTML overview.
 * The read API takes the same parameters as the `leaderlog` command line.
+
+Every JSON error, whatever the route or status, is one shape (`ErrorBody`):
+`{"error": "not_found", "detail": "unknown claim 'x'"}`, where `error` is a code to branch
+on and `detail` says what went wrong; a `422` adds `problems`, each with `where` (a record
+or a parameter: `"query parameter as_of"`), `rule`, `message` and, for a parameter, the
+`input` given. The HTML overview's own 404 (an unknown organisation or language) is a page.
 """
 
 
@@ -313,7 +321,9 @@ def create_app(
     app.add_exception_handler(StoreUnavailable, _unavailable)
     app.add_exception_handler(UnreadableEvent, _unreadable)
     app.add_exception_handler(StarletteHTTPException, _http_error)
-    app.add_exception_handler(RequestValidationError, _invalid_request)
+    app.add_exception_handler(RequestValidationError, invalid_request)
+    app.add_exception_handler(Exception, unexpected_error)
+    use_error_body_for_validation(app)
     return app
 
 
@@ -321,9 +331,9 @@ _METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE")
 
 
 async def _http_error(request: Request, error: Exception) -> Response:
-    """FastAPI's answer, except that a 405 lists every method the path has: Starlette names
-    only those of the first route that matched the path (GET for ``/api/events``, not POST),
-    and that a page asked for with a trailing slash is redirected without it."""
+    """The error in the one shape; a 405 lists every method the path has (Starlette names
+    only those of the first route that matched the path: GET for ``/api/events``, not POST),
+    and a page asked for with a trailing slash is redirected without it."""
     assert isinstance(error, StarletteHTTPException)
     if error.status_code == 404 and (redirect := _without_trailing_slash(request)) is not None:
         return redirect
@@ -331,19 +341,7 @@ async def _http_error(request: Request, error: Exception) -> Response:
         allowed = [method for method in _METHODS if _routed(request, method=method)]
         if allowed:
             error.headers = {**(error.headers or {}), "Allow": ", ".join(allowed)}
-    return _not_kept(await http_exception_handler(request, error))
-
-
-async def _invalid_request(request: Request, error: Exception) -> Response:
-    assert isinstance(error, RequestValidationError)
-    return _not_kept(await request_validation_exception_handler(request, error))
-
-
-def _not_kept(response: Response) -> Response:
-    """An error is an answer for now: a feed or page that is missing today may exist after
-    the next append, and caches keep a 404 without validators for a while by heuristics."""
-    response.headers.setdefault("Cache-Control", "no-cache")
-    return response
+    return http_error_response(request, error)
 
 
 def _routed(request: Request, **changed: str) -> bool:
@@ -380,21 +378,19 @@ async def _applied_through(request: Request, position: int) -> bool:
     return await services_of(request).applied_through(position)
 
 
-async def _unavailable(request: Request, error: Exception) -> JSONResponse:
+async def _unavailable(request: Request, error: Exception) -> Response:
     """The database is busy or gone: a condition to retry, not a server fault."""
     logger.warning("%s %s: %s", request.method, request.url.path, error)
     # The full message can name the database's address: that stays in the server's log.
     public = error.public if isinstance(error, StoreUnavailable) else str(error)
-    return JSONResponse(
-        {"error": "unavailable", "detail": public}, 503, headers={"Retry-After": "1"}
-    )
+    return error_response(503, "unavailable", public, headers={"Retry-After": "1"})
 
 
-async def _unreadable(request: Request, error: Exception) -> JSONResponse:
+async def _unreadable(request: Request, error: Exception) -> Response:
     """A stored row was edited behind the store's back: a server fault, said plainly
     (``leaderlog verify`` names the first bad position)."""
     logger.error("%s %s: %s", request.method, request.url.path, error)
-    return JSONResponse({"error": "unreadable_event", "detail": str(error)}, 500)
+    return error_response(500, "unreadable_event", str(error))
 
 
 def _version() -> str:

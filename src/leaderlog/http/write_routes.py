@@ -38,6 +38,7 @@ from leaderlog.errors import (
 )
 from leaderlog.events import Record, check_derived_id, event_schema, parse_record
 from leaderlog.http._deps import check_parameters
+from leaderlog.http._errors import ErrorBody, error_response, parameter_problems
 from leaderlog.log import MAX_RECORD_BYTES, EventLog
 from leaderlog.tokens import Tokens
 
@@ -74,31 +75,6 @@ class Appended(BaseModel):
     appended: int
     already_present: int
     positions: list[int]
-
-
-class Problem(BaseModel):
-    where: str | None = None
-    rule: str
-    message: str
-    fields: list[dict[str, str]] | None = None
-
-
-class ErrorBody(BaseModel):
-    error: str
-    detail: str
-    problems: list[Problem] | None = None
-
-
-def _error(status: int, error: str, detail: str, **extra: Any) -> JSONResponse:
-    headers = extra.pop("headers", None)
-    return JSONResponse({"error": error, "detail": detail, **extra}, status, headers=headers)
-
-
-def _parameter_problem(problem: Any) -> dict[str, object]:
-    """A refused query parameter as one of a write's ``problems``."""
-    location = [str(part) for part in problem["loc"] if part != "query"]
-    where = f"query parameter {location[0]}" if location else "query"
-    return {"where": where, "rule": "parameter", "message": problem["msg"]}
 
 
 def _record_example() -> dict[str, Any]:
@@ -286,7 +262,8 @@ def write_router(
         415: {"model": ErrorBody, "description": "Content-Type is not application/json."},
         422: {
             "model": ErrorBody,
-            "description": "Invalid records; every problem is named with its record and fields.",
+            "description": "Invalid records, or a query parameter (the route takes none); "
+            "`problems` names each with its record and fields, or the parameter.",
         },
         503: {
             "model": ErrorBody,
@@ -323,22 +300,22 @@ def write_router(
         try:
             check_parameters(request, lenient=False)
         except RequestValidationError as refused:
-            return _error(
+            return error_response(
                 422,
                 "invalid",
                 f"{len(refused.errors())} problem(s); nothing was written",
-                problems=[_parameter_problem(problem) for problem in refused.errors()],
+                problems=parameter_problems(refused.errors()),
             )
         for name in _SINGLE_HEADERS:
             times = len(request.headers.getlist(name))
             if times > 1:
                 # Which one would count depends on the server in between: refuse to guess.
-                return _error(
+                return error_response(
                     400, "repeated_header", f"{name} is given {times} times: give it once"
                 )
         token = credentials.credentials.strip() if credentials is not None else ""
         if not token:
-            return _error(
+            return error_response(
                 401,
                 "unauthorized",
                 "send Authorization: Bearer <token> (create one with `leaderlog token create`)",
@@ -348,27 +325,31 @@ def write_router(
         try:
             actor = await tokens_for(log).check(token)
         except TokenError as error:
-            return _error(403, "forbidden", str(error))
+            return error_response(403, "forbidden", str(error))
 
         try:
             body = await _read_body(request)
         except ClientDisconnect:
             # The writer hung up before its body was whole: nothing to append, nobody to
             # answer, and no fault of the server's to log.
-            return _error(400, "incomplete", "the body ended before Content-Length was reached")
+            return error_response(
+                400, "incomplete", "the body ended before Content-Length was reached"
+            )
         if body is None:
-            return _error(413, "too_large", f"the body is over {MAX_BODY_BYTES} bytes")
+            return error_response(413, "too_large", f"the body is over {MAX_BODY_BYTES} bytes")
         media_type, charset = _media_type(request.headers.get("content-type", ""))
         if media_type != "application/json":
-            return _error(415, "unsupported_media_type", "send Content-Type: application/json")
+            return error_response(
+                415, "unsupported_media_type", "send Content-Type: application/json"
+            )
         if charset not in (None, "utf-8", "utf8"):
             # JSON is UTF-8 (RFC 8259): a body said to be in another encoding is not read.
-            return _error(
+            return error_response(
                 415, "unsupported_media_type", f"charset {charset!r}: send the JSON as UTF-8"
             )
         encoding = request.headers.get("content-encoding", "identity").strip().lower()
         if encoding not in ("", "identity"):
-            return _error(
+            return error_response(
                 415,
                 "unsupported_media_type",
                 f"Content-Encoding {encoding!r} is not accepted: send the JSON uncompressed",
@@ -378,28 +359,32 @@ def write_router(
             # A byte order mark is not JSON, but editors write one; import accepts it too.
             raw = loads_input(body.removeprefix(b"\xef\xbb\xbf"))
         except InputTooDeep:
-            return _error(400, "too_deep", f"the body nests deeper than {MAX_DEPTH} levels")
+            return error_response(400, "too_deep", f"the body nests deeper than {MAX_DEPTH} levels")
         except JSONDecodeError as error:
-            return _error(400, "bad_json", f"the body is not valid JSON: {described(error)}")
+            return error_response(
+                400, "bad_json", f"the body is not valid JSON: {described(error)}"
+            )
         if isinstance(raw, list) and len(raw) > MAX_RECORDS:
-            return _error(413, "too_many_records", f"at most {MAX_RECORDS} records per request")
+            return error_response(
+                413, "too_many_records", f"at most {MAX_RECORDS} records per request"
+            )
 
         try:
             records = _parse(raw)
             labels = [f"record {index}" for index in range(len(records))]
             outcome = await log.append_records(records, actor=actor, labels=labels)
         except BatchError as error:
-            return _error(
+            return error_response(
                 422,
                 "invalid",
                 f"{len(error.problems)} problem(s); nothing was written",
                 problems=[problem.as_dict() for problem in error.problems],
             )
         except (ConcurrencyError, DuplicateEventError) as error:
-            return _error(409, "conflict", str(error))
+            return error_response(409, "conflict", str(error))
         except StoreUnavailable as error:
             logger.warning("POST /api/events: %s", error)
-            return _error(503, "unavailable", error.public, headers={"Retry-After": "1"})
+            return error_response(503, "unavailable", error.public, headers={"Retry-After": "1"})
         projected = True
         if outcome.positions:
             projected = await applied_through(request, max(outcome.positions))

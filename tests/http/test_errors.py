@@ -1,0 +1,218 @@
+"""Every JSON error of the server, whatever its route, method, status or the layer that
+refused the request, is one documented shape: ``{"error", "detail", "problems"}``."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import jsonschema_rs
+import pytest
+from fastapi import APIRouter
+
+from leaderlog.http import create_app
+from tests.http.server import running, seeded_database
+
+JSON = "application/json"
+ERROR_BODY_REF = "#/components/schemas/ErrorBody"
+
+
+@pytest.fixture(scope="module")
+def error_body_validator(seeded_server: tuple[str, str]) -> Any:
+    """Checks a body against the ErrorBody schema of the document the server serves."""
+    base, _ = seeded_server
+    document = httpx.get(f"{base}/openapi.json").json()
+    return jsonschema_rs.validator_for(
+        {"$ref": ERROR_BODY_REF, "components": document["components"]}
+    )
+
+
+def one_shape(response: httpx.Response, status: int, validator: Any) -> dict[str, Any]:
+    """The body, after checking it is the documented error shape and nothing else."""
+    assert response.status_code == status, response.text
+    assert response.headers["content-type"] == JSON, response.headers
+    body: dict[str, Any] = response.json()
+    validator.validate(body)
+    assert set(body) <= {"error", "detail", "problems"}, body
+    assert body["error"] and body["detail"], body
+    assert response.headers["cache-control"] == "no-cache"
+    return body
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "status", "error"),
+    [
+        ("GET", "/api/state?as_of=garbage", 422, "invalid"),  # leaderlog's own check
+        ("GET", "/api/events?limit=0", 422, "invalid"),  # FastAPI's own validation
+        ("GET", "/api/events/abc", 422, "invalid"),  # ... of a path parameter
+        ("GET", "/api/state?bogus=1", 422, "invalid"),  # a parameter the route does not take
+        ("GET", "/api/state?org=ice&org=dhs", 422, "invalid"),  # one given twice
+        ("GET", "/?lang=fr&lang=de", 422, "invalid"),  # on the HTML overview too
+        ("GET", "/api/claims/nope", 404, "not_found"),
+        ("GET", "/api/events/99999", 404, "not_found"),
+        ("GET", "/no/such/route", 404, "not_found"),
+        ("POST", "/no/such/route", 404, "not_found"),
+        ("DELETE", "/api/events", 405, "method_not_allowed"),
+        ("PUT", "/api/state", 405, "method_not_allowed"),
+        ("GET", "/feeds/org/atlantis.atom", 404, "not_found"),
+        ("GET", "/feeds/all.xml", 404, "not_found"),
+        ("GET", "/feeds/all.atom?lang=xx", 422, "invalid"),
+        ("GET", "/opml?format=xml", 422, "invalid"),
+        ("POST", "/api/events", 401, "unauthorized"),
+        ("POST", "/api/events?x=1", 422, "invalid"),
+    ],
+)
+def test_every_kind_of_json_error_has_the_one_documented_shape(
+    seeded_server: tuple[str, str],
+    client: httpx.Client,
+    error_body_validator: Any,
+    method: str,
+    path: str,
+    status: int,
+    error: str,
+) -> None:
+    base, _ = seeded_server
+    body = one_shape(client.request(method, base + path), status, error_body_validator)
+    assert body["error"] == error
+    assert ("problems" in body) == (status == 422), body
+
+
+def test_a_422_names_each_parameter_refused_its_rule_and_what_was_given(
+    seeded_server: tuple[str, str], client: httpx.Client, error_body_validator: Any
+) -> None:
+    base, _ = seeded_server
+    own_check = one_shape(client.get(f"{base}/api/state?as_of=garbage"), 422, error_body_validator)
+    message = "as_of must be a calendar day YYYY-MM-DD, got 'garbage'"
+    assert own_check == {
+        "error": "invalid",
+        "detail": f"query parameter as_of: {message}",
+        "problems": [
+            {
+                "where": "query parameter as_of",
+                "rule": "value_error",
+                "message": message,
+                "input": "garbage",
+            }
+        ],
+    }
+    fastapi_check = one_shape(client.get(f"{base}/api/events?limit=0"), 422, error_body_validator)
+    assert fastapi_check["problems"] == [
+        {
+            "where": "query parameter limit",
+            "rule": "greater_than_equal",
+            "message": "Input should be greater than or equal to 1",
+            "input": "0",
+        }
+    ]
+    in_path = one_shape(client.get(f"{base}/api/events/abc"), 422, error_body_validator)
+    ((where, rule, given),) = [(p["where"], p["rule"], p["input"]) for p in in_path["problems"]]
+    assert (where, rule, given) == ("path parameter position", "int_parsing", "abc")
+    # every parameter at fault is named, in one answer
+    two = one_shape(client.get(f"{base}/api/audit?limit=x&after=y"), 422, error_body_validator)
+    assert {p["where"] for p in two["problems"]} == {
+        "query parameter limit",
+        "query parameter after",
+    }
+    unknown = one_shape(client.get(f"{base}/api/state?bogus=1"), 422, error_body_validator)
+    assert unknown["problems"] == [
+        {
+            "where": "query parameter bogus",
+            "rule": "parameter",
+            "message": "unknown parameter 'bogus' for /api/state: it takes as_of, known_at, org",
+            "input": "1",
+        }
+    ]
+    twice = one_shape(client.get(f"{base}/api/state?org=ice&org=dhs"), 422, error_body_validator)
+    assert twice["problems"] == [
+        {
+            "where": "query parameter org",
+            "rule": "parameter",
+            "message": "parameter 'org' is given 2 times: give it once",
+            "input": ["ice", "dhs"],
+        }
+    ]
+    # a rule over several parameters is located in the query as a whole
+    history = one_shape(client.get(f"{base}/api/history"), 422, error_body_validator)
+    assert [(p["where"], p["rule"]) for p in history["problems"]] == [("query", "value_error")]
+
+
+def test_a_404_says_what_is_missing(
+    seeded_server: tuple[str, str], client: httpx.Client, error_body_validator: Any
+) -> None:
+    base, _ = seeded_server
+    claim = one_shape(client.get(f"{base}/api/claims/nope"), 404, error_body_validator)
+    assert claim == {"error": "not_found", "detail": "unknown claim 'nope'"}
+    route = one_shape(client.get(f"{base}/no/such/route"), 404, error_body_validator)
+    assert route == {"error": "not_found", "detail": "nothing is served at /no/such/route"}
+    feed = one_shape(client.get(f"{base}/feeds/org/ero.rss"), 404, error_body_validator)
+    assert feed["detail"].startswith("unknown organisation 'ero'; did you mean ice-ero (ERO,")
+    # a HEAD gets the status and headers without the body
+    head = client.head(f"{base}/api/claims/nope")
+    assert (head.status_code, head.headers["content-type"], head.content) == (404, JSON, b"")
+
+
+def test_a_405_says_which_methods_the_path_takes(
+    seeded_server: tuple[str, str], client: httpx.Client, error_body_validator: Any
+) -> None:
+    base, _ = seeded_server
+    response = client.delete(f"{base}/api/events")
+    assert one_shape(response, 405, error_body_validator) == {
+        "error": "method_not_allowed",
+        "detail": "DELETE is not allowed on /api/events: it takes GET, HEAD, POST",
+    }
+    assert response.headers["allow"] == "GET, HEAD, POST"
+
+
+def _failing_router() -> APIRouter:
+    router = APIRouter()
+
+    @router.get("/broken")
+    async def broken() -> None:
+        raise RuntimeError("a bug, with a secret: hunter2")
+
+    return router
+
+
+@pytest.fixture
+def failing_server(tmp_path: Path) -> Iterator[str]:
+    with running(create_app(seeded_database(tmp_path), routers=[_failing_router()])) as base:
+        yield base
+
+
+def test_an_unexpected_failure_is_a_500_in_the_same_shape_and_says_no_more(
+    failing_server: str, client: httpx.Client, error_body_validator: Any
+) -> None:
+    body = one_shape(client.get(f"{failing_server}/broken"), 500, error_body_validator)
+    assert body == {
+        "error": "internal",
+        "detail": "the server failed to answer this request; its log says why",
+    }
+    # the server goes on answering
+    assert client.get(f"{failing_server}/healthz").status_code == 200
+
+
+def test_the_openapi_document_declares_the_one_shape_for_every_json_error(
+    seeded_server: tuple[str, str], client: httpx.Client
+) -> None:
+    base, _ = seeded_server
+    document = client.get(f"{base}/openapi.json").json()
+    assert "HTTPValidationError" not in document["components"]["schemas"]
+    declared = 0
+    for path, operations in document["paths"].items():
+        for method, operation in operations.items():
+            for status, response in operation["responses"].items():
+                if int(status) < 400:
+                    continue
+                content = response.get("content", {})
+                if JSON in content:
+                    declared += 1
+                    schema = content[JSON]["schema"]
+                    assert schema == {"$ref": ERROR_BODY_REF}, (method, path, status)
+                else:
+                    # the overview's own 404 is a page for the reader
+                    assert (path, status, list(content)) == ("/", "404", ["text/html"])
+            if operation.get("parameters"):
+                assert "422" in operation["responses"], (method, path)
+    assert declared > 20
