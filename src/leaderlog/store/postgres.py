@@ -329,6 +329,20 @@ def _log_still_there() -> Iterator[None]:
 _ENCODINGS = {"UTF8", "SQL_ASCII"}
 
 
+# Transaction ids of 64 bits (pg_current_xact_id, pg_xact_status), which a user projection's
+# confinement reads, came with PostgreSQL 13.
+_OLDEST_SERVER = 130000
+
+
+def _check_version(version: object, shown: str) -> None:
+    number = int(str(version))
+    if number < _OLDEST_SERVER:
+        raise StoreError(
+            f"the PostgreSQL server of {shown} is version {number // 10000}: leaderlog needs "
+            "PostgreSQL 13 or later"
+        )
+
+
 def _check_encoding(encoding: object, shown: str) -> None:
     if str(encoding).upper() not in _ENCODINGS:
         raise StoreError(
@@ -768,6 +782,7 @@ class PostgresStore(EventStore):
         try:
             created: _Created | None = None
             async with pool.acquire() as connection:
+                _check_version(await connection.fetchval("SHOW server_version_num"), shown)
                 _check_encoding(await connection.fetchval("SHOW server_encoding"), shown)
                 if create:
                     created = await _create_schema(connection, schema, shown)
