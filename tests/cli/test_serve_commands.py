@@ -13,6 +13,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx
@@ -22,8 +23,9 @@ from click.testing import CliRunner
 from leaderlog.cli import serve_commands
 from leaderlog.cli._app import main
 from leaderlog.log import EventLog, load_seeds
+from leaderlog.projections import runner_for
 from tests.conftest import ROOT, SEEDS
-from tests.projections.logs import SEED_COUNT
+from tests.projections.logs import ANOTHER_CLAIM, SEED_COUNT, seen_projection_module
 from tests.store import postgres_connection, postgres_schema
 
 
@@ -250,6 +252,71 @@ def test_a_request_that_never_ends_does_not_hold_a_stop(sqlite_url: str) -> None
     # and cutting the request is not logged as the server's own failure
     assert "Exception in ASGI application" not in stderr
     assert "Traceback" not in stderr
+
+
+def test_serve_says_warning_and_error_before_its_own_as_other_commands_do(
+    tmp_path: Path, folder: Path
+) -> None:
+    # given a log with two user projections built: one whose module no longer imports, and
+    # one whose apply now raises, with an event still to apply
+    url = f"sqlite:///{tmp_path / 'leaderlog.db'}"
+    for name in ("gone", "failing"):
+        (folder / f"{name}.py").write_text(seen_projection_module(name), encoding="utf-8")
+
+    async def build() -> None:
+        async with await EventLog.open(url) as log:
+            await load_seeds(log, SEEDS)
+            await (await runner_for(log.store, also=("gone", "failing"))).rebuild(
+                ("gone", "failing")
+            )
+            await log.import_lines([ANOTHER_CLAIM], actor="test")
+
+    asyncio.run(build())
+    (folder / "gone.py").write_text("import no_such_package_anywhere\n", encoding="utf-8")
+    (folder / "failing.py").write_text(
+        seen_projection_module("failing").replace(
+            "    async def apply(self, tx, events):\n",
+            "    async def apply(self, tx, events):\n        raise ValueError('not today')\n",
+        ),
+        encoding="utf-8",
+    )
+    with occupied_port() as port:
+        pass
+    # when a server runs until /healthz lists the failing projection's error
+    process = serve(url, "--port", str(port))
+    try:
+        deadline = time.monotonic() + 60
+        while "error" not in _projection(serving(process, port).json(), "failing"):
+            assert time.monotonic() < deadline, "the failure was not listed"
+            time.sleep(0.1)
+        process.send_signal(signal.SIGINT)
+        stdout, stderr = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    # then its warnings and errors start as every other command's do
+    said = stderr.splitlines()
+    assert any(
+        line.startswith("warning: projection gone is left out: ")
+        and "No module named 'no_such_package_anywhere'" in line
+        for line in said
+    ), stderr
+    assert any(
+        line.startswith(f"error: projection failing could not apply event {SEED_COUNT + 1}: ")
+        and "ValueError: not today" in line
+        and line.endswith("; retrying")
+        for line in said
+    ), stderr
+    assert not [line for line in said if line.startswith("projection ")]
+    # while uvicorn's own lines, and its access log on stdout, stay as uvicorn writes them
+    assert "INFO:     Application startup complete." in said
+    assert '"GET /healthz HTTP/1.1" 200' in stdout
+
+
+def _projection(health: dict[str, Any], name: str) -> dict[str, Any]:
+    (found,) = (item for item in health["projections"] if item["name"] == name)
+    return found
 
 
 @pytest.mark.parametrize(

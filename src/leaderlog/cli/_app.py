@@ -7,6 +7,7 @@ import contextlib
 import errno
 import functools
 import io
+import logging
 import os
 import re
 import secrets
@@ -43,6 +44,7 @@ __all__ = [
     "OutputLost",
     "err_console",
     "is_output_error",
+    "logged_on_stderr",
     "main",
     "out_console",
     "print_json",
@@ -231,6 +233,36 @@ def echo_line(line: str, *, err: bool = False) -> None:
     (from stored names, titles, quotes, ...) are shown escaped (``\\r``, ``\\n``, ``\\x1b``,
     ``\\u202e``), so data can neither start a line of its own, overwrite one, nor reorder it."""
     click.echo(_CONTROL.sub(lambda found: repr(found.group())[1:-1], line), err=err)
+
+
+class _PrefixedOnStderr(logging.Handler):
+    """Log records on stderr as commands print their own warnings and errors
+    (``warning: ...``, ``error: ...``), each line escaped as :func:`echo_line` does."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            echo_line(f"{record.levelname.lower()}: {record.getMessage()}", err=True)
+            if record.exc_info:
+                # A bug's traceback, kept for its report; line by line, so that stored text in
+                # an exception's message cannot fake a line of its own.
+                for line in logging.Formatter().formatException(record.exc_info).splitlines():
+                    echo_line(line, err=True)
+        except Exception:
+            self.handleError(record)
+
+
+@contextlib.contextmanager
+def logged_on_stderr(*loggers: str) -> Iterator[None]:
+    """While the block runs, warnings and errors logged by ``loggers`` (and their children)
+    are printed on stderr with the prefix of the command's own (``warning: ...``)."""
+    handler = _PrefixedOnStderr(logging.WARNING)
+    for name in loggers:
+        logging.getLogger(name).addHandler(handler)
+    try:
+        yield
+    finally:
+        for name in loggers:
+            logging.getLogger(name).removeHandler(handler)
 
 
 def run(function: Callable[[], Awaitable[T]], *, interrupted: str = "") -> T:

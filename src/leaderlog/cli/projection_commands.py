@@ -6,7 +6,6 @@ answers include everything appended so far; ``projections`` lists them as they s
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
@@ -22,7 +21,15 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from leaderlog.cli._app import Context, echo_line, err_console, main, print_json, run
+from leaderlog.cli._app import (
+    Context,
+    echo_line,
+    err_console,
+    logged_on_stderr,
+    main,
+    print_json,
+    run,
+)
 from leaderlog.errors import ProjectionError, ProjectionFailed
 from leaderlog.projections import (
     BUILTIN,
@@ -74,26 +81,12 @@ def _progress_bar(label: str) -> Progress:
     )
 
 
-class _PrefixedOnStderr(logging.Handler):
-    """What the runner logs while a command runs it (a slow page it goes on with, say),
-    on stderr as the command's other warnings are (``warning: ...``)."""
-
-    def emit(self, record: logging.LogRecord) -> None:
-        try:
-            echo_line(f"{record.levelname.lower()}: {record.getMessage()}", err=True)
-        except Exception:
-            self.handleError(record)
-
-
 @contextmanager
 def _runner_warnings_on_stderr() -> Iterator[None]:
-    logger = logging.getLogger("leaderlog.projections")
-    handler = _PrefixedOnStderr(logging.WARNING)
-    logger.addHandler(handler)
-    try:
+    """What the runner logs while a command runs it (a slow page it goes on with, say), on
+    stderr as the command's other warnings are."""
+    with logged_on_stderr("leaderlog.projections"):
         yield
-    finally:
-        logger.removeHandler(handler)
 
 
 async def catch_up_for_queries(runner: ProjectionRunner) -> None:

@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 import click
 from click.core import ParameterSource
 
-from leaderlog.cli._app import Context, echo_line, err_console, main, run
+from leaderlog.cli._app import Context, echo_line, err_console, logged_on_stderr, main, run
 from leaderlog.cli.projection_commands import catch_up_for_queries
 from leaderlog.errors import ProjectionError, StoreBusy, StoreUnavailable, StoreUnreachable
 from leaderlog.feeds import (
@@ -135,7 +135,7 @@ def serve_command(
             raise click.BadParameter(str(error), param_hint="'--public-url'") from None
     seeds = None if no_seed else seeds_folder()
     if not no_seed and seeds is None:
-        err_console.print("no seeds folder found; an empty log stays empty")
+        echo_line("warning: no seeds folder found; an empty log stays empty", err=True)
 
     async def open_and_seed() -> None:
         # Here rather than in the server's startup, so that a database that cannot be
@@ -172,33 +172,34 @@ def serve_command(
         click.echo(f"error: {cannot_listen(host, port, error)}", err=True)
         sys.exit(1)
     try:
-        run(open_and_seed)
-        app = create_app(context.db, seeds=seeds, public_url=public_url)
-        config = uvicorn.Config(
-            app,
-            host=host,
-            port=port,
-            proxy_headers=proxy_headers,
-            forwarded_allow_ips=forwarded_allow_ips if proxy_headers else None,
-            log_level="info",
-            # A client that never finishes its request would otherwise hold a stop for good.
-            timeout_graceful_shutdown=GRACEFUL_STOP_SECONDS,
-        )
-        server = uvicorn.Server(config)
-        # Large answers are worked out on worker threads; with Python's default 5 ms turns
-        # at the interpreter lock, every other request waited up to 5 ms per step meanwhile
-        # (a /healthz took 0.3-0.8 s during a 500-post state; 0.1-0.2 s with 1 ms turns).
-        sys.setswitchinterval(SWITCH_INTERVAL)
-        # Given sockets, uvicorn does not say where it listens: this line does.
-        click.echo(
-            f"leaderlog serving {without_password(context.db)} on "
-            f"http://{host_and_port(host, port)}/ "
-            "(Ctrl+C to stop)",
-            err=True,
-        )
-        # Ctrl-C is how a server is stopped: status 0, as with uvicorn.run.
-        with contextlib.suppress(KeyboardInterrupt):
-            server.run(sockets=sockets)
+        with logged_on_stderr(*_SERVER_LOGGERS):
+            run(open_and_seed)
+            app = create_app(context.db, seeds=seeds, public_url=public_url)
+            config = uvicorn.Config(
+                app,
+                host=host,
+                port=port,
+                proxy_headers=proxy_headers,
+                forwarded_allow_ips=forwarded_allow_ips if proxy_headers else None,
+                log_level="info",
+                # A client that never finishes its request would otherwise hold a stop for good.
+                timeout_graceful_shutdown=GRACEFUL_STOP_SECONDS,
+            )
+            server = uvicorn.Server(config)
+            # Large answers are worked out on worker threads; with Python's default 5 ms turns
+            # at the interpreter lock, every other request waited up to 5 ms per step meanwhile
+            # (a /healthz took 0.3-0.8 s during a 500-post state; 0.1-0.2 s with 1 ms turns).
+            sys.setswitchinterval(SWITCH_INTERVAL)
+            # Given sockets, uvicorn does not say where it listens: this line does.
+            click.echo(
+                f"leaderlog serving {without_password(context.db)} on "
+                f"http://{host_and_port(host, port)}/ "
+                "(Ctrl+C to stop)",
+                err=True,
+            )
+            # Ctrl-C is how a server is stopped: status 0, as with uvicorn.run.
+            with contextlib.suppress(KeyboardInterrupt):
+                server.run(sockets=sockets)
     finally:
         for listening in sockets:
             listening.close()
@@ -235,6 +236,10 @@ def _not_a_request_cut_at_stop(record: logging.LogRecord) -> bool:
 
 
 logging.getLogger("uvicorn.error").addFilter(_not_a_request_cut_at_stop)
+
+# Whose warnings and errors a server prints as commands print theirs (``warning: ...``);
+# uvicorn's own lines keep uvicorn's format, its access log included.
+_SERVER_LOGGERS = ("leaderlog", "asyncpg")
 
 # How long a stop (Ctrl-C, SIGTERM) waits for requests in flight before closing them.
 GRACEFUL_STOP_SECONDS = 5
