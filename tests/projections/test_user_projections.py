@@ -261,6 +261,44 @@ def _declaring(name: str, tables: tuple[str, ...], schema: tuple[str, ...]) -> s
             ("CREATE TABLE IF NOT EXISTS p_thief_x (a TEXT); DROP TABLE events",),
             "holds a ';': give each statement as a string of its own",
         ),
+        # A ';' outside quotes and comments starts a second statement, wherever it hides.
+        *(
+            ("thief", ("p_thief_x",), (statement,), "holds a ';': give each statement as")
+            for statement in (
+                "CREATE TABLE IF NOT EXISTS p_thief_x (a TEXT DEFAULT 'a;b'); DROP TABLE events",
+                "CREATE TABLE IF NOT EXISTS p_thief_x (a TEXT DEFAULT 'it''s'); DROP TABLE x",
+                'CREATE TABLE IF NOT EXISTS p_thief_x ("a;b" TEXT); DROP TABLE events',
+                "CREATE TABLE IF NOT EXISTS p_thief_x (a TEXT /* ; */); DROP TABLE events",
+                "CREATE TABLE IF NOT EXISTS p_thief_x (a TEXT) -- a;\n; DROP TABLE events",
+                "CREATE TABLE IF NOT EXISTS p_thief_x (a TEXT DEFAULT 'a;b'; DROP TABLE events",
+            )
+        ),
+        # Where SQLite and PostgreSQL disagree on where a quote or comment ends, a ';' in it
+        # could end the statement for one of them (here PostgreSQL, then dropping events).
+        *(
+            ("thief", ("p_thief_x",), (statement,), f"holds a ';' in quotes or a comment {why}")
+            for statement, why in (
+                (
+                    "CREATE TABLE IF NOT EXISTS p_thief_x (a TEXT DEFAULT E'\\''); "
+                    "DROP TABLE events; --')",
+                    "beside '\\\\', which SQLite and PostgreSQL do not read alike",
+                ),
+                (
+                    "CREATE TABLE IF NOT EXISTS p_thief_x (a TEXT DEFAULT $$'$$); "
+                    "DROP TABLE events; --')",
+                    "beside '\\$'",
+                ),
+                (
+                    "CREATE TABLE IF NOT EXISTS p_thief_x (a TEXT /* /* */ ' */); "
+                    "DROP TABLE events; --')",
+                    "beside a comment inside a comment",
+                ),
+                (
+                    "CREATE TABLE IF NOT EXISTS p_thief_x (a TEXT) -- a\r'\n; DROP TABLE x; --'",
+                    "beside a carriage return",
+                ),
+            )
+        ),
         # What is wrong is said, not only that the statement is refused.
         (
             "thief",
@@ -376,3 +414,44 @@ def test_the_folder_comes_from_the_environment(
     for empty in ("", "  "):
         monkeypatch.setenv("LEADERLOG_PROJECTIONS", empty)
         assert user_projection_folder() is None
+
+
+# A ';' in quoted text or a comment belongs to the statement; so does one that ends it.
+_QUOTED_SEMICOLONS = (
+    "CREATE TABLE IF NOT EXISTS p_quoted_seen (position BIGINT, "
+    "note TEXT DEFAULT 'a;b' /* ; */, \"x;y\" TEXT DEFAULT 'it''s;') -- ;\n;",
+)
+
+
+async def a_quoted_semicolon_is_part_of_its_statement(log: EventLog, folder: Path) -> None:
+    # given a projection whose schema() holds a ';' in a string, a name and a comment
+    (folder / "quoted.py").write_text(
+        "from leaderlog.projections import Projection\n"
+        "class P(Projection):\n    name = 'quoted'\n    version = 1\n"
+        f"    def schema(self): return {_QUOTED_SEMICOLONS!r}\n"
+        "    def tables(self): return ('p_quoted_seen',)\n"
+        "    async def apply(self, tx, events):\n"
+        "        await tx.executemany('INSERT INTO p_quoted_seen (position) VALUES (?)',\n"
+        "                             [(event.position,) for event in events])\n"
+        "PROJECTION = P\n",
+        encoding="utf-8",
+    )
+    # when it is built, then it loads, and its table has the defaults as written
+    runner = await runner_for(log.store, folder, also=("quoted",))
+    await runner.rebuild(["quoted"])
+    rows = await log.store.query(
+        'SELECT COUNT(*), MIN(note), MIN("x;y") FROM p_quoted_seen WHERE position > 0'
+    )
+    assert rows == [(SEED_COUNT, "a;b", "it's;")]
+
+
+async def test_a_quoted_semicolon_is_part_of_its_statement(
+    seeded_log: EventLog, tmp_path: Path
+) -> None:
+    await a_quoted_semicolon_is_part_of_its_statement(seeded_log, tmp_path)
+
+
+async def test_postgres_a_quoted_semicolon_is_part_of_its_statement(
+    seeded_postgres_log: EventLog, tmp_path: Path
+) -> None:
+    await a_quoted_semicolon_is_part_of_its_statement(seeded_postgres_log, tmp_path)

@@ -205,8 +205,9 @@ def _statement_problem(statement: str, found: re.Match[str] | None) -> str:
             f"names a table or index in quotes ({quoted.group(1)}): write it unquoted "
             f"({bare}), as its owner's names are checked"
         )
-    if ";" in statement.rstrip().rstrip(";"):
-        return "holds a ';': give each statement as a string of its own"
+    second = _second_statement(statement)
+    if second:
+        return second
     if found is None:
         if _CREATE.match(statement) and not _IF_NOT_EXISTS.search(statement):
             return "lacks IF NOT EXISTS: every start runs it again"
@@ -214,6 +215,51 @@ def _statement_problem(statement: str, found: re.Match[str] | None) -> str:
     if found.group(1).upper() == "INDEX" and found.group(3) is None:
         return "does not say which table the index is ON (ON <table> (...))"
     return ""
+
+
+# Quoted text and comments, read alike by SQLite and PostgreSQL once _READ_APART is ruled out
+# (a -- comment ends at a carriage return too, as on PostgreSQL).
+_QUOTES_AND_COMMENTS = re.compile(
+    r"""'(?:[^']|'')*'|"(?:[^"]|"")*"|--[^\r\n]*|/\*.*?\*/""", re.DOTALL
+)
+# What one of the two databases reads as part of a quote or comment where the other does
+# not: a backslash (an escape in PostgreSQL's E'...'), $ (its dollar quotes $$...$$), [ and `
+# (SQLite's quoted names), a carriage return (the end of a -- comment on PostgreSQL only);
+# and a comment opened inside another (PostgreSQL nests them, SQLite ends both at one */).
+_READ_APART = re.compile(r"[\\$\[`\r]")
+
+
+def _second_statement(statement: str) -> str:
+    """Why ``statement`` holds, or may hold, a statement after its first ("" if it cannot).
+
+    A ';' in quoted text or a comment is part of the statement (``DEFAULT 'a;b'``), but only
+    where both databases agree on where that quote or comment ends: PostgreSQL runs every
+    statement of a string given without parameters.
+    """
+    code = _QUOTES_AND_COMMENTS.sub(" ", statement)
+    if ";" in code.rstrip().rstrip(";"):
+        return "holds a ';': give each statement as a string of its own"
+    if ";" not in statement.rstrip().rstrip(";"):
+        return ""
+    apart = _READ_APART.search(statement)
+    nested = any(
+        "/*" in found.group()[2:]
+        for found in _QUOTES_AND_COMMENTS.finditer(statement)
+        if found.group().startswith("/*")
+    )
+    if apart is None and not nested:
+        return ""
+    if apart is None:
+        beside = "a comment inside a comment"
+    elif apart.group() == "\r":
+        beside = "a carriage return"
+    else:
+        beside = f"'{apart.group()}'"
+    return (
+        f"holds a ';' in quotes or a comment beside {beside}, which SQLite and PostgreSQL "
+        "do not read alike (one of them could take the ';' for the end of the statement): "
+        "leave out one or the other"
+    )
 
 
 def _declared_names(projection: Projection) -> list[str]:
