@@ -402,7 +402,11 @@ def batch_streams(batches: Sequence[PendingBatch]) -> list[str]:
 
 
 class PlannedRow(NamedTuple):
-    """One event to insert, its data and meta already as canonical JSON text (encoded once)."""
+    """One event to insert, its data and meta already as canonical JSON (encoded once).
+
+    They stay UTF-8 bytes, shared with the event, until a chunk of rows is inserted: text
+    made for every row up front would hold a large import's payloads twice.
+    """
 
     position: int
     stream: str
@@ -410,10 +414,10 @@ class PlannedRow(NamedTuple):
     event_id: uuid.UUID
     type: str
     schema_version: int
-    data_json: str
+    data_json: bytes
     recorded_at: str
     actor: str
-    meta_json: str
+    meta_json: bytes
     hash: str
 
 
@@ -471,6 +475,7 @@ def plan_rows(
     clock = _Clock(now, head_recorded_at)
 
     for index, batch in enumerate(batches):
+        later_batches = index < len(batches) - 1
         refusal = guarded[index] if guarded else None
         if refusal is not None:
             outcomes.append(refusal)
@@ -523,15 +528,18 @@ def plan_rows(
                         event.event_id,
                         event.type,
                         event.schema_version,
-                        data_json.decode(),
+                        data_json,
                         stamp,
                         actor,
-                        meta_json.decode(),
+                        meta_json,
                         previous,
                     )
                 )
-                known[event.event_id.int] = (position, stream, event.type, data_json)
-                added.append(event.event_id.int)
+                if later_batches:
+                    # Only a later batch can repeat the id (one batch's own are checked
+                    # apart): for one large batch, a second map of every row would be waste.
+                    known[event.event_id.int] = (position, stream, event.type, data_json)
+                    added.append(event.event_id.int)
                 positions.append(position)
                 if reporter is not None and not len(rows) % PROGRESS_STEP:
                     reporter.planned(len(rows))

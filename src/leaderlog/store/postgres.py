@@ -528,10 +528,10 @@ def _rows_to_columns(rows: Sequence[PlannedRow]) -> list[list[Any]]:
         [row.version for row in rows],
         [row.type for row in rows],
         [row.schema_version for row in rows],
-        [row.data_json for row in rows],
+        [row.data_json.decode() for row in rows],
         [row.recorded_at for row in rows],
         [row.actor for row in rows],
-        [row.meta_json for row in rows],
+        [row.meta_json.decode() for row in rows],
         [row.hash for row in rows],
     ]
 

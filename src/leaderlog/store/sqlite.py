@@ -112,10 +112,10 @@ def _planned_to_row(row: PlannedRow) -> tuple[Any, ...]:
         row.version,
         row.type,
         row.schema_version,
-        row.data_json,
+        row.data_json.decode(),
         row.recorded_at,
         row.actor,
-        row.meta_json,
+        row.meta_json.decode(),
         row.hash,
     )
 
