@@ -13,14 +13,13 @@ succeeds or fails on its own.
 from __future__ import annotations
 
 import asyncio
-import datetime as dt
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, NamedTuple, TypeVar
+from typing import IO, Any, TypeVar
 
-from leaderlog._json import JSONDecodeError, canonical_bytes, described, loads_input
+from leaderlog._json import JSONDecodeError, canonical_bytes, described, loads, loads_input
 from leaderlog.domain import (
     EntityState,
     ExistingEntity,
@@ -48,6 +47,7 @@ from leaderlog.events import (
     PostDefined,
     Record,
     RecordedEvent,
+    RecordFields,
     SourceRegistered,
     check_actor,
     check_expected_version,
@@ -56,6 +56,7 @@ from leaderlog.events import (
     content_event_id,
     new_event_id,
     parse_record,
+    parse_record_fields,
 )
 from leaderlog.store import (
     AppendGuard,
@@ -74,7 +75,9 @@ __all__ = [
     "AppendOutcome",
     "AppendProgress",
     "EventLog",
+    "ParsedRecords",
     "parse_lines",
+    "parse_records",
     "read_lines",
     "stored_unchanged",
 ]
@@ -115,37 +118,28 @@ class _GivenUp(Exception):
     """The caller of the request being decided stopped waiting for it."""
 
 
-class _Entry(NamedTuple):
-    """One record on its way through the write path: a :class:`Record`'s fields, without
-    a pydantic model's cost per appended event."""
+# One record on its way through the write path: a Record's fields, without a pydantic
+# model's cost per appended event.
+_Entry = RecordFields
 
-    event: Event
-    event_id: uuid.UUID
-    expected_version: ExpectedVersion | None
-    meta: Mapping[str, Any]
-    recorded_at: dt.datetime | None = None
-    actor: str | None = None
-    stored_as: tuple[int, dict[str, Any]] | None = None
-    exported_hash: str | None = None
 
-    @classmethod
-    def of(cls, record: Record) -> _Entry:
-        return cls(
-            record.event,
-            record.event_id,
-            record.expected_version,
-            record.meta,
-            record.recorded_at,
-            record.actor,
-            record.stored_as,
-            record.exported_hash,
-        )
+class _CanonicalData(Mapping[str, Any]):
+    """An event's data held as the canonical JSON it is stored as, read back only if asked:
+    a large import would otherwise hold every payload twice until it is written."""
 
-    def stored_form(self) -> tuple[int, dict[str, Any]]:
-        """The schema version and data to store for the record's own event."""
-        if self.stored_as is not None:
-            return self.stored_as
-        return self.event.schema_version, self.event.data()
+    __slots__ = ("_json",)
+
+    def __init__(self, data_json: bytes) -> None:
+        self._json = data_json
+
+    def __getitem__(self, key: str) -> Any:
+        return loads(self._json)[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(loads(self._json))
+
+    def __len__(self) -> int:
+        return len(loads(self._json))
 
 
 @dataclass(eq=False, slots=True)
@@ -320,10 +314,10 @@ def _same_event(entry: _Entry, stored: RecordedEvent) -> bool:
     return same and canonical_bytes(stored.data) == canonical_bytes(data)
 
 
-def stored_unchanged(record: Record, stored: RecordedEvent) -> bool:
+def stored_unchanged(record: Record | RecordFields, stored: RecordedEvent) -> bool:
     """Whether ``stored`` holds ``record``'s event as it is: appending it again would be an
     idempotent retry (same stream, type, schema version and data)."""
-    return _same_event(_Entry.of(record), stored)
+    return _same_event(record if isinstance(record, RecordFields) else _Entry.of(record), stored)
 
 
 def _answer(future: asyncio.Future[AppendOutcome], answer: AppendOutcome | BaseException) -> None:
@@ -405,9 +399,45 @@ def _length_without_line_end(line: str | bytes) -> int:
     return len(line.rstrip(b"\r\n")) if isinstance(line, bytes) else len(line.rstrip("\r\n"))
 
 
+@dataclass(slots=True)
+class ParsedRecords:
+    """Records read from JSON Lines by :func:`parse_records`, each with the label that names
+    it in errors (``line 3``); :meth:`EventLog.append_parsed` appends them.
+
+    Each record is held as its fields (a :class:`Record` model costs about a kilobyte more),
+    as the write path takes them: an import holds every record of its files at once.
+    """
+
+    records: list[RecordFields] = field(default_factory=list)
+    labels: list[str] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+    def add(self, more: ParsedRecords, where: str | None = None) -> None:
+        """Take in ``more`` after these records, its labels prefixed with ``where`` (the
+        file they were read from, when there are several)."""
+        self.records += more.records
+        self.labels += [f"{where} {label}" for label in more.labels] if where else more.labels
+
+
 def parse_lines(lines: Iterable[str | bytes]) -> tuple[list[Record], list[str]]:
     """Parse JSON Lines into records; every problem names its line. Blank lines are skipped."""
     records: list[Record] = []
+    labels = _parse(lines, lambda raw: records.append(parse_record(raw)))
+    return records, labels
+
+
+def parse_records(lines: Iterable[str | bytes]) -> ParsedRecords:
+    """:func:`parse_lines`, into the compact form a large import needs (see
+    :class:`ParsedRecords`)."""
+    records: list[RecordFields] = []
+    labels = _parse(lines, lambda raw: records.append(parse_record_fields(raw)))
+    return ParsedRecords(records, labels)
+
+
+def _parse(lines: Iterable[str | bytes], take: Callable[[Any], None]) -> list[str]:
+    """Hand each JSON line's value to ``take``; the labels of the lines it took."""
     labels: list[str] = []
     problems: list[RecordError] = []
     for number, line in enumerate(lines, start=1):
@@ -441,13 +471,13 @@ def parse_lines(lines: Iterable[str | bytes]) -> tuple[list[Record], list[str]]:
             problems.append(_unreadable(line, error, where))
             continue
         try:
-            records.append(parse_record(raw))
+            take(raw)
             labels.append(where)
         except RecordError as error:
             problems.append(error.located(where))
     if problems:
         raise BatchError(problems)
-    return records, labels
+    return labels
 
 
 _Item = TypeVar("_Item")
@@ -599,6 +629,33 @@ class EventLog:
             progress=None if progress is None else _Progress(progress, len(entries)),
         )
 
+    async def append_parsed(
+        self,
+        parsed: ParsedRecords,
+        *,
+        actor: str,
+        guard: AppendGuard | None = None,
+        progress: AppendProgress | None = None,
+    ) -> AppendOutcome:
+        """:meth:`append_records` of records :func:`parse_records` read, which are appended
+        as they are: parsing checked them already."""
+        if len(parsed.labels) != len(parsed.records):
+            problem = RecordError(
+                f"labels must name each record: {len(parsed.labels)} given for "
+                f"{len(parsed.records)} records",
+                where="record 0",
+                rule="schema",
+            )
+            raise BatchError([problem])
+        return await self._submit(
+            parsed.records,
+            parsed.labels,
+            actor,
+            ids_are_fresh=False,
+            guard=guard,
+            progress=None if progress is None else _Progress(progress, len(parsed.records)),
+        )
+
     async def append_raw(self, raw: object, *, actor: str) -> AppendOutcome:
         """Validate one JSON record, or a list of them, and append them as one batch."""
         items = raw if isinstance(raw, list) else [raw]
@@ -631,10 +688,10 @@ class EventLog:
             check_actor(actor)
         except RecordError as error:
             raise BatchError([error]) from None
-        records, labels = parse_lines(lines)
-        if not records:
+        parsed = parse_records(lines)
+        if not parsed:
             return AppendOutcome((), 0)
-        return await self.append_records(records, actor=actor, labels=labels)
+        return await self.append_parsed(parsed, actor=actor)
 
     async def import_file(self, path: Path | str, *, actor: str) -> AppendOutcome:
         """:meth:`import_lines` of a JSON Lines file (an export, or records)."""
@@ -974,7 +1031,8 @@ class EventLog:
                 events = []
             knowledge.assumed_absent = None
             for decided in events:
-                form = (schema_version, data, data_json)
+                # Only the text is kept: the append stores it, and the event is in the entry.
+                form = (schema_version, _CanonicalData(data_json), data_json)
                 self._add(decision, knowledge, request, index, entry, decided, group_versions, form)
         if problems:
             raise BatchError(problems)
@@ -1019,7 +1077,7 @@ class EventLog:
         entry: _Entry,
         event: Event,
         group_versions: Mapping[str, int],
-        stored_form: tuple[int, dict[str, Any], bytes],
+        stored_form: tuple[int, Mapping[str, Any], bytes],
     ) -> None:
         """Add one decided event to the request's decision, at its stream's next version.
 

@@ -40,12 +40,13 @@ from leaderlog.errors import (
     RecordedAtRefused,
     RecordError,
 )
-from leaderlog.events import Record, RecordedEvent, check_actor, event_schema, format_time
+from leaderlog.events import RecordedEvent, RecordFields, check_actor, event_schema, format_time
 from leaderlog.log import (
     AppendOutcome,
     AppendProgress,
     EventLog,
-    parse_lines,
+    ParsedRecords,
+    parse_records,
     read_lines,
     stored_unchanged,
 )
@@ -193,29 +194,26 @@ def import_command(context: Context, files: Sequence[IO[bytes]], actor: str, as_
       leaderlog export | leaderlog --db sqlite:///copy.db import -
     """
 
-    def read_all(interrupted: Callable[[], bool]) -> tuple[list[Record], list[str]]:
-        records: list[Record] = []
-        labels: list[str] = []
+    def read_all(interrupted: Callable[[], bool]) -> ParsedRecords:
+        parsed = ParsedRecords()
         problems: list[RecordError] = []
         for file in files:
             # With several files, "line 3" alone would not say which one.
             named = len(files) > 1
             try:
-                found, found_labels = parse_lines(
-                    _lines_with_progress(file, _size(file), interrupted)
-                )
+                found = parse_records(_lines_with_progress(file, _size(file), interrupted))
             except BatchError as error:
                 problems += [
                     _in_file(problem, file) if named else problem for problem in error.problems
                 ]
                 continue
-            records += found
-            labels += [f"{file.name} {label}" if named else label for label in found_labels]
+            parsed.add(found, file.name if named else None)
         if problems:
             raise BatchError(problems)
-        return records, labels
+        return parsed
 
-    async def append(log: EventLog, records: list[Record], labels: list[str]) -> AppendOutcome:
+    async def append(log: EventLog, parsed: ParsedRecords) -> AppendOutcome:
+        records, labels = parsed.records, parsed.labels
         # The write API records a token's name for requests made with that token: an import
         # under the same name, given or kept from an exported envelope, would pass for them
         # in the audit. A log this import creates has no tokens (and listing them would
@@ -258,9 +256,7 @@ def import_command(context: Context, files: Sequence[IO[bytes]], actor: str, as_
             guard = await tokens.name_guard(unchecked) if unchecked else None
         try:
             with _append_bar(len(records)) as progress:
-                return await log.append_records(
-                    records, actor=actor, labels=labels, guard=guard, progress=progress
-                )
+                return await log.append_parsed(parsed, actor=actor, guard=guard, progress=progress)
         except ConcurrencyError as error:
             # Said as every other refusal of a record is: a problem of a batch not written.
             problem = RecordError(error.message, where=error.where, rule="expected_version")
@@ -289,10 +285,10 @@ def import_command(context: Context, files: Sequence[IO[bytes]], actor: str, as_
     # Read before the event loop starts: a Ctrl-C while stdin blocks then stops it at once.
     still_reading = "nothing was written: the records were still being read"
     with reported(still_reading), interruptible(still_reading) as interrupted:
-        records, labels = read_all(interrupted)
+        parsed = read_all(interrupted)
         if interrupted():
             raise KeyboardInterrupt  # dropped by Python after the last line was read
-    if not records:
+    if not parsed:
         if as_json:
             print_json({"appended": 0, "already_present": 0})
         else:
@@ -300,7 +296,7 @@ def import_command(context: Context, files: Sequence[IO[bytes]], actor: str, as_
         return
 
     async def go() -> None:
-        outcome = await context.append_to_log(lambda log: append(log, records, labels))
+        outcome = await context.append_to_log(lambda log: append(log, parsed))
         try:
             if as_json:
                 print_json(
@@ -319,7 +315,7 @@ def import_command(context: Context, files: Sequence[IO[bytes]], actor: str, as_
     run(go, interrupted=_IMPORT_INTERRUPTED)
 
 
-def _stored_as_it_is(record: Record, stored: RecordedEvent | None) -> bool:
+def _stored_as_it_is(record: RecordFields, stored: RecordedEvent | None) -> bool:
     """Whether ``stored`` is ``record``'s event under the same id, by the same actor."""
     return stored is not None and stored.actor == record.actor and stored_unchanged(record, stored)
 
