@@ -36,14 +36,17 @@ from leaderlog.events import (
     format_time,
     parse_event,
     parse_record,
+    parse_record_fields,
 )
 from leaderlog.log import (
     MAX_LINE_BYTES,
     MAX_RECORD_BYTES,
     AppendOutcome,
     EventLog,
+    ParsedRecords,
     load_seeds,
     parse_lines,
+    parse_records,
     read_lines,
 )
 from leaderlog.store.base import AppendGuard, utc_now
@@ -1536,3 +1539,28 @@ def test_a_line_that_is_not_json_is_told_where_and_why_in_the_writer_s_words() -
         "line 4: not valid JSON: trailing comma is not allowed at column 29",
         "line 5: not valid JSON: nested deeper than 64 levels",
     ]
+
+
+async def test_records_put_into_parsed_records_by_hand_are_checked_when_appended(
+    seeded_log: EventLog,
+) -> None:
+    # given records parse_records read, and one built by hand whose stored_as is not its own
+    parsed = parse_records(
+        [json.dumps({"type": "person.registered", "data": {"person": "ann-lee", "name": "A"}})]
+    )
+    forged = parse_record_fields(
+        {"type": "person.registered", "data": {"person": "bob-roe", "name": "B"}}
+    )._replace(stored_as=(1, {"person": "someone-else", "name": "B"}))
+    before = await seeded_log.store.head()
+    # when the forged record is put among the parsed ones, or appended on its own
+    parsed.records.append(forged)
+    parsed.labels.append("line 2")
+    for batch in (parsed, ParsedRecords([forged], ["record 0"])):
+        # then it is checked as a Record built by hand is, and nothing is written
+        with pytest.raises(BatchError, match=r"(line 2|record 0).*stored_as"):
+            await seeded_log.append_parsed(batch, actor="test")
+        assert await seeded_log.store.head() == before
+    # while the parsed records alone append as they are
+    parsed.records.pop()
+    parsed.labels.pop()
+    assert (await seeded_log.append_parsed(parsed, actor="test")).appended == 1

@@ -84,6 +84,7 @@ __all__ = [
     "parse_record",
     "parse_record_fields",
     "readable_event",
+    "record_of",
     "stream_of",
     "upcast",
 ]
@@ -1094,6 +1095,17 @@ class _ParsedRecord(Record):
             return copied
         fields = {name: getattr(copied, name) for name in Record.model_fields}
         return Record.model_validate(fields)  # type: ignore[return-value]
+
+
+def record_of(fields: RecordFields) -> Record:
+    """``fields`` as a :class:`Record`, validated as one built by hand is, or
+    :class:`RecordError` naming the first field at fault."""
+    try:
+        return Record(**fields._asdict())
+    except ValidationError as error:
+        found = error.errors()[0]
+        where = ".".join(str(part) for part in found["loc"]) or "record"
+        raise RecordError(f"{where}: {found['msg']}", rule="schema") from None
 
 
 def check_record(record: Record) -> None:

@@ -57,6 +57,7 @@ from leaderlog.events import (
     new_event_id,
     parse_record,
     parse_record_fields,
+    record_of,
 )
 from leaderlog.store import (
     AppendGuard,
@@ -410,6 +411,9 @@ class ParsedRecords:
 
     records: list[RecordFields] = field(default_factory=list)
     labels: list[str] = field(default_factory=list)
+    # The records parse_records read, in order: any other (built or put in by hand) is
+    # checked when appended, as append_records checks a Record built by hand.
+    _parsed: tuple[RecordFields, ...] = field(default=(), repr=False, compare=False)
 
     def __len__(self) -> int:
         return len(self.records)
@@ -417,8 +421,17 @@ class ParsedRecords:
     def add(self, more: ParsedRecords, where: str | None = None) -> None:
         """Take in ``more`` after these records, its labels prefixed with ``where`` (the
         file they were read from, when there are several)."""
+        parsed = self._parsed if len(self._parsed) == len(self.records) else ()
         self.records += more.records
         self.labels += [f"{where} {label}" for label in more.labels] if where else more.labels
+        self._parsed = (*parsed, *more._parsed) if parsed or not more.records else ()
+
+    def unchecked(self) -> Iterator[tuple[int, RecordFields]]:
+        """The records (with their index) that parse_records did not read as they are."""
+        parsed = self._parsed
+        for index, record in enumerate(self.records):
+            if index >= len(parsed) or parsed[index] is not record:
+                yield index, record
 
 
 def parse_lines(lines: Iterable[str | bytes]) -> tuple[list[Record], list[str]]:
@@ -433,7 +446,7 @@ def parse_records(lines: Iterable[str | bytes]) -> ParsedRecords:
     :class:`ParsedRecords`)."""
     records: list[RecordFields] = []
     labels = _parse(lines, lambda raw: records.append(parse_record_fields(raw)))
-    return ParsedRecords(records, labels)
+    return ParsedRecords(records, labels, tuple(records))
 
 
 def _parse(lines: Iterable[str | bytes], take: Callable[[Any], None]) -> list[str]:
@@ -647,6 +660,16 @@ class EventLog:
                 rule="schema",
             )
             raise BatchError([problem])
+        problems: list[RecordError] = []
+        for index, fields in parsed.unchecked():
+            try:
+                if not isinstance(fields, RecordFields):
+                    raise RecordError(f"not RecordFields: {type(fields).__name__}", rule="schema")
+                check_record(record_of(fields))
+            except RecordError as error:
+                problems.append(error.located(parsed.labels[index]))
+        if problems:
+            raise BatchError(problems)
         return await self._submit(
             parsed.records,
             parsed.labels,

@@ -194,6 +194,11 @@ async def test_an_ipv6_literal_address_is_linked_where_the_validator_accepts_it(
         ("https://\ud55c\uad6d\uc5b4.kr/", None),
         ("https://\u03b5\u03bb\u03bb\u03b7\u03bd\u03b9\u03ba\u03ac.gr/", None),
         ("https://abc\u4e2d\u6587.com/", None),
+        ("https://\u30b3\u30fc\u30d2\u30fc.jp/", None),  # the prolonged sound mark
+        ("https://\u4eba\u3005.jp/", None),  # the iteration mark
+        # a trailing dot ends the name as it is: the top-level domain is still .ru or .com
+        ("https://\u0430\u0440\u0440\u04cf\u0435.ru./", None),
+        ("https://\u0430\u0440\u0440\u04cf\u0435.com./", "https://xn--80ak6aa92e.com./"),
     ],
 )
 def test_lookalike_hosts_are_shown_in_their_ascii_form(stored: str, shown: str | None) -> None:

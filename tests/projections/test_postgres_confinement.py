@@ -255,3 +255,20 @@ async def test_on_postgres_another_session_s_changes_meanwhile_are_not_the_proje
         assert await asyncio.wait_for(catching_up, 60) == SEED_COUNT
     finally:
         await other.close()
+
+
+async def test_a_setting_that_went_away_is_told_as_a_change_not_a_crash() -> None:
+    # given a setting this session had set before apply, and gone after it (a RESET, or a
+    # SET ROLE to a role that may not read it)
+    from leaderlog.store._postgres_confinement import Snapshot, _Row, overreach
+
+    before = Snapshot(
+        {("setting", "work_mem"): _Row("setting", "work_mem", "2MB", "work_mem", 0, "", "")}
+    )
+
+    async def nothing_now(sql: str, parameters: Sequence[object] = ()) -> list[tuple[object, ...]]:
+        return []
+
+    # when the change is looked for, then it is the setting's, said as such
+    found = await overreach(nothing_now, before, lambda name: False)
+    assert found is not None and found.startswith("changing the setting work_mem (")

@@ -750,13 +750,13 @@ async def test_a_database_not_encoded_in_utf8_is_refused_when_opened(postgres_ur
 
 
 def test_a_server_older_than_postgresql_13_is_refused_saying_what_is_needed() -> None:
-    # A server that old is not at hand: the check on server_version_num is tried alone.
+    # A server that old is not at hand: the check of the version asyncpg reads is tried alone.
     from leaderlog.store.postgres import _check_version
 
     with pytest.raises(StoreError, match=r"is version 12: leaderlog needs PostgreSQL 13 or l"):
-        _check_version("120017", "postgresql://db.example/log")
-    _check_version("130000", "postgresql://db.example/log")
-    _check_version("170002", "postgresql://db.example/log")
+        _check_version((12, 17), "postgresql://db.example/log")
+    _check_version((13, 0), "postgresql://db.example/log")
+    _check_version((17, 2), "postgresql://db.example/log")
 
 
 async def test_a_connection_that_may_only_read_is_said_so_by_commands_that_write(

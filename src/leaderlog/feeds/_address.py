@@ -112,6 +112,15 @@ _LATIN_LOOKALIKES = {
 _CYRILLIC_DOMAINS = frozenset({"bg", "by", "kz", "mk", "mn", "ru", "su", "ua", "uz", "rs", "kg"})
 
 
+# Names whose first word is not a script: ideographs, their iteration mark (人々), and the
+# prolonged sound mark (コーヒー), which Hiragana and Katakana share.
+_SCRIPT_OF_NAME: dict[str, str | None] = {
+    "CJK": "HAN",
+    "IDEOGRAPHIC": "HAN",
+    "KATAKANA-HIRAGANA": None,
+}
+
+
 def _script(character: str) -> str | None:
     """The script of a letter, as the first word of its Unicode name tells it (LATIN,
     CYRILLIC, HAN...); None for what every script uses (digits, hyphens, marks)."""
@@ -120,7 +129,7 @@ def _script(character: str) -> str | None:
     words = unicodedata.name(character, "UNKNOWN").split()
     if words[0] in ("FULLWIDTH", "HALFWIDTH") and len(words) > 1:
         words = words[1:]
-    return "HAN" if words[0] == "CJK" else words[0]
+    return _SCRIPT_OF_NAME.get(words[0], words[0])
 
 
 def _deceptive(host: str) -> bool:
@@ -128,7 +137,7 @@ def _deceptive(host: str) -> bool:
     it before they show one in Unicode: a label mixing scripts that are not written
     together, or made only of Cyrillic or Greek letters that look Latin (outside the
     Cyrillic top-level domains). Such a host is shown in its ``xn--`` form."""
-    labels = host.lower().split(".")
+    labels = host.lower().rstrip(".").split(".")
     top = labels[-1]
     for label in labels:
         if label.isascii():

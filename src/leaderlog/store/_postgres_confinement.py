@@ -41,35 +41,37 @@ SELECT 'relation', c.oid::text, c.xmin::text, c.relname::text, c.oid::bigint,
          OR oid = pg_my_temp_schema())
 """
 # The parts of those relations (looked up by their oids, through the catalogs' indexes),
-# the functions and schemas, and the settings (a SET stays for the statements after it).
+# the functions and schemas, and the settings this session set (a SET stays for the
+# statements after it; those the server's configuration gives change when another session
+# has it reloaded, which is not the projection's doing).
 _PARTS_OF = """
-WITH relations AS (SELECT oid, relname FROM pg_class WHERE oid = ANY (?::oid[]))
+WITH relations AS (SELECT oid, relname FROM pg_class WHERE oid = ANY ($1::oid[]))
 SELECT 'column', a.attrelid::text || '.' || a.attnum::text, a.xmin::text, a.attname::text,
        r.oid::bigint, r.relname::text, ''
   FROM pg_attribute AS a JOIN relations AS r ON r.oid = a.attrelid
-  WHERE a.attrelid = ANY (?::oid[]) AND a.attnum > 0
+  WHERE a.attrelid = ANY ($1::oid[]) AND a.attnum > 0
 UNION ALL
 SELECT 'default', d.oid::text, d.xmin::text, '', r.oid::bigint, r.relname::text, ''
   FROM pg_attrdef AS d JOIN relations AS r ON r.oid = d.adrelid
-  WHERE d.adrelid = ANY (?::oid[])
+  WHERE d.adrelid = ANY ($1::oid[])
 UNION ALL
 SELECT 'constraint', o.oid::text, o.xmin::text, o.conname::text, r.oid::bigint,
        r.relname::text, COALESCE(f.relname::text, '')
   FROM pg_constraint AS o JOIN relations AS r ON r.oid = o.conrelid
   LEFT JOIN pg_class AS f ON f.oid = o.confrelid
-  WHERE o.conrelid = ANY (?::oid[])
+  WHERE o.conrelid = ANY ($1::oid[])
 UNION ALL
 SELECT 'trigger', g.oid::text, g.xmin::text, g.tgname::text, r.oid::bigint, r.relname::text, ''
   FROM pg_trigger AS g JOIN relations AS r ON r.oid = g.tgrelid
-  WHERE g.tgrelid = ANY (?::oid[])
+  WHERE g.tgrelid = ANY ($1::oid[])
 UNION ALL
 SELECT 'rule', w.oid::text, w.xmin::text, w.rulename::text, r.oid::bigint, r.relname::text, ''
   FROM pg_rewrite AS w JOIN relations AS r ON r.oid = w.ev_class
-  WHERE w.ev_class = ANY (?::oid[])
+  WHERE w.ev_class = ANY ($1::oid[])
 UNION ALL
 SELECT 'policy', p.oid::text, p.xmin::text, p.polname::text, r.oid::bigint, r.relname::text, ''
   FROM pg_policy AS p JOIN relations AS r ON r.oid = p.polrelid
-  WHERE p.polrelid = ANY (?::oid[])
+  WHERE p.polrelid = ANY ($1::oid[])
 UNION ALL
 SELECT 'function', p.oid::text, p.xmin::text, p.proname::text, p.oid::bigint,
        p.proname::text, ''
@@ -84,6 +86,7 @@ SELECT 'schema', n.oid::text, n.xmin::text, n.nspname::text, n.oid::bigint, '', 
   WHERE n.nspname NOT LIKE 'pg\\_temp\\_%' AND n.nspname NOT LIKE 'pg\\_toast%'
 UNION ALL
 SELECT 'setting', name, setting, name, 0, '', '' FROM pg_settings
+  WHERE source IN ('session', 'client')
 UNION ALL
 SELECT 'setting', 'role', current_user::text, 'role', 0, '', ''
 """
@@ -155,7 +158,7 @@ async def take_snapshot(fetch: Fetch) -> Snapshot:
         rows.append(_Row(kind, key, version, name, int(oid), relation, detail))
         rows.append(_Row("rows", key, changed, name, int(oid), name, ""))
     oids = [int(row.key) for row in rows if row.kind == "relation"]
-    parts = await fetch(_PARTS_OF, [oids] * _PARTS_OF.count("?"))
+    parts = await fetch(_PARTS_OF, [oids])
     rows.extend(
         _Row(str(kind), str(key), str(version), str(name), int(oid), str(relation), str(detail))
         for kind, key, version, name, oid, relation, detail in parts
@@ -268,10 +271,13 @@ async def _ours(
     locked = {int(row[0]) for row in await fetch(_CHANGE_LOCKS, ())} if gone else set()
 
     def ours(old: _Row | None, new: _Row | None) -> bool:
+        row = new or old
+        assert row is not None
+        if row.kind in ("rows", "setting"):
+            return True  # counted and set by this session alone
         if new is not None:
-            return new.kind in ("rows", "setting") or new.version in in_progress
-        assert old is not None
-        return old.relation in locked or int(old.key.split(".")[0]) in locked
+            return new.version in in_progress
+        return row.relation in locked or int(row.key.split(".")[0]) in locked
 
     return ours
 

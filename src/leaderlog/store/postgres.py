@@ -331,15 +331,15 @@ _ENCODINGS = {"UTF8", "SQL_ASCII"}
 
 # Transaction ids of 64 bits (pg_current_xact_id, pg_xact_status), which a user projection's
 # confinement reads, came with PostgreSQL 13.
-_OLDEST_SERVER = 130000
+_OLDEST_SERVER = 13
 
 
-def _check_version(version: object, shown: str) -> None:
-    number = int(str(version))
-    if number < _OLDEST_SERVER:
+def _check_version(version: tuple[int, ...], shown: str) -> None:
+    """``version`` as asyncpg reads it from the connection's start (major, minor, ...)."""
+    if version[0] < _OLDEST_SERVER:
         raise StoreError(
-            f"the PostgreSQL server of {shown} is version {number // 10000}: leaderlog needs "
-            "PostgreSQL 13 or later"
+            f"the PostgreSQL server of {shown} is version {version[0]}: leaderlog needs "
+            f"PostgreSQL {_OLDEST_SERVER} or later"
         )
 
 
@@ -782,7 +782,7 @@ class PostgresStore(EventStore):
         try:
             created: _Created | None = None
             async with pool.acquire() as connection:
-                _check_version(await connection.fetchval("SHOW server_version_num"), shown)
+                _check_version(tuple(connection.get_server_version()[:2]), shown)
                 _check_encoding(await connection.fetchval("SHOW server_encoding"), shown)
                 if create:
                     created = await _create_schema(connection, schema, shown)
