@@ -959,9 +959,11 @@ class PostgresStore(EventStore):
         return bool(rows[0][0])
 
     async def _fetch_from_log(self, sql: str, *parameters: Any) -> list[asyncpg.Record]:
-        """:meth:`_fetch` for the events table (a projection's missing table is its own)."""
-        with _log_still_there():
-            return await self._fetch(sql, *parameters)
+        """:meth:`_fetch` for the events table: a missing table is the log's, with no need to
+        ask whether it is gone."""
+        self._in_its_loop()
+        with _log_still_there(), _unavailable_on_disconnect():
+            return await self._pool.fetch(sql, *parameters)
 
     async def _select(self, where: str, *parameters: Any) -> list[RecordedEvent]:
         return [
