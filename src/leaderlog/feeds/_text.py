@@ -255,10 +255,9 @@ def _attribution(value: object, lang: Language, *, markup: bool = False) -> str:
     plain, with_parties = ATTRIBUTIONS[str(value["kind"])]
     parties = value.get("parties")
     names = [clean(p, NAME_LIMIT) for p in parties if isinstance(p, str)] if parties else []
-    if names and markup:
-        return _html(lang, with_parties, parties=_isolated_list(names, lang))
     if names:
-        return lang._(with_parties, parties=lang.list([isolated_text(name) for name in names]))
+        say, _ = _writers(lang, markup)
+        return say(with_parties, parties=_isolated_list(names, lang, markup=markup))
     return lang._(plain)
 
 
@@ -339,11 +338,14 @@ def _isolated(text: str) -> Markup:
     return Markup(f'<span dir="auto">{html.escape(text)}</span>')
 
 
-def _isolated_list(names: list[str], lang: Language) -> Markup:
-    """Names listed in the language's way ("A, B and C"), each isolated on its own: one
-    in a right-to-left script cannot pull the others, or the words between them, into it.
-    The language's list patterns hold words and punctuation only, never markup."""
-    return Markup(lang.list([_isolated(name) for name in names]))
+def _isolated_list(names: list[str], lang: Language, *, markup: bool) -> str:
+    """Names listed in the language's way ("A, B and C"), each isolated on its own (as
+    :func:`_writers` isolates a name): one in a right-to-left script cannot pull the others,
+    or the words between them, into it. The language's list patterns hold words and
+    punctuation only, never markup."""
+    _, isolate = _writers(lang, markup)
+    listed = lang.list([isolate(name) for name in names])
+    return Markup(listed) if markup else listed
 
 
 def _value(field: str, value: object, lang: Language) -> str:
@@ -411,11 +413,7 @@ def _history(doc: Mapping[str, Any], lang: Language, *, markup: bool = False) ->
             lines.append(say(N_("Disputed on {date}: {reason}"), date=date, reason=reason))
             conflicts = [clean(c, NAME_LIMIT) for c in step.get("conflicts_with", [])]
             if conflicts:
-                claims = (
-                    _isolated_list(conflicts, lang)
-                    if markup
-                    else lang.list([isolated_text(claim) for claim in conflicts])
-                )
+                claims = _isolated_list(conflicts, lang, markup=markup)
                 lines.append(say(N_("Conflicts with: {claims}."), claims=claims))
         elif kind == "claim.retracted":
             lines.append(say(N_("Retracted on {date}: {reason}"), date=date, reason=reason))

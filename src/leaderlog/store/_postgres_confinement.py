@@ -28,23 +28,25 @@ Owns = Callable[[str], bool]
 # the log's own from later statements on the connection) and the log's, which is on the path.
 # A relation's version is its catalog row's xmin; its row changes are counted apart, as
 # "rows" (only this session's own transaction is counted).
-_RELATIONS = """
+# The schemas an unqualified name may resolve to, this session's temporary one included.
+_SEARCHED = """(
+      SELECT oid FROM pg_namespace
+      WHERE (nspname = ANY (current_schemas(true)) AND nspname <> 'pg_catalog')
+         OR oid = pg_my_temp_schema())"""
+_RELATIONS = f"""
 SELECT 'relation', c.oid::text, c.xmin::text, c.relname::text, c.oid::bigint,
        COALESCE(t.relname, c.relname)::text, c.relkind::text,
        (pg_stat_get_xact_tuples_inserted(c.oid) + pg_stat_get_xact_tuples_updated(c.oid)
         + pg_stat_get_xact_tuples_deleted(c.oid))::text
   FROM pg_class AS c
   LEFT JOIN pg_index AS i ON i.indexrelid = c.oid LEFT JOIN pg_class AS t ON t.oid = i.indrelid
-  WHERE c.relnamespace IN (
-      SELECT oid FROM pg_namespace
-      WHERE (nspname = ANY (current_schemas(true)) AND nspname <> 'pg_catalog')
-         OR oid = pg_my_temp_schema())
+  WHERE c.relnamespace IN {_SEARCHED}
 """
 # The parts of those relations (looked up by their oids, through the catalogs' indexes),
 # the functions and schemas, and the settings this session set (a SET stays for the
 # statements after it; those the server's configuration gives change when another session
 # has it reloaded, which is not the projection's doing).
-_PARTS_OF = """
+_PARTS_OF = f"""
 WITH relations AS (SELECT oid, relname FROM pg_class WHERE oid = ANY ($1::oid[]))
 SELECT 'column', a.attrelid::text || '.' || a.attnum::text, a.xmin::text, a.attname::text,
        r.oid::bigint, r.relname::text, ''
@@ -76,10 +78,7 @@ UNION ALL
 SELECT 'function', p.oid::text, p.xmin::text, p.proname::text, p.oid::bigint,
        p.proname::text, ''
   FROM pg_proc AS p
-  WHERE p.pronamespace IN (
-      SELECT oid FROM pg_namespace
-      WHERE (nspname = ANY (current_schemas(true)) AND nspname <> 'pg_catalog')
-         OR oid = pg_my_temp_schema())
+  WHERE p.pronamespace IN {_SEARCHED}
 UNION ALL
 SELECT 'schema', n.oid::text, n.xmin::text, n.nspname::text, n.oid::bigint, '', ''
   FROM pg_namespace AS n
