@@ -42,6 +42,7 @@ from leaderlog.store import check_database_url
 __all__ = [
     "Context",
     "OutputLost",
+    "console_main",
     "err_console",
     "is_output_error",
     "logged_on_stderr",
@@ -273,7 +274,7 @@ def run(function: Callable[[], Awaitable[T]], *, interrupted: str = "") -> T:
     """
     said = _interrupted_message(interrupted)
 
-    installed: list[_InterruptHandler] = []
+    installed: list[tuple[_InterruptHandler, _InterruptHandler]] = []
 
     async def guarded() -> T:
         installed.extend(_stop_at_once_on_a_second_interrupt(said))
@@ -283,8 +284,11 @@ def run(function: Callable[[], Awaitable[T]], *, interrupted: str = "") -> T:
         with reported(interrupted):
             return anyio.run(guarded)
     finally:
-        if installed and signal.getsignal(signal.SIGINT) is installed[0]:
-            signal.signal(signal.SIGINT, signal.default_int_handler)
+        # The handler that was there before takes over again (console_main's, which ends
+        # the process at once on another Ctrl-C while it winds down).
+        for ours, before in installed:
+            if signal.getsignal(signal.SIGINT) is ours:
+                signal.signal(signal.SIGINT, before)
 
 
 def _interrupted_message(interrupted: str) -> str:
@@ -345,6 +349,27 @@ def interruptible(interrupted: str = "") -> Iterator[Callable[[], bool]]:
         signal.signal(signal.SIGINT, previous)
 
 
+def console_main() -> None:
+    """The ``leaderlog`` program: :func:`main` in a process of its own.
+
+    A first Ctrl-C interrupts as Python's own handler does; another one, once the command
+    has said so and the process is winding down (its database's threads joined, say),
+    ends it at once with the same status, rather than as killed by the signal. Only here:
+    :func:`main` run inside another program leaves that program's signal handling alone.
+    """
+    interrupts = 0
+
+    def on_interrupt(signum: int, frame: FrameType | None) -> None:
+        nonlocal interrupts
+        interrupts += 1
+        if interrupts > 1:
+            os._exit(INTERRUPTED_STATUS)
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, on_interrupt)
+    main()
+
+
 def _stop_at_once(said: str) -> NoReturn:
     """End the process now, saying so on a line of its own."""
     # A progress bar may be on the screen with the cursor hidden: its line is cleared and
@@ -356,7 +381,9 @@ def _stop_at_once(said: str) -> NoReturn:
     os._exit(INTERRUPTED_STATUS)
 
 
-def _stop_at_once_on_a_second_interrupt(said: str) -> list[_InterruptHandler]:
+def _stop_at_once_on_a_second_interrupt(
+    said: str,
+) -> list[tuple[_InterruptHandler, _InterruptHandler]]:
     """The first Ctrl-C cancels the command, which then closes its database; a second one
     pressed meanwhile interrupted the closing itself and left threads waiting on each other
     for good. It ends the process at once instead: transactions make that as safe as a crash
@@ -376,7 +403,7 @@ def _stop_at_once_on_a_second_interrupt(said: str) -> list[_InterruptHandler]:
         first(signum, frame)
 
     signal.signal(signal.SIGINT, on_interrupt)
-    return [on_interrupt]
+    return [(on_interrupt, first)]
 
 
 def is_output_error(error: OSError) -> bool:
