@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from leaderlog.feeds import Scope
-    from leaderlog.projections import EntityKind, Queries
+    from leaderlog.projections import Queries
 
 __all__ = [
     "AppendRefused",
@@ -324,14 +324,6 @@ class FeedError(LeaderlogError):
     are its kinds."""
 
 
-# What each kind of feed scope names, as the leadership queries call it.
-_SCOPE_SUBJECTS: dict[str, EntityKind] = {
-    "org": "organisation",
-    "person": "person",
-    "post": "post",
-}
-
-
 class FeedNotFound(FeedError, LookupError):
     """No such organisation, person, post or archive page.
 
@@ -350,9 +342,9 @@ class FeedNotFound(FeedError, LookupError):
         """The message, naming the ids probably meant when the feed's subject is unknown
         (``org:ero`` names ``ice-ero``). Needs the leadership projection built."""
         scope = self.scope
-        if scope is None or scope.id is None:
+        if scope is None or scope.id is None or scope.subject_kind is None:
             return str(self)
-        return str(await queries.unknown(_SCOPE_SUBJECTS[scope.kind], scope.id))
+        return str(await queries.unknown(scope.subject_kind, scope.id))
 
 
 class UnknownLanguage(FeedError, ValueError):

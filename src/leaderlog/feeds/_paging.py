@@ -19,14 +19,18 @@ from __future__ import annotations
 import re
 import urllib.parse
 from dataclasses import dataclass
-from typing import Literal, TypeAlias
+from typing import TYPE_CHECKING, Literal, TypeAlias
 
 from leaderlog.projections.feed_entries import PAGE_SIZE
+
+if TYPE_CHECKING:
+    from leaderlog.projections.queries import EntityKind
 
 __all__ = [
     "FORMATS",
     "MEDIA_TYPES",
     "PAGE_SIZE",
+    "SUBJECT_KINDS",
     "FeedFormat",
     "Scope",
     "archive_links",
@@ -46,6 +50,12 @@ MEDIA_TYPES: dict[FeedFormat, str] = {
     "json": "application/feed+json",
 }
 ScopeKind: TypeAlias = Literal["all", "org", "person", "post"]
+# What a scope other than ``all`` names, as the leadership queries call it.
+SUBJECT_KINDS: dict[str, EntityKind] = {
+    "org": "organisation",
+    "person": "person",
+    "post": "post",
+}
 _SLUG = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}\Z")
 
 
@@ -62,12 +72,17 @@ class Scope:
         if text == "all":
             return cls("all")
         kind, _, identifier = text.partition(":")
-        if kind in ("org", "person", "post") and _SLUG.match(identifier):
+        if kind in SUBJECT_KINDS and _SLUG.match(identifier):
             return cls(kind, identifier)  # type: ignore[arg-type]
         raise ValueError(
             f"scope {text!r} is not one of all, org:ID, person:ID, post:ID "
             "(IDs are lower-case slugs)"
         )
+
+    @property
+    def subject_kind(self) -> EntityKind | None:
+        """What the scope names, as the leadership queries call it (None for ``all``)."""
+        return SUBJECT_KINDS.get(self.kind)
 
     @property
     def key(self) -> str:

@@ -34,6 +34,7 @@ from leaderlog.feeds._paging import (
     FORMATS,
     MEDIA_TYPES,
     PAGE_SIZE,
+    SUBJECT_KINDS,
     FeedFormat,
     Scope,
     archive_links,
@@ -46,7 +47,6 @@ from leaderlog.feeds._paging import (
 )
 from leaderlog.feeds._read import FeedReader, Head
 from leaderlog.feeds._render import render_atom, render_rss
-from leaderlog.projections import EntityKind
 from leaderlog.projections.feed_entries import FeedEntriesProjection
 from leaderlog.store import EventStore
 
@@ -83,7 +83,6 @@ _FEED_NAMESPACE = uuid.UUID("0f1d5f7e-3b0a-4c55-9a57-7a4b7b0f7c11")
 _CACHE_BYTES = 64 * 1024 * 1024
 # Requests remembered between two moves of the log (each is a few hundred bytes).
 _DESCRIBED_LIMIT = 10_000
-_ENTITY_KINDS: dict[str, EntityKind] = {"org": "organisation", "person": "person", "post": "post"}
 
 
 def _generator_version() -> str:
@@ -98,9 +97,9 @@ def named_subject(text: str) -> FeedNotFound | None:
     ``person:Robert J. Hammer``): the error whose :meth:`~FeedNotFound.explained` names the
     ids probably meant; None when ``text`` names no subject at all."""
     kind, _, named = text.partition(":")
-    if kind not in _ENTITY_KINDS or not named.strip():
+    if kind not in SUBJECT_KINDS or not named.strip():
         return None
-    entity = _ENTITY_KINDS[kind]
+    entity = SUBJECT_KINDS[kind]
     return FeedNotFound(f"unknown {entity} {named!r}", Scope(kind, named))  # type: ignore[arg-type]
 
 
@@ -263,7 +262,7 @@ class FeedService:
         if found is None:
             if scope.kind == "all":
                 return Head.empty()
-            raise FeedNotFound(f"unknown {_ENTITY_KINDS[scope.kind]} {scope.id!r}", scope)
+            raise FeedNotFound(f"unknown {scope.subject_kind} {scope.id!r}", scope)
         return found
 
     # --- validators --------------------------------------------------------------------------
