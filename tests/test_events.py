@@ -21,7 +21,9 @@ from leaderlog.events import (
     event_schema,
     new_event_id,
     parse_event,
+    parse_held_record,
     parse_record,
+    parse_record_fields,
 )
 from leaderlog.log import EventLog
 from leaderlog.store import NewEvent, open_store
@@ -177,6 +179,38 @@ def test_minimal_payload_validates(event_type: str) -> None:
         for name, value in MINIMAL[event_type].items()
     }
     assert parse_event(event_type, stored) == event
+
+
+def _held_examples() -> list[dict[str, Any]]:
+    """Records of every type, with every field and with the fewest, as an import reads them;
+    a correction clearing a field with null, and the seeds."""
+    records = [
+        {"type": event_type, "data": data}
+        for examples in (GOOD, MINIMAL)
+        for event_type, data in sorted(examples.items())
+    ]
+    cleared = {"claim": "c", "changes": {"cause": None, "quote": "q"}, "reason": "r"}
+    records.append({"type": "claim.corrected", "data": cleared})
+    lines = SEED_FILE.read_text().splitlines()
+    return records + [json.loads(line) for line in lines if line.strip()]
+
+
+@pytest.mark.parametrize("raw", _held_examples(), ids=lambda raw: raw["type"])
+def test_a_held_record_makes_its_event_again_as_validating_made_it(raw: dict[str, Any]) -> None:
+    # given a record as an import holds it, its event model let go
+    held = parse_held_record(raw)
+    fields = parse_record_fields(raw)
+    # then the event made again from its stored data is the one validating made
+    event = held.event
+    assert event == fields.event
+    assert type(event) is type(fields.event)
+    assert event.data() == fields.event.data()
+    assert event.stream() == fields.event.stream()
+    changes = getattr(event, "changes", None)
+    if changes is not None:
+        assert changes.model_fields_set == fields.event.changes.model_fields_set
+    assert held.fields() == fields
+    assert (held.type, held.schema_version) == (event.type, event.schema_version)
 
 
 # --- bad payloads -----------------------------------------------------------------------------

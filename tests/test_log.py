@@ -1541,6 +1541,25 @@ def test_a_line_that_is_not_json_is_told_where_and_why_in_the_writer_s_words() -
     ]
 
 
+def test_parsed_records_name_each_record_by_its_line_and_file() -> None:
+    # given two files read, the first with a blank line
+    person = '{{"type": "person.registered", "data": {{"person": "{0}", "name": "{0}"}}}}'
+    first = parse_records([person.format("ann"), "", person.format("bob")])
+    assert first.labels == ["line 1", "line 3"]
+    # when they are taken in, named by file
+    parsed = ParsedRecords()
+    parsed.add(first, "a.jsonl")
+    parsed.add(parse_records([person.format("cy")]), "b.jsonl")
+    # then each record is named by its file and line, as a list of text would name it
+    assert parsed.labels == ["a.jsonl line 1", "a.jsonl line 3", "b.jsonl line 1"]
+    assert (parsed.labels[1], parsed.labels[-1]) == ("a.jsonl line 3", "b.jsonl line 1")
+    assert list(parsed.labels)[1:] == parsed.labels[1:] == ["a.jsonl line 3", "b.jsonl line 1"]
+    parsed.labels[0] = "record 0"
+    parsed.labels.append("record 3")
+    assert parsed.labels == ["record 0", "a.jsonl line 3", "b.jsonl line 1", "record 3"]
+    assert parsed.labels.pop() == "record 3" and len(parsed.labels) == len(parsed) == 3
+
+
 async def test_records_put_into_parsed_records_by_hand_are_checked_when_appended(
     seeded_log: EventLog,
 ) -> None:

@@ -16,8 +16,19 @@ import re
 import unicodedata
 import uuid
 from collections.abc import Callable, Mapping
-from types import MappingProxyType
-from typing import Annotated, Any, ClassVar, Literal, NamedTuple, Self, TypeAlias
+from types import MappingProxyType, UnionType
+from typing import (
+    Annotated,
+    Any,
+    ClassVar,
+    Literal,
+    NamedTuple,
+    Self,
+    TypeAlias,
+    Union,
+    get_args,
+    get_origin,
+)
 
 import uuid_utils.compat
 from pydantic import (
@@ -40,6 +51,7 @@ from leaderlog._json import (
     InputTooDeep,
     JSONDecodeError,
     canonical_bytes,
+    loads,
     loads_input,
 )
 from leaderlog._rfc3339 import read_rfc3339
@@ -49,6 +61,7 @@ __all__ = [
     "ACTOR_NAME",
     "ACTOR_RULE",
     "EVENT_TYPES",
+    "NO_META",
     "Attribution",
     "ClaimConfirmed",
     "ClaimCorrected",
@@ -59,6 +72,7 @@ __all__ = [
     "Event",
     "ExpectedVersion",
     "FuzzyDate",
+    "HeldRecord",
     "OrgRegistered",
     "OrgUpdated",
     "PersonRegistered",
@@ -81,6 +95,7 @@ __all__ = [
     "excerpt",
     "new_event_id",
     "parse_event",
+    "parse_held_record",
     "parse_record",
     "parse_record_fields",
     "readable_event",
@@ -951,7 +966,178 @@ class RecordFields(NamedTuple):
         return self.event.schema_version, self.event.data()
 
 
-_NO_META: Mapping[str, Any] = MappingProxyType({})
+# Most records carry no meta: one empty mapping serves them all (and every NewEvent).
+NO_META: Mapping[str, Any] = MappingProxyType({})
+
+
+class HeldRecord:
+    """A checked record as the write path holds it until it is written: what its row needs
+    (type, schema version and data as the canonical JSON stored, id, meta, and an export's
+    envelope fields) without its event model, which costs over a kilobyte more a claim: a
+    large import holds every record of its files at once.
+
+    :attr:`event` is made again from the data each time it is asked for, without being
+    validated again (it was, when the record was read); a record made with
+    ``keep_event=True`` keeps its model instead.
+    """
+
+    __slots__ = (
+        "_event",
+        "actor",
+        "data_json",
+        "event_id",
+        "expected_version",
+        "exported_hash",
+        "meta",
+        "recorded_at",
+        "schema_version",
+        "type",
+    )
+
+    def __init__(
+        self,
+        fields: RecordFields,
+        *,
+        keep_event: bool = True,
+    ) -> None:
+        event = fields.event
+        schema_version, data = fields.stored_form()
+        self._event: Event | None = event if keep_event else None
+        self.type: str = event.type
+        self.schema_version = schema_version
+        self.data_json = canonical_bytes(data)
+        self.event_id = fields.event_id
+        self.expected_version = fields.expected_version
+        self.meta = fields.meta
+        self.recorded_at = fields.recorded_at
+        self.actor = fields.actor
+        self.exported_hash = fields.exported_hash
+
+    @property
+    def event(self) -> Event:
+        if self._event is not None:
+            return self._event
+        if self.schema_version != current_schema_version(self.type):
+            # Kept in an older shape (an old export's line): upcast as it was when read.
+            return parse_event(self.type, upcast(self.type, self.schema_version, self.stored_data))
+        return _rebuilt_event(self.type, self.data_json)
+
+    @property
+    def stored_data(self) -> dict[str, Any]:
+        """The data as it is stored (in the shape of :attr:`schema_version`)."""
+        data: dict[str, Any] = loads(self.data_json)
+        return data
+
+    @property
+    def stored_as(self) -> tuple[int, dict[str, Any]] | None:
+        """:attr:`RecordFields.stored_as`: the older shape the record keeps, if any."""
+        if self.schema_version == current_schema_version(self.type):
+            return None
+        return self.schema_version, self.stored_data
+
+    def fields(self) -> RecordFields:
+        """The record as :class:`RecordFields` (its event made again if not kept)."""
+        return RecordFields(
+            self.event,
+            self.event_id,
+            self.expected_version,
+            self.meta,
+            self.recorded_at,
+            self.actor,
+            self.stored_as,
+            self.exported_hash,
+        )
+
+
+# How to make a value of a model's field again from its JSON form: None where the JSON value
+# is the model's (text, numbers, a dict of text).
+_Remake: TypeAlias = Callable[[Any], Any] | None
+
+
+def _remake(annotation: Any) -> _Remake:
+    origin = get_origin(annotation)
+    if origin is Annotated:
+        return _remake(get_args(annotation)[0])
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return _model_remake(annotation)
+    if origin is Literal:
+        # The literal's own text, as validating gives it, rather than a copy per event.
+        return {value: value for value in get_args(annotation)}.__getitem__
+    if origin in (Union, UnionType):
+        options = [_remake(option) for option in get_args(annotation)]
+        remakes = [remake for remake in options if remake is not None]
+        if not remakes:
+            return None
+        if len(remakes) > 1:
+            raise TypeError(f"cannot make {annotation} again from JSON")
+        # None is left as it is by the caller.
+        return remakes[0]
+    if origin is tuple:
+        item = _remake(get_args(annotation)[0])
+        return tuple if item is None else (lambda value: tuple(item(part) for part in value))
+    if origin in (list, dict, set, frozenset) and any(map(_remake, get_args(annotation))):
+        raise TypeError(f"cannot make {annotation} again from JSON")
+    if origin in (set, frozenset):
+        raise TypeError(f"cannot make {annotation} again from JSON")
+    return None
+
+
+def _remake_takes_none(annotation: Any) -> bool:
+    if get_origin(annotation) is Annotated:
+        return _remake_takes_none(get_args(annotation)[0])
+    if get_origin(annotation) in (Union, UnionType):
+        return any(map(_remake_takes_none, get_args(annotation)))
+    return annotation is type(None)
+
+
+_MODEL_REMAKES: dict[type[BaseModel], Callable[[Mapping[str, Any]], Any]] = {}
+
+
+def _model_remake(cls: type[BaseModel]) -> Callable[[Mapping[str, Any]], Any]:
+    """A function making a model of ``cls`` from its JSON form without validating it again:
+    the fields given, made again (nested models, tuples), and the defaults of the others.
+
+    Only for data a model of the same class gave (``data()``): a field left out of it is
+    None or its default, and no field that can be None has another default."""
+    known = _MODEL_REMAKES.get(cls)
+    if known is not None:
+        return known
+    defaults: list[tuple[str, Any]] = []
+    remakes: list[tuple[str, Callable[[Any], Any]]] = []
+    for name, info in cls.model_fields.items():
+        if info.default_factory is not None or (
+            # data() leaves None out: it must be what a field left out is.
+            _remake_takes_none(info.annotation) and info.default is not None
+        ):
+            raise TypeError(f"cannot make {cls.__name__}.{name} again from JSON")
+        defaults.append((name, info.default))
+        field_remake = _remake(info.annotation)
+        if field_remake is not None:
+            remakes.append((name, field_remake))
+    always_given = frozenset({"type"} & set(cls.model_fields))
+    setattr_ = object.__setattr__
+
+    def remake(data: Mapping[str, Any]) -> Any:
+        values = {name: data.get(name, default) for name, default in defaults}
+        for name, field_remake in remakes:
+            value = values[name]
+            if value is not None:
+                values[name] = field_remake(value)
+        model = object.__new__(cls)
+        setattr_(model, "__dict__", values)
+        setattr_(model, "__pydantic_fields_set__", _FIELDS_SETS[always_given.union(data)])
+        setattr_(model, "__pydantic_extra__", None)
+        setattr_(model, "__pydantic_private__", None)
+        return model
+
+    _MODEL_REMAKES[cls] = remake
+    return remake
+
+
+def _rebuilt_event(event_type: str, data_json: bytes) -> Event:
+    """The event whose current-shape data is ``data_json``, as validating it gave it."""
+    event: Event = _model_remake(EVENT_TYPES[event_type])(loads(data_json))
+    return event
 
 
 class _SharedFieldsSet(set[str]):
@@ -969,7 +1155,17 @@ class _SharedFieldsSet(set[str]):
 
 
 # The sets of field names shared by the events parse_record_fields makes.
-_FIELDS_SETS: dict[frozenset[str], _SharedFieldsSet] = {}
+class _FieldsSets(dict[frozenset[str], _SharedFieldsSet]):
+    """The shared set for each set of field names, made when first asked for."""
+
+    def __missing__(self, given: frozenset[str]) -> _SharedFieldsSet:
+        if len(self) > 4096:
+            self.clear()
+        shared = self[given] = _SharedFieldsSet(given)
+        return shared
+
+
+_FIELDS_SETS = _FieldsSets()
 
 
 def _share_fields_sets(model: BaseModel) -> None:
@@ -985,12 +1181,7 @@ def _share_fields_sets(model: BaseModel) -> None:
         item = pending.pop()
         if not item.model_config.get("frozen"):
             continue
-        given = frozenset(item.__pydantic_fields_set__)
-        shared = _FIELDS_SETS.get(given)
-        if shared is None:
-            if len(_FIELDS_SETS) > 4096:
-                _FIELDS_SETS.clear()
-            shared = _FIELDS_SETS[given] = _SharedFieldsSet(given)
+        shared = _FIELDS_SETS[frozenset(item.__pydantic_fields_set__)]
         object.__setattr__(item, "__pydantic_fields_set__", shared)
         for value in item.__dict__.values():
             if isinstance(value, BaseModel):
@@ -1006,6 +1197,16 @@ def parse_record(raw: object) -> Record:
 
 def parse_record_fields(raw: object) -> RecordFields:
     """:func:`parse_record`, giving the record's fields (every check made all the same)."""
+    return _record_fields(raw, share_fields_sets=True)
+
+
+def parse_held_record(raw: object) -> HeldRecord:
+    """:func:`parse_record`, as the write path holds it (see :class:`HeldRecord`)."""
+    # The model is let go at once: sharing its sets of fields would be wasted.
+    return HeldRecord(_record_fields(raw, share_fields_sets=False), keep_event=False)
+
+
+def _record_fields(raw: object, *, share_fields_sets: bool) -> RecordFields:
     if not isinstance(raw, Mapping):
         raise RecordError("a record must be a JSON object", rule="schema")
     exported = "position" in raw and "hash" in raw
@@ -1029,7 +1230,8 @@ def parse_record_fields(raw: object) -> RecordFields:
                 stored_as = (version, dict(data))
             data = upcast(str(raw["type"]), version, data)
     event = parse_event(raw["type"], data)
-    _share_fields_sets(event)
+    if share_fields_sets:
+        _share_fields_sets(event)
     if exported and raw.get("stream") not in (None, event.stream()):
         raise RecordError(
             f"stream {raw.get('stream')!r} does not match the data ({event.stream()!r})",
@@ -1077,7 +1279,7 @@ def parse_record_fields(raw: object) -> RecordFields:
         event_id,
         expected,
         # Most records carry none: one empty mapping serves them all.
-        check_meta(raw.get("meta")) or _NO_META,
+        check_meta(raw.get("meta")) or NO_META,
         recorded_at,
         actor,
         stored_as,

@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from array import array
+from collections.abc import Callable, Iterable, Iterator, Mapping, MutableSequence, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, TypeVar
+from typing import IO, Any, TypeVar, cast, overload
 
 from leaderlog._json import JSONDecodeError, canonical_bytes, described, loads, loads_input
 from leaderlog.domain import (
@@ -42,6 +43,7 @@ from leaderlog.events import (
     ClaimReported,
     Event,
     ExpectedVersion,
+    HeldRecord,
     OrgRegistered,
     PersonRegistered,
     PostDefined,
@@ -55,8 +57,8 @@ from leaderlog.events import (
     check_record,
     content_event_id,
     new_event_id,
+    parse_held_record,
     parse_record,
-    parse_record_fields,
     record_of,
 )
 from leaderlog.store import (
@@ -101,6 +103,7 @@ _EVENT_CLASSES = tuple(EVENT_TYPES.values())
 # the append expects "no_stream", so if it exists after all the store refuses the batch,
 # which is then loaded and decided again (and refused by the ``unique`` rule).
 _CREATING = (OrgRegistered, PostDefined, PersonRegistered, SourceRegistered, ClaimReported)
+_CREATING_TYPES = frozenset(cls.model_fields["type"].default for cls in _CREATING)
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,9 +122,9 @@ class _GivenUp(Exception):
     """The caller of the request being decided stopped waiting for it."""
 
 
-# One record on its way through the write path: a Record's fields, without a pydantic
+# One record on its way through the write path: what its row needs, without a pydantic
 # model's cost per appended event.
-_Entry = RecordFields
+_Entry = HeldRecord
 
 
 class _CanonicalData(Mapping[str, Any]):
@@ -223,7 +226,8 @@ def _written_by(requests: Sequence[_Request]) -> WriteProgress | None:
 @dataclass(slots=True)
 class _Prepared:
     """A group's decisions, ready to append: ``states``, ``versions`` and ``ids`` are what
-    they lead to; ``refused`` and ``deferred`` requests are not appended with them."""
+    they lead to, for the requests after them (the last request's are left out);
+    ``refused`` and ``deferred`` requests are not appended with them."""
 
     group: list[_Request]
     decided: list[tuple[_Request, _Decision]] = field(default_factory=list)
@@ -300,25 +304,54 @@ def _assumes_absent(request: _Request, entry: _Entry) -> bool:
     return (
         request.attempts == 0
         and entry.expected_version in (None, "no_stream")
-        and isinstance(entry.event, _CREATING)
+        and entry.type in _CREATING_TYPES
     )
 
 
 def _same_event(entry: _Entry, stored: RecordedEvent) -> bool:
-    event = entry.event
-    version, data = entry.stored_form()
-    same = (stored.stream, stored.type, stored.schema_version) == (
-        event.stream(),
-        event.type,
-        version,
+    same = (stored.type, stored.schema_version) == (entry.type, entry.schema_version)
+    return (
+        same
+        and canonical_bytes(stored.data) == entry.data_json
+        and stored.stream == entry.event.stream()
     )
-    return same and canonical_bytes(stored.data) == canonical_bytes(data)
 
 
-def stored_unchanged(record: Record | RecordFields, stored: RecordedEvent) -> bool:
+def stored_unchanged(record: Record | RecordFields | HeldRecord, stored: RecordedEvent) -> bool:
     """Whether ``stored`` holds ``record``'s event as it is: appending it again would be an
     idempotent retry (same stream, type, schema version and data)."""
-    return _same_event(record if isinstance(record, RecordFields) else _Entry.of(record), stored)
+    return _same_event(_held(record), stored)
+
+
+def _held(record: Record | RecordFields | HeldRecord) -> HeldRecord:
+    if isinstance(record, HeldRecord):
+        return record
+    return HeldRecord(record if isinstance(record, RecordFields) else RecordFields.of(record))
+
+
+def _creators(entries: Sequence[_Entry]) -> dict[str, list[int]]:
+    """Where in the batch each stream is created: the records that register it, in order."""
+    found: dict[str, list[int]] = {}
+    for index, entry in enumerate(entries):
+        if entry.type in _CREATING_TYPES:
+            found.setdefault(entry.event.stream(), []).append(index)
+    return found
+
+
+def _defined_later(
+    problem: DomainError, request: _Request, index: int, creators: Mapping[str, list[int]]
+) -> DomainError:
+    """``problem``, saying so when the record it refers to comes later in the batch
+    (records are checked in order, each on what comes before it)."""
+    if problem.missing is None:
+        return problem
+    later = next((at for at in creators.get(problem.missing, ()) if at > index), None)
+    if later is None:
+        return problem
+    return DomainError(
+        f"{problem.message}; {request.label(later)} registers it: put that record first",
+        rule=problem.rule,
+    )
 
 
 def _answer(future: asyncio.Future[AppendOutcome], answer: AppendOutcome | BaseException) -> None:
@@ -400,20 +433,115 @@ def _length_without_line_end(line: str | bytes) -> int:
     return len(line.rstrip(b"\r\n")) if isinstance(line, bytes) else len(line.rstrip("\r\n"))
 
 
+class _LineLabels(MutableSequence[str]):
+    """Labels naming records by line (``line 12``, ``claims.jsonl line 12``), made when
+    read: a number a record rather than a string (an import holds every record at once).
+    Any other text may be put among them too."""
+
+    # A line's label is its number and its prefix's index (_PREFIX_BITS bits); another
+    # text's is -1 - its index in _texts.
+    __slots__ = ("_codes", "_prefix_texts", "_prefixes", "_texts")
+    _PREFIX_BITS = 16
+
+    def __init__(self, labels: Iterable[str] = ()) -> None:
+        self._codes = array("q")
+        self._prefixes: dict[str, int] = {"": 0}
+        self._prefix_texts = [""]
+        self._texts: list[str] = []
+        self.extend(labels)
+
+    def add_line(self, number: int, prefix: str = "") -> None:
+        index = self._prefixes.get(prefix)
+        if index is None:
+            index = self._prefixes[prefix] = len(self._prefix_texts)
+            self._prefix_texts.append(prefix)
+        if index >> self._PREFIX_BITS or number >= 1 << (62 - self._PREFIX_BITS):
+            self.append(f"{prefix}line {number}")
+        else:
+            self._codes.append(number << self._PREFIX_BITS | index)
+
+    def add_prefixed(self, labels: Sequence[str], where: str) -> None:
+        """``labels`` after these, each prefixed with ``where``."""
+        if not isinstance(labels, _LineLabels):
+            self.extend(f"{where} {label}" for label in labels)
+            return
+        prefixes = labels._prefix_texts
+        mask = (1 << self._PREFIX_BITS) - 1
+        for code in labels._codes:
+            if code < 0:
+                self.append(f"{where} {labels._texts[-1 - code]}")
+            else:
+                self.add_line(code >> self._PREFIX_BITS, f"{where} {prefixes[code & mask]}")
+
+    def _label(self, code: int) -> str:
+        if code < 0:
+            return self._texts[-1 - code]
+        prefix = self._prefix_texts[code & ((1 << self._PREFIX_BITS) - 1)]
+        return f"{prefix}line {code >> self._PREFIX_BITS}"
+
+    def _code(self, label: str) -> int:
+        self._texts.append(label)
+        return -len(self._texts)
+
+    def __len__(self) -> int:
+        return len(self._codes)
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[str]: ...
+    def __getitem__(self, index: int | slice) -> str | list[str]:
+        if isinstance(index, slice):
+            return [self._label(code) for code in self._codes[index]]
+        return self._label(self._codes[index])
+
+    def __iter__(self) -> Iterator[str]:
+        return map(self._label, self._codes)
+
+    @overload
+    def __setitem__(self, index: int, value: str) -> None: ...
+    @overload
+    def __setitem__(self, index: slice, value: Iterable[str]) -> None: ...
+    def __setitem__(self, index: int | slice, value: str | Iterable[str]) -> None:
+        if isinstance(index, slice):
+            assert not isinstance(value, str)
+            self._codes[index] = array("q", map(self._code, value))
+        else:
+            assert isinstance(value, str)
+            self._codes[index] = self._code(value)
+
+    def __delitem__(self, index: int | slice) -> None:
+        del self._codes[index]
+
+    def insert(self, index: int, value: str) -> None:
+        self._codes.insert(index, self._code(value))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sequence) or isinstance(other, str):
+            return NotImplemented
+        return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return repr(list(self))
+
+
 @dataclass(slots=True)
 class ParsedRecords:
     """Records read from JSON Lines by :func:`parse_records`, each with the label that names
     it in errors (``line 3``); :meth:`EventLog.append_parsed` appends them.
 
-    Each record is held as its fields (a :class:`Record` model costs about a kilobyte more),
-    as the write path takes them: an import holds every record of its files at once.
+    Each record is held as the write path takes it, a :class:`HeldRecord`, without the event
+    model a :class:`Record` keeps (over a kilobyte more a claim): an import holds every
+    record of its files at once. :class:`RecordFields` may be put among them too.
     """
 
-    records: list[RecordFields] = field(default_factory=list)
-    labels: list[str] = field(default_factory=list)
+    records: list[HeldRecord | RecordFields] = field(default_factory=list)
+    labels: MutableSequence[str] = field(default_factory=_LineLabels)
     # The records parse_records read, in order: any other (built or put in by hand) is
     # checked when appended, as append_records checks a Record built by hand.
-    _parsed: tuple[RecordFields, ...] = field(default=(), repr=False, compare=False)
+    _parsed: tuple[HeldRecord | RecordFields, ...] = field(default=(), repr=False, compare=False)
 
     def __len__(self) -> int:
         return len(self.records)
@@ -423,10 +551,13 @@ class ParsedRecords:
         file they were read from, when there are several)."""
         parsed = self._parsed if len(self._parsed) == len(self.records) else ()
         self.records += more.records
-        self.labels += [f"{where} {label}" for label in more.labels] if where else more.labels
+        if where and isinstance(self.labels, _LineLabels):
+            self.labels.add_prefixed(more.labels, where)
+        else:
+            self.labels += [f"{where} {label}" for label in more.labels] if where else more.labels
         self._parsed = (*parsed, *more._parsed) if parsed or not more.records else ()
 
-    def unchecked(self) -> Iterator[tuple[int, RecordFields]]:
+    def unchecked(self) -> Iterator[tuple[int, HeldRecord | RecordFields]]:
         """The records (with their index) that parse_records did not read as they are."""
         parsed = self._parsed
         for index, record in enumerate(self.records):
@@ -438,20 +569,20 @@ def parse_lines(lines: Iterable[str | bytes]) -> tuple[list[Record], list[str]]:
     """Parse JSON Lines into records; every problem names its line. Blank lines are skipped."""
     records: list[Record] = []
     labels = _parse(lines, lambda raw: records.append(parse_record(raw)))
-    return records, labels
+    return records, list(labels)
 
 
 def parse_records(lines: Iterable[str | bytes]) -> ParsedRecords:
     """:func:`parse_lines`, into the compact form a large import needs (see
     :class:`ParsedRecords`)."""
-    records: list[RecordFields] = []
-    labels = _parse(lines, lambda raw: records.append(parse_record_fields(raw)))
+    records: list[HeldRecord | RecordFields] = []
+    labels = _parse(lines, lambda raw: records.append(parse_held_record(raw)))
     return ParsedRecords(records, labels, tuple(records))
 
 
-def _parse(lines: Iterable[str | bytes], take: Callable[[Any], None]) -> list[str]:
+def _parse(lines: Iterable[str | bytes], take: Callable[[Any], None]) -> _LineLabels:
     """Hand each JSON line's value to ``take``; the labels of the lines it took."""
-    labels: list[str] = []
+    labels = _LineLabels()
     problems: list[RecordError] = []
     for number, line in enumerate(lines, start=1):
         where = f"line {number}"
@@ -485,7 +616,7 @@ def _parse(lines: Iterable[str | bytes], take: Callable[[Any], None]) -> list[st
             continue
         try:
             take(raw)
-            labels.append(where)
+            labels.add_line(number)
         except RecordError as error:
             problems.append(error.located(where))
     if problems:
@@ -592,7 +723,11 @@ class EventLog:
         except RecordError as error:
             raise BatchError([error.located("record 0")]) from None
         entries = [
-            _Entry(event, new_event_id(), expected_version if index == 0 else None, copied_meta)
+            _Entry(
+                RecordFields(
+                    event, new_event_id(), expected_version if index == 0 else None, copied_meta
+                )
+            )
             for index, event in enumerate(events)
         ]
         return await self._submit(entries, None, actor, ids_are_fresh=True)
@@ -632,7 +767,7 @@ class EventLog:
                 problems.append(error.located(label))
         if problems:
             raise BatchError(problems)
-        entries = [_Entry.of(record) for record in records]
+        entries = [_Entry(RecordFields.of(record)) for record in records]
         return await self._submit(
             entries,
             labels,
@@ -661,17 +796,27 @@ class EventLog:
             )
             raise BatchError([problem])
         problems: list[RecordError] = []
+        unchecked = False
         for index, fields in parsed.unchecked():
+            unchecked = True
             try:
-                if not isinstance(fields, RecordFields):
+                if isinstance(fields, HeldRecord):
+                    fields = fields.fields()
+                elif not isinstance(fields, RecordFields):
                     raise RecordError(f"not RecordFields: {type(fields).__name__}", rule="schema")
                 check_record(record_of(fields))
             except RecordError as error:
                 problems.append(error.located(parsed.labels[index]))
         if problems:
             raise BatchError(problems)
+        # Every record is one parse_records read, a HeldRecord, unless some were not.
+        entries = (
+            [_held(record) for record in parsed.records]
+            if unchecked
+            else cast(list[HeldRecord], parsed.records)
+        )
         return await self._submit(
-            parsed.records,
+            entries,
             parsed.labels,
             actor,
             ids_are_fresh=False,
@@ -864,11 +1009,12 @@ class EventLog:
         needed: set[str] = set()
         for request in group:
             for entry in request.entries:
-                for stream in referenced_streams(entry.event):
+                event = entry.event
+                for stream in referenced_streams(event):
                     if stream not in states:
                         needed.add(stream)
                 if _assumes_absent(request, entry):
-                    needed.discard(entry.event.stream())
+                    needed.discard(event.stream())
         if needed:
             await self._load(needed)
 
@@ -877,7 +1023,7 @@ class EventLog:
         if ids:
             stored = await self.store.find_event_ids(ids)
 
-        for request in group:
+        for number, request in enumerate(group, start=1):
             if not request.ids_are_fresh and any(
                 e.event_id in prepared.ids for e in request.entries
             ):
@@ -914,10 +1060,13 @@ class EventLog:
                 # The group is decided again without it (see _drain): the rest of this
                 # decision would be thrown away.
                 return prepared
-            prepared.states.update(decision.states)
-            prepared.versions.update(decision.versions)
-            if not request.ids_are_fresh:
-                prepared.ids.update(event.event_id for event in decision.new_events)
+            if number < len(group):
+                # Only the later requests of the group read them: the last (a large import,
+                # alone in its group) needs no second copy of its streams' states and ids.
+                prepared.states.update(decision.states)
+                prepared.versions.update(decision.versions)
+                if not request.ids_are_fresh:
+                    prepared.ids.update(event.event_id for event in decision.new_events)
             prepared.decided.append((request, decision))
         if on_own_head and prepared.refused:
             known_head = self._known_head
@@ -1003,6 +1152,7 @@ class EventLog:
         # Fresh ids are new UUIDv7s: neither stored nor repeated, so nothing to look up.
         check_ids = not request.ids_are_fresh
         first_use: dict[uuid.UUID, int] = {}
+        creators: dict[str, list[int]] | None = None
         progress = request.progress
         for index, entry in enumerate(request.entries):
             if index and not index % _DECIDED_BETWEEN_TURNS:
@@ -1028,9 +1178,7 @@ class EventLog:
                     self._check_same_event(entry, previous)
                     decision.known_positions[index] = previous.position
                     continue
-            event = entry.event
-            schema_version, data = entry.stored_form()
-            data_json = canonical_bytes(data)
+            data_json = entry.data_json
             size = len(data_json) + (len(canonical_bytes(entry.meta)) if entry.meta else 0)
             if size > MAX_RECORD_BYTES:
                 problems.append(
@@ -1041,22 +1189,26 @@ class EventLog:
                     )
                 )
                 continue
+            # Made again from its data, and let go once decided.
+            event = entry.event
             if _assumes_absent(request, entry):
                 knowledge.assumed_absent = event.stream()
             try:
                 events = decide(event, knowledge)
             except DomainError as error:
                 where = request.label(index)
+                if creators is None:
+                    creators = _creators(request.entries)
                 problems.extend(
-                    self._defined_later(problem, request, index).located(where)
+                    _defined_later(problem, request, index, creators).located(where)
                     for problem in error.every()
                 )
                 events = []
             knowledge.assumed_absent = None
             for decided in events:
-                # Only the text is kept: the append stores it, and the event is in the entry.
-                form = (schema_version, _CanonicalData(data_json), data_json)
-                self._add(decision, knowledge, request, index, entry, decided, group_versions, form)
+                self._add(
+                    decision, knowledge, request, index, entry, event, decided, group_versions
+                )
         if problems:
             raise BatchError(problems)
         if progress is not None:
@@ -1071,22 +1223,6 @@ class EventLog:
         return decision
 
     @staticmethod
-    def _defined_later(problem: DomainError, request: _Request, index: int) -> DomainError:
-        """``problem``, saying so when the record it refers to comes later in the batch
-        (records are checked in order, each on what comes before it)."""
-        if problem.missing is None:
-            return problem
-        for later in range(index + 1, len(request.entries)):
-            event = request.entries[later].event
-            if isinstance(event, _CREATING) and event.stream() == problem.missing:
-                return DomainError(
-                    f"{problem.message}; {request.label(later)} registers it: put that "
-                    "record first",
-                    rule=problem.rule,
-                )
-        return problem
-
-    @staticmethod
     def _check_same_event(entry: _Entry, previous: RecordedEvent) -> None:
         if not _same_event(entry, previous):
             raise DuplicateEventError(entry.event_id, previous.position)
@@ -1098,21 +1234,20 @@ class EventLog:
         request: _Request,
         index: int,
         entry: _Entry,
+        own_event: Event,
         event: Event,
         group_versions: Mapping[str, int],
-        stored_form: tuple[int, Mapping[str, Any], bytes],
     ) -> None:
-        """Add one decided event to the request's decision, at its stream's next version.
-
-        ``stored_form`` is the record's own schema version, payload and its canonical JSON,
-        already made (used when ``event`` is the record's own)."""
+        """Add one decided event to the request's decision, at its stream's next version
+        (``own_event`` is the entry's, as the decision was given it)."""
         stream = event.stream()
         version = decision.versions.get(stream)
         if version is None:
             version = group_versions.get(stream)
             if version is None:
                 version = self._versions.get(stream, 0)
-        if event is entry.event:
+        own = event is own_event
+        if own:
             # Against the version the batch has brought the stream to so far: a second
             # record of a stream in one batch expects what the first one left.
             self._check_expected(entry, stream, version, request, index)
@@ -1120,9 +1255,11 @@ class EventLog:
             decision.expected[stream] = version if version else "no_stream"
         decision.states[stream] = evolve(None if version == 0 else knowledge.state(stream), event)
         decision.versions[stream] = version + 1
-        own = event is entry.event
         schema_version, data, data_json = (
-            stored_form if own else (event.schema_version, event.data(), None)
+            # Only the text is kept: the append stores it.
+            (entry.schema_version, _CanonicalData(entry.data_json), entry.data_json)
+            if own
+            else (event.schema_version, event.data(), None)
         )
         decision.new_events.append(
             NewEvent(

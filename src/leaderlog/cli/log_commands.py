@@ -40,7 +40,14 @@ from leaderlog.errors import (
     RecordedAtRefused,
     RecordError,
 )
-from leaderlog.events import RecordedEvent, RecordFields, check_actor, event_schema, format_time
+from leaderlog.events import (
+    HeldRecord,
+    RecordedEvent,
+    RecordFields,
+    check_actor,
+    event_schema,
+    format_time,
+)
 from leaderlog.log import (
     AppendOutcome,
     AppendProgress,
@@ -315,7 +322,7 @@ def import_command(context: Context, files: Sequence[IO[bytes]], actor: str, as_
     run(go, interrupted=_IMPORT_INTERRUPTED)
 
 
-def _stored_as_it_is(record: RecordFields, stored: RecordedEvent | None) -> bool:
+def _stored_as_it_is(record: HeldRecord | RecordFields, stored: RecordedEvent | None) -> bool:
     """Whether ``stored`` is ``record``'s event under the same id, by the same actor."""
     return stored is not None and stored.actor == record.actor and stored_unchanged(record, stored)
 

@@ -14,7 +14,6 @@ import hashlib
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from types import MappingProxyType
 from typing import Any, Literal, NamedTuple, TypeAlias
 
 from leaderlog._json import Embedded, canonical_bytes, embed, loads
@@ -26,7 +25,7 @@ from leaderlog.errors import (
     StoreUnavailable,
     UnreadableEvent,
 )
-from leaderlog.events import RecordedEvent, excerpt, format_time
+from leaderlog.events import NO_META, RecordedEvent, excerpt, format_time
 
 __all__ = [
     "FOREIGN_KEYS_QUERY",
@@ -84,8 +83,6 @@ def storable(number: int) -> int:
     """
     return min(max(number, 0), MAX_POSITION)
 
-
-_NO_META: Mapping[str, Any] = MappingProxyType({})
 
 WriteProgress: TypeAlias = Callable[[int, int], None]
 """Called with (steps done, steps in all) while a store writes a group of batches: two
@@ -172,7 +169,7 @@ class NewEvent(NamedTuple):
     type: str
     schema_version: int
     data: Mapping[str, Any]
-    meta: Mapping[str, Any] = _NO_META
+    meta: Mapping[str, Any] = NO_META
     recorded_at: dt.datetime | None = None
     actor: str | None = None
     # canonical_bytes(data), when the writer has it already (it measured the record).
@@ -481,29 +478,32 @@ def plan_rows(
             outcomes.append(refusal)
             continue
         try:
-            plan, times = _plan_one(batch, versions, known, position, clock)
+            stamps, stored_at, times = _plan_one(batch, versions, known, position, clock)
         except StoreError as error:
             outcomes.append(error)
             continue
-        # What to undo should the batch be refused half way: it leaves nothing behind.
+        # What to undo should the batch be refused half way: it leaves nothing behind (for
+        # the later batches, which are all that read them).
         replaced: list[tuple[str, int | None]] = []
         added: list[int] = []
         start_position, start_previous, start_rows = position, previous, len(rows)
         positions: list[int] = []
         appended = 0
         try:
-            for event, data_json, known_position, stamp in plan:
-                if known_position is not None:
-                    positions.append(known_position)
+            for number, (event, stamp) in enumerate(zip(batch.events, stamps, strict=True)):
+                if stamp is None:
+                    positions.append(stored_at[number])
                     continue
                 position += 1
                 appended += 1
                 stream = event.stream
                 before = versions.get(stream)
-                replaced.append((stream, before))
+                if later_batches:
+                    replaced.append((stream, before))
                 version = (before or 0) + 1
                 versions[stream] = version
                 actor = event.actor or batch.actor
+                data_json = event.data_json or canonical_bytes(event.data)
                 meta_json = canonical_bytes(event.meta) if event.meta else _EMPTY_META
                 envelope = envelope_bytes(
                     position=position,
@@ -566,19 +566,20 @@ def _plan_one(
     known: Mapping[int, tuple[int, str, str, bytes]],
     head_position: int,
     clock: _Clock,
-) -> tuple[list[tuple[NewEvent, bytes, int | None, str]], _Times]:
-    """Each event with its canonical data, its position if it is already stored, and its
-    recorded time if not; and the clock's times once the batch is appended."""
-    plan: list[tuple[NewEvent, bytes, int | None, str]] = []
+) -> tuple[list[str | None], dict[int, int], _Times]:
+    """Each event's recorded time, None if it is already stored; the positions of those, by
+    their index in the batch; and the clock's times once the batch is appended."""
+    # Mostly one text shared by every event: a pointer an event, not a tuple.
+    stamps: list[str | None] = []
+    stored_at: dict[int, int] = {}
     seen_in_batch: set[int] = set()
     streams_with_new_events: set[str] = set()
     last, last_is_head, stamp_time, stamp_text = clock.times
-    for event in batch.events:
+    for number, event in enumerate(batch.events):
         key = event.event_id.int
         if key in seen_in_batch:
             raise DuplicateEventError(event.event_id, head_position)
         seen_in_batch.add(key)
-        data_json = event.data_json or canonical_bytes(event.data)
         stored = known.get(key)
         if stored is None:
             given = event.recorded_at
@@ -590,13 +591,15 @@ def _plan_one(
                 if given > stamp_time:
                     stamp_time, stamp_text = given, stamp
             last_is_head = False
-            plan.append((event, data_json, None, stamp))
+            stamps.append(stamp)
             streams_with_new_events.add(event.stream)
             continue
         stored_position, stream, event_type, data = stored
+        data_json = event.data_json or canonical_bytes(event.data)
         if (stream, event_type, data) != (event.stream, event.type, data_json):
             raise DuplicateEventError(event.event_id, stored_position)
-        plan.append((event, data_json, stored_position, ""))
+        stamps.append(None)
+        stored_at[number] = stored_position
     # An idempotent retry of a batch whose events are all stored must succeed even though
     # the stream has moved on, so versions are only checked where something is appended.
     for stream, expected in batch.expected.items():
@@ -605,7 +608,7 @@ def _plan_one(
     if streams_with_new_events:
         for stream, expected in batch.depends.items():
             _check_version(stream, expected, versions.get(stream))
-    return plan, (last, last_is_head, stamp_time, stamp_text)
+    return stamps, stored_at, (last, last_is_head, stamp_time, stamp_text)
 
 
 def _check_chain(event: NewEvent, position: int, computed: str, clock: _Clock) -> None:
