@@ -316,6 +316,36 @@ def test_docs_describe_every_route(seeded_server: tuple[str, str], client: httpx
     assert audit >= {"source", "publisher", "actor", "type", "status", "attribution", "from", "to"}
 
 
+_ASSET = re.compile(r"""(?:href|src|spec-url)="([^"]*)"|url: '([^']*)'""")
+_DOCS_ASSET_TYPES = {".js": "text/javascript", ".css": "text/css", ".png": "image/png"}
+
+
+@pytest.mark.parametrize("page", ["/docs", "/redoc"])
+def test_docs_load_nothing_from_another_site(
+    seeded_server: tuple[str, str], client: httpx.Client, page: str
+) -> None:
+    """The documentation pages work offline: every script, style and icon they name is on
+    this server, and is served with its type."""
+    base, _ = seeded_server
+    html = client.get(f"{base}{page}")
+    assert html.status_code == 200
+    assert "validator.swagger.io" not in html.text
+    if page == "/docs":
+        assert '"validatorUrl": null' in html.text
+    assets = [a or b for a, b in _ASSET.findall(html.text)]
+    assert "/openapi.json" in assets
+    scripts = [a for a in assets if a.endswith(".js")]
+    assert scripts, html.text
+    for asset in assets:
+        assert asset.startswith("/") and not asset.startswith("//"), asset
+        got = client.get(f"{base}{asset}")
+        assert got.status_code == 200, asset
+        if asset != "/openapi.json":
+            kind = _DOCS_ASSET_TYPES[Path(asset).suffix]
+            assert got.headers["content-type"].split(";")[0] == kind, asset
+            assert len(got.content) > 1000, asset
+
+
 def test_a_failing_user_projection_does_not_hold_the_answers_back(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,

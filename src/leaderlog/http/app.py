@@ -18,6 +18,7 @@ from pathlib import Path
 
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
+from fastapi_offline import FastAPIOffline
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import BaseRoute, Match
@@ -302,11 +303,15 @@ def create_app(
             if owned:
                 await log.close()
 
-    app = FastAPI(
+    # /docs and /redoc load their scripts and styles from the package, not from a CDN, so
+    # they work offline and behind a firewall (served under /static-offline-docs); Swagger
+    # UI's validator badge, which would send the schema's address to swagger.io, is off.
+    app = FastAPIOffline(
         title="leaderlog",
         summary="Who leads what, as reported.",
         description=DESCRIPTION,
         version=_version(),
+        swagger_ui_parameters={"validatorUrl": None},
         lifespan=lifespan,
         # Starlette's own redirect is absolute, built from the Host header (see _http_error).
         redirect_slashes=False,
