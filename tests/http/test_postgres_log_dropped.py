@@ -1,5 +1,6 @@
 """A PostgreSQL log dropped (its schema, by hand) under a running server: every route says
-the log was removed, as a 503, and the server's log says what to do; none is a 500."""
+the log was removed, as a 503 without Retry-After (it does not come back by itself), and the
+server's log says what to do; none is a 500."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from leaderlog.errors import LogRemoved
 from leaderlog.http import create_app
 from leaderlog.log import EventLog, load_seeds
 from leaderlog.projections import Queries, runner_for
+from leaderlog.tokens import Tokens
 from tests.conftest import SEEDS
 from tests.http.server import running
 from tests.store import postgres_schema
@@ -30,11 +32,12 @@ ROUTES = [
 ]
 
 
-async def _drop_schema(postgres_url: str, store_url: str) -> None:
-    schema = store_url.rsplit("schema=", 1)[1]
+async def _drop(postgres_url: str, store_url: str, what: str = "SCHEMA {schema}") -> None:
+    """Drop the store's schema by hand, or ``what`` in it (``TABLE {schema}.events``)."""
+    schema = f'"{store_url.rsplit("schema=", 1)[1]}"'
     connection = await asyncpg.connect(postgres_url)
     try:
-        await connection.execute(f'DROP SCHEMA "{schema}" CASCADE')
+        await connection.execute(f"DROP {what.format(schema=schema)} CASCADE")
     finally:
         await connection.close()
 
@@ -46,13 +49,34 @@ async def test_a_dropped_postgres_log_is_a_503_on_every_route(
         with running(create_app(url, seeds=SEEDS)) as base_url:
             async with httpx.AsyncClient(base_url=base_url, timeout=30) as client:
                 assert (await client.get("/api/state")).status_code == 200
-                await _drop_schema(postgres_url, url)
+                await _drop(postgres_url, url)
                 for route in ROUTES:
                     response = await client.get(route)
                     assert response.status_code == 503, (route, response.text)
                     assert "the log was removed from the database" in response.text, route
+                    # Trying again in a second would not help: the log is restored by hand.
+                    assert "retry-after" not in response.headers, route
     assert "the log is gone" in caplog.text
     assert "restore it from a backup or an export, then restart" in caplog.text
+
+
+async def test_a_write_to_a_log_whose_events_table_was_dropped_is_a_503_without_retry(
+    postgres_url: str,
+) -> None:
+    async with postgres_schema(postgres_url) as url:
+        async with await EventLog.open(url) as log:
+            token = await Tokens(log.store).create("alice")
+        with running(create_app(url, seeds=SEEDS)) as base_url:
+            async with httpx.AsyncClient(base_url=base_url, timeout=30) as client:
+                await _drop(postgres_url, url, "TABLE {schema}.events")
+                response = await client.post(
+                    "/api/events",
+                    json={"type": "person.registered", "data": {"person": "x-y", "name": "X Y"}},
+                    headers={"Authorization": f"Bearer {token}"},
+                )
+    assert response.status_code == 503, response.text
+    assert "the log was removed from the database" in response.text
+    assert "retry-after" not in response.headers
 
 
 async def test_the_library_says_a_dropped_postgres_log_is_gone(postgres_url: str) -> None:
@@ -60,7 +84,7 @@ async def test_the_library_says_a_dropped_postgres_log_is_gone(postgres_url: str
         await load_seeds(log, SEEDS)
         runner = await runner_for(log.store)
         await runner.catch_up()
-        await _drop_schema(postgres_url, url)
+        await _drop(postgres_url, url)
         queries = Queries(log.store)
         with pytest.raises(LogRemoved, match="its events table or schema was dropped"):
             await queries.state()

@@ -24,6 +24,8 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 
+from leaderlog.errors import LogRemoved, StoreUnavailable
+
 __all__ = [
     "ErrorBody",
     "Problem",
@@ -32,6 +34,7 @@ __all__ = [
     "http_error_response",
     "invalid_request",
     "parameter_problems",
+    "unavailable_response",
     "unexpected_error",
     "use_error_body_for_validation",
 ]
@@ -124,6 +127,14 @@ def error_response(
         body["problems"] = list(problems)
     sent = {"Cache-Control": "no-cache", **(headers or {})}
     return JSONResponse(body, status, headers=sent)
+
+
+def unavailable_response(error: StoreUnavailable) -> JSONResponse:
+    """The database's condition as a 503 saying only what anyone may be told (the full
+    message can name the database's address). ``Retry-After: 1`` when trying again soon may
+    work (busy, unreachable); not when the log was removed, which no retry brings back."""
+    headers = {} if isinstance(error, LogRemoved) else {"Retry-After": "1"}
+    return error_response(503, "unavailable", error.public, headers=headers)
 
 
 def _where(location: tuple[object, ...]) -> str | None:

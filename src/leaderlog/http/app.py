@@ -44,6 +44,7 @@ from leaderlog.http._errors import (
     error_response,
     http_error_response,
     invalid_request,
+    unavailable_response,
     unexpected_error,
     use_error_body_for_validation,
 )
@@ -384,11 +385,10 @@ async def _applied_through(request: Request, position: int) -> bool:
 
 
 async def _unavailable(request: Request, error: Exception) -> Response:
-    """The database is busy or gone: a condition to retry, not a server fault."""
+    """The database is busy, unreachable or the log gone: its condition, not a server fault."""
+    assert isinstance(error, StoreUnavailable)
     logger.warning("%s %s: %s", request.method, request.url.path, error)
-    # The full message can name the database's address: that stays in the server's log.
-    public = error.public if isinstance(error, StoreUnavailable) else str(error)
-    return error_response(503, "unavailable", public, headers={"Retry-After": "1"})
+    return unavailable_response(error)
 
 
 async def _unreadable(request: Request, error: Exception) -> Response:

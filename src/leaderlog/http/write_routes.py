@@ -38,7 +38,12 @@ from leaderlog.errors import (
 )
 from leaderlog.events import Record, check_derived_id, event_schema, parse_record
 from leaderlog.http._deps import check_parameters
-from leaderlog.http._errors import ErrorBody, error_response, parameter_problems
+from leaderlog.http._errors import (
+    ErrorBody,
+    error_response,
+    parameter_problems,
+    unavailable_response,
+)
 from leaderlog.log import MAX_RECORD_BYTES, EventLog
 from leaderlog.tokens import Tokens
 
@@ -384,7 +389,7 @@ def write_router(
             return error_response(409, "conflict", str(error))
         except StoreUnavailable as error:
             logger.warning("POST /api/events: %s", error)
-            return error_response(503, "unavailable", error.public, headers={"Retry-After": "1"})
+            return unavailable_response(error)
         projected = True
         if outcome.positions:
             projected = await applied_through(request, max(outcome.positions))
