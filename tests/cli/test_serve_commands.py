@@ -356,7 +356,8 @@ def test_a_database_busy_at_start_is_waited_for(postgres_url: str) -> None:
                     # when the server starts meanwhile, then it says it waits
                     assert process.stderr is not None
                     line = await asyncio.to_thread(process.stderr.readline)
-                    assert line.startswith("database is busy: "), line
+                    # (prefixed as every other warning of the command)
+                    assert line.startswith("warning: database is busy: "), line
                     assert line.endswith("; waiting for it\n"), line
                     # and serves once the lock is released
                     await transaction.rollback()
@@ -385,6 +386,7 @@ def test_a_database_server_not_answering_yet_at_start_is_waited_for(postgres_url
                 # when the server starts meanwhile, then it says it waits
                 assert process.stderr is not None
                 line = await asyncio.to_thread(process.stderr.readline)
+                assert line.startswith("warning: "), line
                 assert "nothing answers there (connection refused)" in line, line
                 assert line.endswith("; waiting for it\n"), line
                 # and serves once the database answers there

@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 import click
 from click.core import ParameterSource
 
-from leaderlog.cli._app import Context, echo_line, err_console, logged_on_stderr, main, run
+from leaderlog.cli._app import Context, echo_line, logged_on_stderr, main, run
 from leaderlog.cli.projection_commands import catch_up_for_queries
 from leaderlog.errors import ProjectionError, StoreBusy, StoreUnavailable, StoreUnreachable
 from leaderlog.feeds import (
@@ -159,7 +159,8 @@ def serve_command(
                 if not isinstance(error, StoreBusy | StoreUnreachable):
                     raise
                 if not said:
-                    err_console.print(f"{error}; waiting for it")
+                    # Prefixed as the server's own warnings are, in one line however long.
+                    echo_line(f"warning: {error}; waiting for it", err=True)
                     said = True
                 await asyncio.sleep(1)
 
