@@ -22,10 +22,17 @@ from click.testing import CliRunner
 
 from leaderlog.cli import serve_commands
 from leaderlog.cli._app import main
+from leaderlog.http.app import _RETRY_SECONDS as RETRY_SECONDS
 from leaderlog.log import EventLog, load_seeds
 from leaderlog.projections import runner_for
 from tests.conftest import ROOT, SEEDS
-from tests.projections.logs import ANOTHER_CLAIM, SEED_COUNT, seen_projection_module
+from tests.http.server import confirm_as_another_writer
+from tests.projections.logs import (
+    ANOTHER_CLAIM,
+    GORDON_ACTING,
+    SEED_COUNT,
+    seen_projection_module,
+)
 from tests.store import postgres_connection, postgres_schema
 
 
@@ -477,3 +484,64 @@ def test_a_server_shares_the_interpreter_lock_in_short_turns(
     finally:
         sys.setswitchinterval(before)
     assert during == [serve_commands.SWITCH_INTERVAL], result.output
+
+
+def _serve_with_a_broken_user_projection(url: str, folder: Path) -> str:
+    """Serve ``url``, whose user projection ``seen`` was built and whose module then stopped
+    importing (``alive``, built too, still loads), while another writer appends; the server's
+    stderr once it has followed that append and retried the user projections."""
+    for name in ("alive", "seen"):
+        (folder / f"{name}.py").write_text(seen_projection_module(name), encoding="utf-8")
+
+    async def build() -> None:
+        async with await EventLog.open(url) as log:
+            await load_seeds(log, SEEDS)
+            await (await runner_for(log.store, also=("alive", "seen"))).rebuild(["alive", "seen"])
+
+    asyncio.run(build())
+    broken = seen_projection_module("seen", imports="import no_such_package_anywhere\n")
+    (folder / "seen.py").write_text(broken, encoding="utf-8")
+    with occupied_port() as port:
+        pass
+    process = serve(url, "--port", str(port))
+    try:
+        serving(process, port)
+        confirm_as_another_writer(url, GORDON_ACTING)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            health = httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=5).json()
+            lags = {p["name"]: p["lag"] for p in health["projections"]}
+            if health["head"] > SEED_COUNT and not any(
+                lag for name, lag in lags.items() if name != "seen"
+            ):
+                break
+            time.sleep(0.1)
+        time.sleep(2 * RETRY_SECONDS + 0.5)  # the user projections' runner retried meanwhile
+    finally:
+        process.terminate()
+        _, stderr = process.communicate(timeout=60)
+    return stderr
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgresql"])
+def test_serve_reports_a_user_projection_that_does_not_load_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, postgres_url: str, kind: str
+) -> None:
+    folder = tmp_path / "projections"
+    folder.mkdir()
+    monkeypatch.setenv("LEADERLOG_PROJECTIONS", str(folder))
+    if kind == "sqlite":
+        stderr = _serve_with_a_broken_user_projection(
+            f"sqlite:///{tmp_path / 'leaderlog.db'}", folder
+        )
+    else:
+
+        async def in_a_schema() -> str:
+            async with postgres_schema(postgres_url) as url:
+                return await asyncio.to_thread(_serve_with_a_broken_user_projection, url, folder)
+
+        stderr = asyncio.run(in_a_schema())
+    said = [line for line in stderr.splitlines() if "projection seen" in line]
+    assert len(said) == 1, stderr
+    assert said[0].startswith("warning: projection seen is left out: "), said
+    assert "No module named 'no_such_package_anywhere'" in said[0]
