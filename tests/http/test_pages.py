@@ -6,6 +6,7 @@ import asyncio
 import datetime as dt
 import html
 import re
+from collections.abc import Iterator
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -24,7 +25,13 @@ from leaderlog.http import _pages as pages_module
 from leaderlog.http import create_app
 from tests.feeds.atom_schema import atom_problems
 from tests.feeds.logs import EMOJI, RTL, SCRIPT
-from tests.http.server import running, seeded_database
+from tests.http.server import (
+    confirm_as_another_writer,
+    running,
+    seeded_database,
+    wait_for_claim_status,
+)
+from tests.projections.logs import GORDON_ACTING
 
 
 class _Collector(HTMLParser):
@@ -53,6 +60,16 @@ def _collect(html: str) -> _Collector:
 
 def _section(html: str, name: str) -> str:
     return html.split(f'<section id="{name}">', 1)[1].split("</section>", 1)[0]
+
+
+@pytest.fixture
+def server_keeping_no_page(tmp_path: Path) -> Iterator[str]:
+    """A server over the seeds that writes every page anew, for a test that changes how
+    pages are written (servers keep the pages they wrote until the log moves on)."""
+    app = create_app(seeded_database(tmp_path))
+    with running(app) as base:
+        app.state.services.pages.limit = 0
+        yield base
 
 
 def _leadership_text(html: str) -> str:
@@ -95,9 +112,9 @@ def test_overview_shows_leadership_changes_and_every_feed(
 
 
 def test_a_long_leadership_section_is_written_off_the_server_loop_to_the_same_page(
-    seeded_server: tuple[str, str], client: httpx.Client, monkeypatch: pytest.MonkeyPatch
+    server_keeping_no_page: str, client: httpx.Client, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    base, _ = seeded_server
+    base = server_keeping_no_page
     # given the overview written on the server's event loop
     on_the_loop = client.get(f"{base}/?lang=en").text
     written: list[str] = []
@@ -118,6 +135,57 @@ def test_a_long_leadership_section_is_written_off_the_server_loop_to_the_same_pa
     # then a worker thread wrote the same page
     assert written == ["on a worker thread"]
     assert off_the_loop == on_the_loop
+
+
+def test_overview_is_kept_until_the_log_moves_on_and_answers_if_none_match(
+    tmp_path: Path, client: httpx.Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    written: list[str] = []
+    write = pages_module._overview_page
+
+    async def overview_page(request: Any, chosen: str, *arguments: Any) -> Any:
+        written.append(chosen)
+        return await write(request, chosen, *arguments)
+
+    monkeypatch.setattr(pages_module, "_overview_page", overview_page)
+    url = seeded_database(tmp_path)
+    with running(create_app(url)) as base:
+        # given the overview, once written
+        first = client.get(f"{base}/", headers={"Accept-Encoding": "gzip"})
+        etag = first.headers["etag"]
+        assert (first.status_code, first.headers["cache-control"]) == (200, "no-cache")
+        assert etag.startswith('W/"')
+        # when it is asked for again, then it is answered as kept, not written again
+        again = client.get(f"{base}/")
+        assert (again.status_code, again.text, again.headers["etag"]) == (200, first.text, etag)
+        assert written == ["en"]
+        head = client.head(f"{base}/")
+        assert (head.status_code, head.headers["etag"], head.content) == (200, etag, b"")
+        # and a reader holding it is told it has not changed, with its headers
+        for method in ("GET", "HEAD"):
+            unchanged = client.request(method, f"{base}/", headers={"If-None-Match": etag})
+            assert (unchanged.status_code, unchanged.content) == (304, b""), method
+            assert unchanged.headers["etag"] == etag
+            assert unchanged.headers["vary"] == "Accept-Encoding, Accept-Language"
+            assert unchanged.headers["content-language"] == "en"
+        assert written == ["en"]
+        # (each language and organisation is a page of its own)
+        french = client.get(f"{base}/", headers={"Accept-Language": "fr", "If-None-Match": etag})
+        assert french.status_code == 200 and french.headers["etag"] != etag
+        ice = client.get(f"{base}/?org=ice", headers={"If-None-Match": etag})
+        assert ice.status_code == 200 and ice.headers["etag"] not in (etag, french.headers["etag"])
+        # and an organisation that is not there is neither kept nor ever "not modified"
+        for _ in range(2):
+            unknown = client.get(f"{base}/?org=atlantis", headers={"If-None-Match": "*"})
+            assert unknown.status_code == 404 and "etag" not in unknown.headers
+        assert written == ["en", "fr", "en", "en", "en"]
+        # when another writer confirms a claim, then the page is written anew, with a new tag
+        confirm_as_another_writer(url, GORDON_ACTING)
+        wait_for_claim_status(client, base, GORDON_ACTING, "confirmed")
+        changed = client.get(f"{base}/", headers={"If-None-Match": etag})
+        assert changed.status_code == 200 and changed.headers["etag"] != etag
+        assert changed.text != first.text
+        assert written[-1:] == ["en"] and len(written) == 6
 
 
 def test_overview_speaks_the_asked_language(
@@ -278,9 +346,9 @@ def test_unknown_organisation_page_links_what_was_meant(
 
 
 def test_overview_of_a_large_log_lists_organisations_instead_of_every_post(
-    seeded_server: tuple[str, str], client: httpx.Client, monkeypatch: pytest.MonkeyPatch
+    server_keeping_no_page: str, client: httpx.Client, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    base, _ = seeded_server
+    base = server_keeping_no_page
     # The seeds define five posts; a limit below that makes them "many".
     monkeypatch.setattr(pages, "OVERVIEW_POSTS", 2)
     response = client.get(f"{base}/?lang=de")

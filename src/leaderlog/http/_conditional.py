@@ -29,6 +29,7 @@ __all__ = [
     "accepts_gzip",
     "cached_response",
     "caching_headers",
+    "etag_matches",
     "get_and_head",
     "is_not_modified",
     "json_response",
@@ -67,14 +68,20 @@ def list_header(request: Request, name: str) -> str | None:
     return ", ".join(lines) if lines else None
 
 
+def etag_matches(request: Request, etag: str) -> bool | None:
+    """Whether If-None-Match names ``etag`` (or ``*``), compared weakly; None without it."""
+    if_none_match = list_header(request, "if-none-match")
+    if if_none_match is None:
+        return None
+    current = _opaque(etag)
+    return any(tag.strip() == "*" or _opaque(tag) == current for tag in if_none_match.split(","))
+
+
 def is_not_modified(request: Request, validators: Validators) -> bool:
     """Whether the client's copy is current: If-None-Match first, else If-Modified-Since."""
-    if_none_match = list_header(request, "if-none-match")
-    if if_none_match is not None:
-        current = _opaque(validators.etag)
-        return any(
-            tag.strip() == "*" or _opaque(tag) == current for tag in if_none_match.split(",")
-        )
+    matches = etag_matches(request, validators.etag)
+    if matches is not None:
+        return matches
     since = _if_modified_since(request)
     return since is not None and validators.last_modified.replace(microsecond=0) <= since
 

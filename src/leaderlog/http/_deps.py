@@ -10,7 +10,7 @@ import asyncio
 import contextlib
 import re
 import urllib.parse
-from collections import Counter
+from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
 
 from fastapi.exceptions import RequestValidationError
@@ -25,6 +25,7 @@ from leaderlog.store import VerifyReport
 
 __all__ = [
     "OWN_WRITES_SECONDS",
+    "Pages",
     "Services",
     "base_url",
     "check_parameters",
@@ -66,6 +67,30 @@ class _Verifying:
         self.task: asyncio.Task[VerifyReport] | None = None
 
 
+class Pages:
+    """HTML pages rendered lately, each under its ETag (which names what it shows: the
+    positions and day it was computed for, and its address and language), so that a request
+    repeated before anything changes is answered without computing the page again. The
+    least recently used goes first once ``limit`` are kept."""
+
+    def __init__(self, limit: int = 32) -> None:
+        self.limit = limit
+        self._kept: OrderedDict[str, tuple[bytes, bytes]] = OrderedDict()
+
+    def get(self, etag: str) -> tuple[bytes, bytes] | None:
+        """The page's body and its gzip encoding, if kept."""
+        found = self._kept.get(etag)
+        if found is not None:
+            self._kept.move_to_end(etag)
+        return found
+
+    def keep(self, etag: str, body: bytes, gzipped: bytes) -> None:
+        self._kept[etag] = (body, gzipped)
+        self._kept.move_to_end(etag)
+        while len(self._kept) > self.limit:
+            self._kept.popitem(last=False)
+
+
 def reads_builtins(runner: ProjectionRunner) -> bool:
     """Whether the runner keeps built-in projections (which answers and feeds read) current:
     not the one of user projections, which follows the log on its own."""
@@ -80,6 +105,7 @@ class Services:
     feeds: FeedService
     _applied: _Applied = field(default_factory=_Applied)
     _verifying: _Verifying = field(default_factory=_Verifying)
+    pages: Pages = field(default_factory=Pages)
 
     async def verify(self) -> VerifyReport:
         """The whole chain checked again. It reads every event (tens of seconds on a large

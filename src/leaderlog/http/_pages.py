@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import gzip
+import hashlib
 import html
 import string
 from collections.abc import Mapping, Sequence
@@ -38,8 +40,8 @@ from leaderlog.feeds import (
     scope_name,
 )
 from leaderlog.feeds._i18n import Language
-from leaderlog.http._conditional import VARY, get_and_head, respond
-from leaderlog.http._deps import base_url, feeds_of, queries_of
+from leaderlog.http._conditional import VARY, etag_matches, get_and_head, respond
+from leaderlog.http._deps import base_url, feeds_of, queries_of, services_of
 from leaderlog.http._feeds import canonical_address, given_once, pick_language
 from leaderlog.projections import InvalidQuery, UnknownEntity
 
@@ -49,6 +51,7 @@ __all__ = ["router"]
 router = APIRouter(tags=["pages"], dependencies=[Depends(given_once)])
 
 RECENT = 20
+HTML = "text/html; charset=utf-8"
 # Above this many posts the overview lists organisations, each linking to its own
 # leadership, instead of every post's holders: the whole state reads every claim.
 OVERVIEW_POSTS = 200
@@ -392,11 +395,12 @@ def _unknown_org(
     summary="HTML overview",
     response_class=HTMLResponse,
     responses={
+        304: {"description": "Not modified: the client's copy (ETag) is current."},
         # A page for the reader, in their language, not the API's JSON error.
         404: {
             "description": "An unknown `org`, or a `lang` not offered: the page says so.",
             "content": {"text/html": {}},
-        }
+        },
     },
 )
 async def overview(
@@ -429,11 +433,58 @@ async def overview(
         if (redirect := canonical_address(request, "/", chosen)) is not None:
             return redirect
     link_lang = chosen if explicit else None
+    if org is not None and not org.strip():
+        org = None  # "?org=" as an empty form field leaves: the whole overview
+    headers = {"Cache-Control": "no-cache", "Vary": VARY, "Content-Language": chosen}
+    etag = None if not_offered else await _overview_etag(request, chosen, link_lang, org)
+    pages = services_of(request).pages
+    kept = pages.get(etag) if etag is not None else None
+    if kept is None:
+        body, found, whole = await _overview_page(
+            request, chosen, link_lang, org, lang if not_offered else None
+        )
+        if not found:
+            # Not kept: anyone can ask for endlessly many organisations that are not there.
+            return respond(request, body=body, media_type=HTML, headers=headers, status_code=404)
+        kept = body, gzip.compress(body, compresslevel=6, mtime=0)
+        if etag is not None and whole:
+            pages.keep(etag, *kept)
+        else:
+            etag = None  # computed while the leadership could not be read: said again
+    if etag is not None:
+        headers["ETag"] = etag
+        if etag_matches(request, etag):
+            return Response(status_code=304, headers=headers)
+    body, gzipped = kept
+    return respond(request, body=body, gzipped=gzipped, media_type=HTML, headers=headers)
+
+
+async def _overview_etag(
+    request: Request, chosen: str, link_lang: str | None, org: str | None
+) -> str | None:
+    """The overview's ETag: what it is computed from (the leadership as known at its
+    projection's position, on today's date; the feed entries at theirs) and the variant
+    asked for. None while the leadership cannot be read (the page says so, and is not kept)."""
+    try:
+        situation = await queries_of(request).situation()
+    except ProjectionError:
+        return None
+    feeds = await feeds_of(request).reader.checkpoint()
+    variant = repr((request.app.version, chosen, link_lang, org, base_url(request)))
+    digest = hashlib.sha256(variant.encode()).hexdigest()[:16]
+    position = situation["known_at"]["position"]
+    return f'W/"{position}-{feeds or 0}-{situation["as_of"]}-{digest}"'
+
+
+async def _overview_page(
+    request: Request, chosen: str, link_lang: str | None, org: str | None, not_offered: str | None
+) -> tuple[bytes, bool, bool]:
+    """The overview page; whether it was found (an unknown organisation, or a language
+    ``not_offered``, gets a page saying so); and whether it is whole (not while the
+    leadership cannot be read)."""
     words = language(chosen)
     base = base_url(request)
     service = feeds_of(request)
-    if org is not None and not org.strip():
-        org = None  # "?org=" as an empty form field leaves: the whole overview
     rows = await service.reader.entities(("org", "person", "post"))
     entities: dict[str, list[tuple[str, dict[str, Any]]]] = {}
     for row in rows:
@@ -444,6 +495,7 @@ async def overview(
     queries = queries_of(request)
     state: dict[str, Any]
     unknown: UnknownEntity | None = None
+    whole = True
     try:
         if by_org:
             state = {**await queries.situation(), "posts": []}
@@ -458,11 +510,12 @@ async def overview(
         state = {**await queries.situation(), "posts": []}
     except ProjectionError:
         state = {"posts": [], "as_of": "", "known_at": {"position": 0}}
-    if not_offered:
+        whole = False
+    if not_offered is not None:
         asked = _e(
             words._(
                 N_("These pages are not offered in {asked}: choose one of the languages above."),
-                asked=repr(lang),
+                asked=repr(not_offered),
             )
         )
         leadership = f"<p>{asked}</p>"
@@ -514,10 +567,4 @@ async def overview(
         opml_url=_e(_opml_url(base, link_lang)),
         opml="OPML",
     )
-    return respond(
-        request,
-        body=page.encode(),
-        media_type="text/html; charset=utf-8",
-        headers={"Cache-Control": "no-cache", "Vary": VARY, "Content-Language": chosen},
-        status_code=404 if unknown is not None or not_offered else 200,
-    )
+    return page.encode(), unknown is None and not_offered is None, whole
