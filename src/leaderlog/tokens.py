@@ -214,6 +214,10 @@ class Tokens:
     async def check(self, token: str) -> str:
         """The name a live token belongs to; :class:`TokenError` otherwise."""
         if not await self._exists():
+            # The token tables go with a log removed under a running server (its PostgreSQL
+            # schema dropped): reading the head says so (LogRemoved) rather than blaming
+            # the token.
+            await self._store.head()
             raise TokenError("unknown token")
         digest = _digest(token)
         rows = await self._store.query(

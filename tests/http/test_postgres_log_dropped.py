@@ -60,15 +60,18 @@ async def test_a_dropped_postgres_log_is_a_503_on_every_route(
     assert "restore it from a backup or an export, then restart" in caplog.text
 
 
-async def test_a_write_to_a_log_whose_events_table_was_dropped_is_a_503_without_retry(
-    postgres_url: str,
+@pytest.mark.parametrize("dropped", ["TABLE {schema}.events", "SCHEMA {schema}"])
+async def test_a_write_to_a_dropped_log_is_a_503_without_retry(
+    postgres_url: str, dropped: str
 ) -> None:
+    # With the schema go the tokens: the write is still told the log is gone, not that its
+    # token is unknown.
     async with postgres_schema(postgres_url) as url:
         async with await EventLog.open(url) as log:
             token = await Tokens(log.store).create("alice")
         with running(create_app(url, seeds=SEEDS)) as base_url:
             async with httpx.AsyncClient(base_url=base_url, timeout=30) as client:
-                await _drop(postgres_url, url, "TABLE {schema}.events")
+                await _drop(postgres_url, url, dropped)
                 response = await client.post(
                     "/api/events",
                     json={"type": "person.registered", "data": {"person": "x-y", "name": "X Y"}},
