@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from pathlib import Path
 
@@ -11,7 +12,7 @@ from babel.messages.pofile import read_po
 
 from leaderlog.feeds import LANGUAGES, UnknownLanguage, language, negotiate, resolve
 from leaderlog.feeds._i18n import catalog_path
-from leaderlog.feeds._text import fuzzy_date
+from leaderlog.feeds._text import _history, fuzzy_date
 from tests.conftest import ROOT
 
 SOURCES = [ROOT / "src" / "leaderlog" / "feeds", ROOT / "src" / "leaderlog" / "http"]
@@ -175,6 +176,63 @@ def test_days_and_years_after_a_preposition_take_the_article_their_language_need
     tag: str, date: str, qualifier: str, expected: str
 ) -> None:
     assert fuzzy_date({"date": date, "qualifier": qualifier}, language(tag)) == expected
+
+
+@pytest.mark.parametrize(
+    ("date", "qualifier", "expected"),
+    [
+        ("2025-05-08", "about", "verso l\u20198 maggio 2025"),
+        ("2025-05-08", "before", "prima dell\u20198 maggio 2025"),
+        ("2025-05-11", "after", "dopo l\u201911 maggio 2025"),
+        ("2025-05-11", "on", "11 maggio 2025"),
+        # Read "primo": the first keeps its article, and is written as an ordinal.
+        ("2025-05-01", "before", "prima del 1\u00ba maggio 2025"),
+        ("2025-05-15", "about", "verso il 15 maggio 2025"),
+        ("2025-05-18", "after", "dopo il 18 maggio 2025"),
+        ("2025-05-28", "before", "prima del 28 maggio 2025"),
+        ("1100", "after", "dopo il 1100"),
+    ],
+)
+def test_italian_articles_elide_before_a_number_read_with_a_vowel(
+    date: str, qualifier: str, expected: str
+) -> None:
+    assert fuzzy_date({"date": date, "qualifier": qualifier}, language("it")) == expected
+
+
+@pytest.mark.parametrize(
+    ("tag", "message", "day", "expected"),
+    [
+        ("it", "Confirmed on {date}.", 8, "Confermato l\u20198 maggio 2025."),
+        ("it", "Disputed on {date}: {reason}", 11, "Contestato l\u201911 maggio 2025: r"),
+        ("it", "Retracted on {date}: {reason}", 1, "Ritrattato il 1\u00ba maggio 2025: r"),
+        ("fr", "Confirmed on {date}.", 1, "Confirm\u00e9 le 1er mai 2025."),
+        ("fr", "Confirmed on {date}.", 8, "Confirm\u00e9 le 8 mai 2025."),
+        ("es", "Confirmed on {date}.", 1, "Confirmado el 1 de mayo de 2025."),
+        ("en", "Confirmed on {date}.", 1, "Confirmed on May 1, 2025."),
+    ],
+)
+def test_a_day_reads_as_its_language_writes_it_in_a_sentence(
+    tag: str, message: str, day: int, expected: str
+) -> None:
+    lang = language(tag)
+    date = lang.date(dt.date(2025, 5, day))
+    assert lang._(message, date=date, reason="r") == expected
+
+
+@pytest.mark.parametrize("markup", [False, True], ids=["text", "html"])
+@pytest.mark.parametrize(
+    ("tag", "at", "said"),
+    [
+        ("it", "2025-05-08T12:00:00Z", "Ritrattato l\u20198 maggio 2025:"),
+        ("fr", "2025-05-01T12:00:00Z", "R\u00e9tract\u00e9 le 1er mai 2025\u00a0:"),
+    ],
+)
+def test_an_entry_s_history_says_the_day_as_its_language_writes_it(
+    tag: str, at: str, said: str, markup: bool
+) -> None:
+    doc = {"events": [{"type": "claim.retracted", "at": at, "reason": "r"}]}
+    [[sentence]] = _history(doc, language(tag), markup=markup)
+    assert sentence.startswith(said)
 
 
 @pytest.mark.parametrize(

@@ -12,6 +12,7 @@ import functools
 import gettext
 import io
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -68,6 +69,23 @@ _FULL_STOPS = {"zh": "\u3002", "ja": "\u3002", "hi": "\u0964"}
 # Russian "около", "до" and "после" take the genitive month, and a year keeps its
 # abbreviation for "year" (U+0433), as a month's does.
 _GOVERNED_PATTERNS = {"ru": ("MMMM y\u202f'\u0433'.", "y\u202f'\u0433'.")}
+# The first of a month is written as an ordinal where CLDR's long date gives a plain number:
+# "1er mai 2025", "1º maggio 2025" (read "premier", "primo").
+_FIRST_OF_MONTH = {"fr": "er", "it": "\u00ba"}
+_DAY_FIELD = re.compile(r"(?<![d'])d(?!d)")
+# Italian articles and articulated prepositions drop their vowel before a number read with
+# one (otto, undici, ottanta, ottocento, ottomila, undicimila): "l'8 maggio", "dell'11".
+_ELIDED = {
+    "it": {
+        "il": "l\u2019",
+        "del": "dell\u2019",
+        "dal": "dall\u2019",
+        "al": "all\u2019",
+        "nel": "nell\u2019",
+        "sul": "sull\u2019",
+    }
+}
+_READ_WITH_A_VOWEL = re.compile(r"(?:8\d{0,3}|11(?:\d{3})?)(?![\d.,])")
 
 
 @dataclass(frozen=True)
@@ -80,8 +98,20 @@ class Language:
 
     def _(self, message: str, **values: Any) -> str:
         """Translate ``message`` and fill in its placeholders."""
-        text = self.translations.gettext(message)
+        text = self.template(message, values)
         return fill(text, values) if values else text
+
+    def template(self, message: str, values: Mapping[str, Any]) -> str:
+        """``message`` translated, its words fitted to the ``values`` that will fill it in
+        (an Italian article elided before "8 maggio")."""
+        text = self.translations.gettext(message)
+        elided = _ELIDED.get(self.locale.language)
+        if elided:
+            for name, value in values.items():
+                if isinstance(value, str) and _READ_WITH_A_VOWEL.match(value):
+                    for word, short in elided.items():
+                        text = re.sub(rf"\b{word} \{{{name}\}}", f"{short}{{{name}}}", text)
+        return text
 
     def sentences(self, sentences: Sequence[str]) -> str:
         """Sentences one after another: Chinese and Japanese put no space after their stops."""
@@ -97,6 +127,10 @@ class Language:
 
     def date(self, moment: dt.datetime | dt.date) -> str:
         """A day (after "before" and such, the catalog's words give any article it takes)."""
+        ordinal = _FIRST_OF_MONTH.get(self.locale.language) if moment.day == 1 else None
+        if ordinal:
+            pattern = self.locale.date_formats["long"].pattern
+            return format_date(moment, _DAY_FIELD.sub(f"d'{ordinal}'", pattern, 1), self.locale)
         return format_date(moment, format="long", locale=self.locale)
 
     def datetime(self, moment: dt.datetime) -> str:

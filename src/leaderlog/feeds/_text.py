@@ -162,7 +162,7 @@ def clean(text: object, limit: int = TEXT_LIMIT) -> str:
 
 def _html(lang: Language, message: str, **values: str) -> Markup:
     """Translate a message into HTML: its words escaped, Markup values inserted as they are."""
-    template = html.escape(lang.translations.gettext(message), quote=False)
+    template = html.escape(lang.template(message, values), quote=False)
     escaped = {
         key: value if isinstance(value, Markup) else html.escape(value)
         for key, value in values.items()
