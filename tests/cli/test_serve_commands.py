@@ -261,6 +261,92 @@ def test_a_request_that_never_ends_does_not_hold_a_stop(sqlite_url: str) -> None
     assert "Traceback" not in stderr
 
 
+def _closed_by_server(connection: socket.socket) -> bool:
+    """Whether the server has closed ``connection`` (its end of file is waiting to be read)."""
+    connection.setblocking(False)
+    try:
+        return connection.recv(1) == b""
+    except BlockingIOError:
+        return False
+    except ConnectionResetError:
+        return True  # a byte sent after the close was refused
+    finally:
+        connection.setblocking(True)
+
+
+def _response(connection: socket.socket) -> bytes:
+    """One response to a GET, whole (it has a Content-Length)."""
+    connection.settimeout(10)
+    received = b""
+    while b"\r\n\r\n" not in received:
+        received += connection.recv(65536)
+    head, _, body = received.partition(b"\r\n\r\n")
+    length = next(
+        int(line.split(b":", 1)[1])
+        for line in head.split(b"\r\n")
+        if line.lower().startswith(b"content-length:")
+    )
+    while len(body) < length:
+        body += connection.recv(65536)
+    return head
+
+
+@contextmanager
+def _serving_with_header_timeout(url: str, seconds: str) -> Iterator[tuple[int, Any]]:
+    """A server whose clients have ``seconds`` for their headers: its port and process."""
+    with occupied_port() as port:
+        pass
+    process = serve(url, "--port", str(port), "--header-timeout", seconds)
+    try:
+        serving(process, port)
+        yield port, process
+    finally:
+        process.terminate()
+        process.communicate(timeout=60)
+
+
+def test_a_client_sending_its_headers_a_byte_at_a_time_is_cut_off(sqlite_url: str) -> None:
+    with _serving_with_header_timeout(sqlite_url, "1") as (port, process):
+        # given a client that sends a byte of its request every tenth of a second
+        request = b"GET /healthz HTTP/1.1\r\nHost: x\r\nUser-Agent: slow\r\n\r\n"
+        connection = socket.create_connection(("127.0.0.1", port))
+        started = time.monotonic()
+        sent = 0
+        with connection:
+            while sent < len(request) and not _closed_by_server(connection):
+                try:
+                    connection.sendall(request[sent : sent + 1])
+                except (BrokenPipeError, ConnectionResetError):
+                    break  # closed while the byte was on its way
+                sent += 1
+                time.sleep(0.1)
+            took = time.monotonic() - started
+        # then the server closed the connection once its second was up, before the request
+        # was whole (each byte would have held it open for good)
+        assert sent < len(request)
+        assert 0.9 <= took < 4
+        # and goes on serving everyone else
+        assert serving(process, port).status_code == 200
+
+
+def test_headers_in_time_are_answered_and_each_request_of_a_connection_has_its_own_time(
+    sqlite_url: str,
+) -> None:
+    with _serving_with_header_timeout(sqlite_url, "2") as (port, _):
+        request = b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
+        with socket.create_connection(("127.0.0.1", port)) as connection:
+            # given headers sent in pieces over 1.2 seconds, twice on one connection
+            for _ in range(2):
+                for piece in (request[:10], request[10:20], request[20:]):
+                    connection.sendall(piece)
+                    time.sleep(0.6)
+                # then each is answered: the 2.4 seconds in all are not held against them
+                assert _response(connection).startswith(b"HTTP/1.1 200")
+            # and a connection then left idle is closed once the time for the next is up
+            time.sleep(2.5)
+            assert _closed_by_server(connection)
+
+
 def test_serve_says_warning_and_error_before_its_own_as_other_commands_do(
     tmp_path: Path, folder: Path
 ) -> None:

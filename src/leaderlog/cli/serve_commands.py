@@ -42,6 +42,8 @@ DEFAULT_BASE_URL = "http://127.0.0.1:8000"
 _STARTUP_FAILURE = 3
 # uvicorn's default: connections the kernel queues before the server accepts them.
 _BACKLOG = 2048
+# How long a client may take to send a request's line and headers (--header-timeout).
+HEADER_SECONDS = 10.0
 
 
 def seeds_folder() -> Path | None:
@@ -101,6 +103,14 @@ def _proxy_addresses(context: click.Context, parameter: click.Parameter, value: 
     help="The address readers use (https://feeds.example.org): every link is built from "
     "it instead of the request's Host header.",
 )
+@click.option(
+    "--header-timeout",
+    type=click.FloatRange(0, min_open=True),
+    default=HEADER_SECONDS,
+    show_default=True,
+    help="Seconds a client has to send a request's line and headers; a connection still "
+    "sending them then is closed.",
+)
 @click.pass_obj
 def serve_command(
     context: Context,
@@ -110,6 +120,7 @@ def serve_command(
     proxy_headers: bool,
     forwarded_allow_ips: str,
     public_url: str | None,
+    header_timeout: float,
 ) -> None:
     """Serve feeds, the JSON API and an HTML overview over HTTP.
 
@@ -122,6 +133,7 @@ def serve_command(
       # then open http://127.0.0.1:8000/ or subscribe to http://127.0.0.1:8000/feeds/all.atom
       leaderlog --db sqlite:///other.db serve --port 8080 --no-seed
       leaderlog serve --proxy-headers --public-url https://feeds.example.org
+      leaderlog serve --header-timeout 5
     """
     # Imported here: the HTTP stack costs every other command half a second to load.
     import uvicorn
@@ -185,6 +197,7 @@ def serve_command(
                 log_level="info",
                 # A client that never finishes its request would otherwise hold a stop for good.
                 timeout_graceful_shutdown=GRACEFUL_STOP_SECONDS,
+                http=_with_header_deadline(header_timeout),
             )
             server = uvicorn.Server(config)
             # Large answers are worked out on worker threads; with Python's default 5 ms turns
@@ -246,6 +259,58 @@ _SERVER_LOGGERS = ("leaderlog", "asyncpg")
 GRACEFUL_STOP_SECONDS = 5
 # Seconds a thread holds the interpreter lock while another waits for it (see serve).
 SWITCH_INTERVAL = 0.001
+
+
+def _with_header_deadline(seconds: float) -> type[asyncio.Protocol]:
+    """uvicorn's HTTP/1.1 protocol, closing a connection whose request line and headers
+    have not all arrived ``seconds`` after it was opened or its last response was sent.
+
+    uvicorn waits for them for good: its keep-alive timeout starts again with every byte,
+    so clients sending a byte now and then could hold every connection open (Slowloris).
+    A body is not held to it: a large import may take its time.
+    """
+    # Imported here, as uvicorn is (see serve_command).
+    import h11
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    class HeaderDeadlineProtocol(H11Protocol):
+        _deadline: asyncio.TimerHandle | None = None
+
+        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+            super().connection_made(transport)
+            self._wait_for_headers()
+
+        def data_received(self, data: bytes) -> None:
+            super().data_received(data)
+            if self.conn.their_state is not h11.IDLE:
+                self._stop_waiting()
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            # Idle again: the next request's headers are awaited (unless already here,
+            # pipelined, or the connection is ending).
+            if self.conn.their_state is h11.IDLE and not self.transport.is_closing():
+                self._wait_for_headers()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._stop_waiting()
+            super().connection_lost(exc)
+
+        def _wait_for_headers(self) -> None:
+            self._stop_waiting()
+            self._deadline = self.loop.call_later(seconds, self._too_slow)
+
+        def _stop_waiting(self) -> None:
+            if self._deadline is not None:
+                self._deadline.cancel()
+                self._deadline = None
+
+        def _too_slow(self) -> None:
+            self._deadline = None
+            if self.conn.their_state is h11.IDLE and not self.transport.is_closing():
+                self.transport.close()
+
+    return HeaderDeadlineProtocol
 
 
 def listening_sockets(host: str, port: int) -> list[socket.socket]:
