@@ -639,6 +639,30 @@ def test_wrong_content_type_is_415(
     assert log_head(api) == before
 
 
+@pytest.mark.parametrize(
+    ("content_type", "encoding"),
+    [("text/plain", "identity"), ("application/json; charset=latin-1", "identity"), (JSON, "gzip")],
+)
+def test_a_body_that_would_be_refused_by_its_headers_is_not_asked_for(
+    running: Running, content_type: str, encoding: str
+) -> None:
+    # given a writer that waits for 100 Continue before sending a large body
+    address = httpx.URL(running.base_url)
+    head = (
+        f"POST /api/events HTTP/1.1\r\nHost: {address.host}\r\n"
+        f"Authorization: Bearer {running.token}\r\nContent-Type: {content_type}\r\n"
+        f"Content-Encoding: {encoding}\r\nContent-Length: 5000000\r\n"
+        "Expect: 100-continue\r\n\r\n"
+    )
+    with socket.create_connection((address.host, address.port), timeout=10) as connection:
+        connection.sendall(head.encode())
+        answer = b""
+        while b"\r\n\r\n" not in answer:
+            answer += connection.recv(65536)
+    # then the refusal comes first, without a 100 Continue asking for the body
+    assert answer.startswith(b"HTTP/1.1 415 "), answer[:200]
+
+
 def test_a_compressed_body_is_415_naming_the_encoding(running: Running, api: httpx.Client) -> None:
     before = log_head(api)
     body = gzip.compress(json.dumps(person(unique("zipped"))).encode())

@@ -1,7 +1,7 @@
 """``POST /api/events``: append one record or a list of them (one atomic batch), with a token.
 
 Checks run cheapest first and nothing is written unless every record passes:
-401/403 (token) → 413 (size) → 415 (media type) → 400 (JSON, nesting) → 422 (records and
+401/403 (token) → 415 (media type) → 413 (size) → 400 (JSON, nesting) → 422 (records and
 rules) → 409 (expected version or event id) → 201 appended / 200 already present.
 """
 
@@ -332,16 +332,8 @@ def write_router(
         except TokenError as error:
             return error_response(403, "forbidden", str(error))
 
-        try:
-            body = await _read_body(request)
-        except ClientDisconnect:
-            # The writer hung up before its body was whole: nothing to append, nobody to
-            # answer, and no fault of the server's to log.
-            return error_response(
-                400, "incomplete", "the body ended before Content-Length was reached"
-            )
-        if body is None:
-            return error_response(413, "too_large", f"the body is over {MAX_BODY_BYTES} bytes")
+        # Told by the headers: refused before the body is asked for (a client that sent
+        # Expect: 100-continue then never sends it).
         media_type, charset = _media_type(request.headers.get("content-type", ""))
         if media_type != "application/json":
             return error_response(
@@ -360,6 +352,16 @@ def write_router(
                 f"Content-Encoding {encoding!r} is not accepted: send the JSON uncompressed",
                 headers={"Accept-Encoding": "identity"},
             )
+        try:
+            body = await _read_body(request)
+        except ClientDisconnect:
+            # The writer hung up before its body was whole: nothing to append, nobody to
+            # answer, and no fault of the server's to log.
+            return error_response(
+                400, "incomplete", "the body ended before Content-Length was reached"
+            )
+        if body is None:
+            return error_response(413, "too_large", f"the body is over {MAX_BODY_BYTES} bytes")
         try:
             # A byte order mark is not JSON, but editors write one; import accepts it too.
             raw = loads_input(body.removeprefix(b"\xef\xbb\xbf"))
