@@ -163,6 +163,8 @@ def test_french_days_after_a_preposition_take_the_article(qualifier: str, expect
         ("es", "2025-05-31", "before", "antes del 31 de mayo de 2025"),
         ("es", "2025-06-02", "about", "hacia el 2 de junio de 2025"),
         ("es", "2025", "after", "después de 2025"),
+        ("pt", "2025-06-01", "before", "antes de 1\u00ba de junho de 2025"),
+        ("pt", "2025-06-08", "about", "por volta de 8 de junho de 2025"),
         ("it", "2025-05-31", "before", "prima del 31 maggio 2025"),
         ("it", "2025-06-03", "after", "dopo il 3 giugno 2025"),
         ("it", "2025", "before", "prima del 2025"),
@@ -188,6 +190,12 @@ def test_days_and_years_after_a_preposition_take_the_article_their_language_need
         # Read "primo": the first keeps its article, and is written as an ordinal.
         ("2025-05-01", "before", "prima del 1\u00ba maggio 2025"),
         ("2025-05-15", "about", "verso il 15 maggio 2025"),
+        ("2025-05-01", "after", "dopo il 1\u00ba maggio 2025"),
+        ("2025-05-11", "before", "prima dell\u201911 maggio 2025"),
+        ("2025-05-21", "before", "prima del 21 maggio 2025"),
+        ("2025-08-08", "after", "dopo l\u20198 agosto 2025"),
+        ("2025", "after", "dopo il 2025"),
+        ("0800", "about", "verso l\u2019800"),
         ("2025-05-18", "after", "dopo il 18 maggio 2025"),
         ("2025-05-28", "before", "prima del 28 maggio 2025"),
         ("1100", "after", "dopo il 1100"),
@@ -205,9 +213,21 @@ def test_italian_articles_elide_before_a_number_read_with_a_vowel(
         ("it", "Confirmed on {date}.", 8, "Confermato l\u20198 maggio 2025."),
         ("it", "Disputed on {date}: {reason}", 11, "Contestato l\u201911 maggio 2025: r"),
         ("it", "Retracted on {date}: {reason}", 1, "Ritrattato il 1\u00ba maggio 2025: r"),
+        ("it", "Corrected on {date}: {reason}", 1, "Corretto il 1\u00ba maggio 2025: r"),
+        ("it", "Corrected on {date}: {reason}", 8, "Corretto l\u20198 maggio 2025: r"),
+        ("it", "Corrected on {date}: {reason}", 11, "Corretto l\u201911 maggio 2025: r"),
+        ("it", "Corrected on {date}: {reason}", 15, "Corretto il 15 maggio 2025: r"),
+        ("it", "Confirmed on {date}.", 15, "Confermato il 15 maggio 2025."),
         ("fr", "Confirmed on {date}.", 1, "Confirm\u00e9 le 1er mai 2025."),
         ("fr", "Confirmed on {date}.", 8, "Confirm\u00e9 le 8 mai 2025."),
+        ("fr", "Confirmed on {date}.", 11, "Confirm\u00e9 le 11 mai 2025."),
+        # Brazilian usage, which the catalog follows: the first of a month is "primeiro".
+        ("pt", "Confirmed on {date}.", 1, "Confirmado em 1\u00ba de maio de 2025."),
+        ("pt", "Confirmed on {date}.", 8, "Confirmado em 8 de maio de 2025."),
+        ("pt", "Retracted on {date}: {reason}", 11, "Retirado em 11 de maio de 2025: r"),
+        ("pt", "Retracted on {date}: {reason}", 15, "Retirado em 15 de maio de 2025: r"),
         ("es", "Confirmed on {date}.", 1, "Confirmado el 1 de mayo de 2025."),
+        ("de", "Confirmed on {date}.", 1, "Best\u00e4tigt am 1. Mai 2025."),
         ("en", "Confirmed on {date}.", 1, "Confirmed on May 1, 2025."),
     ],
 )
@@ -219,12 +239,37 @@ def test_a_day_reads_as_its_language_writes_it_in_a_sentence(
     assert lang._(message, date=date, reason="r") == expected
 
 
+@pytest.mark.parametrize(
+    ("tag", "day", "expected"),
+    [
+        ("it", 1, "Situazione al 1\u00ba maggio 2025"),
+        ("it", 8, "Situazione all\u20198 maggio 2025"),
+        ("it", 11, "Situazione all\u201911 maggio 2025"),
+        ("it", 15, "Situazione al 15 maggio 2025"),
+        ("pt", 1, "Situa\u00e7\u00e3o em 1\u00ba de maio de 2025"),
+        ("es", 8, "Situaci\u00f3n al 8 de mayo de 2025"),
+        ("fr", 1, "Situation au 1er mai 2025"),
+    ],
+)
+def test_the_overview_says_the_day_of_its_situation_as_its_language_writes_it(
+    tag: str, day: int, expected: str
+) -> None:
+    lang = language(tag)
+    situation = lang._(
+        "Situation on {date}, as known at log position {position}.",
+        date=lang.date(dt.date(2025, 5, day)),
+        position="8",
+    )
+    assert situation.partition(",")[0] == expected
+
+
 @pytest.mark.parametrize("markup", [False, True], ids=["text", "html"])
 @pytest.mark.parametrize(
     ("tag", "at", "said"),
     [
         ("it", "2025-05-08T12:00:00Z", "Ritrattato l\u20198 maggio 2025:"),
         ("fr", "2025-05-01T12:00:00Z", "R\u00e9tract\u00e9 le 1er mai 2025\u00a0:"),
+        ("pt", "2025-06-01T12:00:00Z", "Retirado em 1\u00ba de junho de 2025:"),
     ],
 )
 def test_an_entry_s_history_says_the_day_as_its_language_writes_it(

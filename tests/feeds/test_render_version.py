@@ -41,6 +41,8 @@ RENDERED = {
     (9, 11): "4accf2c945506bb0cf9dba16f15763435d06ff7c9527a1e51dc634d1be6d0e1e",
     # French and Italian write the first of a month as an ordinal; Italian elides articles.
     (10, 11): "226be57bea004d4ef78018ef92cd3555ebc667311be248afa228fe792e79cfed",
+    # Portuguese writes the first of a month as an ordinal too ("1º de junho").
+    (11, 11): "2160732437683fc51f2c2b9fa3853c9b85bab854109c5c5d5b5b8d7bab34ce20",
 }
 
 _RECORDED = dt.datetime(2025, 6, 1, 12, 0, tzinfo=dt.UTC)

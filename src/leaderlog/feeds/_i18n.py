@@ -70,8 +70,9 @@ _FULL_STOPS = {"zh": "\u3002", "ja": "\u3002", "hi": "\u0964"}
 # abbreviation for "year" (U+0433), as a month's does.
 _GOVERNED_PATTERNS = {"ru": ("MMMM y\u202f'\u0433'.", "y\u202f'\u0433'.")}
 # The first of a month is written as an ordinal where CLDR's long date gives a plain number:
-# "1er mai 2025", "1º maggio 2025" (read "premier", "primo").
-_FIRST_OF_MONTH = {"fr": "er", "it": "\u00ba"}
+# "1er mai 2025", "1º maggio 2025", "1º de maio de 2025" (read "premier", "primo", "primeiro";
+# Brazilian usage, which the Portuguese catalog follows: Portugal writes "1 de maio").
+_FIRST_OF_MONTH = {"fr": "er", "it": "\u00ba", "pt": "\u00ba"}
 _DAY_FIELD = re.compile(r"(?<![d'])d(?!d)")
 # Italian articles and articulated prepositions drop their vowel before a number read with
 # one (otto, undici, ottanta, ottocento, ottomila, undicimila): "l'8 maggio", "dell'11".
