@@ -249,6 +249,7 @@ def test_a_day_reads_as_its_language_writes_it_in_a_sentence(
         ("pt", 1, "Situa\u00e7\u00e3o em 1\u00ba de maio de 2025"),
         ("es", 8, "Situaci\u00f3n al 8 de mayo de 2025"),
         ("fr", 1, "Situation au 1er mai 2025"),
+        ("de", 8, "Stand vom 8. Mai 2025"),
     ],
 )
 def test_the_overview_says_the_day_of_its_situation_as_its_language_writes_it(
