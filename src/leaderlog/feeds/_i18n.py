@@ -16,7 +16,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
 from babel import Locale, UnknownLocaleError
 from babel.core import parse_locale
@@ -34,6 +34,7 @@ __all__ = [
     "LONGEST_TAG",
     "N_",
     "Language",
+    "OfferedLanguage",
     "UnknownLanguage",
     "catalog_path",
     "fill",
@@ -43,8 +44,10 @@ __all__ = [
     "resolve",
 ]
 
-# The languages of the source page the project was designed from (BCP 47 tags).
-LANGUAGES: tuple[str, ...] = ("en", "es", "fr", "de", "it", "pt", "ru", "zh-Hans", "hi", "ja")
+# The languages of the source page the project was designed from (BCP 47 tags); a type, so
+# that the HTTP API's schema lists them as the values its `lang` takes.
+OfferedLanguage = Literal["en", "es", "fr", "de", "it", "pt", "ru", "zh-Hans", "hi", "ja"]
+LANGUAGES: tuple[str, ...] = get_args(OfferedLanguage)
 DEFAULT_LANGUAGE = "en"
 DOMAIN = "leaderlog"
 _LOCALES_DIR = Path(__file__).parent / "locales"

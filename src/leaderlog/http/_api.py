@@ -13,9 +13,11 @@ from dataclasses import asdict
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, HTTPException, Path, Query, Request
+from pydantic import Field
 from starlette.responses import Response
 
 from leaderlog.errors import ProjectionError
+from leaderlog.events import EVENT_TYPES
 from leaderlog.http._conditional import get_and_head, json_response
 from leaderlog.http._deps import (
     check_parameters,
@@ -28,6 +30,8 @@ from leaderlog.http._deps import (
 from leaderlog.http._errors import documented
 from leaderlog.projections import InvalidQuery, UnknownEntity
 from leaderlog.projections._isolation import is_builtin
+from leaderlog.projections.queries import ATTRIBUTION_KINDS, CLAIM_STATUSES
+from leaderlog.projections.query_input import MAX_TIME_LENGTH
 from leaderlog.projections.runner import LeftOut
 
 __all__ = ["router"]
@@ -51,14 +55,65 @@ router = APIRouter(
     ),
 )
 
-KnownAt = Annotated[
-    str | None,
-    Query(
-        description="As known at: a log position (e.g. 42) or an RFC 3339 recorded time "
-        "(e.g. 2025-05-29T14:00:00Z, or a day meaning its end). Default: everything.",
+# What a text parameter takes is stated in the schema (json_schema_extra on its string) and
+# checked by the queries, which the CLI shares: their messages name the forms a value may
+# take ("known_at must be a log position (such as 42) or an RFC 3339 time ..."), where a
+# pattern FastAPI checked would answer "String should match pattern '...'" instead.
+_CONTROL = r"\x00-\x1f\x7f-\x9f"
+# A name stored may hold tab, line feed and carriage return, and a filter on it too.
+_CONTROL_IN_NAMES = r"\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f"
+_DAY = {"format": "date"}
+_TIME_OR_DAY = {"maxLength": MAX_TIME_LENGTH, "anyOf": [{"format": "date-time"}, _DAY]}
+
+
+def _not_blank(control: str) -> dict[str, Any]:
+    """Some character that is not a space, and none of ``control``."""
+    return {"pattern": f"^[^{control}]*[^\\s{control}][^{control}]*$"}
+
+
+PositionOrTime = Annotated[
+    str,
+    Field(
+        json_schema_extra={
+            "maxLength": MAX_TIME_LENGTH,
+            "anyOf": [{"pattern": "^[0-9]+$"}, {"format": "date-time"}, _DAY],
+        }
     ),
 ]
-Slug = Annotated[str | None, Query(max_length=64, description="An id (lower-case slug).")]
+KnownAt = Annotated[
+    PositionOrTime | None,
+    Query(
+        description="As known at: a log position, a whole number such as 12, or an RFC 3339 "
+        "recorded time with its offset (2025-05-29T14:00:00Z), or a day YYYY-MM-DD meaning "
+        "its end (UTC). A position beyond the log's head is refused. Default: everything.",
+        examples=["12", "2025-05-29T14:00:00Z", "2025-05-29"],
+    ),
+]
+Id = Annotated[str, Field(json_schema_extra=_not_blank(_CONTROL))]
+Slug = Annotated[
+    Id | None,
+    Query(
+        max_length=64,
+        description="An id (lower-case slug, such as ice): not blank, without control "
+        "characters; one not recorded is a 404.",
+    ),
+]
+NameFilter = Annotated[
+    Annotated[str, Field(json_schema_extra=_not_blank(_CONTROL_IN_NAMES))] | None,
+    Query(
+        max_length=300,
+        description="A name as recorded: not blank, without control characters other than "
+        "tab and line breaks; one not recorded is a 404.",
+    ),
+]
+TimeOrDay = Annotated[
+    Annotated[str, Field(json_schema_extra=_TIME_OR_DAY)] | None,
+    Query(
+        description="An RFC 3339 time with its offset (2025-05-29T14:00:00Z) or a day "
+        "YYYY-MM-DD (UTC): `from` takes in the day from its start, `to` up to its end.",
+        examples=["2025-05-29T14:00:00Z", "2025-05-29"],
+    ),
+]
 _ERRORS = documented({404: "Unknown organisation, post, person or claim."})
 MAX_EVENTS = 1000
 # A state is folded in the server's event loop: thousands of posts would hold every other
@@ -95,8 +150,12 @@ async def state(
     request: Request,
     org: Slug = None,
     as_of: Annotated[
-        str | None,
-        Query(description="Effective date YYYY-MM-DD (default: today, UTC).", max_length=32),
+        Annotated[str, Field(json_schema_extra=_DAY)] | None,
+        Query(
+            description="Effective date, a day YYYY-MM-DD (default: today, UTC).",
+            max_length=32,
+            examples=["2025-06-15"],
+        ),
     ] = None,
     known_at: KnownAt = None,
 ) -> Response:
@@ -134,7 +193,7 @@ async def history(
 @get_and_head(router, "/api/claims/{claim_id}", responses=_ERRORS, summary="One claim's lifecycle")
 async def claim(
     request: Request,
-    claim_id: Annotated[str, Path(max_length=64)],
+    claim_id: Annotated[Id, Path(max_length=64, description="A claim's id; not blank.")],
     known_at: KnownAt = None,
 ) -> Response:
     """Reported, then confirmed / corrected / disputed / retracted, with every source."""
@@ -147,21 +206,25 @@ async def claim(
 async def audit(
     request: Request,
     source: Slug = None,
-    publisher: Annotated[str | None, Query(max_length=300)] = None,
-    actor: Annotated[str | None, Query(max_length=300)] = None,
-    type: Annotated[str | None, Query(max_length=64, description="e.g. claim.retracted")] = None,
+    publisher: NameFilter = None,
+    actor: NameFilter = None,
+    type: Annotated[
+        Annotated[str, Field(json_schema_extra={"enum": sorted(EVENT_TYPES)})] | None,
+        Query(max_length=64, description="An event type, such as claim.retracted."),
+    ] = None,
     status: Annotated[
-        str | None, Query(max_length=32, description="reported, confirmed, corrected, ...")
+        Annotated[str, Field(json_schema_extra={"enum": list(CLAIM_STATUSES)})] | None,
+        Query(max_length=32, description=f"The claim's status: {', '.join(CLAIM_STATUSES)}."),
     ] = None,
     attribution: Annotated[
-        str | None, Query(max_length=32, description="official, named, anonymous or outlet")
+        Annotated[str, Field(json_schema_extra={"enum": list(ATTRIBUTION_KINDS)})] | None,
+        Query(
+            max_length=32,
+            description=f"The claim's attribution: {', '.join(ATTRIBUTION_KINDS)}.",
+        ),
     ] = None,
-    recorded_from: Annotated[
-        str | None, Query(alias="from", description="RFC 3339 time or a day")
-    ] = None,
-    recorded_to: Annotated[
-        str | None, Query(alias="to", description="RFC 3339 time or a day")
-    ] = None,
+    recorded_from: Annotated[TimeOrDay, Query(alias="from")] = None,
+    recorded_to: Annotated[TimeOrDay, Query(alias="to")] = None,
     after: Annotated[int, Query(ge=0, description="Page on: the previous `next_after`.")] = 0,
     limit: Annotated[int, Query(ge=1, le=10_000)] = 500,
 ) -> Response:

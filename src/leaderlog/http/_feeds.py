@@ -14,21 +14,25 @@ from __future__ import annotations
 import urllib.parse
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, HTTPException, Query, Request
+from fastapi import APIRouter, Depends, HTTPException, Path, Query, Request
+from pydantic import BeforeValidator
+from pydantic_core import PydanticCustomError
 from starlette.responses import RedirectResponse, Response
 
 from leaderlog.feeds import (
     FORMATS,
-    LONGEST_TAG,
+    LANGUAGES,
     FeedFormat,
     FeedNotFound,
     FeedRequest,
+    OfferedLanguage,
     Scope,
     UnknownLanguage,
     named_subject,
     negotiate,
     resolve,
 )
+from leaderlog.feeds._paging import SUBJECT_KINDS
 from leaderlog.http._conditional import (
     cached_response,
     get_and_head,
@@ -46,7 +50,7 @@ from leaderlog.http._deps import (
 )
 from leaderlog.http._errors import documented
 
-__all__ = ["canonical_address", "given_once", "pick_language", "router"]
+__all__ = ["CANONICAL_REDIRECT", "canonical_address", "given_once", "pick_language", "router"]
 
 
 async def given_once(request: Request) -> None:
@@ -65,18 +69,38 @@ router = APIRouter(
     ),
 )
 
+
+def _offered_tag(value: object) -> object:
+    """The offered tag another spelling names (``pt-BR``: ``pt``), so that the schema lists
+    the offered tags while the others still reach the redirect to their one spelling; a
+    language not offered is refused with the message the CLI gives, in the API's shape."""
+    if not isinstance(value, str):
+        return value
+    try:
+        return resolve(value)
+    except UnknownLanguage as error:
+        # The message is a context value, not the template: a tag may hold braces.
+        raise PydanticCustomError("value_error", "{message}", {"message": str(error)}) from None
+
+
 LangQuery = Annotated[
-    str | None,
+    OfferedLanguage | None,
+    BeforeValidator(_offered_tag),
     Query(
-        description="Language: en, es, fr, de, it, pt, ru, zh-Hans, hi or ja. Without it, "
-        "Accept-Language decides (English when nothing fits).",
-        max_length=LONGEST_TAG,
+        description=f"Language, one of {', '.join(LANGUAGES)}; another spelling of one "
+        "(pt-BR, EN) is redirected to it. Without it, Accept-Language decides (English when "
+        "nothing fits).",
     ),
 ]
 PageQuery = Annotated[
     int | None,
     Query(ge=1, description="An RFC 5005 archive page (1 = oldest); omit for the newest 50."),
 ]
+CANONICAL_REDIRECT: dict[str, object] = {
+    "description": "`lang` named an offered language another way (`?lang=pt-BR` goes to "
+    "`?lang=pt`), `page` was written another way (`01`), or either came before another "
+    "parameter: the same address in its one spelling."
+}
 _FEED_RESPONSES: dict[int | str, dict[str, object]] = {
     200: {
         "description": "The feed document.",
@@ -88,10 +112,7 @@ _FEED_RESPONSES: dict[int | str, dict[str, object]] = {
     },
     304: {"description": "Not modified: the client's copy (ETag / date) is current."},
     **documented({404: "No such organisation, person, post, format or archive page."}),
-    308: {
-        "description": "`lang` named an offered language another way: the same address "
-        "with the offered tag (`?lang=pt-BR` goes to `?lang=pt`)."
-    },
+    308: CANONICAL_REDIRECT,
 }
 
 
@@ -155,7 +176,17 @@ async def _serve(
     summary="Every claim: all.atom, all.rss or all.json",
 )
 async def all_feed(
-    request: Request, filename: str, lang: LangQuery = None, page: PageQuery = None
+    request: Request,
+    filename: Annotated[
+        str,
+        # Stated, not validated: any other name is a 404 saying which feeds there are.
+        Path(
+            description="all.atom, all.rss or all.json.",
+            json_schema_extra={"enum": [f"all.{fmt}" for fmt in FORMATS]},
+        ),
+    ],
+    lang: LangQuery = None,
+    page: PageQuery = None,
 ) -> Response:
     """The feed of every claim. One entry per claim; corrections update the same entry."""
     stem, fmt = _split(filename)
@@ -172,8 +203,18 @@ async def all_feed(
 )
 async def scoped_feed(
     request: Request,
-    kind: str,
-    filename: str,
+    # Stated, not validated: any other kind or name is a 404 saying what there is.
+    kind: Annotated[
+        str,
+        Path(description="org, person or post.", json_schema_extra={"enum": list(SUBJECT_KINDS)}),
+    ],
+    filename: Annotated[
+        str,
+        Path(
+            description="The id, then .atom, .rss or .json (ice.atom).",
+            json_schema_extra={"pattern": rf"^.+\.({'|'.join(FORMATS)})$"},
+        ),
+    ],
     lang: LangQuery = None,
     page: PageQuery = None,
 ) -> Response:
@@ -198,7 +239,7 @@ async def scoped_feed(
     responses={
         200: {"content": {"text/x-opml": {}}},
         304: {"description": "Not modified."},
-        308: _FEED_RESPONSES[308],
+        308: CANONICAL_REDIRECT,
     },
 )
 async def opml(

@@ -18,6 +18,7 @@ from typing import Annotated, Any
 from urllib.parse import urlencode
 
 from fastapi import APIRouter, Depends, Query, Request
+from pydantic import Field
 from starlette.responses import HTMLResponse, Response
 
 from leaderlog.errors import ProjectionError
@@ -42,7 +43,12 @@ from leaderlog.feeds import (
 from leaderlog.feeds._i18n import Language
 from leaderlog.http._conditional import VARY, etag_matches, get_and_head, respond
 from leaderlog.http._deps import base_url, feeds_of, queries_of, services_of
-from leaderlog.http._feeds import canonical_address, given_once, pick_language
+from leaderlog.http._feeds import (
+    CANONICAL_REDIRECT,
+    canonical_address,
+    given_once,
+    pick_language,
+)
 from leaderlog.projections import InvalidQuery, UnknownEntity
 
 __all__ = ["router"]
@@ -396,6 +402,7 @@ def _unknown_org(
     response_class=HTMLResponse,
     responses={
         304: {"description": "Not modified: the client's copy (ETag) is current."},
+        308: CANONICAL_REDIRECT,
         # A page for the reader, in their language, not the API's JSON error.
         404: {
             "description": "An unknown `org`, or a `lang` not offered: the page says so.",
@@ -405,8 +412,16 @@ def _unknown_org(
 )
 async def overview(
     request: Request,
-    # Any length: one that names no offered language gets the page saying so, not a 422.
-    lang: Annotated[str | None, Query(description="Page language.")] = None,
+    # Any length: one that names no offered language gets the page saying so, not a 422;
+    # the schema states the offered tags, validation being the page's.
+    lang: Annotated[
+        Annotated[str, Field(json_schema_extra={"enum": list(LANGUAGES)})] | None,
+        Query(
+            description=f"Page language, one of {', '.join(LANGUAGES)}; another spelling of "
+            "one (pt-BR) is redirected to it, and any other gets a 404 page saying which are "
+            "offered. Without it, Accept-Language decides.",
+        ),
+    ] = None,
     org: Annotated[
         str | None,
         # Any length: one too long to be an id gets the page saying it is unknown, as
