@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import signal
@@ -88,7 +89,7 @@ def test_seeds_come_from_the_working_folder_when_it_has_them(
 def test_serve_is_documented() -> None:
     result = CliRunner().invoke(main, ["serve", "--help"])
     assert result.exit_code == 0
-    for option in ("--host", "--port", "--no-seed"):
+    for option in ("--host", "--port", "--no-seed", "--header-timeout", "--body-timeout"):
         assert option in result.output
 
 
@@ -275,7 +276,7 @@ def _closed_by_server(connection: socket.socket) -> bool:
 
 
 def _response(connection: socket.socket) -> bytes:
-    """One response to a GET, whole (it has a Content-Length)."""
+    """One response, whole (it has a Content-Length): its head, a blank line, its body."""
     connection.settimeout(10)
     received = b""
     while b"\r\n\r\n" not in received:
@@ -288,15 +289,15 @@ def _response(connection: socket.socket) -> bytes:
     )
     while len(body) < length:
         body += connection.recv(65536)
-    return head
+    return head + b"\r\n\r\n" + body
 
 
 @contextmanager
-def _serving_with_header_timeout(url: str, seconds: str) -> Iterator[tuple[int, Any]]:
-    """A server whose clients have ``seconds`` for their headers: its port and process."""
+def _serving_with(url: str, *arguments: str) -> Iterator[tuple[int, Any]]:
+    """A server given ``arguments`` (its timeouts): its port and process."""
     with occupied_port() as port:
         pass
-    process = serve(url, "--port", str(port), "--header-timeout", seconds)
+    process = serve(url, "--port", str(port), *arguments)
     try:
         serving(process, port)
         yield port, process
@@ -306,7 +307,7 @@ def _serving_with_header_timeout(url: str, seconds: str) -> Iterator[tuple[int, 
 
 
 def test_a_client_sending_its_headers_a_byte_at_a_time_is_cut_off(sqlite_url: str) -> None:
-    with _serving_with_header_timeout(sqlite_url, "1") as (port, process):
+    with _serving_with(sqlite_url, "--header-timeout", "1") as (port, process):
         # given a client that sends a byte of its request every tenth of a second
         request = b"GET /healthz HTTP/1.1\r\nHost: x\r\nUser-Agent: slow\r\n\r\n"
         connection = socket.create_connection(("127.0.0.1", port))
@@ -332,7 +333,7 @@ def test_a_client_sending_its_headers_a_byte_at_a_time_is_cut_off(sqlite_url: st
 def test_headers_in_time_are_answered_and_each_request_of_a_connection_has_its_own_time(
     sqlite_url: str,
 ) -> None:
-    with _serving_with_header_timeout(sqlite_url, "2") as (port, _):
+    with _serving_with(sqlite_url, "--header-timeout", "2") as (port, _):
         request = b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
         with socket.create_connection(("127.0.0.1", port)) as connection:
             # given headers sent in pieces over 1.2 seconds, twice on one connection
@@ -345,6 +346,156 @@ def test_headers_in_time_are_answered_and_each_request_of_a_connection_has_its_o
             # and a connection then left idle is closed once the time for the next is up
             time.sleep(2.5)
             assert _closed_by_server(connection)
+
+
+def _write_token(url: str) -> bytes:
+    created = CliRunner().invoke(main, ["--db", url, "token", "create", "writer"])
+    assert created.exit_code == 0, created.output
+    return created.stdout.strip().encode()
+
+
+def _write_head(token: bytes, body: bytes, content_type: bytes = b"application/json") -> bytes:
+    """The line and headers of a POST /api/events sending ``body``."""
+    return (
+        b"POST /api/events HTTP/1.1\r\nHost: x\r\nContent-Type: " + content_type + b"\r\n"
+        b"Authorization: Bearer " + token + b"\r\n"
+        b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n"
+    )
+
+
+def _record(person: str) -> bytes:
+    return json.dumps(
+        {"type": "person.registered", "data": {"person": person, "name": "Test Person"}}
+    ).encode()
+
+
+def _trickled_until_closed(connection: socket.socket, body: bytes, seconds: float) -> int:
+    """Send ``body`` a byte every fifth of a second for up to ``seconds``, then the rest at
+    once, unless the server answers or closes first: how many bytes went."""
+    connection.setblocking(False)
+    sent = 0
+    started = time.monotonic()
+    try:
+        while sent < len(body) and time.monotonic() - started < seconds:
+            try:
+                connection.recv(1, socket.MSG_PEEK)
+                return sent  # answered, or closed
+            except BlockingIOError:
+                pass
+            connection.send(body[sent : sent + 1])
+            sent += 1
+            time.sleep(0.2)
+        connection.sendall(body[sent:])
+        return len(body)
+    except (BrokenPipeError, ConnectionResetError):
+        return sent  # closed while a byte was on its way
+    finally:
+        connection.setblocking(True)
+
+
+def _health(port: int) -> dict[str, Any]:
+    answer = httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=10)
+    assert answer.status_code == 200
+    found: dict[str, Any] = answer.json()
+    return found
+
+
+def test_a_body_trickled_past_its_time_is_answered_408_and_nothing_is_written(
+    sqlite_url: str,
+) -> None:
+    token = _write_token(sqlite_url)
+    with occupied_port() as port:
+        pass
+    process = serve(sqlite_url, "--port", str(port), "--body-timeout", "1")
+    try:
+        serving(process, port)
+        # given a writer that sends its headers, then its body a byte every fifth of a second
+        # (slow enough to take over ten seconds)
+        body = _record("slow-writer")
+        with socket.create_connection(("127.0.0.1", port)) as connection:
+            connection.sendall(_write_head(token, body))
+            started = time.monotonic()
+            sent = _trickled_until_closed(connection, body, seconds=8)
+            # then it is told, once its second is up and before its body was whole, that its
+            # request took too long, and the connection is closed
+            answer = _response(connection)
+            took = time.monotonic() - started
+            assert connection.recv(1) == b""
+        assert sent < len(body)
+        assert 0.9 <= took < 6
+        head, _, error = answer.partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 408 Request Timeout\r\n"), head
+        assert b"\r\nconnection: close" in head.lower()
+        assert b"\r\ncontent-type: application/json" in head.lower()
+        assert json.loads(error) == {
+            "error": "request_timeout",
+            "detail": "the request's body did not all arrive within 1 seconds of its headers; "
+            "nothing of it was read",
+        }
+        # and nothing was written, while the server goes on serving everyone else
+        assert _health(port)["head"] == 0
+    finally:
+        process.terminate()
+        stdout, stderr = process.communicate(timeout=60)
+    # (the answer is in the access log, as the application's answers are, and cutting the
+    # request is not logged as the server's own failure)
+    assert '"POST /api/events HTTP/1.1" 408' in stdout
+    assert "Traceback" not in stderr
+
+
+def test_a_body_refused_from_its_headers_and_then_trickled_is_cut_off_too(
+    sqlite_url: str,
+) -> None:
+    token = _write_token(sqlite_url)
+    with _serving_with(sqlite_url, "--body-timeout", "1") as (port, _):
+        # given a writer refused from its headers (415), before its body was asked for
+        body = _record("refused-writer")
+        with socket.create_connection(("127.0.0.1", port)) as connection:
+            connection.sendall(_write_head(token, body, content_type=b"text/plain"))
+            assert _response(connection).startswith(b"HTTP/1.1 415 ")
+            # when it trickles its body all the same, then its connection is closed once the
+            # body's second is up (an answer was given already)
+            connection.setblocking(False)
+            sent = 0
+            started = time.monotonic()
+            while sent < len(body) and not _closed_by_server(connection):
+                try:
+                    connection.send(body[sent : sent + 1])
+                except (BrokenPipeError, ConnectionResetError):
+                    break
+                sent += 1
+                time.sleep(0.2)
+            took = time.monotonic() - started
+        assert sent < len(body)
+        assert took < 6
+        assert _health(port)["head"] == 0
+
+
+def test_bodies_sent_in_pieces_in_time_are_written_and_each_request_has_its_own_time(
+    sqlite_url: str,
+) -> None:
+    token = _write_token(sqlite_url)
+    with (
+        _serving_with(sqlite_url, "--body-timeout", "4") as (port, _),
+        socket.create_connection(("127.0.0.1", port)) as connection,
+    ):
+        # given two writes on one connection, each body sent in three pieces over 2.4
+        # seconds: 4.8 seconds in all, more than one body's time
+        for number, person in enumerate(("first-writer", "second-writer"), start=1):
+            body = _record(person)
+            connection.sendall(_write_head(token, body))
+            third = len(body) // 3
+            connection.sendall(body[:third])
+            for piece in (body[third : 2 * third], body[2 * third :]):
+                time.sleep(1.2)
+                connection.sendall(piece)
+            # then each is written: the body's time is counted for each request anew
+            answer = _response(connection)
+            assert answer.startswith(b"HTTP/1.1 201 "), answer
+            assert _health(port)["head"] == number
+        # and the connection still serves a request with no body after them
+        connection.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert _response(connection).startswith(b"HTTP/1.1 200 ")
 
 
 def test_serve_says_warning_and_error_before_its_own_as_other_commands_do(
@@ -428,6 +579,20 @@ def test_serve_refuses_proxy_addresses_it_would_ignore(
     result = CliRunner().invoke(main, ["--db", sqlite_url, "serve", "--no-seed", *arguments])
     assert result.exit_code == 2
     assert said in result.stderr
+
+
+@pytest.mark.parametrize("given", ["0", "-1", "soon"])
+def test_serve_refuses_a_body_timeout_that_is_not_a_positive_number(
+    tmp_path: Path, given: str
+) -> None:
+    database = tmp_path / "leaderlog.db"
+    result = CliRunner().invoke(
+        main, ["--db", f"sqlite:///{database}", "serve", "--no-seed", "--body-timeout", given]
+    )
+    assert result.exit_code == 2
+    assert "Invalid value for '--body-timeout'" in result.stderr, result.stderr
+    # refused before anything was opened or created
+    assert not database.exists()
 
 
 def test_a_database_busy_at_start_is_waited_for(postgres_url: str) -> None:

@@ -10,6 +10,7 @@ import logging
 import re
 import socket
 import sys
+from collections.abc import Callable
 from importlib.resources import as_file, files
 from pathlib import Path
 from typing import NoReturn
@@ -17,6 +18,7 @@ from urllib.parse import urlsplit
 
 import click
 from click.core import ParameterSource
+from click.decorators import FC
 
 from leaderlog.cli._app import Context, echo_line, logged_on_stderr, main, run
 from leaderlog.cli.projection_commands import catch_up_for_queries
@@ -44,6 +46,8 @@ _STARTUP_FAILURE = 3
 _BACKLOG = 2048
 # How long a client may take to send a request's line and headers (--header-timeout).
 HEADER_SECONDS = 10.0
+# How long a client may take to send a request's body once its headers are in (--body-timeout).
+BODY_SECONDS = 30.0
 
 
 def seeds_folder() -> Path | None:
@@ -80,6 +84,17 @@ def _proxy_addresses(context: click.Context, parameter: click.Parameter, value: 
     return value
 
 
+def _seconds_option(name: str, default: float, help: str) -> Callable[[FC], FC]:
+    """A time limit in seconds: any number above zero."""
+    return click.option(
+        name,
+        type=click.FloatRange(0, min_open=True),
+        default=default,
+        show_default=True,
+        help=help,
+    )
+
+
 @main.command("serve")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
 @click.option("--port", default=8000, show_default=True, type=click.IntRange(1, 65535))
@@ -103,13 +118,17 @@ def _proxy_addresses(context: click.Context, parameter: click.Parameter, value: 
     help="The address readers use (https://feeds.example.org): every link is built from "
     "it instead of the request's Host header.",
 )
-@click.option(
+@_seconds_option(
     "--header-timeout",
-    type=click.FloatRange(0, min_open=True),
-    default=HEADER_SECONDS,
-    show_default=True,
-    help="Seconds a client has to send a request's line and headers; a connection still "
+    HEADER_SECONDS,
+    "Seconds a client has to send a request's line and headers; a connection still "
     "sending them then is closed.",
+)
+@_seconds_option(
+    "--body-timeout",
+    BODY_SECONDS,
+    "Seconds a client has to send a request's body once its headers are in; a request "
+    "still sending it then is answered 408 and its connection closed.",
 )
 @click.pass_obj
 def serve_command(
@@ -121,6 +140,7 @@ def serve_command(
     forwarded_allow_ips: str,
     public_url: str | None,
     header_timeout: float,
+    body_timeout: float,
 ) -> None:
     """Serve feeds, the JSON API and an HTML overview over HTTP.
 
@@ -133,7 +153,7 @@ def serve_command(
       # then open http://127.0.0.1:8000/ or subscribe to http://127.0.0.1:8000/feeds/all.atom
       leaderlog --db sqlite:///other.db serve --port 8080 --no-seed
       leaderlog serve --proxy-headers --public-url https://feeds.example.org
-      leaderlog serve --header-timeout 5
+      leaderlog serve --header-timeout 5 --body-timeout 120
     """
     # Imported here: the HTTP stack costs every other command half a second to load.
     import uvicorn
@@ -197,7 +217,7 @@ def serve_command(
                 log_level="info",
                 # A client that never finishes its request would otherwise hold a stop for good.
                 timeout_graceful_shutdown=GRACEFUL_STOP_SECONDS,
-                http=_with_header_deadline(header_timeout),
+                http=_with_deadlines(header_timeout, body_timeout),
             )
             server = uvicorn.Server(config)
             # Large answers are worked out on worker threads; with Python's default 5 ms turns
@@ -261,56 +281,115 @@ GRACEFUL_STOP_SECONDS = 5
 SWITCH_INTERVAL = 0.001
 
 
-def _with_header_deadline(seconds: float) -> type[asyncio.Protocol]:
-    """uvicorn's HTTP/1.1 protocol, closing a connection whose request line and headers
-    have not all arrived ``seconds`` after it was opened or its last response was sent.
+def _with_deadlines(header_seconds: float, body_seconds: float) -> type[asyncio.Protocol]:
+    """uvicorn's HTTP/1.1 protocol, holding clients to two deadlines.
 
-    uvicorn waits for them for good: its keep-alive timeout starts again with every byte,
-    so clients sending a byte now and then could hold every connection open (Slowloris).
-    A body is not held to it: a large import may take its time.
+    A request's line and headers must all arrive ``header_seconds`` after the connection
+    was opened or its last response was sent, or the connection is closed. uvicorn waits
+    for them for good: its keep-alive timeout starts again with every byte, so clients
+    sending a byte now and then could hold every connection open (Slowloris).
+
+    A request's body must all arrive ``body_seconds`` after its headers, or the request is
+    answered 408 (while no answer has begun) and the connection closed; the application
+    reads the end of the body as the client hanging up, so nothing of it is written.
+    uvicorn does not time bodies either: a writer stopping partway through a Content-Length
+    held its connection until it hung up.
     """
     # Imported here, as uvicorn is (see serve_command).
     import h11
-    from uvicorn.protocols.http.h11_impl import H11Protocol
+    from uvicorn.protocols.http.h11_impl import STATUS_PHRASES, H11Protocol
+    from uvicorn.protocols.utils import get_client_addr, get_path_with_query_string
 
-    class HeaderDeadlineProtocol(H11Protocol):
+    from leaderlog.http._errors import error_response
+
+    too_slow = error_response(
+        408,
+        None,
+        f"the request's body did not all arrive within {body_seconds:g} seconds of its "
+        "headers; nothing of it was read",
+        headers={"Connection": "close"},
+    )
+    too_slow_body = bytes(too_slow.body)
+
+    class DeadlineProtocol(H11Protocol):
         _deadline: asyncio.TimerHandle | None = None
+        # The client's state the deadline was set for: a new one is set only when it moves
+        # on, never for more bytes of the same headers or body.
+        _timed: object = None
 
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
             super().connection_made(transport)
-            self._wait_for_headers()
+            self._time_what_is_awaited()
 
         def data_received(self, data: bytes) -> None:
             super().data_received(data)
-            if self.conn.their_state is not h11.IDLE:
-                self._stop_waiting()
+            self._time_what_is_awaited()
 
         def on_response_complete(self) -> None:
             super().on_response_complete()
-            # Idle again: the next request's headers are awaited (unless already here,
-            # pipelined, or the connection is ending).
-            if self.conn.their_state is h11.IDLE and not self.transport.is_closing():
-                self._wait_for_headers()
+            # The next request's headers are awaited now, or (pipelined) its body.
+            self._time_what_is_awaited()
 
         def connection_lost(self, exc: Exception | None) -> None:
             self._stop_waiting()
             super().connection_lost(exc)
 
-        def _wait_for_headers(self) -> None:
+        def _time_what_is_awaited(self) -> None:
+            awaited = self.conn.their_state
+            if awaited is self._timed:
+                return
             self._stop_waiting()
-            self._deadline = self.loop.call_later(seconds, self._too_slow)
+            self._timed = awaited
+            if self.transport.is_closing():
+                return
+            if awaited is h11.IDLE:
+                self._deadline = self.loop.call_later(header_seconds, self._headers_too_slow)
+            elif awaited is h11.SEND_BODY:
+                self._deadline = self.loop.call_later(body_seconds, self._body_too_slow)
 
         def _stop_waiting(self) -> None:
             if self._deadline is not None:
                 self._deadline.cancel()
                 self._deadline = None
 
-        def _too_slow(self) -> None:
+        def _headers_too_slow(self) -> None:
             self._deadline = None
             if self.conn.their_state is h11.IDLE and not self.transport.is_closing():
                 self.transport.close()
 
-    return HeaderDeadlineProtocol
+        def _body_too_slow(self) -> None:
+            self._deadline = None
+            if self.conn.their_state is not h11.SEND_BODY or self.transport.is_closing():
+                return
+            if self.conn.our_state is h11.SEND_RESPONSE:
+                self._answer_too_slow()
+            # The application, waiting for the rest of the body, hears the client hung up
+            # and answers nothing more.
+            if self.cycle is not None and not self.cycle.response_complete:
+                self.cycle.disconnected = True
+                self.cycle.message_event.set()
+            self.transport.close()
+
+        def _answer_too_slow(self) -> None:
+            if self.access_log:
+                # As uvicorn logs the answers the application gives.
+                self.access_logger.info(
+                    '%s - "%s %s HTTP/%s" %d',
+                    get_client_addr(self.scope),
+                    self.scope["method"],
+                    get_path_with_query_string(self.scope),
+                    self.scope["http_version"],
+                    too_slow.status_code,
+                )
+            head = h11.Response(
+                status_code=too_slow.status_code,
+                headers=self.server_state.default_headers + too_slow.raw_headers,
+                reason=STATUS_PHRASES[too_slow.status_code],
+            )
+            for event in (head, h11.Data(data=too_slow_body), h11.EndOfMessage()):
+                self.transport.write(self.conn.send(event) or b"")
+
+    return DeadlineProtocol
 
 
 def listening_sockets(host: str, port: int) -> list[socket.socket]:
