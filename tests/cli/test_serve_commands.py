@@ -26,6 +26,7 @@ from leaderlog.cli._app import main
 from leaderlog.http.app import _RETRY_SECONDS as RETRY_SECONDS
 from leaderlog.log import EventLog, load_seeds
 from leaderlog.projections import runner_for
+from leaderlog.tokens import Tokens
 from tests.conftest import ROOT, SEEDS
 from tests.http.server import confirm_as_another_writer
 from tests.projections.logs import (
@@ -354,12 +355,20 @@ def _write_token(url: str) -> bytes:
     return created.stdout.strip().encode()
 
 
-def _write_head(token: bytes, body: bytes, content_type: bytes = b"application/json") -> bytes:
-    """The line and headers of a POST /api/events sending ``body``."""
+def _write_head(
+    token: bytes, body: bytes, content_type: bytes = b"application/json", more: bytes = b""
+) -> bytes:
+    """The line and headers of a POST /api/events sending ``body``; ``more``: other headers,
+    each ending in CRLF."""
     return (
         b"POST /api/events HTTP/1.1\r\nHost: x\r\nContent-Type: " + content_type + b"\r\n"
-        b"Authorization: Bearer " + token + b"\r\n"
-        b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n"
+        b"Authorization: Bearer "
+        + token
+        + b"\r\n"
+        + more
+        + b"Content-Length: "
+        + str(len(body)).encode()
+        + b"\r\n\r\n"
     )
 
 
@@ -496,6 +505,42 @@ def test_bodies_sent_in_pieces_in_time_are_written_and_each_request_has_its_own_
         # and the connection still serves a request with no body after them
         connection.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
         assert _response(connection).startswith(b"HTTP/1.1 200 ")
+
+
+def test_a_body_the_server_does_not_ask_for_yet_is_not_timed(postgres_url: str) -> None:
+    async def held_meanwhile() -> None:
+        async with postgres_schema(postgres_url) as url:
+            async with await EventLog.open(url) as log:
+                token = (await Tokens(log.store).create("writer")).encode()
+            with occupied_port() as port:
+                pass
+            process = serve(url, "--port", str(port), "--body-timeout", "1")
+            try:
+                await _health_once_listening(port, process)
+                async with postgres_connection(url) as holder:
+                    # given a writer waiting for 100 Continue while the server, checking its
+                    # token, waits for another transaction's lock on the tokens
+                    transaction = holder.transaction()
+                    await transaction.start()
+                    await holder.execute("LOCK TABLE write_tokens IN ACCESS EXCLUSIVE MODE")
+                    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+                    body = _record("patient-writer")
+                    writer.write(_write_head(token, body, more=b"Expect: 100-continue\r\n"))
+                    await asyncio.sleep(2.5)
+                    await transaction.rollback()
+                # when it is told to go on, over twice its body's time after its headers
+                told = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 10)
+                assert told.startswith(b"HTTP/1.1 100 "), told
+                writer.write(body)
+                # then its body, sent at once, is written: the wait was the server's
+                answer = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 10)
+                assert answer.startswith(b"HTTP/1.1 201 "), answer
+                writer.close()
+            finally:
+                process.terminate()
+                await asyncio.to_thread(process.communicate, timeout=60)
+
+    asyncio.run(held_meanwhile())
 
 
 def test_serve_says_warning_and_error_before_its_own_as_other_commands_do(

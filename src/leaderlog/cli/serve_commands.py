@@ -291,7 +291,9 @@ def _with_deadlines(header_seconds: float, body_seconds: float) -> type[asyncio.
 
     A request's body must all arrive ``body_seconds`` after its headers, or the request is
     answered 408 (while no answer has begun) and the connection closed; the application
-    reads the end of the body as the client hanging up, so nothing of it is written.
+    reads the end of the body as the client hanging up, so nothing of it is written. Time
+    the server holds the body back (a client owed its 100 Continue, or reading paused while
+    the application has not taken what came) is not held against the client.
     uvicorn does not time bodies either: a writer stopping partway through a Content-Length
     held its connection until it hung up.
     """
@@ -316,6 +318,7 @@ def _with_deadlines(header_seconds: float, body_seconds: float) -> type[asyncio.
         # The client's state the deadline was set for: a new one is set only when it moves
         # on, never for more bytes of the same headers or body.
         _timed: object = None
+        _body_was_held_back = False
 
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
             super().connection_made(transport)
@@ -345,6 +348,7 @@ def _with_deadlines(header_seconds: float, body_seconds: float) -> type[asyncio.
             if awaited is h11.IDLE:
                 self._deadline = self.loop.call_later(header_seconds, self._headers_too_slow)
             elif awaited is h11.SEND_BODY:
+                self._body_was_held_back = False
                 self._deadline = self.loop.call_later(body_seconds, self._body_too_slow)
 
         def _stop_waiting(self) -> None:
@@ -360,6 +364,13 @@ def _with_deadlines(header_seconds: float, body_seconds: float) -> type[asyncio.
         def _body_too_slow(self) -> None:
             self._deadline = None
             if self.conn.their_state is not h11.SEND_BODY or self.transport.is_closing():
+                return
+            held_back = self.conn.they_are_waiting_for_100_continue or self.flow.read_paused
+            if held_back or self._body_was_held_back:
+                # When the server let the body go on is not known, only that it held it at
+                # the last look: a whole period more counts from a moment after that.
+                self._body_was_held_back = held_back
+                self._deadline = self.loop.call_later(body_seconds, self._body_too_slow)
                 return
             if self.conn.our_state is h11.SEND_RESPONSE:
                 self._answer_too_slow()
