@@ -131,6 +131,7 @@ def corrected(claim: str = "hammer-out", **changes: Any) -> Event:
         (WORLD, corrected(capacity="acting"), "claim 'hammer-out'"),
         (CLAIMS, corrected(person="someone-else"), "person 'someone-else'"),
         (CLAIMS, corrected(post="ice-director"), "post 'ice-director'"),
+        (CLAIMS, corrected(source="reuters"), "source 'reuters'"),
         (
             CLAIMS,
             event(
@@ -172,6 +173,7 @@ def test_references_must_exist(history: tuple[Event, ...], when: Event, missing:
         (CLAIMS, confirmed()),
         (CLAIMS, disputed(source="cnn", conflicts_with=["gordon-in"])),
         (CLAIMS, corrected(person="derek-gordon", post="ice-hsi-ead")),
+        (CLAIMS, corrected(source="cnn")),
         (CLAIMS, retracted(source="fox")),
         (WORLD, event("comment.requested", source="fox", org="ice", outcome="no_response")),
         ((EAD,), event("post.updated", post="ice-hsi-ead", aliases=["HSI director"])),
@@ -409,6 +411,7 @@ def test_known_absence_is_a_rule_break_not_missing_knowledge() -> None:
         (confirmed(), {"claim-hammer-out", "source-cnn"}),
         (retracted(), {"claim-hammer-out"}),
         (corrected(person="derek-gordon"), {"claim-hammer-out", "person-derek-gordon"}),
+        (corrected(source="cnn"), {"claim-hammer-out", "source-cnn"}),
         (
             event("comment.requested", source="fox", org="ice", outcome="denied"),
             {"source-fox", "org-ice"},
@@ -449,3 +452,21 @@ def test_comment_requests_leave_the_source_existing() -> None:
     request = event("comment.requested", source="fox", org="ice", outcome="no_response")
     states = then_accepted(WORLD, request)
     assert states["source-fox"] == given(FOX)["source-fox"]
+
+
+def test_a_correction_attributing_a_claim_to_an_unregistered_source_names_the_rule() -> None:
+    # given a claim reported by fox; when a correction attributes it to an unknown outlet
+    error = then_refused(CLAIMS, corrected(source="reuters"), "reference")
+    # then the error names the record, the source and why it must exist
+    assert error.message == (
+        "claim.corrected refers to source 'reuters', which does not exist "
+        "(the source the claim is attributed to must be registered)"
+    )
+    assert error.missing == "source-reuters"
+
+
+def test_a_correction_may_attribute_a_claim_to_another_registered_source() -> None:
+    states = then_accepted(CLAIMS, corrected(source="cnn"))
+    assert states["claim-hammer-out"] == ClaimState(
+        "hammer-out", "departure", "reassignment", "corrected"
+    )

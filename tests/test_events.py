@@ -13,6 +13,8 @@ import pytest
 from leaderlog.errors import RecordError
 from leaderlog.events import (
     EVENT_TYPES,
+    SLUG_PATTERN,
+    ClaimCorrected,
     FuzzyDate,
     RecordedEvent,
     SourceRegistered,
@@ -317,6 +319,16 @@ def test_good_slugs_are_accepted(slug: str) -> None:
         ("post.updated", {"post": "p", "title": None, "labels": {}}, "title cannot be null"),
         ("person.updated", {"person": "x", "aliases": None, "name": None}, "aliases, name cannot"),
         ("claim.corrected", {"claim": "c", "changes": {}, "reason": "r"}, "at least one"),
+        (
+            "claim.corrected",
+            {"claim": "c", "changes": {"source": None}, "reason": "r"},
+            "source cannot be null: every claim has a source",
+        ),
+        (
+            "claim.corrected",
+            {"claim": "c", "changes": {"source": "X!"}, "reason": "r"},
+            "not an id",
+        ),
         ("claim.disputed", {"claim": "c", "reason": "r", "conflicts_with": ["c"]}, "itself"),
         ("claim.reported", with_(GOOD["claim.reported"], kind="appointment"), "cause"),
         ("claim.reported", with_(GOOD["claim.reported"], kind="incumbency"), "cause"),
@@ -907,3 +919,32 @@ def test_a_wrong_optional_value_is_not_also_said_to_be_not_none() -> None:
     assert caught.value.message == (
         "person.updated: data.name: control character U+0000 is not allowed in text"
     )
+
+
+def test_a_correction_may_attribute_its_claim_to_another_source_beside_its_own() -> None:
+    # given a correction naming the claim's new source and, beside changes, its own source
+    data = {
+        "claim": "c",
+        "changes": {"source": "wire"},
+        "reason": "Misattributed: the wire reported it.",
+        "source": "fox",
+    }
+    event = parse_event("claim.corrected", data)
+    assert isinstance(event, ClaimCorrected)
+    # then the two stay apart, and the stored payload keeps both as given
+    assert (event.changes.source, event.source) == ("wire", "fox")
+    assert event.data() == data
+    assert event.schema_version == 1
+    # and the published schema offers the new source as an id, never null, told apart from
+    # the correction's own source
+    schema = event_schema()
+    changes = schema["$defs"]["ClaimChanges"]["properties"]["source"]
+    assert changes["type"] == "string" and changes["pattern"] == SLUG_PATTERN
+    assert "not the correction's own source" in changes["description"].lower()
+    corrected = next(b for b in schema["oneOf"] if b["title"] == "claim.corrected")
+    own = corrected["properties"]["data"]["properties"]["source"]
+    assert "changes.source" in own["description"]
+    record = {"type": "claim.corrected", "data": data}
+    assert _schema_validator().is_valid(record)
+    nulled = {"type": "claim.corrected", "data": {**data, "changes": {"source": None}}}
+    assert not _schema_validator().is_valid(nulled)

@@ -120,6 +120,8 @@ def referenced_streams(event: Event) -> set[str]:
         case ClaimCorrected():
             if event.source:
                 streams.add(f"source-{event.source}")
+            if event.changes.source:
+                streams.add(f"source-{event.changes.source}")
             if event.changes.person:
                 streams.add(f"person-{event.changes.person}")
             if event.changes.post:
@@ -140,7 +142,7 @@ def referenced_streams(event: Event) -> set[str]:
 
 # The fields of claim.reported that are not optional.
 # What every claim has: a correction may change these, never clear them.
-ALWAYS_REPORTED = ("kind", "person", "post", "capacity", "modality", "attribution")
+ALWAYS_REPORTED = ("source", "kind", "person", "post", "capacity", "modality", "attribution")
 
 
 # Each check returns the problem it finds, or None: most records break no rule, and a list
@@ -322,6 +324,10 @@ def _correction_problems(knowledge: Knowledge, event: ClaimCorrected) -> list[Do
                 rule="correction",
             )
         )
+    if changes.source:
+        # The source the claim is attributed to, as a report's must be registered.
+        what = "the source the claim is attributed to must be registered"
+        problems.append(_missing(knowledge, f"source-{changes.source}", what, event))
     if changes.person:
         what = "the person must exist"
         problems.append(_missing(knowledge, f"person-{changes.person}", what, event))

@@ -461,8 +461,19 @@ class ClaimReported(_EventBase):
 
 
 class ClaimChanges(_Frozen):
-    """The reported fields a correction may change (claim id and source stay)."""
+    """The reported fields a correction may change (the claim id stays). Its source is the
+    source the claim is attributed to from then on, not the correction's own source."""
 
+    # Every claim has a source, so null (which clears an optional field) is refused here;
+    # the schema shows a plain id.
+    source: Annotated[
+        Slug | SkipJsonSchema[None],
+        Field(
+            description="The source the claim is attributed to from now on (the reporting "
+            "source, as claim.reported's source), when it was attributed to the wrong one. "
+            "Not the correction's own source, which is data.source beside changes.",
+        ),
+    ] = None
     kind: Kind | None = None
     person: Slug | None = None
     post: Slug | None = None
@@ -478,6 +489,11 @@ class ClaimChanges(_Frozen):
     def _not_empty(self) -> ClaimChanges:
         if not self.model_fields_set:
             raise ValueError("changes must name at least one reported field")
+        if "source" in self.model_fields_set and self.source is None:
+            raise ValueError(
+                "source cannot be null: every claim has a source (give the one it is "
+                "attributed to, or leave source out to keep it)"
+            )
         return self
 
 
@@ -496,7 +512,14 @@ class ClaimCorrected(_EventBase):
     claim: Slug
     changes: ClaimChanges
     reason: Text
-    source: Slug | None = None
+    source: Annotated[
+        Slug | None,
+        Field(
+            description="The source that published or prompted the correction. Not the "
+            "claim's source: a correction that attributes the claim to another source "
+            "gives it as changes.source.",
+        ),
+    ] = None
 
     def data(self) -> dict[str, Any]:
         # An explicit null in ``changes`` clears a field (e.g. a cause), so it must be stored.

@@ -127,6 +127,10 @@ def claim_records(draw: st.DrawFn) -> list[dict[str, Any]]:
                     changes[name] = draw(st.sampled_from(values))
             if draw(st.booleans()):
                 changes["effective"] = draw(dates)
+            if draw(st.booleans()):
+                # Sources of every kind of published date: a change without a date of its
+                # own then counts from another source's.
+                changes["source"] = draw(st.sampled_from([s for s, _ in SOURCES]))
             if draw(st.booleans()) or not changes:
                 kind = draw(st.sampled_from(["appointment", "departure", "incumbency"]))
                 changes["kind"] = kind

@@ -117,6 +117,7 @@ QUOTES = {
     "caption": N_("Quote from a photo caption: {quote}"),
 }
 FIELD_LABELS = {
+    "source": N_("source"),
     "kind": N_("kind of change"),
     "person": N_("person"),
     "post": N_("post"),
@@ -356,6 +357,8 @@ def _value(field: str, value: object, lang: Language) -> str:
         return _name(value, "name")
     if field == "post" and isinstance(value, Mapping):
         return post_label(value, lang)
+    if field == "source" and isinstance(value, Mapping):
+        return _source_name(value, lang)
     if field == "effective":
         return fuzzy_date(value, lang)
     if field == "attribution":

@@ -189,7 +189,7 @@ def referenced_entities(
                 wanted.add((key, str(data[key])))
         changes = data.get("changes")
         if isinstance(changes, Mapping):
-            for key in ("person", "post"):
+            for key in ("source", "person", "post"):
                 if as_text(changes.get(key)):
                     wanted.add((key, str(changes[key])))
     for entry in entries:
@@ -407,7 +407,11 @@ def _correct(page: Page, entry: Entry, changes: object) -> list[dict[str, Any]]:
     described: list[dict[str, Any]] = []
     fields = entry.doc["fields"]
     for key, value in changes.items():
-        if key == "person" and as_text(value):
+        if key == "source" and as_text(value):
+            # The entry links to, and names, the source the claim is attributed to now.
+            before, after = entry.doc["source"], _source(page, str(value))
+            entry.doc["source"] = after
+        elif key == "person" and as_text(value):
             before, after = entry.doc["person"], _person(page, str(value))
             entry.doc["person"], entry.person = after, str(value)
         elif key == "post" and as_text(value):

@@ -3,11 +3,13 @@
 Tables (prefixed ``p_audit_``):
 
 - ``events``: one row per event. ``source`` is the event's own source when it names one,
-  otherwise (a correction or retraction without a source) the source that reported its claim;
-  ``publisher`` is that source's publisher. A request for comment also has its ``org`` and
-  ``outcome`` ("did not respond", in the article's words, is ``no_response``).
-- ``claims``: each claim's current status and attribution kind, so "claims from anonymous
-  sources that were later retracted" is a join, not a scan of the log.
+  otherwise (a correction or retraction without a source) its claim's source as of that
+  event: the one that reported it, or the one a correction attributed it to since (a
+  correction without a source of its own that attributes the claim anew is found under
+  the new source); ``publisher`` is that source's publisher. A request for comment also has
+  its ``org`` and ``outcome`` ("did not respond", in the article's words, is ``no_response``).
+- ``claims``: each claim's current source, status and attribution kind, so "claims from
+  anonymous sources that were later retracted" is a join, not a scan of the log.
 - ``sources``: publisher, URL and title of every source.
 """
 
@@ -78,6 +80,9 @@ class AuditProjection(Projection):
             named = data.get("source")
             if named:
                 source_ids.add(named)
+            attributed = _attributed(recorded.type, data)
+            if attributed:
+                source_ids.add(attributed)
         claims = await _load_claims(tx, claim_ids)
         source_ids -= publishers.keys()
         for chunk in chunks(sorted(source_ids)):
@@ -116,6 +121,9 @@ class AuditProjection(Projection):
                         row[3] = changes["attribution"]["kind"]
                     row[5] = changes.get("person") or row[5]
                     row[6] = changes.get("post") or row[6]
+                    attributed = _attributed(kind, data)
+                    if attributed:
+                        row[1], row[2] = attributed, publishers.get(attributed)
                 changed[claim] = row
                 if source is None:
                     # No source of its own: the claim's article answers "from where".
@@ -154,6 +162,12 @@ class AuditProjection(Projection):
             "publisher, actor, recorded_at, org, outcome) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             rows,
         )
+
+
+def _attributed(kind: str, data: dict[str, Any]) -> str | None:
+    """The source a correction attributes its claim to from then on, if it names one."""
+    changes = data.get("changes") if kind == "claim.corrected" else None
+    return changes.get("source") if isinstance(changes, dict) else None
 
 
 async def _load_claims(tx: ProjectionTransaction, claim_ids: set[str]) -> dict[str, list[Any]]:

@@ -21,6 +21,8 @@ How dates are read (DESIGN.md, "Projections"):
   later correction of the effective date wins over both; without any, the confirming
   source's published date (else the day the confirmation was recorded) is used; a
   correction without a source keeps the report's.
+- A correction that attributes the claim to another source (``changes.source``) makes the
+  claim count from that source's published date where it counted from the reporting one's.
 """
 
 from __future__ import annotations
@@ -326,6 +328,23 @@ def _with_source(sources: list[str], source: str | None) -> list[str]:
     return sources if source is None or source in sources else [*sources, source]
 
 
+def _reattribute(doc: dict[str, Any], source: str, published: PublishedLookup) -> None:
+    """Count the claim from ``source``, to which a correction attributes it, as if it had
+    reported the claim: a date-less change counts from when the source that reported it was
+    out, and the source it was wrongly attributed to says nothing about that. The old source
+    stays among ``sources``, as the report that named it stays in the lifecycle."""
+    doc["sources"] = _with_source(doc["sources"], source)
+    before = doc["reported_anchor"]
+    # The day the report was recorded, which both kinds of reported anchor keep.
+    recorded_day = str(before.get("published_by") or before["date"])
+    reported = _anchor(source, recorded_day, published)
+    # An effect counted from the report moves with it; one counted from a confirmation
+    # (or a correction's source) rests on that other source and stays.
+    if doc["effect_anchor"] == before:
+        doc["effect_anchor"] = reported
+    doc["reported_anchor"] = reported
+
+
 def evolve_claim(
     previous: ClaimVersion | None,
     event_type: str,
@@ -393,6 +412,9 @@ def evolve_claim(
                 if value is None and name in ALWAYS_REPORTED:
                     continue
                 doc[name] = fuzzy(value) if name == "effective" else value
+            attributed = changes.get("source")
+            if attributed and attributed != previous.source:
+                _reattribute(doc, attributed, published)
             if "effective" in changes:
                 # The correction is the newer word on the date, over a confirmation's too.
                 doc["confirmed_effective"] = None

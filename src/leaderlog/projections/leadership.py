@@ -383,6 +383,12 @@ async def _apply_claims(tx: ProjectionTransaction, page: _Page) -> None:
     decoded = [(recorded, payload(recorded)) for recorded in page.claim_events]
     claim_ids = sorted({data["claim"] for _, data in decoded})
     sources = {data["source"] for _, data in decoded if data.get("source")}
+    # A correction attributing its claim to another source counts from that one's date.
+    sources |= {
+        data["changes"]["source"]
+        for _, data in decoded
+        if isinstance(data.get("changes"), dict) and data["changes"].get("source")
+    }
     current: dict[str, ClaimVersion] = {}
     for chunk in chunks(claim_ids):
         for (doc,) in await tx.fetchall(
