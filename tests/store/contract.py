@@ -13,7 +13,7 @@ import datetime as dt
 import sys
 import threading
 import uuid
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from typing import Any, ClassVar
 
 import anyio
@@ -56,6 +56,40 @@ class _Noting(Projection):
 
     async def apply(self, tx: ProjectionTransaction, events: object) -> None:
         return None
+
+
+class _Recording(Projection):
+    """A projection that keeps a row for every event it applied: what it was built from."""
+
+    name: ClassVar[str] = "recording"
+    version: ClassVar[int] = 1
+
+    def schema(self) -> tuple[str, ...]:
+        return (
+            "CREATE TABLE IF NOT EXISTS p_recording_seen "
+            "(position BIGINT PRIMARY KEY, event_id TEXT NOT NULL)",
+        )
+
+    def tables(self) -> tuple[str, ...]:
+        return ("p_recording_seen",)
+
+    async def apply(self, tx: ProjectionTransaction, events: Sequence[RecordedEvent]) -> None:
+        await tx.executemany(
+            "INSERT INTO p_recording_seen (position, event_id) VALUES (?, ?)",
+            [(e.position, str(e.event_id)) for e in events],
+        )
+
+
+async def _recorded(store: EventStore) -> list[tuple[int, str]]:
+    rows = await store.query("SELECT position, event_id FROM p_recording_seen ORDER BY position")
+    return [(int(position), str(event_id)) for position, event_id in rows]
+
+
+async def _as_rebuilt(store: EventStore) -> list[tuple[int, str]]:
+    """What a fresh rebuild of :class:`_Recording` holds: one row per event of the log."""
+    fresh = ProjectionRunner(store, [_Recording()])
+    await fresh.rebuild()
+    return await _recorded(store)
 
 
 def event(
@@ -739,6 +773,136 @@ class StoreContract(abc.ABC):
         # and an event appended since does not hide it while the projection is ahead
         await store.append([event("s3")], actor="t")
         assert not (await verify_log(store)).ok
+
+    async def cut_short(self, store: EventStore, store_url: str, after: int) -> None:
+        """Delete the events after position ``after`` behind the store's back."""
+        await self.drop_append_only_guard(store_url)
+        await self.execute_raw(store_url, f"DELETE FROM events WHERE position > {after}")
+
+    @pytest.mark.parametrize("written_again", [2, 6], ids=["to-below-the-end", "beyond-the-end"])
+    async def test_a_following_runner_rebuilds_a_log_cut_short_and_written_again(
+        self,
+        store: EventStore,
+        store_url: str,
+        written_again: int,
+        caplog: pytest.LogCaptureFixture,
+    ) -> None:
+        # given a runner that has applied a log of five events, and goes on following it
+        await store.append([event(f"s{i % 2}") for i in range(5)], actor="t")
+        runner = ProjectionRunner(store, [_Recording()], page=2)
+        await runner.catch_up()
+        # when the last three are removed behind the store's back and others appended: at
+        # positions the runner has applied (4, 5), or also beyond them
+        await self.cut_short(store, store_url, after=2)
+        await store.append([event(f"new{i}") for i in range(written_again)], actor="t")
+        with caplog.at_level("WARNING", logger="leaderlog.projections"):
+            head = await runner.catch_up()
+        # then it rebuilt from this log instead of going on from its checkpoint
+        assert head == 2 + written_again
+        logged = [r.getMessage() for r in caplog.records if "no longer holds" in r.getMessage()]
+        assert logged == [
+            "the log no longer holds at position 5 the event the projections applied there "
+            f"(it ends at {head} now): events were removed from its end, or it was replaced; "
+            "rebuilding from this log what was built from another: recording (up to position 5)"
+        ]
+        # and its read model is a fresh rebuild's, no event skipped
+        followed = await _recorded(store)
+        assert [position for position, _ in followed] == list(range(1, head + 1))
+        assert followed == await _as_rebuilt(store)
+
+    async def test_a_runner_rebuilds_a_log_cut_short_between_two_of_its_pages(
+        self, store: EventStore, store_url: str, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        # given a runner catching up on six events two at a time
+        await store.append([event(f"s{i % 2}") for i in range(6)], actor="t")
+        runner = ProjectionRunner(store, [_Recording()], page=2)
+        apply_page = runner._apply_page
+        pages = 0
+
+        async def cut_after_the_first_page(
+            projections: Sequence[Projection], events: Sequence[RecordedEvent]
+        ) -> Any:
+            nonlocal pages
+            failed = await apply_page(projections, events)
+            pages += 1
+            if pages == 1:
+                # when, once it applied the first page, the log is cut back to its first
+                # event behind the store's back and written again
+                await self.cut_short(store, store_url, after=1)
+                await store.append([event(f"new{i}") for i in range(5)], actor="t")
+            return failed
+
+        monkeypatch.setattr(runner, "_apply_page", cut_after_the_first_page)
+        assert await runner.catch_up() == 6
+        # then it started again from this log's first event, rather than apply the page read
+        # from the other one or go on from position 2
+        followed = await _recorded(store)
+        assert [position for position, _ in followed] == [1, 2, 3, 4, 5, 6]
+        assert followed == await _as_rebuilt(store)
+
+    async def test_a_following_runner_goes_on_as_before_on_a_log_left_alone(
+        self, store: EventStore
+    ) -> None:
+        # given a runner following a log that only grows
+        await store.append([event("a"), event("b")], actor="t")
+        runner = ProjectionRunner(store, [_Recording()], page=2)
+        stop = asyncio.Event()
+        following = asyncio.create_task(runner.follow(poll_interval=0.02, stop=stop))
+        try:
+            for batch in range(3):
+                await store.append([event(f"more{batch}") for _ in range(3)], actor="t")
+            with anyio.fail_after(10):
+                while (await runner.status())[0].checkpoint < 11:
+                    await asyncio.sleep(0.01)
+        finally:
+            stop.set()
+            with anyio.fail_after(10):
+                await following
+        # then it applied every event once, and rebuilt nothing
+        followed = await _recorded(store)
+        assert [position for position, _ in followed] == list(range(1, 12))
+        assert followed == await _as_rebuilt(store)
+        assert (await verify_log(store)).ok
+
+    async def test_a_follower_rebuilds_a_log_cut_short_behind_its_back(
+        self, store: EventStore, store_url: str, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        # given a runner following a log of four events
+        await store.append([event(f"s{i}") for i in range(4)], actor="t")
+        runner = ProjectionRunner(store, [_Recording()], page=2)
+        catch_up, runs = runner.catch_up, 0
+
+        async def counted() -> int:
+            nonlocal runs
+            runs += 1
+            return await catch_up()
+
+        monkeypatch.setattr(runner, "catch_up", counted)
+        stop = asyncio.Event()
+        following = asyncio.create_task(runner.follow(poll_interval=0.05, stop=stop))
+        try:
+            with anyio.fail_after(10):
+                while (await runner.status())[0].checkpoint < 4:
+                    await asyncio.sleep(0.01)
+            # when the log is cut back to two events behind the store's back, and one
+            # other is appended
+            await self.cut_short(store, store_url, after=2)
+            await store.append([event("new")], actor="t")
+            # then the follower brings its read model to this log's three events
+            with anyio.fail_after(10):
+                while [p for p, _ in await _recorded(store)] != [1, 2, 3]:
+                    await asyncio.sleep(0.01)
+            followed = await _recorded(store)
+            # and waits for new events again, rather than run over and over while the log
+            # is shorter than the one it had seen
+            runs_before = runs
+            await asyncio.sleep(0.5)
+            assert runs - runs_before <= 12
+        finally:
+            stop.set()
+            with anyio.fail_after(10):
+                await following
+        assert followed == await _as_rebuilt(store)
 
     async def test_verify_finds_a_deleted_row(self, store: EventStore, store_url: str) -> None:
         await store.append([event(f"s{i % 2}") for i in range(5)], actor="t")

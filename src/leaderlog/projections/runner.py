@@ -261,6 +261,12 @@ class ProjectionRunner:
         #: Each projection that could not apply the log at its last run, and why (a health
         #: check lists them; a later run that gets through takes it off).
         self.failing: dict[str, ProjectionFailure] = {}
+        # The last position this runner read of the log, and its hash. A checkpoint is only a
+        # number: a log cut short behind the store's back and written again would have this
+        # runner go on from it into events it never saw, skipping those in between. The hash
+        # chain ties the hash at this position to every event up to it, so the log is still
+        # the one the projections applied for as long as this position holds this hash.
+        self._read_through: tuple[int, str] | None = None
 
     @property
     def unprepared(self) -> Mapping[str, ProjectionFailure]:
@@ -588,6 +594,59 @@ class ProjectionRunner:
             await asyncio.sleep(_PAUSE_AFTER_A_SLOW_PAGE)
         return stopping
 
+    async def _another_log(self) -> int | None:
+        """The last position this runner read if the log no longer holds there the event it
+        read (one lookup by primary key), else None."""
+        if self._read_through is None:
+            return None
+        position, hash = self._read_through
+        rows = await self.store.query("SELECT hash FROM events WHERE position = ?", (position,))
+        return None if rows and rows[0][0] == hash else position
+
+    async def _forget_another_log(self, position: int) -> None:
+        """Rebuild from position 0 every projection that applied the log this runner read,
+        which is no longer there: as :meth:`prepare` does with a checkpoint beyond the log's
+        head, rather than go on from checkpoints that count another log's events.
+
+        One whose tables cannot be created again is left out, as at :meth:`prepare`.
+        """
+        head, _ = await self.store.head()
+        self.store.forget_heads_beyond(head)
+        rebuilt = []
+        async with self.store.projection_transaction() as tx:
+            await tx.lock_schema_changes()
+            await self._lock(tx)
+            stored = await self._checkpoints(tx)
+            for projection in self.projections:
+                found = stored.get(projection.name)
+                if (
+                    isinstance(projection, LeftOut)
+                    or projection.name in self._unprepared
+                    or found is None
+                    or found[0] != projection.version  # not this runner's to write: _run says so
+                    or found[1] == 0
+                ):
+                    continue
+                try:
+                    async with _alone(tx):
+                        await self._reset(tx, projection)
+                except StoreError:
+                    raise
+                except Exception as error:
+                    failure = ProjectionFailure(projection.name, None, None, error)
+                    self._unprepared[projection.name] = failure
+                    continue
+                rebuilt.append(f"{projection.name} (up to position {found[1]})")
+        self._read_through = None
+        logger.warning(
+            "the log no longer holds at position %d the event the projections applied there "
+            "(it ends at %d now): events were removed from its end, or it was replaced; "
+            "rebuilding from this log what was built from another: %s",
+            position,
+            head,
+            ", ".join(rebuilt) or "nothing",
+        )
+
     def _notice_rebuilds(
         self, projections: Sequence[Projection], stored: Mapping[str, tuple[int, int]]
     ) -> None:
@@ -610,7 +669,12 @@ class ProjectionRunner:
         A projection that raises is left where it was and the others go on; at the end,
         :class:`ProjectionFailed` names each one that stopped.
         """
-        target, _ = await self.store.head()
+        target, head_hash = await self.store.head()
+        if (vanished := await self._another_log()) is not None:
+            await self._forget_another_log(vanished)
+        # The log checked, its head stands for all of it up to there: a change to any event up
+        # to the head, or its removal, changes or removes the head's hash.
+        self._read_through = (target, head_hash) if target else None
         stored = await self._stored()
         failures: list[ProjectionFailure] = []
         runnable: list[Projection] = []
@@ -675,6 +739,12 @@ class ProjectionRunner:
                     ahead = None
                     if not events:
                         break
+                    if (vanished := await self._another_log()) is not None:
+                        # Cut short and written again since this run started: start again
+                        # from this log's first event.
+                        await self._forget_another_log(vanished)
+                        projections = [p for p in projections if p.name not in self._unprepared]
+                        continue
                     if events[-1].position < target:
                         ahead_after = events[-1].position
                         ahead = asyncio.create_task(
@@ -683,6 +753,7 @@ class ProjectionRunner:
                     failed = await self._going_on_smaller(
                         await self._apply_page(projections, events)
                     )
+                    self._read_through = (events[-1].position, events[-1].hash)
                     if failed:
                         failures += failed
                         stopped = {failure.name for failure in failed}

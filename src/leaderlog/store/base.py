@@ -858,6 +858,13 @@ class EventStore(abc.ABC):
                 with contextlib.suppress(RuntimeError):  # that loop is closed: nobody waits
                     loop.call_soon_threadsafe(_wake, waiter)
 
+    def forget_heads_beyond(self, head: int) -> None:
+        """The log was found to end at ``head`` (cut short behind this store's back): heads
+        this store saw committed beyond it are no longer the log's, and followers waiting for
+        events after ``head`` must wait for new ones rather than return at once, over and
+        over, until the log grows past its old end."""
+        self._committed_head = min(self._committed_head, head)
+
     async def wait_for_events(self, after: int, timeout: float) -> None:
         """Return once the head passes ``after`` or ``timeout`` elapses.
 

@@ -1017,6 +1017,10 @@ class PostgresStore(EventStore):
 
     # --- following -------------------------------------------------------------------------
 
+    def forget_heads_beyond(self, head: int) -> None:
+        super().forget_heads_beyond(head)
+        self._known_head = min(self._known_head, head)
+
     def _wake(self, position: int) -> None:
         self._known_head = max(self._known_head, position)
         # Waiters hold the event they started waiting on; a fresh one serves the next round.
