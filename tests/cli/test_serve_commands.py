@@ -349,6 +349,45 @@ def test_headers_in_time_are_answered_and_each_request_of_a_connection_has_its_o
             assert _closed_by_server(connection)
 
 
+def _closing_error(answer: bytes, status: bytes) -> Any:
+    """The JSON error body of ``answer``, checked to have ``status`` and to close."""
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 " + status + b"\r\n"), head
+    assert b"\r\ncontent-type: application/json" in head.lower()
+    assert b"\r\nconnection: close" in head.lower()
+    return json.loads(body)
+
+
+@pytest.mark.parametrize(
+    "request_bytes",
+    [
+        b"NOT A REQUEST\r\n\r\n",
+        b"GET /healthz HTTP/1.1\r\nHost: x\r\nno colon here\r\n\r\n",
+        b"POST /api/events HTTP/1.1\r\nHost: x\r\nContent-Length: ten\r\n\r\n",
+    ],
+    ids=["request line", "header line", "content length"],
+)
+def test_a_request_that_is_not_http_is_answered_in_the_api_s_error_shape(
+    sqlite_url: str, request_bytes: bytes
+) -> None:
+    with (
+        _serving_with(sqlite_url) as (port, process),
+        socket.create_connection(("127.0.0.1", port)) as connection,
+    ):
+        # given a request whose line or headers cannot be read as HTTP/1.1
+        connection.sendall(request_bytes)
+        # then it is told so in the one JSON shape every other error has, and the
+        # connection is closed
+        assert _closing_error(_response(connection), b"400 Bad Request") == {
+            "error": "bad_request",
+            "detail": "the request is not HTTP/1.1 this server can read: its line or "
+            "headers are malformed",
+        }
+        assert connection.recv(1) == b""
+        # and the server goes on serving everyone else
+        assert serving(process, port).status_code == 200
+
+
 def _write_token(url: str) -> bytes:
     created = CliRunner().invoke(main, ["--db", url, "token", "create", "writer"])
     assert created.exit_code == 0, created.output
@@ -432,11 +471,7 @@ def test_a_body_trickled_past_its_time_is_answered_408_and_nothing_is_written(
             assert connection.recv(1) == b""
         assert sent < len(body)
         assert 0.9 <= took < 6
-        head, _, error = answer.partition(b"\r\n\r\n")
-        assert head.startswith(b"HTTP/1.1 408 Request Timeout\r\n"), head
-        assert b"\r\nconnection: close" in head.lower()
-        assert b"\r\ncontent-type: application/json" in head.lower()
-        assert json.loads(error) == {
+        assert _closing_error(answer, b"408 Request Timeout") == {
             "error": "request_timeout",
             "detail": "the request's body did not all arrive within 1 seconds of its headers; "
             "nothing of it was read",

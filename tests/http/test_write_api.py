@@ -942,7 +942,7 @@ def test_openapi_documents_the_write_route_with_examples(
     operation = document["paths"]["/api/events"]["post"]
     content = operation["requestBody"]["content"][JSON]
     assert set(content["examples"]) == {"one record", "a batch"}
-    assert {"201", "200", "400", "401", "403", "409", "413", "415", "422"} <= set(
+    assert {"201", "200", "400", "401", "403", "408", "409", "413", "415", "422"} <= set(
         operation["responses"]
     )
     assert operation["security"] == [{"token": []}]

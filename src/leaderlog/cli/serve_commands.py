@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable
 from importlib.resources import as_file, files
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 from urllib.parse import urlsplit
 
 import click
@@ -38,6 +38,9 @@ from leaderlog.feeds import (
 from leaderlog.log import EventLog, load_seeds, seed_files
 from leaderlog.projections import Queries, runner_for
 from leaderlog.store import without_password
+
+if TYPE_CHECKING:
+    from starlette.responses import JSONResponse
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8000"
 # What uvicorn exits with when the application does not start (its STARTUP_FAILURE).
@@ -311,7 +314,14 @@ def _with_deadlines(header_seconds: float, body_seconds: float) -> type[asyncio.
         "headers; nothing of it was read",
         headers={"Connection": "close"},
     )
-    too_slow_body = bytes(too_slow.body)
+    # uvicorn's own answer to a request it cannot parse is plain text; every other error a
+    # client gets from this server is in the one JSON shape.
+    unreadable = error_response(
+        400,
+        None,
+        "the request is not HTTP/1.1 this server can read: its line or headers are malformed",
+        headers={"Connection": "close"},
+    )
 
     class DeadlineProtocol(H11Protocol):
         _deadline: asyncio.TimerHandle | None = None
@@ -373,7 +383,8 @@ def _with_deadlines(header_seconds: float, body_seconds: float) -> type[asyncio.
                 self._deadline = self.loop.call_later(body_seconds, self._body_too_slow)
                 return
             if self.conn.our_state is h11.SEND_RESPONSE:
-                self._answer_too_slow()
+                self._log_own_answer(too_slow.status_code)
+                self._answer(too_slow)
             # The application, waiting for the rest of the body, hears the client hung up
             # and answers nothing more.
             if self.cycle is not None and not self.cycle.response_complete:
@@ -381,7 +392,11 @@ def _with_deadlines(header_seconds: float, body_seconds: float) -> type[asyncio.
                 self.cycle.message_event.set()
             self.transport.close()
 
-        def _answer_too_slow(self) -> None:
+        def send_400_response(self, msg: str) -> None:
+            self._answer(unreadable)
+            self.transport.close()
+
+        def _log_own_answer(self, status: int) -> None:
             if self.access_log:
                 # As uvicorn logs the answers the application gives.
                 self.access_logger.info(
@@ -390,14 +405,16 @@ def _with_deadlines(header_seconds: float, body_seconds: float) -> type[asyncio.
                     self.scope["method"],
                     get_path_with_query_string(self.scope),
                     self.scope["http_version"],
-                    too_slow.status_code,
+                    status,
                 )
+
+        def _answer(self, response: JSONResponse) -> None:
             head = h11.Response(
-                status_code=too_slow.status_code,
-                headers=self.server_state.default_headers + too_slow.raw_headers,
-                reason=STATUS_PHRASES[too_slow.status_code],
+                status_code=response.status_code,
+                headers=self.server_state.default_headers + response.raw_headers,
+                reason=STATUS_PHRASES[response.status_code],
             )
-            for event in (head, h11.Data(data=too_slow_body), h11.EndOfMessage()):
+            for event in (head, h11.Data(data=bytes(response.body)), h11.EndOfMessage()):
                 self.transport.write(self.conn.send(event) or b"")
 
     return DeadlineProtocol

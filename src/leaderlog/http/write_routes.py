@@ -259,6 +259,12 @@ def write_router(
         },
         401: {"model": ErrorBody, "description": "No bearer token."},
         403: {"model": ErrorBody, "description": "Unknown or revoked token."},
+        408: {
+            "model": ErrorBody,
+            "description": "The body did not all arrive within `leaderlog serve "
+            "--body-timeout` seconds of the headers; nothing was written, and the connection "
+            "is closed.",
+        },
         409: {"model": ErrorBody, "description": "Expected version or event id conflict."},
         413: {
             "model": ErrorBody,
