@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import datetime as dt
+
 import feedparser
 import pytest
 
@@ -9,6 +11,7 @@ from leaderlog.errors import BatchError
 from leaderlog.events import ClaimCorrected
 from leaderlog.feeds import FeedRequest, Scope
 from leaderlog.log import EventLog
+from leaderlog.projections.claim_versions import ClaimVersion, evolve_claim
 from tests.feeds.logs import BASE, project
 from tests.projections.logs import FOX, HAMMER_BODY, SEED_COUNT, append, current, record
 
@@ -159,3 +162,41 @@ async def test_an_unregistered_new_source_is_refused_and_nothing_is_written(
     assert problem.rule == "reference"
     assert "source 'nobody', which does not exist" in str(problem)
     assert (await seeded_log.store.head())[0] == head
+
+
+def test_an_effect_counted_from_a_confirmation_stays_when_the_claim_is_attributed_anew() -> None:
+    published = {"wire-b": {"date": "2025-05-20"}}.get
+    reported = {
+        "claim": "c",
+        "source": "fox",
+        "kind": "appointment",
+        "person": "p",
+        "post": "q",
+        "capacity": "acting",
+        "modality": "announced",
+        "attribution": {"kind": "outlet", "parties": []},
+    }
+
+    def evolve(previous: ClaimVersion | None, kind: str, data: dict[str, object]) -> ClaimVersion:
+        return evolve_claim(
+            previous,
+            kind,
+            data,
+            position=1 if previous is None else previous.known_from + 1,
+            recorded_at="2025-06-01T12:00:00Z",
+            actor="a",
+            published=published,
+        )
+
+    # given an announced claim, confirmed the day it was recorded by a source with no date of
+    # its own (so its effect counts from that day, which is also the report's)
+    claim = evolve(None, "claim.reported", reported)
+    claim = evolve(claim, "claim.confirmed", {"claim": "c", "source": "cnn"})
+    assert claim.effect_day() == dt.date(2025, 6, 1)
+    # when a correction attributes the report to a source out since 20 May
+    claim = evolve(
+        claim, "claim.corrected", {"claim": "c", "changes": {"source": WIRE}, "reason": "r"}
+    )
+    # then the report counts from the wire's date, but the effect still from the confirmation
+    assert claim.doc["reported_anchor"]["date"] == "2025-05-20"
+    assert claim.effect_day() == dt.date(2025, 6, 1)

@@ -314,7 +314,9 @@ def shown_anchor(anchor: FuzzyJSON | None) -> dict[str, Any] | None:
         earliest = earliest_day(anchor)
         if earliest is not None and dt.date.fromisoformat(published_by) < earliest:
             return {"date": published_by, "qualifier": "on", "text": None, "basis": "recorded"}
-    return {key: value for key, value in anchor.items() if key != "published_by"}
+    return {
+        key: value for key, value in anchor.items() if key not in ("published_by", "counted_from")
+    }
 
 
 def _anchor(source: str | None, recorded_at: str, published: PublishedLookup) -> dict[str, Any]:
@@ -322,6 +324,15 @@ def _anchor(source: str | None, recorded_at: str, published: PublishedLookup) ->
     if date is not None and date.get("date") is not None:
         return {**(fuzzy(date) or {}), "basis": "published", "published_by": recorded_at[:10]}
     return {"date": recorded_at[:10], "qualifier": "on", "text": None, "basis": "recorded"}
+
+
+def _reported_anchor(
+    source: str | None, recorded_at: str, published: PublishedLookup
+) -> dict[str, Any]:
+    """The anchor of the report itself, marked as such: an effect counting from it moves with
+    it when a correction attributes the claim anew, and a confirmation's anchor may hold the
+    same date and basis."""
+    return {**_anchor(source, recorded_at, published), "counted_from": "report"}
 
 
 def _with_source(sources: list[str], source: str | None) -> list[str]:
@@ -337,7 +348,7 @@ def _reattribute(doc: dict[str, Any], source: str, published: PublishedLookup) -
     before = doc["reported_anchor"]
     # The day the report was recorded, which both kinds of reported anchor keep.
     recorded_day = str(before.get("published_by") or before["date"])
-    reported = _anchor(source, recorded_day, published)
+    reported = _reported_anchor(source, recorded_day, published)
     # An effect counted from the report moves with it; one counted from a confirmation
     # (or a correction's source) rests on that other source and stays.
     if doc["effect_anchor"] == before:
@@ -363,7 +374,7 @@ def evolve_claim(
     source: str | None = data.get("source")
     detail: dict[str, Any]
     if event_type == "claim.reported":
-        reported = _anchor(source, recorded_at, published)
+        reported = _reported_anchor(source, recorded_at, published)
         doc: dict[str, Any] = {
             "claim": data["claim"],
             "reported_position": position,

@@ -50,7 +50,7 @@ def _json(value: Any) -> str | None:
 
 class LeadershipProjection(Projection):
     name = "leadership"
-    version = 7
+    version = 8
 
     def schema(self) -> Sequence[str]:
         return (
