@@ -388,6 +388,38 @@ def test_a_request_that_is_not_http_is_answered_in_the_api_s_error_shape(
         assert serving(process, port).status_code == 200
 
 
+def test_a_malformed_body_after_the_answer_closes_the_connection_quietly(
+    sqlite_url: str,
+) -> None:
+    with occupied_port() as port:
+        pass
+    process = serve(sqlite_url, "--port", str(port))
+    try:
+        serving(process, port)
+        with socket.create_connection(("127.0.0.1", port)) as connection:
+            # given a write answered 401 from its headers, its chunked body still to come
+            connection.sendall(
+                b"POST /api/events HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                b"Transfer-Encoding: chunked\r\n\r\n"
+            )
+            assert _response(connection).startswith(b"HTTP/1.1 401 ")
+            # when the body then turns out not to be HTTP/1.1 chunks
+            connection.sendall(b"zz\r\nnot a chunk\r\n")
+            # then the connection is closed with no second answer after the first
+            connection.settimeout(10)
+            assert connection.recv(65536) == b""
+        # and the server goes on serving everyone else
+        assert serving(process, port).status_code == 200
+        process.send_signal(signal.SIGTERM)
+        _, stderr = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    # without a failure of its own in the log
+    assert "Traceback" not in stderr, stderr
+
+
 def _write_token(url: str) -> bytes:
     created = CliRunner().invoke(main, ["--db", url, "token", "create", "writer"])
     assert created.exit_code == 0, created.output

@@ -393,7 +393,10 @@ def _with_deadlines(header_seconds: float, body_seconds: float) -> type[asyncio.
             self.transport.close()
 
         def send_400_response(self, msg: str) -> None:
-            self._answer(unreadable)
+            # A malformed body (a bad chunk) may come after the application has begun or
+            # given its answer: a second one cannot be sent then, only the connection closed.
+            if self.conn.our_state in (h11.IDLE, h11.SEND_RESPONSE):
+                self._answer(unreadable)
             self.transport.close()
 
         def _log_own_answer(self, status: int) -> None:
