@@ -864,6 +864,38 @@ class StoreContract(abc.ABC):
         assert followed == await _as_rebuilt(store)
         assert (await verify_log(store)).ok
 
+    async def test_a_runner_checks_the_log_it_follows_without_asking_again_what_it_read(
+        self, store: EventStore, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        # given a runner that has applied a log of three events
+        await store.append([event(f"s{i}") for i in range(3)], actor="t")
+        runner = ProjectionRunner(store, [_Recording()])
+        await runner.catch_up()
+        looked_up: list[object] = []
+        get, query = store.get, store.query
+
+        async def counted_get(position: int) -> RecordedEvent | None:
+            looked_up.append(position)
+            return await get(position)
+
+        async def counted_query(sql: str, parameters: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+            if "FROM events WHERE" in sql:
+                looked_up.append(sql)
+            return await query(sql, parameters)
+
+        monkeypatch.setattr(store, "get", counted_get)
+        monkeypatch.setattr(store, "query", counted_query)
+        # when it is woken with nothing new, as a follower is at each poll, then the head it
+        # reads tells that the log is the one it applied, with no lookup
+        assert await runner.catch_up() == 3
+        assert looked_up == []
+        # and when woken for new events, the event it last read is looked up once, and the
+        # head it read then is in the page of new events, not looked up again
+        await store.append([event("s3"), event("s4")], actor="t")
+        assert await runner.catch_up() == 5
+        assert looked_up == [3]
+        assert [position for position, _ in await _recorded(store)] == [1, 2, 3, 4, 5]
+
     async def test_a_follower_rebuilds_a_log_cut_short_behind_its_back(
         self, store: EventStore, store_url: str, monkeypatch: pytest.MonkeyPatch
     ) -> None:

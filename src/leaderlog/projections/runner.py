@@ -594,14 +594,29 @@ class ProjectionRunner:
             await asyncio.sleep(_PAUSE_AFTER_A_SLOW_PAGE)
         return stopping
 
-    async def _another_log(self) -> int | None:
+    async def _another_log(
+        self, head: tuple[int, str] | None = None, page: Sequence[RecordedEvent] = ()
+    ) -> int | None:
         """The last position this runner read if the log no longer holds there the event it
-        read (one lookup by primary key), else None."""
+        read, else None.
+
+        ``head`` and ``page`` were just read from the log: when they hold that position, they
+        answer without asking the store again, so a follower woken with nothing new asks
+        nothing, and one woken for a page of new events asks once (at the head it had read),
+        where one lookup by position is asked otherwise.
+        """
         if self._read_through is None:
             return None
         position, hash = self._read_through
-        rows = await self.store.query("SELECT hash FROM events WHERE position = ?", (position,))
-        return None if rows and rows[0][0] == hash else position
+        found: str | None
+        if head is not None and position >= head[0]:
+            found = head[1] if position == head[0] else None  # beyond the head: cut short
+        elif page and 0 <= (index := position - page[0].position) < len(page):
+            found = page[index].hash  # positions are gap-free: the page holds it there
+        else:
+            event = await self.store.get(position)
+            found = event.hash if event is not None else None
+        return None if found == hash else position
 
     async def _forget_another_log(self, position: int) -> None:
         """Rebuild from position 0 every projection that applied the log this runner read,
@@ -670,7 +685,7 @@ class ProjectionRunner:
         :class:`ProjectionFailed` names each one that stopped.
         """
         target, head_hash = await self.store.head()
-        if (vanished := await self._another_log()) is not None:
+        if (vanished := await self._another_log(head=(target, head_hash))) is not None:
             await self._forget_another_log(vanished)
         # The log checked, its head stands for all of it up to there: a change to any event up
         # to the head, or its removal, changes or removes the head's hash.
@@ -739,7 +754,7 @@ class ProjectionRunner:
                     ahead = None
                     if not events:
                         break
-                    if (vanished := await self._another_log()) is not None:
+                    if (vanished := await self._another_log(page=events)) is not None:
                         # Cut short and written again since this run started: start again
                         # from this log's first event.
                         await self._forget_another_log(vanished)
