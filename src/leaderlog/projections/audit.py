@@ -121,8 +121,7 @@ class AuditProjection(Projection):
                         row[3] = changes["attribution"]["kind"]
                     row[5] = changes.get("person") or row[5]
                     row[6] = changes.get("post") or row[6]
-                    attributed = _attributed(kind, data)
-                    if attributed:
+                    if attributed := changes.get("source"):
                         row[1], row[2] = attributed, publishers.get(attributed)
                 changed[claim] = row
                 if source is None:
