@@ -19,6 +19,7 @@ from leaderlog.events import (
     ClaimDisputed,
     FuzzyDate,
     PersonRegistered,
+    PersonUpdated,
 )
 from leaderlog.feeds import (
     FULL_ARCHIVE_CACHE,
@@ -54,6 +55,7 @@ from tests.feeds.logs import (
     claim_event_id,
     confirm,
     correct,
+    generated_claim,
     project,
     retract,
 )
@@ -369,6 +371,40 @@ async def test_the_opml_lists_the_feeds_known_at_the_position_its_etag_names(
     fresh = await FeedService(seeded_log.store, poll_interval=0).opml("fr", BASE)
     assert fresh.validators.position > first.validators.position
     assert b"Nova Newcomer" in fresh.body
+
+
+async def test_the_opml_after_a_claim_is_rendered_afresh_from_subjects_read_before(
+    seeded_log: EventLog,
+) -> None:
+    # given the OPML and the subjects it lists, as read once
+    service = await project(seeded_log)
+    first = await service.opml("en", BASE)
+    subjects = await service.directory()
+    # when a claim is reported, which changes no organisation, person or post
+    await seeded_log.append_events([generated_claim(1, person="robert-hammer")], actor="test")
+    await ProjectionRunner(seeded_log.store, [FeedEntriesProjection()]).catch_up()
+    # then the subjects are not read again, yet the OPML moves on, as one rendered anew does
+    assert await service.directory() is subjects
+    dated = await service.opml("en", BASE)
+    assert dated.validators.position > first.validators.position
+    assert dated.validators.etag != first.validators.etag
+    fresh = await FeedService(seeded_log.store, poll_interval=0).opml("en", BASE)
+    assert (dated.body, dated.gzipped) == (fresh.body, fresh.gzipped)
+    # when a person is renamed, then they are read again and the OPML says the new name
+    await seeded_log.append_events(
+        [PersonUpdated(person="robert-hammer", name="Robert Renamed")], actor="test"
+    )
+    await ProjectionRunner(seeded_log.store, [FeedEntriesProjection()]).catch_up()
+    renamed = await service.directory()
+    assert renamed is not subjects and renamed.position > subjects.position
+    assert ("robert-hammer", "Robert Renamed") in {
+        (person, doc.get("name")) for person, doc in renamed.kinds["person"]
+    }
+    after = await service.opml("en", BASE)
+    assert after.validators.etag != dated.validators.etag
+    assert b"Robert Renamed" in after.body and b"Robert Renamed" not in dated.body
+    fresh = await FeedService(seeded_log.store, poll_interval=0).opml("en", BASE)
+    assert after.body == fresh.body
 
 
 async def test_a_checkpoint_read_that_ends_late_is_not_taken_for_a_rebuild(

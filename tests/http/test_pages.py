@@ -6,6 +6,7 @@ import asyncio
 import datetime as dt
 import html
 import re
+import time
 from collections.abc import Iterator
 from html.parser import HTMLParser
 from pathlib import Path
@@ -15,7 +16,7 @@ import feedparser
 import httpx
 import pytest
 
-from leaderlog.events import PersonRegistered
+from leaderlog.events import PersonRegistered, PersonUpdated
 from leaderlog.feeds import _text, clean
 from leaderlog.feeds._address import web_uri
 from leaderlog.feeds._document import RecentChange
@@ -23,6 +24,7 @@ from leaderlog.feeds._i18n import language
 from leaderlog.http import _pages as pages
 from leaderlog.http import _pages as pages_module
 from leaderlog.http import create_app
+from leaderlog.log import EventLog
 from tests.feeds.atom_schema import atom_problems
 from tests.feeds.logs import EMOJI, RTL, SCRIPT
 from tests.http.server import (
@@ -427,6 +429,33 @@ def test_overview_lists_the_feeds_of_what_it_shows_and_leaves_the_rest_to_the_op
         assert f'href="{base}/feeds/person/robert-hammer.atom"' in feeds
         assert "/feeds/person/bystander." not in overview
         assert "/feeds/person/bystander.atom" in client.get(f"{base}/opml").text
+
+
+def test_an_overview_after_a_person_is_renamed_names_them_anew_under_a_new_tag(
+    tmp_path: Path, client: httpx.Client
+) -> None:
+    url = seeded_database(tmp_path)
+    with running(create_app(url)) as base:
+        # given an organisation's page, which links to the feed of a person it shows
+        first = client.get(f"{base}/?org=ice")
+        assert "Robert Renamed" not in first.text
+        # when another writer renames that person
+        asyncio.run(_rename_as_another_writer(url, "robert-hammer", "Robert Renamed"))
+        deadline = time.monotonic() + 20
+        changed = client.get(f"{base}/?org=ice")
+        while "Robert Renamed" not in _section(changed.text, "feeds"):
+            assert time.monotonic() < deadline, "the page never named the person anew"
+            time.sleep(0.1)
+            changed = client.get(f"{base}/?org=ice")
+        # then the page's list of feeds says the new name, under a tag of its own
+        assert changed.headers["etag"] != first.headers["etag"]
+        again = client.get(f"{base}/?org=ice", headers={"If-None-Match": first.headers["etag"]})
+        assert again.status_code == 200 and again.text == changed.text
+
+
+async def _rename_as_another_writer(url: str, person: str, name: str) -> None:
+    async with await EventLog.open(url) as log:
+        await log.append_events([PersonUpdated(person=person, name=name)], actor="test")
 
 
 @pytest.mark.parametrize(

@@ -35,6 +35,7 @@ from leaderlog.feeds._paging import (
 from leaderlog.feeds._service import (
     FULL_ARCHIVE_CACHE,
     SUBSCRIPTION_CACHE,
+    Directory,
     FeedNotFound,
     FeedRequest,
     FeedService,
@@ -63,6 +64,7 @@ __all__ = [
     "N_",
     "PAGE_SIZE",
     "SUBSCRIPTION_CACHE",
+    "Directory",
     "Entry",
     "FeedFormat",
     "FeedNotFound",

@@ -16,7 +16,10 @@ from email.utils import format_datetime
 
 from leaderlog.feeds._address import uri
 
-__all__ = ["Outline", "render_opml"]
+__all__ = ["Outline", "dated_opml", "opml_parts"]
+
+_DATE_OPENS = b"<dateModified>"
+_DATE_CLOSES = b"</dateModified>"
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,16 +52,24 @@ def _add(parent: ElementTree.Element, outline: Outline) -> None:
         _add(element, child)
 
 
-def render_opml(title: str, updated: dt.datetime, outlines: Sequence[Outline]) -> bytes:
+def opml_parts(title: str, outlines: Sequence[Outline]) -> tuple[bytes, bytes]:
+    """The document without its date: what comes before it and what comes after, to be
+    joined by :func:`dated_opml` (the outlines outlive many dates)."""
     root = ElementTree.Element("opml", {"version": "2.0"})
     head = ElementTree.SubElement(root, "head")
     ElementTree.SubElement(head, "title").text = _text(title)
-    ElementTree.SubElement(head, "dateModified").text = format_datetime(
-        updated.astimezone(dt.UTC).replace(microsecond=0), usegmt=True
-    )
+    ElementTree.SubElement(head, "dateModified").text = "-"
     body = ElementTree.SubElement(root, "body")
     for outline in outlines:
         _add(body, outline)
     ElementTree.indent(root)
     text: bytes = ElementTree.tostring(root, encoding="utf-8", xml_declaration=True)
-    return text + b"\n"
+    # The first one: the title before it is escaped text, which holds no "<".
+    before, _, rest = text.partition(_DATE_OPENS)
+    _, _, after = rest.partition(_DATE_CLOSES)
+    return before + _DATE_OPENS, _DATE_CLOSES + after + b"\n"
+
+
+def dated_opml(parts: tuple[bytes, bytes], updated: dt.datetime) -> bytes:
+    date = format_datetime(updated.astimezone(dt.UTC).replace(microsecond=0), usegmt=True)
+    return parts[0] + date.encode("ascii") + parts[1]

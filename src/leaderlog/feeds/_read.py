@@ -111,6 +111,18 @@ class FeedReader:
         )
         return loads(rows[0][0]) if rows else None
 
+    async def entities_moved(self, kinds: Sequence[str], at: int | None = None) -> int:
+        """The position of the last event that changed an entity of these kinds, up to
+        ``at`` (now when None); 0 before any. :meth:`entities` answers the same at every
+        position from there until the next such event."""
+        marks = ",".join("?" * len(kinds))
+        rows = await self.store.query(
+            f"SELECT position FROM {ENTITIES} WHERE kind IN ({marks}) AND position <= ? "
+            "ORDER BY position DESC LIMIT 1",
+            (*kinds, at if at is not None else 2**62),
+        )
+        return int(rows[0][0]) if rows else 0
+
     async def entities(self, kinds: Sequence[str], at: int | None = None) -> list[EntityRow]:
         """The doc of every entity of these kinds as known at position ``at`` (now when
         None), by kind then id."""

@@ -19,6 +19,7 @@ import hashlib
 import time
 import uuid
 from collections import OrderedDict
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from email.utils import format_datetime
 from importlib.metadata import PackageNotFoundError, version
@@ -29,7 +30,7 @@ from leaderlog.feeds import _text
 from leaderlog.feeds._document import Feed, RecentChange
 from leaderlog.feeds._i18n import N_, language
 from leaderlog.feeds._json_feed import render_json
-from leaderlog.feeds._opml import Outline, render_opml
+from leaderlog.feeds._opml import Outline, dated_opml, opml_parts
 from leaderlog.feeds._paging import (
     FORMATS,
     MEDIA_TYPES,
@@ -51,6 +52,7 @@ from leaderlog.projections.feed_entries import FeedEntriesProjection
 from leaderlog.store import EventStore
 
 __all__ = [
+    "Directory",
     "FeedNotFound",
     "FeedRequest",
     "FeedService",
@@ -83,6 +85,10 @@ _FEED_NAMESPACE = uuid.UUID("0f1d5f7e-3b0a-4c55-9a57-7a4b7b0f7c11")
 _CACHE_BYTES = 64 * 1024 * 1024
 # Requests remembered between two moves of the log (each is a few hundred bytes).
 _DESCRIBED_LIMIT = 10_000
+# What every feed is about: the OPML lists them, the overview links to them.
+_SUBJECTS = ("org", "person", "post")
+# Share of ``cache_bytes`` kept for the OPML's outlines, which outlive moves of the log.
+_OUTLINES_SHARE = 4
 
 
 def _generator_version() -> str:
@@ -153,6 +159,20 @@ class Rendered:
     memo: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
 
 
+@dataclass(frozen=True, slots=True)
+class Directory:
+    """Every organisation, person and post as known from ``position`` (the last event that
+    changed one of them) until the next such event: by kind, each ``(id, doc)`` in id order.
+
+    Shared by every request that reads it until then, so nothing may change its docs.
+    ``memo`` is room for what a reader derives from them alone (the organisations in tree
+    order, a page's list of feeds), which stays right exactly as long as they do."""
+
+    position: int
+    kinds: Mapping[str, Sequence[tuple[str, dict[str, Any]]]]
+    memo: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
+
+
 class FeedService:
     def __init__(
         self,
@@ -176,6 +196,9 @@ class FeedService:
         self._rendered: OrderedDict[tuple[Any, ...], Rendered] = OrderedDict()
         self._rendered_bytes = 0
         self._inflight: dict[tuple[Any, ...], asyncio.Future[Rendered]] = {}
+        self._directory: Directory | None = None
+        self._outlines: OrderedDict[tuple[Any, ...], tuple[bytes, bytes]] = OrderedDict()
+        self._outlines_bytes = 0
         self._generator_version = _generator_version()
 
     # --- freshness ---------------------------------------------------------------------------
@@ -246,6 +269,10 @@ class FeedService:
             self._frozen_pages.clear()
             self._rendered.clear()
             self._rendered_bytes = 0
+            # Keyed by position like the documents: read half-built, or from another log.
+            self._directory = None
+            self._outlines.clear()
+            self._outlines_bytes = 0
 
     async def head(self, scope: Scope) -> Head:
         """The scope's head; raises :class:`FeedNotFound` for an unknown subject."""
@@ -481,6 +508,26 @@ class FeedService:
 
     # --- the list of every feed ----------------------------------------------------------------
 
+    async def directory(self, at: int | None = None) -> Directory:
+        """Every organisation, person and post as known at position ``at`` (now when None).
+
+        Most events change none of them (claims, sources): the list read last is handed out
+        again as long as no later one did, which one indexed query tells, where reading
+        them all took most of the time of a page or OPML rendered after an append."""
+        generation = self._generation
+        moved = await self.reader.entities_moved(_SUBJECTS, at)
+        known = self._directory
+        if known is not None and known.position == moved:
+            return known
+        kinds: dict[str, list[tuple[str, dict[str, Any]]]] = {kind: [] for kind in _SUBJECTS}
+        # At the position found, not ``at``: the same rows, and none that came meanwhile.
+        for row in await self.reader.entities(_SUBJECTS, at=moved):
+            kinds[row.kind].append((row.id, row.doc))
+        found = Directory(moved, kinds)
+        if generation == self._generation:
+            self._directory = found
+        return found
+
     async def opml(
         self, lang: str, base_url: str, fmt: FeedFormat = "atom", explicit_lang: bool = False
     ) -> Rendered:
@@ -494,26 +541,52 @@ class FeedService:
                 self._clock = clock
         position, stamp = clock
         key = ("opml", lang, base_url, fmt, explicit_lang, position)
-        language_ = language(lang)
-        link_lang = lang if explicit_lang else None
         digest = hashlib.sha256(repr((_RENDERING, *key[:-1])).encode()).hexdigest()[:16]
         validators = Validators(position, f'W/"{position}-{digest}"', stamp, SUBSCRIPTION_CACHE)
         cached = self._rendered.get(key)
         if cached is not None:
             return cached
-        groups: dict[str, list[Outline]] = {"org": [], "person": [], "post": []}
+        generation = self._generation
         # As known at the position its ETag names, however far the projection has moved.
-        for row in await self.reader.entities(("org", "person", "post"), at=position):
-            scope = Scope(row.kind, row.id)  # type: ignore[arg-type]
-            name = _text.scope_name(row.kind, row.doc, row.id, language_)
-            groups[row.kind].append(
-                Outline(
-                    text=name,
-                    url=feed_url(base_url, scope, fmt, lang=link_lang),
-                    html_url=page_url(base_url, row.id if row.kind == "org" else None),
-                    language=lang,
+        directory = await self.directory(position)
+        # The document differs from one event to the next by its date alone, unless the event
+        # changed an organisation, person or post: the rest is kept as long as they stay.
+        outlines_key = (*key[:-1], directory.position)
+        parts = self._outlines.get(outlines_key)
+        if parts is None:
+            parts = self._opml_parts(lang, base_url, fmt, explicit_lang, directory)
+            if generation == self._generation:
+                self._keep_outlines(outlines_key, parts)
+        else:
+            self._outlines.move_to_end(outlines_key)
+        body = dated_opml(parts, stamp)
+        rendered = Rendered(
+            body,
+            gzip.compress(body, compresslevel=6, mtime=0),
+            "text/x-opml; charset=utf-8",
+            validators,
+            lang,
+        )
+        self._remember(key, rendered)
+        return rendered
+
+    def _opml_parts(
+        self, lang: str, base_url: str, fmt: FeedFormat, explicit_lang: bool, directory: Directory
+    ) -> tuple[bytes, bytes]:
+        language_ = language(lang)
+        link_lang = lang if explicit_lang else None
+        groups: dict[str, list[Outline]] = {kind: [] for kind in _SUBJECTS}
+        for kind in _SUBJECTS:
+            for entity_id, doc in directory.kinds[kind]:
+                scope = Scope(kind, entity_id)  # type: ignore[arg-type]
+                groups[kind].append(
+                    Outline(
+                        text=_text.scope_name(kind, doc, entity_id, language_),
+                        url=feed_url(base_url, scope, fmt, lang=link_lang),
+                        html_url=page_url(base_url, entity_id if kind == "org" else None),
+                        language=lang,
+                    )
                 )
-            )
         everything = Outline(
             text=language_._(N_("Leadership changes")),
             url=feed_url(base_url, Scope("all"), fmt, lang=link_lang),
@@ -526,16 +599,18 @@ class FeedService:
             Outline(language_._(N_("People")), children=groups["person"]),
             Outline(language_._(N_("Posts")), children=groups["post"]),
         ]
-        body = render_opml(language_._(N_("leaderlog feeds")), stamp, outlines)
-        rendered = Rendered(
-            body,
-            gzip.compress(body, compresslevel=6, mtime=0),
-            "text/x-opml; charset=utf-8",
-            validators,
-            lang,
-        )
-        self._remember(key, rendered)
-        return rendered
+        return opml_parts(language_._(N_("leaderlog feeds")), outlines)
+
+    def _keep_outlines(self, key: tuple[Any, ...], parts: tuple[bytes, bytes]) -> None:
+        limit = self.cache_bytes // _OUTLINES_SHARE
+        size = len(parts[0]) + len(parts[1])
+        if size > limit:
+            return
+        self._outlines[key] = parts
+        self._outlines_bytes += size
+        while self._outlines_bytes > limit:
+            _, (head, tail) = self._outlines.popitem(last=False)
+            self._outlines_bytes -= len(head) + len(tail)
 
     async def recent(self, limit: int, lang: str, scope: str = "all") -> list[RecentChange]:
         """The claims of ``scope`` changed most recently, as pages list them."""

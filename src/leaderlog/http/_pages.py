@@ -13,7 +13,7 @@ import gzip
 import hashlib
 import html
 import string
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Annotated, Any
 from urllib.parse import urlencode
 
@@ -28,6 +28,7 @@ from leaderlog.feeds import (
     LANGUAGES,
     MEDIA_TYPES,
     N_,
+    Directory,
     RecentChange,
     Scope,
     UnknownLanguage,
@@ -72,6 +73,9 @@ VACANCY_LABELS = {
     "unknown": N_("unknown"),
 }
 _FORMAT_NAMES = {"atom": "Atom", "rss": "RSS", "json": "JSON Feed"}
+# Parts of pages kept with the organisations, people and posts they are made of: one per
+# address, language and link language asked for, and the address comes from the Host header.
+_DERIVED_LIMIT = 64
 
 PAGE = string.Template(
     """<!DOCTYPE html>
@@ -322,14 +326,11 @@ def _feed_entities(
     entities: Mapping[str, Sequence[tuple[str, dict[str, Any]]]],
     orgs: Sequence[tuple[str, dict[str, Any]]],
     org: str | None,
-    by_org: bool,
     state: Mapping[str, Any],
 ) -> Mapping[str, Sequence[tuple[str, dict[str, Any]]]]:
     """The feeds of what the page shows: its organisations, and the posts and people of its
     leadership section (however many people the log knows, the page stays the size of what
-    it shows; the OPML lists every feed)."""
-    if by_org:
-        return {"org": orgs}
+    it shows; the OPML lists every feed; the page listing organisations, their feeds only)."""
     subtree = {
         org_id for org_id, doc in orgs if org is None or org in (doc.get("path") or [org_id])
     }
@@ -451,12 +452,14 @@ async def overview(
     if org is not None and not org.strip():
         org = None  # "?org=" as an empty form field leaves: the whole overview
     headers = {"Cache-Control": "no-cache", "Vary": VARY, "Content-Language": chosen}
-    etag = None if not_offered else await _overview_etag(request, chosen, link_lang, org)
+    etag, situation = (
+        (None, None) if not_offered else await _overview_etag(request, chosen, link_lang, org)
+    )
     pages = services_of(request).pages
     kept = pages.get(etag) if etag is not None else None
     if kept is None:
         body, found, whole = await _overview_page(
-            request, chosen, link_lang, org, lang if not_offered else None
+            request, chosen, link_lang, org, lang if not_offered else None, situation
         )
         if not found:
             # Not kept: anyone can ask for endlessly many organisations that are not there.
@@ -476,36 +479,59 @@ async def overview(
 
 async def _overview_etag(
     request: Request, chosen: str, link_lang: str | None, org: str | None
-) -> str | None:
+) -> tuple[str | None, dict[str, Any] | None]:
     """The overview's ETag: what it is computed from (the leadership as known at its
     projection's position, on today's date; the feed entries at theirs) and the variant
-    asked for. None while the leadership cannot be read (the page says so, and is not kept)."""
+    asked for; with the situation it names, for the page to say. None while the leadership
+    cannot be read (the page says so, and is not kept)."""
     try:
         situation = await queries_of(request).situation()
     except ProjectionError:
-        return None
+        return None, None
     feeds = await feeds_of(request).reader.checkpoint()
     variant = repr((request.app.version, chosen, link_lang, org, base_url(request)))
     digest = hashlib.sha256(variant.encode()).hexdigest()[:16]
     position = situation["known_at"]["position"]
-    return f'W/"{position}-{feeds or 0}-{situation["as_of"]}-{digest}"'
+    return f'W/"{position}-{feeds or 0}-{situation["as_of"]}-{digest}"', situation
+
+
+def _derived(directory: Directory, key: tuple[Any, ...], make: Callable[[], Any]) -> Any:
+    """What ``make`` derives from ``directory`` alone, made once while it stays current."""
+    memo = directory.memo
+    if key not in memo:
+        if len(memo) >= _DERIVED_LIMIT:
+            memo.clear()
+        memo[key] = make()
+    return memo[key]
+
+
+def _tree(
+    directory: Directory,
+) -> tuple[list[tuple[str, dict[str, Any]]], dict[str, Any]]:
+    """The organisations in tree order, and each post's labels."""
+    orgs = sorted(directory.kinds["org"], key=lambda item: list(item[1].get("path") or []))
+    post_labels = {post_id: doc.get("labels") or {} for post_id, doc in directory.kinds["post"]}
+    return orgs, post_labels
 
 
 async def _overview_page(
-    request: Request, chosen: str, link_lang: str | None, org: str | None, not_offered: str | None
+    request: Request,
+    chosen: str,
+    link_lang: str | None,
+    org: str | None,
+    not_offered: str | None,
+    situation: dict[str, Any] | None,
 ) -> tuple[bytes, bool, bool]:
     """The overview page; whether it was found (an unknown organisation, or a language
     ``not_offered``, gets a page saying so); and whether it is whole (not while the
-    leadership cannot be read)."""
+    leadership cannot be read). ``situation``, when its ETag was computed from one, is the
+    one the page says, so that it says what its ETag names."""
     words = language(chosen)
     base = base_url(request)
     service = feeds_of(request)
-    rows = await service.reader.entities(("org", "person", "post"))
-    entities: dict[str, list[tuple[str, dict[str, Any]]]] = {}
-    for row in rows:
-        entities.setdefault(row.kind, []).append((row.id, row.doc))
-    orgs = sorted(entities.get("org", []), key=lambda item: list(item[1].get("path") or []))
-    post_labels = {post_id: doc.get("labels") or {} for post_id, doc in entities.get("post", [])}
+    directory = await service.directory()
+    entities = directory.kinds
+    orgs, post_labels = _derived(directory, ("tree",), lambda: _tree(directory))
     by_org = org is None and len(post_labels) > OVERVIEW_POSTS
     queries = queries_of(request)
     state: dict[str, Any]
@@ -513,16 +539,16 @@ async def _overview_page(
     whole = True
     try:
         if by_org:
-            state = {**await queries.situation(), "posts": []}
+            state = {**(situation or await queries.situation()), "posts": []}
         else:
             state = await queries.state(org=org)
     except UnknownEntity as error:
         unknown = error
-        state = {**await queries.situation(), "posts": []}
+        state = {**(situation or await queries.situation()), "posts": []}
     except InvalidQuery as error:
         # Not even the shape of an id (a control character, say): unknown, with no guesses.
         unknown = UnknownEntity(str(error))
-        state = {**await queries.situation(), "posts": []}
+        state = {**(situation or await queries.situation()), "posts": []}
     except ProjectionError:
         state = {"posts": [], "as_of": "", "known_at": {"position": 0}}
         whole = False
@@ -537,7 +563,11 @@ async def _overview_page(
     elif unknown is not None and org is not None:
         leadership = _unknown_org(base, org, unknown.suggestions, orgs, words, link_lang)
     elif by_org:
-        leadership = _org_index(base, orgs, words, link_lang)
+        leadership = _derived(
+            directory,
+            ("index", base, chosen, link_lang),
+            lambda: _org_index(base, orgs, words, link_lang),
+        )
     elif len(state["posts"]) > _OFF_LOOP_POSTS:
         leadership = await asyncio.to_thread(_leadership, state, orgs, post_labels, words)
     else:
@@ -555,7 +585,7 @@ async def _overview_page(
             + "</a></p>\n"
             + leadership
         )
-    situation = words._(
+    said = words._(
         N_("Situation on {date}, as known at log position {position}."),
         date=_day(state.get("as_of"), words),
         position=str(state.get("known_at", {}).get("position", 0)),
@@ -571,12 +601,18 @@ async def _overview_page(
         languages=_e(words._(N_("Languages"))),
         language_links=_language_links(chosen, org),
         leadership_heading=_e(words._(N_("Current leadership"))),
-        situation=_e(situation),
+        situation=_e(said),
         leadership=leadership,
         changes_heading=_e(words._(N_("Recent changes"))),
         changes=_changes(recent, words),
         feeds_heading=_e(words._(N_("Feeds"))),
-        feeds=_feeds(base, _feed_entities(entities, orgs, org, by_org, state), words, link_lang),
+        feeds=_derived(
+            directory,
+            ("feeds", base, chosen, link_lang),
+            lambda: _feeds(base, {"org": orgs}, words, link_lang),
+        )
+        if by_org
+        else _feeds(base, _feed_entities(entities, orgs, org, state), words, link_lang),
         base=_e(base),
         api_docs=_e(words._(N_("API documentation"))),
         opml_url=_e(_opml_url(base, link_lang)),
