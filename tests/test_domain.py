@@ -19,6 +19,7 @@ from leaderlog.domain import (
     decide,
     evolve,
     referenced_streams,
+    referenced_streams_in,
 )
 from leaderlog.errors import DomainError
 from leaderlog.events import Event, parse_event
@@ -406,12 +407,35 @@ def test_known_absence_is_a_rule_break_not_missing_knowledge() -> None:
         (DHS, {"org-dhs"}),
         (ICE, {"org-ice", "org-dhs"}),
         (EAD, {"post-ice-hsi-ead", "org-ice-hsi"}),
+        (event("org.updated", org="ice", parent="white-house"), {"org-ice", "org-white-house"}),
+        (event("org.updated", org="ice", name="ICE"), {"org-ice"}),
         (HAMMER, {"person-robert-hammer"}),
         (FOX, {"source-fox"}),
         (confirmed(), {"claim-hammer-out", "source-cnn"}),
         (retracted(), {"claim-hammer-out"}),
         (corrected(person="derek-gordon"), {"claim-hammer-out", "person-derek-gordon"}),
         (corrected(source="cnn"), {"claim-hammer-out", "source-cnn"}),
+        (corrected(cause=None, quote=None), {"claim-hammer-out"}),
+        (
+            event(
+                "claim.corrected",
+                claim="hammer-out",
+                changes={"source": "fox", "post": "ice-hsi-ead"},
+                reason="Misattributed.",
+                source="cnn",
+            ),
+            {"claim-hammer-out", "source-cnn", "source-fox", "post-ice-hsi-ead"},
+        ),
+        (
+            reported(),
+            {"claim-hammer-out", "source-fox", "person-robert-hammer", "post-ice-hsi-ead"},
+        ),
+        (disputed(), {"claim-hammer-out"}),
+        (
+            disputed(source="cnn", conflicts_with=["gordon-in", "other"]),
+            {"claim-hammer-out", "source-cnn", "claim-gordon-in", "claim-other"},
+        ),
+        (retracted(source="cnn"), {"claim-hammer-out", "source-cnn"}),
         (
             event("comment.requested", source="fox", org="ice", outcome="denied"),
             {"source-fox", "org-ice"},
@@ -421,6 +445,8 @@ def test_known_absence_is_a_rule_break_not_missing_knowledge() -> None:
 )
 def test_decisions_read_exactly_the_streams_they_need(when: Event, streams: set[str]) -> None:
     assert referenced_streams(when) == streams
+    # As an import finds them, from the data stored, without the event's model.
+    assert referenced_streams_in(when.type, when.data()) == streams
     with pytest.raises(MissingKnowledge) as caught:
         decide(when, PartialKnowledge({}))
     assert caught.value.streams == streams

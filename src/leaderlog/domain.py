@@ -16,9 +16,9 @@ The rules, checked for every append from every entry point:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 from leaderlog.errors import DomainError
 from leaderlog.events import (
@@ -36,6 +36,7 @@ from leaderlog.events import (
     PostDefined,
     PostUpdated,
     SourceRegistered,
+    event_stream,
 )
 
 __all__ = [
@@ -104,39 +105,60 @@ class MappingKnowledge:
         return self._states.get(stream)
 
 
+# The streams a decision reads besides the event's own, by event type: each as its stream's
+# prefix and the path to the field naming it. A field left out or empty names none, and a
+# list names a stream per item. One table serves an event and its stored data alike, so a
+# large import finds what to load from its records' data without making their models.
+_REFERENCES: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
+    "org.registered": (("org", ("parent",)),),
+    "org.updated": (("org", ("parent",)),),
+    "post.defined": (("org", ("org",)),),
+    "claim.reported": (("source", ("source",)), ("person", ("person",)), ("post", ("post",))),
+    "claim.confirmed": (("source", ("source",)),),
+    "claim.corrected": (
+        ("source", ("source",)),
+        ("source", ("changes", "source")),
+        ("person", ("changes", "person")),
+        ("post", ("changes", "post")),
+    ),
+    "claim.disputed": (("source", ("source",)), ("claim", ("conflicts_with",))),
+    "claim.retracted": (("source", ("source",)),),
+    "comment.requested": (("org", ("org",)),),
+}
+
+
 def referenced_streams(event: Event) -> set[str]:
     """The streams a decision about ``event`` reads (its own stream included)."""
-    streams = {event.stream()}
-    match event:
-        case OrgRegistered() | OrgUpdated():
-            if event.parent:
-                streams.add(f"org-{event.parent}")
-        case PostDefined():
-            streams.add(f"org-{event.org}")
-        case ClaimReported():
-            streams |= {f"source-{event.source}", f"person-{event.person}", f"post-{event.post}"}
-        case ClaimConfirmed():
-            streams.add(f"source-{event.source}")
-        case ClaimCorrected():
-            if event.source:
-                streams.add(f"source-{event.source}")
-            if event.changes.source:
-                streams.add(f"source-{event.changes.source}")
-            if event.changes.person:
-                streams.add(f"person-{event.changes.person}")
-            if event.changes.post:
-                streams.add(f"post-{event.changes.post}")
-        case ClaimDisputed():
-            if event.source:
-                streams.add(f"source-{event.source}")
-            streams |= {f"claim-{other}" for other in event.conflicts_with}
-        case ClaimRetracted():
-            if event.source:
-                streams.add(f"source-{event.source}")
-        case CommentRequested():
-            streams.add(f"org-{event.org}")
-        case _:
-            pass
+    return _referenced(event.type, event.stream(), event, _attribute)
+
+
+def referenced_streams_in(event_type: str, data: Mapping[str, Any]) -> set[str]:
+    """:func:`referenced_streams` of the event of ``event_type`` whose data, in its current
+    shape, is ``data``."""
+    return _referenced(event_type, event_stream(event_type, data), data, _item)
+
+
+def _attribute(model: Any, name: str) -> Any:
+    return getattr(model, name, None)
+
+
+def _item(data: Any, key: str) -> Any:
+    return None if data is None else data.get(key)
+
+
+def _referenced(
+    event_type: str, own: str, event: object, field: Callable[[Any, str], Any]
+) -> set[str]:
+    streams = {own}
+    for prefix, path in _REFERENCES.get(event_type, ()):
+        named: Any = event
+        for key in path:
+            named = field(named, key)
+        if isinstance(named, str):
+            if named:
+                streams.add(f"{prefix}-{named}")
+        elif named:
+            streams.update(f"{prefix}-{item}" for item in named)
     return streams
 
 

@@ -92,6 +92,7 @@ __all__ = [
     "current_schema_version",
     "event_from_stored",
     "event_schema",
+    "event_stream",
     "excerpt",
     "new_event_id",
     "parse_event",
@@ -596,6 +597,13 @@ EVENT_TYPES: dict[str, type[_EventBase]] = {
 }
 _EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event, config=ConfigDict(defer_build=True))
 _STORED = {"stored": True}
+
+
+def event_stream(event_type: str, data: Mapping[str, Any]) -> str:
+    """The stream of the event of ``event_type`` whose data, in its current shape, is
+    ``data``: what its model's ``stream()`` gives, without making the model."""
+    prefix, field = EVENT_TYPES[event_type].stream_key
+    return f"{prefix}-{data[field]}"
 
 
 def current_schema_version(event_type: str) -> int:

@@ -28,6 +28,7 @@ from leaderlog.domain import (
     decide,
     evolve,
     referenced_streams,
+    referenced_streams_in,
 )
 from leaderlog.errors import (
     BatchError,
@@ -56,6 +57,8 @@ from leaderlog.events import (
     check_meta,
     check_record,
     content_event_id,
+    current_schema_version,
+    event_stream,
     new_event_id,
     parse_held_record,
     parse_record,
@@ -327,6 +330,17 @@ def _held(record: Record | RecordFields | HeldRecord) -> HeldRecord:
     if isinstance(record, HeldRecord):
         return record
     return HeldRecord(record if isinstance(record, RecordFields) else RecordFields.of(record))
+
+
+def _streams_of(entry: _Entry) -> tuple[str, set[str]]:
+    """The entry's own stream, and every stream a decision about it reads: read from its
+    data when that is in the current shape, as its event is made again only to be decided
+    (making it costs several times what reading the data does, for every record)."""
+    if entry.schema_version != current_schema_version(entry.type):
+        event = entry.event
+        return event.stream(), referenced_streams(event)
+    data = loads(entry.data_json)
+    return event_stream(entry.type, data), referenced_streams_in(entry.type, data)
 
 
 def _creators(entries: Sequence[_Entry]) -> dict[str, list[int]]:
@@ -1009,12 +1023,12 @@ class EventLog:
         needed: set[str] = set()
         for request in group:
             for entry in request.entries:
-                event = entry.event
-                for stream in referenced_streams(event):
+                own, streams = _streams_of(entry)
+                for stream in streams:
                     if stream not in states:
                         needed.add(stream)
                 if _assumes_absent(request, entry):
-                    needed.discard(event.stream())
+                    needed.discard(own)
         if needed:
             await self._load(needed)
 
@@ -1086,7 +1100,7 @@ class EventLog:
         return {
             stream
             for entry in request.entries
-            for stream in referenced_streams(entry.event)
+            for stream in _streams_of(entry)[1]
             if stream not in states
         }
 
