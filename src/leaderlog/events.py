@@ -1045,6 +1045,11 @@ class HeldRecord:
         self.exported_hash = fields.exported_hash
 
     @property
+    def kept_event(self) -> Event | None:
+        """The event model, when the record keeps it (``keep_event=True``)."""
+        return self._event
+
+    @property
     def event(self) -> Event:
         if self._event is not None:
             return self._event

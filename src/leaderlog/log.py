@@ -333,11 +333,14 @@ def _held(record: Record | RecordFields | HeldRecord) -> HeldRecord:
 
 
 def _streams_of(entry: _Entry) -> tuple[str, set[str]]:
-    """The entry's own stream, and every stream a decision about it reads: read from its
-    data when that is in the current shape, as its event is made again only to be decided
-    (making it costs several times what reading the data does, for every record)."""
-    if entry.schema_version != current_schema_version(entry.type):
+    """The entry's own stream, and every stream a decision about it reads: from its model
+    when it keeps one, else read from its data when that is in the current shape, as its
+    event is made again only to be decided (making it costs several times what reading the
+    data does, for every record of an import)."""
+    event = entry.kept_event
+    if event is None and entry.schema_version != current_schema_version(entry.type):
         event = entry.event
+    if event is not None:
         return event.stream(), referenced_streams(event)
     data = loads(entry.data_json)
     return event_stream(entry.type, data), referenced_streams_in(entry.type, data)
