@@ -36,7 +36,7 @@ from leaderlog.feeds import (
 from leaderlog.feeds._paging import page_count
 from leaderlog.feeds._text import clean
 from leaderlog.log import EventLog
-from leaderlog.projections.feed_entries import FeedEntriesProjection
+from leaderlog.projections.feed_entries import ENTITIES, FeedEntriesProjection
 from leaderlog.projections.runner import ProjectionRunner
 from tests.feeds.atom_schema import atom_problems
 from tests.feeds.logs import (
@@ -405,6 +405,91 @@ async def test_the_opml_after_a_claim_is_rendered_afresh_from_subjects_read_befo
     assert b"Robert Renamed" in after.body and b"Robert Renamed" not in dated.body
     fresh = await FeedService(seeded_log.store, poll_interval=0).opml("en", BASE)
     assert after.body == fresh.body
+
+
+async def _begin_a_rebuild(log: EventLog) -> None:
+    """What a rebuild elsewhere leaves in the database as it begins: tables emptied and the
+    checkpoint back to 0."""
+    async with log.store.projection_transaction() as tx:
+        for table in FeedEntriesProjection().tables():
+            await tx.execute(f"DELETE FROM {table}")
+        await tx.execute("UPDATE projection_checkpoints SET position = 0 WHERE name = ?", (FEED,))
+
+
+async def test_where_the_subjects_last_changed_is_looked_up_not_scanned_for(
+    seeded_log: EventLog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # given the statement a service asks where the organisations, people and posts last
+    # changed with, before every overview and OPML
+    service = await project(seeded_log)
+    store = service.reader.store
+    asked: list[tuple[str, Sequence[Any]]] = []
+    query = store.query
+
+    async def noted(sql: str, parameters: Sequence[Any] = ()) -> list[Any]:
+        asked.append((sql, parameters))
+        return await query(sql, parameters)
+
+    monkeypatch.setattr(store, "query", noted)
+    await service.reader.entities_moved(("org", "person", "post"))
+    monkeypatch.undo()
+    [(sql, parameters)] = asked
+    # when SQLite, which plans without statistics, plans it
+    plan = [str(row[-1]) for row in await store.query(f"EXPLAIN QUERY PLAN {sql}", parameters)]
+    # then it finds the answer in an index bounded by position, rather than reading every
+    # subject there is and sorting them (milliseconds a request on a log of many people)
+    searches = [step for step in plan if step.startswith(("SCAN", "SEARCH")) and ENTITIES in step]
+    assert searches and all("position<?" in step for step in searches), plan
+    assert not any("TEMP B-TREE" in step for step in plan), plan
+
+
+def _a_rebuild_begins_once_told_where_subjects_moved(
+    service: FeedService, log: EventLog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    asked = service.reader.entities_moved
+    begins = [1]
+
+    async def then_a_rebuild_begins(kinds: Sequence[str], at: int | None = None) -> int:
+        moved = await asked(kinds, at)
+        if begins:
+            begins.pop()
+            await _begin_a_rebuild(log)
+        return moved
+
+    monkeypatch.setattr(service.reader, "entities_moved", then_a_rebuild_begins)
+
+
+async def test_subjects_read_as_a_rebuild_begins_are_not_handed_out_once_it_is_through(
+    seeded_log: EventLog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # given a service asking where the subjects last changed, and a rebuild beginning just
+    # after it has been told (the overview reads them so, without looking for rebuilds)
+    service = await project(seeded_log)
+    complete = (await FeedService(seeded_log.store, poll_interval=0).directory()).kinds
+    _a_rebuild_begins_once_told_where_subjects_moved(service, seeded_log, monkeypatch)
+    meanwhile = await service.directory()
+    # when the rebuild is through, the subjects last changed at the same position as before
+    await ProjectionRunner(seeded_log.store, [FeedEntriesProjection()]).rebuild()
+    # then the service lists every subject again, not the none it could read meanwhile
+    assert not any(meanwhile.kinds.values())
+    assert (await service.directory()).kinds == complete
+
+
+async def test_an_opml_read_as_a_rebuild_begins_is_neither_sent_nor_kept(
+    seeded_log: EventLog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # given a service that has served a feed, and a rebuild beginning once the OPML has
+    # found where the subjects last changed
+    service = await project(seeded_log)
+    await _render(service, "all")
+    _a_rebuild_begins_once_told_where_subjects_moved(service, seeded_log, monkeypatch)
+    # when the OPML is asked for, then it is not read half-built
+    with pytest.raises(StoreUnavailable, match="being rebuilt"):
+        await service.opml("en", BASE)
+    # and once the rebuild is through, it lists every feed, as one a new service renders
+    await ProjectionRunner(seeded_log.store, [FeedEntriesProjection()]).rebuild()
+    fresh = await FeedService(seeded_log.store, poll_interval=0).opml("en", BASE)
+    assert (await service.opml("en", BASE)).body == fresh.body
 
 
 async def test_a_checkpoint_read_that_ends_late_is_not_taken_for_a_rebuild(

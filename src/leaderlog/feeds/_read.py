@@ -56,6 +56,7 @@ class EntityRow:
     kind: str
     id: str
     doc: dict[str, Any]
+    position: int
 
 
 class FeedReader:
@@ -115,27 +116,33 @@ class FeedReader:
         """The position of the last event that changed an entity of these kinds, up to
         ``at`` (now when None); 0 before any. :meth:`entities` answers the same at every
         position from there until the next such event."""
-        marks = ",".join("?" * len(kinds))
-        rows = await self.store.query(
-            f"SELECT position FROM {ENTITIES} WHERE kind IN ({marks}) AND position <= ? "
-            "ORDER BY position DESC LIMIT 1",
-            (*kinds, at if at is not None else 2**62),
+        # A MAX a kind, each the end of that kind's run in the (kind, position) index: asked
+        # over ``kind IN (...)`` and ordered by position, SQLite, which plans without
+        # statistics, read every entity of those kinds and sorted them, on every request.
+        each = " UNION ALL ".join(
+            [f"SELECT MAX(position) AS moved FROM {ENTITIES} WHERE kind = ? AND position <= ?"]
+            * len(kinds)
         )
-        return int(rows[0][0]) if rows else 0
+        bound = at if at is not None else 2**62
+        rows = await self.store.query(
+            f"SELECT MAX(moved) FROM ({each}) AS kinds",
+            [value for kind in kinds for value in (kind, bound)],
+        )
+        return int(rows[0][0] or 0)
 
     async def entities(self, kinds: Sequence[str], at: int | None = None) -> list[EntityRow]:
         """The doc of every entity of these kinds as known at position ``at`` (now when
-        None), by kind then id."""
+        None), by kind then id, each with the position it was last changed at."""
         marks = ",".join("?" * len(kinds))
         rows = await self.store.query(
-            f"SELECT e.kind, e.id, e.doc FROM {ENTITIES} e WHERE e.kind IN ({marks}) "
+            f"SELECT e.kind, e.id, e.doc, e.position FROM {ENTITIES} e WHERE e.kind IN ({marks}) "
             f"AND e.position = (SELECT MAX(l.position) FROM {ENTITIES} l "
             "WHERE l.kind = e.kind AND l.id = e.id AND l.position <= ?)",
             (*kinds, at if at is not None else 2**62),
         )
         # Sorted here: ORDER BY would follow a PostgreSQL database's collation.
         rows = sorted(rows, key=lambda row: (str(row[0]), str(row[1])))
-        return [EntityRow(row[0], row[1], loads(row[2])) for row in rows]
+        return [EntityRow(row[0], row[1], loads(row[2]), int(row[3])) for row in rows]
 
     async def recent(self, scope: str, limit: int) -> list[dict[str, Any]]:
         """The current docs of the ``limit`` entries of a scope changed most recently."""

@@ -520,10 +520,13 @@ class FeedService:
         if known is not None and known.position == moved:
             return known
         kinds: dict[str, list[tuple[str, dict[str, Any]]]] = {kind: [] for kind in _SUBJECTS}
-        # At the position found, not ``at``: the same rows, and none that came meanwhile.
-        for row in await self.reader.entities(_SUBJECTS, at=moved):
+        rows = await self.reader.entities(_SUBJECTS, at=at)
+        for row in rows:
             kinds[row.kind].append((row.id, row.doc))
-        found = Directory(moved, kinds)
+        # Dated by the rows themselves, which one statement reads as of one moment, not by
+        # ``moved``: a rebuild begun between the two reads leaves fewer rows than ``moved``
+        # had, and once through it changes them last at ``moved`` again.
+        found = Directory(max((row.position for row in rows), default=0), kinds)
         if generation == self._generation:
             self._directory = found
         return found
@@ -549,6 +552,8 @@ class FeedService:
         generation = self._generation
         # As known at the position its ETag names, however far the projection has moved.
         directory = await self.directory(position)
+        # As in render: outlines read while a rebuild began are neither sent nor kept.
+        await self._unless_rebuilding()
         # The document differs from one event to the next by its date alone, unless the event
         # changed an organisation, person or post: the rest is kept as long as they stay.
         outlines_key = (*key[:-1], directory.position)

@@ -111,10 +111,10 @@ class FeedEntriesProjection(Projection):
 
     def query_indexes(self) -> Sequence[str]:
         # Applying never reads these: ranks are counted from HEADS, and entries are only
-        # listed by seq, rank or recency when a feed is served; entities by position when a
-        # page or the OPML asks whether any has changed since they were last read.
+        # listed by seq, rank or recency when a feed is served; entities by kind and position
+        # when a page or the OPML asks whether any has changed since they were last read.
         return (
-            f"CREATE INDEX IF NOT EXISTS {ENTITIES}_position ON {ENTITIES} (position)",
+            f"CREATE INDEX IF NOT EXISTS {ENTITIES}_moved ON {ENTITIES} (kind, position)",
             f"CREATE INDEX IF NOT EXISTS {ENTRIES}_seq ON {ENTRIES} (seq)",
             f"CREATE INDEX IF NOT EXISTS {SCOPES}_recent ON {SCOPES} (scope, last_position)",
         )
