@@ -7,7 +7,7 @@ import datetime as dt
 import html
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -21,10 +21,13 @@ from leaderlog.feeds import _text, clean
 from leaderlog.feeds._address import web_uri
 from leaderlog.feeds._document import RecentChange
 from leaderlog.feeds._i18n import language
+from leaderlog.feeds._read import FeedReader
 from leaderlog.http import _pages as pages
 from leaderlog.http import _pages as pages_module
 from leaderlog.http import create_app
 from leaderlog.log import EventLog
+from leaderlog.projections import ProjectionRunner
+from leaderlog.projections.feed_entries import FeedEntriesProjection
 from tests.feeds.atom_schema import atom_problems
 from tests.feeds.logs import EMOJI, RTL, SCRIPT
 from tests.http.server import (
@@ -451,6 +454,48 @@ def test_an_overview_after_a_person_is_renamed_names_them_anew_under_a_new_tag(
         assert changed.headers["etag"] != first.headers["etag"]
         again = client.get(f"{base}/?org=ice", headers={"If-None-Match": first.headers["etag"]})
         assert again.status_code == 200 and again.text == changed.text
+
+
+def test_an_overview_read_as_a_rebuild_begins_is_not_kept_for_once_it_is_through(
+    tmp_path: Path, client: httpx.Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url = seeded_database(tmp_path)
+    asked = FeedReader.entities_moved
+    begins = [1]
+
+    async def then_a_rebuild_begins(
+        reader: FeedReader, kinds: Sequence[str], at: int | None = None
+    ) -> int:
+        moved = await asked(reader, kinds, at)
+        if begins:
+            begins.pop()
+            # What a rebuild elsewhere leaves as it begins: tables emptied, checkpoint at 0.
+            async with reader.store.projection_transaction() as tx:
+                for table in FeedEntriesProjection().tables():
+                    await tx.execute(f"DELETE FROM {table}")
+                await tx.execute(
+                    "UPDATE projection_checkpoints SET position = 0 WHERE name = ?",
+                    (FeedEntriesProjection.name,),
+                )
+        return moved
+
+    with running(create_app(url)) as base:
+        # given an overview whose tag was worked out before a rebuild began, and whose
+        # lists were read once it had
+        monkeypatch.setattr(FeedReader, "entities_moved", then_a_rebuild_begins)
+        meanwhile = client.get(f"{base}/")
+        assert "/feeds/person/robert-hammer.atom" not in meanwhile.text
+        # when the rebuild is through, at the position the tag named
+        asyncio.run(_rebuild_feed_entries(url))
+        # then the page is read again, not handed out as it was read meanwhile
+        assert "etag" not in meanwhile.headers
+        after = client.get(f"{base}/")
+        assert f'href="{base}/feeds/person/robert-hammer.atom"' in _section(after.text, "feeds")
+
+
+async def _rebuild_feed_entries(url: str) -> None:
+    async with await EventLog.open(url) as log:
+        await ProjectionRunner(log.store, [FeedEntriesProjection()]).rebuild()
 
 
 async def _rename_as_another_writer(url: str, person: str, name: str) -> None:

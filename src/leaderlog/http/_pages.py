@@ -452,8 +452,8 @@ async def overview(
     if org is not None and not org.strip():
         org = None  # "?org=" as an empty form field leaves: the whole overview
     headers = {"Cache-Control": "no-cache", "Vary": VARY, "Content-Language": chosen}
-    etag, situation = (
-        (None, None) if not_offered else await _overview_etag(request, chosen, link_lang, org)
+    etag, situation, feeds_at = (
+        (None, None, None) if not_offered else await _overview_etag(request, chosen, link_lang, org)
     )
     pages = services_of(request).pages
     kept = pages.get(etag) if etag is not None else None
@@ -465,10 +465,12 @@ async def overview(
             # Not kept: anyone can ask for endlessly many organisations that are not there.
             return respond(request, body=body, media_type=HTML, headers=headers, status_code=404)
         kept = body, gzip.compress(body, compresslevel=6, mtime=0)
-        if etag is not None and whole:
+        # A rebuild that began after the tag was worked out may have emptied what the page
+        # then read; once through, it ends where the tag says, and would serve that page.
+        if etag is not None and whole and await feeds_of(request).reader.checkpoint() == feeds_at:
             pages.keep(etag, *kept)
         else:
-            etag = None  # computed while the leadership could not be read: said again
+            etag = None  # the leadership could not be read, or the feeds moved: said again
     if etag is not None:
         headers["ETag"] = etag
         if etag_matches(request, etag):
@@ -479,20 +481,20 @@ async def overview(
 
 async def _overview_etag(
     request: Request, chosen: str, link_lang: str | None, org: str | None
-) -> tuple[str | None, dict[str, Any] | None]:
+) -> tuple[str | None, dict[str, Any] | None, int | None]:
     """The overview's ETag: what it is computed from (the leadership as known at its
     projection's position, on today's date; the feed entries at theirs) and the variant
-    asked for; with the situation it names, for the page to say. None while the leadership
-    cannot be read (the page says so, and is not kept)."""
+    asked for; with the situation it names, for the page to say, and the feed entries'
+    position. None while the leadership cannot be read (the page says so, and is not kept)."""
     try:
         situation = await queries_of(request).situation()
     except ProjectionError:
-        return None, None
+        return None, None, None
     feeds = await feeds_of(request).reader.checkpoint()
     variant = repr((request.app.version, chosen, link_lang, org, base_url(request)))
     digest = hashlib.sha256(variant.encode()).hexdigest()[:16]
     position = situation["known_at"]["position"]
-    return f'W/"{position}-{feeds or 0}-{situation["as_of"]}-{digest}"', situation
+    return f'W/"{position}-{feeds or 0}-{situation["as_of"]}-{digest}"', situation, feeds
 
 
 def _derived(directory: Directory, key: tuple[Any, ...], make: Callable[[], Any]) -> Any:
