@@ -214,18 +214,38 @@ def test_serve_on_an_address_this_machine_does_not_have_says_so(sqlite_url: str)
     )
 
 
-def test_serve_announces_its_address_then_serves_until_ctrl_c(sqlite_url: str) -> None:
+@contextmanager
+def _server(url: str, *arguments: str) -> Iterator[tuple[int, subprocess.Popen[str]]]:
+    """A server started on a free port given ``arguments``: its port and process, which the
+    block stops and reads; killed if it is still running when the block ends."""
     with occupied_port() as port:
         pass  # free again, and very likely still free a moment from now
-    process = serve(sqlite_url, "--port", str(port))
+    process = serve(url, "--port", str(port), *arguments)
     try:
-        assert serving(process, port).status_code == 200
-        process.send_signal(signal.SIGINT)
-        _, stderr = process.communicate(timeout=60)
+        yield port, process
     finally:
         if process.poll() is None:
             process.kill()
             process.communicate()
+
+
+@contextmanager
+def _serving_with(url: str, *arguments: str) -> Iterator[tuple[int, Any]]:
+    """A server given ``arguments`` (its timeouts), answering: its port and process."""
+    with _server(url, *arguments) as (port, process):
+        try:
+            serving(process, port)
+            yield port, process
+        finally:
+            process.terminate()
+            process.communicate(timeout=60)
+
+
+def test_serve_announces_its_address_then_serves_until_ctrl_c(sqlite_url: str) -> None:
+    with _server(sqlite_url) as (port, process):
+        assert serving(process, port).status_code == 200
+        process.send_signal(signal.SIGINT)
+        _, stderr = process.communicate(timeout=60)
     assert process.returncode == 0, stderr
     assert stderr.startswith(
         f"leaderlog serving {sqlite_url} on http://127.0.0.1:{port}/ (Ctrl+C to stop)\n"
@@ -236,10 +256,7 @@ def test_serve_announces_its_address_then_serves_until_ctrl_c(sqlite_url: str) -
 def test_a_request_that_never_ends_does_not_hold_a_stop(sqlite_url: str) -> None:
     token = CliRunner().invoke(main, ["--db", sqlite_url, "token", "create", "stalling"])
     assert token.exit_code == 0, token.output
-    with occupied_port() as port:
-        pass
-    process = serve(sqlite_url, "--port", str(port))
-    try:
+    with _server(sqlite_url) as (port, process):
         serving(process, port)
         # given a writer that sent half of its request and waits
         stalled = socket.create_connection(("127.0.0.1", port))
@@ -253,10 +270,6 @@ def test_a_request_that_never_ends_does_not_hold_a_stop(sqlite_url: str) -> None
         process.send_signal(signal.SIGTERM)
         _, stderr = process.communicate(timeout=60)
         stalled.close()
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.communicate()
     assert process.returncode is not None
     # and cutting the request is not logged as the server's own failure
     assert "Exception in ASGI application" not in stderr
@@ -291,20 +304,6 @@ def _response(connection: socket.socket) -> bytes:
     while len(body) < length:
         body += connection.recv(65536)
     return head + b"\r\n\r\n" + body
-
-
-@contextmanager
-def _serving_with(url: str, *arguments: str) -> Iterator[tuple[int, Any]]:
-    """A server given ``arguments`` (its timeouts): its port and process."""
-    with occupied_port() as port:
-        pass
-    process = serve(url, "--port", str(port), *arguments)
-    try:
-        serving(process, port)
-        yield port, process
-    finally:
-        process.terminate()
-        process.communicate(timeout=60)
 
 
 def test_a_client_sending_its_headers_a_byte_at_a_time_is_cut_off(sqlite_url: str) -> None:
@@ -391,10 +390,7 @@ def test_a_request_that_is_not_http_is_answered_in_the_api_s_error_shape(
 def test_a_malformed_body_after_the_answer_closes_the_connection_quietly(
     sqlite_url: str,
 ) -> None:
-    with occupied_port() as port:
-        pass
-    process = serve(sqlite_url, "--port", str(port))
-    try:
+    with _server(sqlite_url) as (port, process):
         serving(process, port)
         with socket.create_connection(("127.0.0.1", port)) as connection:
             # given a write answered 401 from its headers, its chunked body still to come
@@ -412,10 +408,6 @@ def test_a_malformed_body_after_the_answer_closes_the_connection_quietly(
         assert serving(process, port).status_code == 200
         process.send_signal(signal.SIGTERM)
         _, stderr = process.communicate(timeout=60)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.communicate()
     # without a failure of its own in the log
     assert "Traceback" not in stderr, stderr
 
@@ -636,21 +628,14 @@ def test_serve_says_warning_and_error_before_its_own_as_other_commands_do(
         ),
         encoding="utf-8",
     )
-    with occupied_port() as port:
-        pass
     # when a server runs until /healthz lists the failing projection's error
-    process = serve(url, "--port", str(port))
-    try:
+    with _server(url) as (port, process):
         deadline = time.monotonic() + 60
         while "error" not in _projection(serving(process, port).json(), "failing"):
             assert time.monotonic() < deadline, "the failure was not listed"
             time.sleep(0.1)
         process.send_signal(signal.SIGINT)
         stdout, stderr = process.communicate(timeout=60)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.communicate()
     # then its warnings and errors start as every other command's do
     said = stderr.splitlines()
     assert any(
