@@ -466,6 +466,28 @@ def test_a_public_url_is_used_for_links_whatever_the_host_header_says(
         assert home.headers["location"] == f"{public}/?lang=en"
 
 
+def test_redirects_under_a_public_url_with_an_international_host_lead_where_its_links_do(
+    tmp_path: Path, client: httpx.Client
+) -> None:
+    url = f"sqlite:///{tmp_path / 'leaderlog.db'}"
+    # The host as readers resolve it (IDNA), the path's letters escaped as UTF-8.
+    public = "https://xn--bcher-kva.example/f%C3%BChrer"
+    with running(
+        create_app(url, seeds=SEEDS, public_url="https://b\u00fccher.example/f\u00fchrer")
+    ) as base:
+        feed = client.get(f"{base}/feeds/all.rss?lang=en", headers=IDENTITY)
+        assert f'href="{public}/feeds/all.rss?lang=en" rel="self"' in feed.text
+        moved = client.get(f"{base}/feeds/all.rss?lang=EN", follow_redirects=False)
+        assert moved.status_code == 308
+        # Where the document's own self link says it is, not to a host written
+        # %C3%BC, which no resolver finds.
+        assert moved.headers["location"] == f"{public}/feeds/all.rss?lang=en"
+        slashed = client.get(f"{base}/feeds/all.rss/", follow_redirects=False)
+        assert slashed.headers["location"] == f"{public}/feeds/all.rss"
+        home = client.get(f"{base}/?lang=EN", follow_redirects=False)
+        assert home.headers["location"] == f"{public}/?lang=en"
+
+
 @pytest.mark.parametrize(
     "public",
     [

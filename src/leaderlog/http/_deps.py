@@ -18,7 +18,7 @@ from fastapi.routing import APIRoute
 from starlette.requests import Request
 
 from leaderlog.errors import ProjectionFailed, ProjectionFailure
-from leaderlog.feeds import FeedService, host_and_port, is_web_address
+from leaderlog.feeds import FeedService, host_and_port, is_web_address, uri
 from leaderlog.log import EventLog
 from leaderlog.projections import BUILTIN, ProjectionRunner, Queries, verify_log
 from leaderlog.store import VerifyReport
@@ -267,7 +267,10 @@ def redirect_root(request: Request) -> str:
     """
     configured = _public_url(request)
     if configured is not None:
-        return configured
+        # A Location header is a URI: the public address's host in IDNA form, as the
+        # documents link it; percent-encoded, as a header would otherwise carry it, no
+        # resolver finds it.
+        return uri(configured)
     root: str = request.scope.get("root_path", "")
     return root.rstrip("/")
 
