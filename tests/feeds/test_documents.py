@@ -6,6 +6,7 @@ import html
 import json
 import re
 from collections.abc import Sequence
+from email.utils import format_datetime
 from typing import Any
 
 import feedparser
@@ -868,3 +869,29 @@ async def test_a_feed_of_a_log_whose_feeds_were_never_built_says_so(sqlite_url: 
         request = FeedRequest(Scope.parse("all"), "atom", "en", BASE)
         with pytest.raises(ProjectionError, match="has not been built; run `leaderlog rebuild`"):
             await service.render(request)
+
+
+async def test_the_feed_of_everything_before_any_claim_is_dated_by_the_log_not_1970(
+    sqlite_url: str,
+) -> None:
+    # Organisations and people are registered before the first claim about them: the feed
+    # of every claim has no entry yet to be dated by, and 1970 is a date that validators
+    # call implausible and that says nothing of the log.
+    async with await EventLog.open(sqlite_url) as log:
+        await log.append_events([PersonRegistered(person="x", name="X")], actor="t")
+        service = await project(log)
+        request = FeedRequest(Scope.parse("all"), "atom", "en", BASE, explicit_lang=True)
+        (last,) = await log.events()
+        validators = await service.describe(request)
+        assert (validators.position, validators.last_modified) == (1, last.recorded_at)
+        root = etree.fromstring(await _render(service, "all"))
+        assert root.findtext(f"{ATOM}updated") == last.recorded_at.isoformat()
+        assert root.find(f"{HISTORY}complete") is not None and not root.findall(f"{ATOM}entry")
+        rss = etree.fromstring(await _render(service, "all", "rss"))
+        assert rss.findtext("channel/lastBuildDate") == format_datetime(last.recorded_at)
+
+        # Each later event dates it anew, with a validator that moves with it.
+        await log.append_events([PersonUpdated(person="x", name="Y")], actor="t")
+        service = await project(log)
+        moved = await service.describe(request)
+        assert moved.position == 2 and moved.etag != validators.etag

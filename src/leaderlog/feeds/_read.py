@@ -38,10 +38,6 @@ class Head:
     position: int
     recorded_at: dt.datetime
 
-    @classmethod
-    def empty(cls) -> Head:
-        return cls(0, 0, _EPOCH)
-
 
 @dataclass(frozen=True, slots=True)
 class PageInfo:
@@ -93,12 +89,16 @@ class FeedReader:
         return (int(rows[0][0]), parse_time(rows[0][1])) if rows else (0, _EPOCH)
 
     async def head(self, scope: str) -> Head | None:
+        """The scope's head; None for a subject the feeds do not know. The scope of every
+        claim is there before its first claim: empty, and dated by the last event the feeds
+        took in (the organisations and people that come first), as it has no entry to be
+        dated by; 1970 only while the log is empty."""
         rows = await self.store.query(
             f"SELECT entries, last_position, last_recorded_at FROM {HEADS} WHERE scope = ?",
             (scope,),
         )
         if not rows:
-            return None
+            return Head(0, *await self.clock()) if scope == "all" else None
         return Head(int(rows[0][0]), int(rows[0][1]), parse_time(rows[0][2]))
 
     async def entity(

@@ -287,8 +287,6 @@ class FeedService:
             if generation == self._generation and found is not None:
                 self._heads[key] = found
         if found is None:
-            if scope.kind == "all":
-                return Head.empty()
             raise FeedNotFound(f"unknown {scope.subject_kind} {scope.id!r}", scope)
         return found
 
