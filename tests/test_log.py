@@ -586,6 +586,23 @@ async def test_expected_version_in_records(seeded_log: EventLog) -> None:
     assert (await seeded_log.import_lines(fixed, actor="test")).appended == 2
 
 
+async def test_a_batch_breaking_a_rule_is_refused_for_it_before_a_stale_expected_version(
+    seeded_log: EventLog,
+) -> None:
+    before = await snapshot(seeded_log)
+    stale = _renames(5)[0]
+    unknown = json.dumps({"type": "claim.retracted", "data": {"claim": "nope", "reason": "x"}})
+    for lines, where in (([stale, unknown], "line 2"), ([unknown, stale], "line 1")):
+        with pytest.raises(BatchError) as caught:
+            await seeded_log.import_lines(lines, actor="test")
+        assert [(p.where, p.rule) for p in caught.value.problems] == [(where, "reference")]
+    # The first stale version is the one told, once the rules pass.
+    with pytest.raises(ConcurrencyError) as conflict:
+        await seeded_log.import_lines(_renames(1, 7, 9), actor="test")
+    assert (conflict.value.where, conflict.value.actual) == ("line 2", 2)
+    assert await snapshot(seeded_log) == before
+
+
 def _renames(*expected: object) -> list[str]:
     """One ``person.updated`` line per expected version, all on derek-gordon's stream (at 1)."""
     return [

@@ -1170,6 +1170,10 @@ class EventLog:
         check_ids = not request.ids_are_fresh
         first_use: dict[uuid.UUID, int] = {}
         creators: dict[str, list[int]] | None = None
+        # A stale expected version is told once every record has been checked against the
+        # rules, which come first (422 before 409): a writer told only of the version would
+        # fix it and be refused again for a rule it was not told of.
+        stale: ConcurrencyError | None = None
         progress = request.progress
         for index, entry in enumerate(request.entries):
             if index and not index % _DECIDED_BETWEEN_TURNS:
@@ -1223,11 +1227,14 @@ class EventLog:
                 events = []
             knowledge.assumed_absent = None
             for decided in events:
-                self._add(
+                conflict = self._add(
                     decision, knowledge, request, index, entry, event, decided, group_versions
                 )
+                stale = stale or conflict
         if problems:
             raise BatchError(problems)
+        if stale is not None:
+            raise stale
         if progress is not None:
             progress.checked(progress.steps)
         # Another writer may change what was read (an ancestor moved while an organisation
@@ -1254,9 +1261,11 @@ class EventLog:
         own_event: Event,
         event: Event,
         group_versions: Mapping[str, int],
-    ) -> None:
+    ) -> ConcurrencyError | None:
         """Add one decided event to the request's decision, at its stream's next version
-        (``own_event`` is the entry's, as the decision was given it)."""
+        (``own_event`` is the entry's, as the decision was given it); the conflict when the
+        entry expected its stream at another version (added all the same, so that the
+        records after it are checked on what it says)."""
         stream = event.stream()
         version = decision.versions.get(stream)
         if version is None:
@@ -1264,10 +1273,9 @@ class EventLog:
             if version is None:
                 version = self._versions.get(stream, 0)
         own = event is own_event
-        if own:
-            # Against the version the batch has brought the stream to so far: a second
-            # record of a stream in one batch expects what the first one left.
-            self._check_expected(entry, stream, version, request, index)
+        # Against the version the batch has brought the stream to so far: a second record of
+        # a stream in one batch expects what the first one left.
+        conflict = self._version_conflict(entry, stream, version, request, index) if own else None
         if stream not in decision.expected:
             decision.expected[stream] = version if version else "no_stream"
         decision.states[stream] = evolve(None if version == 0 else knowledge.state(stream), event)
@@ -1292,17 +1300,19 @@ class EventLog:
                 entry.exported_hash if own else None,
             )
         )
+        return conflict
 
     @staticmethod
-    def _check_expected(
+    def _version_conflict(
         entry: _Entry, stream: str, actual: int, request: _Request, index: int
-    ) -> None:
+    ) -> ConcurrencyError | None:
         expected = entry.expected_version
         if expected is None or expected == "any":
-            return
+            return None
         wanted = 0 if expected == "no_stream" else expected
         if wanted != actual:
-            raise ConcurrencyError(stream, expected, actual or None, where=request.label(index))
+            return ConcurrencyError(stream, expected, actual or None, where=request.label(index))
+        return None
 
     # --- reading ---------------------------------------------------------------------------
 

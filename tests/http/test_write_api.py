@@ -426,6 +426,33 @@ def test_event_id_reused_with_other_content_is_409(running: Running, api: httpx.
     assert log_head(api) == before
 
 
+def test_a_batch_breaking_a_rule_and_an_expected_version_is_422_naming_the_rule(
+    running: Running, api: httpx.Client
+) -> None:
+    # Rules are checked before versions (422 before 409): a writer told only of the stale
+    # version would fix it and be refused again for what it was not told.
+    slug = unique("conflicted")
+    assert post(api, person(slug), running.token).status_code == 201
+    stale = rename(slug, "Stale", expected_version=5)
+    unknown_claim = {"type": "claim.retracted", "data": {"claim": unique("nope"), "reason": "x"}}
+    before = log_head(api)
+    for records, broken in (([stale, unknown_claim], 1), ([unknown_claim, stale], 0)):
+        body = error_body(post(api, records, running.token), 422)
+        assert [(p["where"], p["rule"]) for p in body["problems"]] == [
+            (f"record {broken}", "reference")
+        ]
+    # A record after the stale one is checked on what the stale one says.
+    renamed_then_updated = [
+        stale,
+        {"type": "person.updated", "data": {"person": slug, "aliases": ["S"]}},
+    ]
+    assert (
+        "expected version 5"
+        in error_body(post(api, renamed_then_updated, running.token), 409)["detail"]
+    )
+    assert log_head(api) == before
+
+
 def test_another_record_s_content_derived_id_cannot_be_taken(
     running: Running, api: httpx.Client
 ) -> None:
