@@ -42,8 +42,9 @@ __all__ = ["PROJECTION", "TurnoverProjection"]
 class TurnoverProjection(Projection):
     name = "turnover"
     # 3: counted with the rules that read a departure reported twice as one end and never
-    # let report order decide; 4: rival departures give way to a confirmed one.
-    version = 4
+    # let report order decide; 4: rival departures give way to a confirmed one; 5: a claim
+    # attributed anew on a later page counts from its new source's published date.
+    version = 5
 
     def schema(self) -> Sequence[str]:
         return (
@@ -111,8 +112,14 @@ async def _apply_claims(
         ):
             version = ClaimVersion(loads(doc))
             current[version.claim] = version
-    wanted = sorted({data["source"] for _, data in decoded if data.get("source")})
-    for chunk in chunks([source for source in wanted if source not in published]):
+    wanted = {data["source"] for _, data in decoded if data.get("source")}
+    # A correction attributing its claim to another source counts from that one's date.
+    wanted |= {
+        data["changes"]["source"]
+        for _, data in decoded
+        if isinstance(data.get("changes"), dict) and data["changes"].get("source")
+    }
+    for chunk in chunks(sorted(source for source in wanted if source not in published)):
         for source, date in await tx.fetchall(
             "SELECT source, published FROM p_turnover_sources "
             f"WHERE source IN ({marks(len(chunk))})",

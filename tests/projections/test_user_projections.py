@@ -8,7 +8,7 @@ import pytest
 
 from leaderlog.errors import ProjectionError
 from leaderlog.log import EventLog, load_seeds
-from leaderlog.projections import BUILTIN, load_projection, runner_for
+from leaderlog.projections import BUILTIN, Queries, load_projection, runner_for
 from tests.conftest import ROOT, SEEDS
 from tests.projections.logs import SEED_COUNT, append, record
 
@@ -92,6 +92,68 @@ async def test_turnover_counts_tenures_average_and_acting_share(sqlite_url: str)
             "ORDER BY org"
         )
         assert rows == [("agency", 3, 2, 212.5, 1, 1 / 3), ("office", 1, 0, None, 1, 1.0)]
+
+
+async def test_turnover_counts_a_claim_attributed_anew_from_the_new_source_s_date(
+    sqlite_url: str,
+) -> None:
+    # Ann's appointment has no date of its own: it counts from when its source was out. A
+    # correction on a later page attributes it to a source registered long before, whose
+    # published date (2020-07-01, to the departure on 2021-01-01: 184 days) must count, as
+    # history counts it and a rebuild reading it all in one page does.
+    story = [
+        record("org.registered", org="agency", name="Agency"),
+        record("post.defined", post="director", org="agency", title="Director"),
+        record("person.registered", person="ann", name="Ann"),
+        record("source.registered", source="blog", url="https://example.com/b", publisher="B"),
+        record(
+            "source.registered",
+            source="gazette",
+            url="https://example.com/g",
+            publisher="G",
+            published={"date": "2020-07-01"},
+        ),
+        *(
+            record(
+                "claim.reported",
+                claim=claim,
+                source="blog",
+                kind=kind,
+                person="ann",
+                post="director",
+                capacity="permanent",
+                modality="occurred",
+                attribution={"kind": "outlet"},
+                **more,
+            )
+            for claim, kind, more in (
+                ("ann-in", "appointment", {}),
+                ("ann-out", "departure", {"effective": {"date": "2021-01-01"}}),
+            )
+        ),
+    ]
+    query = "SELECT org, tenures, closed, average_days FROM p_turnover_orgs"
+    async with await EventLog.open(sqlite_url) as log:
+        await append(log, story)
+        runner = await runner_for(log.store, USER_FOLDER, also=("turnover",))
+        await runner.catch_up()
+        await append(
+            log,
+            [
+                record(
+                    "claim.corrected",
+                    claim="ann-in",
+                    changes={"source": "gazette"},
+                    reason="The gazette reported it.",
+                )
+            ],
+        )
+        await runner.catch_up()
+        incremental = await log.store.query(query)
+        await runner.rebuild(["turnover"])
+        assert await log.store.query(query) == incremental == [("agency", 1, 1, 184.0)]
+        history = await Queries(log.store).history(post="director")
+        assert history["tenures"][0]["start"]["date"] == "2020-07-01"
 
 
 async def test_a_registered_projection_whose_module_is_gone_is_skipped(
