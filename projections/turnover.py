@@ -30,11 +30,10 @@ from leaderlog.projections.claim_versions import (
     CLAIM_EVENT_TYPES,
     ClaimVersion,
     FuzzyJSON,
-    counts_from,
     evolve_claim,
     fuzzy,
 )
-from leaderlog.projections.leadership_rules import ACTING_CAPACITIES, tenures
+from leaderlog.projections.leadership_rules import ACTING_CAPACITIES, fold_tenures
 
 __all__ = ["PROJECTION", "TurnoverProjection"]
 
@@ -43,8 +42,10 @@ class TurnoverProjection(Projection):
     name = "turnover"
     # 3: counted with the rules that read a departure reported twice as one end and never
     # let report order decide; 4: rival departures give way to a confirmed one; 5: a claim
-    # attributed anew on a later page counts from its new source's published date.
-    version = 5
+    # attributed anew on a later page counts from its new source's published date; 6: a
+    # tenure lasts from and to the days the rules count it from (a vaguely published date
+    # at the latest from the day it was recorded).
+    version = 6
 
     def schema(self) -> Sequence[str]:
         return (
@@ -161,14 +162,14 @@ async def _recount(tx: ProjectionTransaction, posts: set[str]) -> None:
             by_post[version.post].append(version)
     rows: list[tuple[int, int, int, int, str]] = []
     for post in sorted(posts):
-        found = tenures(by_post.get(post, []))
+        found = fold_tenures(by_post.get(post, []))
         closed = [
-            (counts_from(tenure["end"]), counts_from(tenure["start"]))
+            (tenure.end_day, tenure.start_day)
             for tenure in found
-            if tenure["start"] and tenure["end"]
+            if tenure.start is not None and tenure.end is not None
         ]
         days = sum(max((end - start).days, 0) for end, start in closed if end and start)
-        acting = sum(1 for tenure in found if tenure["capacity"] in ACTING_CAPACITIES)
+        acting = sum(1 for tenure in found if tenure.capacity() in ACTING_CAPACITIES)
         rows.append((len(found), len(closed), days, acting, post))
     await tx.executemany(
         "UPDATE p_turnover_posts SET tenures = ?, closed = ?, total_days = ?, acting = ? "

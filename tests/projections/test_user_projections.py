@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from pathlib import Path
 
 import pytest
@@ -154,6 +155,54 @@ async def test_turnover_counts_a_claim_attributed_anew_from_the_new_source_s_dat
         assert await log.store.query(query) == incremental == [("agency", 1, 1, 184.0)]
         history = await Queries(log.store).history(post="director")
         assert history["tenures"][0]["start"]["date"] == "2020-07-01"
+
+
+async def test_turnover_counts_a_vaguely_published_start_from_where_the_rules_do(
+    sqlite_url: str,
+) -> None:
+    # A source dated only "2025", recorded on 1 March 2025, was out by then: Ann's undated
+    # appointment counts from that day (state shows her holding the post on it), not from
+    # the last day of 2025, so her tenure up to 1 June lasted 92 days, not none.
+    story = [
+        record("org.registered", org="agency", name="Agency"),
+        record("post.defined", post="director", org="agency", title="Director"),
+        record("person.registered", person="ann", name="Ann"),
+        record(
+            "source.registered",
+            source="yearbook",
+            url="https://example.com/y",
+            publisher="Y",
+            published={"date": "2025"},
+        ),
+        *(
+            record(
+                "claim.reported",
+                claim=claim,
+                source="yearbook",
+                kind=kind,
+                person="ann",
+                post="director",
+                capacity="permanent",
+                modality="occurred",
+                attribution={"kind": "outlet"},
+                **more,
+            )
+            for claim, kind, more in (
+                ("ann-in", "appointment", {}),
+                ("ann-out", "departure", {"effective": {"date": "2025-06-01"}}),
+            )
+        ),
+    ]
+    async with await EventLog.open(sqlite_url) as log:
+        await append(log, story, recorded_at=dt.datetime(2025, 3, 1, tzinfo=dt.UTC))
+        runner = await runner_for(log.store, USER_FOLDER, also=("turnover",))
+        await runner.catch_up()
+        state = await Queries(log.store).state(as_of="2025-03-01")
+        assert [holder["person"] for holder in state["posts"][0]["holders"]] == ["ann"]
+        rows = await log.store.query(
+            "SELECT org, tenures, closed, average_days FROM p_turnover_orgs"
+        )
+        assert rows == [("agency", 1, 1, 92.0)]
 
 
 async def test_a_registered_projection_whose_module_is_gone_is_skipped(

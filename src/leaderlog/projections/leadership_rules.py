@@ -45,6 +45,7 @@ __all__ = [
     "DisputeLinks",
     "Tenure",
     "dispute_links",
+    "fold_tenures",
     "ordered_tenures",
     "pending",
     "post_state",
@@ -304,6 +305,14 @@ def _other_role(claim: ClaimVersion, tenure: Tenure) -> bool:
     return "unspecified" not in (claim.capacity, capacity) and claim.capacity != capacity
 
 
+def fold_tenures(versions: Iterable[ClaimVersion]) -> list[Tenure]:
+    """Every tenure the claims of one post (or one person) show, in the order they started,
+    with the days the rules count its start and end from (``start_day``, ``end_day``): a
+    vaguely published date counts at the latest from the day the log recorded it, which the
+    shown ``start`` and ``end`` do not say."""
+    return _fold(_in_effect(versions, None))
+
+
 def tenures(versions: Iterable[ClaimVersion]) -> list[dict[str, Any]]:
     """Every tenure the claims of one post (or one person) show, oldest first.
 
@@ -319,7 +328,7 @@ def ordered_tenures(groups: Iterable[Iterable[ClaimVersion]]) -> list[dict[str, 
     """The tenures of several groups of claims (one post and person each), in the order they
     count from: the day the rules read, so a vaguely published start is placed no later than
     the day the log recorded it (which its shown date does not say)."""
-    found = [tenure for group in groups for tenure in _fold(_in_effect(group, None))]
+    found = [tenure for group in groups for tenure in fold_tenures(group)]
     found.sort(
         key=lambda item: (item.start_day or item.end_day or dt.date.max, item.post, item.person)
     )
