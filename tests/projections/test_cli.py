@@ -531,6 +531,10 @@ def test_a_value_an_option_refuses_is_a_usage_mistake_exit_2(
     assert result.exit_code == 2, result.output
     assert message in result.stderr
     assert result.stderr.startswith("Usage: ")  # with the command's usage, as click says
+    # Refused before the projections are brought up to date: nothing was built or written.
+    with sqlite3.connect(db.removeprefix("sqlite:///")) as connection:
+        tables = connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+        assert [name for (name,) in tables] == ["events"]
 
 
 @pytest.mark.parametrize(

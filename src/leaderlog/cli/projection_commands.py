@@ -7,8 +7,9 @@ answers include everything appended so far; ``projections`` lists them as they s
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
+from functools import partial
 from typing import Any
 
 import click
@@ -145,22 +146,38 @@ async def _catch_up(runner: ProjectionRunner) -> None:
 
 
 @asynccontextmanager
-async def _current(context: Context) -> AsyncIterator[Queries]:
+async def _current(
+    context: Context, check: Callable[[], object], known_at: str | None = None
+) -> AsyncIterator[Queries]:
+    """Queries over projections brought up to the head, once ``check`` (the question's
+    values, checked without the store) and ``known_at`` have passed: a usage mistake is
+    refused before the projections are built or brought up to date, which writes to the
+    database and can take minutes on a large log."""
+    with _usage_mistakes():
+        check()
     async with context.log(create=False) as log:
+        with _usage_mistakes():
+            await Queries(log.store).check_known_at(known_at)
         await catch_up_for_queries(await runner_for(log.store))
-        try:
+        with _usage_mistakes():
             yield Queries(log.store)
-        except InvalidQuery as error:
-            # A value an option refuses is a usage mistake: exit 2 with the command's usage,
-            # as click does for the values it checks itself.
-            message = (
-                error.named_as(
-                    _ARGUMENTS.get(error.parameter, f"--{error.parameter}".replace("_", "-"))
-                )
-                if error.parameter
-                else str(error)
+
+
+@contextmanager
+def _usage_mistakes() -> Iterator[None]:
+    """A value an option refuses is a usage mistake: exit 2 with the command's usage, as
+    click does for the values it checks itself."""
+    try:
+        yield
+    except InvalidQuery as error:
+        message = (
+            error.named_as(
+                _ARGUMENTS.get(error.parameter, f"--{error.parameter}".replace("_", "-"))
             )
-            raise click.UsageError(message) from None
+            if error.parameter
+            else str(error)
+        )
+        raise click.UsageError(message) from None
 
 
 # Query parameters the commands take as arguments, named as click names them.
@@ -411,7 +428,8 @@ def state_command(
     """
 
     async def go() -> None:
-        async with _current(context) as queries:
+        check = partial(Queries.check_state, org, as_of, known_at)
+        async with _current(context, check, known_at) as queries:
             answer = await queries.state(org=org, as_of=as_of, known_at=known_at)
             head, _ = await queries.store.head()
         if as_json:
@@ -450,7 +468,8 @@ def history_command(
         raise click.UsageError("give exactly one of --person, --post or --org")
 
     async def go() -> None:
-        async with _current(context) as queries:
+        check = partial(Queries.check_history, person=person, post=post, org=org, known_at=known_at)
+        async with _current(context, check, known_at) as queries:
             answer = await queries.history(person=person, post=post, org=org, known_at=known_at)
         if as_json:
             print_json(answer)
@@ -475,7 +494,8 @@ def claim_command(context: Context, claim_id: str, known_at: str | None, as_json
     """
 
     async def go() -> None:
-        async with _current(context) as queries:
+        check = partial(Queries.check_claim, claim_id, known_at)
+        async with _current(context, check, known_at) as queries:
             answer = await queries.claim(claim_id, known_at=known_at)
         if as_json:
             print_json(answer)
@@ -527,7 +547,20 @@ def audit_command(
     """
 
     async def go() -> None:
-        async with _current(context) as queries:
+        check = partial(
+            Queries.check_audit,
+            source=source,
+            publisher=publisher,
+            actor=actor,
+            type=event_type,
+            status=status,
+            attribution=attribution,
+            recorded_from=recorded_from,
+            recorded_to=recorded_to,
+            after=after,
+            limit=limit,
+        )
+        async with _current(context, check) as queries:
             answer = await queries.audit(
                 source=source,
                 publisher=publisher,

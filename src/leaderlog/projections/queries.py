@@ -164,10 +164,7 @@ class Queries:
                         f"known-at position {wanted} is in the log but not projected yet "
                         f"(projections are at {head}); try again shortly"
                     )
-                raise InvalidQuery(
-                    f"known-at position {wanted} is beyond the log's head ({log_head})",
-                    parameter="known_at",
-                )
+                raise _beyond_the_head(wanted, log_head)
             position = wanted
         else:
             rows = await self.store.query(
@@ -194,6 +191,104 @@ class Queries:
             (position,),
         )
         return {"position": position, "recorded_through": rows[0][0] if rows else None}
+
+    async def check_known_at(self, known_at: int | str | dt.date | None) -> None:
+        """Refuse a ``known_at`` no answer can take: one of no form a position or time has,
+        or a position beyond the log's head. It reads the log's head only, not the
+        projections, so a caller refuses the mistake before bringing them up to date."""
+        wanted = parse_known_at(known_at)
+        if isinstance(wanted, int):
+            head, _ = await self.store.head()
+            if wanted > head:
+                raise _beyond_the_head(wanted, head)
+
+    # --- checking a question's values before asking it ---------------------------------------
+    # Each refuses, without the store, the values of one kind of question that no log could
+    # answer, as the question itself would: a caller refuses a mistake at once rather than
+    # once the projections are up to date, which can take minutes on a large log.
+
+    @staticmethod
+    def check_state(
+        org: str | None = None,
+        as_of: dt.date | str | None = None,
+        known_at: int | str | dt.date | None = None,
+    ) -> None:
+        check_names(org=org)
+        if as_of is not None:
+            parse_day(as_of, "as-of")
+        parse_known_at(known_at)
+
+    @staticmethod
+    def check_history(
+        *,
+        person: str | None = None,
+        post: str | None = None,
+        org: str | None = None,
+        known_at: int | str | dt.date | None = None,
+    ) -> None:
+        check_names(person=person, post=post, org=org)
+        if sum(1 for value in (person, post, org) if value) != 1:
+            raise InvalidQuery("give exactly one of person, post or org")
+        parse_known_at(known_at)
+
+    @staticmethod
+    def check_claim(claim_id: str, known_at: int | str | dt.date | None = None) -> None:
+        if not isinstance(claim_id, str):
+            raise InvalidQuery(f"claim must be text, got {claim_id!r:.80}", parameter="claim")
+        check_names(claim=claim_id)
+        parse_known_at(known_at)
+
+    @staticmethod
+    def check_audit(
+        *,
+        source: str | None = None,
+        publisher: str | None = None,
+        actor: str | None = None,
+        type: str | None = None,
+        status: str | None = None,
+        attribution: str | None = None,
+        recorded_from: str | dt.date | None = None,
+        recorded_to: str | dt.date | None = None,
+        after: int = 0,
+        limit: int = 500,
+    ) -> tuple[dt.datetime | None, dt.datetime | None]:
+        """As the others; returns the recorded range given (from, to), read."""
+        check_names(source=source)
+        # An actor an earlier version let through may hold a line break, and is queried too.
+        check_name_filters(publisher=publisher, actor=actor)
+        if type is not None and type not in EVENT_TYPES:
+            raise InvalidQuery(
+                f"unknown event type {type!r}; known: {', '.join(sorted(EVENT_TYPES))}",
+                parameter="type",
+            )
+        if status is not None and status not in CLAIM_STATUSES:
+            raise InvalidQuery(
+                f"unknown status {status!r}; known: {', '.join(CLAIM_STATUSES)}",
+                parameter="status",
+            )
+        if attribution is not None and attribution not in ATTRIBUTION_KINDS:
+            raise InvalidQuery(
+                f"unknown attribution {attribution!r}; known: {', '.join(ATTRIBUTION_KINDS)}",
+                parameter="attribution",
+            )
+        for name, number in (("limit", limit), ("after", after)):
+            if isinstance(number, bool) or not isinstance(number, int):
+                raise InvalidQuery(f"{name} must be a whole number, got {number!r}", parameter=name)
+        if not 1 <= limit <= MAX_AUDIT_LIMIT:
+            raise InvalidQuery(f"limit must be between 1 and {MAX_AUDIT_LIMIT}", parameter="limit")
+        if after < 0:
+            raise InvalidQuery("after must be a position (0 or more)", parameter="after")
+        start = (
+            None if recorded_from is None else parse_time(recorded_from, "from", end_of_day=False)
+        )
+        end = None if recorded_to is None else parse_time(recorded_to, "to", end_of_day=True)
+        if start is not None and end is not None and start > end:
+            # Most likely the two were swapped; an empty answer would hide that.
+            raise InvalidQuery(
+                f"from ({format_time(start)}) is after to ({format_time(end)}): "
+                "no time is in that range"
+            )
+        return start, end
 
     # --- lookups -----------------------------------------------------------------------------
 
@@ -445,7 +540,7 @@ class Queries:
         a question about more posts than that is refused (:class:`InvalidQuery`) before any
         claim is read: a server answers per organisation on a large log.
         """
-        check_names(org=org)
+        self.check_state(org, as_of, known_at)
         situation = await self.situation(as_of, known_at)
         day = dt.date.fromisoformat(situation["as_of"])
         position = situation["known_at"]["position"]
@@ -569,12 +664,7 @@ class Queries:
         ``start``/``end`` are fuzzy dates with a ``basis``; ``start`` is None when only the
         end is known, ``end`` None while the tenure lasts. ``evidence`` lists the claims.
         """
-        check_names(person=person, post=post, org=org)
-        given = [
-            name for name, value in (("person", person), ("post", post), ("org", org)) if value
-        ]
-        if len(given) != 1:
-            raise InvalidQuery("give exactly one of person, post or org")
+        self.check_history(person=person, post=post, org=org, known_at=known_at)
         known = await self.resolve_known_at(known_at)
         position = known["position"]
         subject: dict[str, Any]
@@ -647,9 +737,7 @@ class Queries:
         its ``basis`` (``effective``, ``confirmed``, or for a change without a date
         ``published`` or ``recorded``); None while it is only expected, or retracted.
         """
-        if not isinstance(claim_id, str):
-            raise InvalidQuery(f"claim must be text, got {claim_id!r:.80}", parameter="claim")
-        check_names(claim=claim_id)
+        self.check_claim(claim_id, known_at)
         known = await self.resolve_known_at(known_at)
         rows = await self.store.query(
             "SELECT doc FROM p_leadership_claim_versions WHERE claim = ? AND known_from <= ? "
@@ -721,31 +809,18 @@ class Queries:
                          "url", "title"}],
              "next_after": position | None}
         """
-        check_names(source=source)
-        # An actor an earlier version let through may hold a line break, and is queried too.
-        check_name_filters(publisher=publisher, actor=actor)
-        if type is not None and type not in EVENT_TYPES:
-            raise InvalidQuery(
-                f"unknown event type {type!r}; known: {', '.join(sorted(EVENT_TYPES))}",
-                parameter="type",
-            )
-        if status is not None and status not in CLAIM_STATUSES:
-            raise InvalidQuery(
-                f"unknown status {status!r}; known: {', '.join(CLAIM_STATUSES)}",
-                parameter="status",
-            )
-        if attribution is not None and attribution not in ATTRIBUTION_KINDS:
-            raise InvalidQuery(
-                f"unknown attribution {attribution!r}; known: {', '.join(ATTRIBUTION_KINDS)}",
-                parameter="attribution",
-            )
-        for name, number in (("limit", limit), ("after", after)):
-            if isinstance(number, bool) or not isinstance(number, int):
-                raise InvalidQuery(f"{name} must be a whole number, got {number!r}", parameter=name)
-        if not 1 <= limit <= MAX_AUDIT_LIMIT:
-            raise InvalidQuery(f"limit must be between 1 and {MAX_AUDIT_LIMIT}", parameter="limit")
-        if after < 0:
-            raise InvalidQuery("after must be a position (0 or more)", parameter="after")
+        start, end = self.check_audit(
+            source=source,
+            publisher=publisher,
+            actor=actor,
+            type=type,
+            status=status,
+            attribution=attribution,
+            recorded_from=recorded_from,
+            recorded_to=recorded_to,
+            after=after,
+            limit=limit,
+        )
         await self._checkpoint("audit")
         # A misspelt source or publisher would answer "no events" as if there were none.
         try:
@@ -778,16 +853,6 @@ class Queries:
                 conditions.append(f"{column} = ?")
                 parameters.append(value)
                 filters[name] = value
-        start = (
-            None if recorded_from is None else parse_time(recorded_from, "from", end_of_day=False)
-        )
-        end = None if recorded_to is None else parse_time(recorded_to, "to", end_of_day=True)
-        if start is not None and end is not None and start > end:
-            # Most likely the two were swapped; an empty answer would hide that.
-            raise InvalidQuery(
-                f"from ({format_time(start)}) is after to ({format_time(end)}): "
-                "no time is in that range"
-            )
         if start is not None:
             conditions.append("e.recorded_at >= ?")
             parameters.append(format_time(start))
@@ -873,6 +938,12 @@ class Queries:
             list(given.values()),
         )
         return int(rows[0][0]) >= _SCAN_FROM_CLAIMS
+
+
+def _beyond_the_head(wanted: int, head: int) -> InvalidQuery:
+    return InvalidQuery(
+        f"known-at position {wanted} is beyond the log's head ({head})", parameter="known_at"
+    )
 
 
 def _at(known: int | None) -> int:
