@@ -783,3 +783,23 @@ def test_a_rebuild_interrupted_says_where_the_projections_stand(
         "interrupted: each projection stays at the last page it applied; the next command or "
         "server that reads them carries on from there"
     )
+
+
+def test_history_says_a_tenure_known_ended_only_from_a_report_was_over_by_then(
+    db: str, tmp_path: Path
+) -> None:
+    correction = {
+        "type": "claim.corrected",
+        "data": {
+            "claim": GENALO_RETIREMENT,
+            "changes": {"modality": "occurred"},
+            "reason": "He has retired.",
+        },
+    }
+    import_records(db, tmp_path, [correction])
+    text = ok(invoke(db, "history", "--post", "ice-ero-ead"))
+    assert (
+        "by about 2025-05 (when the source was out), gone by about 2025-05 "
+        "(when the source was out) (retirement) [reported]" in text
+    )
+    assert "(published)" not in text

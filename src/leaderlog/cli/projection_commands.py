@@ -232,6 +232,17 @@ def _since(date: Mapping[str, Any] | None, lead: str = "since ") -> str:
     return f"{lead}{_when(date)}"
 
 
+def _until(date: Mapping[str, Any] | None) -> str:
+    """When a tenure ended: for an end known only from a report, that it had ended by then
+    ("gone by about 2025-05 (when the source was out)"), as :func:`_since` says of a start."""
+    if not date:
+        return " to now"
+    reported = _from_a_report(date)
+    if reported is not None:
+        return f", gone by {reported[0]} ({reported[1]})"
+    return f" to {_when(date)}"
+
+
 def _who(item: Mapping[str, Any]) -> str:
     return f"{item.get('name') or item['person']} ({item['person']})"
 
@@ -295,11 +306,10 @@ def _print_history(answer: Mapping[str, Any]) -> None:
         echo_line("  (no tenures)")
     for tenure in answer["tenures"]:
         start = _since(tenure["start"], lead="") if tenure["start"] else "start unknown"
-        end = _when(tenure["end"]) if tenure["end"] else "now"
         cause = f" ({tenure['cause']})" if tenure["cause"] else ""
         echo_line(
             f"  {tenure['post_title']} ({tenure['post']}): {_who(tenure)}, {tenure['capacity']}, "
-            f"{start} to {end}{cause} [{tenure['status']}]"
+            f"{start}{_until(tenure['end'])}{cause} [{tenure['status']}]"
         )
         for evidence in tenure["evidence"]:
             # Every source that reported or confirmed it: a confirmation is evidence too.
