@@ -55,6 +55,10 @@ def test_feed_writes_a_document_and_refuses_bad_arguments(sqlite_url: str) -> No
     assert written.exit_code == 0, written.output
     assert b'"language": "pt"' in written.stdout_bytes
     assert b'"feed_url": "http://127.0.0.1:8000/feeds/all.json?lang=pt"' in written.stdout_bytes
+    # A scheme is case-insensitive: given in capitals, it is linked in lower case.
+    shouted = runner.invoke(main, ["--db", sqlite_url, "feed", "--base-url", "HTTPS://x.org/"])
+    assert shouted.exit_code == 0, shouted.output
+    assert b'href="https://x.org/feeds/all.atom" rel="self"' in shouted.stdout_bytes
     cases = {
         ("--scope", "planet:earth"): (2, "is not one of all, org:ID"),
         ("--lang", "tlh"): (2, "is not offered"),

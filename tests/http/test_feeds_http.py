@@ -20,7 +20,7 @@ from leaderlog.cli import serve_commands
 from leaderlog.cli._app import main
 from leaderlog.feeds import FULL_ARCHIVE_CACHE, SUBSCRIPTION_CACHE
 from leaderlog.feeds._service import Validators
-from leaderlog.http import create_app
+from leaderlog.http import check_public_url, create_app
 from leaderlog.http._conditional import caching_headers
 from leaderlog.http._deps import base_url
 from leaderlog.log import EventLog
@@ -504,6 +504,13 @@ def test_redirects_under_a_public_url_with_an_international_host_lead_where_its_
 def test_a_public_url_that_is_not_an_http_address_is_refused(public: str) -> None:
     with pytest.raises(ValueError, match="public URL"):
         create_app("sqlite:///unused.db", public_url=public)
+
+
+def test_a_public_url_s_scheme_is_taken_in_any_case_and_linked_in_lower_case() -> None:
+    assert check_public_url("HTTPS://feeds.example.org/leaders/") == (
+        "https://feeds.example.org/leaders"
+    )
+    assert check_public_url("Http://feeds.example.org") == "http://feeds.example.org"
 
 
 @pytest.mark.parametrize("public", ["https://user:secret@feeds.example.org", "https://@x.org"])

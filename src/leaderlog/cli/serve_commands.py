@@ -34,6 +34,7 @@ from leaderlog.feeds import (
     is_web_address,
     named_subject,
     resolve,
+    with_lowercase_scheme,
 )
 from leaderlog.log import EventLog, load_seeds, seed_files
 from leaderlog.projections import Queries, runner_for
@@ -525,6 +526,7 @@ def feed_command(
       leaderlog feed --scope org:ice --format rss
       leaderlog feed --scope person:robert-hammer --lang fr > hammer.fr.atom
     """
+    base_url = with_lowercase_scheme(base_url)
     if "@" in urlsplit(base_url).netloc:
         raise click.BadParameter(
             "give an address without a user name or password: feeds link every reader to it",

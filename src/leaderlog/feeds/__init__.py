@@ -10,7 +10,7 @@ same bytes on every host. See :mod:`._paging` for the RFC 5005 archive layout.
 
 from __future__ import annotations
 
-from leaderlog.feeds._address import host_and_port, is_web_address, uri
+from leaderlog.feeds._address import host_and_port, is_web_address, uri, with_lowercase_scheme
 from leaderlog.feeds._document import Entry, RecentChange
 from leaderlog.feeds._i18n import (
     DEFAULT_LANGUAGE,
@@ -91,4 +91,5 @@ __all__ = [
     "resolve",
     "scope_name",
     "uri",
+    "with_lowercase_scheme",
 ]

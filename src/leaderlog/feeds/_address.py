@@ -34,7 +34,14 @@ import unicodedata
 
 import idna
 
-__all__ = ["host_and_port", "is_web_address", "uri", "web_address", "web_uri"]
+__all__ = [
+    "host_and_port",
+    "is_web_address",
+    "uri",
+    "web_address",
+    "web_uri",
+    "with_lowercase_scheme",
+]
 
 ADDRESS_LIMIT = 2000
 _SHAPE = re.compile(r"^(https?)://([^/?#]*)(.*)$", re.DOTALL)
@@ -238,3 +245,10 @@ def host_and_port(host: str, port: int) -> str:
 def is_web_address(value: object) -> bool:
     """Whether ``value`` is an ``http(s)`` address that can be used exactly as it is."""
     return value is not None and web_address(value) == value
+
+
+def with_lowercase_scheme(address: str) -> str:
+    """``address`` with its scheme in lower case, as links carry it: a scheme is
+    case-insensitive (RFC 3986, 3.1), so ``HTTPS://example.org`` is given as well."""
+    scheme, separator, rest = address.partition("://")
+    return f"{scheme.lower()}{separator}{rest}" if separator else address

@@ -18,7 +18,13 @@ from fastapi.routing import APIRoute
 from starlette.requests import Request
 
 from leaderlog.errors import ProjectionFailed, ProjectionFailure
-from leaderlog.feeds import FeedService, host_and_port, is_web_address, uri
+from leaderlog.feeds import (
+    FeedService,
+    host_and_port,
+    is_web_address,
+    uri,
+    with_lowercase_scheme,
+)
 from leaderlog.log import EventLog
 from leaderlog.projections import BUILTIN, ProjectionRunner, Queries, verify_log
 from leaderlog.store import VerifyReport
@@ -293,7 +299,9 @@ def _plain_host(host: str) -> bool:
 
 def check_public_url(url: str) -> str:
     """``url`` without a trailing slash, if it is an http(s) address with a host and neither
-    query nor fragment; raises ValueError saying what is wrong otherwise."""
+    query nor fragment (the scheme put in lower case); raises ValueError saying what is wrong
+    otherwise."""
+    url = with_lowercase_scheme(url)
     parts = urllib.parse.urlsplit(url)
     try:
         port_is_valid = parts.port is None or parts.port > 0
