@@ -330,6 +330,28 @@ class StoreContract(abc.ABC):
         unborn = PendingBatch([event("child")], {"child": 1}, "t", {"later": "no_stream"})
         assert succeeded((await store.append_batches([unborn]))[0]).positions == (4,)
 
+    async def test_expected_version_of_a_stream_the_batch_does_not_write(
+        self, store: EventStore
+    ) -> None:
+        # A guard on a stream the batch only read: write to "b" only while "a" is at 1.
+        await store.append([event("a")], actor="t")
+        with pytest.raises(ConcurrencyError) as stale:
+            await store.append([event("b")], expected={"a": 7}, actor="t")
+        assert (stale.value.stream, stale.value.expected, stale.value.actual) == ("a", 7, 1)
+        with pytest.raises(ConcurrencyError):
+            await store.append([event("b")], expected={"a": "no_stream"}, actor="t")
+        with pytest.raises(ConcurrencyError) as unborn:
+            await store.append([event("b")], expected={"unborn": 1}, actor="t")
+        assert unborn.value.actual is None
+        assert await store.count() == 1
+        guarded = event("b")
+        kept = await store.append([guarded], expected={"a": 1, "unborn": "no_stream"}, actor="t")
+        assert kept.positions == (2,)
+        # Once written, a retry is answered with its positions, however far "a" has moved.
+        await store.append([event("a")], actor="t")
+        retry = await store.append([guarded], expected={"a": 1}, actor="t")
+        assert retry == AppendResult((2,), 0)
+
     async def test_expected_no_stream(self, store: EventStore) -> None:
         await store.append([event("s")], expected={"s": "no_stream"}, actor="t")
         with pytest.raises(ConcurrencyError) as exists:

@@ -391,9 +391,11 @@ class PendingBatch:
 
 
 def batch_streams(batches: Sequence[PendingBatch]) -> list[str]:
-    """Every stream whose version planning the batches needs: written or depended on."""
+    """Every stream whose version planning the batches needs: written, expected at a version
+    or depended on."""
     streams = {event.stream for batch in batches for event in batch.events}
     for batch in batches:
+        streams.update(batch.expected)
         streams.update(batch.depends)
     return sorted(streams)
 
@@ -574,6 +576,7 @@ def _plan_one(
     stored_at: dict[int, int] = {}
     seen_in_batch: set[int] = set()
     streams_with_new_events: set[str] = set()
+    streams_with_stored_events: set[str] = set()
     last, last_is_head, stamp_time, stamp_text = clock.times
     for number, event in enumerate(batch.events):
         key = event.event_id.int
@@ -600,10 +603,14 @@ def _plan_one(
             raise DuplicateEventError(event.event_id, stored_position)
         stamps.append(None)
         stored_at[number] = stored_position
+        streams_with_stored_events.add(stream)
     # An idempotent retry of a batch whose events are all stored must succeed even though
-    # the stream has moved on, so versions are only checked where something is appended.
+    # the stream has moved on, so versions are only checked where something is appended; a
+    # stream the batch writes nothing to is a guard on what it read, checked all the same.
     for stream, expected in batch.expected.items():
-        if stream in streams_with_new_events:
+        if stream in streams_with_new_events or (
+            streams_with_new_events and stream not in streams_with_stored_events
+        ):
             _check_version(stream, expected, versions.get(stream))
     if streams_with_new_events:
         for stream, expected in batch.depends.items():
@@ -767,7 +774,12 @@ class EventStore(abc.ABC):
         expected: Mapping[str, ExpectedVersion] | None = None,
         actor: str,
     ) -> AppendResult:
-        """Append one atomic batch (it may span streams). Raises on conflict."""
+        """Append one atomic batch (it may span streams). Raises on conflict.
+
+        ``expected`` gives the version a stream must be at, whether the batch writes to it
+        or only rests on it (a stream it read); nothing is checked for a retry whose events
+        are all stored already.
+        """
         (outcome,) = await self.append_batches([PendingBatch(events, expected or {}, actor)])
         if isinstance(outcome, StoreError):
             raise outcome
