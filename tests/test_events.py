@@ -614,6 +614,15 @@ def test_bad_records_are_refused(record: object, rule: str) -> None:
     assert caught.value.rule == rule
 
 
+def test_a_record_field_named_by_other_than_a_string_is_refused_as_unknown() -> None:
+    # A library caller's dictionary: a key JSON cannot hold, beside the ones it can.
+    record = {"type": "person.registered", "data": {"person": "x", "name": "X"}, 1: 2, "z": 3}
+    with pytest.raises(RecordError) as caught:
+        parse_record(record)
+    assert caught.value.rule == "schema"
+    assert "unknown record field(s): 1, z" in str(caught.value)
+
+
 @pytest.mark.parametrize("expected", [0, 3, "no_stream", "any"])
 def test_expected_version_values(expected: object) -> None:
     record = parse_record(

@@ -1247,7 +1247,8 @@ def _record_fields(raw: object, *, share_fields_sets: bool) -> RecordFields:
         raise RecordError("a record must be a JSON object", rule="schema")
     exported = "position" in raw and "hash" in raw
     allowed = _RECORD_KEYS | (_EXPORT_KEYS if exported else set())
-    unknown = sorted(set(raw) - allowed)
+    # A library caller's mapping may have keys JSON cannot hold (1): unknown fields too.
+    unknown = sorted(str(key) for key in set(raw) - allowed)
     if unknown:
         raise RecordError(f"unknown record field(s): {', '.join(unknown)}", rule="schema")
     if "type" not in raw or "data" not in raw:
