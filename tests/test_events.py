@@ -693,6 +693,18 @@ def test_bad_exported_envelopes_are_refused(changes: dict[str, Any], rule: str) 
     assert caught.value.rule == rule
 
 
+@pytest.mark.parametrize("lost", ["hash", "position"])
+def test_an_exported_envelope_missing_its_hash_or_position_says_so(lost: str) -> None:
+    envelope = _envelope()
+    del envelope[lost]
+    with pytest.raises(RecordError) as caught:
+        parse_record(envelope)
+    assert caught.value.rule == "schema"
+    assert f"an exported envelope needs both position and hash, and this one has no {lost}" in (
+        str(caught.value)
+    )
+
+
 # --- the JSON Schema --------------------------------------------------------------------------
 
 

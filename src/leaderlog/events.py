@@ -850,7 +850,8 @@ class Record(_Frozen):
         return self.event.stream()
 
 
-_RECORD_KEYS = {"type", "data", "event_id", "expected_version", "meta"}
+_RECORD_ORDER = ("type", "data", "event_id", "expected_version", "meta")
+_RECORD_KEYS = set(_RECORD_ORDER)
 _HASH = re.compile(r"[0-9a-f]{64}\Z")
 _EXPORT_KEYS = {"position", "stream", "version", "schema_version", "recorded_at", "actor", "hash"}
 
@@ -1250,7 +1251,15 @@ def _record_fields(raw: object, *, share_fields_sets: bool) -> RecordFields:
     # A library caller's mapping may have keys JSON cannot hold (1): unknown fields too.
     unknown = sorted(str(key) for key in set(raw) - allowed)
     if unknown:
-        raise RecordError(f"unknown record field(s): {', '.join(unknown)}", rule="schema")
+        message = f"unknown record field(s): {', '.join(unknown)}"
+        if not exported and set(unknown) <= _EXPORT_KEYS:
+            # An export line cut short: its envelope fields are unknown only for what it lost.
+            lost = "position" if "position" not in raw else "hash"
+            message += (
+                f" (an exported envelope needs both position and hash, and this one has no "
+                f"{lost}; a record without its envelope has only {', '.join(_RECORD_ORDER)})"
+            )
+        raise RecordError(message, rule="schema")
     if "type" not in raw or "data" not in raw:
         raise RecordError("a record needs 'type' and 'data'", rule="schema")
     data = raw["data"]
