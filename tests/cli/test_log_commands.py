@@ -12,6 +12,7 @@ import json
 import os
 import re
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -251,6 +252,29 @@ def test_events_as_text(seeded_url: str) -> None:
     # the time is the stored one in full, so that --known-at it takes in the event
     envelopes = json.loads(invoke("--db", seeded_url, "events", "--json", "--limit", "3"))
     assert [line.split()[1] for line in lines] == [e["recorded_at"] for e in envelopes]
+
+
+def test_events_and_verify_show_an_edited_row_escaped(seeded_url: str, tmp_path: Path) -> None:
+    # An edited row (triggers dropped) is what events and verify are run to look at: its
+    # stream, type and actor must not be able to print a line of their own or reorder one.
+    forged = "\nchain OK, 29 events\r\u202e"
+    with contextlib.closing(sqlite3.connect(tmp_path / "leaderlog.db")) as database:
+        database.execute("DROP TRIGGER events_are_append_only_update")
+        database.execute(
+            "UPDATE events SET stream = ?, type = ?, actor = ? WHERE position = 28",
+            (f"source-x{forged}", f"comment.requested{forged}", f"cli{forged}"),
+        )
+        database.commit()
+    listed = invoke("--db", seeded_url, "events", "--after", "26")
+    assert len(listed.splitlines()) == 3
+    assert "\r" not in listed and "\u202e" not in listed
+    assert r" x\nchain OK, 29 events\r\u202e " in listed
+    assert r"comment.requested\nchain OK" in listed and r"cli\nchain OK" in listed
+    verified = CliRunner().invoke(main, ["--db", seeded_url, "verify"])
+    assert verified.exit_code == 1
+    assert verified.stdout.startswith("chain BROKEN at position 28: stream source-x\\nchain OK")
+    assert len(verified.stdout.splitlines()) == 1
+    assert "\r" not in verified.stdout and "\u202e" not in verified.stdout
 
 
 def test_verify_json(seeded_url: str) -> None:

@@ -25,6 +25,7 @@ from leaderlog._json import dumps
 from leaderlog.cli._app import (
     Context,
     OutputLost,
+    echo_line,
     err_console,
     interruptible,
     is_output_error,
@@ -371,8 +372,9 @@ def events_command(context: Context, after: int, limit: int | None, as_json: boo
             empty = True
             async for event in shown:
                 subject = event.stream.partition("-")[2]
-                # In full, as stored: a time copied into --known-at takes in this event.
-                click.echo(
+                # In full, as stored: a time copied into --known-at takes in this event. A row
+                # edited behind the log's back may hold anything: shown escaped.
+                echo_line(
                     f"{event.position:>6}  {format_time(event.recorded_at)}  "
                     f"{event.type:<18} {subject:<{width}} {event.actor}"
                 )
@@ -421,7 +423,8 @@ def verify_command(context: Context, as_json: bool) -> None:
         elif report.ok:
             click.echo(f"chain OK, {report.count} events, head hash {report.head_hash}")
         else:
-            click.echo(
+            # The problem may quote an edited row (its stream, say): shown escaped.
+            echo_line(
                 f"chain BROKEN at position {report.first_bad_position}: {report.problem} "
                 f"({report.count} events verified before it)"
             )
