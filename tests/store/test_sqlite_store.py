@@ -76,6 +76,28 @@ async def test_missing_folder_is_unavailable(tmp_path: Path) -> None:
         await open_store(f"sqlite:///{tmp_path / 'nowhere' / 'log.db'}")
 
 
+@pytest.mark.parametrize("create", [True, False])
+async def test_a_folder_named_as_the_database_or_its_folder_is_said_to_be_one(
+    tmp_path: Path, create: bool
+) -> None:
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    with pytest.raises(StoreUnavailable) as raised:
+        await open_store(f"sqlite:///{folder}", create=create)
+    assert str(raised.value) == (
+        f"cannot open SQLite database {folder}: it is a folder, not a database file"
+    )
+    file = tmp_path / "notes.txt"
+    file.write_text("notes\n")
+    with pytest.raises(StoreUnavailable) as raised:
+        await open_store(f"sqlite:///{file / 'log.db'}", create=create)
+    assert str(raised.value) == (
+        f"cannot open SQLite database {file / 'log.db'}: {file} is a file, not a folder"
+    )
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["logs", "notes.txt"]
+    assert not any(folder.iterdir())
+
+
 async def test_a_file_that_is_not_a_database_is_unavailable_and_left_as_it_was(
     tmp_path: Path,
 ) -> None:

@@ -711,12 +711,23 @@ class SQLiteStore(EventStore):
         path = path.absolute()
         try:
             folder_exists = path.parent.exists()
+            folder_is_a_file = folder_exists and not path.parent.is_dir()
+            is_a_folder = path.is_dir()
         except OSError as error:
             raise StoreUnavailable(
                 f"cannot open SQLite database {path}: {error.strerror}"
             ) from None
         if not folder_exists:
             raise StoreUnavailable(f"cannot create {path}: folder {path.parent} does not exist")
+        # SQLite says only "unable to open database file" for either.
+        if folder_is_a_file:
+            raise StoreUnavailable(
+                f"cannot open SQLite database {path}: {path.parent} is a file, not a folder"
+            )
+        if is_a_folder:
+            raise StoreUnavailable(
+                f"cannot open SQLite database {path}: it is a folder, not a database file"
+            )
         if not create and not path.exists():
             # Connecting would create the file, empty: a log refused must not leave one.
             raise StoreUnavailable(f"database {path} does not exist: nothing was created")
