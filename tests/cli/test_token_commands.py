@@ -123,6 +123,18 @@ def test_list_keeps_a_revoked_token_whose_name_was_given_a_new_one(sqlite_url: s
     assert lines[1].endswith("live")
 
 
+def test_list_without_tokens_says_so(sqlite_url: str) -> None:
+    async def create_the_log() -> None:
+        async with await EventLog.open(sqlite_url):
+            pass
+
+    asyncio.run(create_the_log())
+    text = leaderlog(sqlite_url, "token", "list")
+    assert text.exit_code == 0, text.output
+    assert text.stdout == "(no tokens: create one with leaderlog token create NAME)\n"
+    assert listing(sqlite_url) == []
+
+
 def test_create_twice_is_refused(sqlite_url: str) -> None:
     first = leaderlog(sqlite_url, "token", "create", "alice").stdout.strip()
     refused(leaderlog(sqlite_url, "token", "create", "alice"), "revoke it first")

@@ -114,6 +114,9 @@ def list_command(context: Context, as_json: bool) -> None:
                 ]
             )
             return
+        if not tokens:
+            # Said, as the other listings say they found nothing, rather than print nothing.
+            click.echo("(no tokens: create one with leaderlog token create NAME)")
         for token in tokens:
             state = f"revoked {token.revoked_at}" if token.revoked_at else "live"
             click.echo(f"{token.name:<24} created {token.created_at}  {state}")
