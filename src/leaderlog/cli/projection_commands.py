@@ -553,7 +553,7 @@ def audit_command(
     Example:
       leaderlog audit --attribution anonymous --status retracted --json
       leaderlog audit --publisher "Fox News" --type claim.disputed
-      leaderlog audit --actor cli --from 2025-01-01
+      leaderlog audit --source fox-ice-shakeup-2025-05 --from 2025-01-01
     """
 
     async def go() -> None:
