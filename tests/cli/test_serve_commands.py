@@ -117,6 +117,19 @@ def test_serve_reports_a_database_it_cannot_open_in_one_line(tmp_path: Path) -> 
     assert "Traceback" not in result.stderr
 
 
+@pytest.mark.parametrize("option", ["--header-timeout", "--body-timeout"])
+@pytest.mark.parametrize("seconds", ["nan", "inf", "-inf", "1e400"])
+def test_a_time_limit_that_is_no_number_of_seconds_is_a_usage_mistake(
+    option: str, seconds: str, tmp_path: Path
+) -> None:
+    # nan passed for a number above 0, and closed every connection at once.
+    missing = tmp_path / "no-such-folder" / "leaderlog.db"
+    result = CliRunner().invoke(main, ["--db", f"sqlite:///{missing}", "serve", option, seconds])
+    assert result.exit_code == 2, result.stderr
+    assert f"Invalid value for '{option}'" in result.stderr
+    assert "cannot create" not in result.stderr
+
+
 def test_serve_names_the_seed_file_that_is_bad(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -7,6 +7,7 @@ import contextlib
 import errno
 import ipaddress
 import logging
+import math
 import re
 import socket
 import sys
@@ -88,6 +89,14 @@ def _proxy_addresses(context: click.Context, parameter: click.Parameter, value: 
     return value
 
 
+def _finite_seconds(context: click.Context, parameter: click.Parameter, value: float) -> float:
+    # A FloatRange lets nan and inf through: asyncio takes a deadline of nan for one already
+    # due, so every connection would be closed at once, and inf is no deadline at all.
+    if not math.isfinite(value):
+        raise click.BadParameter(f"give a number of seconds above 0, not {value}")
+    return value
+
+
 def _seconds_option(name: str, default: float, help: str) -> Callable[[FC], FC]:
     """A time limit in seconds: any number above zero."""
     return click.option(
@@ -95,6 +104,7 @@ def _seconds_option(name: str, default: float, help: str) -> Callable[[FC], FC]:
         type=click.FloatRange(0, min_open=True),
         default=default,
         show_default=True,
+        callback=_finite_seconds,
         help=help,
     )
 
