@@ -856,6 +856,27 @@ def test_several_files_import_as_one_transaction_naming_the_file_at_fault(
     assert last["stream"] == "person-zz"
 
 
+def test_a_file_given_twice_to_one_import_is_a_usage_mistake(tmp_path: Path) -> None:
+    # Its records would each be refused as repeating themselves, naming the file twice.
+    url = f"sqlite:///{tmp_path / 'leaderlog.db'}"
+    (tmp_path / "seeds").mkdir()
+    (tmp_path / "seeds" / SEED_FILE.name).write_bytes(SEED_FILE.read_bytes())
+    given = f"seeds/{SEED_FILE.name}"
+    twice = leaderlog("--db", url, "import", given, f"./seeds/../{given}", cwd=tmp_path)
+    assert twice.returncode == 2, twice.stderr
+    assert twice.stderr.endswith(
+        f"Error: Invalid value for 'FILE...': {given!r} is given twice (also as "
+        f"'./seeds/../{given}'): give each file once\n"
+    )
+    stdin = leaderlog("--db", url, "import", "-", "-", cwd=tmp_path, stdin="")
+    assert stdin.returncode == 2, stdin.stderr
+    assert "'-' is given twice (also as '-'): give each file once" in stdin.stderr
+    assert not (tmp_path / "leaderlog.db").exists()
+    assert ok(leaderlog("--db", url, "import", given, cwd=tmp_path)) == (
+        "appended 29, already present 0\n"
+    )
+
+
 @pytest.mark.parametrize(
     "arguments",
     [

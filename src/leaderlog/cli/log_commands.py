@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 import textwrap
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Sequence
@@ -159,6 +160,27 @@ def _until_interrupted(lines: Iterator[bytes], interrupted: Callable[[], bool]) 
         yield line
 
 
+def _each_file_once(
+    context: click.Context, parameter: click.Parameter, files: Sequence[IO[bytes]]
+) -> Sequence[IO[bytes]]:
+    """The files, refused when one is given twice (under any name, or ``-`` twice): its
+    records would each be refused as repeating themselves, naming one file twice."""
+    seen: dict[tuple[int, int], str] = {}
+    for file in files:
+        try:
+            status = os.fstat(file.fileno())
+        except (OSError, ValueError):
+            continue  # no file descriptor to tell it by
+        name = "-" if file is sys.stdin.buffer else str(file.name)
+        earlier = seen.get((status.st_dev, status.st_ino))
+        if earlier is not None:
+            raise click.BadParameter(
+                f"{earlier!r} is given twice (also as {name!r}): give each file once"
+            )
+        seen[(status.st_dev, status.st_ino)] = name
+    return files
+
+
 def _actor_name(context: click.Context, parameter: click.Parameter, actor: str) -> str:
     # Checked before any file is read or the log opened, as click checks its own types.
     try:
@@ -177,7 +199,14 @@ class _InputFile(click.File):
 
 
 @main.command("import")
-@click.argument("files", metavar="FILE...", nargs=-1, required=True, type=_InputFile("rb"))
+@click.argument(
+    "files",
+    metavar="FILE...",
+    nargs=-1,
+    required=True,
+    type=_InputFile("rb"),
+    callback=_each_file_once,
+)
 @click.option(
     "--actor",
     default="cli",
@@ -192,8 +221,8 @@ def import_command(context: Context, files: Sequence[IO[bytes]], actor: str, as_
 
     Every record of every file is checked before anything is written: one bad record means
     nothing is written, and the error names its file, line and rule. The files are appended
-    in the order given, as one transaction. Importing the same file twice appends nothing the
-    second time.
+    in the order given, as one transaction (each file once). Importing the same file again
+    appends nothing the second time.
 
     \b
     Example:
