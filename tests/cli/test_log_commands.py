@@ -167,6 +167,8 @@ def test_leaderlog_db_from_the_environment(tmp_path: Path) -> None:
         ("sqlite:///x.db?mode=ro", "SQLite URLs take no query parameters", False),
         ("sqlite:///:memory:", "an in-memory SQLite database is not supported", True),
         ("postgresql://postgres@127.0.0.1:5432", "connects to no particular database", False),
+        ("postgresql:/postgres@127.0.0.1/test", "postgresql: must go on with ://", False),
+        ("file:leaderlog.db", "file: must go on with ://", True),
     ],
 )
 def test_a_malformed_database_url_is_a_usage_mistake(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from leaderlog.errors import StoreUnavailable
@@ -21,6 +23,32 @@ async def test_an_unsupported_url_is_refused_without_its_password(url: str) -> N
         await open_store(url)
     assert "TopSecret1" not in str(refused.value)
     assert "app:***@db.internal" in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql:",
+        "postgresql:/app:TopSecret1@db.internal/leaderlog",
+        "PostgreSQL:app:TopSecret1@db.internal:5432/leaderlog",
+        "postgres:/",
+        "file:leaderlog.db",
+    ],
+)
+async def test_a_url_whose_scheme_lacks_its_slashes_is_refused_not_taken_for_a_file(
+    url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A path without a scheme is a SQLite file; these would have created one named after
+    # the URL, a mistyped PostgreSQL one among them.
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(StoreUnavailable) as refused:
+        await open_store(url)
+    scheme = url.partition(":")[0].lower()
+    assert str(refused.value) == (
+        f"a database URL beginning {scheme}: must go on with :// "
+        "(sqlite:///path/to/file.db, postgresql://user@host:5432/dbname)"
+    )
+    assert list(tmp_path.iterdir()) == []
 
 
 @pytest.mark.parametrize(

@@ -71,9 +71,23 @@ def check_database_url(url: str | None = None) -> str:
     return url
 
 
+# What begins a URL (RFC 3986), two letters at least: a Windows drive (C:) begins a path.
+_SCHEME_ALONE = re.compile(r"([A-Za-z][A-Za-z0-9+.-]+):")
+
+
 def _scheme(url: str) -> str | None:
     # Schemes are case-insensitive (RFC 3986).
-    return url.partition("://")[0].lower() if "://" in url else None
+    if "://" in url:
+        return url.partition("://")[0].lower()
+    # Anything else is the path of a SQLite file: a URL mistyped (postgresql:/host/db) would
+    # create a file named after it. Only the scheme is shown, as a password may follow it.
+    written = _SCHEME_ALONE.match(url)
+    if written is not None and written[1].lower() != "sqlite":
+        raise StoreUnavailable(
+            f"a database URL beginning {written[1].lower()}: must go on with :// "
+            "(sqlite:///path/to/file.db, postgresql://user@host:5432/dbname)"
+        )
+    return None
 
 
 def _unsupported(url: str) -> StoreUnavailable:
