@@ -117,6 +117,18 @@ def test_serve_reports_a_database_it_cannot_open_in_one_line(tmp_path: Path) -> 
     assert "Traceback" not in result.stderr
 
 
+@pytest.mark.parametrize("host", ["", "  "])
+def test_an_empty_host_is_a_usage_mistake_not_every_interface(host: str, tmp_path: Path) -> None:
+    # "" listened on 0.0.0.0 and :: alike, and the server said it served http://:8000/.
+    missing = tmp_path / "no-such-folder" / "leaderlog.db"
+    result = CliRunner().invoke(main, ["--db", f"sqlite:///{missing}", "serve", "--host", host])
+    assert result.exit_code == 2, result.stderr
+    assert result.stderr.endswith(
+        "Error: Invalid value for '--host': give an address to listen on (0.0.0.0 or :: for "
+        "every interface), not an empty one\n"
+    )
+
+
 @pytest.mark.parametrize("option", ["--header-timeout", "--body-timeout"])
 @pytest.mark.parametrize("seconds", ["nan", "inf", "-inf", "1e400"])
 def test_a_time_limit_that_is_no_number_of_seconds_is_a_usage_mistake(

@@ -89,6 +89,16 @@ def _proxy_addresses(context: click.Context, parameter: click.Parameter, value: 
     return value
 
 
+def _listening_host(context: click.Context, parameter: click.Parameter, host: str) -> str:
+    # An empty host listens on every interface of both families: more likely a variable that
+    # went missing (--host "$HOST") than a wish to serve the whole network.
+    if not host.strip():
+        raise click.BadParameter(
+            "give an address to listen on (0.0.0.0 or :: for every interface), not an empty one"
+        )
+    return host
+
+
 def _finite_seconds(context: click.Context, parameter: click.Parameter, value: float) -> float:
     # A FloatRange lets nan and inf through: asyncio takes a deadline of nan for one already
     # due, so every connection would be closed at once, and inf is no deadline at all.
@@ -110,7 +120,13 @@ def _seconds_option(name: str, default: float, help: str) -> Callable[[FC], FC]:
 
 
 @main.command("serve")
-@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    callback=_listening_host,
+    help="Address to listen on.",
+)
 @click.option("--port", default=8000, show_default=True, type=click.IntRange(1, 65535))
 @click.option("--no-seed", is_flag=True, help="Do not load seeds/ into an empty log.")
 @click.option(
