@@ -545,7 +545,8 @@ def feed_command(
 ) -> None:
     """Write a feed document to stdout: the same bytes the server sends for it.
 
-    Without --lang the document is the English one a client gets without ?lang=.
+    Without --lang the document is the English one a client gets asking for no language
+    (neither ?lang= nor Accept-Language).
 
     \b
     Example:
