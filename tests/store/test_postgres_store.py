@@ -24,6 +24,7 @@ from leaderlog.store.postgres import (
     PostgresStore,
     _unavailable_on_disconnect,
     _unreachable,
+    check_url,
     translate_placeholders,
 )
 
@@ -330,6 +331,13 @@ async def test_missing_database_is_unavailable(postgres_url: str) -> None:
 async def test_bad_schema_name_is_refused() -> None:
     with pytest.raises(StoreUnavailable, match="not a valid name"):
         await PostgresStore.open("postgresql://postgres@127.0.0.1:5432/test?schema=x;drop")
+
+
+@pytest.mark.parametrize("schema", ["information_schema", "pg_catalog", "pg_temp", "pg_mine"])
+def test_a_schema_of_postgresql_s_own_is_refused_before_connecting(schema: str) -> None:
+    # Only the form is checked: a store opened on information_schema would put the log there.
+    with pytest.raises(StoreUnavailable, match=f"schema '{schema}' is one of PostgreSQL's own"):
+        check_url(f"postgresql://postgres@127.0.0.1:5432/test?schema={schema}")
 
 
 @pytest.mark.parametrize(

@@ -156,6 +156,9 @@ _EVENTS_COLUMNS = (
 )
 
 _SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
+# PostgreSQL's own schemas: it refuses to create pg_* ones, and lets a superuser put tables in
+# information_schema, beside the catalog views every client reads.
+_SYSTEM_SCHEMA = re.compile(r"pg_.*|information_schema")
 _POOL_MIN, _POOL_MAX = 1, 10
 
 
@@ -496,6 +499,11 @@ def _connect_options(url: str) -> _ConnectOptions:
         raise StoreUnavailable(
             f"schema {schema!r} is not a valid name: use lowercase letters, digits and _ "
             "(at most 63, not starting with a digit)"
+        )
+    if schema is not None and _SYSTEM_SCHEMA.fullmatch(schema):
+        raise StoreUnavailable(
+            f"schema {schema!r} is one of PostgreSQL's own (pg_..., information_schema): "
+            "name a schema of the log's own"
         )
     settings: dict[str, str] = {}
     if "application_name" not in dict(passed):
