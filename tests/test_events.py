@@ -685,6 +685,9 @@ def test_exported_envelope_keeps_id_time_and_actor() -> None:
         ({"actor": ""}, "actor"),
         ({"actor": "Desk"}, "actor"),
         ({"actor": 7}, "actor"),
+        # JSON values that are no event type, and cannot even be looked up as one
+        ({"type": ["person.registered"]}, "type"),
+        ({"type": {"person.registered": 1}}, "type"),
     ],
 )
 def test_bad_exported_envelopes_are_refused(changes: dict[str, Any], rule: str) -> None:

@@ -1271,10 +1271,13 @@ def _record_fields(raw: object, *, share_fields_sets: bool) -> RecordFields:
             raise RecordError("schema_version must be a positive integer", rule="schema")
         if not isinstance(data, Mapping):
             raise RecordError("'data' must be a JSON object", rule="schema")
-        if raw["type"] in EVENT_TYPES:
-            if version < current_schema_version(str(raw["type"])):
+        event_type = raw["type"]
+        # Any JSON value may stand there (a list cannot even be looked up): parse_event
+        # names what is not an event type.
+        if isinstance(event_type, str) and event_type in EVENT_TYPES:
+            if version < current_schema_version(event_type):
                 stored_as = (version, dict(data))
-            data = upcast(str(raw["type"]), version, data)
+            data = upcast(event_type, version, data)
     event = parse_event(raw["type"], data)
     if share_fields_sets:
         _share_fields_sets(event)
