@@ -286,6 +286,27 @@ async def test_a_reference_to_a_record_later_in_the_batch_says_to_put_that_one_f
         assert problem.rule == "reference"
 
 
+async def test_a_reference_to_a_refused_record_earlier_in_the_batch_says_it_was_refused(
+    sqlite_url: str,
+) -> None:
+    async with await EventLog.open(sqlite_url) as log:
+        with pytest.raises(BatchError) as caught:
+            await log.import_lines(
+                [
+                    line("org.registered", org="ice", name="ICE", parent="dsh"),
+                    line("post.defined", post="p", org="ice", title="T"),
+                ],
+                actor="test",
+            )
+        assert [str(problem) for problem in caught.value.problems] == [
+            "line 1: org.registered refers to org 'dsh', which does not exist (the parent "
+            "must be registered)",
+            "line 2: post.defined refers to org 'ice', which does not exist (a post belongs to "
+            "a registered org); line 1 registers it, but is refused",
+        ]
+        assert await log.store.count() == 0
+
+
 async def test_a_refusal_names_every_rule_each_record_breaks(sqlite_url: str) -> None:
     async with await EventLog.open(sqlite_url) as log:
         with pytest.raises(BatchError) as caught:

@@ -355,20 +355,24 @@ def _creators(entries: Sequence[_Entry]) -> dict[str, list[int]]:
     return found
 
 
-def _defined_later(
+def _defined_elsewhere(
     problem: DomainError, request: _Request, index: int, creators: Mapping[str, list[int]]
 ) -> DomainError:
-    """``problem``, saying so when the record it refers to comes later in the batch
-    (records are checked in order, each on what comes before it)."""
+    """``problem``, saying so when the record it refers to is in the batch: further down
+    (records are checked in order, each on what comes before it), or above but refused
+    itself, so that a reader does not look for the mistake in a record that has none."""
     if problem.missing is None:
         return problem
-    later = next((at for at in creators.get(problem.missing, ()) if at > index), None)
-    if later is None:
+    found = creators.get(problem.missing, ())
+    later = next((at for at in found if at > index), None)
+    if later is not None:
+        advice = f"{request.label(later)} registers it: put that record first"
+    elif found:
+        # Registered above and still missing: that record broke a rule of its own.
+        advice = f"{request.label(found[-1])} registers it, but is refused"
+    else:
         return problem
-    return DomainError(
-        f"{problem.message}; {request.label(later)} registers it: put that record first",
-        rule=problem.rule,
-    )
+    return DomainError(f"{problem.message}; {advice}", rule=problem.rule)
 
 
 def _answer(future: asyncio.Future[AppendOutcome], answer: AppendOutcome | BaseException) -> None:
@@ -1221,7 +1225,7 @@ class EventLog:
                 if creators is None:
                     creators = _creators(request.entries)
                 problems.extend(
-                    _defined_later(problem, request, index, creators).located(where)
+                    _defined_elsewhere(problem, request, index, creators).located(where)
                     for problem in error.every()
                 )
                 events = []
