@@ -539,6 +539,27 @@ async def test_a_record_built_by_hand_is_held_to_what_parsing_checks(
     assert (stored[0].schema_version, stored[0].data["published"]) == (1, "2025-05-01")
 
 
+@pytest.mark.parametrize("expected", [-1, True, "1", 1.0], ids=["negative", "bool", "str", "float"])
+async def test_an_expected_version_parsing_refuses_is_refused_on_a_record_built_by_hand(
+    seeded_log: EventLog, expected: object
+) -> None:
+    # derek-gordon is at version 1: each of these would be taken for it (or fail as stale).
+    before = await snapshot(seeded_log)
+    update = parse_event("person.updated", {"person": "derek-gordon", "aliases": ["D. G."]})
+    with pytest.raises(RecordError) as caught:
+        Record(event=update, event_id=uuid.uuid4(), expected_version=expected)
+    assert caught.value.rule == "expected_version"
+    parsed = parse_record({"type": "person.updated", "data": update.data()})
+    with pytest.raises(RecordError):
+        parsed.model_copy(update={"expected_version": expected})
+    fields = parse_record_fields({"type": "person.updated", "data": update.data()})
+    by_hand = ParsedRecords([fields._replace(expected_version=expected)], ["line 1"])
+    with pytest.raises(BatchError) as refused:
+        await seeded_log.append_parsed(by_hand, actor="test")
+    assert [(p.where, p.rule) for p in refused.value.problems] == [("line 1", "expected_version")]
+    assert await snapshot(seeded_log) == before
+
+
 async def test_same_event_id_twice_in_one_batch_is_refused(seeded_log: EventLog) -> None:
     before = await snapshot(seeded_log)
     event_id = uuid.uuid4()

@@ -845,6 +845,13 @@ class Record(_Frozen):
         # a ValueError, so pydantic passes it on as it is).
         return check_meta(meta)
 
+    @field_validator("expected_version", mode="before")
+    @classmethod
+    def _exact_expected_version(cls, expected: object) -> ExpectedVersion | None:
+        # As parse_record reads it: pydantic would take True, "1" or 1.0 for version 1, and
+        # a negative version would only be refused as stale, once the batch was decided.
+        return check_expected_version(expected)
+
     @property
     def stream(self) -> str:
         return self.event.stream()
