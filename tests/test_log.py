@@ -34,6 +34,7 @@ from leaderlog.events import (
     Record,
     content_event_id,
     format_time,
+    new_event_id,
     parse_event,
     parse_record,
     parse_record_fields,
@@ -49,7 +50,7 @@ from leaderlog.log import (
     parse_records,
     read_lines,
 )
-from leaderlog.store.base import AppendGuard, utc_now
+from leaderlog.store.base import AppendGuard, NewEvent, utc_now
 
 SEEDS = Path(__file__).resolve().parent.parent / "seeds"
 
@@ -558,6 +559,48 @@ async def test_an_expected_version_parsing_refuses_is_refused_on_a_record_built_
         await seeded_log.append_parsed(by_hand, actor="test")
     assert [(p.where, p.rule) for p in refused.value.problems] == [("line 1", "expected_version")]
     assert await snapshot(seeded_log) == before
+
+
+async def test_a_stream_holding_text_the_rules_now_refuse_can_still_be_appended_to(
+    sqlite_url: str,
+) -> None:
+    # Written as an earlier version accepted them (a noncharacter, a control character in a
+    # quote), or by another tool through the store: the rules read such events as readers do.
+    async with await EventLog.open(sqlite_url) as log:
+        await load_seeds(log, SEEDS)
+        reported = {**claim("old-quote").data(), "quote": "Said so\x07", "kind": "departure"}
+        await log.store.append(
+            [
+                NewEvent(
+                    new_event_id(),
+                    "person-old",
+                    "person.registered",
+                    1,
+                    {"person": "old", "name": "Old\ufffe"},
+                ),
+                NewEvent(
+                    new_event_id(),
+                    "claim-old-quote",
+                    "claim.reported",
+                    1,
+                    {**reported, "cause": "retirement"},
+                ),
+            ],
+            actor="tool",
+        )
+    async with await EventLog.open(sqlite_url) as log:
+        fixed = parse_event("person.updated", {"person": "old", "name": "Old"})
+        # Still a departure with a cause: a correction to an appointment must clear it.
+        wrong = parse_event(
+            "claim.corrected",
+            {"claim": "old-quote", "changes": {"kind": "appointment"}, "reason": "r"},
+        )
+        with pytest.raises(BatchError, match="would have a cause but is not a departure"):
+            await log.append_events([wrong], actor="test")
+        retracted = parse_event("claim.retracted", {"claim": "old-quote", "reason": "denied"})
+        outcome = await log.append_events([fixed, retracted], actor="test")
+        assert outcome.appended == 2
+        assert (await log.store.verify()).ok
 
 
 async def test_same_event_id_twice_in_one_batch_is_refused(seeded_log: EventLog) -> None:

@@ -62,6 +62,7 @@ from leaderlog.events import (
     new_event_id,
     parse_held_record,
     parse_record,
+    readable_event,
     record_of,
 )
 from leaderlog.store import (
@@ -344,6 +345,13 @@ def _streams_of(entry: _Entry) -> tuple[str, set[str]]:
         return event.stream(), referenced_streams(event)
     data = loads(entry.data_json)
     return event_stream(entry.type, data), referenced_streams_in(entry.type, data)
+
+
+def _stored_event(recorded: RecordedEvent) -> Event:
+    """A stored event, read for the rules as the projections read it: text an earlier version
+    accepted (a noncharacter, say) or another tool stored does not make its stream one that
+    nothing can be appended to, not even the update that would correct it."""
+    return readable_event(recorded.type, recorded.schema_version, recorded.data)
 
 
 def _creators(entries: Sequence[_Entry]) -> dict[str, list[int]]:
@@ -996,7 +1004,7 @@ class EventLog:
             return
         if recorded.version <= self._versions.get(stream, 0):
             return
-        self._states[stream] = evolve(self._states[stream], recorded.event())
+        self._states[stream] = evolve(self._states[stream], _stored_event(recorded))
         self._versions[stream] = recorded.version
 
     async def _load(self, streams: set[str]) -> None:
@@ -1008,7 +1016,7 @@ class EventLog:
             state: EntityState | None = None
             version = 0
             for recorded in loaded.get(stream, []):
-                state = evolve(state, recorded.event())
+                state = evolve(state, _stored_event(recorded))
                 version = recorded.version
             self._states[stream] = state
             self._versions[stream] = version
