@@ -556,33 +556,22 @@ def audit_command(
       leaderlog audit --source fox-ice-shakeup-2025-05 --from 2025-01-01
     """
 
+    filters: dict[str, Any] = {
+        "source": source,
+        "publisher": publisher,
+        "actor": actor,
+        "type": event_type,
+        "status": status,
+        "attribution": attribution,
+        "recorded_from": recorded_from,
+        "recorded_to": recorded_to,
+        "after": after,
+        "limit": limit,
+    }
+
     async def go() -> None:
-        check = partial(
-            Queries.check_audit,
-            source=source,
-            publisher=publisher,
-            actor=actor,
-            type=event_type,
-            status=status,
-            attribution=attribution,
-            recorded_from=recorded_from,
-            recorded_to=recorded_to,
-            after=after,
-            limit=limit,
-        )
-        async with _current(context, check) as queries:
-            answer = await queries.audit(
-                source=source,
-                publisher=publisher,
-                actor=actor,
-                type=event_type,
-                status=status,
-                attribution=attribution,
-                recorded_from=recorded_from,
-                recorded_to=recorded_to,
-                after=after,
-                limit=limit,
-            )
+        async with _current(context, partial(Queries.check_audit, **filters)) as queries:
+            answer = await queries.audit(**filters)
         if as_json:
             print_json(answer)
         else:
