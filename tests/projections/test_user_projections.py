@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -95,30 +96,21 @@ async def test_turnover_counts_tenures_average_and_acting_share(sqlite_url: str)
         assert rows == [("agency", 3, 2, 212.5, 1, 1 / 3), ("office", 1, 0, None, 1, 1.0)]
 
 
-async def test_turnover_counts_a_claim_attributed_anew_from_the_new_source_s_date(
-    sqlite_url: str,
-) -> None:
-    # Ann's appointment has no date of its own: it counts from when its source was out. A
-    # correction on a later page attributes it to a source registered long before, whose
-    # published date (2020-07-01, to the departure on 2021-01-01: 184 days) must count, as
-    # history counts it and a rebuild reading it all in one page does.
-    story = [
+def ann_s_tenure_reported_by(
+    source: str, registered: dict[str, Any], *, left_on: str
+) -> list[dict[str, Any]]:
+    """Ann's undated appointment as director of an agency and her departure on ``left_on``,
+    both reported as having occurred by ``source`` (whose ``registered`` record comes first)."""
+    return [
         record("org.registered", org="agency", name="Agency"),
         record("post.defined", post="director", org="agency", title="Director"),
         record("person.registered", person="ann", name="Ann"),
-        record("source.registered", source="blog", url="https://example.com/b", publisher="B"),
-        record(
-            "source.registered",
-            source="gazette",
-            url="https://example.com/g",
-            publisher="G",
-            published={"date": "2020-07-01"},
-        ),
+        registered,
         *(
             record(
                 "claim.reported",
                 claim=claim,
-                source="blog",
+                source=source,
                 kind=kind,
                 person="ann",
                 post="director",
@@ -129,8 +121,31 @@ async def test_turnover_counts_a_claim_attributed_anew_from_the_new_source_s_dat
             )
             for claim, kind, more in (
                 ("ann-in", "appointment", {}),
-                ("ann-out", "departure", {"effective": {"date": "2021-01-01"}}),
+                ("ann-out", "departure", {"effective": {"date": left_on}}),
             )
+        ),
+    ]
+
+
+async def test_turnover_counts_a_claim_attributed_anew_from_the_new_source_s_date(
+    sqlite_url: str,
+) -> None:
+    # Ann's appointment has no date of its own: it counts from when its source was out. A
+    # correction on a later page attributes it to a source registered long before, whose
+    # published date (2020-07-01, to the departure on 2021-01-01: 184 days) must count, as
+    # history counts it and a rebuild reading it all in one page does.
+    story = [
+        *ann_s_tenure_reported_by(
+            "blog",
+            record("source.registered", source="blog", url="https://example.com/b", publisher="B"),
+            left_on="2021-01-01",
+        ),
+        record(
+            "source.registered",
+            source="gazette",
+            url="https://example.com/g",
+            publisher="G",
+            published={"date": "2020-07-01"},
         ),
     ]
     query = "SELECT org, tenures, closed, average_days FROM p_turnover_orgs"
@@ -164,33 +179,16 @@ async def test_turnover_counts_a_vaguely_published_start_from_where_the_rules_do
     # appointment counts from that day (state shows her holding the post on it), not from
     # the last day of 2025, so her tenure up to 1 June lasted 92 days, not none.
     story = [
-        record("org.registered", org="agency", name="Agency"),
-        record("post.defined", post="director", org="agency", title="Director"),
-        record("person.registered", person="ann", name="Ann"),
-        record(
-            "source.registered",
-            source="yearbook",
-            url="https://example.com/y",
-            publisher="Y",
-            published={"date": "2025"},
-        ),
-        *(
+        *ann_s_tenure_reported_by(
+            "yearbook",
             record(
-                "claim.reported",
-                claim=claim,
+                "source.registered",
                 source="yearbook",
-                kind=kind,
-                person="ann",
-                post="director",
-                capacity="permanent",
-                modality="occurred",
-                attribution={"kind": "outlet"},
-                **more,
-            )
-            for claim, kind, more in (
-                ("ann-in", "appointment", {}),
-                ("ann-out", "departure", {"effective": {"date": "2025-06-01"}}),
-            )
+                url="https://example.com/y",
+                publisher="Y",
+                published={"date": "2025"},
+            ),
+            left_on="2025-06-01",
         ),
     ]
     async with await EventLog.open(sqlite_url) as log:
