@@ -68,6 +68,21 @@ def test_a_command_that_only_reads_refuses_a_missing_database_and_creates_none(
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize("command", [["state"], ["events"], ["verify"], ["token", "list"]])
+def test_a_command_that_only_reads_says_a_database_under_a_file_cannot_be_one(
+    tmp_path: Path, command: list[str]
+) -> None:
+    # Not "does not exist: import records into it first", which an import would refuse too.
+    notes = tmp_path / "notes.txt"
+    notes.write_text("notes\n")
+    result = CliRunner().invoke(main, ["--db", f"sqlite:///{notes / 'log.db'}", *command])
+    assert result.exit_code == 1, result.output
+    assert result.stderr == (
+        f"error: cannot open SQLite database {notes / 'log.db'}: {notes} is a file, not a folder\n"
+    )
+    assert notes.read_text() == "notes\n"
+
+
 def test_in_an_empty_folder_state_names_the_default_file_and_leaves_none(tmp_path: Path) -> None:
     environment = {name: value for name, value in os.environ.items() if name != "LEADERLOG_DB"}
     result = subprocess.run(

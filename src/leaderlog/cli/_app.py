@@ -135,9 +135,11 @@ def _missing_sqlite_file(url: str) -> Path | None:
     if "://" in url and url.partition("://")[0].lower() != "sqlite":
         return None  # PostgreSQL, or a scheme that opening the store refuses
     # Imported here: a PostgreSQL user's command need not load the SQLite driver.
-    from leaderlog.store.sqlite import check_url
+    from leaderlog.store.sqlite import check_place, check_url
 
     path = check_url(url)  # a malformed URL is refused here as it is when opened
+    # As opening it is: a database under a file is no missing one that an import would make.
+    check_place(path.absolute())
     try:
         if path.exists():
             return None

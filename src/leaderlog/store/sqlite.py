@@ -48,7 +48,7 @@ from leaderlog.store.base import (
     utc_now,
 )
 
-__all__ = ["BUSY_TIMEOUT", "PRAGMAS", "SCHEMA", "SQLiteStore", "check_url"]
+__all__ = ["BUSY_TIMEOUT", "PRAGMAS", "SCHEMA", "SQLiteStore", "check_place", "check_url"]
 
 _T = TypeVar("_T")
 
@@ -315,6 +315,25 @@ def check_url(url: str) -> Path:
             "its own empty database; use a file"
         )
     return path
+
+
+def check_place(path: Path) -> None:
+    """Refuse, saying why, an absolute ``path`` no database can be at: a folder, or a file
+    under a file. SQLite says only "unable to open database file" for either, and a command
+    that reads would say the file does not exist, to be made by an import that fails too."""
+    try:
+        folder_is_a_file = path.parent.exists() and not path.parent.is_dir()
+        is_a_folder = path.is_dir()
+    except OSError as error:
+        raise StoreUnavailable(f"cannot open SQLite database {path}: {error.strerror}") from None
+    if folder_is_a_file:
+        raise StoreUnavailable(
+            f"cannot open SQLite database {path}: {path.parent} is a file, not a folder"
+        )
+    if is_a_folder:
+        raise StoreUnavailable(
+            f"cannot open SQLite database {path}: it is a folder, not a database file"
+        )
 
 
 class _Abandoned(Exception):
@@ -711,23 +730,13 @@ class SQLiteStore(EventStore):
         path = path.absolute()
         try:
             folder_exists = path.parent.exists()
-            folder_is_a_file = folder_exists and not path.parent.is_dir()
-            is_a_folder = path.is_dir()
         except OSError as error:
             raise StoreUnavailable(
                 f"cannot open SQLite database {path}: {error.strerror}"
             ) from None
         if not folder_exists:
             raise StoreUnavailable(f"cannot create {path}: folder {path.parent} does not exist")
-        # SQLite says only "unable to open database file" for either.
-        if folder_is_a_file:
-            raise StoreUnavailable(
-                f"cannot open SQLite database {path}: {path.parent} is a file, not a folder"
-            )
-        if is_a_folder:
-            raise StoreUnavailable(
-                f"cannot open SQLite database {path}: it is a folder, not a database file"
-            )
+        check_place(path)
         if not create and not path.exists():
             # Connecting would create the file, empty: a log refused must not leave one.
             raise StoreUnavailable(f"database {path} does not exist: nothing was created")
