@@ -52,6 +52,30 @@ async def test_a_url_whose_scheme_lacks_its_slashes_is_refused_not_taken_for_a_f
 
 
 @pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql//app:TopSecret1@db.internal/leaderlog",
+        "Postgres//app:TopSecret1@db/x",
+        "sqlite//x.db",
+    ],
+)
+async def test_a_url_whose_scheme_lost_its_colon_is_refused_without_its_password(
+    url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Read as a relative path, its folders missing: the error named it whole, password too.
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(StoreUnavailable) as refused:
+        await open_store(url)
+    scheme = url.partition("//")[0].lower()
+    assert str(refused.value) == (
+        f"a database URL beginning {scheme}// must begin {scheme}:// "
+        "(sqlite:///path/to/file.db, postgresql://user@host:5432/dbname)"
+    )
+    assert "TopSecret1" not in str(refused.value)
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
     ("url", "shown"),
     [
         ("postgresql://app:TopSecret1@db/x", "postgresql://app:***@db/x"),

@@ -73,6 +73,9 @@ def check_database_url(url: str | None = None) -> str:
 
 # What begins a URL (RFC 3986), two letters at least: a Windows drive (C:) begins a path.
 _SCHEME_ALONE = re.compile(r"([A-Za-z][A-Za-z0-9+.-]+):")
+# A database URL that lost the colon of its :// (postgresql//app:secret@host/db) reads as a
+# relative path whose folders do not exist, which the error would then show whole.
+_SCHEME_WITHOUT_COLON = re.compile(r"(sqlite|postgresql|postgres)//", re.IGNORECASE)
 
 
 def _scheme(url: str) -> str | None:
@@ -81,6 +84,13 @@ def _scheme(url: str) -> str | None:
         return url.partition("://")[0].lower()
     # Anything else is the path of a SQLite file: a URL mistyped (postgresql:/host/db) would
     # create a file named after it. Only the scheme is shown, as a password may follow it.
+    lost_colon = _SCHEME_WITHOUT_COLON.match(url)
+    if lost_colon is not None:
+        scheme = lost_colon[1].lower()
+        raise StoreUnavailable(
+            f"a database URL beginning {scheme}// must begin {scheme}:// "
+            "(sqlite:///path/to/file.db, postgresql://user@host:5432/dbname)"
+        )
     written = _SCHEME_ALONE.match(url)
     if written is not None and written[1].lower() != "sqlite":
         raise StoreUnavailable(
