@@ -10,7 +10,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from functools import partial
-from typing import Any
+from typing import Any, TypedDict
 
 import click
 from rich.progress import (
@@ -515,6 +515,22 @@ def claim_command(context: Context, claim_id: str, known_at: str | None, as_json
     run(go)
 
 
+class _AuditFilters(TypedDict):
+    """What audit is asked, given to its check and to the question alike: typed, so that a
+    name or a type that either does not take is a mistake the type checker finds."""
+
+    source: str | None
+    publisher: str | None
+    actor: str | None
+    type: str | None
+    status: str | None
+    attribution: str | None
+    recorded_from: str | None
+    recorded_to: str | None
+    after: int
+    limit: int
+
+
 @main.command("audit")
 @click.option("--source", metavar="ID", help="Events citing this source.")
 @click.option("--publisher", metavar="P", help="Events citing a source from this publisher.")
@@ -556,7 +572,7 @@ def audit_command(
       leaderlog audit --source fox-ice-shakeup-2025-05 --from 2025-01-01
     """
 
-    filters: dict[str, Any] = {
+    filters: _AuditFilters = {
         "source": source,
         "publisher": publisher,
         "actor": actor,
