@@ -306,7 +306,7 @@ def _other_role(claim: ClaimVersion, tenure: Tenure) -> bool:
 
 
 def fold_tenures(versions: Iterable[ClaimVersion]) -> list[Tenure]:
-    """Every tenure the claims of one post (or one person) show, in the order they started,
+    """Every tenure the claims of one post (or one person) show (in no particular order),
     with the days the rules count its start and end from (``start_day``, ``end_day``): a
     vaguely published date counts at the latest from the day the log recorded it, which the
     shown ``start`` and ``end`` do not say."""
