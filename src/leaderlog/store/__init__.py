@@ -78,6 +78,9 @@ _SCHEME_ALONE = re.compile(r"([A-Za-z][A-Za-z0-9+.-]+):")
 _SCHEME_WITHOUT_COLON = re.compile(r"(sqlite|postgresql|postgres)//", re.IGNORECASE)
 
 
+_URL_FORMS = "(sqlite:///path/to/file.db, postgresql://user@host:5432/dbname)"
+
+
 def _scheme(url: str) -> str | None:
     # Schemes are case-insensitive (RFC 3986).
     if "://" in url:
@@ -88,14 +91,12 @@ def _scheme(url: str) -> str | None:
     if lost_colon is not None:
         scheme = lost_colon[1].lower()
         raise StoreUnavailable(
-            f"a database URL beginning {scheme}// must begin {scheme}:// "
-            "(sqlite:///path/to/file.db, postgresql://user@host:5432/dbname)"
+            f"a database URL beginning {scheme}// must begin {scheme}:// {_URL_FORMS}"
         )
     written = _SCHEME_ALONE.match(url)
     if written is not None and written[1].lower() != "sqlite":
         raise StoreUnavailable(
-            f"a database URL beginning {written[1].lower()}: must go on with :// "
-            "(sqlite:///path/to/file.db, postgresql://user@host:5432/dbname)"
+            f"a database URL beginning {written[1].lower()}: must go on with :// {_URL_FORMS}"
         )
     return None
 
