@@ -156,6 +156,7 @@ def test_bad_parameters_are_422_and_unknown_ids_404(
         "/api/state?as_of=tomorrow": 422,
         "/api/state?known_at=not-a-time": 422,
         "/api/state?known_at=-3": 422,
+        "/api/state?known_at=%2B22": 422,
         "/api/history": 422,
         "/api/history?person=robert-hammer&post=ice-hsi-ead": 422,
         "/api/history?person=nobody": 404,
@@ -198,6 +199,7 @@ def test_a_422_locates_the_parameter_at_fault(
         "/api/state?as_of=2025-02-30": "as_of",
         "/api/state?known_at=not-a-time": "known_at",
         "/api/state?known_at=99999": "known_at",
+        "/api/state?known_at=%2B22": "known_at",
         "/api/history?org=ice&known_at=2025-06-01T00:00:00": "known_at",
         "/api/audit?status=lost": "status",
         "/api/audit?type=claim.deleted": "type",
@@ -223,6 +225,18 @@ def test_a_422_locates_the_parameter_at_fault(
         assert response.status_code == 422, response.text
         (problem,) = response.json()["problems"]
         assert (problem["where"], problem["input"]) == ("path parameter claim_id", given), problem
+
+
+def test_a_position_written_with_a_plus_sign_is_refused_as_the_cli_does(
+    seeded_server: tuple[str, str], client: httpx.Client
+) -> None:
+    base, _ = seeded_server
+    response = client.get(f"{base}/api/state", params={"known_at": "+22"})  # sent as %2B22
+    assert response.status_code == 422, response.text
+    (problem,) = response.json()["problems"]
+    assert problem["message"] == (
+        "known_at position is written as a plain number, such as 22, without a plus sign; got '+22'"
+    )
 
 
 def test_a_long_time_is_answered_or_refused_as_the_cli_does(

@@ -503,9 +503,15 @@ def test_errors_are_clear_and_exit_1(db: str, args: tuple[str, ...], message: st
         ),
         (("state", "--known-at", "999"), "--known-at position 999 is beyond the log's head (29)"),
         (("state", "--known-at", "-1"), "--known-at position must be 0 or more, got -1"),
+        (
+            ("state", "--known-at", "+22"),
+            "--known-at position is written as a plain number, such as 22, without a plus sign; "
+            "got '+22'",
+        ),
         (("state", "--known-at", "9" * 4301), "--known-at is 4301 characters long; no log"),
         (("audit", "--from", "2025-06-01T00:00:00." + "0" * 60 + "Z"), "--from is 81 characters"),
         (("history", "--post", "ice-hsi-ead", "--known-at", "-3"), "must be 0 or more, got -3"),
+        (("history", "--post", "ice-hsi-ead", "--known-at", "+3"), "such as 3, without a plus"),
         (
             ("claim", HAMMER_CAPTION, "--known-at", "soon"),
             "known-at must be a log position (such as 42) or an RFC 3339 time",

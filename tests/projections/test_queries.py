@@ -811,6 +811,7 @@ async def test_exact_names_are_suggested_before_partial_ones(seeded_log: EventLo
         (lambda q: q.state(as_of="June"), InvalidQuery, "as-of must be a calendar day"),
         (lambda q: q.state(known_at=10_000), InvalidQuery, "beyond the log's head (29)"),
         (lambda q: q.state(known_at=-1), InvalidQuery, "0 or more"),
+        (lambda q: q.state(known_at="+22"), InvalidQuery, "a plain number, such as 22"),
         (lambda q: q.state(known_at="yesterday"), InvalidQuery, "RFC 3339"),
         (lambda q: q.state(known_at="2025-06-01T00:00:00"), InvalidQuery, "UTC offset"),
         (

@@ -21,7 +21,10 @@ __all__ = [
 
 # ASCII digits only: \d would also take other scripts' digits (fullwidth U+FF15, say).
 _DAY = re.compile(r"^\d{4}-\d{2}-\d{2}\Z", re.ASCII)
-_WHOLE_NUMBER = re.compile(r"^[+-]?\d+\Z", re.ASCII)
+_WHOLE_NUMBER = re.compile(r"^-?\d+\Z", re.ASCII)
+# No position is written with a plus sign, and "+22" may be a time's offset typed alone:
+# taking it as position 22 would answer a question the user may not have asked.
+_PLUS_NUMBER = re.compile(r"^\+\d+\Z", re.ASCII)
 CONTROL_CHARACTERS = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 # Names (a publisher's, say) may hold tab, line feed and carriage return: a filter on such a
 # name takes them too.
@@ -163,6 +166,12 @@ def parse_known_at(value: int | str | dt.date | None) -> int | dt.datetime | Non
         )
     if isinstance(value, str):
         _check_time_length(value, "known-at")
+        if _PLUS_NUMBER.match(value.strip()):
+            raise InvalidQuery(
+                f"known-at position is written as a plain number, such as "
+                f"{int(value.strip())}, without a plus sign; got {value!r}",
+                parameter="known_at",
+            )
     if isinstance(value, str) and _WHOLE_NUMBER.match(value.strip()):
         value = int(value.strip())
     if isinstance(value, int):
