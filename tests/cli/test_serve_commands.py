@@ -129,6 +129,25 @@ def test_an_empty_host_is_a_usage_mistake_not_every_interface(host: str, tmp_pat
     )
 
 
+@pytest.mark.parametrize(
+    ("host", "message"),
+    [
+        ("[localhost]", "brackets hold only an IPv6 address (such as [::1]), not 'localhost': "),
+        ("[127.0.0.1]", "brackets hold only an IPv6 address (such as [::1]), not '127.0.0.1': "),
+        ("[]", "brackets hold only an IPv6 address (such as [::1]), not '': "),
+        ("[::1", "'[::1' is missing a bracket: give an IPv6 address as ::1 or [::1]"),
+        ("::1]", "'::1]' is missing a bracket: give an IPv6 address as ::1 or [::1]"),
+    ],
+)
+def test_brackets_around_anything_but_an_ipv6_address_are_a_usage_mistake(
+    host: str, message: str, tmp_path: Path
+) -> None:
+    missing = tmp_path / "no-such-folder" / "leaderlog.db"
+    result = CliRunner().invoke(main, ["--db", f"sqlite:///{missing}", "serve", "--host", host])
+    assert result.exit_code == 2, result.stderr
+    assert f"Error: Invalid value for '--host': {message}" in result.stderr
+
+
 @pytest.mark.parametrize("option", ["--header-timeout", "--body-timeout"])
 @pytest.mark.parametrize("seconds", ["nan", "inf", "-inf", "1e400"])
 def test_a_time_limit_that_is_no_number_of_seconds_is_a_usage_mistake(
@@ -186,12 +205,13 @@ def serve(url: str, *arguments: str, seeded: bool = False) -> subprocess.Popen[s
     )
 
 
-def serving(process: subprocess.Popen[str], port: int) -> httpx.Response:
-    """The server's /healthz, once it answers (it fails if the server ends first)."""
+def serving(process: subprocess.Popen[str], port: int, host: str = "127.0.0.1") -> httpx.Response:
+    """The server's /healthz, once it answers (it fails if the server ends first); ``host``
+    as a URL writes it."""
     deadline = time.monotonic() + 60
     while True:
         try:
-            return httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=5)
+            return httpx.get(f"http://{host}:{port}/healthz", timeout=5)
         except httpx.TransportError:
             assert process.poll() is None, process.communicate()
             assert time.monotonic() < deadline, "the server did not start"
@@ -280,6 +300,34 @@ def test_serve_announces_its_address_then_serves_until_ctrl_c(sqlite_url: str) -
         f"leaderlog serving {sqlite_url} on http://127.0.0.1:{port}/ (Ctrl+C to stop)\n"
     )
     assert "Application startup complete" in stderr
+
+
+def _ipv6_loopback_port() -> int:
+    """A free port on ::1; the test is skipped on a machine that cannot listen there."""
+    if not socket.has_ipv6:
+        pytest.skip("this Python has no IPv6 support")
+    try:
+        with socket.socket(socket.AF_INET6, socket.SOCK_STREAM) as probe:
+            probe.bind(("::1", 0))
+            return int(probe.getsockname()[1])
+    except OSError as error:
+        pytest.skip(f"this machine cannot listen on ::1 ({error})")
+
+
+def test_serve_takes_an_ipv6_address_in_brackets_as_copied_from_a_url(sqlite_url: str) -> None:
+    port = _ipv6_loopback_port()
+    process = serve(sqlite_url, "--host", "[::1]", "--port", str(port))
+    try:
+        assert process.stderr is not None
+        announced = process.stderr.readline()
+        assert announced == (
+            f"leaderlog serving {sqlite_url} on http://[::1]:{port}/ (Ctrl+C to stop)\n"
+        ), announced
+        health = serving(process, port, "[::1]")
+        assert health.status_code == 200, health.text
+    finally:
+        process.terminate()
+        process.communicate(timeout=60)
 
 
 def test_a_request_that_never_ends_does_not_hold_a_stop(sqlite_url: str) -> None:

@@ -96,7 +96,26 @@ def _listening_host(context: click.Context, parameter: click.Parameter, host: st
         raise click.BadParameter(
             "give an address to listen on (0.0.0.0 or :: for every interface), not an empty one"
         )
+    if host.startswith("[") or host.endswith("]"):
+        return _unbracketed(host)
     return host
+
+
+def _unbracketed(host: str) -> str:
+    """``[::1]`` as ``::1``: an IPv6 address copied from a URL, which brackets it."""
+    if not (host.startswith("[") and host.endswith("]")):
+        raise click.BadParameter(
+            f"{host!r} is missing a bracket: give an IPv6 address as ::1 or [::1]"
+        )
+    inside = host[1:-1]
+    try:
+        ipaddress.IPv6Address(inside)
+    except ValueError:
+        raise click.BadParameter(
+            f"brackets hold only an IPv6 address (such as [::1]), not {inside!r}: "
+            "give a host name or an IPv4 address without them"
+        ) from None
+    return inside
 
 
 def _finite_seconds(context: click.Context, parameter: click.Parameter, value: float) -> float:
@@ -125,7 +144,7 @@ def _seconds_option(name: str, default: float, help: str) -> Callable[[FC], FC]:
     default="127.0.0.1",
     show_default=True,
     callback=_listening_host,
-    help="Address to listen on.",
+    help="Address to listen on (an IPv6 address with or without brackets: ::1 or [::1]).",
 )
 @click.option("--port", default=8000, show_default=True, type=click.IntRange(1, 65535))
 @click.option("--no-seed", is_flag=True, help="Do not load seeds/ into an empty log.")
