@@ -230,6 +230,41 @@ def test_events_as_json_is_the_array_of_every_envelope(seeded_url: str) -> None:
     assert one == dumps(envelopes[3:4], indent=True) + "\n"
 
 
+def _unreadable(seeded_url: str, position: int) -> None:
+    """The row at ``position`` edited behind the store's back into data that is not JSON."""
+    with contextlib.closing(sqlite3.connect(seeded_url.removeprefix("sqlite:///"))) as database:
+        database.execute("DROP TRIGGER events_are_append_only_update")
+        database.execute("UPDATE events SET data = '{not json' WHERE position = ?", (position,))
+        database.commit()
+
+
+def test_events_as_json_stays_an_array_when_a_later_page_cannot_be_read(
+    seeded_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    everything = json.loads(invoke("--db", seeded_url, "events", "--json"))
+    _unreadable(seeded_url, 25)
+    # Pages of 10: positions 1-20 are printed before the page holding 25 is read.
+    monkeypatch.setattr(log_commands, "_EVENTS_PAGE", 10)
+    result = CliRunner().invoke(main, ["--db", seeded_url, "events", "--json"])
+    assert result.exit_code == 1, result.output
+    assert json.loads(result.stdout) == everything[:20]
+    assert result.stderr.startswith("error: event at position 25 cannot be read: data ")
+    assert result.stderr.endswith(
+        "; the JSON array printed ends after position 20 (the events in it are complete)\n"
+    )
+    assert len(result.stderr.splitlines()) == 1
+
+
+def test_events_as_json_prints_nothing_when_its_first_page_cannot_be_read(
+    seeded_url: str,
+) -> None:
+    _unreadable(seeded_url, 5)
+    result = CliRunner().invoke(main, ["--db", seeded_url, "events", "--json"])
+    assert result.exit_code == 1, result.output
+    assert result.stdout == ""
+    assert result.stderr.startswith("error: event at position 5 cannot be read: data ")
+
+
 def test_events_paging(seeded_url: str) -> None:
     everything = json.loads(invoke("--db", seeded_url, "events", "--json"))
     page = json.loads(

@@ -6,7 +6,7 @@ import contextlib
 import os
 import sys
 import textwrap
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncGenerator, Callable, Iterator, Sequence
 from dataclasses import asdict
 from typing import IO, Any
 
@@ -41,6 +41,7 @@ from leaderlog.errors import (
     DuplicateEventError,
     RecordedAtRefused,
     RecordError,
+    StoreError,
 )
 from leaderlog.events import (
     HeldRecord,
@@ -386,15 +387,7 @@ def events_command(context: Context, after: int, limit: int | None, as_json: boo
         async with context.log(create=False) as log:
             shown = _at_most(log.store.iterate(after=after, page=_page(limit)), limit)
             if as_json:
-                # The array print_json would write, an element at a time.
-                out.write("[")
-                empty = True
-                async for event in shown:
-                    out.write("\n" if empty else ",\n")
-                    out.write(textwrap.indent(dumps(event.envelope(), indent=True), "  "))
-                    empty = False
-                out.write("]\n" if empty else "\n]\n")
-                out.flush()
+                await _write_json_array(out, shown)
                 return
             # Wide enough for the longest id shown, so that the actors stay in one column.
             width = max(40, await log.store.longest_stream_id(after, limit))
@@ -414,13 +407,49 @@ def events_command(context: Context, after: int, limit: int | None, as_json: boo
     run(go)
 
 
+async def _write_json_array(out: IO[str], events: AsyncGenerator[RecordedEvent, None]) -> None:
+    """The array print_json would write, an element at a time, and valid JSON whatever
+    happens: the first page is read before anything is written, and an error on a later one
+    (a row edited behind the store's back) closes the array before it is reported."""
+    async with contextlib.aclosing(events):
+        first = await anext(events, None)
+        if first is None:
+            out.write("[]\n")
+            return
+        out.write("[\n" + _element(first))
+        last = first.position
+        try:
+            async for event in events:
+                out.write(",\n" + _element(event))
+                last = event.position
+        except StoreError as error:
+            out.write("\n]\n")
+            out.flush()
+            raise StoreError(
+                f"{error}; the JSON array printed ends after position {last} "
+                "(the events in it are complete)"
+            ) from error
+        except BaseException:
+            # Interrupted, say: what was printed is still an array, if it can be closed.
+            with contextlib.suppress(OSError, ValueError):
+                out.write("\n]\n")
+                out.flush()
+            raise
+        out.write("\n]\n")
+        out.flush()
+
+
+def _element(event: RecordedEvent) -> str:
+    return textwrap.indent(dumps(event.envelope(), indent=True), "  ")
+
+
 def _page(limit: int | None) -> int:
     return min(limit or _EVENTS_PAGE, _EVENTS_PAGE)
 
 
 async def _at_most(
     events: AsyncGenerator[RecordedEvent, None], limit: int | None
-) -> AsyncIterator[RecordedEvent]:
+) -> AsyncGenerator[RecordedEvent, None]:
     count = 0
     async with contextlib.aclosing(events):
         async for event in events:
