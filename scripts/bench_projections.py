@@ -517,6 +517,8 @@ class Figures:
     rebuild_rate: float
     rows: int
     row_copy_rate: float
+    log_bytes: int
+    rows_bytes: int
     peak_mb: float
     small_p50: float
     large_p50: float
@@ -556,6 +558,9 @@ class Figures:
                 f"{self.row_copy_rate:>10,.0f} events/s",
                 f"    its ratio to the scan {self.row_copy_rate / self.raw_rate:.2f}x: a floor for "
                 "any rebuild, which also reads, folds and rewrites (for information)",
+                f"    on disk the rows take {self.rows_bytes / self.events / 1024:.1f} KiB an "
+                f"event, the log itself {self.log_bytes / self.events / 1024:.1f} KiB "
+                "(for information)",
                 f"  peak memory of the rebuild process {self.peak_mb:.0f} MB "
                 f"(bar <= {MEMORY_BAR_MB} MB)  {verdict(self.peak_mb <= MEMORY_BAR_MB)}",
                 f"  state --org --as-of --known-at p50: {self.large_p50 * 1000:.2f} ms at "
@@ -574,6 +579,9 @@ def bench_projections(
     started = time.perf_counter()
     spans = asyncio.run(write_log(large_url, events))
     print(f"  generated {events:,} events in {time.perf_counter() - started:.0f} s", flush=True)
+    # Measured before the rebuild adds the projections' rows to the same file; the store
+    # checkpoints its write-ahead log into the file when it closes.
+    log_bytes = large_path.stat().st_size
     count, raw_elapsed = raw_scan(large_path, _decode_row)
     _, payload_elapsed = raw_scan(large_path, _decode_payload)
     print(f"  raw scans done ({raw_elapsed:.0f} s, {payload_elapsed:.0f} s)", flush=True)
@@ -584,6 +592,7 @@ def bench_projections(
         flush=True,
     )
     rows, copy_elapsed = raw_row_copy(large_path, workdir / "rows.db")
+    rows_bytes = (workdir / "rows.db").stat().st_size
     (workdir / "rows.db").unlink()
     print(f"  raw row copy done ({copy_elapsed:.0f} s)", flush=True)
     if breakdown:
@@ -608,6 +617,8 @@ def bench_projections(
         rebuild_rate=rebuilt["events"] / rebuilt["elapsed"],
         rows=rows,
         row_copy_rate=count / copy_elapsed,
+        log_bytes=log_bytes,
+        rows_bytes=rows_bytes,
         peak_mb=rebuilt["peak_mb"],
         small_p50=small_p50,
         large_p50=large_p50,
