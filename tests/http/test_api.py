@@ -28,7 +28,7 @@ from leaderlog.http._deps import Services
 from leaderlog.http.app import _RETRY_SECONDS as RETRY_SECONDS
 from leaderlog.http.app import _unavailable
 from leaderlog.log import EventLog, load_seeds
-from leaderlog.projections import Queries, runner_for
+from leaderlog.projections import BUILTIN, Queries, runner_for
 from leaderlog.projections.audit import AuditProjection
 from leaderlog.store import VerifyReport
 from tests.conftest import SEEDS
@@ -410,6 +410,29 @@ def test_a_row_edited_behind_the_store_is_reported_not_a_crash(
         assert broken.json()["detail"].startswith("event at position 3 cannot be read: ")
         report = client.get(f"{base}/api/verify").json()
         assert (report["ok"], report["first_bad_position"]) == (False, 3)
+
+
+def test_healthz_is_not_ok_while_a_row_edited_behind_the_store_stops_the_projections(
+    tmp_path: Path, client: httpx.Client
+) -> None:
+    # given a log whose third row was edited before the projections ever applied it
+    url = seeded_database(tmp_path)
+    with sqlite3.connect(tmp_path / "leaderlog.db") as connection:
+        connection.execute("DROP TRIGGER events_are_append_only_update")
+        connection.execute("UPDATE events SET data = '{not json' WHERE position = 3")
+    with running(create_app(url)) as base:
+        health = client.get(f"{base}/healthz").json()
+    # then health says so, for each built-in stuck before it, rather than a lag it catches up
+    assert health["ok"] is False
+    assert {entry["name"] for entry in health["projections"]} == set(BUILTIN)
+    for entry in health["projections"]:
+        assert entry["checkpoint"] == 0, entry
+        assert entry["error"] == (
+            f"projection {entry['name']} could not apply events 1-3: UnreadableEvent: event at "
+            "position 3 cannot be read: data '{not json' is not valid JSON (unexpected "
+            "character, expected a string key: line 1 column 2 (char 1)); it stays at "
+            "position 0 until that is fixed"
+        )
 
 
 def test_healthz_answers_while_another_writer_holds_the_database(

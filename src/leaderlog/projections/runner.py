@@ -36,6 +36,7 @@ from leaderlog.errors import (
     ProjectionFailure,
     StoreError,
     StoreUnavailable,
+    UnreadableEvent,
 )
 from leaderlog.events import RecordedEvent
 from leaderlog.projections._isolation import (
@@ -746,11 +747,15 @@ class ProjectionRunner:
                     low = min((stored.get(p.name, (0, 0))[1] for p in projections), default=target)
                     if low >= target:
                         break
-                    if ahead is not None and ahead_after == low:
-                        events = await ahead
-                    else:
-                        await _cancel(ahead)
-                        events = await self.store.read_all(after=low, limit=self.page)
+                    try:
+                        if ahead is not None and ahead_after == low:
+                            events = await ahead
+                        else:
+                            await _cancel(ahead)
+                            events = await self.store.read_all(after=low, limit=self.page)
+                    except UnreadableEvent as unreadable:
+                        self._blocked_by(unreadable, projections, stored)
+                        raise
                     ahead = None
                     if not events:
                         break
@@ -793,6 +798,26 @@ class ProjectionRunner:
         if failures:
             raise ProjectionFailed(failures, position=target)
         return target
+
+    def _blocked_by(
+        self,
+        unreadable: UnreadableEvent,
+        projections: Sequence[Projection],
+        stored: Mapping[str, tuple[int, int]],
+    ) -> None:
+        """Note as failing each projection that needs the event that cannot be read: an
+        edited row stops them for good, unlike a busy database, and a health check that
+        saw only their lag would pass them for catching up."""
+        for projection in projections:
+            checkpoint = stored.get(projection.name, (projection.version, 0))[1]
+            if checkpoint < unreadable.position:
+                # A copy without the traceback: where the store noticed says nothing useful.
+                cause = UnreadableEvent(
+                    unreadable.position, unreadable.reason, unreadable.stored_hash
+                )
+                self.failing[projection.name] = ProjectionFailure(
+                    projection.name, checkpoint + 1, unreadable.position, cause
+                )
 
     def _rest(self, ran: Sequence[Projection], failures: Sequence[ProjectionFailure]) -> None:
         """Leave a user projection that failed alone for a while, twice as long each time it
