@@ -170,6 +170,10 @@ def test_bad_parameters_are_422_and_unknown_ids_404(
         "/api/audit?from=2025-06-02&to=2025-06-01": 422,
         "/api/events?limit=100000": 422,
         "/api/events?after=-1": 422,
+        # whole numbers only, as the CLI's --after and --limit take them
+        "/api/events?limit=5.0": 422,
+        "/api/audit?after=5.0": 422,
+        "/api/events/5.0": 422,
         "/api/events/0": 422,
         "/api/events/99999": 404,
         f"/api/events/{10**30}": 404,
@@ -205,6 +209,7 @@ def test_a_422_locates_the_parameter_at_fault(
         "/api/audit?type=claim.deleted": "type",
         "/api/audit?attribution=rumour": "attribution",
         "/api/audit?limit=0": "limit",
+        "/api/events?limit=5.0": "limit",
         "/api/audit?from=yesterday": "from",
         "/api/audit?to=2025-13-01": "to",
         "/api/audit?publisher=%20": "publisher",

@@ -42,6 +42,7 @@ from leaderlog.store import check_database_url
 __all__ = [
     "Context",
     "OutputLost",
+    "WholeNumber",
     "console_main",
     "err_console",
     "is_output_error",
@@ -56,6 +57,17 @@ __all__ = [
 T = TypeVar("T")
 out_console = Console(highlight=False, soft_wrap=True)
 err_console = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+class WholeNumber(click.IntRange):
+    """A whole number in a range, written in ASCII digits as the HTTP API takes it: Python
+    would also read other scripts' digits (fullwidth U+FF15, say), which a URL's ``after=``
+    or ``limit=`` refuses."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str) and not value.isascii():
+            self.fail(f"{value!r} is not a whole number written in digits 0-9.", param, ctx)
+        return super().convert(value, param, ctx)
 
 
 class Context:

@@ -26,6 +26,7 @@ from leaderlog._json import dumps
 from leaderlog.cli._app import (
     Context,
     OutputLost,
+    WholeNumber,
     echo_line,
     err_console,
     interruptible,
@@ -368,8 +369,8 @@ def _what_was_appended(outcome: AppendOutcome) -> str:
 
 
 @main.command("events")
-@click.option("--after", type=click.IntRange(min=0), default=0, help="Start after this position.")
-@click.option("--limit", type=click.IntRange(min=1), default=None, help="At most this many.")
+@click.option("--after", type=WholeNumber(min=0), default=0, help="Start after this position.")
+@click.option("--limit", type=WholeNumber(min=1), default=None, help="At most this many.")
 @click.option("--json", "as_json", is_flag=True, help="Print envelopes as a JSON array.")
 @click.pass_obj
 def events_command(context: Context, after: int, limit: int | None, as_json: bool) -> None:

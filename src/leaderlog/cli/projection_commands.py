@@ -24,6 +24,7 @@ from rich.progress import (
 
 from leaderlog.cli._app import (
     Context,
+    WholeNumber,
     echo_line,
     err_console,
     logged_on_stderr,
@@ -542,8 +543,8 @@ class _AuditFilters(TypedDict):
 @click.option("--attribution", metavar="K", help="Events of claims attributed this way.")
 @click.option("--from", "recorded_from", metavar="TIME", help="Recorded at or after (RFC 3339).")
 @click.option("--to", "recorded_to", metavar="TIME", help="Recorded at or before (RFC 3339).")
-@click.option("--after", type=click.IntRange(min=0), default=0, help="Start after this position.")
-@click.option("--limit", type=click.IntRange(min=1, max=10_000), default=500, show_default=True)
+@click.option("--after", type=WholeNumber(min=0), default=0, help="Start after this position.")
+@click.option("--limit", type=WholeNumber(min=1, max=10_000), default=500, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print the answer as JSON.")
 @click.pass_obj
 def audit_command(

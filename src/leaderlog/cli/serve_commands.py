@@ -21,7 +21,7 @@ import click
 from click.core import ParameterSource
 from click.decorators import FC
 
-from leaderlog.cli._app import Context, echo_line, logged_on_stderr, main, run
+from leaderlog.cli._app import Context, WholeNumber, echo_line, logged_on_stderr, main, run
 from leaderlog.cli.projection_commands import catch_up_for_queries
 from leaderlog.errors import ProjectionError, StoreBusy, StoreUnavailable, StoreUnreachable
 from leaderlog.feeds import (
@@ -551,7 +551,7 @@ def cannot_listen(host: str, port: int, error: OSError) -> str:
 )
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="atom", show_default=True)
 @click.option("--lang", default=None, help="en, es, fr, de, it, pt, ru, zh-Hans, hi or ja.")
-@click.option("--page", type=click.IntRange(min=1), default=None, help="An archive page.")
+@click.option("--page", type=WholeNumber(min=1), default=None, help="An archive page.")
 @click.option(
     "--base-url",
     default=DEFAULT_BASE_URL,

@@ -13,7 +13,8 @@ from dataclasses import asdict
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, HTTPException, Path, Query, Request
-from pydantic import Field
+from pydantic import BeforeValidator, Field
+from pydantic_core import PydanticCustomError
 from starlette.responses import Response
 
 from leaderlog.errors import ProjectionError
@@ -114,6 +115,20 @@ TimeOrDay = Annotated[
         examples=["2025-05-29T14:00:00Z", "2025-05-29"],
     ),
 ]
+
+
+def _no_fraction(value: object) -> object:
+    """Refuse a whole number written with a fraction (``5.0``), which pydantic reads as 5 but
+    the CLI's ``--after``/``--limit`` refuse: the same value gets the same verdict."""
+    if isinstance(value, str) and "." in value:
+        raise PydanticCustomError(
+            "int_parsing", "Input should be a valid integer, unable to parse string as an integer"
+        )
+    return value
+
+
+# After Query in Annotated, so that the schema keeps stating the bounds as minimum/maximum.
+_NO_FRACTION = BeforeValidator(_no_fraction)
 _ERRORS = documented({404: "Unknown organisation, post, person or claim."})
 MAX_EVENTS = 1000
 # A state is folded in the server's event loop: thousands of posts would hold every other
@@ -225,8 +240,10 @@ async def audit(
     ] = None,
     recorded_from: Annotated[TimeOrDay, Query(alias="from")] = None,
     recorded_to: Annotated[TimeOrDay, Query(alias="to")] = None,
-    after: Annotated[int, Query(ge=0, description="Page on: the previous `next_after`.")] = 0,
-    limit: Annotated[int, Query(ge=1, le=10_000)] = 500,
+    after: Annotated[
+        int, Query(ge=0, description="Page on: the previous `next_after`."), _NO_FRACTION
+    ] = 0,
+    limit: Annotated[int, Query(ge=1, le=10_000), _NO_FRACTION] = 500,
 ) -> Response:
     """Events matching every filter given, oldest first (`leaderlog audit`).
 
@@ -253,8 +270,8 @@ async def audit(
 @get_and_head(router, "/api/events", summary="The raw log, envelopes included")
 async def events(
     request: Request,
-    after: Annotated[int, Query(ge=0, description="Start after this position.")] = 0,
-    limit: Annotated[int, Query(ge=1, le=MAX_EVENTS)] = 100,
+    after: Annotated[int, Query(ge=0, description="Start after this position."), _NO_FRACTION] = 0,
+    limit: Annotated[int, Query(ge=1, le=MAX_EVENTS), _NO_FRACTION] = 100,
 ) -> Response:
     """Envelopes in position order (`leaderlog events --json`); page on with `after`."""
     found = await log_of(request).events(after=after, limit=limit)
@@ -267,7 +284,7 @@ async def events(
     responses=documented({404: "No event at that position."}),
     summary="One event by position",
 )
-async def event(request: Request, position: Annotated[int, Path(ge=1)]) -> Response:
+async def event(request: Request, position: Annotated[int, Path(ge=1), _NO_FRACTION]) -> Response:
     found = await log_of(request).store.get(position)
     if found is None:
         raise HTTPException(404, f"no event at position {position}")
