@@ -302,10 +302,38 @@ def test_given_a_departure_in_effect_then_an_announcement_of_it_is_not_pending()
     assert story.pending("2025-06-29") == ["fox", "wire"]
     assert story.state("2025-07-01")["pending"] == []
     assert story.state("2025-07-01")["vacancy"] == "vacant"
-    # nor while the retired holder is named with no date ("... is to retire"), nor if
-    # the announcement's date may be the same end more vaguely
-    undated = story.report("later", kind="departure", modality="expected", source="wire")
-    assert undated.pending("2025-07-01") == ["later"]
+    # nor is one without a date ("... is to retire soon") reported before that end: "soon"
+    # may well be the 30th
+    undated = story.report("soon", kind="departure", modality="expected", source="wire")
+    assert undated.pending("2025-06-29") == ["fox", "wire", "soon"]
+    assert undated.pending("2025-07-01") == []
+
+
+def test_given_a_departure_in_effect_then_one_without_a_date_reported_after_it_is_pending() -> None:
+    # given a retirement in effect on 30 June, then in August a report with no date that
+    # the retired holder is to leave: not the end already known, which it came after
+    story = (
+        Story(published={"paper": "2025-05-20", "wire": "2025-08-01"})
+        .report("c1", kind="incumbency", capacity="acting")
+        .report("fox", kind="departure", effective="2025-06-30", cause="retirement")
+        .report("later", kind="departure", modality="expected", source="wire")
+    )
+    assert story.pending("2025-08-02") == ["later"]
+
+
+def test_given_a_departure_that_happened_then_an_expected_one_without_a_date_is_not_pending() -> (
+    None
+):
+    # The seeds' shape: an article published some day in May says the holder is expected to
+    # be reassigned "soon"; a later report says he left on the 29th.
+    story = (
+        Story(published={"paper": "2025-05", "wire": "2025-06-02"})
+        .report("body", kind="incumbency")
+        .report("soon", kind="departure", modality="expected", cause="reassignment")
+        .report("left", kind="departure", effective="2025-05-29", source="wire")
+    )
+    assert story.pending("2025-08-01") == []
+    assert story.state("2025-08-01")["vacancy"] == "vacant"
 
 
 def test_given_a_departure_in_effect_then_a_departure_announced_after_a_return_is_pending() -> None:

@@ -38,7 +38,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from leaderlog.projections.claim_versions import ClaimVersion, shown_anchor
+from leaderlog.projections.claim_versions import ClaimVersion, earliest_day, shown_anchor
 
 __all__ = [
     "ACTING_CAPACITIES",
@@ -398,10 +398,13 @@ def _pending_claims(versions: Iterable[ClaimVersion], as_of: dt.date | None) -> 
 def _end_already_known(claim: ClaimVersion, folded: Sequence[Tenure]) -> bool:
     """Whether a pending departure is one already in effect: its person holds the post no
     more, and its own date may be the day a tenure of theirs ended (an announcement of the
-    retirement that another report already shows happened)."""
+    retirement that another report already shows happened). A departure without a date
+    ("soon") may mean any day from its report on."""
     if claim.kind != "departure":
         return False
     earliest = claim.earliest_stated_day()
+    if earliest is None:
+        earliest = earliest_day(claim.doc["reported_anchor"])
     if earliest is None:
         return False
     theirs = [tenure for tenure in folded if tenure.person == claim.person]
