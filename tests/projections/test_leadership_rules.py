@@ -336,6 +336,33 @@ def test_given_a_departure_that_happened_then_an_expected_one_without_a_date_is_
     assert story.state("2025-08-01")["vacancy"] == "vacant"
 
 
+def test_given_an_expected_appointment_then_a_report_that_it_happened_it_is_not_pending() -> None:
+    # given "ann is expected to become acting director soon" in a paper of 20 May, and a
+    # wire's report that she took over as acting director on 2 June
+    story = (
+        Story(published={"paper": "2025-05-20", "wire": "2025-06-03"})
+        .report("soon", capacity="acting", modality="expected")
+        .report("took", capacity="acting", effective="2025-06-02", source="wire")
+    )
+    # then before that day the appointment is to come, and from it, it is the one in effect
+    # (the report that it happened is only listed once it was out)
+    assert story.pending("2025-06-01") == ["soon"]
+    assert story.pending("2025-06-02") == []
+    assert story.holders("2025-06-02") == [("ann", "acting")]
+
+
+def test_given_a_tenure_then_an_appointment_it_does_not_already_show_is_pending() -> None:
+    # given ann acting from 2 June: an expected permanent appointment is a change to come
+    # (a new tenure), and so is an acting one dated after her start
+    story = (
+        Story(published={"paper": "2025-05-20", "wire": "2025-06-03"})
+        .report("acting", capacity="acting", effective="2025-06-02", source="wire")
+        .report("permanent", modality="expected")
+        .report("later", capacity="acting", modality="expected", effective="2025-09")
+    )
+    assert story.pending("2025-06-10") == ["permanent", "later"]
+
+
 def test_given_a_departure_in_effect_then_a_departure_announced_after_a_return_is_pending() -> None:
     story = (
         Story(published={"paper": "2025-05-20", "wire": "2025-08-01"})

@@ -364,11 +364,12 @@ def pending(
     departures that give way, when already known."""
     versions = list(versions)
     claims = _pending_claims(versions, as_of)
-    if any(claim.kind == "departure" for claim in claims):
+    if any(claim.kind in ("departure", "appointment") for claim in claims):
         if superseded is None:
             superseded = _superseded_departures(versions)
         if folded is None:
             folded = _fold(_in_effect(versions, as_of, superseded))
+        claims = [claim for claim in claims if not _start_already_known(claim, folded)]
         # A return still to come: a departure after it is a change to come too.
         returning = {claim.person for claim in claims if claim.kind != "departure"}
         claims = [
@@ -395,16 +396,41 @@ def _pending_claims(versions: Iterable[ClaimVersion], as_of: dt.date | None) -> 
     return found
 
 
-def _end_already_known(claim: ClaimVersion, folded: Sequence[Tenure]) -> bool:
-    """Whether a pending departure is one already in effect: its person holds the post no
-    more, and its own date may be the day a tenure of theirs ended (an announcement of the
-    retirement that another report already shows happened). A departure without a date
-    ("soon") may mean any day from its report on."""
-    if claim.kind != "departure":
-        return False
+def _earliest_meant(claim: ClaimVersion) -> dt.date | None:
+    """The first day a pending change's own date may mean; one without a date ("soon")
+    may mean any day from its report on."""
     earliest = claim.earliest_stated_day()
     if earliest is None:
         earliest = earliest_day(claim.doc["reported_anchor"])
+    return earliest
+
+
+def _start_already_known(claim: ClaimVersion, folded: Sequence[Tenure]) -> bool:
+    """Whether a pending appointment is one already in effect: a tenure of its person in
+    its post and capacity began on a day its date may mean (an expected appointment that
+    another report already shows happened)."""
+    if claim.kind != "appointment":
+        return False
+    earliest = _earliest_meant(claim)
+    if earliest is None:
+        return False
+    return any(
+        tenure.person == claim.person
+        and tenure.post == claim.post
+        and tenure.start_day is not None
+        and earliest <= tenure.start_day
+        and claim.capacity in ("unspecified", tenure.capacity())
+        for tenure in folded
+    )
+
+
+def _end_already_known(claim: ClaimVersion, folded: Sequence[Tenure]) -> bool:
+    """Whether a pending departure is one already in effect: its person holds the post no
+    more, and its own date may be the day a tenure of theirs ended (an announcement of the
+    retirement that another report already shows happened)."""
+    if claim.kind != "departure":
+        return False
+    earliest = _earliest_meant(claim)
     if earliest is None:
         return False
     theirs = [tenure for tenure in folded if tenure.person == claim.person]
