@@ -402,13 +402,19 @@ def test_a_failing_user_projection_does_not_hold_the_answers_back(
         assert "(" + str(tmp_path / "failing.py") + ", line 16)" in failures[0]
 
 
-def test_a_row_edited_behind_the_store_is_reported_not_a_crash(
-    tmp_path: Path, client: httpx.Client
-) -> None:
+def _seeded_with_row_3_edited(tmp_path: Path) -> str:
+    """The seeded log's URL, its third row edited behind the store's back."""
     url = seeded_database(tmp_path)
     with sqlite3.connect(tmp_path / "leaderlog.db") as connection:
         connection.execute("DROP TRIGGER events_are_append_only_update")
         connection.execute("UPDATE events SET data = '{not json' WHERE position = 3")
+    return url
+
+
+def test_a_row_edited_behind_the_store_is_reported_not_a_crash(
+    tmp_path: Path, client: httpx.Client
+) -> None:
+    url = _seeded_with_row_3_edited(tmp_path)
     with running(create_app(url)) as base:
         broken = client.get(f"{base}/api/events/3")
         assert broken.status_code == 500
@@ -421,10 +427,7 @@ def test_healthz_is_not_ok_while_a_row_edited_behind_the_store_stops_the_project
     tmp_path: Path, client: httpx.Client
 ) -> None:
     # given a log whose third row was edited before the projections ever applied it
-    url = seeded_database(tmp_path)
-    with sqlite3.connect(tmp_path / "leaderlog.db") as connection:
-        connection.execute("DROP TRIGGER events_are_append_only_update")
-        connection.execute("UPDATE events SET data = '{not json' WHERE position = 3")
+    url = _seeded_with_row_3_edited(tmp_path)
     with running(create_app(url)) as base:
         health = client.get(f"{base}/healthz").json()
     # then health says so, for each built-in stuck before it, rather than a lag it catches up
