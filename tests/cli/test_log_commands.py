@@ -169,6 +169,9 @@ def test_leaderlog_db_from_the_environment(tmp_path: Path) -> None:
         ("postgresql://postgres@127.0.0.1:5432", "connects to no particular database", False),
         ("postgresql:/postgres@127.0.0.1/test", "postgresql: must go on with ://", False),
         ("file:leaderlog.db", "file: must go on with ://", True),
+        # A name typed in Latin-1 reaches the command as bytes that are not UTF-8.
+        ("postgresql://postgres@127.0.0.1:5432/caf\udce9", "bytes that are not UTF-8", False),
+        ("postgresql://postgres@127.0.0.1:5432/te%00st", "holds a NUL character", False),
     ],
 )
 def test_a_malformed_database_url_is_a_usage_mistake(

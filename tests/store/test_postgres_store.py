@@ -353,6 +353,15 @@ def test_a_schema_of_postgresql_s_own_is_refused_before_connecting(schema: str) 
         ("postgresql://postgres@127.0.0.1/test?user=other", "gives the user twice"),
         ("postgresql://p:hunter2@127.0.0.1/test?password=x", "gives the password twice"),
         ("postgresql://postgres@h1:1,h2/test?port=3", "gives the port twice"),
+        # Latin-1 bytes as the command line reads them: asyncpg failed on its own internals.
+        ("postgresql://postgres@127.0.0.1/caf\udce9", "bytes that are not UTF-8 text"),
+        ("postgresql://p:hunter2\udce9@127.0.0.1/test", "bytes that are not UTF-8 text"),
+        # The server refused these with "invalid startup packet layout".
+        ("postgresql://postgres@127.0.0.1/te%00st", "database name holds a NUL character"),
+        ("postgresql://post%00gres@127.0.0.1/test", "user name holds a NUL character"),
+        ("postgresql://p:hunter2%00@127.0.0.1/test", "password holds a NUL character"),
+        ("postgresql://postgres@127.0.0.1/test?options=%00", "'options' holds a NUL character"),
+        ("postgresql://postgres@127.0.0.1%00/test", "host holds a NUL character"),
     ],
 )
 async def test_a_malformed_url_is_refused_before_connecting(url: str, message: str) -> None:

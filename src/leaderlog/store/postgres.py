@@ -31,7 +31,7 @@ import socket
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from typing import Any, NamedTuple, TypeVar
-from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit, urlunsplit
+from urllib.parse import SplitResult, parse_qsl, quote, unquote, urlencode, urlsplit, urlunsplit
 
 import asyncpg
 
@@ -424,6 +424,35 @@ def _connect_timeout(values: Sequence[str], url: str) -> float | None:
     return float(seconds) if seconds > 0 else None
 
 
+_NOT_UTF8 = re.compile(r"[\ud800-\udfff]")
+
+
+def _refuse_text_postgresql_cannot_take(url: str, parts: SplitResult) -> None:
+    """A URL whose names or settings PostgreSQL could not be sent: asyncpg fails on them
+    with an error of its own internals, or the server with one about its startup packet."""
+    if _NOT_UTF8.search(url):
+        # What the command line makes of bytes typed in another encoding (Latin-1's é).
+        shown = _redacted_or_hidden(url).encode("utf-8", "backslashreplace").decode()
+        raise StoreUnavailable(
+            f"{shown} is not a valid PostgreSQL URL: it holds bytes that are not UTF-8 "
+            "text; write it in UTF-8, or percent-encode the UTF-8 bytes (%C3%A9 for é)"
+        )
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    pieces = {
+        "user name": unquote(parts.username or ""),
+        "password": unquote(parts.password or ""),
+        "host": unquote(parts.netloc.rpartition("@")[2]),
+        "database name": unquote(parts.path),
+        **{f"parameter {key!r}": f"{key}={value}" for key, value in query},
+    }
+    for where, text in pieces.items():
+        if "\x00" in text:
+            raise StoreUnavailable(
+                f"{_redacted_or_hidden(url)} is not a valid PostgreSQL URL: its {where} holds "
+                "a NUL character (%00), which PostgreSQL takes in no name, password or setting"
+            )
+
+
 def _connect_options(url: str) -> _ConnectOptions:
     """Split our own ``schema`` parameter (and ``connect_timeout``, which asyncpg does not
     take from a URL) off the URL asyncpg gets."""
@@ -450,6 +479,7 @@ def _connect_options(url: str) -> _ConnectOptions:
             f"{_redacted_or_hidden(url)} is not a valid PostgreSQL URL: an @ in the user name "
             "or password must be percent-encoded: %40"
         )
+    _refuse_text_postgresql_cannot_take(url, parts)
     query = parse_qsl(parts.query, keep_blank_values=True)
     address = parts.netloc.rpartition("@")[2]
     given = {
