@@ -196,6 +196,14 @@ def test_revoking_unknown_or_revoked_names_is_refused(sqlite_url: str) -> None:
     refused(leaderlog(sqlite_url, "token", "revoke", "alice"), "already revoked")
 
 
+def test_revoking_a_name_in_bytes_that_are_not_utf8_is_a_usage_mistake(sqlite_url: str) -> None:
+    leaderlog(sqlite_url, "token", "create", "alice")
+    result = leaderlog(sqlite_url, "token", "revoke", "caf\udce9")
+    assert result.exit_code == 2, result.output
+    assert "token name 'caf\\udce9' holds bytes that are not UTF-8 text" in result.stderr
+    assert [entry["revoked_at"] for entry in listing(sqlite_url)] == [None]
+
+
 def test_the_database_can_come_from_the_environment(sqlite_url: str) -> None:
     runner = CliRunner()
     result = runner.invoke(main, ["token", "create", "alice"], env={"LEADERLOG_DB": sqlite_url})

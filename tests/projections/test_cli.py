@@ -532,6 +532,12 @@ def test_errors_are_clear_and_exit_1(db: str, args: tuple[str, ...], message: st
         (("rebuild", "Bad-Name"), "projection name 'Bad-Name' is not valid"),
         (("projections", "--forget", "Bad-Name"), "projection name 'Bad-Name' is not valid"),
         (("projections", "--forget", "audit"), "'audit' is a built-in projection"),
+        # Bytes typed in Latin-1, as Python reads them from the command line: neither
+        # database could be asked about them.
+        (("state", "--org", "caf\udce9"), "--org 'caf\\udce9' holds bytes that are not UTF-8"),
+        (("history", "--person", "\udcff"), "--person '\\udcff' holds bytes that are not"),
+        (("claim", "\udcff"), "'ID' '\\udcff' holds bytes that are not UTF-8"),
+        (("audit", "--publisher", "Caf\udce9"), "--publisher 'Caf\\udce9' holds bytes"),
     ],
 )
 def test_a_value_an_option_refuses_is_a_usage_mistake_exit_2(
@@ -813,3 +819,9 @@ def test_history_says_a_tenure_known_ended_only_from_a_report_was_over_by_then(
         "(when the source was out) (retirement) [reported]" in text
     )
     assert "(published)" not in text
+
+
+def test_a_feed_scope_in_bytes_that_are_not_utf8_is_an_unknown_id_not_a_crash(db: str) -> None:
+    result = invoke(db, "feed", "--scope", "org:caf\udce9")
+    assert result.exit_code == 1, result.output
+    assert result.stderr == "error: unknown organisation 'caf\\udce9'\n"

@@ -306,6 +306,27 @@ async def test_postgres_ids_with_control_characters_are_refused_not_a_crash(
         await queries.audit(publisher="\x00")
 
 
+async def test_postgres_ids_in_bytes_that_are_not_utf8_are_refused_not_a_crash(
+    seeded_postgres_log: EventLog,
+) -> None:
+    """What Python makes of Latin-1 bytes on a command line: asyncpg cannot send them."""
+    await (await runner_for(seeded_postgres_log.store)).catch_up()
+    queries = Queries(seeded_postgres_log.store)
+    with pytest.raises(InvalidQuery, match="org 'caf\\\\udce9' holds bytes that are not UTF-8"):
+        await queries.state(org="caf\udce9")
+    with pytest.raises(InvalidQuery, match=r"person .* holds bytes that are not UTF-8"):
+        await queries.history(person="\udcff")
+    with pytest.raises(InvalidQuery, match=r"claim .* holds bytes that are not UTF-8"):
+        await queries.claim("\udcff")
+    with pytest.raises(InvalidQuery, match=r"source .* holds bytes that are not UTF-8"):
+        await queries.audit(source="\udcff")
+    with pytest.raises(InvalidQuery, match=r"publisher .* holds bytes that are not UTF-8"):
+        await queries.audit(publisher="Caf\udce9")
+    with pytest.raises(InvalidQuery, match=r"actor .* holds bytes that are not UTF-8"):
+        await queries.audit(actor="\udcff")
+    assert str(await queries.unknown("person", "caf\udce9")) == "unknown person 'caf\\udce9'"
+
+
 async def test_postgres_a_failing_projection_stops_alone(seeded_postgres_log: EventLog) -> None:
     await a_failing_projection_stops_alone(seeded_postgres_log)
 

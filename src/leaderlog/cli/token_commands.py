@@ -6,6 +6,7 @@ import click
 
 from leaderlog.cli._app import Context, OutputLost, is_output_error, main, print_json, run
 from leaderlog.errors import StoreError, TokenError, TokenNameRefused
+from leaderlog.projections.query_input import NOT_UTF8_TEXT
 from leaderlog.tokens import Tokens, check_token_name
 
 
@@ -83,6 +84,12 @@ def revoke_command(context: Context, name: str) -> None:
     Example:
       leaderlog token revoke alice
     """
+    if NOT_UTF8_TEXT.search(name):
+        # Neither database can be asked about it, and no token has such a name.
+        raise click.BadParameter(
+            f"token name {name!r} holds bytes that are not UTF-8 text (typed in another encoding?)",
+            param_hint="'NAME'",
+        )
 
     async def go() -> None:
         async with context.log(create=False) as log:

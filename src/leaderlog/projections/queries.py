@@ -38,6 +38,7 @@ from leaderlog.projections.leadership_rules import (
 from leaderlog.projections.query_input import (
     CONTROL_CHARACTERS,
     MAX_NAME_LENGTH,
+    NOT_UTF8_TEXT,
     InvalidQuery,
     UnknownEntity,
     check_name_filters,
@@ -351,7 +352,12 @@ class Queries:
         message = f"unknown {kind} {given!r}"
         # Compared in one form (composed, case-folded in every script): "MÖFA" finds "möfa".
         text = search_form(given.strip())
-        if not text or len(text) > MAX_NAME_LENGTH or CONTROL_CHARACTERS.search(text):
+        if (
+            not text
+            or len(text) > MAX_NAME_LENGTH
+            or CONTROL_CHARACTERS.search(text)
+            or NOT_UTF8_TEXT.search(text)
+        ):
             return UnknownEntity(message)
         table, id_column, label_columns = _LOOKUPS[kind]
         exactly = f"%{SEARCH_SEPARATOR}{_literal(text)}{SEARCH_SEPARATOR}%"

@@ -10,6 +10,7 @@ from leaderlog.errors import InvalidQuery, UnknownEntity
 
 __all__ = [
     "CONTROL_CHARACTERS",
+    "NOT_UTF8_TEXT",
     "InvalidQuery",
     "UnknownEntity",
     "check_name_filters",
@@ -29,6 +30,9 @@ CONTROL_CHARACTERS = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 # Names (a publisher's, say) may hold tab, line feed and carriage return: a filter on such a
 # name takes them too.
 _CONTROL_CHARACTERS_NOT_IN_NAMES = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+# What Python makes of command-line bytes that are not UTF-8 (a name typed in Latin-1): no
+# stored id or name holds one, and neither database can be sent one.
+NOT_UTF8_TEXT = re.compile(r"[\ud800-\udfff]")
 
 
 # Longer than any log position or RFC 3339 time needs (fractions of a second included): the
@@ -63,6 +67,11 @@ def _check_filter(name: str, value: str | None, refused: re.Pattern[str]) -> Non
         raise InvalidQuery(f"{name} must not be empty", parameter=name)
     if refused.search(value):
         raise InvalidQuery(f"{name} {value!r} contains a control character", parameter=name)
+    if NOT_UTF8_TEXT.search(value):
+        raise InvalidQuery(
+            f"{name} {value!r} holds bytes that are not UTF-8 text (typed in another encoding?)",
+            parameter=name,
+        )
     if len(value) > MAX_NAME_LENGTH:
         raise InvalidQuery(
             f"{name} is {len(value)} characters long; no id or name is longer than "
