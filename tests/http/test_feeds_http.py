@@ -488,6 +488,28 @@ def test_redirects_under_a_public_url_with_an_international_host_lead_where_its_
         assert home.headers["location"] == f"{public}/?lang=en"
 
 
+def test_every_link_under_a_public_url_with_an_international_host_is_a_uri(
+    tmp_path: Path, client: httpx.Client
+) -> None:
+    url = f"sqlite:///{tmp_path / 'leaderlog.db'}"
+    public = "https://xn--bcher-kva.example/f%C3%BChrer"
+    given = "https://b\u00fccher.example/f\u00fchrer"
+    with running(create_app(url, seeds=SEEDS, public_url=given)) as base:
+        atom = client.get(f"{base}/feeds/org/ice.atom", headers=IDENTITY)
+        assert f'href="{public}/feeds/org/ice.atom" rel="self"' in atom.text
+        # An IRI whose path has a segment this long is what the W3C Feed Validator refuses.
+        claim = "fox-ice-shakeup-2025-05-hammer-reassignment"
+        assert f'href="{public}/api/claims/{claim}" rel="related"' in atom.text
+        for path in ("/feeds/org/ice.atom", "/", "/opml"):
+            document = client.get(base + path, headers=IDENTITY).text
+            assert "b\u00fccher" not in document and "f\u00fchrer" not in document, path
+    written = CliRunner().invoke(
+        main, ["--db", url, "feed", "--scope", "org:ice", "--base-url", given]
+    )
+    assert written.exit_code == 0, written.output
+    assert written.stdout_bytes == atom.content
+
+
 @pytest.mark.parametrize(
     "public",
     [

@@ -35,6 +35,7 @@ from leaderlog.feeds import (
     is_web_address,
     named_subject,
     resolve,
+    uri,
     with_lowercase_scheme,
 )
 from leaderlog.log import EventLog, load_seeds, seed_files
@@ -601,7 +602,8 @@ def feed_command(
         chosen_scope,
         fmt,  # type: ignore[arg-type]
         chosen_lang,
-        base_url.rstrip("/"),
+        # As the server links its --public-url: a URI, whatever letters it was given in.
+        uri(base_url).rstrip("/"),
         page,
         explicit_lang=lang is not None,
     )

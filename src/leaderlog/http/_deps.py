@@ -273,10 +273,7 @@ def redirect_root(request: Request) -> str:
     """
     configured = _public_url(request)
     if configured is not None:
-        # A Location header is a URI: the public address's host in IDNA form, as the
-        # documents link it; percent-encoded, as a header would otherwise carry it, no
-        # resolver finds it.
-        return uri(configured)
+        return configured
     root: str = request.scope.get("root_path", "")
     return root.rstrip("/")
 
@@ -298,9 +295,15 @@ def _plain_host(host: str) -> bool:
 
 
 def check_public_url(url: str) -> str:
-    """``url`` without a trailing slash, if it is an http(s) address with a host and neither
-    query nor fragment (the scheme put in lower case); raises ValueError saying what is wrong
-    otherwise."""
+    """``url`` as a URI without a trailing slash, if it is an http(s) address with a host and
+    neither query nor fragment (the scheme put in lower case); raises ValueError saying what
+    is wrong otherwise.
+
+    Every link and redirect starts with it, so a host or path outside ASCII is given in the
+    form a URI carries it (IDNA host, UTF-8 escapes): as an IRI, a Location header holding it
+    leads to no host a resolver finds, and the W3C Feed Validator refuses Atom links holding it
+    once a path segment is long.
+    """
     url = with_lowercase_scheme(url)
     parts = urllib.parse.urlsplit(url)
     try:
@@ -316,4 +319,4 @@ def check_public_url(url: str) -> str:
         raise ValueError(f"public URL {url!r} is not an http(s) address like https://example.org")
     if parts.query or parts.fragment or "?" in url or "#" in url:
         raise ValueError(f"public URL {url!r} has a query or fragment; give scheme, host, path")
-    return url.rstrip("/")
+    return uri(url).rstrip("/")
