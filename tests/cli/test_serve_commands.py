@@ -137,9 +137,13 @@ def test_an_empty_host_is_a_usage_mistake_not_every_interface(host: str, tmp_pat
         ("[]", "brackets hold only an IPv6 address (such as [::1]), not '': "),
         ("[::1", "'[::1' is missing a bracket: give an IPv6 address as ::1 or [::1]"),
         ("::1]", "'::1]' is missing a bracket: give an IPv6 address as ::1 or [::1]"),
+        # These ended in a UnicodeError traceback from the IDNA codec inside getaddrinfo.
+        ("\udcff", "'\\udcff' holds bytes that are not UTF-8 text"),
+        ("a..b", "'a..b' is not a host name or IP address: each of its dot-separated labels "),
+        ("a" * 64 + ".b", f"'{'a' * 64}.b' is not a host name or IP address: each of its "),
     ],
 )
-def test_brackets_around_anything_but_an_ipv6_address_are_a_usage_mistake(
+def test_a_host_that_names_no_address_is_a_usage_mistake(
     host: str, message: str, tmp_path: Path
 ) -> None:
     missing = tmp_path / "no-such-folder" / "leaderlog.db"

@@ -40,6 +40,7 @@ from leaderlog.feeds import (
 )
 from leaderlog.log import EventLog, load_seeds, seed_files
 from leaderlog.projections import Queries, runner_for
+from leaderlog.projections.query_input import NOT_UTF8_TEXT
 from leaderlog.store import without_password
 
 if TYPE_CHECKING:
@@ -99,6 +100,16 @@ def _listening_host(context: click.Context, parameter: click.Parameter, host: st
         )
     if host.startswith("[") or host.endswith("]"):
         return _unbracketed(host)
+    if NOT_UTF8_TEXT.search(host):
+        raise click.BadParameter(f"{host!r} holds bytes that are not UTF-8 text")
+    try:
+        # What getaddrinfo does first with a name; it fails there with a UnicodeError.
+        host.encode("idna")
+    except UnicodeError:
+        raise click.BadParameter(
+            f"{host!r} is not a host name or IP address: each of its dot-separated labels "
+            "must hold 1 to 63 characters"
+        ) from None
     return host
 
 
