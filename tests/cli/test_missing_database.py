@@ -119,6 +119,26 @@ def test_a_command_that_writes_creates_the_database(tmp_path: Path, command: lis
     assert verified.exit_code == 0, verified.output
 
 
+def test_a_file_named_in_bytes_that_are_not_utf8_is_created_by_import_or_not_at_all(
+    tmp_path: Path,
+) -> None:
+    # Its temporary twin was named by a sqlite:/// URL, which cannot hold such bytes: the
+    # import ended in a UnicodeEncodeError traceback.
+    created = tmp_path / os.fsdecode(b"caf\xe9.db")
+    url = f"sqlite:///{created}"
+    refused = tmp_path / "refused.jsonl"
+    refused.write_text(SEED_FILE.read_text(encoding="utf-8").splitlines()[-1] + "\n")
+    result = CliRunner().invoke(main, ["--db", url, "import", str(refused)])
+    assert result.exit_code == 1, result.output
+    assert "Traceback" not in result.stderr
+    assert sorted(tmp_path.iterdir()) == [refused]
+    result = CliRunner().invoke(main, ["--db", url, "import", str(SEED_FILE)])
+    assert result.exit_code == 0, result.output
+    assert sorted(tmp_path.iterdir()) == [created, refused]
+    verified = CliRunner().invoke(main, ["--db", url, "verify"])
+    assert verified.exit_code == 0, verified.output
+
+
 def test_state_of_an_empty_log_says_how_to_fill_it(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'empty.db'}"
 

@@ -37,6 +37,7 @@ from leaderlog.errors import (
     StoreUnavailable,
 )
 from leaderlog.log import EventLog
+from leaderlog.projections.query_input import NOT_UTF8_TEXT
 from leaderlog.store import check_database_url
 
 __all__ = [
@@ -204,9 +205,16 @@ async def _append_to_a_new_sqlite_file(
     # The name's start only: with the suffixes SQLite adds, the whole of a long name would
     # pass the 255 bytes a file name may have.
     draft = path.with_name(f".{path.name[:64]}.{secrets.token_hex(8)}.leaderlog-new")
+    url = str(draft)
+    if not NOT_UTF8_TEXT.search(url):
+        url = "sqlite:///" + quote(url)
+    elif "://" in url:
+        # A name in bytes that are not UTF-8 (Latin-1, say) has no sqlite:/// URL, so it is
+        # opened as a bare path: unless it holds ://, and would be read as another URL.
+        return None
     try:
         try:
-            log = await _open_even_if_interrupted("sqlite:///" + quote(str(draft)))
+            log = await _open_even_if_interrupted(url)
         except StoreUnavailable:
             # A folder that is missing or not writable, say: opening the database itself
             # then says so, naming the database rather than the temporary file.
