@@ -538,6 +538,13 @@ def test_errors_are_clear_and_exit_1(db: str, args: tuple[str, ...], message: st
         (("history", "--person", "\udcff"), "--person '\\udcff' holds bytes that are not"),
         (("claim", "\udcff"), "'ID' '\\udcff' holds bytes that are not UTF-8"),
         (("audit", "--publisher", "Caf\udce9"), "--publisher 'Caf\\udce9' holds bytes"),
+        # Longer than any id, as the HTTP API's 422 says; these said the id was unknown.
+        (("history", "--org", "a" * 65), "--org is 65 characters long; no id is longer than 64"),
+        (("history", "--person", "a" * 65), "--person is 65 characters long; no id is longer"),
+        (("state", "--org", "a" * 65), "--org is 65 characters long; no id is longer than 64"),
+        (("claim", "a" * 65), "'ID' is 65 characters long; no id is longer than 64"),
+        (("audit", "--source", "a" * 65), "--source is 65 characters long; no id is longer"),
+        (("audit", "--publisher", "a" * 301), "--publisher is 301 characters long; no name is"),
     ],
 )
 def test_a_value_an_option_refuses_is_a_usage_mistake_exit_2(

@@ -39,8 +39,9 @@ NOT_UTF8_TEXT = re.compile(r"[\ud800-\udfff]")
 # CLI and the HTTP API refuse it alike, before reading it.
 MAX_TIME_LENGTH = 64
 
-# Slugs have at most 64 characters and names at most 300 (leaderlog.events): a longer value
-# can match nothing, and would make the suggestions' LIKE patterns needlessly heavy.
+# Ids (slugs) have at most 64 characters and names at most 300 (leaderlog.events): a longer
+# value can match nothing, and would make the suggestions' LIKE patterns needlessly heavy.
+MAX_ID_LENGTH = 64
 MAX_NAME_LENGTH = 300
 
 
@@ -48,17 +49,19 @@ def check_names(**given: str | None) -> None:
     """Ids and filter values: not empty, and without control characters (which no stored
     id has, and which PostgreSQL refuses outright in the case of NUL)."""
     for name, value in given.items():
-        _check_filter(name, value, CONTROL_CHARACTERS)
+        _check_filter(name, value, CONTROL_CHARACTERS, "id", MAX_ID_LENGTH)
 
 
 def check_name_filters(**given: str | None) -> None:
     """Filters matched against a name as stored (a publisher's): as :func:`check_names`,
     except that tab, line feed and carriage return, which a name may hold, are taken."""
     for name, value in given.items():
-        _check_filter(name, value, _CONTROL_CHARACTERS_NOT_IN_NAMES)
+        _check_filter(name, value, _CONTROL_CHARACTERS_NOT_IN_NAMES, "name", MAX_NAME_LENGTH)
 
 
-def _check_filter(name: str, value: str | None, refused: re.Pattern[str]) -> None:
+def _check_filter(
+    name: str, value: str | None, refused: re.Pattern[str], kind: str, longest: int
+) -> None:
     if value is None:
         return
     if not isinstance(value, str):
@@ -72,10 +75,9 @@ def _check_filter(name: str, value: str | None, refused: re.Pattern[str]) -> Non
             f"{name} {value!r} holds bytes that are not UTF-8 text (typed in another encoding?)",
             parameter=name,
         )
-    if len(value) > MAX_NAME_LENGTH:
+    if len(value) > longest:
         raise InvalidQuery(
-            f"{name} is {len(value)} characters long; no id or name is longer than "
-            f"{MAX_NAME_LENGTH}",
+            f"{name} is {len(value)} characters long; no {kind} is longer than {longest}",
             parameter=name,
         )
 
