@@ -577,29 +577,40 @@ async def test_times_are_stamped_from_the_database_s_clock(
     assert before <= recorded.recorded_at <= after
 
 
-async def test_a_lock_held_too_long_elsewhere_is_busy_not_a_hang(
+@contextlib.asynccontextmanager
+async def _events_locked_elsewhere(
     schema_url: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
+) -> AsyncIterator[EventStore]:
+    """A store holding one event, while another session holds its events table for longer
+    than the store's lock timeout."""
     import leaderlog.store.postgres as backend
 
     monkeypatch.setattr(backend, "LOCK_TIMEOUT", 0.2)
     async with await open_store(schema_url) as opened:
         await opened.append([event("a")], actor="t")
-        # given another session holding the events table for longer than the lock timeout
         async with postgres_connection(schema_url) as holder:
             transaction = holder.transaction()
             await transaction.start()
             await holder.execute("LOCK TABLE events IN ACCESS EXCLUSIVE MODE")
             try:
-                # then reading and appending say the database is busy, in SQLite's words
-                busy = r"^database is busy: .*lock timeout"
-                with anyio.fail_after(10), pytest.raises(StoreUnavailable, match=busy):
-                    await opened.read_all()
-                with anyio.fail_after(10), pytest.raises(StoreUnavailable, match=busy):
-                    await opened.append([event("b")], actor="t")
+                yield opened
             finally:
                 await transaction.rollback()
-        assert await opened.count() == 1
+
+
+async def test_a_lock_held_too_long_elsewhere_is_busy_not_a_hang(
+    schema_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # given another session holding the events table for longer than the lock timeout
+    async with _events_locked_elsewhere(schema_url, monkeypatch) as opened:
+        # then reading and appending say the database is busy, in SQLite's words
+        busy = r"^database is busy: .*lock timeout"
+        with anyio.fail_after(10), pytest.raises(StoreUnavailable, match=busy):
+            await opened.read_all()
+        with anyio.fail_after(10), pytest.raises(StoreUnavailable, match=busy):
+            await opened.append([event("b")], actor="t")
+    async with await open_store(schema_url) as reopened:
+        assert await reopened.count() == 1
 
 
 async def test_a_log_that_does_not_exist_is_refused_when_only_reading(schema_url: str) -> None:
@@ -810,3 +821,17 @@ def test_only_what_may_pass_on_its_own_is_unreachable(
     raised: BaseException, waited_for: bool
 ) -> None:
     assert (_unreachable(raised) is StoreUnreachable) is waited_for
+
+
+async def test_a_wait_that_starts_listening_while_the_log_is_locked_ends_as_a_poll_does(
+    schema_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # given another session holding the events table for longer than the lock timeout, as
+    # the wait that starts listening (first, or again after a lost connection) begins
+    async with _events_locked_elsewhere(schema_url, monkeypatch) as opened:
+        # then the wait ends, as a poll does, rather than end the follower with "busy": the
+        # follower's next read waits the lock out, as its reads do
+        with anyio.fail_after(10):
+            await opened.wait_for_events(after=1, timeout=600)
+        assert isinstance(opened, PostgresStore)
+        assert opened._listener is not None

@@ -1115,12 +1115,14 @@ class PostgresStore(EventStore):
             return True
 
     async def wait_for_events(self, after: int, timeout: float) -> None:
-        """Return once a commit past ``after`` is known, or after ``timeout`` (polling)."""
+        """Return once a commit past ``after`` is known, or after ``timeout`` (polling), or at
+        once when listening has just (re)started."""
         wakeup = self._wakeup
         if await self._listen():
-            # Commits made before LISTEN took effect sent no notification we could hear.
-            head, _ = await self.head()
-            self._known_head = max(self._known_head, head)
+            # Commits made before LISTEN took effect sent no notification we could hear: the
+            # caller reads again. Not read here: a follower's reads wait out a database that
+            # cannot answer (a lock held elsewhere, a restart), where this wait would end it.
+            return
         if self._known_head > after:
             return
         # asyncio.timeout, not wait_for: see EventStore.wait_for_events.
