@@ -835,3 +835,33 @@ async def test_a_wait_that_starts_listening_while_the_log_is_locked_ends_as_a_po
             await opened.wait_for_events(after=1, timeout=600)
         assert isinstance(opened, PostgresStore)
         assert opened._listener is not None
+
+
+async def test_an_append_whose_connection_is_terminated_says_why_it_was_lost(
+    store: PostgresStore, schema_url: str
+) -> None:
+    # given an append waiting for the append lock another transaction holds
+    async with store.projection_transaction() as tx, postgres_connection(schema_url) as admin:
+        await tx.lock_appends()
+        appending = asyncio.create_task(store.append([event("a")], actor="t"))
+        with anyio.fail_after(10):
+            while (waiting := await admin.fetchval(_WAITING_FOR_AN_ADVISORY_LOCK)) is None:
+                await asyncio.sleep(0.01)
+        # when its connection is terminated by the server
+        await admin.execute("SELECT pg_terminate_backend($1)", waiting)
+        # then the error is the server's reason, not asyncpg's complaint about rolling back
+        # on the connection it lost ("cannot call Transaction.__aexit__() ...")
+        with anyio.fail_after(10), pytest.raises(StoreUnavailable) as raised:
+            await appending
+    message = str(raised.value)
+    assert message.startswith("PostgreSQL is unavailable: ")
+    assert message.endswith("terminating connection due to administrator command")
+    assert "__aexit__" not in message
+    assert await store.count() == 0
+
+
+# The append lock is keyed on the events table's oid (in its low half).
+_WAITING_FOR_AN_ADVISORY_LOCK = (
+    "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND NOT granted "
+    "AND objid = 'events'::regclass::oid"
+)

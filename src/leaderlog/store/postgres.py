@@ -277,12 +277,26 @@ _TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (
 )
 
 
+def _first_loss(error: BaseException) -> BaseException:
+    """The error that lost the connection: rolling back or releasing on a connection already
+    lost fails too, and asyncpg's words for that ("cannot call Transaction.__aexit__(): the
+    underlying connection is closed") would hide the server's reason."""
+    first = error
+    earlier = error.__context__
+    while earlier is not None and isinstance(earlier, (*_CONNECTION_ERRORS, StoreUnavailable)):
+        if isinstance(earlier, _CONNECTION_ERRORS):
+            first = earlier
+        earlier = earlier.__context__
+    return first
+
+
 @contextlib.contextmanager
 def _unavailable_on_disconnect() -> Iterator[None]:
     try:
         yield
     except _CONNECTION_ERRORS as error:
-        raise StoreUnavailable(f"PostgreSQL is unavailable: {_reason(error)}") from error
+        reason = _reason(_first_loss(error))
+        raise StoreUnavailable(f"PostgreSQL is unavailable: {reason}") from error
     except _TRANSIENT_ERRORS as error:
         # Worded as SQLite's: scripts and users meet one message for one situation.
         raise StoreBusy(f"database is busy: {_reason(error)}") from error
