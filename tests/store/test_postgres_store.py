@@ -21,6 +21,7 @@ from leaderlog.projections import BUILTIN, ProjectionRunner
 from leaderlog.store import EventStore, open_store
 from leaderlog.store.postgres import (
     _INSERT_CHUNK,
+    CHANNEL,
     PostgresStore,
     _unavailable_on_disconnect,
     _unreachable,
@@ -113,21 +114,31 @@ async def test_positions_follow_commit_order_across_writers(schema_url: str) -> 
             await opened.close()
 
 
-async def test_notification_wakes_a_waiter_of_another_store(
-    store: PostgresStore, schema_url: str
-) -> None:
-    writer = await PostgresStore.open(schema_url)
+@pytest.fixture
+async def writer(schema_url: str) -> AsyncIterator[PostgresStore]:
+    """Another store on the same log, as another process's would be."""
+    opened = await PostgresStore.open(schema_url)
     try:
-        await writer.append([event("a")], actor="t")
-        with anyio.fail_after(10):
-            # The first wait starts listening; the second can then only be woken by a
-            # notification, as its poll timeout is far beyond the deadline.
-            await store.wait_for_events(after=1, timeout=0.01)
-            waiting = asyncio.create_task(store.wait_for_events(after=1, timeout=600))
-            await writer.append([event("b")], actor="t")
-            await waiting
+        yield opened
     finally:
-        await writer.close()
+        await opened.close()
+
+
+async def _woken_by_an_append(store: PostgresStore, writer: PostgresStore, after: int) -> None:
+    """A wait far longer than the deadline, which only a notification can end in time."""
+    with anyio.fail_after(10):
+        waiting = asyncio.create_task(store.wait_for_events(after=after, timeout=600))
+        await writer.append([event(f"after-{after}")], actor="t")
+        await waiting
+
+
+async def test_notification_wakes_a_waiter_of_another_store(
+    store: PostgresStore, writer: PostgresStore
+) -> None:
+    await writer.append([event("a")], actor="t")
+    # The first wait starts listening; the second can then only be woken by a notification.
+    await store.wait_for_events(after=1, timeout=0.01)
+    await _woken_by_an_append(store, writer, after=1)
 
 
 async def test_follower_listens_again_after_losing_its_connection(
@@ -865,3 +876,25 @@ _WAITING_FOR_AN_ADVISORY_LOCK = (
     "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND NOT granted "
     "AND objid = 'events'::regclass::oid"
 )
+
+
+async def test_a_notification_past_the_log_s_head_wakes_a_follower_once_not_forever(
+    store: PostgresStore, writer: PostgresStore, schema_url: str
+) -> None:
+    await writer.append([event("a")], actor="t")
+    with anyio.fail_after(10):
+        await store.wait_for_events(after=0, timeout=0.01)  # starts listening
+        woken = asyncio.create_task(store.wait_for_events(after=1, timeout=600))
+        # given a notification naming a position the log does not hold (anyone who may
+        # connect may send one: NOTIFY takes no right on the log)
+        async with postgres_connection(schema_url) as stranger:
+            await stranger.execute(f"NOTIFY {CHANNEL}, '{store.schema}:999999'")
+        await woken
+    # then the next wait waits again: it did not keep returning at once, which made every
+    # follower (a server's) read the log in a busy loop
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    await store.wait_for_events(after=1, timeout=0.2)
+    assert loop.time() - started >= 0.19
+    # and a real append still wakes it
+    await _woken_by_an_append(store, writer, after=1)

@@ -1128,6 +1128,22 @@ class PostgresStore(EventStore):
             self._listener = listener
             return True
 
+    async def _holds_beyond(self, after: int) -> bool:
+        """Whether the log holds an event past ``after``, as a notification said. Anyone who
+        may connect can send one (NOTIFY takes no right on the log): one naming a position
+        past the head, believed, would end every later wait at once, and a follower would
+        read the log in a busy loop."""
+        said = self._known_head
+        try:
+            head, _ = await self.head()
+        except StoreUnavailable:
+            return True  # the caller's next read meets the trouble and waits it out
+        if head > after:
+            return True
+        if self._known_head == said:  # no commit was heard meanwhile
+            self._known_head = head
+        return False
+
     async def wait_for_events(self, after: int, timeout: float) -> None:
         """Return once a commit past ``after`` is known, or after ``timeout`` (polling), or at
         once when listening has just (re)started."""
@@ -1137,7 +1153,7 @@ class PostgresStore(EventStore):
             # caller reads again. Not read here: a follower's reads wait out a database that
             # cannot answer (a lock held elsewhere, a restart), where this wait would end it.
             return
-        if self._known_head > after:
+        if self._known_head > after and await self._holds_beyond(after):
             return
         # asyncio.timeout, not wait_for: see EventStore.wait_for_events.
         with contextlib.suppress(TimeoutError):
