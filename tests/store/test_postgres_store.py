@@ -16,7 +16,7 @@ import anyio
 import asyncpg
 import pytest
 
-from leaderlog.errors import StoreError, StoreUnavailable, StoreUnreachable
+from leaderlog.errors import LogRemoved, StoreError, StoreUnavailable, StoreUnreachable
 from leaderlog.projections import BUILTIN, ProjectionRunner
 from leaderlog.store import EventStore, open_store
 from leaderlog.store.postgres import (
@@ -898,3 +898,29 @@ async def test_a_notification_past_the_log_s_head_wakes_a_follower_once_not_fore
     assert loop.time() - started >= 0.19
     # and a real append still wakes it
     await _woken_by_an_append(store, writer, after=1)
+
+
+async def test_a_store_opened_before_its_log_was_dropped_and_created_anew_does_not_append_to_it(
+    schema_url: str,
+) -> None:
+    # given a store opened on a new log, which the store that created it then drops (a
+    # first import refused), and a third store that creates the log anew
+    creator = await PostgresStore.open(schema_url)
+    opened_before = await PostgresStore.open(schema_url)
+    assert await creator.discard_created_log()
+    await creator.close()
+    created_anew = await PostgresStore.open(schema_url)
+    try:
+        assert created_anew.created_log
+        # when the store opened before appends while a writer of the new log holds the
+        # lock appends take turns under
+        async with created_anew.projection_transaction() as tx:
+            await tx.lock_appends()
+            # then it is told the log it opened is gone, as the CLI's imports retry on: it
+            # took its turn under the old table's lock, beside the new log's writers
+            with anyio.fail_after(10), pytest.raises(LogRemoved):
+                await opened_before.append([event("a")], actor="t")
+        assert await created_anew.count() == 0
+    finally:
+        await opened_before.close()
+        await created_anew.close()

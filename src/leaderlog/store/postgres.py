@@ -140,9 +140,11 @@ _INSERT = (
 # Keeps each message to the server a few megabytes even when importing a whole log at once.
 _INSERT_CHUNK = 10_000
 _HEAD = "SELECT position, hash FROM events ORDER BY position DESC LIMIT 1"
-# The head and the database's clock in one round trip (an append's hot path).
+# The head, the database's clock and the events table's oid in one round trip (an append's
+# hot path).
 _HEAD_AND_CLOCK = (
-    "SELECT head.position, head.hash, head.recorded_at, clock_timestamp() FROM (SELECT 1) one "
+    "SELECT head.position, head.hash, head.recorded_at, clock_timestamp(), "
+    "to_regclass('events')::oid::bigint FROM (SELECT 1) one "
     "LEFT JOIN (SELECT position, hash, recorded_at FROM events ORDER BY position DESC LIMIT 1) "
     "head ON true"
 )
@@ -322,9 +324,9 @@ _T = TypeVar("_T")
 _MISSING_RELATION = (asyncpg.UndefinedTableError, asyncpg.InvalidSchemaNameError)
 
 
-def _log_removed(error: BaseException) -> LogRemoved:
+def _log_removed(reason: str) -> LogRemoved:
     return LogRemoved(
-        f"the log is gone ({_reason(error)}): its events table or schema was dropped while "
+        f"the log is gone ({reason}): its events table or schema was dropped while "
         "leaderlog had it open, by another command whose first import into a new log was "
         "refused (nothing was written: try again), or by hand (restore it from a backup or "
         "an export, then restart)",
@@ -338,7 +340,7 @@ def _log_still_there() -> Iterator[None]:
     try:
         yield
     except _MISSING_RELATION as error:
-        raise _log_removed(error) from error
+        raise _log_removed(_reason(error)) from error
 
 
 # SQL_ASCII stores the bytes it is given, as UTF8 does once it has checked them; any other
@@ -710,7 +712,7 @@ class _PostgresProjectionTransaction(ProjectionTransaction):
                 return await work()
         except _MISSING_RELATION as error:
             if await self._log_gone():
-                raise _log_removed(error) from error
+                raise _log_removed(_reason(error)) from error
             raise
 
     async def lock_appends(self) -> None:
@@ -794,6 +796,7 @@ class PostgresStore(EventStore):
         self._dsn = dsn
         self._settings = settings
         self._connect_timeout = connect_timeout
+        self._table_oid = table_oid
         self._append_lock_key = _LOCK_SPACE | table_oid
         # One writer per process waits on the advisory lock; the others wait here without
         # holding a pooled connection.
@@ -917,7 +920,9 @@ class PostgresStore(EventStore):
                     await connection.execute(
                         "SELECT pg_advisory_xact_lock($1)", self._append_lock_key
                     )
-                    outcomes, rows = await self._plan(connection, batches, reporter)
+                    outcomes, rows = await self._plan(
+                        connection, batches, reporter, self._table_oid
+                    )
                     for start in range(0, len(rows), _INSERT_CHUNK):
                         chunk = rows[start : start + _INSERT_CHUNK]
                         await connection.execute(_INSERT, *_rows_to_columns(chunk))
@@ -940,6 +945,7 @@ class PostgresStore(EventStore):
         connection: asyncpg.pool.PoolConnectionProxy[asyncpg.Record],
         batches: Sequence[PendingBatch],
         reporter: WriteProgressReporter | None,
+        table_oid: int,
     ) -> tuple[list[AppendResult | StoreError], list[PlannedRow]]:
         """Read the state the batches depend on (under the append lock) and lay out the rows."""
         streams = batch_streams(batches)
@@ -948,7 +954,12 @@ class PostgresStore(EventStore):
         # one clock, and a host whose clock is off cannot make recorded times go backwards.
         head = await connection.fetchrow(_HEAD_AND_CLOCK)
         assert head is not None  # the query always gives one row
-        head_position, head_hash, head_time, now = head
+        head_position, head_hash, head_time, now, table_now = head
+        if table_now != table_oid:
+            # Dropped and created anew since this store opened it (another process's first
+            # import refused, then one more): the lock just taken is the old table's, and
+            # the new log's writers take turns under another.
+            raise _log_removed("its events table was dropped and created anew")
         versions = {
             row[0]: row[1]
             for row in await connection.fetch(
@@ -997,7 +1008,7 @@ class PostgresStore(EventStore):
             # A projection's table missing is its own matter (not built yet), unless the
             # whole log went with it: then that is what to say, not "run rebuild".
             if await self._log_gone():
-                raise _log_removed(error) from error
+                raise _log_removed(_reason(error)) from error
             raise
 
     async def _log_gone(self) -> bool:
