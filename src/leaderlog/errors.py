@@ -28,6 +28,11 @@ Hierarchy::
         ├── FeedNotFound         no such organisation, person, post or archive page
         └── UnknownLanguage      a language asked for that the feeds are not offered in
 
+Beside them, outside :class:`Exception`::
+
+    KeyboardInterrupt
+    └── Interrupted              Ctrl-C, as the command line raises it
+
 Each is importable from here and from :mod:`leaderlog`; the feed errors from
 :mod:`leaderlog.feeds` too. This module imports no other part of leaderlog, so every other
 module can import it.
@@ -53,6 +58,7 @@ __all__ = [
     "DuplicateEventError",
     "FeedError",
     "FeedNotFound",
+    "Interrupted",
     "InvalidQuery",
     "LeaderlogError",
     "LogRemoved",
@@ -71,6 +77,14 @@ __all__ = [
     "UnknownLanguage",
     "UnreadableEvent",
 ]
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C, as leaderlog's command line raises it wherever the program happens to be.
+
+    Told apart from a KeyboardInterrupt that a projection's ``apply`` raises itself, which is
+    that projection's failure: this one stops the command, whichever code it lands in.
+    """
 
 
 class LeaderlogError(Exception):

@@ -11,7 +11,13 @@ from typing import Any, ClassVar
 
 import pytest
 
-from leaderlog.errors import ProjectionError, ProjectionFailed, ProjectionFailure, StoreUnavailable
+from leaderlog.errors import (
+    Interrupted,
+    ProjectionError,
+    ProjectionFailed,
+    ProjectionFailure,
+    StoreUnavailable,
+)
 from leaderlog.events import PersonRegistered, RecordedEvent
 from leaderlog.log import EventLog
 from leaderlog.projections import (
@@ -815,6 +821,32 @@ async def test_a_projection_raising_keyboard_interrupt_stops_alone(seeded_log: E
     assert ", which would have stopped leaderlog itself;" in str(failure)
     statuses = {status.name: status.checkpoint for status in await runner.status()}
     assert statuses == {"interrupting": 0, "leadership": SEED_COUNT}
+
+
+class CtrlCLanding(Exploding):
+    """As if Ctrl-C came while apply ran: the command line's handler raises Interrupted."""
+
+    name: ClassVar[str] = "ctrl_c_landing"
+
+    async def apply(self, tx: ProjectionTransaction, events: Sequence[RecordedEvent]) -> None:
+        await super().apply(tx, events)
+        raise Interrupted
+
+
+async def test_ctrl_c_landing_in_apply_stops_the_catch_up_and_keeps_no_part_of_the_page(
+    seeded_log: EventLog,
+) -> None:
+    # given a projection whose page is being applied when Ctrl-C comes
+    runner = ProjectionRunner(seeded_log.store, [CtrlCLanding()], page=10)
+    # when catching up, then the interruption stops the command, not the projection alone:
+    # a query's catch-up said the projection failed, "until that is fixed", and exit 1
+    with pytest.raises(Interrupted):
+        await runner.catch_up()
+    assert runner.failing == {}
+    assert await seeded_log.store.query("SELECT COUNT(*) FROM p_ctrl_c_landing_seen") == [(0,)]
+    # and the next run goes on from where it was
+    statuses = {status.name: status.checkpoint for status in await runner.status()}
+    assert statuses == {"ctrl_c_landing": 0}
 
 
 class Aborting(Exploding):

@@ -29,6 +29,7 @@ from leaderlog.errors import (
     BatchError,
     ConcurrencyError,
     DuplicateEventError,
+    Interrupted,
     LeaderlogError,
     LogRemoved,
     RecordedAtRefused,
@@ -359,7 +360,7 @@ def interruptible(interrupted: str = "") -> Iterator[Callable[[], bool]]:
         if noted:
             _stop_at_once(said)
         noted = True
-        raise KeyboardInterrupt
+        raise Interrupted
 
     if threading.current_thread() is not threading.main_thread():
         yield lambda: noted
@@ -386,7 +387,7 @@ def console_main() -> None:
         interrupts += 1
         if interrupts > 1:
             os._exit(INTERRUPTED_STATUS)
-        raise KeyboardInterrupt
+        raise Interrupted
 
     signal.signal(signal.SIGINT, on_interrupt)
     main()

@@ -31,6 +31,7 @@ from typing import NamedTuple
 
 from leaderlog._json import copied
 from leaderlog.errors import (
+    Interrupted,
     ProjectionError,
     ProjectionFailed,
     ProjectionFailure,
@@ -556,8 +557,10 @@ class ProjectionRunner:
                     self._smaller_pages[projection.name] = grown
         except SystemExit as exiting:
             raise Escaped.exiting(exiting) from exiting
+        except Interrupted:
+            raise  # Ctrl-C, landing in apply as it may land anywhere: the command stops
         except KeyboardInterrupt as interrupting:
-            # Raised by apply itself: Ctrl-C reaches the runner as a cancellation.
+            # Raised by apply itself (a server's stop reaches the runner as a cancellation).
             raise Escaped.interrupting(interrupting) from interrupting
         except TimeoutError as error:
             if limit is None or not clock.expired():
