@@ -815,6 +815,52 @@ def test_a_database_busy_at_start_is_waited_for(postgres_url: str) -> None:
     asyncio.run(locked_meanwhile())
 
 
+@pytest.mark.parametrize(
+    ("stop", "status", "said"),
+    [
+        (signal.SIGTERM, -signal.SIGTERM, ""),
+        (signal.SIGINT, 130, "interrupted: stopped before serving\n"),
+    ],
+)
+def test_a_server_bringing_its_projections_up_to_date_stops_at_once(
+    postgres_url: str, stop: signal.Signals, status: int, said: str
+) -> None:
+    # The catch-up ran inside uvicorn's start, which notices a stop only once the start is
+    # done: on a long log not yet projected, minutes; here, for as long as a lock is held.
+    async def stopped_meanwhile() -> None:
+        async with postgres_schema(postgres_url) as url:
+            # given a log whose projections are kept from catching up by a lock held elsewhere
+            async with await EventLog.open(url) as log:
+                await load_seeds(log, SEEDS)
+                await (await runner_for(log.store)).catch_up()
+            async with postgres_connection(url) as holder:
+                transaction = holder.transaction()
+                await transaction.start()
+                await holder.execute("LOCK TABLE projection_checkpoints IN ACCESS EXCLUSIVE MODE")
+                with occupied_port() as port:
+                    pass
+                process = serve(f"{url}&lock_timeout=300ms", "--port", str(port))
+                try:
+                    assert process.stderr is not None
+                    line = await asyncio.to_thread(process.stderr.readline)
+                    assert line.startswith("warning: database is busy: "), line
+                    assert line.endswith("; waiting for it\n"), line
+                    # when the server is stopped meanwhile
+                    process.send_signal(stop)
+                    # then it stops at once, without having started
+                    stdout, stderr = await asyncio.to_thread(process.communicate, timeout=30)
+                finally:
+                    if process.poll() is None:
+                        process.kill()
+                        process.communicate()
+                    await transaction.rollback()
+        assert process.returncode == status
+        assert stderr == said
+        assert "Application startup" not in stdout
+
+    asyncio.run(stopped_meanwhile())
+
+
 def test_a_database_server_not_answering_yet_at_start_is_waited_for(postgres_url: str) -> None:
     async def started_meanwhile() -> None:
         async with postgres_schema(postgres_url) as url:

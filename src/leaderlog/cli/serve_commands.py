@@ -219,7 +219,7 @@ def serve_command(
     # Imported here: the HTTP stack costs every other command half a second to load.
     import uvicorn
 
-    from leaderlog.http import check_public_url, create_app
+    from leaderlog.http import catch_up_before_serving, check_public_url, create_app
 
     if public_url is not None:
         try:
@@ -234,7 +234,8 @@ def serve_command(
         # Here rather than in the server's startup, so that a database that cannot be
         # opened or a bad seed file is a one-line error, as with every other command; one
         # that is only busy (a lock a migration holds) or not answering yet (starting up,
-        # restarting) is waited for, said once.
+        # restarting) is waited for, said once. Catching up is done here too, where Ctrl+C
+        # and SIGTERM stop it at once.
         said = False
         while True:
             try:
@@ -247,6 +248,7 @@ def serve_command(
                             f"from {files} file{'s' if files != 1 else ''} in {seeds}",
                             err=True,
                         )
+                    await catch_up_before_serving(log.store)
                 return
             except StoreUnavailable as error:
                 if not isinstance(error, StoreBusy | StoreUnreachable):
@@ -267,7 +269,7 @@ def serve_command(
         sys.exit(1)
     try:
         with logged_on_stderr(*_SERVER_LOGGERS):
-            run(open_and_seed)
+            run(open_and_seed, interrupted="stopped before serving")
             app = create_app(context.db, seeds=seeds, public_url=public_url)
             config = uvicorn.Config(
                 app,

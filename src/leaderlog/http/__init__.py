@@ -11,11 +11,17 @@ from leaderlog.http._deps import (
     queries_of,
     runners_of,
 )
-from leaderlog.http.app import create_app, feed_runner, projection_runners
+from leaderlog.http.app import (
+    catch_up_before_serving,
+    create_app,
+    feed_runner,
+    projection_runners,
+)
 
 __all__ = [
     "Services",
     "base_url",
+    "catch_up_before_serving",
     "check_public_url",
     "create_app",
     "feed_runner",

@@ -26,8 +26,10 @@ from starlette.routing import BaseRoute, Match
 from leaderlog.errors import (
     ProjectionError,
     ProjectionFailed,
+    StoreBusy,
     StoreError,
     StoreUnavailable,
+    StoreUnreachable,
     UnreadableEvent,
 )
 from leaderlog.feeds import FeedService
@@ -111,6 +113,30 @@ async def projection_runners(store: EventStore) -> tuple[ProjectionRunner, ...]:
     if users:
         runners.append(ProjectionRunner(store, users, rest_after_failure=True))
     return tuple(runners)
+
+
+async def catch_up_before_serving(store: EventStore) -> None:
+    """Bring the built-in projections up to date, as a server's start does before it
+    answers, saying so when that takes a while.
+
+    ``leaderlog serve`` calls it before starting the server, where Ctrl+C and SIGTERM stop
+    it at once: uvicorn notices them only once the application has started, which on a
+    long log not yet projected is minutes later. A database that is busy or not answering
+    is raised, to be waited for; another failure is left to the start that follows, which
+    tries again and logs it.
+    """
+    builtins = [
+        projection() for name, projection in BUILTIN.items() if name != FeedEntriesProjection.name
+    ]
+    runners = (ProjectionRunner(store, builtins), feed_runner(store))
+    await _say_if_catching_up_takes_a_while(runners)
+    for runner in runners:
+        try:
+            await runner.catch_up()
+        except (StoreBusy, StoreUnreachable):
+            raise
+        except Exception:
+            continue  # logged by the start that follows, as it fails there again
 
 
 def _log_failure(runner: ProjectionRunner, error: Exception) -> None:
