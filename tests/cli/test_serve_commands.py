@@ -11,12 +11,13 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+import asyncpg
 import httpx
 import pytest
 from click.testing import CliRunner
@@ -666,12 +667,9 @@ def test_a_body_the_server_does_not_ask_for_yet_is_not_timed(postgres_url: str) 
             process = serve(url, "--port", str(port), "--body-timeout", "1")
             try:
                 await _health_once_listening(port, process)
-                async with postgres_connection(url) as holder:
-                    # given a writer waiting for 100 Continue while the server, checking its
-                    # token, waits for another transaction's lock on the tokens
-                    transaction = holder.transaction()
-                    await transaction.start()
-                    await holder.execute("LOCK TABLE write_tokens IN ACCESS EXCLUSIVE MODE")
+                # given a writer waiting for 100 Continue while the server, checking its
+                # token, waits for another transaction's lock on the tokens
+                async with _locking(url, "write_tokens") as transaction:
                     reader, writer = await asyncio.open_connection("127.0.0.1", port)
                     body = _record("patient-writer")
                     writer.write(_write_head(token, body, more=b"Expect: 100-continue\r\n"))
@@ -782,16 +780,24 @@ def test_serve_refuses_a_body_timeout_that_is_not_a_positive_number(
     assert not database.exists()
 
 
+@asynccontextmanager
+async def _locking(url: str, table: str) -> AsyncIterator[asyncpg.transaction.Transaction]:
+    """A transaction of another session holding ``table``'s strongest lock, as a migration
+    would; it is rolled back when the block ends, if the block has not done so."""
+    async with postgres_connection(url) as holder:
+        transaction = holder.transaction()
+        await transaction.start()
+        await holder.execute(f"LOCK TABLE {table} IN ACCESS EXCLUSIVE MODE")
+        yield transaction
+
+
 def test_a_database_busy_at_start_is_waited_for(postgres_url: str) -> None:
     async def locked_meanwhile() -> None:
         async with postgres_schema(postgres_url) as url:
             # given a log, and a migration holding its events table's lock
             async with await EventLog.open(url) as log:
                 await load_seeds(log, SEEDS)
-            async with postgres_connection(url) as holder:
-                transaction = holder.transaction()
-                await transaction.start()
-                await holder.execute("LOCK TABLE events IN ACCESS EXCLUSIVE MODE")
+            async with _locking(url, "events") as transaction:
                 with occupied_port() as port:
                     pass
                 # (with its seeds: loading them, if the log is empty, counts its events)
@@ -833,10 +839,7 @@ def test_a_server_bringing_its_projections_up_to_date_stops_at_once(
             async with await EventLog.open(url) as log:
                 await load_seeds(log, SEEDS)
                 await (await runner_for(log.store)).catch_up()
-            async with postgres_connection(url) as holder:
-                transaction = holder.transaction()
-                await transaction.start()
-                await holder.execute("LOCK TABLE projection_checkpoints IN ACCESS EXCLUSIVE MODE")
+            async with _locking(url, "projection_checkpoints") as transaction:
                 with occupied_port() as port:
                     pass
                 process = serve(f"{url}&lock_timeout=300ms", "--port", str(port))
