@@ -19,7 +19,10 @@ def _drawn_parents() -> dict[str, str]:
     assert errors.__doc__ is not None
     parents: dict[str, str] = {}
     above: list[tuple[int, str]] = []
-    for line in errors.__doc__.split("Hierarchy::", 1)[1].splitlines():
+    # The drawing is the first block after its title; Ctrl-C's, which is no Exception,
+    # follows apart.
+    drawing = errors.__doc__.split("Hierarchy::", 1)[1].lstrip("\n").split("\n\n", 1)[0]
+    for line in drawing.splitlines():
         found = _DRAWN_CLASS.match(line)
         if found is None:
             continue
