@@ -426,6 +426,19 @@ def test_event_id_reused_with_other_content_is_409(running: Running, api: httpx.
     assert log_head(api) == before
 
 
+def test_an_event_id_conflict_names_the_record_of_the_batch_holding_it(
+    running: Running, api: httpx.Client
+) -> None:
+    event_id = str(uuid.uuid4())
+    owner = person(unique("id-owner"), event_id=event_id)
+    assert post(api, owner, running.token).status_code == 201
+    before = log_head(api)
+    batch = [person(unique("innocent")), person(unique("id-thief"), event_id=event_id)]
+    detail = error_body(post(api, batch, running.token), 409)["detail"]
+    assert detail.startswith(f"record 1: event id {event_id} is already stored"), detail
+    assert log_head(api) == before
+
+
 def test_a_batch_breaking_a_rule_and_an_expected_version_is_422_naming_the_rule(
     running: Running, api: httpx.Client
 ) -> None:

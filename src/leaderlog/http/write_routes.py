@@ -229,6 +229,16 @@ def _parse(raw: Any) -> list[Record]:
     return records
 
 
+def _conflict_located(conflict: DuplicateEventError, records: list[Record]) -> str:
+    """The conflict, naming the record of the batch that holds the id as the 422 names
+    records (a batch may hold hundreds)."""
+    holder = next(
+        (index for index, record in enumerate(records) if record.event_id == conflict.event_id),
+        None,
+    )
+    return str(conflict) if holder is None else f"record {holder}: {conflict}"
+
+
 def write_router(
     get_log: Callable[[Request], EventLog],
     applied_through: Callable[[Request, int], Awaitable[bool]],
@@ -393,8 +403,10 @@ def write_router(
                 f"{len(error.problems)} problem(s); nothing was written",
                 problems=[problem.as_dict() for problem in error.problems],
             )
-        except (ConcurrencyError, DuplicateEventError) as error:
+        except ConcurrencyError as error:
             return error_response(409, "conflict", str(error))
+        except DuplicateEventError as error:
+            return error_response(409, "conflict", _conflict_located(error, records))
         except StoreUnavailable as error:
             logger.warning("POST /api/events: %s", error)
             return unavailable_response(error)
