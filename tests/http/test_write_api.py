@@ -662,7 +662,9 @@ def test_a_charset_given_twice_is_refused(running: Running, api: httpx.Client) -
         running.token,
         content_type="application/json; charset=utf-8; charset=latin-1",
     )
-    assert error_body(response, 415)["detail"] == "charset '': send the JSON as UTF-8"
+    assert error_body(response, 415)["detail"] == (
+        "charset is given 2 times in Content-Type: give it once, as utf-8"
+    )
     assert log_head(api) == before
 
 

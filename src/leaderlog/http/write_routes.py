@@ -162,24 +162,18 @@ async def _read_body(request: Request) -> bytes | None:
     return bytes(body)
 
 
-def _media_type(header: str) -> tuple[str, str | None]:
-    """A Content-Type's media type and ``charset`` (lower-cased), read by the standard
-    library's MIME header parser (quoted values, spaces and case as RFC 9110 allows).
-
-    A charset given twice reads as none that is accepted ("" is refused): readers differ on
-    which one counts, as they do for a header given twice.
-    """
+def _media_type(header: str) -> tuple[str, str | None, int]:
+    """A Content-Type's media type, its ``charset`` (lower-cased) and how many times it gives
+    a charset, read by the standard library's MIME header parser (quoted values, spaces and
+    case as RFC 9110 allows)."""
     message = EmailMessage()
     message["Content-Type"] = header
     # The legacy parser lists every parameter; the modern one keeps the first of a name.
     every = Message()
     every["Content-Type"] = header
     charsets = [name for name, _ in every.get_params() or [] if name.lower() == "charset"]
-    if len(charsets) > 1:
-        return message.get_content_type(), ""
-    charset = message.get_content_charset()
     # An unreadable header reads as text/plain, which is refused like any other type.
-    return message.get_content_type(), charset
+    return message.get_content_type(), message.get_content_charset(), len(charsets)
 
 
 def _parse(raw: Any) -> list[Record]:
@@ -350,10 +344,17 @@ def write_router(
 
         # Told by the headers: refused before the body is asked for (a client that sent
         # Expect: 100-continue then never sends it).
-        media_type, charset = _media_type(request.headers.get("content-type", ""))
+        media_type, charset, charsets_given = _media_type(request.headers.get("content-type", ""))
         if media_type != "application/json":
             return error_response(
                 415, "unsupported_media_type", "send Content-Type: application/json"
+            )
+        if charsets_given > 1:
+            # Readers differ on which one counts, as they do for a header given twice.
+            return error_response(
+                415,
+                "unsupported_media_type",
+                f"charset is given {charsets_given} times in Content-Type: give it once, as utf-8",
             )
         if charset not in (None, "utf-8", "utf8"):
             # JSON is UTF-8 (RFC 8259): a body said to be in another encoding is not read.
