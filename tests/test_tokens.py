@@ -208,6 +208,17 @@ async def test_revoking_unknown_or_revoked_names_is_an_error(tokens: Tokens) -> 
         await tokens.revoke("alice")
 
 
+async def test_revoking_on_a_log_without_tokens_is_refused_and_creates_nothing(
+    log: EventLog,
+) -> None:
+    await log.append_events([PersonRegistered(person="jane-roe", name="Jane Roe")], actor="test")
+    before = await log.store.tables()
+    with pytest.raises(TokenError, match="no token named 'nobody'"):
+        await Tokens(log.store).revoke("nobody")
+    assert await log.store.tables() == before
+    assert "write_tokens" not in before
+
+
 async def test_a_revocation_elsewhere_takes_effect_at_once(store_url: str) -> None:
     """The server's Tokens keeps no cache of answers: the CLI's revoke counts on the next check."""
     async with (

@@ -174,7 +174,9 @@ class Tokens:
     async def revoke(self, name: str) -> None:
         """Revoke the live token named ``name`` (a :class:`TokenError` when there is none):
         requests made with it are refused from now on; its name stays on its events."""
-        await self._ensure_table()
+        if not await self._exists():
+            # A refusal writes nothing: no token tables made only to find no token in them.
+            raise TokenError(f"no token named {name!r}")
         async with self._store.projection_transaction() as tx:
             rows = await tx.fetchall("SELECT revoked_at FROM write_tokens WHERE name = ?", (name,))
             if not rows:
