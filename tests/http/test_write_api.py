@@ -977,6 +977,18 @@ def test_the_only_route_that_writes_is_post_api_events(api: httpx.Client) -> Non
 # --- documentation --------------------------------------------------------------------------
 
 
+def test_openapi_describes_every_field_of_the_answer_to_a_write(
+    running: Running, api: httpx.Client
+) -> None:
+    document = api.get("/openapi.json").json()
+    answer = post(api, person(unique("documented")), running.token)
+    assert answer.status_code == 201, answer.text
+    schema = document["components"]["schemas"]["Appended"]
+    assert set(schema["properties"]) == set(answer.json())
+    assert set(schema["required"]) == set(answer.json())
+    assert schema["properties"]["projected"]["type"] == "boolean"
+
+
 def test_openapi_documents_the_write_route_with_examples(
     running: Running, api: httpx.Client
 ) -> None:

@@ -17,7 +17,7 @@ from fastapi import APIRouter, Request, Security
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 from starlette.requests import ClientDisconnect
 
 from leaderlog._json import (
@@ -80,6 +80,10 @@ class Appended(BaseModel):
     appended: int
     already_present: int
     positions: list[int]
+    projected: bool = Field(
+        description="False when the server's projections had not applied the write within "
+        "the 5 s it waits: the next read may not show it yet."
+    )
 
 
 def _record_example() -> dict[str, Any]:
