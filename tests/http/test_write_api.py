@@ -989,6 +989,14 @@ def test_openapi_describes_every_field_of_the_answer_to_a_write(
     assert schema["properties"]["projected"]["type"] == "boolean"
 
 
+def test_openapi_names_every_reason_for_a_415_and_a_400(api: httpx.Client) -> None:
+    responses = api.get("/openapi.json").json()["paths"]["/api/events"]["post"]["responses"]
+    for reason in ("application/json", "charset", "Content-Encoding"):
+        assert reason in responses["415"]["description"], reason
+    for reason in ("not JSON", "UTF-8", "twice in one object", "64 bits", "given twice"):
+        assert reason in responses["400"]["description"], reason
+
+
 def test_openapi_documents_the_write_route_with_examples(
     running: Running, api: httpx.Client
 ) -> None:

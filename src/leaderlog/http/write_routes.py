@@ -262,8 +262,9 @@ def write_router(
         201: {"model": Appended, "description": "Appended; the positions, in record order."},
         400: {
             "model": ErrorBody,
-            "description": f"The body is not JSON, or nests deeper than {MAX_DEPTH} levels; "
-            "a header that takes one value is given twice.",
+            "description": f"The body is not JSON (not UTF-8, a name twice in one object, an "
+            f"integer beyond 64 bits), or nests deeper than {MAX_DEPTH} levels; a header that "
+            "takes one value is given twice.",
         },
         401: {"model": ErrorBody, "description": "No bearer token."},
         403: {"model": ErrorBody, "description": "Unknown or revoked token."},
@@ -278,7 +279,11 @@ def write_router(
             "model": ErrorBody,
             "description": f"Body over {MAX_BODY_BYTES} bytes or over {MAX_RECORDS} records.",
         },
-        415: {"model": ErrorBody, "description": "Content-Type is not application/json."},
+        415: {
+            "model": ErrorBody,
+            "description": "Content-Type is not application/json, or gives a charset other "
+            "than UTF-8 (or more than one); or the body is compressed (Content-Encoding).",
+        },
         422: {
             "model": ErrorBody,
             "description": "Invalid records, or a query parameter (the route takes none); "
