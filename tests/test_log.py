@@ -308,6 +308,30 @@ async def test_a_reference_to_a_refused_record_earlier_in_the_batch_says_it_was_
         assert await log.store.count() == 0
 
 
+async def test_registering_again_what_a_record_above_registers_names_that_record(
+    sqlite_url: str,
+) -> None:
+    async with await EventLog.open(sqlite_url) as log:
+        await log.import_lines([line("person.registered", person="ann", name="Ann")], actor="test")
+        with pytest.raises(BatchError) as caught:
+            await log.import_lines(
+                [
+                    line("person.registered", person="bo", name="Bo"),
+                    line("person.registered", person="cy", name="Cy"),
+                    line("person.registered", person="bo", name="Bo again"),
+                    line("person.registered", person="ann", name="Ann again"),
+                ],
+                actor="test",
+            )
+        # the repeat within the batch names the record above; the one stored before, none
+        assert [str(problem) for problem in caught.value.problems] == [
+            "line 3: person.registered: person 'bo' already exists (person ids are unique); "
+            "line 1 registers it too",
+            "line 4: person.registered: person 'ann' already exists (person ids are unique)",
+        ]
+        assert await log.store.count() == 1
+
+
 async def test_a_refusal_names_every_rule_each_record_breaks(sqlite_url: str) -> None:
     async with await EventLog.open(sqlite_url) as log:
         with pytest.raises(BatchError) as caught:

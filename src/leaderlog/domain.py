@@ -187,7 +187,11 @@ def _taken(knowledge: Knowledge, event: Event, noun: str) -> DomainError | None:
         return None
     _, _, name = event.stream().partition("-")
     rule_text = "a claim is reported only once" if noun == "claim" else f"{noun} ids are unique"
-    return DomainError(f"{event.type}: {noun} {name!r} already exists ({rule_text})", rule="unique")
+    return DomainError(
+        f"{event.type}: {noun} {name!r} already exists ({rule_text})",
+        rule="unique",
+        taken=event.stream(),
+    )
 
 
 def _not_live(knowledge: Knowledge, event: Event) -> DomainError | None:

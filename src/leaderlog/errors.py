@@ -144,10 +144,13 @@ class DomainError(RecordError):
         rule: str = "schema",
         fields: Sequence[tuple[str, str]] = (),
         missing: str | None = None,
+        taken: str | None = None,
     ) -> None:
         super().__init__(message, where=where, rule=rule, fields=fields)
-        # The stream a broken reference names, so a caller can say where it is defined.
+        # The stream a broken reference names, or the one registered again, so that a
+        # caller can say where it is defined.
         self.missing = missing
+        self.taken = taken
 
     def every(self) -> list[DomainError]:
         return [self, *self.others]

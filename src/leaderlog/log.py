@@ -368,7 +368,15 @@ def _defined_elsewhere(
 ) -> DomainError:
     """``problem``, saying so when the record it refers to is in the batch: further down
     (records are checked in order, each on what comes before it), or above but refused
-    itself, so that a reader does not look for the mistake in a record that has none."""
+    itself, so that a reader does not look for the mistake in a record that has none; and,
+    for one registering again what exists, the record above that registers it too."""
+    if problem.taken is not None:
+        above = [at for at in creators.get(problem.taken, ()) if at < index]
+        if not above:
+            return problem
+        does = "reports" if problem.taken.startswith("claim-") else "registers"
+        advice = f"{request.label(above[-1])} {does} it too"
+        return DomainError(f"{problem.message}; {advice}", rule=problem.rule, taken=problem.taken)
     if problem.missing is None:
         return problem
     found = creators.get(problem.missing, ())
