@@ -30,6 +30,7 @@ from leaderlog.events import (
     OrgRegistered,
     OrgUpdated,
     PersonRegistered,
+    PersonUpdated,
     PostDefined,
     Record,
     content_event_id,
@@ -495,6 +496,33 @@ async def test_same_event_id_with_other_content_is_a_conflict(
     async with await EventLog.open(sqlite_url) as other:
         with pytest.raises(DuplicateEventError):
             await other.append_records([impostor], actor="test")
+    assert await snapshot(seeded_log) == before
+
+
+async def test_an_event_id_stored_with_other_content_is_told_after_the_rules(
+    seeded_log: EventLog,
+) -> None:
+    # given an event id already stored
+    event_id = uuid.uuid4()
+    await seeded_log.append_records(
+        [Record(event=claim("genuine"), event_id=event_id)], actor="test"
+    )
+    before = await snapshot(seeded_log)
+    # when a batch reuses it with other content, and another of its records breaks a rule
+    batch = [
+        Record(event=claim("impostor"), event_id=event_id),
+        Record(event=PersonUpdated(person="nobody", name="X"), event_id=uuid.uuid4()),
+    ]
+    # then the rule is what is told, as for a stale expected version: a writer told only
+    # of the id would fix it and be refused again for the rule
+    with pytest.raises(BatchError) as caught:
+        await seeded_log.append_records(batch, actor="test")
+    assert [(problem.where, problem.rule) for problem in caught.value.problems] == [
+        ("record 1", "reference")
+    ]
+    # and once the batch keeps the rules, the id's conflict
+    with pytest.raises(DuplicateEventError):
+        await seeded_log.append_records(batch[:1], actor="test")
     assert await snapshot(seeded_log) == before
 
 

@@ -1194,6 +1194,7 @@ class EventLog:
         # rules, which come first (422 before 409): a writer told only of the version would
         # fix it and be refused again for a rule it was not told of.
         stale: ConcurrencyError | None = None
+        duplicate: DuplicateEventError | None = None
         progress = request.progress
         for index, entry in enumerate(request.entries):
             if index and not index % _DECIDED_BETWEEN_TURNS:
@@ -1215,10 +1216,13 @@ class EventLog:
                     continue
                 first_use[entry.event_id] = index
                 previous = stored.get(entry.event_id)
-                if previous is not None:
-                    self._check_same_event(entry, previous)
+                if previous is not None and _same_event(entry, previous):
                     decision.known_positions[index] = previous.position
                     continue
+                if previous is not None:
+                    # Told once every record is checked against the rules, as a stale version
+                    # is; meanwhile the record is checked as the new one it was meant to be.
+                    duplicate = duplicate or DuplicateEventError(entry.event_id, previous.position)
             data_json = entry.data_json
             size = len(data_json) + (len(canonical_bytes(entry.meta)) if entry.meta else 0)
             if size > MAX_RECORD_BYTES:
@@ -1253,6 +1257,8 @@ class EventLog:
                 stale = stale or conflict
         if problems:
             raise BatchError(problems)
+        if duplicate is not None:
+            raise duplicate
         if stale is not None:
             raise stale
         if progress is not None:
@@ -1265,11 +1271,6 @@ class EventLog:
                 version = group_versions.get(stream) or self._versions.get(stream, 0)
                 decision.depends[stream] = version or "no_stream"
         return decision
-
-    @staticmethod
-    def _check_same_event(entry: _Entry, previous: RecordedEvent) -> None:
-        if not _same_event(entry, previous):
-            raise DuplicateEventError(entry.event_id, previous.position)
 
     def _add(
         self,
