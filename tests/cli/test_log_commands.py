@@ -9,6 +9,7 @@ import asyncio
 import contextlib
 import io
 import json
+import logging
 import os
 import re
 import signal
@@ -27,6 +28,7 @@ from rich.console import Console
 from leaderlog._json import dumps
 from leaderlog.cli import _app, log_commands, main
 from leaderlog.cli._app import interruptible
+from leaderlog.errors import Interrupted
 from leaderlog.events import event_schema, format_time, parse_record
 from leaderlog.log import EventLog
 from leaderlog.store.base import GENESIS_HASH, chain_hash, envelope_bytes, utc_now
@@ -844,6 +846,25 @@ def test_ctrl_c_while_an_import_checks_its_rules_stops_the_check_and_writes_noth
     assert result.stderr.startswith("interrupted: an import is one transaction"), result.stderr
     assert checked == [100]
     assert sorted(path.name for path in tmp_path.iterdir()) == ["orgs.jsonl"]
+
+
+def test_ctrl_c_left_in_a_task_no_one_awaited_is_not_reported_again(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # Landing in a task that reads ahead, Ctrl-C stopped the command, which said
+    # "interrupted"; then the event loop printed its traceback, "Task exception was never
+    # retrieved", under it. Other errors no one awaited are still reported.
+    async def left_unawaited() -> None:
+        loop = asyncio.get_running_loop()
+        for error in (Interrupted(), RuntimeError("a bug")):
+            loop.call_exception_handler(
+                {"message": "Task exception was never retrieved", "exception": error}
+            )
+
+    with caplog.at_level(logging.ERROR, logger="asyncio"):
+        _app.run(left_unawaited)
+    reported = [record.exc_info[1] for record in caplog.records if record.exc_info]
+    assert [type(error) for error in reported] == [RuntimeError]
 
 
 def test_a_second_ctrl_c_while_an_import_stops_ends_it_at_once(tmp_path: Path) -> None:

@@ -301,6 +301,7 @@ def run(function: Callable[[], Awaitable[T]], *, interrupted: str = "") -> T:
 
     async def guarded() -> T:
         installed.extend(_stop_at_once_on_a_second_interrupt(said))
+        asyncio.get_running_loop().set_exception_handler(_quiet_about_ctrl_c)
         return await function()
 
     try:
@@ -312,6 +313,15 @@ def run(function: Callable[[], Awaitable[T]], *, interrupted: str = "") -> T:
         for ours, before in installed:
             if signal.getsignal(signal.SIGINT) is ours:
                 signal.signal(signal.SIGINT, before)
+
+
+def _quiet_about_ctrl_c(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+    """The event loop's report of an error no one awaited, except Ctrl-C's: landing in a task
+    that reads ahead, it reaches the command once already, and the loop would print its
+    traceback ("Task exception was never retrieved") under the command's "interrupted"."""
+    if isinstance(context.get("exception"), KeyboardInterrupt):
+        return
+    loop.default_exception_handler(context)
 
 
 def _interrupted_message(interrupted: str) -> str:
