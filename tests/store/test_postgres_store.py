@@ -240,10 +240,10 @@ async def test_closing_twice_is_harmless(schema_url: str) -> None:
 
 async def test_unreachable_server_is_unavailable() -> None:
     with pytest.raises(StoreUnavailable) as refused:
-        await PostgresStore.open("postgresql://postgres@127.0.0.1:1/test?schema=s&search_path=x")
+        await PostgresStore.open("postgresql://postgres@127.0.0.1:1/test?schema=s&sslmode=allow")
     assert str(refused.value) == (
         "cannot open PostgreSQL database postgresql://postgres@127.0.0.1:1/test?schema=s&"
-        "search_path=x: nothing answers there (connection refused): is PostgreSQL running on "
+        "sslmode=allow: nothing answers there (connection refused): is PostgreSQL running on "
         "that host and port?"
     )
 
@@ -364,6 +364,9 @@ def test_a_schema_of_postgresql_s_own_is_refused_before_connecting(schema: str) 
         ("postgresql://postgres@127.0.0.1/test?user=other", "gives the user twice"),
         ("postgresql://p:hunter2@127.0.0.1/test?password=x", "gives the password twice"),
         ("postgresql://postgres@h1:1,h2/test?port=3", "gives the port twice"),
+        # ?schema= set the search_path, and the other one was silently dropped.
+        ("postgresql://p:hunter2@127.0.0.1/test?schema=s&search_path=x", "both \\?schema="),
+        ("postgresql://postgres@127.0.0.1/test?options=-csearch_path%3Dx&schema=s", "both"),
         # Latin-1 bytes as the command line reads them: asyncpg failed on its own internals.
         ("postgresql://postgres@127.0.0.1/caf\udce9", "bytes that are not UTF-8 text"),
         ("postgresql://p:hunter2\udce9@127.0.0.1/test", "bytes that are not UTF-8 text"),

@@ -551,6 +551,15 @@ def _connect_options(url: str) -> _ConnectOptions:
             f"schema {schema!r} is one of PostgreSQL's own (pg_..., information_schema): "
             "name a schema of the log's own"
         )
+    if schema is not None and any(
+        key == "search_path" or (key == "options" and "search_path" in value)
+        for key, value in passed
+    ):
+        # ?schema= sets the search_path itself, and the other was silently dropped.
+        raise StoreUnavailable(
+            f"{_redacted_or_hidden(url)} gives both ?schema= and a search_path; "
+            "?schema= alone says where the log is"
+        )
     settings: dict[str, str] = {}
     if "application_name" not in dict(passed):
         settings["application_name"] = "leaderlog"
