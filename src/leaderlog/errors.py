@@ -252,18 +252,25 @@ class UnknownEntity(ProjectionError):
 
 class InvalidQuery(ProjectionError):
     """A date, time, position or filter cannot be understood; ``parameter`` names it as the
-    HTTP API does (``as_of``, ``known_at``, ``org``...), when one is at fault."""
+    HTTP API does (``as_of``, ``known_at``, ``org``...), when one is at fault; ``against``,
+    the other one a message about two names after it, as ``from (...) is after to (...)``."""
 
-    def __init__(self, message: str, *, parameter: str | None = None) -> None:
+    def __init__(
+        self, message: str, *, parameter: str | None = None, against: str | None = None
+    ) -> None:
         super().__init__(message)
         self.parameter = parameter
+        self.against = against
 
-    def named_as(self, spelling: str) -> str:
+    def named_as(self, spelling: str, against_spelling: str | None = None) -> str:
         """The message with the parameter called as the caller knows it (``--known-at`` on
-        the command line, ``known_at`` in a URL): messages start with its name, in words."""
+        the command line, ``known_at`` in a URL): messages start with its name, in words,
+        and name ``against`` as `` <against> (``."""
         message = str(self)
         if self.parameter is None:
             return message
+        if self.against is not None and against_spelling is not None:
+            message = message.replace(f" {self.against} (", f" {against_spelling} (", 1)
         for written in (self.parameter.replace("_", "-"), self.parameter):
             if message == written or message.startswith((f"{written} ", f"{written}:")):
                 return spelling + message[len(written) :]

@@ -525,6 +525,11 @@ def test_errors_are_clear_and_exit_1(db: str, args: tuple[str, ...], message: st
         (("audit", "--from", "nope"), "--from must be an RFC 3339 time such as"),
         # A day is taken too, and the message says so.
         (("audit", "--to", "nope"), "2025-05-29T14:00:00Z or a day (2025-05-29), got 'nope'"),
+        # Both named as options, as the API names both as its parameters.
+        (
+            ("audit", "--from", "2025-06-02", "--to", "2025-06-01"),
+            "Error: --from (2025-06-02T00:00:00.000000Z) is after --to (2025-06-01T23:59:59",
+        ),
         # Digits 0-9 only, as the HTTP API's after= and limit= take them.
         (("events", "--after", "\uff15"), "'\uff15' is not a whole number written in digits 0-9"),
         (("audit", "--limit", "\u0665"), "'\u0665' is not a whole number written in digits 0-9"),

@@ -173,7 +173,8 @@ def _usage_mistakes() -> Iterator[None]:
     except InvalidQuery as error:
         message = (
             error.named_as(
-                _ARGUMENTS.get(error.parameter, f"--{error.parameter}".replace("_", "-"))
+                _spelled(error.parameter),
+                None if error.against is None else _spelled(error.against),
             )
             if error.parameter
             else str(error)
@@ -183,6 +184,11 @@ def _usage_mistakes() -> Iterator[None]:
 
 # Query parameters the commands take as arguments, named as click names them.
 _ARGUMENTS = {"claim": "'ID'"}
+
+
+def _spelled(parameter: str) -> str:
+    """A query parameter as the command line names it: an argument, or an option."""
+    return _ARGUMENTS.get(parameter, f"--{parameter}".replace("_", "-"))
 
 
 # --- formatting ----------------------------------------------------------------------------------

@@ -287,7 +287,9 @@ class Queries:
             # Most likely the two were swapped; an empty answer would hide that.
             raise InvalidQuery(
                 f"from ({format_time(start)}) is after to ({format_time(end)}): "
-                "no time is in that range"
+                "no time is in that range",
+                parameter="from",
+                against="to",
             )
         return start, end
 
