@@ -44,8 +44,9 @@ class TurnoverProjection(Projection):
     # let report order decide; 4: rival departures give way to a confirmed one; 5: a claim
     # attributed anew on a later page counts from its new source's published date; 6: a
     # tenure lasts from and to the days the rules count it from (a vaguely published date
-    # at the latest from the day it was recorded).
-    version = 6
+    # at the latest from the day it was recorded); 7: rival departures not yet confirmed end
+    # one tenure, not a second one of which only the end is known.
+    version = 7
 
     def schema(self) -> Sequence[str]:
         return (

@@ -967,6 +967,35 @@ def test_given_rival_departures_then_a_later_dispute_or_a_chain_keeps_them_one_e
     assert story.pending("2025-06-15") == ["x-c"]
 
 
+def test_given_rival_departures_not_confirmed_then_they_end_one_tenure_disputed() -> None:
+    # given two reports of when she left, one disputing the other, neither confirmed
+    story = (
+        Story(published={"paper": "2025-06-05", "wire": "2025-06-05"})
+        .report("held", kind="incumbency", effective="2025-01-02")
+        .report("x-a", kind="departure", effective="2025-05-15", cause="retirement")
+        .report("x-b", kind="departure", effective="2025-05-31", source="wire", cause="resignation")
+        .dispute("x-b", "x-a", reason="She left on 31 May, not 15 May")
+    )
+    # then her history is one tenure, ending on the earlier day, with both reports as its
+    # evidence: not a second tenure of which only the end is known
+    (tenure,) = story.tenures()
+    assert tenure["start"]["date"] == "2025-01-02"
+    assert (tenure["end"]["date"], tenure["ended_by"], tenure["cause"]) == (
+        "2025-05-15",
+        "x-a",
+        "retirement",
+    )
+    assert tenure["status"] == "disputed"
+    assert [claim["claim"] for claim in tenure["evidence"]] == ["held", "x-a", "x-b"]
+    # and the state after both dates names nobody, with the disagreement as a conflict
+    assert story.holders("2025-06-10") == []
+    assert _conflicts(story, "2025-06-10") == [["x-b", "x-a"]]
+    # once the later one is confirmed, it ends the tenure instead
+    story.confirm("x-b", effective="2025-05-31")
+    (tenure,) = story.tenures()
+    assert (tenure["end"]["date"], tenure["ended_by"]) == ("2025-05-31", "x-b")
+
+
 def test_given_the_earlier_end_confirmed_then_the_rival_is_no_longer_pending() -> None:
     story = (
         Story(published={"paper": "2025-01-05", "wire": "2025-06-03"})

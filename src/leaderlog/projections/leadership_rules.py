@@ -16,7 +16,8 @@ at some T (see :mod:`.claim_versions` for how versions and their dates come abou
   A departure that may be the end already known (reported again, or more vaguely) is
   evidence of it; one only announced or expected is then no longer pending either.
   Departures of one person linked by disputes are rival reports of one end (unless the
-  person took the post up again between them): once one is confirmed, the others give way.
+  person took the post up again between them): the earliest ends the tenure, the others
+  are its evidence, until one is confirmed; then the others give way.
   A change without a date of its own may have happened any time before its source was
   out. Report order never decides: on one day, departures come first, then the change that
   may have happened earliest, then acting before permanent. "unspecified" names no
@@ -142,14 +143,13 @@ def _in_effect(
     return changes
 
 
-def _superseded_departures(versions: Sequence[ClaimVersion]) -> set[str]:
-    """Departures that give way to a confirmed one: departures of one person linked by
-    disputes (directly or through others) are rival reports of one end, unless the person
-    took the post up again between them; once one is confirmed, its date counts (the others
-    would end the tenure early, and the confirmed one start and end another)."""
+def _rival_ends(versions: Sequence[ClaimVersion]) -> dict[str, str]:
+    """Departures that are rival reports of one end, each mapped to its group's first member:
+    departures of one person linked by disputes (directly or through others), unless the
+    person took the post up again between them. Departures without a rival are left out."""
     departures = {v.claim: v for v in versions if v.kind == "departure" and v.live}
     if len(departures) < 2:
-        return set()
+        return {}
     starts: dict[str, list[dt.date]] = {}
     for version in versions:
         day = _stated_day(version)
@@ -168,14 +168,28 @@ def _superseded_departures(versions: Sequence[ClaimVersion]) -> set[str]:
                 other = departures.get(other_id)
                 if other is not None and _one_end(claim, other, starts):
                     leader[root(other.claim)] = root(claim.claim)
-    groups: dict[str, list[ClaimVersion]] = {}
-    for claim in departures.values():
-        groups.setdefault(root(claim.claim), []).append(claim)
-    superseded: set[str] = set()
-    for group in groups.values():
-        if any(claim.confirmed for claim in group):
-            superseded |= {claim.claim for claim in group if not claim.confirmed}
-    return superseded
+    groups: dict[str, list[str]] = {}
+    for name in departures:
+        groups.setdefault(root(name), []).append(name)
+    return {
+        name: first for first, members in groups.items() if len(members) > 1 for name in members
+    }
+
+
+def _superseded_departures(
+    versions: Sequence[ClaimVersion], rivals: Mapping[str, str] | None = None
+) -> set[str]:
+    """Departures that give way to a confirmed rival (see :func:`_rival_ends`): once one is
+    confirmed, its date counts (the others would end the tenure early, and the confirmed one
+    start and end another)."""
+    if rivals is None:
+        rivals = _rival_ends(versions)
+    confirmed_groups = {rivals[v.claim] for v in versions if v.claim in rivals and v.confirmed}
+    return {
+        v.claim
+        for v in versions
+        if v.claim in rivals and rivals[v.claim] in confirmed_groups and not v.confirmed
+    }
 
 
 def _stated_day(claim: ClaimVersion) -> dt.date | None:
@@ -216,8 +230,11 @@ def _chronological(item: tuple[dt.date, ClaimVersion]) -> tuple[Any, ...]:
     )
 
 
-def _fold(changes: Sequence[tuple[dt.date, ClaimVersion]]) -> list[Tenure]:
-    """Every tenure the changes imply, in the order they started (open ones included)."""
+def _fold(
+    changes: Sequence[tuple[dt.date, ClaimVersion]], rivals: Mapping[str, str]
+) -> list[Tenure]:
+    """Every tenure the changes imply, in the order they started (open ones included);
+    ``rivals``: the departures that are rival reports of one end (see :func:`_rival_ends`)."""
     found: list[Tenure] = []
     holding: dict[str, Tenure] = {}
     ended: dict[str, Tenure] = {}
@@ -226,10 +243,13 @@ def _fold(changes: Sequence[tuple[dt.date, ClaimVersion]]) -> list[Tenure]:
         anchor = claim.effect_date()
         if claim.kind == "departure":
             previous = ended.get(claim.person)
-            if previous is not None and _repeats_end(claim, previous, current):
-                # The end already known, reported again (by another source, or more vaguely):
-                # evidence of it, not a second tenure; its exact day and its cause, if it
-                # knows them better.
+            if previous is not None and (
+                _repeats_end(claim, previous, current)
+                or (current is None and _rival_of(claim, previous, rivals))
+            ):
+                # The end already known, reported again (by another source, or more vaguely),
+                # or a rival report of it that is not confirmed: evidence of it, not a second
+                # tenure; its exact day and its cause, if it knows them better.
                 previous.evidence.append(claim)
                 if previous.cause in (None, "unknown") and claim.cause is not None:
                     previous.cause = claim.cause
@@ -290,6 +310,13 @@ def _repeats_end(claim: ClaimVersion, previous: Tenure, current: Tenure | None) 
     )
 
 
+def _rival_of(claim: ClaimVersion, tenure: Tenure, rivals: Mapping[str, str]) -> bool:
+    """Whether a departure is a rival report of the end of ``tenure`` (disputes link them)."""
+    group = rivals.get(claim.claim)
+    ended_by = tenure.ended_by
+    return group is not None and ended_by is not None and rivals.get(ended_by) == group
+
+
 def _before_end(claim: ClaimVersion, tenure: Tenure) -> bool:
     """Whether ``claim`` may have taken effect by the day ``tenure`` ended, in its capacity."""
     earliest = claim.earliest_effect_day()
@@ -310,7 +337,9 @@ def fold_tenures(versions: Iterable[ClaimVersion]) -> list[Tenure]:
     with the days the rules count its start and end from (``start_day``, ``end_day``): a
     vaguely published date counts at the latest from the day the log recorded it, which the
     shown ``start`` and ``end`` do not say."""
-    return _fold(_in_effect(versions, None))
+    versions = list(versions)
+    rivals = _rival_ends(versions)
+    return _fold(_in_effect(versions, None, _superseded_departures(versions, rivals)), rivals)
 
 
 def tenures(versions: Iterable[ClaimVersion]) -> list[dict[str, Any]]:
@@ -365,10 +394,11 @@ def pending(
     versions = list(versions)
     claims = _pending_claims(versions, as_of)
     if any(claim.kind in ("departure", "appointment") for claim in claims):
+        rivals = _rival_ends(versions) if superseded is None or folded is None else {}
         if superseded is None:
-            superseded = _superseded_departures(versions)
+            superseded = _superseded_departures(versions, rivals)
         if folded is None:
-            folded = _fold(_in_effect(versions, as_of, superseded))
+            folded = _fold(_in_effect(versions, as_of, superseded), rivals)
         claims = [claim for claim in claims if not _start_already_known(claim, folded)]
         # A return still to come: a departure after it is a change to come too.
         returning = {claim.person for claim in claims if claim.kind != "departure"}
@@ -553,9 +583,10 @@ def post_state(
     - ``conflicts``: ``[{kind, claims, persons, reason}]`` with kind ``disputed`` (a live
       claim whose latest step is a dispute) or ``overlapping_permanent``.
     """
-    superseded = _superseded_departures(versions)
+    rivals = _rival_ends(versions)
+    superseded = _superseded_departures(versions, rivals)
     changes = _in_effect(versions, as_of, superseded)
-    folded = _fold(changes)
+    folded = _fold(changes, rivals)
     holding = [tenure for tenure in folded if tenure.open]
     holding.sort(key=lambda tenure: (tenure.start_day or dt.date.min, tenure.person))
     holders = [
