@@ -334,6 +334,12 @@ def test_given_a_departure_that_happened_then_an_expected_one_without_a_date_is_
     )
     assert story.pending("2025-08-01") == []
     assert story.state("2025-08-01")["vacancy"] == "vacant"
+    # and the history lists the expected reassignment as a report of that end: it is no
+    # longer a change to come, but it does not drop out of the history either
+    (tenure,) = story.tenures()
+    assert (tenure["end"]["date"], tenure["ended_by"]) == ("2025-05-29", "left")
+    assert [claim["claim"] for claim in tenure["evidence"]] == ["left", "body", "soon"]
+    assert tenure["status"] == "reported"
 
 
 def test_given_an_expected_appointment_then_a_report_that_it_happened_it_is_not_pending() -> None:
@@ -349,6 +355,9 @@ def test_given_an_expected_appointment_then_a_report_that_it_happened_it_is_not_
     assert story.pending("2025-06-01") == ["soon"]
     assert story.pending("2025-06-02") == []
     assert story.holders("2025-06-02") == [("ann", "acting")]
+    # and the history lists the expected appointment as a report of that start
+    (tenure,) = story.tenures()
+    assert [claim["claim"] for claim in tenure["evidence"]] == ["took", "soon"]
 
 
 def test_given_a_tenure_then_an_appointment_it_does_not_already_show_is_pending() -> None:
@@ -990,10 +999,13 @@ def test_given_rival_departures_not_confirmed_then_they_end_one_tenure_disputed(
     # and the state after both dates names nobody, with the disagreement as a conflict
     assert story.holders("2025-06-10") == []
     assert _conflicts(story, "2025-06-10") == [["x-b", "x-a"]]
-    # once the later one is confirmed, it ends the tenure instead
+    # once the later one is confirmed, it ends the tenure instead, and the one that gave way
+    # is still listed as a report of that end (it no longer makes the tenure disputed)
     story.confirm("x-b", effective="2025-05-31")
     (tenure,) = story.tenures()
     assert (tenure["end"]["date"], tenure["ended_by"]) == ("2025-05-31", "x-b")
+    assert [claim["claim"] for claim in tenure["evidence"]] == ["held", "x-b", "x-a"]
+    assert tenure["status"] == "confirmed"
 
 
 def test_given_the_earlier_end_confirmed_then_the_rival_is_no_longer_pending() -> None:

@@ -356,12 +356,56 @@ def tenures(versions: Iterable[ClaimVersion]) -> list[dict[str, Any]]:
 def ordered_tenures(groups: Iterable[Iterable[ClaimVersion]]) -> list[dict[str, Any]]:
     """The tenures of several groups of claims (one post and person each), in the order they
     count from: the day the rules read, so a vaguely published start is placed no later than
-    the day the log recorded it (which its shown date does not say)."""
-    found = [tenure for group in groups for tenure in fold_tenures(group)]
+    the day the log recorded it (which its shown date does not say).
+
+    A tenure's evidence also lists the claims that report its start or end but have no
+    effect of their own: a departure that gave way to a confirmed rival, and a change still
+    to come that is the start or end already known (which :func:`pending` leaves out), so
+    that no claim drops out of a history. They change neither its dates nor its status."""
+    found: list[tuple[Tenure, list[ClaimVersion]]] = []
+    for group in groups:
+        versions = list(group)
+        rivals = _rival_ends(versions)
+        superseded = _superseded_departures(versions, rivals)
+        folded = _fold(_in_effect(versions, None, superseded), rivals)
+        also = _also_reporting(versions, folded, superseded, rivals)
+        found += [(tenure, also.get(id(tenure), [])) for tenure in folded]
     found.sort(
-        key=lambda item: (item.start_day or item.end_day or dt.date.max, item.post, item.person)
+        key=lambda item: (
+            item[0].start_day or item[0].end_day or dt.date.max,
+            item[0].post,
+            item[0].person,
+        )
     )
-    return [tenure.as_json() for tenure in found]
+    answers = []
+    for tenure, also_reporting in found:
+        answer = tenure.as_json()
+        answer["evidence"] += [_evidence(claim) for claim in also_reporting]
+        answers.append(answer)
+    return answers
+
+
+def _also_reporting(
+    versions: Sequence[ClaimVersion],
+    folded: Sequence[Tenure],
+    superseded: set[str],
+    rivals: Mapping[str, str],
+) -> dict[int, list[ClaimVersion]]:
+    """The claims without an effect of their own that report a tenure's start or end, by
+    the tenure's ``id``: departures that gave way to a confirmed rival, and changes still to
+    come whose start or end is already known."""
+    found: dict[int, list[ClaimVersion]] = {}
+    for claim in sorted(versions, key=lambda version: version.reported_position):
+        if claim.claim not in superseded:
+            continue
+        group = rivals[claim.claim]
+        for tenure in folded:
+            if tenure.ended_by is not None and rivals.get(tenure.ended_by) == group:
+                found.setdefault(id(tenure), []).append(claim)
+                break
+    for claim, tenure in _split_pending(versions, None, folded, superseded)[1]:
+        found.setdefault(id(tenure), []).append(claim)
+    return found
 
 
 def _pending(claim: ClaimVersion) -> dict[str, Any]:
@@ -391,24 +435,45 @@ def pending(
 
     ``folded`` and ``superseded``: the tenures of the changes in effect on ``as_of`` and the
     departures that give way, when already known."""
+    return [_pending(claim) for claim in _split_pending(versions, as_of, folded, superseded)[0]]
+
+
+def _split_pending(
+    versions: Iterable[ClaimVersion],
+    as_of: dt.date | None,
+    folded: Sequence[Tenure] | None,
+    superseded: set[str] | None,
+) -> tuple[list[ClaimVersion], list[tuple[ClaimVersion, Tenure]]]:
+    """The changes :func:`pending` lists, and those it leaves out as a start or end already
+    known, each with the tenure it reports."""
     versions = list(versions)
     claims = _pending_claims(versions, as_of)
+    known: list[tuple[ClaimVersion, Tenure]] = []
     if any(claim.kind in ("departure", "appointment") for claim in claims):
         rivals = _rival_ends(versions) if superseded is None or folded is None else {}
         if superseded is None:
             superseded = _superseded_departures(versions, rivals)
         if folded is None:
             folded = _fold(_in_effect(versions, as_of, superseded), rivals)
-        claims = [claim for claim in claims if not _start_already_known(claim, folded)]
+        to_come = []
+        for claim in claims:
+            started = _start_already_known(claim, folded)
+            if started is None:
+                to_come.append(claim)
+            else:
+                known.append((claim, started))
         # A return still to come: a departure after it is a change to come too.
-        returning = {claim.person for claim in claims if claim.kind != "departure"}
-        claims = [
-            claim
-            for claim in claims
-            if claim.claim not in superseded
-            and (claim.person in returning or not _end_already_known(claim, folded))
-        ]
-    return [_pending(claim) for claim in claims]
+        returning = {claim.person for claim in to_come if claim.kind != "departure"}
+        claims = []
+        for claim in to_come:
+            if claim.claim in superseded:
+                continue
+            ended = None if claim.person in returning else _end_already_known(claim, folded)
+            if ended is None:
+                claims.append(claim)
+            else:
+                known.append((claim, ended))
+    return claims, known
 
 
 def _pending_claims(versions: Iterable[ClaimVersion], as_of: dt.date | None) -> list[ClaimVersion]:
@@ -435,38 +500,46 @@ def _earliest_meant(claim: ClaimVersion) -> dt.date | None:
     return earliest
 
 
-def _start_already_known(claim: ClaimVersion, folded: Sequence[Tenure]) -> bool:
-    """Whether a pending appointment is one already in effect: a tenure of its person in
-    its post and capacity began on a day its date may mean (an expected appointment that
-    another report already shows happened)."""
+def _start_already_known(claim: ClaimVersion, folded: Sequence[Tenure]) -> Tenure | None:
+    """The tenure whose start a pending appointment is, if it is one already in effect: a
+    tenure of its person in its post and capacity began on a day its date may mean (an
+    expected appointment that another report already shows happened)."""
     if claim.kind != "appointment":
-        return False
+        return None
     earliest = _earliest_meant(claim)
     if earliest is None:
-        return False
-    return any(
-        tenure.person == claim.person
-        and tenure.post == claim.post
-        and tenure.start_day is not None
-        and earliest <= tenure.start_day
-        and claim.capacity in ("unspecified", tenure.capacity())
-        for tenure in folded
+        return None
+    return next(
+        (
+            tenure
+            for tenure in folded
+            if tenure.person == claim.person
+            and tenure.post == claim.post
+            and tenure.start_day is not None
+            and earliest <= tenure.start_day
+            and claim.capacity in ("unspecified", tenure.capacity())
+        ),
+        None,
     )
 
 
-def _end_already_known(claim: ClaimVersion, folded: Sequence[Tenure]) -> bool:
-    """Whether a pending departure is one already in effect: its person holds the post no
-    more, and its own date may be the day a tenure of theirs ended (an announcement of the
-    retirement that another report already shows happened)."""
+def _end_already_known(claim: ClaimVersion, folded: Sequence[Tenure]) -> Tenure | None:
+    """The tenure whose end a pending departure is, if it is one already in effect: its
+    person holds the post no more, and its own date may be the day a tenure of theirs ended
+    (an announcement of the retirement that another report already shows happened); of
+    several, the first to end on such a day."""
     if claim.kind != "departure":
-        return False
+        return None
     earliest = _earliest_meant(claim)
     if earliest is None:
-        return False
+        return None
     theirs = [tenure for tenure in folded if tenure.person == claim.person]
     if any(tenure.open for tenure in theirs):
-        return False
-    return any(tenure.end_day is not None and earliest <= tenure.end_day for tenure in theirs)
+        return None
+    ended = [
+        tenure for tenure in theirs if tenure.end_day is not None and earliest <= tenure.end_day
+    ]
+    return min(ended, key=lambda tenure: tenure.end_day or dt.date.max, default=None)
 
 
 def _moved_on(tenure: Tenure, folded: Sequence[Tenure]) -> bool:
