@@ -4,14 +4,20 @@ from __future__ import annotations
 
 import asyncio
 import shlex
+from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
 
 import leaderlog.cli.projection_commands  # noqa: F401  (registers the commands on main)
+from leaderlog._json import dumps
 from leaderlog.cli import main
+from leaderlog.cli._app import print_json_in_parts
 from leaderlog.log import EventLog, load_seeds
+from leaderlog.projections import BUILTIN, ProjectionRunner, Queries
+from leaderlog.projections import queries as queries_module
 from tests.conftest import ROOT, SEEDS
 
 
@@ -45,3 +51,48 @@ def test_help_examples_run_on_the_seeds(
         result = CliRunner().invoke(main, ["--db", url, *arguments])
         assert result.exit_code == 0, f"leaderlog {shlex.join(arguments)}\n{result.stderr}"
         assert result.stdout.strip(), f"leaderlog {shlex.join(arguments)} printed nothing"
+
+
+def test_state_printed_a_part_at_a_time_reads_as_the_whole_answer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # given the seeds, and their state worked out and printed a post at a time
+    url = f"sqlite:///{tmp_path / 'leaderlog.db'}"
+
+    async def load() -> dict[str, Any]:
+        async with await EventLog.open(url) as log:
+            await load_seeds(log, SEEDS)
+            runner = ProjectionRunner(log.store, [cls() for cls in BUILTIN.values()])
+            await runner.catch_up()
+            return await Queries(log.store).state(as_of="2025-06-15")
+
+    whole = asyncio.run(load())
+    monkeypatch.setattr(queries_module, "_STATE_PART", 1)
+    # then --json prints the very text the whole answer prints as, and the text output
+    # lists every post once, in the same order
+    printed = CliRunner().invoke(main, ["--db", url, "state", "--as-of", "2025-06-15", "--json"])
+    assert printed.exit_code == 0, printed.stderr
+    assert printed.stdout == dumps(whole, indent=True) + "\n"
+    text = CliRunner().invoke(main, ["--db", url, "state", "--as-of", "2025-06-15"])
+    titles = [line for line in text.stdout.splitlines() if line and not line.startswith(" ")]
+    assert titles[1:] == [
+        f"{post['post']['title']} ({post['post']['post']}, {post['post']['org_name']}): "
+        f"{post['vacancy']}"
+        for post in whole["posts"]
+    ]
+
+
+@pytest.mark.parametrize("sizes", [[], [0], [1], [2, 0, 3], [0, 0]])
+def test_json_printed_in_parts_is_the_text_printed_whole(
+    sizes: list[int], capsys: pytest.CaptureFixture[str]
+) -> None:
+    items = [{"n": n, "nested": {"list": [n, "a\nb"], "empty": {}}} for n in range(sum(sizes))]
+    head = {"a": 1, "b": {"c": [1, 2]}}
+
+    async def parts() -> AsyncIterator[list[dict[str, Any]]]:
+        given = iter(items)
+        for size in sizes:
+            yield [next(given) for _ in range(size)]
+
+    asyncio.run(print_json_in_parts(head, "items", parts()))
+    assert capsys.readouterr().out == dumps({**head, "items": items}, indent=True) + "\n"

@@ -593,6 +593,51 @@ async def test_claims_linked_by_disputes_across_posts_are_one_conflict_on_every_
         assert [c["claims"] for c in before["q"]["conflicts"]] == [["cr", "cq"]]
 
 
+async def test_a_state_in_parts_reads_each_part_s_claims_alone_to_the_same_answer(
+    sqlite_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # given claims on three posts in two organisations, linked by disputes across them
+    records = [
+        *_small_log(),
+        record("org.registered", org="b", name="B"),
+        record("post.defined", post="r", org="b", title="R"),
+        record("person.registered", person="z", name="Z"),
+        _claim("cp", "s", "incumbency", "x", "p", effective={"date": "2025-01-01"}),
+        _claim("cq", "s", "incumbency", "y", "q", effective={"date": "2025-01-01"}),
+        _claim("cr", "s", "incumbency", "z", "r", effective={"date": "2025-01-01"}),
+        record("claim.disputed", claim="cr", reason="older", conflicts_with=["cq"]),
+        record("claim.disputed", claim="cq", reason="newest", conflicts_with=["cp"]),
+    ]
+    async with await EventLog.open(sqlite_url) as log:
+        await append(log, records)
+        queries = await current(log)
+        whole = [await queries.state(as_of="2025-06-01", **asked) for asked in ({}, {"org": "a"})]
+        # when the state is worked out a post at a time
+        monkeypatch.setattr(queries_module, "_STATE_PART", 1)
+        asked_for: list[list[str]] = []
+        read_versions = queries.__class__._versions
+
+        async def versions(self: Queries, by: str, ids: list[str], position: int) -> Any:
+            if by == "post":
+                asked_for.append(list(ids))
+            return await read_versions(self, by, ids, position)
+
+        monkeypatch.setattr(Queries, "_versions", versions)
+        in_parts = []
+        for asked in ({}, {"org": "a"}):
+            header, parts = await queries.state_in_parts(as_of="2025-06-01", **asked)
+            in_parts.append((header, [part async for part in parts]))
+        # then each part read only its own post's claims, and the parts make up the same
+        # answers, the conflict across posts included
+        assert asked_for == [["p"], ["q"], ["r"], ["p"], ["q"]]
+        assert [[len(part) for part in parts] for _, parts in in_parts] == [[1, 1, 1], [1, 1]]
+        assert [
+            {**header, "posts": [post for part in parts for post in part]}
+            for header, parts in in_parts
+        ] == whole
+        assert await queries.state(as_of="2025-06-01") == whole[0]
+
+
 async def test_dates_at_the_end_of_the_calendar_are_answered(seeded_log: EventLog) -> None:
     # given a change dated after the last day a date can name, and a source published then
     # with an undated holder, both accepted on append

@@ -14,7 +14,7 @@ import secrets
 import signal
 import sys
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from types import FrameType
 from typing import Any, BinaryIO, NoReturn, TypeVar
@@ -52,6 +52,7 @@ __all__ = [
     "main",
     "out_console",
     "print_json",
+    "print_json_in_parts",
     "reported",
     "run",
 ]
@@ -582,6 +583,26 @@ def _rule_of(error: LeaderlogError) -> str | None:
 
 def print_json(value: Any) -> None:
     click.echo(dumps(value, indent=True))
+
+
+async def print_json_in_parts(
+    value: Mapping[str, Any], key: str, parts: AsyncIterator[Sequence[Any]]
+) -> None:
+    """``print_json({**value, key: [...]})`` with the list's items printed a part at a time,
+    as ``parts`` gives them: the same text, without holding every item at once. ``key`` must
+    come after ``value``'s keys in sorted order, as the list then ends the object."""
+    if any(other >= key for other in value):
+        raise ValueError(f"{key!r} must sort after every other key to be printed last")
+    empty = dumps({**value, key: []}, indent=True)
+    opening = empty.removesuffix("[]\n}")
+    printed = False
+    async for part in parts:
+        for item in part:
+            # Items sit two levels deep; JSON text holds no line break but these.
+            text = dumps(item, indent=True).replace("\n", "\n    ")
+            click.echo(f"{',' if printed else opening + '['}\n    {text}", nl=False)
+            printed = True
+    click.echo("\n  ]\n}" if printed else empty)
 
 
 class _Command(click.Command):

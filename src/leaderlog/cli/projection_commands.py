@@ -30,6 +30,7 @@ from leaderlog.cli._app import (
     logged_on_stderr,
     main,
     print_json,
+    print_json_in_parts,
     run,
 )
 from leaderlog.errors import ProjectionError, ProjectionFailed
@@ -282,12 +283,21 @@ _EMPTY_LOG = (
 )
 
 
-def _print_state(answer: Mapping[str, Any], *, log_is_empty: bool) -> None:
+async def _print_state(
+    answer: Mapping[str, Any], parts: AsyncIterator[list[dict[str, Any]]], *, log_is_empty: bool
+) -> None:
     scope = f" in {answer['org']['name']} ({answer['org']['org']})" if answer["org"] else ""
     echo_line(f"Leadership{scope} as of {answer['as_of']}, {_known(answer['known_at'])}")
-    if not answer["posts"]:
+    printed = False
+    async for posts in parts:
+        _print_posts(posts)
+        printed = printed or bool(posts)
+    if not printed:
         echo_line(_EMPTY_LOG if log_is_empty else "  (no posts)")
-    for post in answer["posts"]:
+
+
+def _print_posts(posts: Sequence[Mapping[str, Any]]) -> None:
+    for post in posts:
         about = post["post"]
         echo_line("")
         echo_line(f"{about['title']} ({about['post']}, {about['org_name']}): {post['vacancy']}")
@@ -447,12 +457,14 @@ def state_command(
     async def go() -> None:
         check = partial(Queries.check_state, org, as_of, known_at)
         async with _current(context, check, known_at) as queries:
-            answer = await queries.state(org=org, as_of=as_of, known_at=known_at)
+            # Printed a part at a time: the whole state of a large log is tens of megabytes
+            # of text, worked out from hundreds of thousands of claims.
+            answer, parts = await queries.state_in_parts(org=org, as_of=as_of, known_at=known_at)
             head, _ = await queries.store.head()
-        if as_json:
-            print_json(answer)
-        else:
-            _print_state(answer, log_is_empty=head == 0)
+            if as_json:
+                await print_json_in_parts(answer, "posts", parts)
+            else:
+                await _print_state(answer, parts, log_is_empty=head == 0)
 
     run(go)
 

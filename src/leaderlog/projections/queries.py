@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 from leaderlog._json import loads
@@ -69,6 +69,9 @@ _SCAN_FROM_CLAIMS = 2000
 # decoding them and folding every post takes seconds of CPU, during which a server's event
 # loop would answer nothing else (not even /healthz). Below it, the hop would cost more.
 _OFF_LOOP_VERSIONS = 2000
+# Posts whose states are worked out together: a whole large log's state is answered a part
+# at a time, so that only one part's claims are held at once.
+_STATE_PART = 100
 _AUDIT_KEYS = (
     "position",
     "event_id",
@@ -548,6 +551,24 @@ class Queries:
         a question about more posts than that is refused (:class:`InvalidQuery`) before any
         claim is read: a server answers per organisation on a large log.
         """
+        header, parts = await self.state_in_parts(org, as_of, known_at, max_posts=max_posts)
+        return {**header, "posts": [post async for part in parts for post in part]}
+
+    async def state_in_parts(
+        self,
+        org: str | None = None,
+        as_of: dt.date | str | None = None,
+        known_at: int | str | dt.date | None = None,
+        *,
+        max_posts: int | None = None,
+    ) -> tuple[dict[str, Any], AsyncIterator[list[dict[str, Any]]]]:
+        """:meth:`state` as ``{"as_of", "known_at", "org"}`` and its posts a few hundred at a
+        time, each part worked out from its own posts' claims when it is asked for: the whole
+        log's state holds a fraction of its claims in memory at once, not all of them.
+
+        Every mistake in the question (an unknown ``org``, too many posts for ``max_posts``)
+        is raised here, before any part is asked for.
+        """
         self.check_state(org, as_of, known_at)
         situation = await self.situation(as_of, known_at)
         day = dt.date.fromisoformat(situation["as_of"])
@@ -569,15 +590,19 @@ class Queries:
                 f"once: {ask}",
                 parameter="org",
             )
-        if scope is None:
-            rows = await self.store.query(
-                f"SELECT doc FROM p_leadership_claim_versions WHERE 1 = 1{_KNOWN}",
-                (position, position),
-            )
-            versions = await _decoded(rows)
-        else:
-            versions = await self._versions("post", [post["post"] for post in posts], position)
-        linked = await self._linked_elsewhere(versions, position, whole=scope is None)
+
+        async def parts() -> AsyncIterator[list[dict[str, Any]]]:
+            for first in range(0, len(posts), _STATE_PART):
+                yield await self._post_states(posts[first : first + _STATE_PART], day, position)
+
+        return {**situation, "org": scope}, parts()
+
+    async def _post_states(
+        self, posts: Sequence[dict[str, Any]], day: dt.date, position: int
+    ) -> list[dict[str, Any]]:
+        """The state on ``day`` of each of ``posts``, as known at ``position``."""
+        versions = await self._versions("post", [post["post"] for post in posts], position)
+        linked = await self._linked_elsewhere(versions, position)
 
         def fold() -> list[dict[str, Any]]:
             by_post: dict[str, list[ClaimVersion]] = defaultdict(list)
@@ -601,15 +626,14 @@ class Queries:
         for answer in answers:
             for item in (*answer["holders"], *answer["pending"]):
                 item["name"] = names.get(item["person"])
-        return {**situation, "org": scope, "posts": answers}
+        return answers
 
     async def _linked_elsewhere(
-        self, versions: Sequence[ClaimVersion], position: int, *, whole: bool
+        self, versions: Sequence[ClaimVersion], position: int
     ) -> list[ClaimVersion]:
         """The claims not among ``versions`` that disputes link to them, known at
         ``position``: those a dispute names, those whose dispute names one, and so on through
-        the links. ``whole``: ``versions`` are every claim, so none names one of them unseen.
-        """
+        the links."""
         known = {version.claim for version in versions}
         found: list[ClaimVersion] = []
         frontier = list(versions)
@@ -621,8 +645,7 @@ class Queries:
                 for other in version.disputes[-1]["conflicts_with"]
             }
             more = await self._versions("claim", sorted(named - known), position)
-            if not whole:
-                more += await self._naming([version.claim for version in frontier], position)
+            more += await self._naming([version.claim for version in frontier], position)
             frontier = []
             for version in more:
                 if version.claim not in known:
