@@ -559,12 +559,10 @@ async def test_a_dispute_with_a_claim_on_another_post_names_its_person_until_it_
             assert (conflict["claims"], conflict["persons"]) == (["cp"], ["x"]), asked
 
 
-async def test_claims_linked_by_disputes_across_posts_are_one_conflict_on_every_post(
-    sqlite_url: str,
-) -> None:
-    # given x at p (org a), y at q (org a) and z at r, in org b outside a; the claim about y
-    # disputed by the one about z (naming it), then the one about x by the one about y
-    records = [
+def _linked_across_posts() -> list[dict[str, Any]]:
+    """x at p (org a), y at q (org a) and z at r, in org b outside a; the claim about y
+    disputed by the one about z (naming it), then the one about x by the one about y."""
+    return [
         *_small_log(),
         record("org.registered", org="b", name="B"),
         record("post.defined", post="r", org="b", title="R"),
@@ -575,6 +573,14 @@ async def test_claims_linked_by_disputes_across_posts_are_one_conflict_on_every_
         record("claim.disputed", claim="cr", reason="older", conflicts_with=["cq"]),
         record("claim.disputed", claim="cq", reason="newest", conflicts_with=["cp"]),
     ]
+
+
+async def test_claims_linked_by_disputes_across_posts_are_one_conflict_on_every_post(
+    sqlite_url: str,
+) -> None:
+    # given x at p (org a), y at q (org a) and z at r, in org b outside a; the claim about y
+    # disputed by the one about z (naming it), then the one about x by the one about y
+    records = _linked_across_posts()
     async with await EventLog.open(sqlite_url) as log:
         await append(log, records)
         queries = await current(log)
@@ -597,17 +603,7 @@ async def test_a_state_in_parts_reads_each_part_s_claims_alone_to_the_same_answe
     sqlite_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # given claims on three posts in two organisations, linked by disputes across them
-    records = [
-        *_small_log(),
-        record("org.registered", org="b", name="B"),
-        record("post.defined", post="r", org="b", title="R"),
-        record("person.registered", person="z", name="Z"),
-        _claim("cp", "s", "incumbency", "x", "p", effective={"date": "2025-01-01"}),
-        _claim("cq", "s", "incumbency", "y", "q", effective={"date": "2025-01-01"}),
-        _claim("cr", "s", "incumbency", "z", "r", effective={"date": "2025-01-01"}),
-        record("claim.disputed", claim="cr", reason="older", conflicts_with=["cq"]),
-        record("claim.disputed", claim="cq", reason="newest", conflicts_with=["cp"]),
-    ]
+    records = _linked_across_posts()
     async with await EventLog.open(sqlite_url) as log:
         await append(log, records)
         queries = await current(log)
