@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 import logging
 import os
@@ -21,9 +22,11 @@ import asyncpg
 import httpx
 import pytest
 from click.testing import CliRunner
+from rich.console import Console
 
-from leaderlog.cli import serve_commands
+from leaderlog.cli import projection_commands, serve_commands
 from leaderlog.cli._app import main
+from leaderlog.http import catch_up_before_serving
 from leaderlog.http.app import _RETRY_SECONDS as RETRY_SECONDS
 from leaderlog.log import EventLog, load_seeds
 from leaderlog.projections import runner_for
@@ -1032,3 +1035,40 @@ def test_serve_reports_a_user_projection_that_does_not_load_once(
     assert len(said) == 1, stderr
     assert said[0].startswith("warning: projection seen is left out: "), said
     assert "No module named 'no_such_package_anywhere'" in said[0]
+
+
+def test_serve_shows_each_projection_group_s_progress_while_it_catches_up(
+    sqlite_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # given a log whose projections are not built yet, and serve's progress on a terminal
+    screen = io.StringIO()
+    terminal = Console(file=screen, force_terminal=True, width=100, highlight=False)
+    monkeypatch.setattr(projection_commands, "err_console", terminal)
+    monkeypatch.setattr(projection_commands, "PROGRESS_THRESHOLD", 1)
+    reported: list[tuple[str, int, int]] = []
+
+    async def catch_up() -> int:
+        async with await EventLog.open(sqlite_url) as log:
+            await load_seeds(log, SEEDS)
+            with projection_commands.catch_up_bars("updating") as shown:
+
+                def show(names: str, applied: int, total: int) -> None:
+                    reported.append((names, applied, total))
+                    shown(names, applied, total)
+
+                # when serve brings them up to date before serving
+                await catch_up_before_serving(log.store, show)
+            statuses = await (await runner_for(log.store)).status()
+            return max(status.lag for status in statuses)
+
+    # then they are, and a bar for each group of projections went from none to every event
+    assert asyncio.run(catch_up()) == 0
+    groups = list(dict.fromkeys(names for names, _, _ in reported))
+    assert groups == ["leadership, audit", "feed_entries"]
+    for group in groups:
+        steps = [(applied, total) for names, applied, total in reported if names == group]
+        assert steps[-1] == (SEED_COUNT, SEED_COUNT)
+        assert [applied for applied, _ in steps] == sorted(applied for applied, _ in steps)
+    drawn = screen.getvalue()
+    assert "updating leadership, audit" in drawn and "updating feed_entries" in drawn
+    assert f"{SEED_COUNT}/{SEED_COUNT}" in drawn

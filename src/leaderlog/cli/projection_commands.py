@@ -53,7 +53,7 @@ from leaderlog.projections.loading import (
 from leaderlog.projections.runner import LeftOut, forget_projection
 
 # Catching up by fewer events than this shows no progress bar: it would only flicker.
-_PROGRESS_THRESHOLD = 5000
+PROGRESS_THRESHOLD = 5000
 
 
 class _Bar:
@@ -70,7 +70,7 @@ class _Bar:
         )
 
 
-def _progress_bar(label: str) -> Progress:
+def progress_bar(label: str) -> Progress:
     return Progress(
         TextColumn(label),
         BarColumn(),
@@ -82,6 +82,24 @@ def _progress_bar(label: str) -> Progress:
         # Redrawn in place on a terminal; elsewhere (a log file, a pipe) it left a blank line.
         disable=not err_console.is_terminal,
     )
+
+
+@contextmanager
+def catch_up_bars(doing: str) -> Iterator[Callable[[str, int, int], None]]:
+    """A progress callback, (projections, events applied, events to apply), drawn on stderr
+    (on a terminal) as a bar for each group of projections with at least
+    ``PROGRESS_THRESHOLD`` events to apply, labelled "``doing`` NAMES"."""
+    with progress_bar("{task.description}") as progress:
+        tasks: dict[str, TaskID] = {}
+
+        def show(names: str, applied: int, total: int) -> None:
+            if total < PROGRESS_THRESHOLD:
+                return
+            if names not in tasks:
+                tasks[names] = progress.add_task(f"{doing} {names}", total=total)
+            progress.update(tasks[names], completed=applied, total=total)
+
+        yield show
 
 
 @contextmanager
@@ -138,11 +156,11 @@ async def _catch_up(runner: ProjectionRunner) -> None:
     running = set(_running(runner))
     statuses = [status for status in await runner.status() if status.name in running]
     lag = max((status.lag for status in statuses), default=0)
-    if lag < _PROGRESS_THRESHOLD:
+    if lag < PROGRESS_THRESHOLD:
         await runner.catch_up()
         return
     start = min(status.checkpoint for status in statuses)
-    with _progress_bar("updating projections") as progress:
+    with progress_bar("updating projections") as progress:
         task = progress.add_task("catch-up", total=lag)
         await runner.catch_up(_Bar(progress, task, start))
 
@@ -647,7 +665,7 @@ def rebuild_command(context: Context, names: Sequence[str]) -> None:
             try:
                 with (
                     _runner_warnings_on_stderr(),
-                    _progress_bar(f"rebuilding {', '.join(chosen)}") as progress,
+                    progress_bar(f"rebuilding {', '.join(chosen)}") as progress,
                 ):
                     task = progress.add_task("rebuild", total=max(head, 1))
                     try:

@@ -22,7 +22,7 @@ from click.core import ParameterSource
 from click.decorators import FC
 
 from leaderlog.cli._app import Context, WholeNumber, echo_line, logged_on_stderr, main, run
-from leaderlog.cli.projection_commands import catch_up_for_queries
+from leaderlog.cli.projection_commands import catch_up_bars, catch_up_for_queries
 from leaderlog.errors import ProjectionError, StoreBusy, StoreUnavailable, StoreUnreachable
 from leaderlog.feeds import (
     FORMATS,
@@ -248,7 +248,8 @@ def serve_command(
                             f"from {files} file{'s' if files != 1 else ''} in {seeds}",
                             err=True,
                         )
-                    await catch_up_before_serving(log.store)
+                    with catch_up_bars("updating") as shown:
+                        await catch_up_before_serving(log.store, shown)
                 return
             except StoreUnavailable as error:
                 if not isinstance(error, StoreBusy | StoreUnreachable):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from pathlib import Path
@@ -115,9 +116,14 @@ async def projection_runners(store: EventStore) -> tuple[ProjectionRunner, ...]:
     return tuple(runners)
 
 
-async def catch_up_before_serving(store: EventStore) -> None:
+async def catch_up_before_serving(
+    store: EventStore, progress: Callable[[str, int, int], None] | None = None
+) -> None:
     """Bring the built-in projections up to date, as a server's start does before it
     answers, saying so when that takes a while.
+
+    ``progress`` is told (the projections being updated, events applied, events to apply)
+    as each page is applied; the feed entries are updated after the others.
 
     ``leaderlog serve`` calls it before starting the server, where Ctrl+C and SIGTERM stop
     it at once: uvicorn notices them only once the application has started, which on a
@@ -131,12 +137,43 @@ async def catch_up_before_serving(store: EventStore) -> None:
     runners = (ProjectionRunner(store, builtins), feed_runner(store))
     await _say_if_catching_up_takes_a_while(runners)
     for runner in runners:
+        report = None
+        if progress is not None:
+            start, head = await _events_to_apply(runner)
+            names = ", ".join(p.name for p in runner.projections if not isinstance(p, LeftOut))
+            report = functools.partial(_report_applied, progress, names, start, head)
         try:
-            await runner.catch_up()
+            await runner.catch_up(report)
         except (StoreBusy, StoreUnreachable):
             raise
         except Exception:
             continue  # logged by the start that follows, as it fails there again
+
+
+async def _events_to_apply(runner: ProjectionRunner) -> tuple[int, int]:
+    """(first, last) position of what the runner's projections have to apply: from the
+    checkpoint furthest behind (0 for one a new version rebuilds) to the head."""
+    spans = [
+        (0 if status.version != projection.version else status.checkpoint, status.head)
+        for projection, status in zip(runner.projections, await runner.status(), strict=True)
+        if not isinstance(projection, LeftOut)
+    ]
+    if not spans:
+        return 0, 0
+    return min(start for start, _ in spans), max(head for _, head in spans)
+
+
+def _report_applied(
+    progress: Callable[[str, int, int], None],
+    names: str,
+    start: int,
+    head: int,
+    position: int,
+    target: int,
+) -> None:
+    # Events appended meanwhile are applied too: the total grows with them.
+    last = max(head, target)
+    progress(names, max(0, min(position, last) - start), last - start)
 
 
 def _log_failure(runner: ProjectionRunner, error: Exception) -> None:
