@@ -175,6 +175,12 @@ def test_language_from_the_address_or_accept_language(
     assert client.get(f"{url}?lang=klingon").status_code == 422
     english = client.get(url, headers={"Accept-Language": "tlh"})
     assert english.headers["content-language"] == "en"
+    # A weight that is no qvalue does not make its language win: the entry is ignored.
+    for weight in ("2", "1.5", "abc", "0.12345"):
+        header = f"fr;q={weight}, de;q=0.5"
+        assert (
+            client.get(url, headers={"Accept-Language": header}).headers["content-language"] == "de"
+        ), header
 
 
 def test_a_language_asked_for_another_way_redirects_to_the_offered_tag(

@@ -11,7 +11,6 @@ import datetime as dt
 import functools
 import gettext
 import io
-import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -270,17 +269,19 @@ def _negotiate(preferred: Sequence[str]) -> str | None:
     return next((tag for tag, babel_id in _BABEL_IDS.items() if babel_id == identifier), None)
 
 
-def _quality(parameters: Sequence[str]) -> float:
+# RFC 9110 12.4.2: a qvalue is 0 to 1 with at most three decimals ("1", "0.5", "1.000").
+_QVALUE = re.compile(r"0(?:\.[0-9]{0,3})?|1(?:\.0{0,3})?")
+
+
+def _quality(parameters: Sequence[str]) -> float | None:
     """The ``q`` parameter wherever it stands among a range's parameters (RFC 9110 12.4.2);
-    1 when absent, 0 (not acceptable) when unreadable, clamped to 0..1."""
+    1 when absent, None when it is no qvalue ("2", "1.5", "abc", "0.12345"): such a range is
+    ignored, as if the header had not named it."""
     for parameter in parameters:
         name, _, value = parameter.partition("=")
         if name.strip().lower() == "q":
-            try:
-                quality = float(value)
-            except ValueError:
-                return 0.0
-            return min(max(quality, 0.0), 1.0) if math.isfinite(quality) else 0.0
+            value = value.strip()
+            return float(value) if _QVALUE.fullmatch(value) else None
     return 1.0
 
 
@@ -293,7 +294,7 @@ def _accept_language(header: str) -> tuple[list[str], set[str]]:
     for index, part in enumerate(header.split(",")):
         tag, *parameters = (piece.strip() for piece in part.split(";"))
         quality = _quality(parameters)
-        if not tag:
+        if not tag or quality is None:
             continue
         if quality == 0:
             refused.add(tag.lower())
