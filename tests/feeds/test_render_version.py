@@ -43,6 +43,8 @@ RENDERED = {
     (10, 11): "226be57bea004d4ef78018ef92cd3555ebc667311be248afa228fe792e79cfed",
     # Portuguese writes the first of a month as an ordinal too ("1º de junho").
     (11, 11): "2160732437683fc51f2c2b9fa3853c9b85bab854109c5c5d5b5b8d7bab34ce20",
+    # A feed's home link names its language: the page in that language (/?lang=fr).
+    (12, 11): "c17d933d82163824ec94cb518d4fe0dd311c11d9c190309be3d20170177c2e4b",
 }
 
 _RECORDED = dt.datetime(2025, 6, 1, 12, 0, tzinfo=dt.UTC)

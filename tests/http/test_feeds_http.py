@@ -8,6 +8,7 @@ import gzip
 import time
 import xml.etree.ElementTree as ElementTree
 from email.utils import format_datetime, parsedate_to_datetime
+from html import escape
 from pathlib import Path
 
 import feedparser
@@ -183,6 +184,28 @@ def test_language_from_the_address_or_accept_language(
         ), header
 
 
+def test_a_feed_links_to_the_page_in_its_own_language(
+    seeded_server: tuple[str, str], client: httpx.Client
+) -> None:
+    """Whether the language came from ?lang= or Accept-Language, the feed's home link opens
+    the page in the feed's language, not one the browser would negotiate."""
+    base, _ = seeded_server
+    for path, page in (("/feeds/all", "/?lang=fr"), ("/feeds/org/ice", "/?org=ice&lang=fr")):
+        home = f"{base}{page}"
+        for query, header in (("?lang=fr", "de"), ("", "fr")):
+            asked = {"Accept-Language": header}
+            atom = client.get(f"{base}{path}.atom{query}", headers=asked).text
+            assert f'<link href="{escape(home)}" rel="alternate" type="text/html"/>' in atom
+            rss = client.get(f"{base}{path}.rss{query}", headers=asked).text
+            assert f"<link>{escape(home)}</link>" in rss
+            json_feed = client.get(f"{base}{path}.json{query}", headers=asked).json()
+            assert json_feed["home_page_url"] == home
+        shown = client.get(home, headers={"Accept-Language": "de"}, follow_redirects=False)
+        assert shown.status_code == 200 and '<html lang="fr"' in shown.text
+    english = client.get(f"{base}/feeds/all.atom", headers={"Accept-Language": "en"})
+    assert f'<link href="{base}/?lang=en" rel="alternate"' in english.text
+
+
 def test_a_language_asked_for_another_way_redirects_to_the_offered_tag(
     seeded_server: tuple[str, str], client: httpx.Client
 ) -> None:
@@ -302,12 +325,13 @@ def test_opml_lists_every_feed(seeded_server: tuple[str, str], client: httpx.Cli
         assert client.get(url, headers=IDENTITY).status_code == 200
     # an organisation's feed links to its own page, which shows it; the others to the overview
     pages = {o.get("xmlUrl"): o.get("htmlUrl") for o in root.iter("outline") if o.get("xmlUrl")}
-    assert pages[f"{base}/feeds/org/ice-hsi.rss"] == f"{base}/?org=ice-hsi"
-    assert pages[f"{base}/feeds/person/derek-gordon.rss"] == f"{base}/"
+    # in the language of the list, as the feed's own home link is
+    assert pages[f"{base}/feeds/org/ice-hsi.rss"] == f"{base}/?org=ice-hsi&lang=en"
+    assert pages[f"{base}/feeds/person/derek-gordon.rss"] == f"{base}/?lang=en"
     page = client.get(pages[f"{base}/feeds/org/ice-hsi.rss"])
-    assert page.status_code == 200 and f'href="{base}/feeds/org/ice-hsi.rss"' in page.text
+    assert page.status_code == 200 and f'href="{base}/feeds/org/ice-hsi.rss?lang=en"' in page.text
     feed = client.get(f"{base}/feeds/org/ice-hsi.rss", headers=IDENTITY).text
-    assert f"<link>{base}/?org=ice-hsi</link>" in feed
+    assert f"<link>{base}/?org=ice-hsi&amp;lang=en</link>" in feed
     again = client.get(
         f"{base}/opml?format=rss", headers={"If-None-Match": response.headers["etag"]}
     )

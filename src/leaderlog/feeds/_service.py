@@ -64,7 +64,7 @@ __all__ = [
 # Bump when the rendering changes, so validators handed out before no longer match. The
 # feed entries projection's version is part of every validator too: a change to what it
 # stores changes documents, and must change their validators with them.
-RENDER_VERSION = 11
+RENDER_VERSION = 12
 _RENDERING = (RENDER_VERSION, FeedEntriesProjection.version)
 SUBSCRIPTION_CACHE = "public, max-age=300"
 FULL_ARCHIVE_CACHE = "public, max-age=31536000, immutable"
@@ -492,7 +492,12 @@ class FeedService:
                 page=request.page,
                 lang=request.link_lang,
             ),
-            home_url=page_url(request.base_url, scope.id if scope.kind == "org" else None),
+            # The page in the feed's own language, whatever the browser opening it would ask for.
+            home_url=page_url(
+                request.base_url,
+                scope.id if scope.kind == "org" else None,
+                lang=request.lang,
+            ),
             author="leaderlog",
             generator="leaderlog",
             generator_version=self._generator_version,
@@ -586,14 +591,16 @@ class FeedService:
                     Outline(
                         text=_text.scope_name(kind, doc, entity_id, language_),
                         url=feed_url(base_url, scope, fmt, lang=link_lang),
-                        html_url=page_url(base_url, entity_id if kind == "org" else None),
+                        html_url=page_url(
+                            base_url, entity_id if kind == "org" else None, lang=lang
+                        ),
                         language=lang,
                     )
                 )
         everything = Outline(
             text=language_._(N_("Leadership changes")),
             url=feed_url(base_url, Scope("all"), fmt, lang=link_lang),
-            html_url=f"{base_url}/",
+            html_url=page_url(base_url, lang=lang),
             language=lang,
         )
         outlines = [
