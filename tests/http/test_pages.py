@@ -322,6 +322,21 @@ def test_overview_refuses_unknown_or_malformed_organisations(
     # one too long to be an id is as unknown, on the same page
     long = client.get(f"{base}/?org={'a' * 301}")
     assert long.status_code == 404 and long.headers["content-type"].startswith("text/html")
+    # and only its first characters are repeated, as error messages shorten what they quote
+    for given, shown in (
+        ("b" * 20_000, f"{'b' * 59}\u2026"),
+        ("%E2%80%AE" + "c" * 20_000, "'\\u202e" + "c" * 59 + "'\u2026"),
+    ):
+        huge = client.get(f"{base}/?org={given}")
+        text = _leadership_text(huge.text)
+        assert huge.status_code == 404 and f"No organisation has the id {shown}." in text, text
+        assert len(huge.text) < len(client.get(f"{base}/?org=zzz").text) + 200
+        assert 'href="?lang=de"' in huge.text  # the page in German: the overview's
+    assert 'href="?org=zzz&amp;lang=de"' in client.get(f"{base}/?org=zzz").text
+    language = client.get(f"{base}/?lang={'x' * 20_000}")
+    said = _leadership_text(language.text)
+    assert language.status_code == 404 and f"not offered in '{'x' * 59}\u2026'" in said, said
+    assert len(language.text) < len(client.get(f"{base}/?lang=xx").text) + 200
     # and one holding what cannot be seen is written out, not shown as a real id
     for hidden, written in (("%E2%80%AEice", "\\u202eice"), ("%E2%80%8Bice", "\\u200bice")):
         unseen = _leadership_text(client.get(f"{base}/?org={hidden}").text)

@@ -375,6 +375,22 @@ def _offered(lang: str) -> bool:
     return True
 
 
+# What a 404 page repeats of a value it was given: a short prefix, as error messages
+# elsewhere shorten what they quote (anyone can ask for ?org= twenty thousand characters long).
+_LONGEST_ECHO = 60
+
+
+def _echoed(value: str, *, quoted: bool = False) -> str:
+    """``value`` as a 404 page repeats it: cut to its first characters with an ellipsis, and
+    written out (quoted, escapes and all) when it holds what cannot be seen, a direction
+    override or a zero-width space, or when ``quoted``."""
+    if value.isprintable():
+        shown = clean(value, _LONGEST_ECHO)
+        return repr(shown) if quoted else shown
+    shown = repr(value[:_LONGEST_ECHO])
+    return shown if len(value) <= _LONGEST_ECHO else f"{shown}\u2026"
+
+
 def _unknown_org(
     base: str,
     org: str,
@@ -386,7 +402,7 @@ def _unknown_org(
     """What a 404 page says instead of a leadership: no such id, and what was likely meant."""
     # Written out when it holds what cannot be seen (a direction override, a zero-width
     # space): the page must not seem to say that a real id does not exist.
-    shown = org if org.isprintable() else repr(org)
+    shown = _echoed(org)
     parts = ["<p>" + _e(lang._(N_("No organisation has the id {org}."), org=shown)) + "</p>"]
     if suggestions:
         known = dict(orgs)
@@ -558,7 +574,7 @@ async def _overview_page(
         asked = _e(
             words._(
                 N_("These pages are not offered in {asked}: choose one of the languages above."),
-                asked=repr(not_offered),
+                asked=_echoed(not_offered, quoted=True),
             )
         )
         leadership = f"<p>{asked}</p>"
@@ -601,7 +617,11 @@ async def _overview_page(
         title=_e(words._(N_("Who leads what, as reported"))),
         discovery=_discovery(base, words, link_lang, shown),
         languages=_e(words._(N_("Languages"))),
-        language_links=_language_links(chosen, org),
+        # An unknown organisation's page in another language asks for it again, unless it
+        # is longer than the page would repeat: such a link would be as long again ten times.
+        language_links=_language_links(
+            chosen, org if unknown is None or len(org or "") <= _LONGEST_ECHO else None
+        ),
         leadership_heading=_e(words._(N_("Current leadership"))),
         situation=_e(said),
         leadership=leadership,
