@@ -79,7 +79,7 @@ def server_keeping_no_page(tmp_path: Path) -> Iterator[str]:
 
 def _leadership_text(html: str) -> str:
     """The text of the page's leadership section only."""
-    return " ".join(_collect(_section(html, "leadership")).text)
+    return re.sub(r"\s+", " ", "".join(_collect(_section(html, "leadership")).text))
 
 
 def test_overview_shows_leadership_changes_and_every_feed(
@@ -332,6 +332,12 @@ def test_overview_refuses_unknown_or_malformed_organisations(
         assert huge.status_code == 404 and f"No organisation has the id {shown}." in text, text
         assert len(huge.text) < len(client.get(f"{base}/?org=zzz").text) + 200
         assert 'href="?lang=de"' in huge.text  # the page in German: the overview's
+    # what was asked keeps its own direction: Hebrew cannot pull the digits after it, or
+    # the rest of the sentence, into its right-to-left run
+    hebrew = client.get(f"{base}/", params={"org": "\u05e9\u05dc\u05d5\u05dd 123"}).text
+    assert "has the id <bdi>\u05e9\u05dc\u05d5\u05dd 123</bdi>." in hebrew
+    arabic = client.get(f"{base}/", params={"lang": "\u0639\u0631\u0628\u064a 2"}).text
+    assert "not offered in <bdi>&#x27;\u0639\u0631\u0628\u064a 2&#x27;</bdi>:" in arabic
     assert 'href="?org=zzz&amp;lang=de"' in client.get(f"{base}/?org=zzz").text
     language = client.get(f"{base}/?lang={'x' * 20_000}")
     said = _leadership_text(language.text)
@@ -546,7 +552,7 @@ def test_a_language_not_offered_gets_a_page_saying_so_in_the_reader_s_language(
     assert response.status_code == 404
     assert response.headers["content-type"].startswith("text/html")
     assert response.headers["content-language"] == "fr"
-    assert "Ces pages ne sont pas proposées en &#x27;xx-YY&#x27;" in response.text
+    assert "Ces pages ne sont pas proposées en <bdi>&#x27;xx-YY&#x27;</bdi>" in response.text
     assert 'href="?lang=de" hreflang="de"' in response.text  # the languages to choose from
 
 

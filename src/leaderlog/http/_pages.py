@@ -42,6 +42,8 @@ from leaderlog.feeds import (
     scope_name,
 )
 from leaderlog.feeds._i18n import Language
+from leaderlog.feeds._text import Markup
+from leaderlog.feeds._text import _html as markup
 from leaderlog.http._conditional import VARY, etag_matches, get_and_head, respond
 from leaderlog.http._deps import base_url, feeds_of, queries_of, services_of
 from leaderlog.http._feeds import (
@@ -403,7 +405,10 @@ def _unknown_org(
     # Written out when it holds what cannot be seen (a direction override, a zero-width
     # space): the page must not seem to say that a real id does not exist.
     shown = _echoed(org)
-    parts = ["<p>" + _e(lang._(N_("No organisation has the id {org}."), org=shown)) + "</p>"]
+    # In an element of its own direction, as a name is: "?org=" in Hebrew followed by digits
+    # must not pull the digits, or the words after it, into its right-to-left run.
+    said = markup(lang, N_("No organisation has the id {org}."), org=Markup(_name(shown)))
+    parts = [f"<p>{said}</p>"]
     if suggestions:
         known = dict(orgs)
         meant = [(org_id, known.get(org_id, {})) for org_id in suggestions]
@@ -571,11 +576,10 @@ async def _overview_page(
         state = {"posts": [], "as_of": "", "known_at": {"position": 0}}
         whole = False
     if not_offered is not None:
-        asked = _e(
-            words._(
-                N_("These pages are not offered in {asked}: choose one of the languages above."),
-                asked=_echoed(not_offered, quoted=True),
-            )
+        asked = markup(
+            words,
+            N_("These pages are not offered in {asked}: choose one of the languages above."),
+            asked=Markup(_name(_echoed(not_offered, quoted=True))),
         )
         leadership = f"<p>{asked}</p>"
     elif unknown is not None and org is not None:
