@@ -310,6 +310,18 @@ def test_errors_are_clear_json(seeded_server: tuple[str, str], client: httpx.Cli
     named = client.get(f"{base}/feeds/person/Robert%20J.%20Hammer.atom")
     assert named.status_code == 404
     assert "did you mean robert-hammer (Robert Hammer, Robert J. Hammer)" in named.json()["detail"]
+    # and a 404 repeats only the first characters of what it was given
+    long = "x" * 5000
+    short = f"{'x' * 57}..."
+    for path, said in (
+        (f"/feeds/{long}.atom", f"no feed at /feeds/{short}; try /feeds/all.atom"),
+        (f"/feeds/org/{long}.rss", f"unknown organisation '{short}'"),
+        (f"/feeds/{long}/ice.json", f"no feed at /feeds/{short}/ice.json: use"),
+        (f"/feeds/org/{long}", f"no feed at '{short}': feeds end in"),
+    ):
+        response = client.get(base + path)
+        assert response.status_code == 404 and response.json()["detail"].startswith(said), path
+        assert len(response.content) < 300, path
 
 
 def test_opml_lists_every_feed(seeded_server: tuple[str, str], client: httpx.Client) -> None:

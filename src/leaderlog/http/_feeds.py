@@ -143,10 +143,20 @@ def canonical_address(
     return RedirectResponse(location, status_code=308)
 
 
+# What a 404 repeats of an address: its first characters, as other error messages quote.
+_LONGEST_ECHO = 60
+
+
+def _shortened(text: str) -> str:
+    return text if len(text) <= _LONGEST_ECHO else f"{text[: _LONGEST_ECHO - 3]}..."
+
+
 def _split(filename: str) -> tuple[str, FeedFormat]:
     stem, dot, extension = filename.rpartition(".")
     if not dot or extension not in FORMATS:
-        raise HTTPException(404, f"no feed at {filename!r}: feeds end in .atom, .rss or .json")
+        raise HTTPException(
+            404, f"no feed at {_shortened(filename)!r}: feeds end in .atom, .rss or .json"
+        )
     return stem, extension
 
 
@@ -191,7 +201,7 @@ async def all_feed(
     """The feed of every claim. One entry per claim; corrections update the same entry."""
     stem, fmt = _split(filename)
     if stem != "all":
-        raise HTTPException(404, f"no feed at /feeds/{filename}; try /feeds/all.{fmt}")
+        raise HTTPException(404, f"no feed at /feeds/{_shortened(filename)}; try /feeds/all.{fmt}")
     return await _serve(request, Scope("all"), fmt, lang, page)
 
 
@@ -225,9 +235,14 @@ async def scoped_feed(
     except ValueError:
         named = named_subject(f"{kind}:{stem}")
         if named is not None:
-            raise HTTPException(404, await named.explained(queries_of(request))) from None
+            # Looked up as given, said shortened: "unknown organisation 'xxxx...'".
+            explained = await named.explained(queries_of(request))
+            said = explained.replace(repr(stem), repr(_shortened(stem)), 1)
+            raise HTTPException(404, said) from None
         raise HTTPException(
-            404, f"no feed at /feeds/{kind}/{filename}: use /feeds/org|person|post/ID.{fmt}"
+            404,
+            f"no feed at /feeds/{_shortened(kind)}/{_shortened(filename)}: "
+            f"use /feeds/org|person|post/ID.{fmt}",
         ) from None
     return await _serve(request, scope, fmt, lang, page)
 
