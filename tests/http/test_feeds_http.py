@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import gzip
+import html
 import time
 import xml.etree.ElementTree as ElementTree
 from email.utils import format_datetime, parsedate_to_datetime
@@ -204,6 +205,19 @@ def test_a_feed_links_to_the_page_in_its_own_language(
         assert shown.status_code == 200 and '<html lang="fr"' in shown.text
     english = client.get(f"{base}/feeds/all.atom", headers={"Accept-Language": "en"})
     assert f'<link href="{base}/?lang=en" rel="alternate"' in english.text
+
+
+def test_a_text_cut_short_ends_its_sentence_with_the_ellipsis_alone(
+    hostile_server: tuple[str, str], client: httpx.Client
+) -> None:
+    """A name over the length shown ends in an ellipsis; no full stop follows it."""
+    base, _ = hostile_server
+    for path in ("/feeds/person/hostile-long.json", "/feeds/person/hostile-long.atom", "/"):
+        text = html.unescape(client.get(base + path).text)
+        assert "Name Very\u2026" in text, path
+        assert "\u2026." not in text, path
+    item = client.get(f"{base}/feeds/person/hostile-long.json").json()["items"][0]
+    assert "\u2026." not in item["content_text"] and "\u2026." not in item["content_html"]
 
 
 def test_a_language_asked_for_another_way_redirects_to_the_offered_tag(

@@ -172,9 +172,10 @@ class Language:
 
 def fill(template: str, values: Mapping[str, Any]) -> str:
     """``template.format(**values)``, without doubling a full stop: a value that ends with one
-    (a Russian long date ends with the abbreviation for "year") stands for the template's own."""
+    (a Russian long date ends with the abbreviation for "year"), or with the ellipsis of a text
+    cut short, stands for the template's own ("... Very Long Name…", not "….")."""
     for name, value in values.items():
-        if isinstance(value, str) and value.endswith("."):
+        if isinstance(value, str) and value.endswith((".", "\u2026")):
             template = template.replace(f"{{{name}}}.", f"{{{name}}}")
     return template.format(**values)
 
