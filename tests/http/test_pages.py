@@ -556,6 +556,21 @@ def test_a_language_not_offered_gets_a_page_saying_so_in_the_reader_s_language(
     assert 'href="?lang=de" hreflang="de"' in response.text  # the languages to choose from
 
 
+def test_an_empty_language_field_leaves_the_language_to_the_reader(
+    seeded_server: tuple[str, str], client: httpx.Client
+) -> None:
+    """ "?lang=" as a form with no language chosen sends it: the page in the reader's language,
+    as "?org=" left empty is the whole overview."""
+    base, _ = seeded_server
+    for query in ("?lang=", "?lang=%20", "?org=ice&lang="):
+        response = client.get(
+            f"{base}/{query}", headers={"Accept-Language": "fr"}, follow_redirects=False
+        )
+        assert response.status_code == 200, query
+        assert response.headers["content-language"] == "fr" and '<html lang="fr"' in response.text
+        assert "Toutes les organisations" in response.text or query != "?org=ice&lang="
+
+
 def test_a_long_source_address_outside_ascii_is_linked_in_recent_changes() -> None:
     # given an entry whose source address (684 characters) grows past 2,000 when encoded
     address = "https://jp.example/wiki/" + "指導者の交代について_" * 60

@@ -459,6 +459,8 @@ async def overview(
     On a log with more than ``OVERVIEW_POSTS`` posts, the leadership section lists the
     organisations instead; ``?org=`` shows one organisation's subtree.
     """
+    if lang is not None and not lang.strip():
+        lang = None  # "?lang=" as an empty form field leaves: the reader's language, as without
     not_offered = lang is not None and not _offered(lang)
     if not_offered:
         # A page in the reader's own language saying so, rather than the API's JSON 422:
@@ -467,7 +469,7 @@ async def overview(
     else:
         chosen, explicit = pick_language(request, lang)
         # As on the feeds: ?lang=pt-BR is sent to ?lang=pt, the address the page's links use.
-        if (redirect := canonical_address(request, "/", chosen)) is not None:
+        if lang is not None and (redirect := canonical_address(request, "/", chosen)) is not None:
             return redirect
     link_lang = chosen if explicit else None
     if org is not None and not org.strip():
