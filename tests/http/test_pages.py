@@ -556,6 +556,27 @@ def test_a_language_not_offered_gets_a_page_saying_so_in_the_reader_s_language(
     assert 'href="?lang=de" hreflang="de"' in response.text  # the languages to choose from
 
 
+def test_several_holders_of_a_post_are_listed_in_the_page_s_language(
+    archive_server: tuple[str, str], client: httpx.Client
+) -> None:
+    """A post held by several people at once lists them as the language lists things."""
+    base, _ = archive_server
+    cells = {
+        tag: [
+            cell
+            for cell in re.findall(r"<tr>.*?<td>.*?</td><td>(.*?)</td>", page, re.S)
+            if cell.count("<bdi>") > 2
+        ]
+        for tag, page in (
+            (tag, client.get(f"{base}/", params={"lang": tag}).text) for tag in ("en", "ja", "de")
+        )
+    }
+    assert cells["en"] and cells["ja"] and cells["de"]
+    assert re.search(r"</bdi>, <bdi>.*</bdi> \(acting\), and <bdi>", cells["en"][0])
+    assert re.search(r"\)\u3001<bdi>", cells["ja"][0]) and ", <bdi>" not in cells["ja"][0]
+    assert re.search(r"\) und <bdi>", cells["de"][0])
+
+
 def test_an_empty_language_field_leaves_the_language_to_the_reader(
     seeded_server: tuple[str, str], client: httpx.Client
 ) -> None:

@@ -183,7 +183,8 @@ def _holders(answer: Mapping[str, Any], lang: Language) -> str:
         if capacity in ("acting", "interim"):
             text += f" ({_e(lang._(CAPACITY_LABELS[capacity]))})"
         names.append(text)
-    return ", ".join(names) if names else _e(lang._(N_("none")))
+    # Listed in the language's own way ("A、B" in Japanese); its patterns hold no markup.
+    return lang.list(names) if names else _e(lang._(N_("none")))
 
 
 def _pending(answer: Mapping[str, Any], post: Mapping[str, Any], lang: Language) -> str:
