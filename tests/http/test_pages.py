@@ -559,7 +559,8 @@ def test_a_language_not_offered_gets_a_page_saying_so_in_the_reader_s_language(
 def test_several_holders_of_a_post_are_listed_in_the_page_s_language(
     archive_server: tuple[str, str], client: httpx.Client
 ) -> None:
-    """A post held by several people at once lists them as the language lists things."""
+    """A post held by several people at once lists them as the language lists things, each
+    one's capacity in the language's own brackets."""
     base, _ = archive_server
     cells = {
         tag: [
@@ -573,7 +574,8 @@ def test_several_holders_of_a_post_are_listed_in_the_page_s_language(
     }
     assert cells["en"] and cells["ja"] and cells["de"]
     assert re.search(r"</bdi>, <bdi>.*</bdi> \(acting\), and <bdi>", cells["en"][0])
-    assert re.search(r"\)\u3001<bdi>", cells["ja"][0]) and ", <bdi>" not in cells["ja"][0]
+    assert re.search(r"</bdi>\uff08\u4ee3\u884c\uff09\u3001<bdi>", cells["ja"][0])
+    assert ", <bdi>" not in cells["ja"][0] and " (" not in cells["ja"][0]
     assert re.search(r"\) und <bdi>", cells["de"][0])
 
 

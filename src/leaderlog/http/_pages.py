@@ -181,7 +181,9 @@ def _holders(answer: Mapping[str, Any], lang: Language) -> str:
         text = _name(holder.get("name") or holder.get("person"))
         capacity = holder.get("capacity")
         if capacity in ("acting", "interim"):
-            text += f" ({_e(lang._(CAPACITY_LABELS[capacity]))})"
+            # In the language's own brackets, as the feeds say it (full-width in Japanese).
+            details = lang._(CAPACITY_LABELS[capacity])
+            text = markup(lang, N_("{text} ({details})"), text=Markup(text), details=details)
         names.append(text)
     # Listed in the language's own way ("A、B" in Japanese); its patterns hold no markup.
     return lang.list(names) if names else _e(lang._(N_("none")))
