@@ -579,6 +579,17 @@ def test_several_holders_of_a_post_are_listed_in_the_page_s_language(
     assert re.search(r"\) und <bdi>", cells["de"][0])
 
 
+def test_each_feed_line_uses_the_colon_of_the_page_s_language(
+    seeded_server: tuple[str, str], client: httpx.Client
+) -> None:
+    """ "Everything: Atom · RSS · JSON Feed", with the colon as each language writes it."""
+    base, _ = seeded_server
+    for tag, colon in (("en", ": "), ("fr", "\xa0: "), ("ja", "\uff1a"), ("zh-Hans", "\uff1a")):
+        feeds = _section(client.get(f"{base}/", params={"lang": tag}).text, "feeds")
+        lines = re.findall(r"<li><bdi>[^<]*</bdi>([^<]*)<a ", feeds)
+        assert lines and set(lines) == {colon}, (tag, set(lines))
+
+
 def test_an_empty_language_field_leaves_the_language_to_the_reader(
     seeded_server: tuple[str, str], client: httpx.Client
 ) -> None:

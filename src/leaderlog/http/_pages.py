@@ -287,13 +287,15 @@ def _changes(entries: Sequence[RecentChange], lang: Language) -> str:
     return f"<ul>{''.join(items)}</ul>"
 
 
-def _feed_line(base: str, scope: Scope, label: str, link_lang: str | None) -> str:
+def _feed_line(base: str, scope: Scope, label: str, link_lang: str | None, lang: Language) -> str:
     links = " · ".join(
         f'<a href="{_e(feed_url(base, scope, fmt, lang=link_lang))}" '
         f'type="{MEDIA_TYPES[fmt]}">{_FORMAT_NAMES[fmt]}</a>'
         for fmt in FORMATS
     )
-    return f"<li>{_name(label)}: {links}</li>"
+    # The language's own colon: "Nom : Atom" in French, full-width in Chinese and Japanese.
+    line = markup(lang, N_("{name}: {formats}"), name=Markup(_name(label)), formats=Markup(links))
+    return f"<li>{line}</li>"
 
 
 def _feeds(
@@ -304,7 +306,7 @@ def _feeds(
 ) -> str:
     parts = [
         '<ul class="feeds">',
-        _feed_line(base, Scope("all"), lang._(N_("Everything")), link_lang),
+        _feed_line(base, Scope("all"), lang._(N_("Everything")), link_lang, lang),
         "</ul>",
     ]
     for kind, heading in (
@@ -317,7 +319,7 @@ def _feeds(
         parts.append(f'<h3>{_e(lang._(heading))}</h3><ul class="feeds">')
         for entity_id, doc in entities[kind]:
             label = scope_name(kind, doc, entity_id, lang)
-            parts.append(_feed_line(base, Scope(kind, entity_id), label, link_lang))  # type: ignore[arg-type]
+            parts.append(_feed_line(base, Scope(kind, entity_id), label, link_lang, lang))  # type: ignore[arg-type]
         parts.append("</ul>")
     parts.append(
         f'<p><a href="{_e(_opml_url(base, link_lang))}">'
