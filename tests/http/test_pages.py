@@ -430,6 +430,11 @@ def test_organisation_page_autodiscovers_that_organisations_feeds(
     assert {href for href, _ in _alternates(by_header.text).values()} == {
         f"{base}/feeds/org/ice-hsi.{ext}" for ext in ("atom", "rss", "json")
     }
+    # the format in the language's own brackets, after the feed's own title
+    japanese = _alternates(client.get(f"{base}/?org=ice&lang=ja").text)
+    title = feedparser.parse(client.get(f"{base}/feeds/org/ice.atom?lang=ja").content).feed.title
+    assert japanese["application/atom+xml"][1] == f"{title}\uff08Atom\uff09"
+    assert french["application/rss+xml"][1].endswith(" (RSS)")
     # the OPML outline stays every feed; an unknown organisation has no feeds of its own
     outline = {"rel": "outline", "type": "text/x-opml", "title": "OPML", "href": f"{base}/opml"}
     assert outline in _collect(client.get(f"{base}/?org=ice").text).links

@@ -149,9 +149,11 @@ def _discovery(
         scope = Scope("org", org_id)
         name = scope_name("org", doc, org_id, lang)
         title = lang._(N_("Leadership changes: {name}"), name=name)
+    # The format in the language's own brackets, as a holder's capacity is.
     links = [
-        f'<link rel="alternate" type="{MEDIA_TYPES[fmt]}" title="{_e(title)} '
-        f'({_FORMAT_NAMES[fmt]})" href="{_e(feed_url(base, scope, fmt, lang=link_lang))}">'
+        f'<link rel="alternate" type="{MEDIA_TYPES[fmt]}" '
+        f'title="{_e(lang._(N_("{text} ({details})"), text=title, details=_FORMAT_NAMES[fmt]))}" '
+        f'href="{_e(feed_url(base, scope, fmt, lang=link_lang))}">'
         for fmt in FORMATS
     ]
     opml = _e(_opml_url(base, link_lang))
