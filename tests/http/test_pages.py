@@ -595,6 +595,18 @@ def test_each_feed_line_uses_the_colon_of_the_page_s_language(
         assert lines and set(lines) == {colon}, (tag, set(lines))
 
 
+def test_each_language_is_offered_under_its_own_name(
+    seeded_server: tuple[str, str], client: httpx.Client
+) -> None:
+    """The links to the page in each language name it as its readers do."""
+    base, _ = seeded_server
+    nav = client.get(f"{base}/").text.split("<nav", 1)[1].split("</nav>", 1)[0]
+    names = dict(re.findall(r'hreflang="([^"]+)"[^>]*>([^<]+)</a>', nav))
+    assert names["zh-Hans"] == "\u7b80\u4f53\u4e2d\u6587"
+    assert names["fr"] == "fran\u00e7ais" and names["ja"] == "\u65e5\u672c\u8a9e"
+    assert len(names) == 10 and not any("(" in name for name in names.values())
+
+
 def test_an_empty_language_field_leaves_the_language_to_the_reader(
     seeded_server: tuple[str, str], client: httpx.Client
 ) -> None:

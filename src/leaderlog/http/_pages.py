@@ -170,7 +170,10 @@ def _language_links(current: str, org: str | None) -> str:
     the organisation shown is repeated in it."""
     links = []
     for tag in LANGUAGES:
-        name = language(tag).locale.display_name or tag
+        locale = language(tag).locale
+        # The language's own name for itself as CLDR gives it ("简体中文"): display_name
+        # adds its details in ASCII brackets whatever the language ("中文 (简体)").
+        name = locale.languages.get(str(locale)) or locale.display_name or tag
         marker = ' aria-current="true"' if tag == current else ""
         query = urlencode({"org": org, "lang": tag} if org else {"lang": tag})
         links.append(f'<a href="?{_e(query)}" hreflang="{tag}" lang="{tag}"{marker}>{_e(name)}</a>')
