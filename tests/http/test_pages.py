@@ -16,7 +16,7 @@ import feedparser
 import httpx
 import pytest
 
-from leaderlog.events import PersonRegistered, PersonUpdated
+from leaderlog.events import OrgRegistered, PersonRegistered, PersonUpdated
 from leaderlog.feeds import _text, clean
 from leaderlog.feeds._address import web_uri
 from leaderlog.feeds._document import RecentChange
@@ -605,6 +605,19 @@ def test_each_language_is_offered_under_its_own_name(
     assert names["zh-Hans"] == "\u7b80\u4f53\u4e2d\u6587"
     assert names["fr"] == "fran\u00e7ais" and names["ja"] == "\u65e5\u672c\u8a9e"
     assert len(names) == 10 and not any("(" in name for name in names.values())
+
+
+def test_an_organisation_named_right_to_left_is_autodiscovered_titled_as_its_feed(
+    tmp_path: Path, client: httpx.Client
+) -> None:
+    """The feed's title isolates a Hebrew name, so that "(Atom)" after it, or a number in
+    it, keeps its place; the page's autodiscovery title is that title too."""
+    hebrew = OrgRegistered(org="unit-8200", name="\u05d9\u05d7\u05d9\u05d3\u05d4 8200")
+    with running(create_app(seeded_database(tmp_path, hebrew))) as base:
+        found = _alternates(client.get(f"{base}/?org=unit-8200").text)
+        feed = feedparser.parse(client.get(f"{base}/feeds/org/unit-8200.atom").content)
+    assert "\u2068" in feed.feed.title
+    assert found["application/atom+xml"][1] == f"{feed.feed.title} (Atom)"
 
 
 def test_an_empty_language_field_leaves_the_language_to_the_reader(

@@ -42,7 +42,7 @@ from leaderlog.feeds import (
     scope_name,
 )
 from leaderlog.feeds._i18n import Language
-from leaderlog.feeds._text import Markup
+from leaderlog.feeds._text import Markup, isolated_text
 from leaderlog.feeds._text import _html as markup
 from leaderlog.http._conditional import VARY, etag_matches, get_and_head, respond
 from leaderlog.http._deps import base_url, feeds_of, queries_of, services_of
@@ -147,12 +147,17 @@ def _discovery(
     else:
         org_id, doc = shown
         scope = Scope("org", org_id)
-        name = scope_name("org", doc, org_id, lang)
+        # Cleaned, then isolated in its own direction, as the feed's own title sets it (an
+        # attribute cannot hold <bdi>; cleaning after would drop the isolating characters).
+        name = isolated_text(clean(scope_name("org", doc, org_id, lang)))
         title = lang._(N_("Leadership changes: {name}"), name=name)
     # The format in the language's own brackets, as a holder's capacity is.
+    titles = {
+        fmt: html.escape(lang._(N_("{text} ({details})"), text=title, details=_FORMAT_NAMES[fmt]))
+        for fmt in FORMATS
+    }
     links = [
-        f'<link rel="alternate" type="{MEDIA_TYPES[fmt]}" '
-        f'title="{_e(lang._(N_("{text} ({details})"), text=title, details=_FORMAT_NAMES[fmt]))}" '
+        f'<link rel="alternate" type="{MEDIA_TYPES[fmt]}" title="{titles[fmt]}" '
         f'href="{_e(feed_url(base, scope, fmt, lang=link_lang))}">'
         for fmt in FORMATS
     ]
