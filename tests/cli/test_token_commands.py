@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -233,3 +234,43 @@ def test_help_shows_the_commands_with_examples() -> None:
     for command in ("create", "revoke", "list"):
         assert command in result.stdout
     assert "leaderlog token create alice" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        ("Bad-Name", "token name 'Bad-Name' must be 1-64 of a-z"),
+        ("alice\n", "token name 'alice\\n' must be 1-64 of a-z"),
+        ("seed", "token name 'seed' is reserved"),
+    ],
+)
+@pytest.mark.parametrize("log_exists", [True, False])
+def test_revoking_a_name_create_refuses_is_the_same_usage_mistake(
+    tmp_path: Path, name: str, message: str, log_exists: bool
+) -> None:
+    database = tmp_path / "leaderlog.db"
+    url = f"sqlite:///{database}"
+    if log_exists:
+        assert leaderlog(url, "token", "create", "alice").exit_code == 0
+    result = leaderlog(url, "token", "revoke", name)
+    assert result.exit_code == 2, result.output
+    assert result.stdout == ""
+    assert result.stderr.startswith("Usage: ")
+    assert f"Error: Invalid value for 'NAME': {message}" in result.stderr
+    assert database.exists() == log_exists
+    if log_exists:
+        assert [entry["revoked_at"] for entry in listing(url)] == [None]
+
+
+def test_a_token_an_earlier_version_named_with_a_final_newline_can_still_be_revoked(
+    sqlite_url: str, tmp_path: Path
+) -> None:
+    # Versions that matched names with re.match let "alice\n" through create.
+    leaderlog(sqlite_url, "token", "create", "alice")
+    with sqlite3.connect(tmp_path / "leaderlog.db") as connection:
+        connection.execute(
+            "INSERT INTO write_tokens VALUES ('bob\n', 'x', '2026-01-01T00:00:00.000000Z', NULL)"
+        )
+    result = leaderlog(sqlite_url, "token", "revoke", "bob\n")
+    assert result.exit_code == 0, result.output
+    assert [entry["revoked_at"] is None for entry in listing(sqlite_url)] == [True, False]

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import click
 
-from leaderlog.cli._app import Context, OutputLost, is_output_error, main, print_json, run
+from leaderlog.cli._app import (
+    Context,
+    OutputLost,
+    _missing_sqlite_file,
+    is_output_error,
+    main,
+    print_json,
+    run,
+)
 from leaderlog.errors import StoreError, TokenError, TokenNameRefused
 from leaderlog.projections.query_input import NOT_UTF8_TEXT
 from leaderlog.tokens import Tokens, check_token_name
@@ -91,9 +99,22 @@ def revoke_command(context: Context, name: str) -> None:
             param_hint="'NAME'",
         )
 
+    try:
+        check_token_name(name)
+        refusal = None
+    except TokenNameRefused as error:
+        refusal = click.BadParameter(str(error), param_hint="'NAME'")
+
     async def go() -> None:
+        if refusal is not None and _missing_sqlite_file(context.db) is not None:
+            raise refusal
         async with context.log(create=False) as log:
-            await Tokens(log.store).revoke(name)
+            tokens = Tokens(log.store)
+            # A name create refuses is the same usage mistake here, unless an earlier version,
+            # which let a name end in a newline, gave it a token: that one can still be revoked.
+            if refusal is not None and name not in {t.name for t in await tokens.listing()}:
+                raise refusal
+            await tokens.revoke(name)
         click.echo(f"token for {name!r} revoked")
 
     run(go)
