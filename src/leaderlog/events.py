@@ -1261,10 +1261,11 @@ def _record_fields(raw: object, *, share_fields_sets: bool) -> RecordFields:
         message = f"unknown record field(s): {', '.join(unknown)}"
         if not exported and set(unknown) <= _EXPORT_KEYS:
             # An export line cut short: its envelope fields are unknown only for what it lost.
-            lost = "position" if "position" not in raw else "hash"
+            lost = [key for key in ("position", "hash") if key not in raw]
+            has = "neither position nor hash" if len(lost) == 2 else f"no {lost[0]}"
             message += (
-                f" (an exported envelope needs both position and hash, and this one has no "
-                f"{lost}; a record without its envelope has only {', '.join(_RECORD_ORDER)})"
+                f" (an exported envelope needs both position and hash, and this one has {has}; "
+                f"a record without its envelope has only {', '.join(_RECORD_ORDER)})"
             )
         raise RecordError(message, rule="schema")
     if "type" not in raw or "data" not in raw:

@@ -404,6 +404,30 @@ def import_an_edited_export(
     )
 
 
+@pytest.mark.parametrize(
+    ("lost", "said"),
+    [
+        (["hash"], "this one has no hash;"),
+        (["position"], "this one has no position;"),
+        (["hash", "position"], "this one has neither position nor hash;"),
+    ],
+)
+def test_an_export_line_that_lost_its_hash_or_position_names_what_it_lacks(
+    seeded_url: str, tmp_path: Path, lost: list[str], said: str
+) -> None:
+    exported = json.loads(invoke("--db", seeded_url, "export").splitlines()[2])
+    for key in lost:
+        del exported[key]
+    path = tmp_path / "cut.jsonl"
+    path.write_text(json.dumps(exported) + "\n", encoding="utf-8")
+    other = tmp_path / "other.db"
+    result = CliRunner().invoke(main, ["--db", f"sqlite:///{other}", "import", str(path)])
+    assert result.exit_code == 1, result.output
+    assert "line 1: unknown record field(s): " in result.stderr
+    assert f"an exported envelope needs both position and hash, and {said}" in result.stderr
+    assert not other.exists()
+
+
 def test_an_export_line_with_a_bad_actor_is_refused_by_line(
     seeded_url: str, tmp_path: Path
 ) -> None:
