@@ -891,6 +891,32 @@ def test_ctrl_c_left_in_a_task_no_one_awaited_is_not_reported_again(
     assert [type(error) for error in reported] == [RuntimeError]
 
 
+def test_a_ctrl_c_python_drops_while_a_command_runs_still_stops_it(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # given a command whose Ctrl-C lands where Python cannot raise it (a finalizer here; a
+    # library's callback into Python, such as pydantic checking a pattern, does the same)
+    class Finalized:
+        def __del__(self) -> None:
+            raise Interrupted
+
+    went_on: list[str] = []
+
+    async def command() -> None:
+        Finalized()
+        for _ in range(100):
+            await asyncio.sleep(0)
+        went_on.append("after the Ctrl-C")
+
+    # when it runs
+    with pytest.raises(SystemExit) as stopped:
+        _app.run(command, interrupted="nothing was written")
+    # then it stops as for any Ctrl-C, with no "Exception ignored" traceback
+    assert stopped.value.code == 130
+    assert went_on == []
+    assert capsys.readouterr().err == "interrupted: nothing was written\n"
+
+
 def test_a_second_ctrl_c_while_an_import_stops_ends_it_at_once(tmp_path: Path) -> None:
     """Pressed while the first one is closing the database, it interrupted the closing and
     left the process waiting on itself for good."""

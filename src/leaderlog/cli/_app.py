@@ -299,21 +299,49 @@ def run(function: Callable[[], Awaitable[T]], *, interrupted: str = "") -> T:
     said = _interrupted_message(interrupted)
 
     installed: list[tuple[_InterruptHandler, _InterruptHandler]] = []
+    unraisable_hook = sys.unraisablehook
 
     async def guarded() -> T:
         installed.extend(_stop_at_once_on_a_second_interrupt(said))
-        asyncio.get_running_loop().set_exception_handler(_quiet_about_ctrl_c)
+        loop = asyncio.get_running_loop()
+        loop.set_exception_handler(_quiet_about_ctrl_c)
+        sys.unraisablehook = _ctrl_c_delivered_again(loop, unraisable_hook)
         return await function()
 
     try:
         with reported(interrupted):
             return anyio.run(guarded)
     finally:
+        sys.unraisablehook = unraisable_hook
         # The handler that was there before takes over again (console_main's, which ends
         # the process at once on another Ctrl-C while it winds down).
         for ours, before in installed:
             if signal.getsignal(signal.SIGINT) is ours:
                 signal.signal(signal.SIGINT, before)
+
+
+def _ctrl_c_delivered_again(
+    loop: asyncio.AbstractEventLoop, hook: Callable[[Any], object]
+) -> Callable[[Any], object]:
+    """An unraisable hook that raises a Ctrl-C Python dropped again, in the event loop.
+
+    Landing where an exception cannot go on (a finalizer, or a library's callback into
+    Python: pydantic checking a pattern with Python's regular expressions), Ctrl-C was
+    printed as "Exception ignored in: ..." with its traceback, and the command went on as
+    if it had not been pressed. Raised from a callback of the loop instead, it stops the
+    command as one that reaches the loop while it waits does."""
+
+    def delivered_again(unraisable: Any) -> object:
+        if isinstance(unraisable.exc_value, KeyboardInterrupt) and not loop.is_closed():
+            loop.call_soon_threadsafe(_interrupt)
+            return None
+        return hook(unraisable)
+
+    return delivered_again
+
+
+def _interrupt() -> NoReturn:
+    raise Interrupted
 
 
 def _quiet_about_ctrl_c(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
