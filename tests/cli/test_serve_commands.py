@@ -71,6 +71,9 @@ def test_feed_writes_a_document_and_refuses_bad_arguments(sqlite_url: str) -> No
         ("--base-url", "http://example.com/sub?x=1&y=2"): (2, "without ?query or #fragment"),
         ("--base-url", "http://example.com/sub#top"): (2, "without ?query or #fragment"),
         ("--base-url", "https://u:p@example.com"): (2, "without a user name or password"),
+        # An IPv6 host without its closing bracket: the same usage mistake, not a traceback.
+        ("--base-url", "http://[::1"): (2, "an IPv6 host goes in brackets: http://[::1]:8000"),
+        ("--base-url", "http://::1]:8000/"): (2, "an IPv6 host goes in brackets"),
         ("--scope", "org:atlantis"): (1, "unknown organisation 'atlantis'"),
         ("--scope", "person:hammer"): (1, "'hammer'; did you mean robert-hammer (Robert Hammer,"),
         # A name where the id goes: the ids it probably means, as for --person.

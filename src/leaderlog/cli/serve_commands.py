@@ -588,6 +588,14 @@ def feed_command(
       leaderlog feed --scope person:robert-hammer --lang fr > hammer.fr.atom
     """
     base_url = with_lowercase_scheme(base_url)
+    try:
+        urlsplit(base_url)
+    except ValueError:  # the only one urlsplit raises: a "[" or "]" that opens no IPv6 host
+        raise click.BadParameter(
+            "give an http:// or https:// address (an IPv6 host goes in brackets: "
+            "http://[::1]:8000)",
+            param_hint="'--base-url'",
+        ) from None
     if "@" in urlsplit(base_url).netloc:
         raise click.BadParameter(
             "give an address without a user name or password: feeds link every reader to it",
