@@ -98,6 +98,22 @@ def test_seeds_come_from_the_working_folder_when_it_has_them(
     assert found is None or any(found.glob("*.jsonl"))
 
 
+@pytest.mark.parametrize("given", ["http://[::1", "http://::1]:8000/", "https://[fe80::1/x"])
+def test_serve_refuses_a_public_url_whose_ipv6_host_lacks_a_bracket_as_any_other(
+    tmp_path: Path, given: str
+) -> None:
+    database = tmp_path / "leaderlog.db"
+    result = CliRunner().invoke(
+        main, ["--db", f"sqlite:///{database}", "serve", "--no-seed", "--public-url", given]
+    )
+    assert result.exit_code == 2, result.output
+    assert (
+        f"Error: Invalid value for '--public-url': public URL {given!r} is not an http(s) "
+        "address like https://example.org (an IPv6 host goes in brackets: http://[::1]:8000)\n"
+    ) in result.stderr
+    assert not database.exists()
+
+
 def test_serve_is_documented() -> None:
     result = CliRunner().invoke(main, ["serve", "--help"])
     assert result.exit_code == 0

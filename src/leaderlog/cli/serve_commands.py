@@ -222,6 +222,12 @@ def serve_command(
     from leaderlog.http import catch_up_before_serving, check_public_url, create_app
 
     if public_url is not None:
+        if not _splits(public_url):
+            raise click.BadParameter(
+                f"public URL {public_url!r} is not an http(s) address like https://example.org "
+                f"({_IPV6_IN_BRACKETS})",
+                param_hint="'--public-url'",
+            )
         try:
             public_url = check_public_url(public_url)
         except ValueError as error:
@@ -338,6 +344,20 @@ logging.getLogger("uvicorn.error").addFilter(_not_a_request_cut_at_stop)
 # Whose warnings and errors a server prints as commands print theirs (``warning: ...``);
 # uvicorn's own lines keep uvicorn's format, its access log included.
 _SERVER_LOGGERS = ("leaderlog", "asyncpg")
+
+
+def _splits(url: str) -> bool:
+    """Whether ``url`` can be taken apart as a URL: it cannot when a "[" or "]" opens or
+    closes no IPv6 host (urlsplit's only refusal, in Python's words: "Invalid IPv6 URL")."""
+    try:
+        urlsplit(url)
+    except ValueError:
+        return False
+    return True
+
+
+_IPV6_IN_BRACKETS = "an IPv6 host goes in brackets: http://[::1]:8000"
+
 
 # How long a stop (Ctrl-C, SIGTERM) waits for requests in flight before closing them.
 GRACEFUL_STOP_SECONDS = 5
@@ -588,14 +608,11 @@ def feed_command(
       leaderlog feed --scope person:robert-hammer --lang fr > hammer.fr.atom
     """
     base_url = with_lowercase_scheme(base_url)
-    try:
-        urlsplit(base_url)
-    except ValueError:  # the only one urlsplit raises: a "[" or "]" that opens no IPv6 host
+    if not _splits(base_url):
         raise click.BadParameter(
-            "give an http:// or https:// address (an IPv6 host goes in brackets: "
-            "http://[::1]:8000)",
+            f"give an http:// or https:// address ({_IPV6_IN_BRACKETS})",
             param_hint="'--base-url'",
-        ) from None
+        )
     if "@" in urlsplit(base_url).netloc:
         raise click.BadParameter(
             "give an address without a user name or password: feeds link every reader to it",
