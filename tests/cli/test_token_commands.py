@@ -274,3 +274,24 @@ def test_a_token_an_earlier_version_named_with_a_final_newline_can_still_be_revo
     result = leaderlog(sqlite_url, "token", "revoke", "bob\n")
     assert result.exit_code == 0, result.output
     assert [entry["revoked_at"] is None for entry in listing(sqlite_url)] == [True, False]
+
+
+def test_revoking_a_name_create_refuses_where_no_log_is_is_the_usage_mistake_too(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    from tests.store import postgres_schema
+
+    # another program's SQLite database, and a PostgreSQL schema, neither holding a log
+    other = tmp_path / "other.db"
+    with sqlite3.connect(other) as connection:
+        connection.execute("CREATE TABLE notes (x)")
+
+    async def in_schema() -> Result:
+        async with postgres_schema(postgres_url) as url:
+            return await asyncio.to_thread(leaderlog, url, "token", "revoke", "Bad-Name")
+
+    results = [leaderlog(f"sqlite:///{other}", "token", "revoke", "Bad-Name")]
+    results.append(asyncio.run(in_schema()))
+    for result in results:
+        assert result.exit_code == 2, result.output
+        assert "Error: Invalid value for 'NAME': token name 'Bad-Name' must be" in result.stderr

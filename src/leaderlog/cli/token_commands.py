@@ -106,18 +106,28 @@ def revoke_command(context: Context, name: str) -> None:
         refusal = click.BadParameter(str(error), param_hint="'NAME'")
 
     async def go() -> None:
-        if refusal is not None and _missing_sqlite_file(context.db) is not None:
+        # A name create refuses is the same usage mistake here, unless an earlier version,
+        # which let a name end in a newline, gave it a token: that one can still be revoked.
+        if refusal is not None and not await _held_from_an_earlier_version(context, name):
             raise refusal
         async with context.log(create=False) as log:
-            tokens = Tokens(log.store)
-            # A name create refuses is the same usage mistake here, unless an earlier version,
-            # which let a name end in a newline, gave it a token: that one can still be revoked.
-            if refusal is not None and name not in {t.name for t in await tokens.listing()}:
-                raise refusal
-            await tokens.revoke(name)
+            await Tokens(log.store).revoke(name)
         click.echo(f"token for {name!r} revoked")
 
     run(go)
+
+
+async def _held_from_an_earlier_version(context: Context, name: str) -> bool:
+    """Whether the log holds a token named ``name``, a name create refuses: none does when
+    there is no log to open (a missing file, a database or schema without one), and the name
+    is then the mistake to report first, wherever the log is."""
+    if _missing_sqlite_file(context.db) is not None:
+        return False
+    try:
+        async with context.log(create=False) as log:
+            return name in {token.name for token in await Tokens(log.store).listing()}
+    except StoreError:
+        return False
 
 
 @token_group.command("list")
