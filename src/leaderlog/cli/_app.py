@@ -50,6 +50,7 @@ __all__ = [
     "is_output_error",
     "logged_on_stderr",
     "main",
+    "missing_sqlite_file",
     "out_console",
     "print_json",
     "print_json_in_parts",
@@ -117,7 +118,7 @@ class Context:
         Otherwise later commands would find an empty log and answer as if it were a real
         one (``verify``: "chain OK, 0 events") instead of saying there is none.
         """
-        missing = _missing_sqlite_file(self.db)
+        missing = missing_sqlite_file(self.db)
         if missing is not None:
             appended = await _append_to_a_new_sqlite_file(missing.absolute(), append)
             if appended is not None:
@@ -145,7 +146,7 @@ class Context:
 _ATTEMPTS_ON_A_REMOVED_LOG = 5
 
 
-def _missing_sqlite_file(url: str) -> Path | None:
+def missing_sqlite_file(url: str) -> Path | None:
     """The file a SQLite URL names, if it does not exist."""
     if "://" in url and url.partition("://")[0].lower() != "sqlite":
         return None  # PostgreSQL, or a scheme that opening the store refuses
@@ -166,7 +167,7 @@ def _missing_sqlite_file(url: str) -> Path | None:
 
 
 def _refuse_a_missing_sqlite_file(url: str) -> None:
-    path = _missing_sqlite_file(url)
+    path = missing_sqlite_file(url)
     if path is None:
         return
     raise StoreUnavailable(

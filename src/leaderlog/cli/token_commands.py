@@ -7,9 +7,9 @@ import click
 from leaderlog.cli._app import (
     Context,
     OutputLost,
-    _missing_sqlite_file,
     is_output_error,
     main,
+    missing_sqlite_file,
     print_json,
     run,
 )
@@ -121,7 +121,7 @@ async def _held_from_an_earlier_version(context: Context, name: str) -> bool:
     """Whether the log holds a token named ``name``, a name create refuses: none does when
     there is no log to open (a missing file, a database or schema without one), and the name
     is then the mistake to report first, wherever the log is."""
-    if _missing_sqlite_file(context.db) is not None:
+    if missing_sqlite_file(context.db) is not None:
         return False
     try:
         async with context.log(create=False) as log:
