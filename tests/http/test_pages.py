@@ -390,6 +390,31 @@ def test_overview_of_a_large_log_lists_organisations_instead_of_every_post(
     assert "Robert Hammer" in _leadership_text(client.get(f"{base}/?org=ice-hsi").text)
 
 
+def test_an_organisation_with_many_posts_below_it_lists_its_organisations_instead(
+    server_keeping_no_page: str, client: httpx.Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    base = server_keeping_no_page
+    # ICE's subtree holds three posts, in ICE, HSI and ERO; a limit below that makes them many
+    monkeypatch.setattr(pages, "OVERVIEW_POSTS", 2)
+    response = client.get(f"{base}/?org=ice")
+    assert response.status_code == 200
+    text = _leadership_text(response.text)
+    # then its page lists the organisations of its subtree rather than every post's holders
+    assert "Choose an organisation" in text
+    assert "Robert Hammer" not in text and "Kenneth Genalo" not in text
+    leadership = _section(response.text, "leadership")
+    for org in ("ice", "ice-hsi", "ice-ero"):
+        assert f'href="{base}/?org={org}"' in leadership, org
+    assert f'href="{base}/?org=dhs"' not in leadership
+    # and it is still ICE's page: its situation, its feeds, its recent changes
+    assert f'href="{base}/feeds/org/ice.atom"' in response.text
+    # an organisation with nothing below it shows its own posts whole, however many
+    monkeypatch.setattr(pages, "OVERVIEW_POSTS", 0)
+    assert "Robert Hammer" in _leadership_text(client.get(f"{base}/?org=ice-hsi").text)
+    # and one that is not there is still a 404
+    assert client.get(f"{base}/?org=nope").status_code == 404
+
+
 def _alternates(html: str) -> dict[str, tuple[str | None, str | None]]:
     """The page's autodiscovery feeds: type -> (href, title)."""
     return {

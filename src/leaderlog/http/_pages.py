@@ -377,6 +377,20 @@ def _org_links(
     return "\n".join(parts)
 
 
+def _large_subtree(
+    directory: Directory, orgs: Sequence[tuple[str, dict[str, Any]]], org: str
+) -> list[tuple[str, dict[str, Any]]]:
+    """The organisations of ``org``'s subtree, in tree order, when it holds more than
+    ``OVERVIEW_POSTS`` posts and organisations below ``org`` to choose from; otherwise none
+    (its leadership is shown whole)."""
+    subtree = [(org_id, doc) for org_id, doc in orgs if org in (doc.get("path") or [org_id])]
+    if len(subtree) < 2:
+        return []
+    inside = {org_id for org_id, _ in subtree}
+    posts = sum(1 for _, doc in directory.kinds["post"] if doc.get("org") in inside)
+    return subtree if posts > OVERVIEW_POSTS else []
+
+
 def _org_index(
     base: str, orgs: Sequence[tuple[str, dict[str, Any]]], lang: Language, link_lang: str | None
 ) -> str:
@@ -572,14 +586,23 @@ async def _overview_page(
     directory = await service.directory()
     entities = directory.kinds
     orgs, post_labels = _derived(directory, ("tree",), lambda: _tree(directory))
-    by_org = org is None and len(post_labels) > OVERVIEW_POSTS
+    listed = (
+        orgs
+        if org is None
+        else _derived(directory, ("subtree", org), lambda: _large_subtree(directory, orgs, org))
+    )
+    by_org = len(post_labels) > OVERVIEW_POSTS if org is None else bool(listed)
     queries = queries_of(request)
     state: dict[str, Any]
     unknown: UnknownEntity | None = None
     whole = True
     try:
-        if by_org:
+        if by_org and org is None:
             state = {**(situation or await queries.situation()), "posts": []}
+        elif by_org:
+            # The organisation is looked up (and its situation said) without its posts.
+            header, _ = await queries.state_in_parts(org=org)
+            state = {**header, "posts": []}
         else:
             state = await queries.state(org=org)
     except UnknownEntity as error:
@@ -604,8 +627,8 @@ async def _overview_page(
     elif by_org:
         leadership = _derived(
             directory,
-            ("index", base, chosen, link_lang),
-            lambda: _org_index(base, orgs, words, link_lang),
+            ("index", base, chosen, link_lang, org),
+            lambda: _org_index(base, listed, words, link_lang),
         )
     elif len(state["posts"]) > _OFF_LOOP_POSTS:
         leadership = await asyncio.to_thread(_leadership, state, orgs, post_labels, words)
