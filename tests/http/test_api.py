@@ -305,6 +305,27 @@ def test_a_state_of_too_many_posts_is_asked_per_organisation(
     )
 
 
+def test_an_organisation_s_history_of_too_many_posts_is_asked_per_sub_organisation(
+    seeded_server: tuple[str, str], client: httpx.Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    base, _ = seeded_server
+    monkeypatch.setattr(api_module, "MAX_STATE_POSTS", 2)
+    # ICE's subtree holds three posts: too many, with the advice to ask for its parts
+    subtree = client.get(f"{base}/api/history", params={"org": "ice"})
+    assert subtree.status_code == 422
+    problem = subtree.json()["problems"][0]
+    assert problem["where"] == "query parameter org"
+    assert problem["message"].endswith(
+        "posts are known under 'ice'; at most 2 are answered at once: ask for each of its "
+        "sub-organisations (org=ID), or run `leaderlog history --org ice`, which has no such cap"
+    )
+    # HSI's two posts, a post and a person are answered as before
+    assert client.get(f"{base}/api/history", params={"org": "ice-hsi"}).status_code == 200
+    assert client.get(f"{base}/api/history", params={"post": "ice-hsi-ead"}).status_code == 200
+    person = client.get(f"{base}/api/history", params={"person": "robert-hammer"})
+    assert person.status_code == 200
+
+
 def test_large_answers_are_gzipped(seeded_server: tuple[str, str], client: httpx.Client) -> None:
     base, _ = seeded_server
     with client.stream("GET", f"{base}/api/events", headers={"Accept-Encoding": "gzip"}) as got:

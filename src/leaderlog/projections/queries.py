@@ -575,21 +575,7 @@ class Queries:
         position = situation["known_at"]["position"]
         scope = await self._org(org, position) if org is not None else None
         posts = await self._posts(org=org or "*", known=position)
-        if max_posts is not None and len(posts) > max_posts:
-            if org is None:
-                where, ask = "in the log", "ask for one organisation and its subtree (org=ID)"
-            else:
-                # Already one subtree: only its parts, or the CLI (no cap), can answer.
-                where = f"under {org!r}"
-                ask = (
-                    "ask for each of its sub-organisations (org=ID), or run "
-                    f"`leaderlog state --org {org}`, which has no such cap"
-                )
-            raise InvalidQuery(
-                f"{len(posts)} posts are known {where}; at most {max_posts} are answered at "
-                f"once: {ask}",
-                parameter="org",
-            )
+        _check_post_count(posts, org, max_posts, "state")
 
         async def parts() -> AsyncIterator[list[dict[str, Any]]]:
             for first in range(0, len(posts), _STATE_PART):
@@ -679,6 +665,7 @@ class Queries:
         post: str | None = None,
         org: str | None = None,
         known_at: int | str | dt.date | None = None,
+        max_posts: int | None = None,
     ) -> dict[str, Any]:
         """Every tenure of a person, a post, or the posts of an org subtree (give exactly one).
 
@@ -694,6 +681,8 @@ class Queries:
 
         ``start``/``end`` are fuzzy dates with a ``basis``; ``start`` is None when only the
         end is known, ``end`` None while the tenure lasts. ``evidence`` lists the claims.
+        With ``max_posts``, an org subtree of more posts than that is refused
+        (:class:`InvalidQuery`) before any claim is read, as :meth:`state` refuses it.
         """
         self.check_history(person=person, post=post, org=org, known_at=known_at)
         known = await self.resolve_known_at(known_at)
@@ -709,6 +698,7 @@ class Queries:
             assert org is not None
             scope = await self._org(org, position)
             posts = await self._posts(org=org, known=position)
+            _check_post_count(posts, org, max_posts, "history")
             subject = {"org": scope}
             versions = await self._versions("post", [item["post"] for item in posts], position)
 
@@ -974,6 +964,27 @@ class Queries:
 def _beyond_the_head(wanted: int, head: int) -> InvalidQuery:
     return InvalidQuery(
         f"known-at position {wanted} is beyond the log's head ({head})", parameter="known_at"
+    )
+
+
+def _check_post_count(
+    posts: Sequence[dict[str, Any]], org: str | None, max_posts: int | None, command: str
+) -> None:
+    """Refuse a question about more than ``max_posts`` posts, saying how to ask instead."""
+    if max_posts is None or len(posts) <= max_posts:
+        return
+    if org is None:
+        where, ask = "in the log", "ask for one organisation and its subtree (org=ID)"
+    else:
+        # Already one subtree: only its parts, or the CLI (no cap), can answer.
+        where = f"under {org!r}"
+        ask = (
+            "ask for each of its sub-organisations (org=ID), or run "
+            f"`leaderlog {command} --org {org}`, which has no such cap"
+        )
+    raise InvalidQuery(
+        f"{len(posts)} posts are known {where}; at most {max_posts} are answered at once: {ask}",
+        parameter="org",
     )
 
 
