@@ -45,12 +45,15 @@ from leaderlog.feeds._service import (
 )
 from leaderlog.feeds._text import (
     CAPACITY_LABELS,
+    Markup,
     clean,
     fuzzy_date,
     headline,
     headline_html,
+    isolated_text,
     post_label,
     scope_name,
+    translated_html,
 )
 
 __all__ = [
@@ -70,6 +73,7 @@ __all__ = [
     "FeedNotFound",
     "FeedRequest",
     "FeedService",
+    "Markup",
     "OfferedLanguage",
     "RecentChange",
     "Rendered",
@@ -83,6 +87,7 @@ __all__ = [
     "headline_html",
     "host_and_port",
     "is_web_address",
+    "isolated_text",
     "language",
     "named_subject",
     "negotiate",
@@ -90,6 +95,7 @@ __all__ = [
     "post_label",
     "resolve",
     "scope_name",
+    "translated_html",
     "uri",
     "with_lowercase_scheme",
 ]

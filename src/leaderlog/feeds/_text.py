@@ -29,8 +29,10 @@ __all__ = [
     "entry",
     "fuzzy_date",
     "headline",
+    "isolated_text",
     "post_label",
     "scope_name",
+    "translated_html",
 ]
 
 # XML 1.0 cannot carry C0 controls (other than tab, LF, CR), lone surrogates, U+FFFE/U+FFFF;
@@ -161,7 +163,7 @@ def clean(text: object, limit: int = TEXT_LIMIT) -> str:
     return value[:cut] + "\u2026"
 
 
-def _html(lang: Language, message: str, **values: str) -> Markup:
+def translated_html(lang: Language, message: str, **values: str) -> Markup:
     """Translate a message into HTML: its words escaped, Markup values inserted as they are."""
     template = html.escape(lang.template(message, values), quote=False)
     escaped = {
@@ -175,7 +177,7 @@ def _writers(lang: Language, markup: bool) -> tuple[Callable[..., str], Callable
     """How to say a message and how to set a name in it: as plain text, or as HTML, whose
     names each keep their own direction (see :func:`isolated_text` and :func:`_isolated`)."""
     if markup:
-        return functools.partial(_html, lang), _isolated
+        return functools.partial(translated_html, lang), _isolated
     return lang._, isolated_text
 
 
@@ -490,11 +492,14 @@ def _content(doc: Mapping[str, Any], lang: Language, status: str) -> str:
     change = _change(doc, lang, markup=True)
     out = [f"<p><strong>{html.escape(status)}</strong> \u2014 {change}</p>", "<ul>"]
     out.extend(
-        f"<li>{_html(lang, message, **values)}</li>" for message, values in _facts(doc, lang)
+        f"<li>{translated_html(lang, message, **values)}</li>"
+        for message, values in _facts(doc, lang)
     )
     source = doc.get("source")
     out.append(
-        "<li>" + _html(lang, N_("Source: {source}."), source=_source_html(source, lang)) + "</li>"
+        "<li>"
+        + translated_html(lang, N_("Source: {source}."), source=_source_html(source, lang))
+        + "</li>"
     )
     out.append("</ul>")
     if isinstance(fields.get("quote"), str):
@@ -506,12 +511,12 @@ def _content(doc: Mapping[str, Any], lang: Language, status: str) -> str:
         # Isolated, in the direction of its own script: quoted words in a right-to-left
         # script would otherwise pull the quotation marks and words around them into theirs.
         words = f'<span{marks} dir="auto">{html.escape(clean(fields["quote"]))}</span>'
-        quoted = _html(lang, N_("\u201c{quote}\u201d"), quote=Markup(words))
-        text = _html(lang, _quote_message(fields), quote=quoted)
+        quoted = translated_html(lang, N_("\u201c{quote}\u201d"), quote=Markup(words))
+        text = translated_html(lang, _quote_message(fields), quote=quoted)
         out.append(f"<blockquote><p>{text}</p></blockquote>")
     history = _history(doc, lang)
     if history:
-        out.append("<p>" + _html(lang, N_("History:")) + "</p><ul>")
+        out.append("<p>" + translated_html(lang, N_("History:")) + "</p><ul>")
         out.extend(f"<li>{html.escape(lang.sentences(group))}</li>" for group in history)
         out.append("</ul>")
     return "".join(out)
@@ -570,7 +575,9 @@ def headline(doc: Mapping[str, Any], lang: Language) -> str:
 def headline_html(doc: Mapping[str, Any], lang: Language) -> Markup:
     """:func:`headline` as HTML for pages, each name isolated in its own direction."""
     change = _change(doc, lang, markup=True)
-    return _html(lang, N_("{status}: {change}"), status=lang._(_status_label(doc)), change=change)
+    return translated_html(
+        lang, N_("{status}: {change}"), status=lang._(_status_label(doc)), change=change
+    )
 
 
 def recent_change(doc: Mapping[str, Any], lang: Language) -> RecentChange:

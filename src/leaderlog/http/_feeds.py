@@ -50,7 +50,14 @@ from leaderlog.http._deps import (
 )
 from leaderlog.http._errors import documented
 
-__all__ = ["CANONICAL_REDIRECT", "canonical_address", "given_once", "pick_language", "router"]
+__all__ = [
+    "CANONICAL_REDIRECT",
+    "LONGEST_ECHO",
+    "canonical_address",
+    "given_once",
+    "pick_language",
+    "router",
+]
 
 
 async def given_once(request: Request) -> None:
@@ -143,12 +150,13 @@ def canonical_address(
     return RedirectResponse(location, status_code=308)
 
 
-# What a 404 repeats of an address: its first characters, as other error messages quote.
-_LONGEST_ECHO = 60
+# What a 404 (a feed's, or a page's) repeats of an address: its first characters, as other
+# error messages quote (anyone can ask for an id twenty thousand characters long).
+LONGEST_ECHO = 60
 
 
 def _shortened(text: str) -> str:
-    return text if len(text) <= _LONGEST_ECHO else f"{text[: _LONGEST_ECHO - 3]}..."
+    return text if len(text) <= LONGEST_ECHO else f"{text[: LONGEST_ECHO - 3]}..."
 
 
 def _split(filename: str) -> tuple[str, FeedFormat]:

@@ -29,25 +29,27 @@ from leaderlog.feeds import (
     MEDIA_TYPES,
     N_,
     Directory,
+    Markup,
     RecentChange,
     Scope,
     UnknownLanguage,
     clean,
     feed_url,
     headline_html,
+    isolated_text,
     language,
     page_url,
     post_label,
     resolve,
     scope_name,
+    translated_html,
 )
 from leaderlog.feeds._i18n import Language
-from leaderlog.feeds._text import Markup, isolated_text
-from leaderlog.feeds._text import _html as markup
 from leaderlog.http._conditional import VARY, etag_matches, get_and_head, respond
 from leaderlog.http._deps import base_url, feeds_of, queries_of, services_of
 from leaderlog.http._feeds import (
     CANONICAL_REDIRECT,
+    LONGEST_ECHO,
     canonical_address,
     given_once,
     pick_language,
@@ -193,7 +195,9 @@ def _holders(answer: Mapping[str, Any], lang: Language) -> str:
         if capacity in ("acting", "interim"):
             # In the language's own brackets, as the feeds say it (full-width in Japanese).
             details = lang._(CAPACITY_LABELS[capacity])
-            text = markup(lang, N_("{text} ({details})"), text=Markup(text), details=details)
+            text = translated_html(
+                lang, N_("{text} ({details})"), text=Markup(text), details=details
+            )
         names.append(text)
     # Listed in the language's own way ("A、B" in Japanese); its patterns hold no markup.
     return lang.list(names) if names else _e(lang._(N_("none")))
@@ -304,7 +308,9 @@ def _feed_line(base: str, scope: Scope, label: str, link_lang: str | None, lang:
         for fmt in FORMATS
     )
     # The language's own colon: "Nom : Atom" in French, full-width in Chinese and Japanese.
-    line = markup(lang, N_("{name}: {formats}"), name=Markup(_name(label)), formats=Markup(links))
+    line = translated_html(
+        lang, N_("{name}: {formats}"), name=Markup(_name(label)), formats=Markup(links)
+    )
     return f"<li>{line}</li>"
 
 
@@ -406,20 +412,15 @@ def _offered(lang: str) -> bool:
     return True
 
 
-# What a 404 page repeats of a value it was given: a short prefix, as error messages
-# elsewhere shorten what they quote (anyone can ask for ?org= twenty thousand characters long).
-_LONGEST_ECHO = 60
-
-
 def _echoed(value: str, *, quoted: bool = False) -> str:
     """``value`` as a 404 page repeats it: cut to its first characters with an ellipsis, and
     written out (quoted, escapes and all) when it holds what cannot be seen, a direction
     override or a zero-width space, or when ``quoted``."""
     if value.isprintable():
-        shown = clean(value, _LONGEST_ECHO)
+        shown = clean(value, LONGEST_ECHO)
         return repr(shown) if quoted else shown
-    shown = repr(value[:_LONGEST_ECHO])
-    return shown if len(value) <= _LONGEST_ECHO else f"{shown}\u2026"
+    shown = repr(value[:LONGEST_ECHO])
+    return shown if len(value) <= LONGEST_ECHO else f"{shown}\u2026"
 
 
 def _unknown_org(
@@ -436,7 +437,7 @@ def _unknown_org(
     shown = _echoed(org)
     # In an element of its own direction, as a name is: "?org=" in Hebrew followed by digits
     # must not pull the digits, or the words after it, into its right-to-left run.
-    said = markup(lang, N_("No organisation has the id {org}."), org=Markup(_name(shown)))
+    said = translated_html(lang, N_("No organisation has the id {org}."), org=Markup(_name(shown)))
     parts = [f"<p>{said}</p>"]
     if suggestions:
         known = dict(orgs)
@@ -616,7 +617,7 @@ async def _overview_page(
         state = {"posts": [], "as_of": "", "known_at": {"position": 0}}
         whole = False
     if not_offered is not None:
-        asked = markup(
+        asked = translated_html(
             words,
             N_("These pages are not offered in {asked}: choose one of the languages above."),
             asked=Markup(_name(_echoed(not_offered, quoted=True))),
@@ -664,7 +665,7 @@ async def _overview_page(
         # An unknown organisation's page in another language asks for it again, unless it
         # is longer than the page would repeat: such a link would be as long again ten times.
         language_links=_language_links(
-            chosen, org if unknown is None or len(org or "") <= _LONGEST_ECHO else None
+            chosen, org if unknown is None or len(org or "") <= LONGEST_ECHO else None
         ),
         leadership_heading=_e(words._(N_("Current leadership"))),
         situation=_e(said),

@@ -56,7 +56,7 @@ from leaderlog.log import EventLog, load_seeds
 from leaderlog.projections import BUILTIN, ProjectionRunner, Queries, runner_for
 from leaderlog.projections.feed_entries import FeedEntriesProjection
 from leaderlog.projections.loading import builtin_named_modules
-from leaderlog.projections.runner import LeftOut, left_out
+from leaderlog.projections.runner import LeftOut, ProjectionStatus, left_out
 from leaderlog.store import EventStore
 
 __all__ = ["create_app", "feed_runner", "projection_runners"]
@@ -135,11 +135,12 @@ async def catch_up_before_serving(
         projection() for name, projection in BUILTIN.items() if name != FeedEntriesProjection.name
     ]
     runners = (ProjectionRunner(store, builtins), feed_runner(store))
-    await _say_if_catching_up_takes_a_while(runners)
-    for runner in runners:
+    statuses = [await runner.status() for runner in runners]
+    await _say_if_catching_up_takes_a_while(runners, statuses)
+    for runner, status in zip(runners, statuses, strict=True):
         report = None
         if progress is not None:
-            start, head = await _events_to_apply(runner)
+            start, head = _events_to_apply(runner, status)
             names = ", ".join(p.name for p in runner.projections if not isinstance(p, LeftOut))
             report = functools.partial(_report_applied, progress, names, start, head)
         try:
@@ -150,12 +151,14 @@ async def catch_up_before_serving(
             continue  # logged by the start that follows, as it fails there again
 
 
-async def _events_to_apply(runner: ProjectionRunner) -> tuple[int, int]:
+def _events_to_apply(
+    runner: ProjectionRunner, statuses: Sequence[ProjectionStatus]
+) -> tuple[int, int]:
     """(first, last) position of what the runner's projections have to apply: from the
     checkpoint furthest behind (0 for one a new version rebuilds) to the head."""
     spans = [
         (0 if status.version != projection.version else status.checkpoint, status.head)
-        for projection, status in zip(runner.projections, await runner.status(), strict=True)
+        for projection, status in zip(runner.projections, statuses, strict=True)
         if not isinstance(projection, LeftOut)
     ]
     if not spans:
@@ -203,12 +206,18 @@ def _log_failure(runner: ProjectionRunner, error: Exception) -> None:
 _LONG_CATCH_UP = 5000
 
 
-async def _say_if_catching_up_takes_a_while(runners: Sequence[ProjectionRunner]) -> None:
+async def _say_if_catching_up_takes_a_while(
+    runners: Sequence[ProjectionRunner],
+    statuses: Sequence[Sequence[ProjectionStatus]] | None = None,
+) -> None:
     """Requests wait while the server catches up at start; after an upgrade that rebuilds a
-    projection it can take a while, which the log should say rather than seem to hang."""
+    projection it can take a while, which the log should say rather than seem to hang.
+    ``statuses``: each runner's, when already read."""
+    if statuses is None:
+        statuses = [await runner.status() for runner in runners]
     behind: list[str] = []
-    for runner in runners:
-        for projection, status in zip(runner.projections, await runner.status(), strict=True):
+    for runner, of_runner in zip(runners, statuses, strict=True):
+        for projection, status in zip(runner.projections, of_runner, strict=True):
             if isinstance(projection, LeftOut):
                 continue  # not brought up to date: its failure is logged next
             if status.version != projection.version:

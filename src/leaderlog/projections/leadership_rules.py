@@ -350,26 +350,32 @@ def tenures(versions: Iterable[ClaimVersion]) -> list[dict[str, Any]]:
     ``published`` or ``recorded``), ``start`` None when only the end is known and ``end``
     None while the tenure is open.
     """
-    return ordered_tenures([versions])
+    return ordered_tenures([versions])[0]
 
 
-def ordered_tenures(groups: Iterable[Iterable[ClaimVersion]]) -> list[dict[str, Any]]:
+def ordered_tenures(
+    groups: Iterable[Iterable[ClaimVersion]],
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """The tenures of several groups of claims (one post and person each), in the order they
     count from: the day the rules read, so a vaguely published start is placed no later than
-    the day the log recorded it (which its shown date does not say).
+    the day the log recorded it (which its shown date does not say); and the changes still
+    to come (:func:`pending` of each group, with its ``post``), from the same folds.
 
     A tenure's evidence also lists the claims that report its start or end but have no
     effect of their own: a departure that gave way to a confirmed rival, and a change still
     to come that is the start or end already known (which :func:`pending` leaves out), so
     that no claim drops out of a history. They change neither its dates nor its status."""
     found: list[tuple[Tenure, list[ClaimVersion]]] = []
+    waiting: list[dict[str, Any]] = []
     for group in groups:
         versions = list(group)
         rivals = _rival_ends(versions)
         superseded = _superseded_departures(versions, rivals)
         folded = _fold(_in_effect(versions, None, superseded), rivals)
-        also = _also_reporting(versions, folded, superseded, rivals)
+        to_come, known = _split_pending(versions, None, folded, superseded)
+        also = _also_reporting(versions, folded, superseded, rivals, known)
         found += [(tenure, also.get(id(tenure), [])) for tenure in folded]
+        waiting += [{**_pending(claim), "post": claim.post} for claim in to_come]
     found.sort(
         key=lambda item: (
             item[0].start_day or item[0].end_day or dt.date.max,
@@ -382,7 +388,7 @@ def ordered_tenures(groups: Iterable[Iterable[ClaimVersion]]) -> list[dict[str, 
         answer = tenure.as_json()
         answer["evidence"] += [_evidence(claim) for claim in also_reporting]
         answers.append(answer)
-    return answers
+    return answers, waiting
 
 
 def _also_reporting(
@@ -390,10 +396,11 @@ def _also_reporting(
     folded: Sequence[Tenure],
     superseded: set[str],
     rivals: Mapping[str, str],
+    known: Sequence[tuple[ClaimVersion, Tenure]],
 ) -> dict[int, list[ClaimVersion]]:
     """The claims without an effect of their own that report a tenure's start or end, by
-    the tenure's ``id``: departures that gave way to a confirmed rival, and changes still to
-    come whose start or end is already known."""
+    the tenure's ``id``: departures that gave way to a confirmed rival, and ``known``, the
+    changes still to come whose start or end is already known (see :func:`_split_pending`)."""
     found: dict[int, list[ClaimVersion]] = {}
     for claim in sorted(versions, key=lambda version: version.reported_position):
         if claim.claim not in superseded:
@@ -403,7 +410,7 @@ def _also_reporting(
             if tenure.ended_by is not None and rivals.get(tenure.ended_by) == group:
                 found.setdefault(id(tenure), []).append(claim)
                 break
-    for claim, tenure in _split_pending(versions, None, folded, superseded)[1]:
+    for claim, tenure in known:
         found.setdefault(id(tenure), []).append(claim)
     return found
 

@@ -32,7 +32,6 @@ from leaderlog.projections.leadership import (
 from leaderlog.projections.leadership_rules import (
     dispute_links,
     ordered_tenures,
-    pending,
     post_state,
 )
 from leaderlog.projections.query_input import (
@@ -706,11 +705,7 @@ class Queries:
         for version in versions:
             if person is None or version.person == person:
                 groups[(version.post, version.person)].append(version)
-        found_tenures = ordered_tenures(groups.values())
-        waiting = []
-        for (post_id, _), group in groups.items():
-            for item in pending(group, None):
-                waiting.append({**item, "post": post_id})
+        found_tenures, waiting = ordered_tenures(groups.values())
         waiting.sort(key=lambda item: (item["reported"]["date"] or "", item["claim"]))
         await self._label(position, found_tenures, waiting)
         sources = await self._sources(source for version in versions for source in version.sources)
