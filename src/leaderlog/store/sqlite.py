@@ -349,6 +349,36 @@ class _Progress:
         self.abandoned = False
 
 
+def _answer(answer: asyncio.Future[_T], result: _T | None, error: BaseException | None) -> None:
+    if answer.done():
+        return  # its caller stopped waiting
+    if error is not None:
+        answer.set_exception(error)
+    else:
+        answer.set_result(result)  # type: ignore[arg-type]
+
+
+def _run_and_answer(
+    loop: asyncio.AbstractEventLoop,
+    answer: asyncio.Future[_T],
+    work: Callable[[sqlite3.Connection], _T],
+    connection: sqlite3.Connection,
+) -> None:
+    """Run ``work`` on the writer thread and hand its outcome straight to the waiting
+    future: one wake-up of the loop, where run_in_executor chains a second future (and its
+    locks and callbacks) to the first, which cost about 20 microseconds an append."""
+    if answer.cancelled():
+        return  # stopped waiting before the work began: as a cancelled pending item, skipped
+    result: _T | None = None
+    error: BaseException | None = None
+    try:
+        result = work(connection)
+    except BaseException as raised:  # handed to the caller, as run_in_executor does
+        error = raised
+    with contextlib.suppress(RuntimeError):  # the loop is closed: nobody is waiting
+        loop.call_soon_threadsafe(_answer, answer, result, error)
+
+
 class _WriteConnection:
     """The write connection and the one thread that uses it; each ``run`` is a single hop.
 
@@ -385,10 +415,10 @@ class _WriteConnection:
     async def run(self, work: Callable[[sqlite3.Connection], _T]) -> _T:
         if self._closed:
             raise StoreUnavailable(_CLOSED)
+        loop = asyncio.get_running_loop()
+        running: asyncio.Future[_T] = loop.create_future()
         try:
-            running = asyncio.get_running_loop().run_in_executor(
-                self._thread, work, self._connection
-            )
+            self._thread.submit(_run_and_answer, loop, running, work, self._connection)
         except RuntimeError as error:
             # concurrent.futures stops its threads once the main thread has ended: a store
             # another thread still uses then can no longer write.
