@@ -153,6 +153,43 @@ def test_a_404_says_what_is_missing(
     assert (head.status_code, head.headers["content-type"], head.content) == (404, JSON, b"")
 
 
+def test_an_error_repeats_at_most_the_first_characters_of_what_was_asked(
+    seeded_server: tuple[str, str], client: httpx.Client, error_body_validator: Any
+) -> None:
+    base, _ = seeded_server
+    # a page number of 3,000 digits parses, and is named by its first digits in the 404
+    page = one_shape(
+        client.get(f"{base}/feeds/all.atom", params={"page": "9" * 3000}), 404, error_body_validator
+    )
+    assert page["detail"] == (
+        f"archive page {'9' * 20}... (3,000 digits) does not exist (the feed is complete)"
+    )
+    # one of 5,000 does not parse: the 422 repeats 60 characters of it, not all of them
+    too_long = one_shape(client.get(f"{base}/api/events/{'9' * 5000}"), 422, error_body_validator)
+    assert [p["input"] for p in too_long["problems"]] == ["9" * 57 + "..."]
+    # nor the name and value of a parameter no route takes, nor one given twice
+    name = "x" * 1000
+    unknown = one_shape(
+        client.get(f"{base}/api/state", params={name: "v" * 1000}), 422, error_body_validator
+    )
+    assert unknown["problems"] == [
+        {
+            "where": f"query parameter {'x' * 57}...",
+            "rule": "parameter",
+            "message": f"unknown parameter '{'x' * 57}...' for /api/state: it takes as_of, "
+            "known_at, org",
+            "input": "v" * 57 + "...",
+        }
+    ]
+    twice = one_shape(
+        client.get(f"{base}/api/state", params=[("org", "o" * 100), ("org", "dhs")]),
+        422,
+        error_body_validator,
+    )
+    assert twice["problems"][0]["input"] == ["o" * 57 + "...", "dhs"]
+    assert len(twice["detail"]) < 200, twice["detail"]
+
+
 def test_a_405_says_which_methods_the_path_takes(
     seeded_server: tuple[str, str], client: httpx.Client, error_body_validator: Any
 ) -> None:

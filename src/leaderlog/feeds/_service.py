@@ -98,6 +98,13 @@ def _generator_version() -> str:
         return "0"
 
 
+def _page_number(page: int) -> str:
+    """A page number as a 404 names it: whole up to 20 digits (more than any feed has
+    pages), else its first digits and how many there are, not thousands of them."""
+    digits = str(page)
+    return digits if len(digits) <= 20 else f"{digits[:20]}... ({len(digits):,} digits)"
+
+
 def named_subject(text: str) -> FeedNotFound | None:
     """For a scope that names its subject some other way than by id (``org:ICE``,
     ``person:Robert J. Hammer``): the error whose :meth:`~FeedNotFound.explained` names the
@@ -354,7 +361,7 @@ class FeedService:
             if not 1 <= request.page <= page_count(head.entries):
                 pages = page_count(head.entries)
                 raise FeedNotFound(
-                    f"archive page {request.page} does not exist "
+                    f"archive page {_page_number(request.page)} does not exist "
                     + (f"(this feed has {pages})" if pages else "(the feed is complete)"),
                     entries=head.entries,
                 )
@@ -372,7 +379,7 @@ class FeedService:
             first, last = rank_range(page)
             info = await self.reader.page_info(scope.key, first, last + 1)
             if info is None:
-                raise FeedNotFound(f"archive page {page} does not exist")
+                raise FeedNotFound(f"archive page {_page_number(page)} does not exist")
             self._frozen_pages[key] = (info.position, info.recorded_at)
         return self._frozen_pages[key]
 

@@ -25,6 +25,7 @@ from leaderlog.feeds import (
     uri,
     with_lowercase_scheme,
 )
+from leaderlog.http._errors import shortened
 from leaderlog.log import EventLog
 from leaderlog.projections import BUILTIN, ProjectionRunner, Queries, verify_log
 from leaderlog.store import VerifyReport
@@ -209,7 +210,7 @@ def check_parameters(request: Request, *, lenient: bool) -> None:
                 continue
             takes = f"it takes {', '.join(known)}" if known else "it takes none"
             raise invalid_parameter(
-                f"unknown parameter {name!r} for {route.path}: {takes}",
+                f"unknown parameter {shortened(name)!r} for {route.path}: {takes}",
                 request.query_params.get(name),
                 name,
                 rule="parameter",
@@ -217,7 +218,7 @@ def check_parameters(request: Request, *, lenient: bool) -> None:
         values = [value for given_name, value in items if given_name == name]
         if times > 1 and not (lenient and len(set(values)) == 1):
             raise invalid_parameter(
-                f"parameter {name!r} is given {times} times: give it once",
+                f"parameter {shortened(name)!r} is given {times} times: give it once",
                 values,
                 name,
                 rule="parameter",

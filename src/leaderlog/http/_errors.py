@@ -26,7 +26,27 @@ from starlette.responses import Response
 
 from leaderlog.errors import LogRemoved, StoreUnavailable
 
+# What an error (a 404, a 422) repeats of what was asked: its first characters, as other
+# error messages quote (anyone can ask for an id or a parameter twenty thousand characters
+# long, and would get it back whole).
+LONGEST_ECHO = 60
+
+
+def shortened(text: str) -> str:
+    """``text``, cut to :data:`LONGEST_ECHO` characters with ``...`` when longer."""
+    return text if len(text) <= LONGEST_ECHO else f"{text[: LONGEST_ECHO - 3]}..."
+
+
+def _echoed(value: Any) -> Any:
+    if isinstance(value, str):
+        return shortened(value)
+    if isinstance(value, list | tuple):
+        return [_echoed(item) for item in value]
+    return value
+
+
 __all__ = [
+    "LONGEST_ECHO",
     "ErrorBody",
     "Problem",
     "documented",
@@ -34,6 +54,7 @@ __all__ = [
     "http_error_response",
     "invalid_request",
     "parameter_problems",
+    "shortened",
     "unavailable_response",
     "unexpected_error",
     "use_error_body_for_validation",
@@ -143,7 +164,7 @@ def _where(location: tuple[object, ...]) -> str | None:
     ``"query"``."""
     if not location:
         return None
-    part, *names = (str(name) for name in location)
+    part, *names = (shortened(str(name)) for name in location)
     if not names:
         return part
     if part in ("query", "path", "header", "cookie"):
@@ -163,7 +184,7 @@ def parameter_problems(errors: Iterable[Mapping[str, Any]]) -> list[dict[str, ob
             "message": str(error.get("msg", "")),
         }
         if error.get("input") is not None:
-            problem["input"] = jsonable_encoder(error["input"])
+            problem["input"] = jsonable_encoder(_echoed(error["input"]))
         problems.append(problem)
     return problems
 

@@ -48,7 +48,7 @@ from leaderlog.http._deps import (
     queries_of,
     redirect_root,
 )
-from leaderlog.http._errors import documented
+from leaderlog.http._errors import LONGEST_ECHO, documented, shortened
 
 __all__ = [
     "CANONICAL_REDIRECT",
@@ -150,20 +150,11 @@ def canonical_address(
     return RedirectResponse(location, status_code=308)
 
 
-# What a 404 (a feed's, or a page's) repeats of an address: its first characters, as other
-# error messages quote (anyone can ask for an id twenty thousand characters long).
-LONGEST_ECHO = 60
-
-
-def _shortened(text: str) -> str:
-    return text if len(text) <= LONGEST_ECHO else f"{text[: LONGEST_ECHO - 3]}..."
-
-
 def _split(filename: str) -> tuple[str, FeedFormat]:
     stem, dot, extension = filename.rpartition(".")
     if not dot or extension not in FORMATS:
         raise HTTPException(
-            404, f"no feed at {_shortened(filename)!r}: feeds end in .atom, .rss or .json"
+            404, f"no feed at {shortened(filename)!r}: feeds end in .atom, .rss or .json"
         )
     return stem, extension
 
@@ -209,7 +200,7 @@ async def all_feed(
     """The feed of every claim. One entry per claim; corrections update the same entry."""
     stem, fmt = _split(filename)
     if stem != "all":
-        raise HTTPException(404, f"no feed at /feeds/{_shortened(filename)}; try /feeds/all.{fmt}")
+        raise HTTPException(404, f"no feed at /feeds/{shortened(filename)}; try /feeds/all.{fmt}")
     return await _serve(request, Scope("all"), fmt, lang, page)
 
 
@@ -245,11 +236,11 @@ async def scoped_feed(
         if named is not None:
             # Looked up as given, said shortened: "unknown organisation 'xxxx...'".
             explained = await named.explained(queries_of(request))
-            said = explained.replace(repr(stem), repr(_shortened(stem)), 1)
+            said = explained.replace(repr(stem), repr(shortened(stem)), 1)
             raise HTTPException(404, said) from None
         raise HTTPException(
             404,
-            f"no feed at /feeds/{_shortened(kind)}/{_shortened(filename)}: "
+            f"no feed at /feeds/{shortened(kind)}/{shortened(filename)}: "
             f"use /feeds/org|person|post/ID.{fmt}",
         ) from None
     return await _serve(request, scope, fmt, lang, page)
