@@ -164,9 +164,9 @@ def test_an_error_repeats_at_most_the_first_characters_of_what_was_asked(
     assert page["detail"] == (
         f"archive page {'9' * 20}... (3,000 digits) does not exist (the feed is complete)"
     )
-    # one of 5,000 does not parse: the 422 repeats 60 characters of it, not all of them
+    # one of 5,000 does not parse: the 422 repeats 200 characters of it, not all of them
     too_long = one_shape(client.get(f"{base}/api/events/{'9' * 5000}"), 422, error_body_validator)
-    assert [p["input"] for p in too_long["problems"]] == ["9" * 57 + "..."]
+    assert [p["input"] for p in too_long["problems"]] == ["9" * 197 + "..."]
     # nor the name and value of a parameter no route takes, nor one given twice
     name = "x" * 1000
     unknown = one_shape(
@@ -178,15 +178,15 @@ def test_an_error_repeats_at_most_the_first_characters_of_what_was_asked(
             "rule": "parameter",
             "message": f"unknown parameter '{'x' * 57}...' for /api/state: it takes as_of, "
             "known_at, org",
-            "input": "v" * 57 + "...",
+            "input": "v" * 197 + "...",
         }
     ]
     twice = one_shape(
-        client.get(f"{base}/api/state", params=[("org", "o" * 100), ("org", "dhs")]),
+        client.get(f"{base}/api/state", params=[("org", "o" * 300), ("org", "dhs")]),
         422,
         error_body_validator,
     )
-    assert twice["problems"][0]["input"] == ["o" * 57 + "...", "dhs"]
+    assert twice["problems"][0]["input"] == ["o" * 197 + "...", "dhs"]
     assert len(twice["detail"]) < 200, twice["detail"]
 
 

@@ -32,14 +32,19 @@ from leaderlog.errors import LogRemoved, StoreUnavailable
 LONGEST_ECHO = 60
 
 
-def shortened(text: str) -> str:
-    """``text``, cut to :data:`LONGEST_ECHO` characters with ``...`` when longer."""
-    return text if len(text) <= LONGEST_ECHO else f"{text[: LONGEST_ECHO - 3]}..."
+# A 422's ``input``, though, is the value refused, often for its length: an id one
+# character over its 64 is shown whole, one of thousands is not.
+_LONGEST_INPUT_ECHO = 200
+
+
+def shortened(text: str, longest: int = LONGEST_ECHO) -> str:
+    """``text``, cut to ``longest`` characters with ``...`` when longer."""
+    return text if len(text) <= longest else f"{text[: longest - 3]}..."
 
 
 def _echoed(value: Any) -> Any:
     if isinstance(value, str):
-        return shortened(value)
+        return shortened(value, _LONGEST_INPUT_ECHO)
     if isinstance(value, list | tuple):
         return [_echoed(item) for item in value]
     return value
