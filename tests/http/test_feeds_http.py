@@ -155,6 +155,20 @@ def test_gzip_when_accepted_and_identity_otherwise(
     assert gzip.decompress(raw) == plain.content
     refused = client.get(url, headers={"Accept-Encoding": "gzip;q=0, identity"})
     assert "content-encoding" not in refused.headers
+    # a q that is no qvalue (RFC 9110 12.4.2) leaves its coding out, wherever the q stands
+    for header, gzipped in (
+        ("gzip;q=2", False),
+        ("gzip;q=1.5, identity", False),
+        ("gzip;q=inf", False),
+        ("*;q=2", False),
+        ("gzip;q=0.5", True),
+        ("GZIP ; Q=1.000", True),
+        ("gzip;level=1;q=0", False),
+        ("gzip;q=0.5;level=1", True),
+        ("gzip;q=2, *;q=0.1", True),
+    ):
+        got = client.get(url, headers={"Accept-Encoding": header})
+        assert ("content-encoding" in got.headers) is gzipped, header
     not_modified = client.get(
         url, headers={"Accept-Encoding": "gzip", "If-None-Match": plain.headers["etag"]}
     )

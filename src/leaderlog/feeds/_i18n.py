@@ -38,6 +38,7 @@ __all__ = [
     "catalog_path",
     "fill",
     "has_iso_639_1_language",
+    "header_quality",
     "language",
     "negotiate",
     "resolve",
@@ -274,10 +275,11 @@ def _negotiate(preferred: Sequence[str]) -> str | None:
 _QVALUE = re.compile(r"0(?:\.[0-9]{0,3})?|1(?:\.0{0,3})?")
 
 
-def _quality(parameters: Sequence[str]) -> float | None:
-    """The ``q`` parameter wherever it stands among a range's parameters (RFC 9110 12.4.2);
-    1 when absent, None when it is no qvalue ("2", "1.5", "abc", "0.12345"): such a range is
-    ignored, as if the header had not named it."""
+def header_quality(parameters: Sequence[str]) -> float | None:
+    """The ``q`` parameter wherever it stands among a range's parameters (RFC 9110 12.4.2),
+    as Accept-Language and Accept-Encoding give it; 1 when absent, None when it is no qvalue
+    ("2", "1.5", "abc", "0.12345"): such a range is ignored, as if the header had not named
+    it."""
     for parameter in parameters:
         name, _, value = parameter.partition("=")
         if name.strip().lower() == "q":
@@ -294,7 +296,7 @@ def _accept_language(header: str) -> tuple[list[str], set[str]]:
     wildcard: tuple[float, int] | None = None
     for index, part in enumerate(header.split(",")):
         tag, *parameters = (piece.strip() for piece in part.split(";"))
-        quality = _quality(parameters)
+        quality = header_quality(parameters)
         if not tag or quality is None:
             continue
         if quality == 0:

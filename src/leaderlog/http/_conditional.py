@@ -21,7 +21,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from leaderlog._json import dumps
-from leaderlog.feeds import Rendered, Validators
+from leaderlog.feeds import Rendered, Validators, header_quality
 
 __all__ = [
     "VARY",
@@ -118,19 +118,16 @@ _DAY_NAMES = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday"
 
 
 def accepts_gzip(request: Request) -> bool:
-    """Whether Accept-Encoding allows gzip (a ``q=0`` refuses it)."""
+    """Whether Accept-Encoding allows gzip (a ``q=0`` refuses it); a coding whose q is no
+    qvalue (``gzip;q=2``) is ignored, as Accept-Language ignores such a range."""
     header = list_header(request, "accept-encoding") or ""
     verdict: bool | None = None
     for part in header.split(","):
-        coding, _, parameters = part.strip().partition(";")
-        name, _, value = parameters.strip().partition("=")
-        quality = 1.0
-        if name.strip().lower() == "q":
-            try:
-                quality = float(value)
-            except ValueError:
-                quality = 0.0
-        coding = coding.strip().lower()
+        coding, *parameters = (piece.strip() for piece in part.split(";"))
+        quality = header_quality(parameters)
+        if quality is None:
+            continue
+        coding = coding.lower()
         if coding in ("gzip", "x-gzip"):
             return quality > 0
         if coding == "*":
