@@ -96,6 +96,14 @@ def test_translations_are_used() -> None:
         ("fr-u-xx", "fr"),
         ("de-DE-1996", "de"),
         ("x-klingon, es;q=0.5", "es"),
+        # Another name CLDR gives a language (Babel's aliases): Mandarin, three-letter codes.
+        ("cmn-Hans-CN", "zh-Hans"),
+        ("cmn, en;q=0.5", "zh-Hans"),
+        ("cmn-Hant-TW, de;q=0.5", "de"),
+        ("deu, en;q=0.5", "de"),
+        ("fra-CA", "fr"),
+        ("JPN", "ja"),
+        ("sh, es;q=0.5", "es"),
         # A refused language is not served by way of another tag that leads to it.
         ("zh-Hans;q=0, zh-SG;q=0.5, en;q=0.1", "en"),
         ("zh-Hans;q=0, zh", "en"),
@@ -116,6 +124,8 @@ def test_explicit_languages_resolve_or_fail_clearly() -> None:
     assert resolve("pt-BR") == "pt"
     assert resolve("JA") == "ja"
     assert resolve("ja-JP-u-nu-jpanfin") == "ja"
+    assert resolve("cmn-Hans") == "zh-Hans"
+    assert resolve("ger") == "de"
     for asked in ("xx", "zh-Hant", "zh-Hant-CN", "", "en" * 40):
         with pytest.raises(UnknownLanguage, match="is not offered"):
             resolve(asked)

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Literal, get_args
 
 from babel import Locale, UnknownLocaleError
-from babel.core import parse_locale
+from babel.core import get_global, parse_locale
 from babel.dates import format_date, format_datetime, format_skeleton
 from babel.lists import format_list
 from babel.messages.mofile import write_mo
@@ -239,8 +239,21 @@ def _candidates(tag: str) -> list[str]:
             language_code, territory, script, *_ = parse_locale(form, sep="-")
         except ValueError:
             continue
-        return _identifiers(form, language_code, territory, script)
+        canonical = _canonical_language(language_code)
+        if canonical != language_code:
+            form = "-".join([canonical, *form.split("-")[1:]])
+        return _identifiers(form, canonical, territory, script)
     return []
+
+
+def _canonical_language(code: str) -> str:
+    """The language code CLDR's aliases (in Babel's data) give for another name of one:
+    Mandarin's ``cmn`` is ``zh``, and three-letter codes such as ``deu``, ``fra`` and
+    ``jpn`` are ``de``, ``fr`` and ``ja``; a code without an alias is its own."""
+    alias = get_global("language_aliases").get(code.lower())
+    # Only a language for a language: an alias that also names a script ("sh", Serbian in
+    # Latin script) would override the script a tag names.
+    return alias if isinstance(alias, str) and "_" not in alias else code
 
 
 def _identifiers(
