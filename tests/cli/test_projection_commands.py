@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import select
 import shlex
+import signal
+import subprocess
+import sys
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -96,3 +102,64 @@ def test_json_printed_in_parts_is_the_text_printed_whole(
 
     asyncio.run(print_json_in_parts(head, "items", parts()))
     assert capsys.readouterr().out == dumps({**head, "items": items}, indent=True) + "\n"
+
+
+def _read_until(screen: int, wanted: bytes, seconds: float) -> bytes:
+    """What the terminal shows until ``wanted`` appears, or it closes, or time runs out."""
+    seen = b""
+    deadline = time.monotonic() + seconds
+    while wanted not in seen and time.monotonic() < deadline:
+        ready, _, _ = select.select([screen], [], [], 0.1)
+        if not ready:
+            continue
+        try:
+            chunk = os.read(screen, 65536)
+        except OSError:  # the other side of the terminal has closed
+            break
+        if not chunk:
+            break
+        seen += chunk
+    return seen
+
+
+def test_sigterm_while_a_progress_bar_is_drawn_shows_the_cursor_again(tmp_path: Path) -> None:
+    # given a log large enough for rebuild to draw its bar, on a terminal
+    records = tmp_path / "orgs.jsonl"
+    records.write_text(
+        "".join(
+            dumps({"type": "org.registered", "data": {"org": f"org-{n}", "name": f"Org {n}"}})
+            + "\n"
+            for n in range(12_000)
+        ),
+        encoding="utf-8",
+    )
+    url = f"sqlite:///{tmp_path / 'leaderlog.db'}"
+    imported = CliRunner().invoke(main, ["--db", url, "import", str(records)])
+    assert imported.exit_code == 0, imported.output
+    screen, terminal = os.openpty()
+    environment = {**os.environ, "TERM": "xterm-256color", "COLUMNS": "100"}
+    environment.pop("NO_COLOR", None)
+    process = subprocess.Popen(
+        [str(Path(sys.executable).parent / "leaderlog"), "--db", url, "rebuild"],
+        stdin=terminal,
+        stdout=terminal,
+        stderr=terminal,
+        env=environment,
+    )
+    os.close(terminal)
+    try:
+        shown = _read_until(screen, b"\x1b[?25l", 60)
+        assert b"\x1b[?25l" in shown, shown  # the bar is drawn, the cursor hidden
+        # when the command is sent SIGTERM
+        process.send_signal(signal.SIGTERM)
+        shown += _read_until(screen, b"\x00never", 30)
+        status = process.wait(30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        os.close(screen)
+    # then it is still ended by the signal, with the cursor shown again after the bar
+    assert status == -signal.SIGTERM, shown
+    after_the_bar = shown.rpartition(b"\x1b[?25l")[2]
+    assert after_the_bar.endswith(b"\r\x1b[2K\x1b[?25h"), after_the_bar[-200:]

@@ -430,17 +430,30 @@ def console_main() -> None:
         raise Interrupted
 
     signal.signal(signal.SIGINT, on_interrupt)
+    signal.signal(signal.SIGTERM, _terminated)
     main()
+
+
+def _terminated(signum: int, frame: FrameType | None) -> None:
+    """SIGTERM ends the process as it always has, killed by the signal (a shell reports
+    143), once the terminal is put right: a progress bar drawn then left the cursor hidden
+    in the shell the command returned to."""
+    os.write(sys.stderr.fileno(), _bar_put_away().encode())
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.raise_signal(signal.SIGTERM)
+
+
+def _bar_put_away() -> str:
+    """On a terminal, what clears the line a progress bar may be drawn on, with the cursor
+    hidden, and shows the cursor again, as the bar would have done on closing."""
+    if err_console.is_terminal and not err_console.is_dumb_terminal:
+        return "\r\x1b[2K\x1b[?25h"
+    return ""
 
 
 def _stop_at_once(said: str) -> NoReturn:
     """End the process now, saying so on a line of its own."""
-    # A progress bar may be on the screen with the cursor hidden: its line is cleared and
-    # the cursor shown again, as the bar would have done on closing.
-    reset = (
-        "\r\x1b[2K\x1b[?25h" if err_console.is_terminal and not err_console.is_dumb_terminal else ""
-    )
-    os.write(sys.stderr.fileno(), f"{reset}{said} (again: stopped at once)\n".encode())
+    os.write(sys.stderr.fileno(), f"{_bar_put_away()}{said} (again: stopped at once)\n".encode())
     os._exit(INTERRUPTED_STATUS)
 
 
