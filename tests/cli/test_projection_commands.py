@@ -88,6 +88,61 @@ def test_state_printed_a_part_at_a_time_reads_as_the_whole_answer(
     ]
 
 
+def test_an_org_history_worked_out_a_post_at_a_time_prints_as_the_whole_answer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # given the seeds, with an earlier tenure at HSI (ordered first, by the day it counts
+    # from), and DHS's history worked out in one part (its few posts)
+    url = f"sqlite:///{tmp_path / 'leaderlog.db'}"
+    earlier = [
+        {
+            "type": "claim.reported",
+            "data": {
+                "claim": f"earlier-{kind}",
+                "source": "fox-ice-shakeup-2025-05",
+                "kind": kind,
+                "person": "derek-gordon",
+                "post": "ice-hsi-ead",
+                "capacity": "permanent",
+                "effective": {"date": day, "qualifier": "on"},
+                "modality": "occurred",
+                "attribution": {"kind": "official", "parties": ["ICE"]},
+                "quote": "Gordon is expected to become the acting director of HSI",
+                "locator": "body",
+            },
+        }
+        for kind, day in (("appointment", "2001-03-01"), ("departure", "2003-06-30"))
+    ]
+
+    async def load() -> dict[str, Any]:
+        async with await EventLog.open(url) as log:
+            await load_seeds(log, SEEDS)
+            await log.import_lines([dumps(record) for record in earlier], actor="test")
+            runner = ProjectionRunner(log.store, [cls() for cls in BUILTIN.values()])
+            await runner.catch_up()
+            return await Queries(log.store).history(org="dhs")
+
+    whole = asyncio.run(load())
+    posts = [tenure["post"] for tenure in whole["tenures"]]
+    # (ordered by the day each counts from, which interleaves the posts)
+    assert posts != sorted(posts) and len(set(posts)) > 2, posts
+    # when it is worked out a post at a time, each post's tenures merged into their places
+    monkeypatch.setattr(queries_module, "_STATE_PART", 1)
+    printed = CliRunner().invoke(main, ["--db", url, "history", "--org", "dhs", "--json"])
+    # then --json prints the very text of the whole answer
+    assert printed.exit_code == 0, printed.stderr
+    assert printed.stdout == dumps(whole, indent=True) + "\n"
+    # and the text lists every tenure once, in the same order, then the changes to come
+    text = CliRunner().invoke(main, ["--db", url, "history", "--org", "dhs"])
+    assert text.exit_code == 0, text.stderr
+    lines = text.stdout.splitlines()
+    tenure_lines = [line for line in lines[1:] if not line.startswith(("      ", "  pending"))]
+    assert [line.partition(":")[0] for line in tenure_lines] == [
+        f"  {tenure['post_title']} ({tenure['post']})" for tenure in whole["tenures"]
+    ]
+    assert sum(line.startswith("  pending") for line in lines) == len(whole["pending"]) > 0
+
+
 @pytest.mark.parametrize("sizes", [[], [0], [1], [2, 0, 3], [0, 0]])
 def test_json_printed_in_parts_is_the_text_printed_whole(
     sizes: list[int], capsys: pytest.CaptureFixture[str]

@@ -502,24 +502,6 @@ async def test_a_rebuild_replays_the_seed_file_identically_in_one_page(sqlite_ur
         assert await dump(log.store, builtins()) == whole
 
 
-def test_long_replays_hold_the_collector_back_and_restore_it() -> None:
-    import gc
-
-    from leaderlog.projections.runner import _few_collections
-
-    before = gc.get_threshold()
-    with _few_collections(10):
-        assert gc.get_threshold() == before
-    with _few_collections(1_000_000):
-        assert gc.get_threshold()[0] >= 100_000
-        assert gc.get_freeze_count() > 0
-        with _few_collections(1_000_000):
-            pass
-        assert gc.get_threshold()[0] >= 100_000
-    assert gc.get_threshold() == before
-    assert gc.get_freeze_count() == 0
-
-
 class Busy(Exploding):
     """Finds the database busy while applying position ``fail_at``."""
 

@@ -6,6 +6,7 @@ answers include everything appended so far; ``projections`` lists them as they s
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
@@ -333,13 +334,20 @@ def _print_posts(posts: Sequence[Mapping[str, Any]]) -> None:
             )
 
 
-def _print_history(answer: Mapping[str, Any]) -> None:
+async def _in_parts(items: Iterator[Any], size: int = 500) -> AsyncIterator[list[Any]]:
+    """``items`` as lists of ``size``, the parts :func:`print_json_in_parts` prints."""
+    while part := list(itertools.islice(items, size)):
+        yield part
+
+
+def _print_history(answer: Mapping[str, Any], tenures: Iterator[Mapping[str, Any]]) -> None:
     ((kind, subject),) = answer["subject"].items()
     title = subject.get("name") or subject.get("title") or subject[kind]
     echo_line(f"History of {kind} {title} ({subject[kind]}), {_known(answer['known_at'])}")
-    if not answer["tenures"]:
+    first = next(tenures, None)
+    if first is None:
         echo_line("  (no tenures)")
-    for tenure in answer["tenures"]:
+    for tenure in itertools.chain([first] if first is not None else [], tenures):
         start = _since(tenure["start"], lead="") if tenure["start"] else "start unknown"
         cause = f" ({tenure['cause']})" if tenure["cause"] else ""
         echo_line(
@@ -517,11 +525,17 @@ def history_command(
     async def go() -> None:
         check = partial(Queries.check_history, person=person, post=post, org=org, known_at=known_at)
         async with _current(context, check, known_at) as queries:
-            answer = await queries.history(person=person, post=post, org=org, known_at=known_at)
+            if org is not None:
+                # A large subtree's tenures are worked out a part of its posts at a time and
+                # printed one by one, as state prints its posts.
+                rest, tenures = await queries.history_in_parts(org=org, known_at=known_at)
+            else:
+                answer = await queries.history(person=person, post=post, known_at=known_at)
+                rest, tenures = answer, iter(answer.pop("tenures"))
         if as_json:
-            print_json(answer)
+            await print_json_in_parts(rest, "tenures", _in_parts(tenures))
         else:
-            _print_history(answer)
+            _print_history(rest, tenures)
 
     run(go)
 

@@ -37,6 +37,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import Any
 
 from leaderlog.projections.claim_versions import ClaimVersion, earliest_day, shown_anchor
@@ -45,8 +46,10 @@ __all__ = [
     "ACTING_CAPACITIES",
     "DisputeLinks",
     "Tenure",
+    "TenureOrder",
     "dispute_links",
     "fold_tenures",
+    "keyed_tenures",
     "ordered_tenures",
     "pending",
     "post_state",
@@ -353,13 +356,28 @@ def tenures(versions: Iterable[ClaimVersion]) -> list[dict[str, Any]]:
     return ordered_tenures([versions])[0]
 
 
+# Where a tenure stands in a history: the day it counts from (its start, else its end, else
+# last), then its post and person.
+TenureOrder = tuple[dt.date, str, str]
+
+
 def ordered_tenures(
     groups: Iterable[Iterable[ClaimVersion]],
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """The tenures of several groups of claims (one post and person each), in the order they
-    count from: the day the rules read, so a vaguely published start is placed no later than
-    the day the log recorded it (which its shown date does not say); and the changes still
-    to come (:func:`pending` of each group, with its ``post``), from the same folds.
+    count from (see :func:`keyed_tenures`), and the changes still to come."""
+    keyed, waiting = keyed_tenures(groups)
+    return [answer for _, answer in keyed], waiting
+
+
+def keyed_tenures(
+    groups: Iterable[Iterable[ClaimVersion]],
+) -> tuple[list[tuple[TenureOrder, dict[str, Any]]], list[dict[str, Any]]]:
+    """The tenures of several groups of claims (one post and person each), each with its
+    place in the order they count from: the day the rules read, so a vaguely published start
+    is placed no later than the day the log recorded it (which its shown date does not say);
+    sorted by that place. And the changes still to come (:func:`pending` of each group, with
+    its ``post``), from the same folds.
 
     A tenure's evidence also lists the claims that report its start or end but have no
     effect of their own: a departure that gave way to a confirmed rival, and a change still
@@ -376,19 +394,14 @@ def ordered_tenures(
         also = _also_reporting(versions, folded, superseded, rivals, known)
         found += [(tenure, also.get(id(tenure), [])) for tenure in folded]
         waiting += [{**_pending(claim), "post": claim.post} for claim in to_come]
-    found.sort(
-        key=lambda item: (
-            item[0].start_day or item[0].end_day or dt.date.max,
-            item[0].post,
-            item[0].person,
-        )
-    )
-    answers = []
+    keyed: list[tuple[TenureOrder, dict[str, Any]]] = []
     for tenure, also_reporting in found:
         answer = tenure.as_json()
         answer["evidence"] += [_evidence(claim) for claim in also_reporting]
-        answers.append(answer)
-    return answers, waiting
+        order = (tenure.start_day or tenure.end_day or dt.date.max, tenure.post, tenure.person)
+        keyed.append((order, answer))
+    keyed.sort(key=itemgetter(0))
+    return keyed, waiting
 
 
 def _also_reporting(

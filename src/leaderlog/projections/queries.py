@@ -13,13 +13,16 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import heapq
 from collections import defaultdict
-from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
+from operator import itemgetter
 from typing import Any, Literal
 
-from leaderlog._json import loads
+from leaderlog._json import canonical_bytes, loads
 from leaderlog.errors import ProjectionError, StoreError, StoreUnavailable
 from leaderlog.events import EVENT_TYPES, format_time
+from leaderlog.projections._collector import few_collections
 from leaderlog.projections._sql import chunks, marks
 from leaderlog.projections.audit import AuditProjection
 from leaderlog.projections.claim_versions import ClaimVersion
@@ -30,7 +33,9 @@ from leaderlog.projections.leadership import (
     search_form,
 )
 from leaderlog.projections.leadership_rules import (
+    TenureOrder,
     dispute_links,
+    keyed_tenures,
     ordered_tenures,
     post_state,
 )
@@ -71,6 +76,9 @@ _OFF_LOOP_VERSIONS = 2000
 # Posts whose states are worked out together: a whole large log's state is answered a part
 # at a time, so that only one part's claims are held at once.
 _STATE_PART = 100
+# Posts from which an answer is worked out with the garbage collector held back: tens of
+# thousands of claims folded, hundreds of thousands of tenures kept.
+_MANY_POSTS = 1000
 _AUDIT_KEYS = (
     "position",
     "event_id",
@@ -684,29 +692,27 @@ class Queries:
         (:class:`InvalidQuery`) before any claim is read, as :meth:`state` refuses it.
         """
         self.check_history(person=person, post=post, org=org, known_at=known_at)
+        if org is not None:
+            rest, org_tenures = await self.history_in_parts(
+                org=org, known_at=known_at, max_posts=max_posts
+            )
+            return {**rest, "tenures": list(org_tenures)}
         known = await self.resolve_known_at(known_at)
         position = known["position"]
         subject: dict[str, Any]
         if person is not None:
             subject = {"person": await self._person(person, position)}
             versions = await self._versions("person", [person], position)
-        elif post is not None:
+        else:
+            assert post is not None
             subject = {"post": await self._post(post, position)}
             versions = await self._versions("post", [post], position)
-        else:
-            assert org is not None
-            scope = await self._org(org, position)
-            posts = await self._posts(org=org, known=position)
-            _check_post_count(posts, org, max_posts, "history")
-            subject = {"org": scope}
-            versions = await self._versions("post", [item["post"] for item in posts], position)
-
         groups: dict[tuple[str, str], list[ClaimVersion]] = defaultdict(list)
         for version in versions:
             if person is None or version.person == person:
                 groups[(version.post, version.person)].append(version)
         found_tenures, waiting = ordered_tenures(groups.values())
-        waiting.sort(key=lambda item: (item["reported"]["date"] or "", item["claim"]))
+        waiting.sort(key=_pending_order)
         await self._label(position, found_tenures, waiting)
         sources = await self._sources(source for version in versions for source in version.sources)
         return {
@@ -716,6 +722,55 @@ class Queries:
             "pending": waiting,
             "sources": sources,
         }
+
+    async def history_in_parts(
+        self,
+        *,
+        org: str,
+        known_at: int | str | dt.date | None = None,
+        max_posts: int | None = None,
+    ) -> tuple[dict[str, Any], Iterator[dict[str, Any]]]:
+        """:meth:`history` of an org subtree as ``{"subject", "known_at", "pending",
+        "sources"}`` and its tenures, in order, one at a time.
+
+        The subtree's claims are read and folded a few hundred posts at a time, and each
+        tenure kept as compact JSON until its turn: a history of thousands of posts holds a
+        part's claims and its answer's text in memory, not every claim and every tenure as
+        Python objects at once. Every mistake in the question is raised here.
+        """
+        self.check_history(org=org, known_at=known_at)
+        known = await self.resolve_known_at(known_at)
+        position = known["position"]
+        subject = {"org": await self._org(org, position)}
+        posts = await self._posts(org=org, known=position)
+        _check_post_count(posts, org, max_posts, "history")
+        parts: list[list[tuple[TenureOrder, bytes]]] = []
+        waiting: list[dict[str, Any]] = []
+        sources: dict[str, dict[str, Any]] = {}
+        with few_collections(len(posts), _MANY_POSTS):
+            for first in range(0, len(posts), _STATE_PART):
+                part = [item["post"] for item in posts[first : first + _STATE_PART]]
+                versions = await self._versions("post", part, position)
+                groups: dict[tuple[str, str], list[ClaimVersion]] = defaultdict(list)
+                for version in versions:
+                    groups[(version.post, version.person)].append(version)
+                keyed, part_waiting = keyed_tenures(groups.values())
+                await self._label(position, [answer for _, answer in keyed], part_waiting)
+                parts.append([(order, canonical_bytes(answer)) for order, answer in keyed])
+                waiting += part_waiting
+                cited = (source for version in versions for source in version.sources)
+                sources.update(await self._sources(cited))
+        waiting.sort(key=_pending_order)
+        # A post lies in one part, so tenures tied on their day, post and person come from
+        # one part, in its order: the merge keeps it, as one sort of them all would.
+        merged = heapq.merge(*parts, key=itemgetter(0))
+        rest = {
+            "subject": subject,
+            "known_at": known,
+            "pending": waiting,
+            "sources": dict(sorted(sources.items())),
+        }
+        return rest, (loads(text) for _, text in merged)
 
     async def _label(self, known: int, *groups: list[dict[str, Any]]) -> None:
         """Name each item's person and post as they were known at position ``known``."""
@@ -960,6 +1015,11 @@ def _beyond_the_head(wanted: int, head: int) -> InvalidQuery:
     return InvalidQuery(
         f"known-at position {wanted} is beyond the log's head ({head})", parameter="known_at"
     )
+
+
+def _pending_order(item: Mapping[str, Any]) -> tuple[str, str]:
+    """Changes to come in a history: by the date they were reported, then by claim."""
+    return (item["reported"]["date"] or "", item["claim"])
 
 
 def _check_post_count(

@@ -21,12 +21,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import logging
 import re
 import time
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from typing import NamedTuple
 
 from leaderlog._json import copied
@@ -40,6 +38,7 @@ from leaderlog.errors import (
     UnreadableEvent,
 )
 from leaderlog.events import RecordedEvent
+from leaderlog.projections._collector import few_collections
 from leaderlog.projections._isolation import (
     RUNNER_SAVEPOINT,
     Escaped,
@@ -86,40 +85,6 @@ _PAUSE_AFTER_A_SLOW_PAGE = 0.5
 _FIRST_REST_SECONDS = 2.0
 _LONGEST_REST_SECONDS = 60.0
 _PREPARE_ATTEMPTS = 3
-# Replays longer than this run with the garbage collector mostly out of the way.
-_BULK_BACKLOG = 20_000
-
-
-# How many replays of this process run with the collector held back, and its settings before.
-_bulk_replays = 0
-_saved_thresholds = gc.get_threshold()
-
-
-@contextmanager
-def _few_collections(backlog: int) -> Iterator[None]:
-    """Run a long replay with the cyclic garbage collector mostly out of the way.
-
-    A replay allocates millions of short-lived containers that reference counting frees; the
-    collector's passes over an ever larger heap then cost more than the replay itself. Objects
-    alive now are frozen out of its way and it runs far less often, until the last concurrent
-    replay of the process ends.
-    """
-    global _bulk_replays, _saved_thresholds
-    if backlog < _BULK_BACKLOG:
-        yield
-        return
-    if _bulk_replays == 0:
-        _saved_thresholds = gc.get_threshold()
-        gc.freeze()
-        gc.set_threshold(max(_saved_thresholds[0], 100_000), *_saved_thresholds[1:])
-    _bulk_replays += 1
-    try:
-        yield
-    finally:
-        _bulk_replays -= 1
-        if _bulk_replays == 0:
-            gc.set_threshold(*_saved_thresholds)
-            gc.unfreeze()
 
 
 @contextlib.asynccontextmanager
@@ -743,7 +708,7 @@ class ProjectionRunner:
         backlog = target - min((stored.get(p.name, (0, 0))[1] for p in projections), default=0)
         applied, next_refresh = 0, self.refresh_statistics_after
         try:
-            with _few_collections(backlog):
+            with few_collections(backlog):
                 while True:
                     stored = await self._stored()
                     self._notice_rebuilds(projections, stored)
