@@ -586,7 +586,12 @@ class Queries:
 
         async def parts() -> AsyncIterator[list[dict[str, Any]]]:
             for first in range(0, len(posts), _STATE_PART):
-                yield await self._post_states(posts[first : first + _STATE_PART], day, position)
+                # Held back while a part is worked out only: a caller may stop between parts.
+                with few_collections(len(posts), _MANY_POSTS):
+                    part = await self._post_states(
+                        posts[first : first + _STATE_PART], day, position
+                    )
+                yield part
 
         return {**situation, "org": scope}, parts()
 
