@@ -26,12 +26,25 @@ from starlette.responses import Response
 
 from leaderlog.errors import LogRemoved, StoreUnavailable
 
+__all__ = [
+    "LONGEST_ECHO",
+    "ErrorBody",
+    "Problem",
+    "documented",
+    "error_response",
+    "http_error_response",
+    "invalid_request",
+    "parameter_problems",
+    "shortened",
+    "unavailable_response",
+    "unexpected_error",
+    "use_error_body_for_validation",
+]
+
 # What an error (a 404, a 422) repeats of what was asked: its first characters, as other
 # error messages quote (anyone can ask for an id or a parameter twenty thousand characters
 # long, and would get it back whole).
 LONGEST_ECHO = 60
-
-
 # A 422's ``input``, though, is the value refused, often for its length: an id one
 # character over its 64 is shown whole, one of thousands is not.
 _LONGEST_INPUT_ECHO = 200
@@ -48,22 +61,6 @@ def _echoed(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [_echoed(item) for item in value]
     return value
-
-
-__all__ = [
-    "LONGEST_ECHO",
-    "ErrorBody",
-    "Problem",
-    "documented",
-    "error_response",
-    "http_error_response",
-    "invalid_request",
-    "parameter_problems",
-    "shortened",
-    "unavailable_response",
-    "unexpected_error",
-    "use_error_body_for_validation",
-]
 
 
 class Problem(BaseModel):
