@@ -144,19 +144,31 @@ def test_an_org_history_worked_out_a_post_at_a_time_prints_as_the_whole_answer(
 
 
 @pytest.mark.parametrize("sizes", [[], [0], [1], [2, 0, 3], [0, 0]])
+@pytest.mark.parametrize(
+    "head",
+    [{}, {"a": 1, "b": {"c": [1, 2]}}, {"m": {}, "z": [], 'q\n"': {"deep": [{"x": None}]}}],
+)
 def test_json_printed_in_parts_is_the_text_printed_whole(
-    sizes: list[int], capsys: pytest.CaptureFixture[str]
+    sizes: list[int], head: dict[str, Any], capsys: pytest.CaptureFixture[str]
 ) -> None:
     items = [{"n": n, "nested": {"list": [n, "a\nb"], "empty": {}}} for n in range(sum(sizes))]
-    head = {"a": 1, "b": {"c": [1, 2]}}
 
-    async def parts() -> AsyncIterator[list[dict[str, Any]]]:
-        given = iter(items)
+    async def parts(reverse: bool) -> AsyncIterator[list[dict[str, Any]]]:
+        given = iter(items[::-1] if reverse else items)
         for size in sizes:
             yield [next(given) for _ in range(size)]
 
-    asyncio.run(print_json_in_parts(head, "items", parts()))
-    assert capsys.readouterr().out == dumps({**head, "items": items}, indent=True) + "\n"
+    # lists printed among the other keys, in their sorted places, however many they are
+    for names in (["items"], ["0 first", "n middle", "zz last"]):
+        lists = {name: parts(reverse=bool(number % 2)) for number, name in enumerate(names)}
+        asyncio.run(print_json_in_parts(head, lists))
+        whole = {
+            **head,
+            **{name: items[::-1] if number % 2 else items for number, name in enumerate(names)},
+        }
+        assert capsys.readouterr().out == dumps(whole, indent=True) + "\n"
+    asyncio.run(print_json_in_parts({}, {}))
+    assert capsys.readouterr().out == dumps({}, indent=True) + "\n"
 
 
 def _read_until(screen: int, wanted: bytes, seconds: float) -> bytes:

@@ -628,23 +628,31 @@ def print_json(value: Any) -> None:
 
 
 async def print_json_in_parts(
-    value: Mapping[str, Any], key: str, parts: AsyncIterator[Sequence[Any]]
+    value: Mapping[str, Any], lists: Mapping[str, AsyncIterator[Sequence[Any]]]
 ) -> None:
-    """``print_json({**value, key: [...]})`` with the list's items printed a part at a time,
-    as ``parts`` gives them: the same text, without holding every item at once. ``key`` must
-    come after ``value``'s keys in sorted order, as the list then ends the object."""
-    if any(other >= key for other in value):
-        raise ValueError(f"{key!r} must sort after every other key to be printed last")
-    empty = dumps({**value, key: []}, indent=True)
-    opening = empty.removesuffix("[]\n}")
-    printed = False
-    async for part in parts:
-        for item in part:
-            # Items sit two levels deep; JSON text holds no line break but these.
-            text = dumps(item, indent=True).replace("\n", "\n    ")
-            click.echo(f"{',' if printed else opening + '['}\n    {text}", nl=False)
-            printed = True
-    click.echo("\n  ]\n}" if printed else empty)
+    """``print_json({**value, key: [...], ...})`` with each of ``lists`` printed a part at a
+    time, as its iterator gives them: the same text, without holding every item at once (nor
+    the whole text). The iterators are read in the order their keys are printed."""
+    keys = sorted({*value, *lists})
+    if not keys:
+        click.echo("{}")
+        return
+    click.echo("{", nl=False)
+    for number, key in enumerate(keys):
+        # Each member sits one level deep, a list's items two; JSON text holds no line
+        # break but those of its indentation.
+        click.echo(f"{',' if number else ''}\n  {dumps(key)}: ", nl=False)
+        if key not in lists:
+            click.echo(dumps(value[key], indent=True).replace("\n", "\n  "), nl=False)
+            continue
+        printed = False
+        async for part in lists[key]:
+            for item in part:
+                text = dumps(item, indent=True).replace("\n", "\n    ")
+                click.echo(f"{',' if printed else '['}\n    {text}", nl=False)
+                printed = True
+        click.echo("\n  ]" if printed else "[]", nl=False)
+    click.echo("\n}")
 
 
 class _Command(click.Command):

@@ -340,7 +340,11 @@ async def _in_parts(items: Iterator[Any], size: int = 500) -> AsyncIterator[list
         yield part
 
 
-def _print_history(answer: Mapping[str, Any], tenures: Iterator[Mapping[str, Any]]) -> None:
+def _print_history(
+    answer: Mapping[str, Any],
+    pending: Iterator[Mapping[str, Any]],
+    tenures: Iterator[Mapping[str, Any]],
+) -> None:
     ((kind, subject),) = answer["subject"].items()
     title = subject.get("name") or subject.get("title") or subject[kind]
     echo_line(f"History of {kind} {title} ({subject[kind]}), {_known(answer['known_at'])}")
@@ -364,7 +368,7 @@ def _print_history(answer: Mapping[str, Any], tenures: Iterator[Mapping[str, Any
                 f"      {evidence['kind']} claim {evidence['claim']} ({evidence['modality']}, "
                 f"{evidence['status']}) from {', '.join(dict.fromkeys(publishers))}"
             )
-    for item in answer["pending"]:
+    for item in pending:
         echo_line(f"  pending   {item['post']}: {_change(item)}")
 
 
@@ -488,7 +492,7 @@ def state_command(
             answer, parts = await queries.state_in_parts(org=org, as_of=as_of, known_at=known_at)
             head, _ = await queries.store.head()
             if as_json:
-                await print_json_in_parts(answer, "posts", parts)
+                await print_json_in_parts(answer, {"posts": parts})
             else:
                 await _print_state(answer, parts, log_is_empty=head == 0)
 
@@ -528,14 +532,15 @@ def history_command(
             if org is not None:
                 # A large subtree's tenures are worked out a part of its posts at a time and
                 # printed one by one, as state prints its posts.
-                rest, tenures = await queries.history_in_parts(org=org, known_at=known_at)
+                rest, pending, tenures = await queries.history_in_parts(org=org, known_at=known_at)
             else:
-                answer = await queries.history(person=person, post=post, known_at=known_at)
-                rest, tenures = answer, iter(answer.pop("tenures"))
+                rest = await queries.history(person=person, post=post, known_at=known_at)
+                pending, tenures = iter(rest.pop("pending")), iter(rest.pop("tenures"))
         if as_json:
-            await print_json_in_parts(rest, "tenures", _in_parts(tenures))
+            lists = {"pending": _in_parts(pending), "tenures": _in_parts(tenures)}
+            await print_json_in_parts(rest, lists)
         else:
-            _print_history(rest, tenures)
+            _print_history(rest, pending, tenures)
 
     run(go)
 

@@ -698,10 +698,10 @@ class Queries:
         """
         self.check_history(person=person, post=post, org=org, known_at=known_at)
         if org is not None:
-            rest, org_tenures = await self.history_in_parts(
+            rest, pending, org_tenures = await self.history_in_parts(
                 org=org, known_at=known_at, max_posts=max_posts
             )
-            return {**rest, "tenures": list(org_tenures)}
+            return {**rest, "pending": list(pending), "tenures": list(org_tenures)}
         known = await self.resolve_known_at(known_at)
         position = known["position"]
         subject: dict[str, Any]
@@ -734,14 +734,14 @@ class Queries:
         org: str,
         known_at: int | str | dt.date | None = None,
         max_posts: int | None = None,
-    ) -> tuple[dict[str, Any], Iterator[dict[str, Any]]]:
-        """:meth:`history` of an org subtree as ``{"subject", "known_at", "pending",
-        "sources"}`` and its tenures, in order, one at a time.
+    ) -> tuple[dict[str, Any], Iterator[dict[str, Any]], Iterator[dict[str, Any]]]:
+        """:meth:`history` of an org subtree as ``{"subject", "known_at", "sources"}``, its
+        changes to come and its tenures, each in order, one at a time.
 
         The subtree's claims are read and folded a few hundred posts at a time, and each
-        tenure kept as compact JSON until its turn: a history of thousands of posts holds a
-        part's claims and its answer's text in memory, not every claim and every tenure as
-        Python objects at once. Every mistake in the question is raised here.
+        change and tenure kept as compact JSON until its turn: a history of thousands of
+        posts holds a part's claims and its answer's text in memory, not every claim, change
+        and tenure as Python objects at once. Every mistake in the question is raised here.
         """
         self.check_history(org=org, known_at=known_at)
         known = await self.resolve_known_at(known_at)
@@ -750,7 +750,7 @@ class Queries:
         posts = await self._posts(org=org, known=position)
         _check_post_count(posts, org, max_posts, "history")
         parts: list[list[tuple[TenureOrder, bytes]]] = []
-        waiting: list[dict[str, Any]] = []
+        waiting: list[tuple[tuple[str, str], bytes]] = []
         sources: dict[str, dict[str, Any]] = {}
         with few_collections(len(posts), _MANY_POSTS):
             for first in range(0, len(posts), _STATE_PART):
@@ -762,20 +762,19 @@ class Queries:
                 keyed, part_waiting = keyed_tenures(groups.values())
                 await self._label(position, [answer for _, answer in keyed], part_waiting)
                 parts.append([(order, canonical_bytes(answer)) for order, answer in keyed])
-                waiting += part_waiting
+                waiting += [(_pending_order(item), canonical_bytes(item)) for item in part_waiting]
                 cited = (source for version in versions for source in version.sources)
                 sources.update(await self._sources(cited))
-        waiting.sort(key=_pending_order)
+        waiting.sort(key=itemgetter(0))
         # A post lies in one part, so tenures tied on their day, post and person come from
         # one part, in its order: the merge keeps it, as one sort of them all would.
         merged = heapq.merge(*parts, key=itemgetter(0))
-        rest = {
-            "subject": subject,
-            "known_at": known,
-            "pending": waiting,
-            "sources": dict(sorted(sources.items())),
-        }
-        return rest, (loads(text) for _, text in merged)
+        rest = {"subject": subject, "known_at": known, "sources": dict(sorted(sources.items()))}
+        return (
+            rest,
+            (loads(text) for _, text in waiting),
+            (loads(text) for _, text in merged),
+        )
 
     async def _label(self, known: int, *groups: list[dict[str, Any]]) -> None:
         """Name each item's person and post as they were known at position ``known``."""
