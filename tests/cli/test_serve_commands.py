@@ -788,7 +788,7 @@ def test_serve_refuses_proxy_addresses_it_would_ignore(
     assert said in result.stderr
 
 
-@pytest.mark.parametrize("given", ["0", "-1", "soon"])
+@pytest.mark.parametrize("given", ["0", "-1", "soon", "1e-300", "0.009"])
 def test_serve_refuses_a_body_timeout_that_is_not_a_positive_number(
     tmp_path: Path, given: str
 ) -> None:
@@ -798,6 +798,8 @@ def test_serve_refuses_a_body_timeout_that_is_not_a_positive_number(
     )
     assert result.exit_code == 2
     assert "Invalid value for '--body-timeout'" in result.stderr, result.stderr
+    if given[0].isdigit():
+        assert "0.01" in result.stderr, result.stderr  # says the shortest it takes
     # refused before anything was opened or created
     assert not database.exists()
 

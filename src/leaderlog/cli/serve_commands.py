@@ -130,19 +130,24 @@ def _unbracketed(host: str) -> str:
     return inside
 
 
+# The shortest time limit taken: a client cannot send a request's line, headers or body
+# in less (one of 1e-300 s closed every connection before its first byte was read).
+_SHORTEST_SECONDS = 0.01
+
+
 def _finite_seconds(context: click.Context, parameter: click.Parameter, value: float) -> float:
     # A FloatRange lets nan and inf through: asyncio takes a deadline of nan for one already
     # due, so every connection would be closed at once, and inf is no deadline at all.
     if not math.isfinite(value):
-        raise click.BadParameter(f"give a number of seconds above 0, not {value}")
+        raise click.BadParameter(f"give a number of seconds of at least 0.01, not {value}")
     return value
 
 
 def _seconds_option(name: str, default: float, help: str) -> Callable[[FC], FC]:
-    """A time limit in seconds: any number above zero."""
+    """A time limit in seconds: any number from 0.01 on."""
     return click.option(
         name,
-        type=click.FloatRange(0, min_open=True),
+        type=click.FloatRange(_SHORTEST_SECONDS),
         default=default,
         show_default=True,
         callback=_finite_seconds,
