@@ -528,3 +528,53 @@ async def test_a_commit_wakes_a_follower_waiting_in_another_event_loop(sqlite_ur
     finally:
         await asyncio.to_thread(writer.join)
         await store.close()
+
+
+async def test_writes_given_up_before_they_start_are_skipped_and_the_rest_answered(
+    sqlite_url: str,
+) -> None:
+    # given the writer thread busy with a first piece of work, and two more queued behind it
+    store = await SQLiteStore.open(sqlite_url)
+    writer = store._writer
+    started, release = threading.Event(), threading.Event()
+    ran: list[str] = []
+
+    def first(connection: sqlite3.Connection) -> str:
+        started.set()
+        release.wait(10)
+        ran.append("first")
+        return "first"
+
+    def doomed(connection: sqlite3.Connection) -> str:
+        ran.append("doomed")
+        return "doomed"
+
+    def failing(connection: sqlite3.Connection) -> str:
+        ran.append("failing")
+        return str(connection.execute("SELECT * FROM nowhere").fetchone())
+
+    def last(connection: sqlite3.Connection) -> int:
+        ran.append("last")
+        return int(connection.execute("SELECT 41 + 1").fetchone()[0])
+
+    try:
+        running = asyncio.create_task(writer.run(first))
+        await asyncio.to_thread(started.wait, 10)
+        given_up = asyncio.create_task(writer.run(doomed))
+        refused = asyncio.create_task(writer.run(failing))
+        answered = asyncio.create_task(writer.run(last))
+        await asyncio.sleep(0)
+        # when the caller of the second stops waiting before its work starts
+        given_up.cancel()
+        release.set()
+        # then its work never runs, the others run in order, each caller gets its own answer
+        assert await running == "first"
+        with pytest.raises(asyncio.CancelledError):
+            await given_up
+        with pytest.raises(sqlite3.OperationalError, match="nowhere"):
+            await refused
+        assert await answered == 42
+        assert ran == ["first", "failing", "last"]
+    finally:
+        release.set()
+        await store.close()
