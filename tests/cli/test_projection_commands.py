@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import io
 import os
+import re
 import select
 import shlex
 import signal
@@ -16,8 +18,9 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from rich.console import Console
 
-import leaderlog.cli.projection_commands  # noqa: F401  (registers the commands on main)
+import leaderlog.cli.projection_commands as projection_commands  # registers the commands
 from leaderlog._json import dumps
 from leaderlog.cli import main
 from leaderlog.cli._app import print_json_in_parts
@@ -141,6 +144,37 @@ def test_an_org_history_worked_out_a_post_at_a_time_prints_as_the_whole_answer(
         f"  {tenure['post_title']} ({tenure['post']})" for tenure in whole["tenures"]
     ]
     assert sum(line.startswith("  pending") for line in lines) == len(whole["pending"]) > 0
+
+
+def test_a_large_org_history_shows_on_a_terminal_how_many_posts_are_worked_out(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # given the seeds, on a terminal, and a history worked out a post at a time
+    url = f"sqlite:///{tmp_path / 'leaderlog.db'}"
+
+    async def load() -> None:
+        async with await EventLog.open(url) as log:
+            await load_seeds(log, SEEDS)
+
+    asyncio.run(load())
+    screen = io.StringIO()
+    monkeypatch.setattr(
+        projection_commands,
+        "err_console",
+        Console(file=screen, force_terminal=True, width=100, highlight=False),
+    )
+    monkeypatch.setattr(queries_module, "_STATE_PART", 1)
+    # when DHS's history is asked for, its posts few enough for no bar, then many enough
+    quiet = CliRunner().invoke(main, ["--db", url, "history", "--org", "dhs"])
+    assert quiet.exit_code == 0, quiet.stderr
+    assert screen.getvalue() == ""
+    monkeypatch.setattr(projection_commands, "HISTORY_BAR_POSTS", 2)
+    shown = CliRunner().invoke(main, ["--db", url, "history", "--org", "dhs"])
+    # then a bar counts the posts worked out, and the history printed is the same
+    assert shown.exit_code == 0, shown.stderr
+    assert shown.stdout == quiet.stdout
+    drawn = re.sub(r"\x1b\[[0-9;?]*[a-zA-Z]", "", screen.getvalue())
+    assert re.search(r"working out the history of dhs .* \d+/\d+ posts", drawn), drawn
 
 
 @pytest.mark.parametrize("sizes", [[], [0], [1], [2, 0, 3], [0, 0]])

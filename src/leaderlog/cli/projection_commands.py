@@ -55,6 +55,8 @@ from leaderlog.projections.runner import LeftOut, forget_projection
 
 # Catching up by fewer events than this shows no progress bar: it would only flicker.
 PROGRESS_THRESHOLD = 5000
+# A history of fewer posts than this is worked out without a progress bar, in seconds.
+HISTORY_BAR_POSTS = 1000
 
 
 class _Bar:
@@ -71,12 +73,12 @@ class _Bar:
         )
 
 
-def progress_bar(label: str) -> Progress:
+def progress_bar(label: str, unit: str = "events") -> Progress:
     return Progress(
         TextColumn(label),
         BarColumn(),
         MofNCompleteColumn(),
-        TextColumn("events"),
+        TextColumn(unit),
         TimeRemainingColumn(),
         console=err_console,
         transient=True,
@@ -531,8 +533,25 @@ def history_command(
         async with _current(context, check, known_at) as queries:
             if org is not None:
                 # A large subtree's tenures are worked out a part of its posts at a time and
-                # printed one by one, as state prints its posts.
-                rest, pending, tenures = await queries.history_in_parts(org=org, known_at=known_at)
+                # printed one by one, as state prints its posts; in order, so only once all
+                # are worked out (half a minute for thousands of posts): a bar shows how far.
+                bar = progress_bar(f"working out the history of {org}", "posts")
+                shown: list[TaskID] = []
+
+                def worked_out(done: int, posts: int) -> None:
+                    if posts < HISTORY_BAR_POSTS:
+                        return
+                    if not shown:
+                        bar.start()  # only then: a small history leaves stderr untouched
+                        shown.append(bar.add_task("", total=posts))
+                    bar.update(shown[0], completed=done)
+
+                try:
+                    rest, pending, tenures = await queries.history_in_parts(
+                        org=org, known_at=known_at, progress=worked_out
+                    )
+                finally:
+                    bar.stop()
             else:
                 rest = await queries.history(person=person, post=post, known_at=known_at)
                 pending, tenures = iter(rest.pop("pending")), iter(rest.pop("tenures"))

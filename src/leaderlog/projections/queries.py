@@ -15,7 +15,7 @@ import asyncio
 import datetime as dt
 import heapq
 from collections import defaultdict
-from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from operator import itemgetter
 from typing import Any, Literal
 
@@ -734,6 +734,7 @@ class Queries:
         org: str,
         known_at: int | str | dt.date | None = None,
         max_posts: int | None = None,
+        progress: Callable[[int, int], None] | None = None,
     ) -> tuple[dict[str, Any], Iterator[dict[str, Any]], Iterator[dict[str, Any]]]:
         """:meth:`history` of an org subtree as ``{"subject", "known_at", "sources"}``, its
         changes to come and its tenures, each in order, one at a time.
@@ -742,6 +743,7 @@ class Queries:
         change and tenure kept as compact JSON until its turn: a history of thousands of
         posts holds a part's claims and its answer's text in memory, not every claim, change
         and tenure as Python objects at once. Every mistake in the question is raised here.
+        ``progress`` is called after each part with the posts worked out and their number.
         """
         self.check_history(org=org, known_at=known_at)
         known = await self.resolve_known_at(known_at)
@@ -765,6 +767,8 @@ class Queries:
                 waiting += [(_pending_order(item), canonical_bytes(item)) for item in part_waiting]
                 cited = (source for version in versions for source in version.sources)
                 sources.update(await self._sources(cited))
+                if progress is not None:
+                    progress(min(first + _STATE_PART, len(posts)), len(posts))
         waiting.sort(key=itemgetter(0))
         # A post lies in one part, so tenures tied on their day, post and person come from
         # one part, in its order: the merge keeps it, as one sort of them all would.
