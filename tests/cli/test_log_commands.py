@@ -32,6 +32,7 @@ from leaderlog.errors import Interrupted
 from leaderlog.events import event_schema, format_time, parse_record
 from leaderlog.log import EventLog
 from leaderlog.store.base import GENESIS_HASH, chain_hash, envelope_bytes, utc_now
+from tests.cli.terminal import drawn_on_a_terminal
 
 ROOT = Path(__file__).resolve().parents[2]
 SEED_FILE = ROOT / "seeds" / "ice-leadership-2025-05.jsonl"
@@ -833,12 +834,7 @@ def test_ctrl_c_while_an_import_checks_its_rules_stops_the_check_and_writes_noth
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # given an import on a terminal, whose rules are checked in several turns of the event loop
-    screen = io.StringIO()
-    monkeypatch.setattr(
-        log_commands,
-        "err_console",
-        Console(file=screen, force_terminal=True, width=100, highlight=False),
-    )
+    drawn_on_a_terminal(monkeypatch, log_commands)
     monkeypatch.setattr(log_commands, "_APPEND_BAR_THRESHOLD", 10)
     monkeypatch.setattr("leaderlog.log._PROGRESS_STEP", 100)
     monkeypatch.setattr("leaderlog.log._DECIDED_BETWEEN_TURNS", 50)
@@ -1015,12 +1011,7 @@ def test_a_large_import_shows_bars_for_checking_its_rules_and_writing_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # given a terminal, and an import above the size that shows bars while it appends
-    screen = io.StringIO()
-    monkeypatch.setattr(
-        log_commands,
-        "err_console",
-        Console(file=screen, force_terminal=True, width=100, highlight=False),
-    )
+    screen = drawn_on_a_terminal(monkeypatch, log_commands)
     monkeypatch.setattr(log_commands, "_APPEND_BAR_THRESHOLD", 10)
     big = organisations_file(tmp_path / "orgs.jsonl", 50)
     # when it is imported
@@ -1041,12 +1032,7 @@ def test_a_bar_shows_100_percent_only_once_every_step_is_done(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # given a terminal, and the bars of a large import
-    screen = io.StringIO()
-    monkeypatch.setattr(
-        log_commands,
-        "err_console",
-        Console(file=screen, force_terminal=True, width=100, highlight=False),
-    )
+    screen = drawn_on_a_terminal(monkeypatch, log_commands)
     with log_commands._append_bar(30_001) as advance:
         assert advance is not None
         # when all but one of its records are checked

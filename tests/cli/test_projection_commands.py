@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import io
 import os
 import re
 import select
@@ -18,7 +17,6 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from rich.console import Console
 
 import leaderlog.cli.projection_commands as projection_commands  # registers the commands
 from leaderlog._json import dumps
@@ -27,6 +25,7 @@ from leaderlog.cli._app import print_json_in_parts
 from leaderlog.log import EventLog, load_seeds
 from leaderlog.projections import BUILTIN, ProjectionRunner, Queries
 from leaderlog.projections import queries as queries_module
+from tests.cli.terminal import drawn_on_a_terminal
 from tests.conftest import ROOT, SEEDS
 
 
@@ -157,12 +156,7 @@ def test_a_large_org_history_shows_on_a_terminal_how_many_posts_are_worked_out(
             await load_seeds(log, SEEDS)
 
     asyncio.run(load())
-    screen = io.StringIO()
-    monkeypatch.setattr(
-        projection_commands,
-        "err_console",
-        Console(file=screen, force_terminal=True, width=100, highlight=False),
-    )
+    screen = drawn_on_a_terminal(monkeypatch, projection_commands)
     monkeypatch.setattr(queries_module, "_STATE_PART", 1)
     # when DHS's history is asked for, its posts few enough for no bar, then many enough
     quiet = CliRunner().invoke(main, ["--db", url, "history", "--org", "dhs"])

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import io
 import json
 import logging
 import os
@@ -22,7 +21,6 @@ import asyncpg
 import httpx
 import pytest
 from click.testing import CliRunner
-from rich.console import Console
 
 from leaderlog.cli import projection_commands, serve_commands
 from leaderlog.cli._app import main
@@ -31,6 +29,7 @@ from leaderlog.http.app import _RETRY_SECONDS as RETRY_SECONDS
 from leaderlog.log import EventLog, load_seeds
 from leaderlog.projections import runner_for
 from leaderlog.tokens import Tokens
+from tests.cli.terminal import drawn_on_a_terminal
 from tests.conftest import ROOT, SEEDS
 from tests.http.server import confirm_as_another_writer
 from tests.projections.logs import (
@@ -1062,9 +1061,7 @@ def test_serve_shows_each_projection_group_s_progress_while_it_catches_up(
     sqlite_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # given a log whose projections are not built yet, and serve's progress on a terminal
-    screen = io.StringIO()
-    terminal = Console(file=screen, force_terminal=True, width=100, highlight=False)
-    monkeypatch.setattr(projection_commands, "err_console", terminal)
+    screen = drawn_on_a_terminal(monkeypatch, projection_commands)
     monkeypatch.setattr(projection_commands, "PROGRESS_THRESHOLD", 1)
     reported: list[tuple[str, int, int]] = []
 
