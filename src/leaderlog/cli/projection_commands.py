@@ -88,21 +88,35 @@ def progress_bar(label: str, unit: str = "events") -> Progress:
 
 
 @contextmanager
-def catch_up_bars(doing: str) -> Iterator[Callable[[str, int, int], None]]:
-    """A progress callback, (projections, events applied, events to apply), drawn on stderr
-    (on a terminal) as a bar for each group of projections with at least
-    ``PROGRESS_THRESHOLD`` events to apply, labelled "``doing`` NAMES"."""
-    with progress_bar("{task.description}") as progress:
-        tasks: dict[str, TaskID] = {}
+def bars(unit: str, threshold: int) -> Iterator[Callable[[str, int, int], None]]:
+    """A progress callback, (label, done, total), drawn on stderr (on a terminal) as a bar
+    for each label with a total of at least ``threshold`` ``unit``. Nothing is drawn, not
+    even the hidden cursor's escape codes, until a first bar is due."""
+    progress = progress_bar("{task.description}", unit)
+    tasks: dict[str, TaskID] = {}
 
-        def show(names: str, applied: int, total: int) -> None:
-            if total < PROGRESS_THRESHOLD:
-                return
-            if names not in tasks:
-                tasks[names] = progress.add_task(f"{doing} {names}", total=total)
-            progress.update(tasks[names], completed=applied, total=total)
+    def show(label: str, done: int, total: int) -> None:
+        if total < threshold:
+            return
+        if not tasks:
+            progress.start()
+        if label not in tasks:
+            tasks[label] = progress.add_task(label, total=total)
+        progress.update(tasks[label], completed=done, total=total)
 
+    try:
         yield show
+    finally:
+        progress.stop()  # nothing to do when none was started
+
+
+@contextmanager
+def catch_up_bars(doing: str) -> Iterator[Callable[[str, int, int], None]]:
+    """A progress callback, (projections, events applied, events to apply), drawn as a bar
+    for each group of projections with at least ``PROGRESS_THRESHOLD`` events to apply,
+    labelled "``doing`` NAMES"."""
+    with bars("events", PROGRESS_THRESHOLD) as show:
+        yield lambda names, applied, total: show(f"{doing} {names}", applied, total)
 
 
 @contextmanager
@@ -535,23 +549,11 @@ def history_command(
                 # A large subtree's tenures are worked out a part of its posts at a time and
                 # printed one by one, as state prints its posts; in order, so only once all
                 # are worked out (half a minute for thousands of posts): a bar shows how far.
-                bar = progress_bar(f"working out the history of {org}", "posts")
-                shown: list[TaskID] = []
-
-                def worked_out(done: int, posts: int) -> None:
-                    if posts < HISTORY_BAR_POSTS:
-                        return
-                    if not shown:
-                        bar.start()  # only then: a small history leaves stderr untouched
-                        shown.append(bar.add_task("", total=posts))
-                    bar.update(shown[0], completed=done)
-
-                try:
+                label = f"working out the history of {org}"
+                with bars("posts", HISTORY_BAR_POSTS) as show:
                     rest, pending, tenures = await queries.history_in_parts(
-                        org=org, known_at=known_at, progress=worked_out
+                        org=org, known_at=known_at, progress=partial(show, label)
                     )
-                finally:
-                    bar.stop()
             else:
                 rest = await queries.history(person=person, post=post, known_at=known_at)
                 pending, tenures = iter(rest.pop("pending")), iter(rest.pop("tenures"))

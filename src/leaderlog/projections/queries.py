@@ -698,8 +698,9 @@ class Queries:
         """
         self.check_history(person=person, post=post, org=org, known_at=known_at)
         if org is not None:
-            rest, pending, org_tenures = await self.history_in_parts(
-                org=org, known_at=known_at, max_posts=max_posts
+            # Answered whole: its changes and tenures are kept as they are, not as text.
+            rest, pending, org_tenures = await self._org_history(
+                org, known_at, max_posts, None, compact=False
             )
             return {**rest, "pending": list(pending), "tenures": list(org_tenures)}
         known = await self.resolve_known_at(known_at)
@@ -745,14 +746,29 @@ class Queries:
         and tenure as Python objects at once. Every mistake in the question is raised here.
         ``progress`` is called after each part with the posts worked out and their number.
         """
+        return await self._org_history(org, known_at, max_posts, progress, compact=True)
+
+    async def _org_history(
+        self,
+        org: str,
+        known_at: int | str | dt.date | None,
+        max_posts: int | None,
+        progress: Callable[[int, int], None] | None,
+        *,
+        compact: bool,
+    ) -> tuple[dict[str, Any], Iterator[dict[str, Any]], Iterator[dict[str, Any]]]:
+        """:meth:`history_in_parts`; ``compact``: each change and tenure is kept as compact
+        JSON until its turn, else as it is (for an answer that holds them all anyway)."""
+        keep: Callable[[dict[str, Any]], Any] = canonical_bytes if compact else _as_is
+        read_back: Callable[[Any], dict[str, Any]] = loads if compact else _as_is
         self.check_history(org=org, known_at=known_at)
         known = await self.resolve_known_at(known_at)
         position = known["position"]
         subject = {"org": await self._org(org, position)}
         posts = await self._posts(org=org, known=position)
         _check_post_count(posts, org, max_posts, "history")
-        parts: list[list[tuple[TenureOrder, bytes]]] = []
-        waiting: list[tuple[tuple[str, str], bytes]] = []
+        parts: list[list[tuple[TenureOrder, Any]]] = []
+        waiting: list[tuple[tuple[str, str], Any]] = []
         sources: dict[str, dict[str, Any]] = {}
         with few_collections(len(posts), _MANY_POSTS):
             for first in range(0, len(posts), _STATE_PART):
@@ -763,8 +779,8 @@ class Queries:
                     groups[(version.post, version.person)].append(version)
                 keyed, part_waiting = keyed_tenures(groups.values())
                 await self._label(position, [answer for _, answer in keyed], part_waiting)
-                parts.append([(order, canonical_bytes(answer)) for order, answer in keyed])
-                waiting += [(_pending_order(item), canonical_bytes(item)) for item in part_waiting]
+                parts.append([(order, keep(answer)) for order, answer in keyed])
+                waiting += [(_pending_order(item), keep(item)) for item in part_waiting]
                 cited = (source for version in versions for source in version.sources)
                 sources.update(await self._sources(cited))
                 if progress is not None:
@@ -776,8 +792,8 @@ class Queries:
         rest = {"subject": subject, "known_at": known, "sources": dict(sorted(sources.items()))}
         return (
             rest,
-            (loads(text) for _, text in waiting),
-            (loads(text) for _, text in merged),
+            (read_back(kept) for _, kept in waiting),
+            (read_back(kept) for _, kept in merged),
         )
 
     async def _label(self, known: int, *groups: list[dict[str, Any]]) -> None:
@@ -1023,6 +1039,10 @@ def _beyond_the_head(wanted: int, head: int) -> InvalidQuery:
     return InvalidQuery(
         f"known-at position {wanted} is beyond the log's head ({head})", parameter="known_at"
     )
+
+
+def _as_is(value: Any) -> Any:
+    return value
 
 
 def _pending_order(item: Mapping[str, Any]) -> tuple[str, str]:
