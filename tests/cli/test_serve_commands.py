@@ -20,7 +20,7 @@ from urllib.parse import urlsplit, urlunsplit
 import asyncpg
 import httpx
 import pytest
-from click.testing import CliRunner
+from click.testing import CliRunner, Result
 
 from leaderlog.cli import projection_commands, serve_commands
 from leaderlog.cli._app import main
@@ -97,15 +97,21 @@ def test_seeds_come_from_the_working_folder_when_it_has_them(
     assert found is None or any(found.glob("*.jsonl"))
 
 
+def _serve_refused(database: Path, *options: str) -> Result:
+    """``serve --no-seed`` on ``database`` with ``options``, refused as a usage mistake."""
+    result = CliRunner().invoke(
+        main, ["--db", f"sqlite:///{database}", "serve", "--no-seed", *options]
+    )
+    assert result.exit_code == 2, result.output
+    return result
+
+
 @pytest.mark.parametrize("given", ["http://[::1", "http://::1]:8000/", "https://[fe80::1/x"])
 def test_serve_refuses_a_public_url_whose_ipv6_host_lacks_a_bracket_as_any_other(
     tmp_path: Path, given: str
 ) -> None:
     database = tmp_path / "leaderlog.db"
-    result = CliRunner().invoke(
-        main, ["--db", f"sqlite:///{database}", "serve", "--no-seed", "--public-url", given]
-    )
-    assert result.exit_code == 2, result.output
+    result = _serve_refused(database, "--public-url", given)
     assert (
         f"Error: Invalid value for '--public-url': public URL {given!r} is not an http(s) "
         "address like https://example.org (an IPv6 host goes in brackets: http://[::1]:8000)\n"
@@ -792,10 +798,7 @@ def test_serve_refuses_a_body_timeout_that_is_not_a_positive_number(
     tmp_path: Path, given: str
 ) -> None:
     database = tmp_path / "leaderlog.db"
-    result = CliRunner().invoke(
-        main, ["--db", f"sqlite:///{database}", "serve", "--no-seed", "--body-timeout", given]
-    )
-    assert result.exit_code == 2
+    result = _serve_refused(database, "--body-timeout", given)
     assert "Invalid value for '--body-timeout'" in result.stderr, result.stderr
     if given[0].isdigit():
         assert "0.01" in result.stderr, result.stderr  # says the shortest it takes
