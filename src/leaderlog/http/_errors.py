@@ -207,12 +207,14 @@ def _said(request: Request, error: HTTPException) -> str:
     detail = error.detail if isinstance(error.detail, str) else str(error.detail)
     if detail != _phrase(error.status_code):
         return detail
+    # The path is the client's, as long as it makes it: repeated as an id is, shortened.
+    path = shortened(request.url.path)
     if error.status_code == 404:
-        return f"nothing is served at {request.url.path}"
+        return f"nothing is served at {path}"
     if error.status_code == 405:
         allowed = (error.headers or {}).get("Allow")
         takes = f": it takes {allowed}" if allowed else ""
-        return f"{request.method} is not allowed on {request.url.path}{takes}"
+        return f"{shortened(request.method)} is not allowed on {path}{takes}"
     return detail
 
 

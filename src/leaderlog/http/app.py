@@ -19,6 +19,7 @@ from pathlib import Path
 
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
+from fastapi.routing import APIRoute
 from fastapi_offline import FastAPIOffline
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import RedirectResponse, Response
@@ -389,6 +390,7 @@ def create_app(
         # Starlette's own redirect is absolute, built from the Host header (see _http_error).
         redirect_slashes=False,
     )
+    _documentation_takes_head(app)
     app.state.public_url = public
     app.include_router(_pages.router)
     app.include_router(_feeds.router)
@@ -406,6 +408,18 @@ def create_app(
 
 
 _METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE")
+
+
+def _documentation_takes_head(app: FastAPI) -> None:
+    """HEAD on the documentation pages (/docs, /redoc, Swagger UI's OAuth2 redirect), as on
+    every other GET route: fastapi-offline routes them for GET alone. Called before any
+    router is included, so only those pages are touched; they are kept out of the schema,
+    which therefore gains no HEAD operations."""
+    for route in app.routes:
+        if isinstance(route, APIRoute) and not route.include_in_schema:
+            methods = route.methods or set()
+            if "GET" in methods:
+                methods.add("HEAD")
 
 
 async def _http_error(request: Request, error: Exception) -> Response:
