@@ -523,7 +523,8 @@ def _earliest_meant(claim: ClaimVersion) -> dt.date | None:
 def _start_already_known(claim: ClaimVersion, folded: Sequence[Tenure]) -> Tenure | None:
     """The tenure whose start a pending appointment is, if it is one already in effect: a
     tenure of its person in its post and capacity began on a day its date may mean (an
-    expected appointment that another report already shows happened)."""
+    expected appointment that another report already shows happened). A tenure known only
+    from its end began some day up to that end, as the fold reads it (see :func:`_before_end`)."""
     if claim.kind != "appointment":
         return None
     earliest = _earliest_meant(claim)
@@ -535,8 +536,8 @@ def _start_already_known(claim: ClaimVersion, folded: Sequence[Tenure]) -> Tenur
             for tenure in folded
             if tenure.person == claim.person
             and tenure.post == claim.post
-            and tenure.start_day is not None
-            and earliest <= tenure.start_day
+            and (latest_start := tenure.start_day or tenure.end_day) is not None
+            and earliest <= latest_start
             and claim.capacity in ("unspecified", tenure.capacity())
         ),
         None,
