@@ -696,10 +696,13 @@ class _Commands(_Command, click.Group):
         except click.NoSuchOption as error:
             if error.option_name != "--db":
                 raise
-            # A global option, easily put after the command by habit.
+            # A global option, easily put after the command by habit. The command is named
+            # whole: under a group (token), the subcommand alone would be no command at all.
+            root = ctx.find_root().command_path
+            given = error.ctx.command_path if error.ctx is not None else ""
+            command = given[len(root) :].strip() if given.startswith(root) else ""
             raise click.UsageError(
-                "--db goes before the command: leaderlog --db URL "
-                f"{ctx.invoked_subcommand or 'COMMAND'} ...",
+                f"--db goes before the command: leaderlog --db URL {command or 'COMMAND'} ...",
                 error.ctx,
             ) from None
         except KeyboardInterrupt:

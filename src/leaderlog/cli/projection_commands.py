@@ -144,9 +144,11 @@ async def catch_up_for_queries(runner: ProjectionRunner) -> None:
         if any(name in BUILTIN for name in failed.names):
             raise
         for failure in failed.failures:
-            click.echo(f"warning: {failure}", err=True)
+            # Escaped: the error a projection raised may quote stored text (a name holding
+            # a right-to-left override would reorder the line).
+            echo_line(f"warning: {failure}", err=True)
     for problem in _not_loading(runner):
-        click.echo(f"warning: {problem}", err=True)
+        echo_line(f"warning: {problem}", err=True)
 
 
 def _not_loading(runner: ProjectionRunner) -> list[str]:
@@ -717,7 +719,7 @@ def rebuild_command(context: Context, names: Sequence[str]) -> None:
             finally:
                 # Said when the rebuild fails too: a module not loaded may be why.
                 for warning in _not_loading(runner):
-                    click.echo(f"warning: {warning}", err=True)
+                    echo_line(f"warning: {warning}", err=True)
             elapsed = time.perf_counter() - started
             warnings = []
             if not names:
@@ -729,7 +731,7 @@ def rebuild_command(context: Context, names: Sequence[str]) -> None:
                 ]
                 warnings += _modules_not_found(runner, registered)
         for warning in warnings:
-            click.echo(f"warning: {warning}", err=True)
+            echo_line(f"warning: {warning}", err=True)
         stopped = set(failed.names) if failed else set()
         rebuilt = [name for name in chosen if name not in stopped]
         if rebuilt:
@@ -898,7 +900,7 @@ def projections_command(context: Context, as_json: bool, forget: str | None) -> 
 
     statuses, warnings = run(go)
     for warning in warnings:
-        click.echo(f"warning: {warning}", err=True)
+        echo_line(f"warning: {warning}", err=True)
     if as_json:
         print_json(statuses)
         return

@@ -40,7 +40,7 @@ from leaderlog.feeds import (
 )
 from leaderlog.log import EventLog, load_seeds, seed_files
 from leaderlog.projections import Queries, runner_for
-from leaderlog.projections.query_input import NOT_UTF8_TEXT
+from leaderlog.projections.query_input import MAX_ID_LENGTH, NOT_UTF8_TEXT
 from leaderlog.store import without_password
 
 if TYPE_CHECKING:
@@ -625,8 +625,15 @@ def feed_command(
         )
     if not is_web_address(base_url):
         raise click.BadParameter("give an http:// or https:// address", param_hint="'--base-url'")
-    if urlsplit(base_url).query or urlsplit(base_url).fragment or "?" in base_url:
-        # Feed paths are appended to it: a query or fragment would end up in the middle.
+    if urlsplit(base_url).port == 0:
+        # No reader can reach it (serve's --public-url refuses it too).
+        raise click.BadParameter(
+            "give a port from 1 to 65535, not 0: feeds link every reader to it",
+            param_hint="'--base-url'",
+        )
+    if "?" in base_url or "#" in base_url:
+        # Feed paths are appended to it: a query or fragment, even an empty one, would end
+        # up in the middle.
         raise click.BadParameter(
             "give the address feeds are served under, without ?query or #fragment",
             param_hint="'--base-url'",
@@ -637,6 +644,7 @@ def feed_command(
         named = named_subject(scope)
         if named is None:
             raise click.BadParameter(str(error), param_hint="'--scope'") from None
+        _refuse_a_subject_too_long(named)
         _explain(context, named)
     try:
         chosen_lang = resolve(lang) if lang is not None else "en"
@@ -673,6 +681,17 @@ async def _explained(log: EventLog, error: FeedNotFound) -> str:
         # The ids probably meant come from the leadership read model.
         await catch_up_for_queries(await runner_for(log.store))
     return await error.explained(Queries(log.store))
+
+
+def _refuse_a_subject_too_long(error: FeedNotFound) -> None:
+    """A subject longer than any id is a usage mistake, as --org, --person and --post say
+    in state and history: looked up, it would only be repeated whole in the error."""
+    subject = error.scope.id if error.scope is not None else None
+    if subject is not None and len(subject) > MAX_ID_LENGTH:
+        raise click.BadParameter(
+            f"its id is {len(subject)} characters long; no id is longer than {MAX_ID_LENGTH}",
+            param_hint="'--scope'",
+        )
 
 
 def _explain(context: Context, error: FeedNotFound) -> NoReturn:

@@ -7,6 +7,7 @@ import click
 from leaderlog.cli._app import (
     Context,
     OutputLost,
+    echo_line,
     is_output_error,
     main,
     missing_sqlite_file,
@@ -157,6 +158,8 @@ def list_command(context: Context, as_json: bool) -> None:
             click.echo("(no tokens: create one with leaderlog token create NAME)")
         for token in tokens:
             state = f"revoked {token.revoked_at}" if token.revoked_at else "live"
-            click.echo(f"{token.name:<24} created {token.created_at}  {state}")
+            # Escaped: an earlier version let a name end in a newline, which would end the
+            # line early and leave its times on a line that passes for another token's.
+            echo_line(f"{token.name:<24} created {token.created_at}  {state}")
 
     run(go)

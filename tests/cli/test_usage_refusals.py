@@ -1,0 +1,94 @@
+"""Usage mistakes the command line must refuse, or explain, as it does their close cousins."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from leaderlog.cli import main
+from tests.conftest import SEEDS, invoke, ok
+
+
+@pytest.fixture
+def seeded_url(sqlite_url: str) -> str:
+    for seed_file in sorted(SEEDS.glob("*.jsonl")):
+        ok(invoke(sqlite_url, "import", str(seed_file)))
+    return sqlite_url
+
+
+@pytest.mark.parametrize(
+    "base_url", ["http://example.com/#", "http://example.com/sub#", "http://example.com/?#"]
+)
+def test_feed_refuses_a_base_url_with_an_empty_fragment(seeded_url: str, base_url: str) -> None:
+    # An empty fragment is still a fragment: the feed's paths would follow the "#", and every
+    # link would point at the base address (http://example.com/#/feeds/all.atom).
+    result = invoke(seeded_url, "feed", "--base-url", base_url)
+    assert result.exit_code == 2, result.stdout
+    assert "without ?query or #fragment" in result.stderr
+    assert result.stdout == ""
+
+
+@pytest.mark.parametrize(
+    ("arguments", "command"),
+    [
+        (["token", "create", "alice", "--db", "sqlite:///x.db"], "token create"),
+        (["token", "list", "--db=sqlite:///x.db"], "token list"),
+        (["token", "revoke", "--db", "sqlite:///x.db", "alice"], "token revoke"),
+    ],
+)
+def test_db_after_a_subcommand_of_a_group_names_the_whole_command(
+    arguments: list[str], command: str
+) -> None:
+    # "leaderlog --db URL create ..." would be no command at all.
+    result = CliRunner().invoke(main, arguments)
+    assert result.exit_code == 2
+    assert f"Error: --db goes before the command: leaderlog --db URL {command} ..." in (
+        result.stderr
+    )
+
+
+def test_token_list_shows_a_name_an_earlier_version_let_end_in_a_newline_on_one_line(
+    sqlite_url: str, tmp_path: Path
+) -> None:
+    # Versions that matched names with re.match let "bob\n" through create: listed as it is,
+    # it would end its line early and leave its times on a line of their own.
+    ok(invoke(sqlite_url, "token", "create", "alice"))
+    with sqlite3.connect(tmp_path / "leaderlog.db") as connection:
+        connection.execute(
+            "INSERT INTO write_tokens VALUES ('bob\n', 'x', '2026-01-01T00:00:00.000000Z', NULL)"
+        )
+    lines = ok(invoke(sqlite_url, "token", "list")).splitlines()
+    assert len(lines) == 2
+    assert lines[1].startswith("bob\\n ")
+    assert lines[1].endswith("created 2026-01-01T00:00:00.000000Z  live")
+
+
+@pytest.mark.parametrize("base_url", ["http://example.com:0", "https://example.com:000/feeds"])
+def test_feed_refuses_a_base_url_on_port_0_as_serve_refuses_it(
+    seeded_url: str, base_url: str
+) -> None:
+    # No reader can reach port 0: every link of the document would lead nowhere.
+    result = invoke(seeded_url, "feed", "--base-url", base_url)
+    assert result.exit_code == 2, result.stdout
+    assert "give a port from 1 to 65535, not 0" in result.stderr
+    served = invoke(seeded_url, "serve", "--port", "8749", "--public-url", base_url)
+    assert served.exit_code == 2
+    assert "is not an http(s) address" in served.stderr
+
+
+@pytest.mark.parametrize("kind", ["org", "person", "post"])
+def test_feed_refuses_a_scope_longer_than_any_id_as_state_and_history_do(
+    seeded_url: str, kind: str
+) -> None:
+    # Looked up, it was repeated whole in one error line (100,000 characters here).
+    subject = "a" * 100_000
+    result = invoke(seeded_url, "feed", "--scope", f"{kind}:{subject}")
+    assert result.exit_code == 2, result.stderr[:200]
+    assert "its id is 100000 characters long; no id is longer than 64" in result.stderr
+    assert subject not in result.stderr
+    option = invoke(seeded_url, "history", f"--{kind}", subject)
+    assert option.exit_code == 2
+    assert "is 100000 characters long; no id is longer than 64" in option.stderr
