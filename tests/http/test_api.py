@@ -174,6 +174,12 @@ def test_bad_parameters_are_422_and_unknown_ids_404(
         "/api/events?limit=5.0": 422,
         "/api/audit?after=5.0": 422,
         "/api/events/5.0": 422,
+        # and in digits 0-9 alone, which Python's int() would read otherwise
+        "/api/events?limit=1_0": 422,
+        "/api/events?after=%2B5": 422,
+        "/api/audit?after=%205": 422,
+        "/api/audit?limit=%EF%BC%95": 422,
+        "/api/events/1_0": 422,
         "/api/events/0": 422,
         "/api/events/99999": 404,
         f"/api/events/{10**30}": 404,

@@ -534,6 +534,11 @@ def test_errors_are_clear_and_exit_1(db: str, args: tuple[str, ...], message: st
         (("events", "--after", "\uff15"), "'\uff15' is not a whole number written in digits 0-9"),
         (("audit", "--limit", "\u0665"), "'\u0665' is not a whole number written in digits 0-9"),
         (("feed", "--page", "\uff11"), "'\uff11' is not a whole number written in digits 0-9"),
+        # nor written as Python's int() would also read them
+        (("events", "--after", "1_0"), "'1_0' is not a whole number written in digits 0-9"),
+        (("audit", "--limit", "+5"), "'+5' is not a whole number written in digits 0-9"),
+        (("events", "--limit", " 5"), "' 5' is not a whole number written in digits 0-9"),
+        (("events", "--limit", "5.0"), "'5.0' is not a whole number written in digits 0-9"),
         (("rebuild", "Bad-Name"), "projection name 'Bad-Name' is not valid"),
         (("projections", "--forget", "Bad-Name"), "projection name 'Bad-Name' is not valid"),
         (("projections", "--forget", "audit"), "'audit' is a built-in projection"),

@@ -63,13 +63,17 @@ out_console = Console(highlight=False, soft_wrap=True)
 err_console = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
+_WHOLE_NUMBER = re.compile(r"-?[0-9]+")
+
+
 class WholeNumber(click.IntRange):
-    """A whole number in a range, written in ASCII digits as the HTTP API takes it: Python
-    would also read other scripts' digits (fullwidth U+FF15, say), which a URL's ``after=``
-    or ``limit=`` refuses."""
+    """A whole number in a range, written in digits 0-9 as the HTTP API takes it: Python
+    would also read other scripts' digits (fullwidth U+FF15, say), ``1_0``, ``+5`` and
+    `` 5``, which a URL's ``after=`` or ``limit=`` refuses. A minus sign is left to the
+    range, which says what is wrong with ``-1``."""
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        if isinstance(value, str) and not value.isascii():
+        if isinstance(value, str) and not _WHOLE_NUMBER.fullmatch(value):
             self.fail(f"{value!r} is not a whole number written in digits 0-9.", param, ctx)
         return super().convert(value, param, ctx)
 

@@ -8,6 +8,7 @@ unknown org, post, person, claim or position, 422 (``invalid``, each parameter r
 
 from __future__ import annotations
 
+import re
 from collections.abc import Awaitable, Mapping
 from dataclasses import asdict
 from typing import Annotated, Any
@@ -117,18 +118,21 @@ TimeOrDay = Annotated[
 ]
 
 
-def _no_fraction(value: object) -> object:
-    """Refuse a whole number written with a fraction (``5.0``), which pydantic reads as 5 but
-    the CLI's ``--after``/``--limit`` refuse: the same value gets the same verdict."""
-    if isinstance(value, str) and "." in value:
+def _digits_only(value: object) -> object:
+    """Refuse a whole number written other than in digits 0-9 (``5.0``, ``1_0``, ``+5``, `` 5``),
+    all of which pydantic reads as a number but the CLI's ``--after``/``--limit`` refuse: the
+    same value gets the same verdict. A minus sign is left to the bound, which says what is
+    wrong with ``-1``."""
+    if isinstance(value, str) and not _WHOLE_NUMBER.fullmatch(value):
         raise PydanticCustomError(
             "int_parsing", "Input should be a valid integer, unable to parse string as an integer"
         )
     return value
 
 
+_WHOLE_NUMBER = re.compile(r"-?[0-9]+")
 # After Query in Annotated, so that the schema keeps stating the bounds as minimum/maximum.
-_NO_FRACTION = BeforeValidator(_no_fraction)
+_DIGITS_ONLY = BeforeValidator(_digits_only)
 _ERRORS = documented({404: "Unknown organisation, post, person or claim."})
 MAX_EVENTS = 1000
 # A state or an org's history of thousands of posts takes the server tens of seconds and
@@ -244,9 +248,9 @@ async def audit(
     recorded_from: Annotated[TimeOrDay, Query(alias="from")] = None,
     recorded_to: Annotated[TimeOrDay, Query(alias="to")] = None,
     after: Annotated[
-        int, Query(ge=0, description="Page on: the previous `next_after`."), _NO_FRACTION
+        int, Query(ge=0, description="Page on: the previous `next_after`."), _DIGITS_ONLY
     ] = 0,
-    limit: Annotated[int, Query(ge=1, le=10_000), _NO_FRACTION] = 500,
+    limit: Annotated[int, Query(ge=1, le=10_000), _DIGITS_ONLY] = 500,
 ) -> Response:
     """Events matching every filter given, oldest first (`leaderlog audit`).
 
@@ -273,8 +277,8 @@ async def audit(
 @get_and_head(router, "/api/events", summary="The raw log, envelopes included")
 async def events(
     request: Request,
-    after: Annotated[int, Query(ge=0, description="Start after this position."), _NO_FRACTION] = 0,
-    limit: Annotated[int, Query(ge=1, le=MAX_EVENTS), _NO_FRACTION] = 100,
+    after: Annotated[int, Query(ge=0, description="Start after this position."), _DIGITS_ONLY] = 0,
+    limit: Annotated[int, Query(ge=1, le=MAX_EVENTS), _DIGITS_ONLY] = 100,
 ) -> Response:
     """Envelopes in position order (`leaderlog events --json`); page on with `after`."""
     found = await log_of(request).events(after=after, limit=limit)
@@ -287,7 +291,7 @@ async def events(
     responses=documented({404: "No event at that position."}),
     summary="One event by position",
 )
-async def event(request: Request, position: Annotated[int, Path(ge=1), _NO_FRACTION]) -> Response:
+async def event(request: Request, position: Annotated[int, Path(ge=1), _DIGITS_ONLY]) -> Response:
     found = await log_of(request).store.get(position)
     if found is None:
         raise HTTPException(404, f"no event at position {position}")
