@@ -66,6 +66,11 @@ async def test_a_url_whose_scheme_lacks_its_colon_or_slashes_is_refused_not_take
             "postgresql://app@db/x?password=TopSecret1&sslmode=require",
             "postgresql://app@db/x?password=***&sslmode=require",
         ),
+        # the client key's passphrase, which the server's banner prints the URL with
+        (
+            "postgresql://app@db/x?sslmode=require&sslpassword=TopSecret1&sslkey=k",
+            "postgresql://app@db/x?sslmode=require&sslpassword=***&sslkey=k",
+        ),
         ("sqlite:///leaderlog.db", "sqlite:///leaderlog.db"),
         ("sqlite:///data@home/leaderlog.db", "sqlite:///data@home/leaderlog.db"),
         # unencoded / ? # in the password: where the host begins is unclear, all is hidden

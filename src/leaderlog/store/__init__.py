@@ -128,8 +128,8 @@ async def open_store(url: str | None = None, *, create: bool = True) -> EventSto
 
 
 def without_password(url: str) -> str:
-    """The URL fit to print: a password (``user:***@``, ``?password=***``) hidden, however
-    malformed the URL is.
+    """The URL fit to print: a password (``user:***@``, ``?password=***``) and a client key's
+    passphrase (``?sslpassword=***``) hidden, however malformed the URL is.
 
     A password written with ``/``, ``?`` or ``#`` unencoded hides where the host begins, so
     everything from the user's ``:`` to the last ``@`` is hidden: a host or path lost from
@@ -141,4 +141,4 @@ def without_password(url: str) -> str:
         user, colon, _ = user_part.partition(":")
         if colon and "/" not in user and "?" not in user:
             rest = f"{user}:***@{after}"
-    return re.sub(r"([?&]password=)[^&#]*", r"\1***", f"{scheme}{separator}{rest}")
+    return re.sub(r"([?&](?:ssl)?password=)[^&#]*", r"\1***", f"{scheme}{separator}{rest}")

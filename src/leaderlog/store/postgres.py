@@ -22,14 +22,17 @@ listen again on their next wait.
 from __future__ import annotations
 
 import asyncio
+import configparser
 import contextlib
 import errno
 import functools
 import logging
+import os
 import re
 import socket
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from pathlib import Path
 from typing import Any, NamedTuple, TypeVar
 from urllib.parse import SplitResult, parse_qsl, quote, unquote, urlencode, urlsplit, urlunsplit
 
@@ -378,19 +381,26 @@ def _reason(error: BaseException) -> str:
             "nothing answers there (connection refused): is PostgreSQL running on that host "
             "and port?"
         )
-    # A timeout's text is empty; say what it was.
-    return str(error) or type(error).__name__
+    # A timeout's text is empty; say what it was. The server's own puts its DETAIL and HINT
+    # on lines of their own, which a one-line error would show as "\n".
+    return " ".join((str(error) or type(error).__name__).split())
+
+
+# The parameters whose values are secrets: the password, and the passphrase of the client
+# key (asyncpg takes both from the URL).
+_SECRET_PARAMETERS = ("password", "sslpassword")
 
 
 def _redacted(dsn: str) -> str:
-    """The URL with its password, in the user part or as ``?password=``, replaced by ***."""
+    """The URL with its secrets, the password in the user part or as ``?password=`` and
+    ``?sslpassword=``, replaced by ***."""
     parts = urlsplit(dsn)
     if parts.password is not None:
         netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
         parts = parts._replace(netloc=netloc)
     query = parse_qsl(parts.query, keep_blank_values=True)
-    if any(key == "password" for key, _ in query):
-        hidden = [(key, "***" if key == "password" else value) for key, value in query]
+    if any(key in _SECRET_PARAMETERS for key, _ in query):
+        hidden = [(key, "***" if key in _SECRET_PARAMETERS else value) for key, value in query]
         parts = parts._replace(query=urlencode(hidden, safe="*"))
     # Again on the text: a password holding an unencoded # or / is not where urllib looks.
     return without_password(urlunsplit(parts))
@@ -420,24 +430,48 @@ class _ConnectOptions(NamedTuple):
     search_path_given: bool
 
 
-def _connect_timeout(values: Sequence[str], url: str) -> float | None:
+def _connect_timeout(value: str | None) -> float | None:
     """libpq's ``connect_timeout``: whole seconds, and 0 (or less) waits as long as it takes.
 
     asyncpg would pass it on to the server as a setting, which the server refuses."""
-    if not values:
+    if value is None:
         return _CONNECT_TIMEOUT
-    if len(values) > 1:
-        raise StoreUnavailable(
-            f"{_redacted_or_hidden(url)} gives connect_timeout more than once; give it once"
-        )
     try:
-        seconds = int(values[0].strip())
+        seconds = int(value.strip())
     except ValueError:
         raise StoreUnavailable(
-            f"connect_timeout={values[0]!r} in the database URL is not a whole number of "
+            f"connect_timeout={value!r} in the database URL is not a whole number of "
             "seconds (0 waits as long as it takes)"
         ) from None
     return float(seconds) if seconds > 0 else None
+
+
+# What asyncpg takes for target_session_attrs; of another value, it says it "is expected to
+# be one of <built-in method values of mappingproxy object at 0x...>".
+_SESSION_ATTRIBUTES = ("any", "primary", "standby", "prefer-standby", "read-write", "read-only")
+
+
+def _check_parameters_asyncpg_reads(query: Sequence[tuple[str, str]], url: str) -> None:
+    """Refuse a ``port`` or ``target_session_attrs`` that asyncpg would fail on when it
+    connects, in words of its own internals ("invalid literal for int()"). An empty value
+    is one asyncpg leaves out."""
+    for key, value in query:
+        if not value:
+            continue
+        if key == "port" and not all(
+            piece.strip().isascii() and piece.strip().isdigit() and int(piece) <= 65535
+            for piece in value.split(",")
+        ):
+            raise StoreUnavailable(
+                f"{_redacted_or_hidden(url)} is not a valid PostgreSQL URL: its port "
+                f"parameter {value!r} is not a port number (0-65535, or one per host, "
+                "separated by commas)"
+            )
+        if key == "target_session_attrs" and value not in _SESSION_ATTRIBUTES:
+            raise StoreUnavailable(
+                f"{_redacted_or_hidden(url)} is not a valid PostgreSQL URL: "
+                f"target_session_attrs={value!r} is not one of {', '.join(_SESSION_ATTRIBUTES)}"
+            )
 
 
 _NOT_UTF8 = re.compile(r"[\ud800-\udfff]")
@@ -467,6 +501,34 @@ def _refuse_text_postgresql_cannot_take(url: str, parts: SplitResult) -> None:
                 f"{_redacted_or_hidden(url)} is not a valid PostgreSQL URL: its {where} holds "
                 "a NUL character (%00), which PostgreSQL takes in no name, password or setting"
             )
+
+
+def _refuse_no_database(url: str, service: str | None) -> None:
+    """A URL naming no database may still name a connection service that names one."""
+    shown = _redacted_or_hidden(url)
+    if service is None:
+        raise StoreUnavailable(
+            f"{shown} connects to no particular database; "
+            "name the database: postgresql://user@host:5432/dbname"
+        )
+    # Where asyncpg looks for the service; one it does not find there, or that names no
+    # database, leaves it connecting to the default database as a URL naming none does.
+    given = os.environ.get("PGSERVICEFILE")
+    service_file = Path(given) if given is not None else Path.home() / ".pg_service.conf"
+    services = configparser.ConfigParser(interpolation=None)
+    try:
+        services.read(service_file, encoding="utf-8")
+    except (configparser.Error, UnicodeDecodeError) as error:
+        raise StoreUnavailable(
+            f"{shown} names the service {service!r}, but {service_file} cannot be read: "
+            f"{' '.join(str(error).split())}"
+        ) from error
+    if not services.get(service, "dbname", fallback=""):
+        raise StoreUnavailable(
+            f"{shown} connects to no particular database: the service {service!r} names none "
+            f"in {service_file}; name the database: postgresql://user@host:5432/dbname, or "
+            "give the service a dbname"
+        )
 
 
 def _connect_options(url: str) -> _ConnectOptions:
@@ -523,24 +585,23 @@ def _connect_options(url: str) -> _ConnectOptions:
         in_path = named.pop()
         parts = parts._replace(path="/" + quote(in_path, safe=""))
     query = [(key, value) for key, value in query if key not in ("dbname", "database")]
+    keys = [key for key, _ in query]
+    for key in dict.fromkeys(keys):
+        if keys.count(key) > 1:
+            # asyncpg keeps the last and ignores the others (sslmode=disable&sslmode=require
+            # asks for TLS).
+            raise StoreUnavailable(
+                f"{_redacted_or_hidden(url)} gives {key} more than once; give it once"
+            )
+    _check_parameters_asyncpg_reads(query, url)
     # Without one, libpq falls back to a default database (PGDATABASE, or the user's name)
     # and the log's tables would be created in whatever that is.
-    if not in_path and not any(key == "service" for key, _ in query):
-        raise StoreUnavailable(
-            f"{_redacted_or_hidden(url)} connects to no particular database; "
-            "name the database: postgresql://user@host:5432/dbname"
-        )
-    timeout = _connect_timeout([value for key, value in query if key == "connect_timeout"], url)
-    query = [(key, value) for key, value in query if key != "connect_timeout"]
-    schema: str | None = None
-    passed: list[tuple[str, str]] = []
-    for key, value in query:
-        if key != "schema":
-            passed.append((key, value))
-        elif schema is not None:
-            raise StoreUnavailable("schema is given more than once in the database URL")
-        else:
-            schema = value
+    given_once = dict(query)
+    if not in_path:
+        _refuse_no_database(url, given_once.get("service"))
+    timeout = _connect_timeout(given_once.get("connect_timeout"))
+    schema = given_once.get("schema")
+    passed = [(key, value) for key, value in query if key not in ("connect_timeout", "schema")]
     if schema is not None and not _SCHEMA_NAME.fullmatch(schema):
         raise StoreUnavailable(
             f"schema {schema!r} is not a valid name: use lowercase letters, digits and _ "
