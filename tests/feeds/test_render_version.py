@@ -48,6 +48,8 @@ RENDERED = {
     # A text cut short ends its sentence with its ellipsis, with no full stop after it:
     # these documents cut none, so the same.
     (13, 11): "c17d933d82163824ec94cb518d4fe0dd311c11d9c190309be3d20170177c2e4b",
+    # A quotation ends its sentence before the history; a confirmation's quote is shown.
+    (14, 11): "481835af1434f66555cdd42e33d91728c177d702a16cf87b7d295d488f184a70",
 }
 
 _RECORDED = dt.datetime(2025, 6, 1, 12, 0, tzinfo=dt.UTC)

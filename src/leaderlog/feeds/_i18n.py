@@ -12,6 +12,7 @@ import functools
 import gettext
 import io
 import re
+import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -68,6 +69,11 @@ def catalog_path(tag: str) -> Path:
 # What ends a sentence in the offered languages (and the ellipsis of a text cut short).
 _SENTENCE_ENDS = frozenset(".!?\u2026\u3002\uff01\uff1f\u0964")
 _FULL_STOPS = {"zh": "\u3002", "ja": "\u3002", "hi": "\u0964"}
+# What may follow a sentence's stop and close it: brackets (Pe) and quotation marks, final
+# (Pf) or initial (Pi, as German closes with U+201C), the straight ones, and the end of an
+# isolate (U+2069), which plain text sets around right-to-left words.
+_CLOSING_CATEGORIES = frozenset({"Pe", "Pf", "Pi"})
+_CLOSING_MARKS = frozenset("\"'\u2069")
 # Month and year after a preposition, where CLDR's stand-alone forms would be ungrammatical:
 # Russian "около", "до" and "после" take the genitive month, and a year keeps its
 # abbreviation for "year" (U+0433), as a month's does.
@@ -122,10 +128,13 @@ class Language:
         separator = "" if self.locale.language in ("zh", "ja") else " "
         return separator.join(sentences)
 
-    def sentence(self, text: str) -> str:
+    def sentence(self, text: str, *, words: str | None = None) -> str:
         """``text`` (a writer's reason, say) ended as a sentence, so that the next one does
-        not run into it: with the language's full stop, unless it ends in one already."""
-        if not text or text[-1] in _SENTENCE_ENDS:
+        not run into it: with the language's full stop, unless it ends in one already.
+
+        ``words`` are what ``text`` ends with, when that is not plain to see: a quotation's
+        words, within marks and perhaps markup, which may end a sentence of their own."""
+        if _ends_a_sentence(text if words is None else words):
             return text
         return text + _FULL_STOPS.get(self.locale.language, ".")
 
@@ -169,6 +178,20 @@ class Language:
                 if labels[key] and _offered_as(key) == self.tag:
                     return labels[key]
         return fallback
+
+
+def _ends_a_sentence(text: str) -> bool:
+    """Whether ``text`` is empty or ends a sentence, looking past what may close one after
+    its stop: quotation marks and brackets (``He said “no.”``), the end of an isolate and
+    white space (French quotation marks stand apart from their words)."""
+    end = len(text)
+    while end and (
+        text[end - 1] in _CLOSING_MARKS
+        or text[end - 1].isspace()
+        or unicodedata.category(text[end - 1]) in _CLOSING_CATEGORIES
+    ):
+        end -= 1
+    return not end or text[end - 1] in _SENTENCE_ENDS
 
 
 def fill(template: str, values: Mapping[str, Any]) -> str:

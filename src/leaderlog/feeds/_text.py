@@ -295,6 +295,15 @@ def _quote(text: str, lang: Language, *, markup: bool = False) -> str:
     return say(N_("\u201c{quote}\u201d"), quote=isolate(clean(text)))
 
 
+def _quotation(message: str, text: str, lang: Language, *, markup: bool = False) -> str:
+    """A sentence introducing quoted words (``message`` has a ``{quote}``), ended with the
+    language's full stop unless the words end a sentence of their own, so that the next
+    sentence does not run into the closing quotation mark."""
+    say, _ = _writers(lang, markup)
+    quoted = say(message, quote=_quote(text, lang, markup=markup))
+    return lang.sentence(quoted, words=clean(text))
+
+
 def _status_label(doc: Mapping[str, Any]) -> str:
     """What the title leads with: the lifecycle when it moved, else how the source put it."""
     status = doc.get("status")
@@ -400,6 +409,9 @@ def _history(doc: Mapping[str, Any], lang: Language, *, markup: bool = False) ->
                 )
             else:
                 lines.append(say(N_("Confirmed on {date}."), date=date))
+            # The confirming source's own words: evidence, as the report's quote is.
+            if isinstance(step.get("quote"), str):
+                lines.append(_quotation(N_("Quote: {quote}"), step["quote"], lang, markup=markup))
         elif kind == "claim.corrected":
             lines.append(say(N_("Corrected on {date}: {reason}"), date=date, reason=reason))
             for change in step.get("changes", []):
@@ -479,8 +491,7 @@ def _summary(doc: Mapping[str, Any], lang: Language, change: str, *, markup: boo
     else:
         parts.append(say(N_("Source: {source}."), source=source_name))
     if isinstance(fields.get("quote"), str):
-        quote = _quote(fields["quote"], lang, markup=markup)
-        parts.append(say(_quote_message(fields), quote=quote))
+        parts.append(_quotation(_quote_message(fields), fields["quote"], lang, markup=markup))
     for group in _history(doc, lang, markup=markup):
         parts.extend(group)
     text = lang.sentences(parts)
