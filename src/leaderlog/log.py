@@ -391,6 +391,19 @@ def _defined_elsewhere(
     return DomainError(f"{problem.message}; {advice}", rule=problem.rule)
 
 
+def _id_used_twice(event_id: uuid.UUID, first: str) -> str:
+    """Why a record whose id an earlier record of its batch has is refused."""
+    if event_id.version == 5:
+        # Only a record's own content gives it a version 5 id (check_derived_id): the writer
+        # most likely gave no id at all, and repeated a record, by mistake or on purpose.
+        return (
+            f"the same record as {first} (its type and data give it the same content-derived "
+            f"event id {event_id}); to append it again on purpose, give it an event_id of its "
+            "own (a version 4 or 7 UUID)"
+        )
+    return f"event id {event_id} is already used by {first}"
+
+
 def _answer(future: asyncio.Future[AppendOutcome], answer: AppendOutcome | BaseException) -> None:
     """Answer a caller, unless it stopped waiting (setting a cancelled future raises)."""
     if future.done():
@@ -1081,13 +1094,15 @@ class EventLog:
                         # every stream it names loaded at once, not one per decision (each
                         # decides the whole request: one by one, a large import took hours).
                         await self._load(missing.streams | self._unknown_streams(request))
-                    except BatchError:
+                    except (BatchError, ConcurrencyError, DuplicateEventError):
                         if request.attempts > 0 or not any(
                             _assumes_absent(request, entry) for entry in request.entries
                         ):
                             raise
                         # Refused anyway: decide again on what is really stored, so that a
-                        # record creating a stream that exists is named among the problems.
+                        # record creating a stream that exists is named among the problems,
+                        # which are told before a stale version or an id stored with other
+                        # content, whether or not this log had the stream cached.
                         request.attempts = 1
                         await self._load(self._unknown_streams(request))
             except (BatchError, StoreError) as error:
@@ -1207,8 +1222,9 @@ class EventLog:
                 if entry.event_id in first_use:
                     problems.append(
                         RecordError(
-                            f"event id {entry.event_id} is already used by "
-                            f"{request.label(first_use[entry.event_id])}",
+                            _id_used_twice(
+                                entry.event_id, request.label(first_use[entry.event_id])
+                            ),
                             where=request.label(index),
                             rule="event_id",
                         )
