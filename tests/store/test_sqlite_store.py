@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import gc
 import multiprocessing
 import random
@@ -20,6 +21,8 @@ from click.testing import CliRunner
 
 from leaderlog.cli import main
 from leaderlog.errors import StoreUnavailable
+from leaderlog.events import PersonRegistered
+from leaderlog.log import EventLog
 from leaderlog.store import DEFAULT_DATABASE_URL, database_url, open_store
 from leaderlog.store import sqlite as sqlite_backend
 from leaderlog.store.sqlite import PRAGMAS, SQLiteStore, path_from_url
@@ -578,3 +581,34 @@ async def test_writes_given_up_before_they_start_are_skipped_and_the_rest_answer
     finally:
         release.set()
         await store.close()
+
+
+def test_stamped_times_follow_the_last_event_however_far_the_clock_steps_back(
+    sqlite_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # (PostgreSQL stamps from the database server's clock, which a test cannot move.)
+    ahead = sqlite_backend.utc_now() + dt.timedelta(hours=1)
+
+    async def append_as_the_clock_is_set_right() -> None:
+        log = await EventLog.open(sqlite_url)
+        try:
+            # given an event stamped while the clock ran an hour ahead
+            monkeypatch.setattr(sqlite_backend, "utc_now", lambda: ahead)
+            await log.append_events([PersonRegistered(person="ada", name="Ada")], actor="t")
+            # when the clock is set right, then the next event is stamped no earlier
+            monkeypatch.undo()
+            await log.append_events([PersonRegistered(person="bo", name="Bo")], actor="t")
+            assert [e.recorded_at for e in await log.events()] == [ahead, ahead]
+            assert (await log.store.verify()).ok
+        finally:
+            await log.close()
+
+    asyncio.run(append_as_the_clock_is_set_right())
+    # and the log's own export moves into an empty one, once its times are past (before,
+    # it was refused for a time before the event before it)
+    exported = CliRunner().invoke(main, ["--db", sqlite_url, "export"])
+    assert exported.exit_code == 0, exported.output
+    monkeypatch.setattr(sqlite_backend, "utc_now", lambda: ahead + dt.timedelta(minutes=1))
+    copy = f"sqlite:///{tmp_path / 'copy.db'}"
+    moved = CliRunner().invoke(main, ["--db", copy, "import", "-"], input=exported.stdout)
+    assert moved.exit_code == 0, moved.output

@@ -438,10 +438,12 @@ class _Clock:
         head = _stored_time(head_recorded_at)
         self.now = now
         self.latest = now + FUTURE_SLACK
-        # A clock that went backwards (or another server's that runs a little behind) stamps
-        # the head's time instead, so recorded times never go backwards and any export can
-        # be imported again; a head beyond what could be accepted now is not followed there.
-        stamp = head if head is not None and now < head <= self.latest else now
+        # A clock that went backwards (or another server's that runs behind) stamps the
+        # head's time instead, so recorded times never go backwards and any export can be
+        # imported again. However far: a clock stepped back an hour would otherwise record
+        # the next events an hour before the last one, and "known at" a time in that hour
+        # would leave out an event the log had already recorded.
+        stamp = head if head is not None and now < head else now
         self.times: _Times = (head, True, stamp, format_time(stamp))
 
 
