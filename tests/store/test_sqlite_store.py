@@ -365,6 +365,24 @@ async def test_a_sqlite_url_naming_no_file_is_refused(
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize("url", ["sqlite:///data/", "data/", "sqlite:///data%2F", "sqlite:////{}/"])
+def test_a_url_ending_as_a_folder_does_is_refused_and_creates_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, url: str
+) -> None:
+    # Path() drops the trailing slash: an import created a file named data, and the commands
+    # that read said that data did not exist.
+    monkeypatch.chdir(tmp_path)
+    url = url.format(str(tmp_path).strip("/"))
+    with pytest.raises(StoreUnavailable, match=r"names a folder \(it ends with /\)"):
+        asyncio.run(open_store(url))
+    assert list(tmp_path.iterdir()) == []
+    record = '{"type": "person.registered", "data": {"person": "ada", "name": "Ada"}}'
+    result = CliRunner().invoke(main, ["--db", url, "import", "-"], input=record)
+    assert result.exit_code == 2
+    assert "names a folder" in result.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
 @pytest.mark.parametrize("url", ["sqlite:///:memory:", ":memory:", "sqlite:///%3Amemory%3A"])
 async def test_an_in_memory_database_is_refused(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, url: str

@@ -277,7 +277,7 @@ def path_from_url(url: str) -> Path:
     if not url:
         raise StoreUnavailable("the database URL is empty")
     if url[: len("sqlite:")].lower() != "sqlite:":
-        return Path(url)
+        return _file_path(url, url)
     if url[: len(_URL_PREFIX)].lower() != _URL_PREFIX:
         raise StoreUnavailable(f"SQLite URLs look like sqlite:///path/to/file.db, not {url!r}")
     encoded = url[len(_URL_PREFIX) :]
@@ -302,6 +302,17 @@ def path_from_url(url: str) -> Path:
         raise StoreUnavailable(f"{url!r} names no file: use sqlite:///path/to/file.db")
     if "\0" in path:
         raise StoreUnavailable(f"{url!r} is not a valid SQLite URL: it contains a NUL character")
+    return _file_path(path, url)
+
+
+def _file_path(path: str, url: str) -> Path:
+    """``path`` as a file's, refused when it ends as a folder's: Path() drops the trailing
+    slash, and an import would then create a file named after the folder."""
+    if path.endswith("/"):
+        raise StoreUnavailable(
+            f"{url!r} names a folder (it ends with /); name the database file in it, "
+            "such as sqlite:///data/leaderlog.db"
+        )
     return Path(path)
 
 
