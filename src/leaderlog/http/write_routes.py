@@ -11,6 +11,7 @@ import copy
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from email.message import EmailMessage, Message
+from email.utils import collapse_rfc2231_value
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Request, Security
@@ -42,6 +43,7 @@ from leaderlog.http._errors import (
     ErrorBody,
     error_response,
     parameter_problems,
+    shortened,
     unavailable_response,
 )
 from leaderlog.log import MAX_RECORD_BYTES, EventLog
@@ -171,13 +173,23 @@ def _media_type(header: str) -> tuple[str, str | None, int]:
     a charset, read by the standard library's MIME header parser (quoted values, spaces and
     case as RFC 9110 allows)."""
     message = EmailMessage()
-    message["Content-Type"] = header
     # The legacy parser lists every parameter; the modern one keeps the first of a name.
     every = Message()
-    every["Content-Type"] = header
-    charsets = [name for name, _ in every.get_params() or [] if name.lower() == "charset"]
+    try:
+        message["Content-Type"] = header
+        every["Content-Type"] = header
+        given = [value for name, value in every.get_params() or [] if name.lower() == "charset"]
+    except (IndexError, ValueError, RecursionError):
+        # Some malformed headers break the parser itself (an RFC 2231 value in UTF-16 cut
+        # short, a continuation with no value, comments nested hundreds deep): unreadable,
+        # so refused as below.
+        return "text/plain", None, 0
     # An unreadable header reads as text/plain, which is refused like any other type.
-    return message.get_content_type(), message.get_content_charset(), len(charsets)
+    charset = message.get_content_charset()
+    if charset is None and given:
+        # Given but unreadable to the modern parser (empty, not ASCII): not UTF-8 either.
+        charset = collapse_rfc2231_value(given[0]).lower()
+    return message.get_content_type(), charset, len(given)
 
 
 def _parse(raw: Any) -> list[Record]:
@@ -368,14 +380,17 @@ def write_router(
         if charset not in (None, "utf-8", "utf8"):
             # JSON is UTF-8 (RFC 8259): a body said to be in another encoding is not read.
             return error_response(
-                415, "unsupported_media_type", f"charset {charset!r}: send the JSON as UTF-8"
+                415,
+                "unsupported_media_type",
+                f"charset {shortened(charset)!r}: send the JSON as UTF-8",
             )
         encoding = request.headers.get("content-encoding", "identity").strip().lower()
         if encoding not in ("", "identity"):
             return error_response(
                 415,
                 "unsupported_media_type",
-                f"Content-Encoding {encoding!r} is not accepted: send the JSON uncompressed",
+                f"Content-Encoding {shortened(encoding)!r} is not accepted: "
+                "send the JSON uncompressed",
                 headers={"Accept-Encoding": "identity"},
             )
         try:
