@@ -24,6 +24,19 @@ def test_a_name_repeated_in_one_object_is_refused(text: str) -> None:
         loads_input(text)
 
 
+def test_a_long_name_or_number_refused_is_repeated_only_in_part() -> None:
+    # The error would otherwise be as large as the document (a 500 KB name repeated whole).
+    name = "n" * 100_000
+    with pytest.raises(JSONDecodeError) as repeated:
+        loads_input(f'{{"{name}": 1, "{name}": 2}}')
+    assert f"the name '{'n' * 57}...' appears twice" in str(repeated.value)
+    assert len(str(repeated.value)) < 200
+    number = 10**300
+    with pytest.raises(JSONDecodeError) as too_large:
+        loads_input(f'{{"n": {number}}}')
+    assert f"integer {str(number)[:57]}... is out of range" in str(too_large.value)
+
+
 def test_the_same_name_in_different_objects_is_fine() -> None:
     assert loads_input('[{"a": 1}, {"a": 2}, {"b": {"a": 3}}]') == [
         {"a": 1},

@@ -149,7 +149,7 @@ def _unique_names(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
         seen: set[str] = set()
         for name, _ in pairs:
             if name in seen:
-                raise _Ambiguous(f"the name {name!r} appears twice in one object")
+                raise _Ambiguous(f"the name {_start_of(name)!r} appears twice in one object")
             seen.add(name)
     return found
 
@@ -157,8 +157,19 @@ def _unique_names(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 def _integer_in_range(digits: str) -> int:
     number = int(digits)
     if not _SMALLEST <= number <= _LARGEST:
-        raise _Ambiguous(f"integer {digits} is out of range (JSON numbers here hold 64 bits)")
+        raise _Ambiguous(
+            f"integer {_start_of(digits)} is out of range (JSON numbers here hold 64 bits)"
+        )
     return number
+
+
+# An error repeats at most this much of the document: a name or a number is as long as the
+# writer makes it, and the error would otherwise be as large as the body.
+_LONGEST_ECHO = 60
+
+
+def _start_of(text: str) -> str:
+    return text if len(text) <= _LONGEST_ECHO else f"{text[: _LONGEST_ECHO - 3]}..."
 
 
 def _brackets(text: str | bytes) -> int:
