@@ -228,6 +228,14 @@ class Tokens:
         )
         # The lookup is by hash, so timing reveals nothing about the secret; the explicit
         # constant-time comparison guards against a collation ever matching loosely.
+        if not rows:
+            # A revoked token whose name has a new one since: still revoked, not unknown, so
+            # that its holder learns why rather than suspect a typing mistake.
+            rows = await self._store.query(
+                "SELECT name, token_hash, revoked_at FROM write_tokens_retired "
+                "WHERE token_hash = ?",
+                (digest,),
+            )
         if not rows or not hmac.compare_digest(str(rows[0][1]), digest):
             raise TokenError("unknown token")
         if rows[0][2] is not None:
