@@ -164,6 +164,18 @@ _ENDING = re.compile(
     r"|ROLLBACK(?!\s+(?:(?:TRANSACTION|WORK)\s+)?TO\b))\b",
     re.IGNORECASE,
 )
+# A statement whose effect outlives the page on its connection, which the runner and the
+# built-ins go on using: DEALLOCATE drops the prepared statements the PostgreSQL driver keeps
+# there, so every later statement it had prepared would fail, the built-ins' answers too.
+_DEALLOCATING = re.compile(r"DEALLOCATE\b", re.IGNORECASE)
+_ENDS_THE_TRANSACTION = (
+    "would end the runner's transaction or take its savepoint (it commits each page with the "
+    "checkpoint)"
+)
+_DROPS_PREPARED_STATEMENTS = (
+    "would drop the prepared statements kept on the database connection, which leaderlog "
+    "goes on using after the page"
+)
 # What may hide a statement's first word: comments, and quoted text holding a semicolon.
 _COMMENTS = r"/\*.*?\*/|--[^\n]*"
 _NOT_CODE = re.compile(rf"{_COMMENTS}|'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"", re.DOTALL)
@@ -179,17 +191,18 @@ _RUNNERS = re.compile(
 )
 
 
-def _ending_statement(sql: str) -> str | None:
-    """The first statement of ``sql`` that would end the transaction or touch the runner's
-    savepoint, if any (a text may hold several: PostgreSQL runs them all when no
-    parameters are given)."""
+def _refused_statement(sql: str) -> tuple[str, str] | None:
+    """The first statement of ``sql`` that a projection may not run, with why, if any (a
+    text may hold several: PostgreSQL runs them all when no parameters are given)."""
     # The savepoint's name may be quoted: only comments are taken out for it.
     for statement in re.sub(_COMMENTS, " ", sql, flags=re.DOTALL).split(";"):
         if _RUNNERS.match(statement.strip()):
-            return statement.strip()
+            return statement.strip(), _ENDS_THE_TRANSACTION
     for statement in _NOT_CODE.sub(" ", sql).split(";"):
         if _ENDING.match(statement.strip()):
-            return statement.strip()
+            return statement.strip(), _ENDS_THE_TRANSACTION
+        if _DEALLOCATING.match(statement.strip()):
+            return statement.strip(), _DROPS_PREPARED_STATEMENTS
     return None
 
 
@@ -219,19 +232,18 @@ class Watched(ProjectionTransaction):
         """Whether ``error`` is a statement's that failed after the first failed one."""
         return any(later is error for later in self._failed_later)
 
-    def _refuse_ending(self, sql: str) -> None:
-        ending = _ending_statement(sql)
-        if ending is not None:
+    def _refuse_forbidden(self, sql: str) -> None:
+        refused = _refused_statement(sql)
+        if refused is not None:
+            statement, why = refused
             error = ProjectionError(
-                f"a projection's statement may not do this: {ending[:40]!r} would end the "
-                "runner's transaction or take its savepoint (it commits each page with the "
-                "checkpoint)"
+                f"a projection's statement may not do this: {statement[:40]!r} {why}"
             )
             self._remember(error)
             raise error
 
     async def execute(self, sql: str, parameters: Sequence[Any] = ()) -> None:
-        self._refuse_ending(sql)
+        self._refuse_forbidden(sql)
         try:
             await self._tx.execute(sql, parameters)
         except Exception as error:
@@ -241,7 +253,7 @@ class Watched(ProjectionTransaction):
             self.failed = None
 
     async def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
-        self._refuse_ending(sql)
+        self._refuse_forbidden(sql)
         try:
             await self._tx.executemany(sql, rows)
         except Exception as error:
@@ -249,7 +261,7 @@ class Watched(ProjectionTransaction):
             raise
 
     async def fetchall(self, sql: str, parameters: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        self._refuse_ending(sql)
+        self._refuse_forbidden(sql)
         try:
             return await self._tx.fetchall(sql, parameters)
         except Exception as error:

@@ -510,6 +510,10 @@ class ProjectionRunner:
                 # A list of its own: the runner reads the page's positions from ``todo``
                 # afterwards, whatever apply does to the list it was given.
                 await projection.apply(watched, list(todo))
+            if clock.expired():
+                # Stopped at the limit, apply caught the cancellation (a bare except) and
+                # returned: what it was doing then was cut short, so its page is not kept.
+                raise TimeoutError
             quick = limit is not None and time.monotonic() - started < limit / 4
             past_the_slow_page = todo[-1].position >= self._slow_through.get(projection.name, 0)
             if quick and past_the_slow_page and projection.name in self._smaller_pages:
