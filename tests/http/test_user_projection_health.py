@@ -94,6 +94,13 @@ def test_a_user_projection_rebuilt_from_a_changed_module_stops_alone(
             seen_projection_module("claims_per_source", version=3), encoding="utf-8"
         )
         _seeded_with(url, "claims_per_source")
+        # then, before the server has looked again, it is said to be left out, and the
+        # server is still sound (not "rebuilt by another leaderlog version")
+        at_once = client.get(f"{base}/healthz").json()
+        assert at_once["ok"] is True
+        (entry,) = [p for p in at_once["projections"] if p["name"] == "claims_per_source"]
+        assert entry["error"].startswith("left out: ")
+        assert "but the database holds version 3" in entry["error"]
         confirm_as_another_writer(url, GORDON_ACTING)
         # then the built-ins still follow the log
         wait_for_claim_status(client, base, GORDON_ACTING, "confirmed")

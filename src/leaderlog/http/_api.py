@@ -334,16 +334,28 @@ async def healthz(request: Request) -> Response:
             entry["error"] = f"left out: {projection.reason}"
         elif (failure := unprepared.get(status.name) or failing.get(status.name)) is not None:
             entry["error"] = str(failure)
-        elif status.version != projection.version:
+        elif status.version != projection.version and is_builtin(projection):
             entry["error"] = (
                 f"rebuilt by another leaderlog version (version {status.version} in the "
                 f"database; this server reads version {projection.version}): restart it"
+            )
+        elif status.version != projection.version:
+            # A command rebuilt it from its module as changed, and this server has not yet
+            # looked (it notices on its next catch-up): left out, as it will then say.
+            entry["error"] = (
+                f"left out: this server loaded its module at version {projection.version}, "
+                f"but the database holds version {status.version}, rebuilt since from the "
+                "module as changed; restart the server to load it"
             )
         listed.append(entry)
     return json_response(
         request,
         {
-            "ok": all(status.version == projection.version for projection, status in pairs)
+            "ok": all(
+                status.version == projection.version
+                for projection, status in pairs
+                if is_builtin(projection)
+            )
             and not any(
                 is_builtin(projection)
                 for projection, _ in pairs
