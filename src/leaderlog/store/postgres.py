@@ -808,8 +808,23 @@ class _PostgresProjectionTransaction(ProjectionTransaction):
         savepoint is refused before the statement runs, by the runner itself."""
         before = await take_snapshot(self.fetchall)
         yield
-        await self.execute("SET CONSTRAINTS ALL IMMEDIATE")
-        wrong = await overreach(self.fetchall, before, owns)
+        try:
+            await self.execute("SET CONSTRAINTS ALL IMMEDIATE")
+            wrong = await overreach(self.fetchall, before, owns)
+        except StoreBusy as busy:
+            cause = busy.__cause__
+            if not isinstance(cause, asyncpg.QueryCanceledError) or "statement timeout" not in (
+                str(cause)
+            ):
+                raise
+            # A statement_timeout the projection set cuts the check itself short: told as
+            # the setting the check would have found changed, rather than as the database
+            # being busy (which would try the page again, and again).
+            raise ProjectionError(
+                "a projection may not do this: changing the setting statement_timeout (it "
+                "would stay for the statements after it, the runner's and other projections'; "
+                f"the check after it ran out of time: {_reason(cause)})"
+            ) from busy
         if wrong is not None:
             raise ProjectionError(f"a projection may not do this: {wrong}")
 
