@@ -610,6 +610,20 @@ _SCHEMA_TABLES = {"sqlite_master", "sqlite_schema", "sqlite_sequence"}
 _TABLE_CHANGES = {sqlite3.SQLITE_CREATE_TABLE, sqlite3.SQLITE_DROP_TABLE}
 _INDEX_CHANGES = {sqlite3.SQLITE_CREATE_INDEX, sqlite3.SQLITE_DROP_INDEX}
 _READ_PRAGMAS = {"table_info", "table_xinfo", "index_list", "index_info", "index_xinfo"}
+# Temporary tables, indexes, views and triggers live on the connection, which leaderlog goes
+# on using after the page (a temporary table may even hide a table of the same name). SQLite
+# writes their schema table first: the statement itself is named, by its own action after.
+_TEMP_SCHEMA_TABLES = {"sqlite_temp_master", "sqlite_temp_schema"}
+_TEMP_CHANGES = {
+    sqlite3.SQLITE_CREATE_TEMP_TABLE: "CREATE TEMP TABLE",
+    sqlite3.SQLITE_CREATE_TEMP_INDEX: "CREATE INDEX on a temporary table",
+    sqlite3.SQLITE_CREATE_TEMP_VIEW: "CREATE TEMP VIEW",
+    sqlite3.SQLITE_CREATE_TEMP_TRIGGER: "CREATE TEMP TRIGGER",
+    sqlite3.SQLITE_DROP_TEMP_TABLE: "DROP of a temporary table",
+    sqlite3.SQLITE_DROP_TEMP_INDEX: "DROP of a temporary index",
+    sqlite3.SQLITE_DROP_TEMP_VIEW: "DROP of a temporary view",
+    sqlite3.SQLITE_DROP_TEMP_TRIGGER: "DROP of a temporary trigger",
+}
 
 
 class _Confinement:
@@ -632,7 +646,7 @@ class _Confinement:
         if action in _ALWAYS_ALLOWED:
             return None
         if action in _ROW_WRITES:
-            if first.lower() in _SCHEMA_TABLES or self.owns(first):
+            if first.lower() in _SCHEMA_TABLES | _TEMP_SCHEMA_TABLES or self.owns(first):
                 return None
             return f"changing rows of {first}, which is not its own"
         if action in _TABLE_CHANGES:
@@ -659,6 +673,11 @@ class _Confinement:
             return f"{first} (the runner commits each page with its checkpoint)"
         if action == sqlite3.SQLITE_PRAGMA and first.lower() in _READ_PRAGMAS:
             return None
+        if action in _TEMP_CHANGES:
+            return (
+                f"{_TEMP_CHANGES[action]} {first} (on SQLite it would stay on the connection, "
+                "which leaderlog goes on using after the page: use a table of its own)"
+            )
         names = {
             sqlite3.SQLITE_PRAGMA: f"PRAGMA {first}",
             sqlite3.SQLITE_ATTACH: "ATTACH",
