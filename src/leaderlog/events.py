@@ -215,6 +215,21 @@ ExpectedVersion: TypeAlias = int | Literal["no_stream", "any"]
 
 # ASCII digits only, and nothing after them: "$" would let a final newline through.
 _DATE_PATTERN = re.compile(r"^([0-9]{4})(?:-([0-9]{2})(?:-([0-9]{2}))?)?\Z")
+# The calendar _valid_calendar_date checks, as a pattern for the JSON Schema: a year from
+# 1000, a month 01-12, and the days each month has (29 February in leap years only: every
+# fourth year, but of the centuries only every fourth).
+_SCHEMA_YEAR = "[1-9][0-9]{3}"
+_SCHEMA_LEAP_YEAR = "(?:[1-9][0-9](?:0[48]|[2468][048]|[13579][26])|(?:[2468][048]|[13579][26])00)"
+_SCHEMA_MONTH_AND_DAY = (
+    "(?:(?:0[1-9]|1[0-2])-(?:0[1-9]|1[0-9]|2[0-8])"
+    "|(?:0[13-9]|1[0-2])-(?:29|30)"
+    "|(?:0[13578]|1[02])-31)"
+)
+_SCHEMA_DATE_PATTERN = (
+    f"^(?:{_SCHEMA_YEAR}(?:-(?:0[1-9]|1[0-2]))?"
+    f"|{_SCHEMA_YEAR}-{_SCHEMA_MONTH_AND_DAY}"
+    f"|{_SCHEMA_LEAP_YEAR}-02-29)$"
+)
 # What early development versions accepted (any script's digits, a final newline): stored
 # dates of that shape are read as they were accepted.
 _STORED_DATE_PATTERN = re.compile(r"^(\d{4})(?:-(\d{2})(?:-(\d{2}))?)?$")
@@ -246,10 +261,7 @@ class _Frozen(BaseModel):
 class FuzzyDate(_Frozen):
     """A day, a month, a year, or unknown (``date: null``, the words kept in ``text``)."""
 
-    # The validator below checks the calendar; the schema can at least give the shape.
-    date: str | None = Field(
-        default=None, json_schema_extra={"pattern": r"^[0-9]{4}(-[0-9]{2}(-[0-9]{2})?)?$"}
-    )
+    date: str | None = Field(default=None, json_schema_extra={"pattern": _SCHEMA_DATE_PATTERN})
     qualifier: Literal["on", "about", "before", "after"] = "on"
     text: Name | None = None
 
@@ -346,6 +358,11 @@ def _check_update(
         raise ValueError(f"{event_type}.updated needs at least one of {', '.join(fields)}")
 
 
+# An update names its entity and at least one field to change (_check_update), and its
+# schema forbids null and any other key, so it holds at least two keys.
+_UPDATE_SCHEMA = ConfigDict(json_schema_extra={"minProperties": 2})
+
+
 class OrgRegistered(_EventBase):
     stream_key: ClassVar[tuple[str, str]] = ("org", "org")
     type: Literal["org.registered"] = "org.registered"
@@ -363,6 +380,8 @@ class OrgRegistered(_EventBase):
 
 
 class OrgUpdated(_EventBase):
+    model_config = _UPDATE_SCHEMA
+
     stream_key: ClassVar[tuple[str, str]] = ("org", "org")
     type: Literal["org.updated"] = "org.updated"
     org: Slug
@@ -390,6 +409,8 @@ class PostDefined(_EventBase):
 
 
 class PostUpdated(_EventBase):
+    model_config = _UPDATE_SCHEMA
+
     stream_key: ClassVar[tuple[str, str]] = ("post", "post")
     type: Literal["post.updated"] = "post.updated"
     post: Slug
@@ -412,6 +433,8 @@ class PersonRegistered(_EventBase):
 
 
 class PersonUpdated(_EventBase):
+    model_config = _UPDATE_SCHEMA
+
     stream_key: ClassVar[tuple[str, str]] = ("person", "person")
     type: Literal["person.updated"] = "person.updated"
     person: Slug
@@ -438,7 +461,19 @@ class SourceRegistered(_EventBase):
     language: LanguageTag | None = None
 
 
+def _cause_only_for_departures_schema(*, kind_given: bool) -> dict[str, Any]:
+    """A cause beside a kind other than departure, refused in the JSON Schema too. In a
+    report the kind is always there; a correction that leaves it out keeps the claim's."""
+    required = ["cause", "kind"] if kind_given else ["cause"]
+    return {
+        "if": {"required": required, "properties": {"cause": {"type": "string"}}},
+        "then": {"properties": {"kind": {"const": "departure"}}},
+    }
+
+
 class ClaimReported(_EventBase):
+    model_config = ConfigDict(json_schema_extra=_cause_only_for_departures_schema(kind_given=False))
+
     stream_key: ClassVar[tuple[str, str]] = ("claim", "claim")
     type: Literal["claim.reported"] = "claim.reported"
     claim: Slug
@@ -465,8 +500,13 @@ class ClaimChanges(_Frozen):
     """The reported fields a correction may change (the claim id stays). Its source is the
     source the claim is attributed to from then on, not the correction's own source."""
 
-    # Every claim has a source, so null (which clears an optional field) is refused here;
-    # the schema shows a plain id.
+    # A correction names at least one field, and the fields every claim has cannot be null
+    # (which clears an optional one): refused here for the source, by the domain rules for
+    # the others, and in the schema for them all.
+    model_config = ConfigDict(
+        json_schema_extra={"minProperties": 1, **_cause_only_for_departures_schema(kind_given=True)}
+    )
+
     source: Annotated[
         Slug | SkipJsonSchema[None],
         Field(
@@ -475,14 +515,14 @@ class ClaimChanges(_Frozen):
             "Not the correction's own source, which is data.source beside changes.",
         ),
     ] = None
-    kind: Kind | None = None
-    person: Slug | None = None
-    post: Slug | None = None
-    capacity: Capacity | None = None
+    kind: Kind | SkipJsonSchema[None] = None
+    person: Slug | SkipJsonSchema[None] = None
+    post: Slug | SkipJsonSchema[None] = None
+    capacity: Capacity | SkipJsonSchema[None] = None
     cause: Cause | None = None
     effective: FuzzyDate | None = None
-    modality: Modality | None = None
-    attribution: Attribution | None = None
+    modality: Modality | SkipJsonSchema[None] = None
+    attribution: Attribution | SkipJsonSchema[None] = None
     quote: Text | None = None
     locator: Locator | None = None
 
@@ -746,6 +786,12 @@ def stream_of(event: Event) -> str:
     return event.stream()
 
 
+_SCHEMA_EVENT_ID_PATTERN = (
+    "^(?!0{8}-0{4}-0{4}-0{4}-0{12}$)(?![fF]{8}-[fF]{4}-[fF]{4}-[fF]{4}-[fF]{12}$)"
+    "[0-9a-fA-F]{8}(-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}$"
+)
+
+
 def event_schema() -> dict[str, Any]:
     """JSON Schema of a record: one ``oneOf`` branch per event type."""
     branches = []
@@ -764,7 +810,13 @@ def event_schema() -> dict[str, Any]:
                     "type": {"const": event_type},
                     "data": schema,
                     # null is taken as leaving the key out, as import and the API do.
-                    "event_id": {"type": ["string", "null"], "format": "uuid"},
+                    # format is only an annotation in draft 2020-12, so the pattern says what
+                    # import takes: the standard spelling, and not the nil or max UUID.
+                    "event_id": {
+                        "type": ["string", "null"],
+                        "format": "uuid",
+                        "pattern": _SCHEMA_EVENT_ID_PATTERN,
+                    },
                     "expected_version": {
                         "anyOf": [
                             {"type": "integer", "minimum": 0},
