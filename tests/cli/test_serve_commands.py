@@ -615,7 +615,7 @@ def test_a_body_trickled_past_its_time_is_answered_408_and_nothing_is_written(
         assert 0.9 <= took < 6
         assert _closing_error(answer, b"408 Request Timeout") == {
             "error": "request_timeout",
-            "detail": "the request's body did not all arrive within 1 seconds of its headers; "
+            "detail": "the request's body did not all arrive within 1 second of its headers; "
             "nothing of it was read",
         }
         # and nothing was written, while the server goes on serving everyone else

@@ -561,9 +561,16 @@ async def test_a_database_named_by_a_parameter_after_a_slash_is_the_one_used(
         assert await opened.count() == 1
 
 
-async def test_a_database_named_twice_differently_is_refused(schema_url: str) -> None:
-    with pytest.raises(StoreUnavailable, match="names more than one database"):
-        await open_store(f"{schema_url}&dbname=other")
+@pytest.mark.parametrize("twice", ["&dbname=other", "&dbname=test", "&database=test"])
+async def test_a_database_named_twice_is_refused_even_with_one_name(
+    schema_url: str, twice: str
+) -> None:
+    # as the host, port or user given both in the address and as a parameter
+    with pytest.raises(StoreUnavailable, match="names the database more than once"):
+        await open_store(f"{schema_url}{twice}")
+    path = urlsplit(schema_url)._replace(path="/").geturl()
+    with pytest.raises(StoreUnavailable, match="names the database more than once"):
+        await open_store(f"{path}&dbname=test&database=test")
 
 
 async def test_passwords_given_as_a_parameter_are_hidden_in_errors() -> None:

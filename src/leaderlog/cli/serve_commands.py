@@ -396,8 +396,8 @@ def _with_deadlines(header_seconds: float, body_seconds: float) -> type[asyncio.
     too_slow = error_response(
         408,
         None,
-        f"the request's body did not all arrive within {body_seconds:g} seconds of its "
-        "headers; nothing of it was read",
+        f"the request's body did not all arrive within {body_seconds:g} "
+        f"{'second' if body_seconds == 1 else 'seconds'} of its headers; nothing of it was read",
         headers={"Connection": "close"},
     )
     # uvicorn's own answer to a request it cannot parse is plain text; every other error a

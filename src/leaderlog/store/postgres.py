@@ -575,14 +575,16 @@ def _connect_options(url: str) -> _ConnectOptions:
             )
     # asyncpg reads the path as the database even when it is only "/", and then ignores
     # ?dbname=: the name given as a parameter is moved into the path.
-    named = {value for key, value in query if key in ("dbname", "database")}
+    # Named twice even with one name, as the host, port and user given twice are refused.
+    named = [value for key, value in query if key in ("dbname", "database")]
     in_path = unquote(parts.path.strip("/"))
-    if len(named) > 1 or (named and in_path and named != {in_path}):
+    if len(named) > 1 or (named and in_path):
         raise StoreUnavailable(
-            f"{_redacted_or_hidden(url)} names more than one database; name it once"
+            f"{_redacted_or_hidden(url)} names the database more than once (in the path or as "
+            "?dbname= or ?database=); name it once"
         )
-    if named and not in_path:
-        in_path = named.pop()
+    if named:
+        in_path = named[0]
         parts = parts._replace(path="/" + quote(in_path, safe=""))
     query = [(key, value) for key, value in query if key not in ("dbname", "database")]
     keys = [key for key, _ in query]
