@@ -48,6 +48,7 @@ def test_a_query_warns_when_a_built_projection_no_longer_imports(db: str, folder
     future = "from __future__ import annotations\n"
     broken = working.replace(future, future + "import no_such_module_anywhere\n", 1)
     module.write_text(broken, encoding="utf-8")
+    line = broken.splitlines().index("import no_such_module_anywhere") + 1
     ok(invoke(db, "import", "-", stdin=ANOTHER_CLAIM))
 
     for command in (
@@ -59,8 +60,8 @@ def test_a_query_warns_when_a_built_projection_no_longer_imports(db: str, folder
         assert answered.stdout, command  # the built-ins still answer
         assert answered.stderr == (
             f"warning: projection turnover could not be loaded: projection module {module} "
-            "failed to import: No module named 'no_such_module_anywhere'; it stays at "
-            "position 29 until that is fixed\n"
+            "failed to import: ModuleNotFoundError: No module named 'no_such_module_anywhere' "
+            f"(line {line}); it stays at position 29 until that is fixed\n"
         ), command
     assert turnover_checkpoint(db) == 29
 

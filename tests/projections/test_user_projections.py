@@ -257,7 +257,13 @@ def test_builtin_names_load_without_the_folder(tmp_path: Path) -> None:
             "it is the class Mine, which does not subclass Projection",
         ),
         ("a_name", "PROJECTION = 'turnover'\n", "it is str 'turnover'"),
-        ("broken", "raise RuntimeError('no')\n", "failed to import: no"),
+        # with the type and the module's line, as a traceback would give them
+        ("broken", "raise RuntimeError('no')\n", r"failed to import: RuntimeError: no \(line 1\)"),
+        (
+            "missing",
+            "x = 1\nfrom nowhere import y\n",
+            r"ModuleNotFoundError: No module named 'nowhere' \(line 2\)",
+        ),
         (
             "misnamed",
             "from leaderlog.projections.leadership import LeadershipProjection\n"
@@ -272,9 +278,9 @@ def test_builtin_names_load_without_the_folder(tmp_path: Path) -> None:
             "PROJECTION = P\n",
             r"PROJECTION \(P\) has version '2': it must have an integer version",
         ),
-        ("exits", "import sys\nsys.exit(3)\n", r"failed to import: it exited \(3\)"),
+        ("exits", "import sys\nsys.exit(3)\n", r"failed to import: it exited \(3\) \(line 2\)"),
         ("bare", "raise BaseException('nope')\n", "failed to import: BaseException: nope"),
-        ("closing", "raise GeneratorExit\n", "failed to import: GeneratorExit$"),
+        ("closing", "raise GeneratorExit\n", r"failed to import: GeneratorExit \(line 1\)$"),
         (
             "unfinished",
             "from leaderlog.projections import Projection\n"
@@ -295,7 +301,7 @@ def test_builtin_names_load_without_the_folder(tmp_path: Path) -> None:
             "from leaderlog.projections.audit import AuditProjection\n"
             "class P(AuditProjection):\n    name = 'needs_setup'\n"
             "    def __init__(self): raise KeyError('TOKEN')\nPROJECTION = P\n",
-            "could not be set up: 'TOKEN'",
+            "could not be set up: KeyError: 'TOKEN'",
         ),
     ],
 )

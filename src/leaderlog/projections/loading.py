@@ -12,6 +12,7 @@ import importlib.util
 import os
 import re
 import sys
+import traceback
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -118,6 +119,7 @@ def load_user_projection(
         del sys.modules[module_name]
         raise ProjectionError(
             f"projection module {shown} failed to import: {_raised(error)}"
+            f"{_line_in(error, path)}"
         ) from error
     found = getattr(module, "PROJECTION", None)
     if not (isinstance(found, type) and issubclass(found, Projection)):
@@ -181,12 +183,23 @@ def _shortened(text: str, longest: int = 60) -> str:
 
 
 def _raised(error: BaseException) -> str:
-    """What a user module raised, in the words the error would be shown in."""
+    """What a user module raised, in the words the error would be shown in: with its type,
+    as a traceback gives it (``KeyError: 'x'`` says more than ``'x'``)."""
     if isinstance(error, SystemExit):
         return f"it exited ({error})"
-    if isinstance(error, Exception) and str(error):
-        return str(error)
     return f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+
+
+def _line_in(error: BaseException, path: Path) -> str:
+    """`` (line N)`` of the module's own line the error went through last, if it did (a
+    syntax error names its line itself; an import of a missing module fails on the module's
+    line that imports it)."""
+    lines = [
+        frame.lineno
+        for frame in traceback.extract_tb(error.__traceback__)
+        if frame.filename == str(path)
+    ]
+    return f" (line {lines[-1]})" if lines else ""
 
 
 def _builtin_name(name: str, shown: str) -> str:
