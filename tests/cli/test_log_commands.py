@@ -633,6 +633,15 @@ def test_an_import_whose_counts_cannot_be_written_says_what_it_appended(
     )
 
 
+def test_a_rebuild_whose_report_cannot_be_written_says_it_was_done(seeded_url: str) -> None:
+    rebuilt = to_a_full_disk("--db", seeded_url, "rebuild", "audit")
+    assert rebuilt.returncode == 1
+    assert rebuilt.stderr == (
+        "error: cannot write the output: No space left on device; audit rebuilt all the same, "
+        "to position 29\n"
+    )
+
+
 def _organisations(count: int) -> str:
     return "".join(
         json.dumps({"type": "org.registered", "data": {"org": f"org-{n}", "name": f"Org {n} ü"}})

@@ -190,6 +190,30 @@ def test_a_token_that_cannot_be_shown_is_revoked_so_the_name_gets_another(
     assert check(sqlite_url, token) == "lost2"
 
 
+def test_a_revocation_whose_report_cannot_be_written_says_it_was_done(sqlite_url: str) -> None:
+    full = Path("/dev/full")
+    if not full.exists():
+        pytest.skip("needs /dev/full")
+    token = leaderlog(sqlite_url, "token", "create", "alice").stdout.strip()
+    command = Path(sys.executable).parent / "leaderlog"
+    with full.open("w") as output:
+        revoked = subprocess.run(
+            [str(command), "--db", sqlite_url, "token", "revoke", "alice"],
+            stdout=output,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    assert revoked.returncode == 1
+    assert revoked.stderr == (
+        "error: cannot write the output: No space left on device; the token for 'alice' was "
+        "revoked all the same\n"
+    )
+    with pytest.raises(TokenError, match="token revoked"):
+        check(sqlite_url, token)
+
+
 def test_revoking_unknown_or_revoked_names_is_refused(sqlite_url: str) -> None:
     leaderlog(sqlite_url, "token", "create", "alice")
     refused(leaderlog(sqlite_url, "token", "revoke", "nobody"), "no token named 'nobody'")

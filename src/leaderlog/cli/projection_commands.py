@@ -25,9 +25,11 @@ from rich.progress import (
 
 from leaderlog.cli._app import (
     Context,
+    OutputLost,
     WholeNumber,
     echo_line,
     err_console,
+    is_output_error,
     logged_on_stderr,
     main,
     print_json,
@@ -734,13 +736,21 @@ def rebuild_command(context: Context, names: Sequence[str]) -> None:
             echo_line(f"warning: {warning}", err=True)
         stopped = set(failed.names) if failed else set()
         rebuilt = [name for name in chosen if name not in stopped]
-        if rebuilt:
-            rate = f", {position / elapsed:,.0f} events/s" if elapsed > 0 and position else ""
-            click.echo(
-                f"rebuilt {', '.join(rebuilt)} to position {position} in {elapsed:.1f} s{rate}"
-            )
-        for line in _also_rebuilt(runner, stopped, position):
-            click.echo(line)
+        try:
+            if rebuilt:
+                rate = f", {position / elapsed:,.0f} events/s" if elapsed > 0 and position else ""
+                click.echo(
+                    f"rebuilt {', '.join(rebuilt)} to position {position} in {elapsed:.1f} s{rate}"
+                )
+            for line in _also_rebuilt(runner, stopped, position):
+                click.echo(line)
+        except OSError as error:
+            if not is_output_error(error) or not rebuilt:
+                raise
+            # From the error alone, the rebuild would pass for failed.
+            raise OutputLost(
+                error, f"{', '.join(rebuilt)} rebuilt all the same, to position {position}"
+            ) from None
         if failed is not None:
             raise failed
 

@@ -113,7 +113,13 @@ def revoke_command(context: Context, name: str) -> None:
             raise refusal
         async with context.log(create=False) as log:
             await Tokens(log.store).revoke(name)
-        click.echo(f"token for {name!r} revoked")
+        try:
+            click.echo(f"token for {name!r} revoked")
+        except OSError as error:
+            if not is_output_error(error):
+                raise
+            # From the error alone, the token would pass for still live.
+            raise OutputLost(error, f"the token for {name!r} was revoked all the same") from None
 
     run(go)
 
