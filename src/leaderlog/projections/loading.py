@@ -118,8 +118,7 @@ def load_user_projection(
         # is its own failure: it must not end the command (or the server) that loads it.
         del sys.modules[module_name]
         raise ProjectionError(
-            f"projection module {shown} failed to import: {_raised(error)}"
-            f"{_line_in(error, path)}"
+            f"projection module {shown} failed to import: {_raised(error)}{_line_in(error, path)}"
         ) from error
     found = getattr(module, "PROJECTION", None)
     if not (isinstance(found, type) and issubclass(found, Projection)):
