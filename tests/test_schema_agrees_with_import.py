@@ -50,6 +50,10 @@ def corrected(claim: str, **changes: Any) -> dict[str, Any]:
     return {"type": "claim.corrected", "data": data}
 
 
+def org_updated(**changes: Any) -> dict[str, Any]:
+    return {"type": "org.updated", "data": {"org": "ice-hsi", **changes}}
+
+
 # --- given / when / then ----------------------------------------------------------------------
 
 
@@ -101,6 +105,9 @@ REFUSED_WHATEVER_THE_LOG_HOLDS = [
         corrected(DEPARTURE, kind="appointment", cause="retirement"),
         id="correction to an appointment keeping its cause",
     ),
+    pytest.param(org_updated(name=None), id="org name cleared"),
+    pytest.param(org_updated(labels=None), id="org labels cleared"),
+    pytest.param(org_updated(name=None, parent=None), id="org name cleared beside its parent"),
 ]
 
 
@@ -127,6 +134,9 @@ ACCEPTED = [
     pytest.param(corrected(DEPARTURE, kind="departure", cause="removal"), id="new cause"),
     pytest.param(corrected(APPOINTMENT, quote=None, locator=None), id="quote cleared"),
     pytest.param(corrected(APPOINTMENT, effective=None), id="effective cleared"),
+    pytest.param(org_updated(parent=None), id="org parent cleared"),
+    pytest.param(org_updated(short_name=None), id="org short name cleared"),
+    pytest.param(org_updated(parent=None, short_name=None), id="org parent and short name"),
 ]
 
 

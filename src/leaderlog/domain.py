@@ -383,7 +383,9 @@ def evolve(state: EntityState | None, event: Event) -> EntityState:
             return OrgState(event.org, event.parent)
         case OrgUpdated():
             assert isinstance(state, OrgState)
-            return replace(state, parent=event.parent) if event.parent else state
+            # A parent given as null makes the organisation top-level; one left out stays.
+            moved = "parent" in event.model_fields_set
+            return replace(state, parent=event.parent) if moved else state
         case ClaimReported():
             return ClaimState(event.claim, event.kind, event.cause, "reported")
         case ClaimConfirmed():

@@ -248,7 +248,9 @@ class _Frozen(BaseModel):
     def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
         if not update:
             return super().model_copy(deep=deep)
-        fields = {name: getattr(self, name) for name in type(self).model_fields}
+        # Only the fields given: in an update a null given clears a field, and one left out
+        # keeps it, so a copy must not give the fields the original left out.
+        fields = {name: getattr(self, name) for name in self.model_fields_set}
         return self.model_validate({**fields, **update})
 
     @classmethod
@@ -338,9 +340,15 @@ class _EventBase(_Frozen):
 
 
 def _check_update(
-    update: _EventBase, key: str, fields: tuple[str, ...], info: ValidationInfo
+    update: _EventBase,
+    key: str,
+    fields: tuple[str, ...],
+    info: ValidationInfo,
+    *,
+    clearable: frozenset[str] = frozenset(),
 ) -> None:
-    """An update names what it changes, and null is no value to change a field to.
+    """An update names what it changes, and null is no value to change a field to, except
+    for the ``clearable`` fields, which an entity may be without (null clears them).
 
     Stored events are read as they are (``stored`` in the validation context): an update
     written before these checks, with nothing left in it, reads as changing nothing.
@@ -348,7 +356,9 @@ def _check_update(
     if info.context and info.context.get("stored"):
         return
     given = update.model_fields_set - {"type", key}
-    nulls = sorted(name for name in given if getattr(update, name) is None)
+    nulls = sorted(
+        name for name in given if getattr(update, name) is None and name not in clearable
+    )
     if nulls:
         raise ValueError(
             f"{', '.join(nulls)} cannot be null: leave a field out to keep it as it is"
@@ -359,7 +369,8 @@ def _check_update(
 
 
 # An update names its entity and at least one field to change (_check_update), and its
-# schema forbids null and any other key, so it holds at least two keys.
+# schema forbids any other key and null (but where null clears a field, which is a change),
+# so it holds at least two keys.
 _UPDATE_SCHEMA = ConfigDict(json_schema_extra={"minProperties": 2})
 
 
@@ -379,6 +390,10 @@ class OrgRegistered(_EventBase):
         return self
 
 
+# The fields of an organisation it may be without: org.updated clears them with null.
+_ORG_CLEARABLE = frozenset({"short_name", "parent"})
+
+
 class OrgUpdated(_EventBase):
     model_config = _UPDATE_SCHEMA
 
@@ -386,16 +401,33 @@ class OrgUpdated(_EventBase):
     type: Literal["org.updated"] = "org.updated"
     org: Slug
     name: Name | SkipJsonSchema[None] = None
-    short_name: Name | SkipJsonSchema[None] = None
-    parent: Slug | SkipJsonSchema[None] = None
+    # null clears these (a top-level organisation, one without a short name); left out,
+    # they stay as they are.
+    short_name: Name | None = None
+    parent: Slug | None = None
     labels: Labels | SkipJsonSchema[None] = None
 
     @model_validator(mode="after")
     def _changes_something(self, info: ValidationInfo) -> OrgUpdated:
-        _check_update(self, "org", ("name", "short_name", "parent", "labels"), info)
+        _check_update(
+            self,
+            "org",
+            ("name", "short_name", "parent", "labels"),
+            info,
+            clearable=_ORG_CLEARABLE,
+        )
         if self.parent == self.org:
             raise ValueError("an organisation cannot be its own parent")
         return self
+
+    def data(self) -> dict[str, Any]:
+        # A null given clears its field, so it must be stored; a field left out stays out
+        # (the events stored before clearing was possible keep their bytes and their ids).
+        data = super().data()
+        for name in _ORG_CLEARABLE & self.model_fields_set:
+            if getattr(self, name) is None:
+                data[name] = None
+        return data
 
 
 class PostDefined(_EventBase):

@@ -48,6 +48,11 @@ def _json(value: Any) -> str | None:
     return None if value is None else dumps(value)
 
 
+def _given(fields: dict[str, Any]) -> dict[str, Any]:
+    """The fields an update gives, of those no update clears: None there is left out."""
+    return {field: value for field, value in fields.items() if value is not None}
+
+
 class LeadershipProjection(Projection):
     name = "leadership"
     version = 8
@@ -140,11 +145,13 @@ class LeadershipProjection(Projection):
                 page.posts.update(
                     data["post"],
                     position,
-                    {
-                        "title": data.get("title"),
-                        "aliases": _json(data.get("aliases")),
-                        "labels": _json(data.get("labels")),
-                    },
+                    _given(
+                        {
+                            "title": data.get("title"),
+                            "aliases": _json(data.get("aliases")),
+                            "labels": _json(data.get("labels")),
+                        }
+                    ),
                 )
             elif kind == "person.registered":
                 page.persons.register(
@@ -154,7 +161,7 @@ class LeadershipProjection(Projection):
                 page.persons.update(
                     data["person"],
                     position,
-                    {"name": data.get("name"), "aliases": _json(data.get("aliases"))},
+                    _given({"name": data.get("name"), "aliases": _json(data.get("aliases"))}),
                 )
             elif kind == "source.registered":
                 published = fuzzy(data.get("published"))
@@ -229,7 +236,8 @@ class _Versions:
         self.registered.append((key, position, OPEN, *values, self._search(key, values)))
 
     def update(self, key: str, position: int, changes: dict[str, Any]) -> None:
-        """``changes`` maps fields to new values; None leaves a field as it was."""
+        """``changes`` maps the fields an update gives to their new values (None clears
+        one); the fields it leaves out stay as they were."""
         self.updates.append((key, position, changes))
 
     async def flush(self, tx: ProjectionTransaction) -> None:
@@ -264,7 +272,7 @@ class _Versions:
             else:
                 closing.append((position, key, previous[1]))
             values = [
-                old if changes.get(field) is None else changes[field]
+                changes.get(field, old)
                 for field, old in zip(self.fields, previous[3:], strict=True)
             ]
             current[key] = new_rows[(key, position)] = [key, position, OPEN, *values]
@@ -334,18 +342,16 @@ async def _apply_org(
                 (org, position, OPEN, parent, OPEN),
             )
         return
-    changes = {
-        "name": data.get("name"),
-        "short_name": data.get("short_name"),
-        "parent": parent,
-        "labels": _json(data.get("labels")),
-    }
+    changes = _given({"name": data.get("name"), "labels": _json(data.get("labels"))})
+    # A short name or parent given as null clears it: the organisation goes without a
+    # short name, or becomes top-level.
+    changes.update((field, data[field]) for field in ("short_name", "parent") if field in data)
     orgs.update(org, position, changes)
     await orgs.flush(tx)
-    if parent is None:
+    if "parent" not in data:
         return
     # Detach the subtree from its old ancestors (as known until now), then hang it under
-    # the new parent's.
+    # the new parent's (none when it becomes top-level).
     await tx.execute(
         "UPDATE p_leadership_org_tree SET known_to = ? WHERE known_to = ? "
         "AND org IN (SELECT org FROM p_leadership_org_tree WHERE ancestor = ? AND known_to = ?) "
@@ -353,6 +359,8 @@ async def _apply_org(
         "WHERE org = ? AND ancestor <> ? AND known_to = ?)",
         (position, OPEN, org, OPEN, org, org, OPEN),
     )
+    if parent is None:
+        return
     await tx.execute(
         "INSERT INTO p_leadership_org_tree (ancestor, org, known_from, known_to) "
         "SELECT above.ancestor, below.org, ?, ? FROM p_leadership_org_tree above, "
