@@ -364,6 +364,13 @@ def test_an_invisible_name_already_stored_is_read_as_it_is() -> None:
     assert stored.data()["name"] == "\u200b"
 
 
+def test_a_source_address_without_a_host_already_stored_is_read_as_it_is() -> None:
+    data = {"source": "s", "url": "https:///example.org/story", "publisher": "Paper"}
+    assert event_from_stored("source.registered", 2, data).data()["url"] == data["url"]
+    with pytest.raises(RecordError, match="names no host"):
+        parse_event("source.registered", data)
+
+
 def test_an_empty_update_already_stored_reads_as_changing_nothing() -> None:
     # Written before nulls were refused: its null was dropped, and nothing was left.
     stored = event_from_stored("org.updated", 1, {"org": "ice"})

@@ -50,6 +50,11 @@ def corrected(claim: str, **changes: Any) -> dict[str, Any]:
     return {"type": "claim.corrected", "data": data}
 
 
+def source(url: str) -> dict[str, Any]:
+    data = {"source": "new-source", "url": url, "publisher": "Paper"}
+    return {"type": "source.registered", "data": data}
+
+
 def org_updated(**changes: Any) -> dict[str, Any]:
     return {"type": "org.updated", "data": {"org": "ice-hsi", **changes}}
 
@@ -108,6 +113,10 @@ REFUSED_WHATEVER_THE_LOG_HOLDS = [
     pytest.param(org_updated(name=None), id="org name cleared"),
     pytest.param(org_updated(labels=None), id="org labels cleared"),
     pytest.param(org_updated(name=None, parent=None), id="org name cleared beside its parent"),
+    # an address with no host: no feed or page could link to it
+    pytest.param(source("https:///example.org/story"), id="url with a slash too many"),
+    pytest.param(source("https://?story=1"), id="url with a query and no host"),
+    pytest.param(source("http://#top"), id="url with a fragment and no host"),
 ]
 
 
@@ -137,6 +146,8 @@ ACCEPTED = [
     pytest.param(org_updated(parent=None), id="org parent cleared"),
     pytest.param(org_updated(short_name=None), id="org short name cleared"),
     pytest.param(org_updated(parent=None, short_name=None), id="org parent and short name"),
+    pytest.param(source("https://example.org/story?id=1#top"), id="url"),
+    pytest.param(source("http://[2001:db8::1]:8080/x"), id="url with an IPv6 host"),
 ]
 
 

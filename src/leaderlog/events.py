@@ -182,10 +182,24 @@ Text = Annotated[
     AfterValidator(_visible),
     WithJsonSchema({"type": "string", "minLength": 1, "maxLength": 5000, "pattern": _TEXT_PATTERN}),
 ]
+
+
+def _names_a_host(value: str, info: ValidationInfo) -> str:
+    """A source's address names the host to fetch it from: ``https:///x`` (a slash too
+    many) or ``https://?q`` names none, and no feed or page could link to it. Stored ones
+    are read as they were accepted."""
+    if (info.context and info.context.get("stored")) or _WITH_HOST.match(value):
+        return value
+    raise ValueError(f"{value[:60]!r} names no host: write it as https://example.org/path")
+
+
+_WITH_HOST = re.compile(r"^[A-Za-z]+://[^\s/?#]")
 Url = Annotated[
     str,
     StringConstraints(strip_whitespace=True, max_length=2000, pattern=r"^https?://[^\s]+$"),
     AfterValidator(_no_control_characters),
+    AfterValidator(_names_a_host),
+    WithJsonSchema({"type": "string", "maxLength": 2000, "pattern": r"^https?://[^\s/?#][^\s]*$"}),
 ]
 LanguageTag = Annotated[str, StringConstraints(pattern=r"^[a-z]{2,3}(-[A-Za-z0-9]{2,8})*$")]
 # Only language tags as keys, in the JSON Schema too (patternProperties alone would let any
