@@ -23,6 +23,7 @@ from leaderlog.events import EVENT_TYPES
 from leaderlog.http._conditional import get_and_head, json_response
 from leaderlog.http._deps import (
     check_parameters,
+    check_utf8_parameters,
     invalid_parameter,
     log_of,
     queries_of,
@@ -41,6 +42,11 @@ __all__ = ["router"]
 
 async def _only_known_parameters(request: Request) -> None:
     check_parameters(request, lenient=False)
+    check_utf8_parameters(request, _PATH_NAMES)
+
+
+# Path parameters as the queries name them (their messages start with that name).
+_PATH_NAMES = {"claim_id": "claim"}
 
 
 # Every read route refuses a parameter it does not take, and may find the database busy.
@@ -220,7 +226,9 @@ async def claim(
 ) -> Response:
     """Reported, then confirmed / corrected / disputed / retracted, with every source."""
     return await _answer(
-        request, queries_of(request).claim(claim_id, known_at), in_path={"claim": "claim_id"}
+        request,
+        queries_of(request).claim(claim_id, known_at),
+        in_path={called: name for name, called in _PATH_NAMES.items()},
     )
 
 

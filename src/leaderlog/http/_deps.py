@@ -11,6 +11,7 @@ import contextlib
 import re
 import urllib.parse
 from collections import Counter, OrderedDict
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
 from fastapi.exceptions import RequestValidationError
@@ -27,7 +28,8 @@ from leaderlog.feeds import (
 )
 from leaderlog.http._errors import shortened
 from leaderlog.log import EventLog
-from leaderlog.projections import BUILTIN, ProjectionRunner, Queries, verify_log
+from leaderlog.projections import BUILTIN, InvalidQuery, ProjectionRunner, Queries, verify_log
+from leaderlog.projections.query_input import check_utf8
 from leaderlog.store import VerifyReport
 
 __all__ = [
@@ -37,6 +39,7 @@ __all__ = [
     "base_url",
     "check_parameters",
     "check_public_url",
+    "check_utf8_parameters",
     "feeds_of",
     "invalid_parameter",
     "log_of",
@@ -223,6 +226,47 @@ def check_parameters(request: Request, *, lenient: bool) -> None:
                 name,
                 rule="parameter",
             )
+
+
+def check_utf8_parameters(request: Request, path_names: Mapping[str, str]) -> None:
+    """Refuse (422) a query or path parameter whose percent-escapes are not UTF-8 (``%E9``:
+    an ``é`` typed in Latin-1), as the command line refuses the same bytes, in its words.
+    Starlette reads such bytes as U+FFFD, so the question would otherwise be answered about
+    another text (``ic%E9``: a 404 for an unknown ``ic`` and U+FFFD). ``path_names`` maps a
+    path parameter to the name its message calls it (``claim_id`` to ``claim``, as the
+    queries name it)."""
+    query = request.scope.get("query_string", b"").decode("latin-1")
+    given = [
+        ("query", name, name, value)
+        for name, value in urllib.parse.parse_qsl(
+            query, keep_blank_values=True, errors="surrogateescape"
+        )
+    ]
+    given += [
+        ("path", name, path_names.get(name, name), value)
+        for name, value in _path_parameters_as_sent(request)
+    ]
+    for where, name, called, value in given:
+        try:
+            check_utf8(called, value)
+        except InvalidQuery as error:
+            read = request.query_params if where == "query" else request.path_params
+            raise invalid_parameter(str(error), read.get(name), name, where=where) from None
+
+
+def _path_parameters_as_sent(request: Request) -> Iterator[tuple[str, str]]:
+    """The path parameters read with bytes that are not UTF-8 (U+FFFD in what Starlette
+    read), each as Python reads such bytes (a lone surrogate, U+DCE9 for ``%E9``): a path
+    parameter is one segment of the path as sent."""
+    raw_path: bytes = request.scope.get("raw_path") or b""
+    segments = [urllib.parse.unquote_to_bytes(segment) for segment in raw_path.split(b"/")]
+    for name, value in request.path_params.items():
+        if not isinstance(value, str) or "\ufffd" not in value:
+            continue
+        for segment in segments:
+            if segment.decode("utf-8", "replace") == value:
+                yield name, segment.decode("utf-8", "surrogateescape")
+                break
 
 
 def services_of(request: Request) -> Services:

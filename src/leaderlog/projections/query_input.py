@@ -15,6 +15,7 @@ __all__ = [
     "UnknownEntity",
     "check_name_filters",
     "check_names",
+    "check_utf8",
     "parse_day",
     "parse_known_at",
     "parse_time",
@@ -70,15 +71,22 @@ def _check_filter(
         raise InvalidQuery(f"{name} must not be empty", parameter=name)
     if refused.search(value):
         raise InvalidQuery(f"{name} {value!r} contains a control character", parameter=name)
-    if NOT_UTF8_TEXT.search(value):
-        raise InvalidQuery(
-            f"{name} {value!r} holds bytes that are not UTF-8 text (typed in another encoding?)",
-            parameter=name,
-        )
+    check_utf8(name, value)
     if len(value) > longest:
         raise InvalidQuery(
             f"{name} is {len(value)} characters long; no {kind} is longer than {longest}",
             parameter=name,
+        )
+
+
+def check_utf8(what: str, value: str) -> None:
+    """Refuse text that holds bytes that are not UTF-8 (as Python reads them from a command
+    line, or the HTTP API from a query string's percent-escapes): saying so rather than that
+    a day, a time or an id of that spelling is unknown or malformed."""
+    if NOT_UTF8_TEXT.search(value):
+        raise InvalidQuery(
+            f"{what} {value!r} holds bytes that are not UTF-8 text (typed in another encoding?)",
+            parameter=_parameter(what),
         )
 
 
@@ -97,6 +105,7 @@ def parse_day(value: dt.date | str, what: str) -> dt.date:
     if isinstance(value, dt.date):
         return value
     if isinstance(value, str):
+        check_utf8(what, value)
         text = value.strip()
         if _DAY.match(text):
             try:
@@ -125,6 +134,7 @@ def parse_time(value: str | dt.date, what: str, *, end_of_day: bool) -> dt.datet
         return dt.datetime.combine(value, clock, tzinfo=dt.UTC)
     elif isinstance(value, str):
         _check_time_length(value, what)
+        check_utf8(what, value)
         text = value.strip()
         if _DAY.match(text):
             day = parse_day(text, what)
@@ -177,6 +187,7 @@ def parse_known_at(value: int | str | dt.date | None) -> int | dt.datetime | Non
         )
     if isinstance(value, str):
         _check_time_length(value, "known-at")
+        check_utf8("known-at", value)
         if _PLUS_NUMBER.match(value.strip()):
             raise InvalidQuery(
                 f"known-at position is written as a plain number, such as "
