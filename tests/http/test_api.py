@@ -147,6 +147,24 @@ def test_events_verify_and_health(seeded_server: tuple[str, str], client: httpx.
     assert {p["name"] for p in health["projections"]} >= {"leadership", "audit", "feed_entries"}
 
 
+@pytest.mark.parametrize(
+    ("path", "said"),
+    [
+        ("/api/state?org=" + "a" * 65, "org is 65 characters long; no id is longer than 64"),
+        ("/api/claims/" + "a" * 65, "claim is 65 characters long; no id is longer than 64"),
+        ("/api/audit?actor=" + "a" * 301, "actor is 301 characters long; no name is longer"),
+    ],
+)
+def test_a_value_too_long_is_refused_in_the_cli_s_words(
+    seeded_server: tuple[str, str], client: httpx.Client, path: str, said: str
+) -> None:
+    # the API checks it, not FastAPI ("String should have at most 64 characters")
+    base, _ = seeded_server
+    response = client.get(base + path)
+    assert response.status_code == 422
+    assert said in response.json()["detail"]
+
+
 def test_bad_parameters_are_422_and_unknown_ids_404(
     seeded_server: tuple[str, str], client: httpx.Client
 ) -> None:
