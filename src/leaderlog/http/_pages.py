@@ -190,7 +190,9 @@ def _language_links(current: str, org: str | None) -> str:
 def _holders(answer: Mapping[str, Any], lang: Language) -> str:
     names = []
     for holder in answer.get("holders", []):
-        text = _name(holder.get("name") or holder.get("person"))
+        # Cut as every other name on the page is (the same person's pending change, their
+        # feed's line), not at the length of a quote.
+        text = _name(scope_name("person", holder, str(holder.get("person")), lang))
         capacity = holder.get("capacity")
         if capacity in ("acting", "interim"):
             # In the language's own brackets, as the feeds say it (full-width in Japanese).
@@ -415,8 +417,9 @@ def _offered(lang: str) -> bool:
 def _echoed(value: str, *, quoted: bool = False) -> str:
     """``value`` as a 404 page repeats it: cut to its first characters with an ellipsis, and
     written out (quoted, escapes and all) when it holds what cannot be seen, a direction
-    override or a zero-width space, or when ``quoted``."""
-    if value.isprintable():
+    override, a zero-width space or a space at either end, or when ``quoted``."""
+    # A space at an end is printable, yet a page shows "?org=ice%20" as if it said "ice".
+    if value.isprintable() and value == value.strip():
         shown = clean(value, LONGEST_ECHO)
         return repr(shown) if quoted else shown
     shown = repr(value[:LONGEST_ECHO])
@@ -673,10 +676,12 @@ async def _overview_page(
         changes_heading=_e(words._(N_("Recent changes"))),
         changes=_changes(recent, words),
         feeds_heading=_e(words._(N_("Feeds"))),
+        # The organisations listed, and theirs only: an organisation's page lists its own
+        # subtree's feeds, as its leadership section lists its own subtree.
         feeds=_derived(
             directory,
-            ("feeds", base, chosen, link_lang),
-            lambda: _feeds(base, {"org": orgs}, words, link_lang),
+            ("feeds", base, chosen, link_lang, org),
+            lambda: _feeds(base, {"org": listed}, words, link_lang),
         )
         if by_org
         else _feeds(base, _feed_entities(entities, orgs, org, state), words, link_lang),

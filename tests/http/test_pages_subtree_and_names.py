@@ -1,0 +1,126 @@
+"""The HTML overview as a reader meets it: what a page lists, and how it repeats names and ids."""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from leaderlog.events import Attribution, ClaimReported, PersonRegistered
+from leaderlog.http import _pages as pages
+from leaderlog.http import create_app
+from tests.http.server import running, seeded_database
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[str]:
+    """A server over the seeds that writes every page anew (a test below changes how many
+    posts make a page list organisations)."""
+    app = create_app(seeded_database(tmp_path))
+    with running(app) as base:
+        app.state.services.pages.limit = 0
+        yield base
+
+
+@pytest.fixture
+def client() -> Iterator[httpx.Client]:
+    with httpx.Client(timeout=30) as session:
+        yield session
+
+
+def _section(html: str, name: str) -> str:
+    return html.split(f'<section id="{name}">', 1)[1].split("</section>", 1)[0]
+
+
+def _cells(html: str, column: int) -> list[str]:
+    """The HTML of one column's cells in the leadership tables."""
+    rows = re.findall(r"<tr><td>(.*?)</td></tr>", _section(html, "leadership"))
+    return [row.split("</td><td>")[column] for row in rows]
+
+
+def _org_feeds(html: str) -> set[str]:
+    return set(re.findall(r'/feeds/org/([a-z0-9-]+)\.atom"', _section(html, "feeds")))
+
+
+def test_a_large_organisation_s_page_lists_the_feeds_of_its_subtree_only(
+    server: str, client: httpx.Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # given a log whose five posts count as many, and ICE's three posts below it as well
+    monkeypatch.setattr(pages, "OVERVIEW_POSTS", 2)
+    # when the overview and then ICE's page are read (in that order, and the other way round)
+    for first, then in (("/", "/?org=ice"), ("/?org=ice", "/")):
+        for address in (first, then):
+            response = client.get(f"{server}{address}")
+            assert response.status_code == 200, address
+            if address == "/":
+                # then the overview lists every organisation's feeds
+                assert _org_feeds(response.text) == {
+                    "dhs",
+                    "ice",
+                    "ice-ero",
+                    "ice-hsi",
+                    "white-house",
+                }
+            else:
+                # and ICE's page the feeds of the organisations it lists, as a smaller
+                # organisation's page does: not DHS's or the White House's
+                assert _org_feeds(response.text) == {"ice", "ice-ero", "ice-hsi"}
+
+
+def test_a_holder_s_long_name_is_cut_as_the_page_cuts_it_everywhere_else(
+    tmp_path: Path, client: httpx.Client
+) -> None:
+    # given a person with a name of 300 characters, the most a name may have, holding a post
+    name = "Maximiliana " * 25
+    events = [
+        PersonRegistered(person="max", name=name),
+        ClaimReported(
+            claim="max-dsac",
+            source="fox-ice-shakeup-2025-05",
+            kind="appointment",
+            person="max",
+            post="ice-hsi-dsac",
+            capacity="permanent",
+            modality="expected",
+            attribution=Attribution(kind="outlet"),
+        ),
+        ClaimReported(
+            claim="max-dhs",
+            source="fox-ice-shakeup-2025-05",
+            kind="incumbency",
+            person="max",
+            post="dhs-secretary",
+            capacity="permanent",
+            modality="occurred",
+            attribution=Attribution(kind="outlet"),
+        ),
+    ]
+    with running(create_app(seeded_database(tmp_path, *events))) as base:
+        page = client.get(f"{base}/?org=dhs").text + client.get(f"{base}/?org=ice-hsi").text
+    # when the page names them: in the feeds' list, a pending change, and as a holder
+    shown = re.findall(r"<(?:bdi|span dir=\"auto\")>(Maximiliana[^<]*)<", page)
+    # then it names them the same way each time: cut short, with an ellipsis
+    assert len(shown) >= 3
+    assert {len(text) for text in shown} == {200}
+    assert all(text.endswith("\u2026") for text in shown)
+    assert any("Maximiliana" in cell for cell in _cells(page, 1))
+
+
+@pytest.mark.parametrize("asked", ["ice ", " ice", "ice-hsi "])
+def test_an_unknown_id_with_a_space_at_an_end_is_not_shown_as_a_known_one(
+    server: str, client: httpx.Client, asked: str
+) -> None:
+    # given an id copied with a space at one end, which names no organisation
+    response = client.get(f"{server}/", params={"org": asked})
+    assert response.status_code == 404
+    # then the page does not seem to say that the organisation without it does not exist:
+    # the id is written out, its space within its quotes
+    said = re.search(r"No organisation has the id <bdi>(.*?)</bdi>", response.text)
+    assert said is not None
+    assert html.unescape(said.group(1)) == repr(asked)
+    # and the organisation meant is linked
+    assert f'href="{server}/?org={asked.strip()}"' in _section(response.text, "leadership")
