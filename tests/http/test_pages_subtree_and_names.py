@@ -124,3 +124,26 @@ def test_an_unknown_id_with_a_space_at_an_end_is_not_shown_as_a_known_one(
     assert html.unescape(said.group(1)) == repr(asked)
     # and the organisation meant is linked
     assert f'href="{server}/?org={asked.strip()}"' in _section(response.text, "leadership")
+
+
+def _title(page: str) -> str:
+    found = re.search(r"<title>(.*?)</title>", page)
+    assert found is not None
+    return html.unescape(found.group(1))
+
+
+def test_an_organisation_s_page_is_titled_with_its_name_in_the_page_s_language(
+    server: str, client: httpx.Client
+) -> None:
+    # tabs, bookmarks and screen readers told one organisation's page from another by nothing
+    overview = _title(client.get(f"{server}/").text)
+    assert overview == "Who leads what, as reported"
+    assert _title(client.get(f"{server}/?org=ice").text) == (
+        "Immigration and Customs Enforcement \u2014 Who leads what, as reported"
+    )
+    assert _title(client.get(f"{server}/?org=ice&lang=fr").text) == (
+        "Service de l'immigration et des douanes \u2014 "
+        "Qui dirige quoi, d\u2019apr\u00e8s les m\u00e9dias"
+    )
+    # an unknown organisation's page names none
+    assert _title(client.get(f"{server}/?org=nothing-here").text) == overview

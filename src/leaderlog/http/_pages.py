@@ -414,6 +414,17 @@ def _offered(lang: str) -> bool:
     return True
 
 
+def _page_title(shown: tuple[str, Mapping[str, Any]] | None, words: Language) -> str:
+    """The site's title, led by the organisation's name on its own page, so that tabs,
+    bookmarks and a screen reader's list of pages tell one organisation's page from
+    another's and from the overview."""
+    title = words._(N_("Who leads what, as reported"))
+    if shown is None:
+        return title
+    org, info = shown
+    return f"{scope_name('org', info, org, words)} \u2014 {title}"
+
+
 def _echoed(value: str, *, quoted: bool = False) -> str:
     """``value`` as a 404 page repeats it: cut to its first characters with an ellipsis, and
     written out (quoted, escapes and all) when it holds what cannot be seen, a direction
@@ -662,7 +673,7 @@ async def _overview_page(
     page = PAGE.substitute(
         lang=_e(chosen),
         direction=_e((words.locale.character_order == "right-to-left" and "rtl") or "ltr"),
-        title=_e(words._(N_("Who leads what, as reported"))),
+        title=_e(_page_title(shown, words)),
         discovery=_discovery(base, words, link_lang, shown),
         languages=_e(words._(N_("Languages"))),
         # An unknown organisation's page in another language asks for it again, unless it
