@@ -6,7 +6,7 @@ import contextlib
 import os
 import sys
 import textwrap
-from collections.abc import AsyncGenerator, Callable, Iterator, Sequence
+from collections.abc import AsyncGenerator, Callable, Generator, Iterator, Sequence
 from dataclasses import asdict
 from typing import IO, Any
 
@@ -94,7 +94,7 @@ def _in_file(problem: RecordError, file: IO[bytes]) -> RecordError:
 
 def _lines_with_progress(
     handle: IO[bytes], size: int | None, interrupted: Callable[[], bool]
-) -> Iterator[bytes]:
+) -> Generator[bytes, None, None]:
     lines = _until_interrupted(read_lines(handle), interrupted)
     if size is None or size < _PROGRESS_THRESHOLD:
         yield from lines
@@ -239,8 +239,13 @@ def import_command(context: Context, files: Sequence[IO[bytes]], actor: str, as_
         for file in files:
             # With several files, "line 3" alone would not say which one.
             named = len(files) > 1
+            # Closed however reading stops (a refused line, Ctrl-C in a record's checks):
+            # left suspended, the generator would hold its bar open, and go on drawing it
+            # under the command's last words, until the interpreter collected it.
+            lines = _lines_with_progress(file, _size(file), interrupted)
             try:
-                found = parse_records(_lines_with_progress(file, _size(file), interrupted))
+                with contextlib.closing(lines):
+                    found = parse_records(lines)
             except BatchError as error:
                 problems += [
                     _in_file(problem, file) if named else problem for problem in error.problems
