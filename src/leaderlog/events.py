@@ -693,7 +693,17 @@ def event_stream(event_type: str, data: Mapping[str, Any]) -> str:
 
 
 def current_schema_version(event_type: str) -> int:
-    return EVENT_TYPES[event_type].schema_version
+    """The schema version this leaderlog writes ``event_type`` in, or :class:`RecordError`
+    (rule ``type``) for a type it does not know: one a newer version (or another program)
+    stored, which readers of the log must refuse in words, not with a ``KeyError``."""
+    known = EVENT_TYPES.get(event_type)
+    if known is None:
+        raise RecordError(
+            f"event type {event_type!r} is not one this leaderlog understands "
+            "(an event stored by a newer version, or by another program)",
+            rule="type",
+        )
+    return known.schema_version
 
 
 # --- upcasting -----------------------------------------------------------------------------
@@ -807,7 +817,10 @@ def event_from_stored(event_type: str, schema_version: int, data: Mapping[str, A
 
 def _scrub(value: Any) -> Any:
     if isinstance(value, str):
-        return _CONTROL_CHARACTERS.sub("", value)[:5000]
+        # Replaced, not dropped: a name an early version took that is nothing but such
+        # characters ("\ufffe") would be left empty, which no name may be, and its stream
+        # could then be read by nothing, not even the update that corrects it.
+        return _CONTROL_CHARACTERS.sub("\ufffd", value)[:5000]
     if isinstance(value, dict):
         return {key: _scrub(item) for key, item in value.items()}
     if isinstance(value, list):
@@ -819,7 +832,8 @@ def readable_event(event_type: str, schema_version: int, data: Mapping[str, Any]
     """Decode a stored payload for reading, tolerating text the write path would refuse.
 
     Rules tighten over time and stores can be written by other tools, so readers (projections,
-    feeds) drop control characters and cut over-long text rather than stop at such an event.
+    feeds) put U+FFFD for control characters and noncharacters and cut over-long text rather
+    than stop at such an event.
     Anything else that does not validate still raises :class:`RecordError`.
     """
     try:
