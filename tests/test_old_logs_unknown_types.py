@@ -10,7 +10,7 @@ import uuid
 
 import pytest
 
-from leaderlog.errors import RecordError
+from leaderlog.errors import RecordError, UnreadableEvent
 from leaderlog.events import current_schema_version, parse_event, upcast
 from leaderlog.log import EventLog, load_seeds
 from leaderlog.store.base import NewEvent
@@ -49,9 +49,11 @@ async def test_appending_to_a_stream_holding_an_unknown_type_is_refused_in_words
     head = await _log_with_a_newer_type(sqlite_url)
     async with await EventLog.open(sqlite_url) as log:
         rename = parse_event("org.updated", {"org": "ice", "name": "ICE"})
-        with pytest.raises(RecordError) as caught:
+        # named by its position in the log, not as if the record appended were at fault
+        with pytest.raises(UnreadableEvent) as caught:
             await log.append_events([rename], actor="test")
-        assert caught.value.rule == "type"
+        assert caught.value.position == head
+        assert str(caught.value).startswith(f"event at position {head} cannot be read: ")
         assert (await log.store.head())[0] == head
 
 
@@ -63,17 +65,23 @@ def test_importing_onto_a_stream_holding_an_unknown_type_is_refused_in_words(
     imported = invoke(sqlite_url, "import", "-", stdin=record)
     assert imported.exit_code == 1
     assert "KeyError" not in imported.output + imported.stderr
-    assert f"event type '{NEWER_TYPE}' is not one this leaderlog understands" in imported.stderr
+    assert f"event at position {head} cannot be read: event type '{NEWER_TYPE}' is not one" in (
+        imported.stderr
+    )
     assert "Traceback" not in imported.stderr
     assert json.loads(invoke(sqlite_url, "verify", "--json").stdout)["head_position"] == head
 
 
 def test_the_projections_name_an_unknown_type_in_words(sqlite_url: str) -> None:
-    asyncio.run(_log_with_a_newer_type(sqlite_url))
+    head = asyncio.run(_log_with_a_newer_type(sqlite_url))
     answered = invoke(sqlite_url, "state")
     assert answered.exit_code == 1
     assert "KeyError" not in answered.stderr
-    assert f"event type '{NEWER_TYPE}' is not one this leaderlog understands" in answered.stderr
+    # with its position: the page a projection stops at holds thousands of events
+    assert (
+        f"event at position {head}: event type '{NEWER_TYPE}' is not one this leaderlog "
+        "understands" in answered.stderr
+    )
     # The log itself is read and verified as it is.
     assert invoke(sqlite_url, "verify").exit_code == 0
     assert NEWER_TYPE in invoke(sqlite_url, "events").stdout

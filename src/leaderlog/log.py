@@ -38,6 +38,7 @@ from leaderlog.errors import (
     RecordError,
     StoreError,
     StoreUnavailable,
+    UnreadableEvent,
 )
 from leaderlog.events import (
     EVENT_TYPES,
@@ -350,8 +351,12 @@ def _streams_of(entry: _Entry) -> tuple[str, set[str]]:
 def _stored_event(recorded: RecordedEvent) -> Event:
     """A stored event, read for the rules as the projections read it: text an earlier version
     accepted (a noncharacter, say) or another tool stored does not make its stream one that
-    nothing can be appended to, not even the update that would correct it."""
-    return readable_event(recorded.type, recorded.schema_version, recorded.data)
+    nothing can be appended to, not even the update that would correct it. One this
+    leaderlog cannot read at all (stored by a newer version) is named by its position."""
+    try:
+        return readable_event(recorded.type, recorded.schema_version, recorded.data)
+    except RecordError as error:
+        raise UnreadableEvent(recorded.position, error.message) from None
 
 
 def _creators(entries: Sequence[_Entry]) -> dict[str, list[int]]:

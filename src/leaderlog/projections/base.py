@@ -27,6 +27,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, ClassVar
 
+from leaderlog.errors import RecordError
 from leaderlog.events import (
     Event,
     RecordedEvent,
@@ -302,14 +303,27 @@ def decode(recorded: RecordedEvent) -> Event:
     """The event's payload as its current model (upcast if stored in an older shape)."""
     cache = _page_cache
     if cache is None:
-        return readable_event(recorded.type, recorded.schema_version, recorded.data)
+        return _readable(recorded)
     hit = cache.get(id(recorded))
     # The cached entry keeps the recorded event alive, so its id cannot be reused meanwhile.
     if hit is not None and hit[0] is recorded:
         return hit[1]
-    event = readable_event(recorded.type, recorded.schema_version, recorded.data)
+    event = _readable(recorded)
     cache[id(recorded)] = (recorded, event)
     return event
+
+
+def _readable(recorded: RecordedEvent) -> Event:
+    try:
+        return readable_event(recorded.type, recorded.schema_version, recorded.data)
+    except RecordError as error:
+        raise _at_its_position(error, recorded) from None
+
+
+def _at_its_position(error: RecordError, recorded: RecordedEvent) -> RecordError:
+    """The refusal of a stored event (one a newer version wrote, say), naming where it is
+    in the log: the page a projection stops at holds thousands."""
+    return error.located(f"event at position {recorded.position}")
 
 
 def payload(recorded: RecordedEvent) -> dict[str, Any]:
@@ -318,9 +332,12 @@ def payload(recorded: RecordedEvent) -> dict[str, Any]:
     Stored events were validated when appended; reading them as plain data is several times
     cheaper than :func:`decode`, which matters when a rebuild replays millions of them.
     """
-    if recorded.schema_version == current_schema_version(recorded.type):
-        return recorded.data
-    return upcast(recorded.type, recorded.schema_version, recorded.data)
+    try:
+        if recorded.schema_version == current_schema_version(recorded.type):
+            return recorded.data
+        return upcast(recorded.type, recorded.schema_version, recorded.data)
+    except RecordError as error:
+        raise _at_its_position(error, recorded) from None
 
 
 # Events appended together share their recorded time, so formatting each distinct one once
