@@ -18,7 +18,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
 from starlette.requests import Request
 
-from leaderlog.errors import ProjectionFailed, ProjectionFailure
+from leaderlog.errors import LogRemoved, ProjectionFailed, ProjectionFailure
 from leaderlog.feeds import (
     FeedService,
     host_and_port,
@@ -70,6 +70,14 @@ class _Applied:
         self.running: set[asyncio.Task[None]] = set()
 
 
+class _Removal:
+    """The removal of the log (its schema or events table dropped), once a request or a
+    follower has met it."""
+
+    def __init__(self) -> None:
+        self.error: LogRemoved | None = None
+
+
 class _Verifying:
     """The hash-chain check under way, if any: requests that arrive meanwhile share it."""
 
@@ -115,7 +123,24 @@ class Services:
     feeds: FeedService
     _applied: _Applied = field(default_factory=_Applied)
     _verifying: _Verifying = field(default_factory=_Verifying)
+    _removal: _Removal = field(default_factory=_Removal)
     pages: Pages = field(default_factory=Pages)
+
+    def log_removed(self, error: LogRemoved) -> None:
+        """Remember that the log was removed: from then on every route says so, even one it
+        could still answer from what was projected or rendered before (the projections'
+        tables outlive a dropped events table; feeds are kept in memory). The log does not
+        come back by itself, and one restored under this server is another log: a restart
+        reads it."""
+        if self._removal.error is None:
+            self._removal.error = error
+
+    def refuse_once_removed(self) -> None:
+        """Raise, anew, the :class:`LogRemoved` met before, if any (raising the one object
+        again and again would grow its traceback with every request)."""
+        met = self._removal.error
+        if met is not None:
+            raise LogRemoved(str(met), public=met.public)
 
     async def verify(self) -> VerifyReport:
         """The whole chain checked again. It reads every event (tens of seconds on a large
@@ -270,7 +295,10 @@ def _path_parameters_as_sent(request: Request) -> Iterator[tuple[str, str]]:
 
 
 def services_of(request: Request) -> Services:
+    """The app's services, for a request about the log: a :class:`LogRemoved` once the log
+    was found removed (every such route reaches the log through here)."""
     services: Services = request.app.state.services
+    services.refuse_once_removed()
     return services
 
 

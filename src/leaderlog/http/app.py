@@ -26,6 +26,7 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import BaseRoute, Match
 
 from leaderlog.errors import (
+    LogRemoved,
     ProjectionError,
     ProjectionFailed,
     StoreBusy,
@@ -277,7 +278,7 @@ async def _catch_up(runner: ProjectionRunner) -> str:
 
 
 async def _follow(
-    runner: ProjectionRunner, feeds: FeedService, stop: asyncio.Event, reported: str
+    runner: ProjectionRunner, services: Services, stop: asyncio.Event, reported: str
 ) -> None:
     """``runner.follow()``, unrolled so the feeds learn at once that projections moved.
 
@@ -289,6 +290,10 @@ async def _follow(
         try:
             head = await runner.catch_up()
         except Exception as error:
+            if isinstance(error, LogRemoved):
+                # Found here first when no request reads the log itself (routes answered
+                # from projections would go on answering for a log that is gone).
+                services.log_removed(error)
             # A failing page must not end the server: it is retried (a user projection that
             # keeps failing, less and less often: see ProjectionRunner).
             if str(error) != reported:
@@ -299,7 +304,7 @@ async def _follow(
         reported = ""
         if head != applied:
             applied = head
-            feeds.invalidate()
+            services.feeds.invalidate()
         await runner.store.wait_for_events(head, _POLL_SECONDS)
 
 
@@ -360,10 +365,10 @@ def create_app(
                 await (_catch_up(runner) if reads_builtins(runner) else _say_left_out(runner))
                 for runner in runners
             ]
-            feeds = FeedService(log.store)
-            app.state.services = Services(log, runners, Queries(log.store), feeds)
+            services = Services(log, runners, Queries(log.store), FeedService(log.store))
+            app.state.services = services
             tasks = [
-                asyncio.create_task(_follow(runner, feeds, stop, failure))
+                asyncio.create_task(_follow(runner, services, stop, failure))
                 for runner, failure in zip(runners, reported, strict=True)
             ]
             yield
@@ -473,6 +478,9 @@ async def _applied_through(request: Request, position: int) -> bool:
 async def _unavailable(request: Request, error: Exception) -> Response:
     """The database is busy, unreachable or the log gone: its condition, not a server fault."""
     assert isinstance(error, StoreUnavailable)
+    services: Services | None = getattr(request.app.state, "services", None)
+    if isinstance(error, LogRemoved) and services is not None:
+        services.log_removed(error)
     logger.warning("%s %s: %s", request.method, request.url.path, error)
     return unavailable_response(error)
 
