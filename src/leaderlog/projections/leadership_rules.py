@@ -520,12 +520,18 @@ def _earliest_meant(claim: ClaimVersion) -> dt.date | None:
     return earliest
 
 
+def _may_be_reported_again(claim: ClaimVersion) -> bool:
+    """Whether a change to come may be a start or end already known reported again: a
+    rumour is no announcement, so a rumored one stays pending until it is confirmed."""
+    return claim.modality != "rumored"
+
+
 def _start_already_known(claim: ClaimVersion, folded: Sequence[Tenure]) -> Tenure | None:
     """The tenure whose start a pending appointment is, if it is one already in effect: a
     tenure of its person in its post and capacity began on a day its date may mean (an
     expected appointment that another report already shows happened). A tenure known only
     from its end began some day up to that end, as the fold reads it (see :func:`_before_end`)."""
-    if claim.kind != "appointment":
+    if claim.kind != "appointment" or not _may_be_reported_again(claim):
         return None
     earliest = _earliest_meant(claim)
     if earliest is None:
@@ -549,7 +555,7 @@ def _end_already_known(claim: ClaimVersion, folded: Sequence[Tenure]) -> Tenure 
     person holds the post no more, and its own date may be the day a tenure of theirs ended
     (an announcement of the retirement that another report already shows happened); of
     several, the first to end on such a day."""
-    if claim.kind != "departure":
+    if claim.kind != "departure" or not _may_be_reported_again(claim):
         return None
     earliest = _earliest_meant(claim)
     if earliest is None:
