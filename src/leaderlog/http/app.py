@@ -478,9 +478,11 @@ async def _applied_through(request: Request, position: int) -> bool:
 async def _unavailable(request: Request, error: Exception) -> Response:
     """The database is busy, unreachable or the log gone: its condition, not a server fault."""
     assert isinstance(error, StoreUnavailable)
-    services: Services | None = getattr(request.app.state, "services", None)
-    if isinstance(error, LogRemoved) and services is not None:
-        services.log_removed(error)
+    if isinstance(error, LogRemoved):
+        app = request.scope.get("app")
+        services: Services | None = getattr(app.state, "services", None) if app else None
+        if services is not None:
+            services.log_removed(error)
     logger.warning("%s %s: %s", request.method, request.url.path, error)
     return unavailable_response(error)
 
