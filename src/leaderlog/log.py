@@ -687,9 +687,9 @@ def _listed(
 ) -> list[_Item]:
     """``given`` as a list (a generator would be used up by the checks and append nothing),
     or a :class:`BatchError` when it is one item or not a collection at all."""
-    if isinstance(given, item) or not isinstance(given, Iterable):
-        # One pydantic model iterates as its fields: "not an event model: tuple" would hide
-        # that a list was wanted.
+    if isinstance(given, (item, str, bytes, Mapping)) or not isinstance(given, Iterable):
+        # One pydantic model iterates as its fields, a text as its characters and a JSON
+        # record as its keys: "not an event model: str" would hide that a list was wanted.
         problem = RecordError(
             f"{name} must be a list of {items}, not {type(given).__name__}",
             where="record 0",

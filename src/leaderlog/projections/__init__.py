@@ -78,6 +78,9 @@ async def runner_for(
     shows why.
     Names in ``also`` must load.
     """
+    if isinstance(also, str):
+        # Read as a tuple of its characters, it would be refused for a projection named "t".
+        raise ProjectionError(f"also must be a tuple of projection names, not {also!r:.80}")
     projections = [cls() for cls in BUILTIN.values()]
     names = set(BUILTIN)
     not_loaded: dict[str, NotLoaded] = {}

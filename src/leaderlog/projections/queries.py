@@ -267,6 +267,10 @@ class Queries:
         check_names(source=source)
         # An actor an earlier version let through may hold a line break, and is queried too.
         check_name_filters(publisher=publisher, actor=actor)
+        for name, value in (("type", type), ("status", status), ("attribution", attribution)):
+            # A list of them would otherwise fail as unhashable, or be "unknown" as a whole.
+            if value is not None and not isinstance(value, str):
+                raise InvalidQuery(f"{name} must be text, got {value!r:.80}", parameter=name)
         if type is not None and type not in EVENT_TYPES:
             raise InvalidQuery(
                 f"unknown event type {type!r}; known: {', '.join(sorted(EVENT_TYPES))}",

@@ -49,6 +49,15 @@ def database_url(explicit: str | None = None) -> str:
         raise TypeError(f"the database URL must be a string, got {url!r:.80}")
     if not url.strip():
         raise StoreUnavailable("the database URL is empty")
+    control = _CONTROL_CHARACTER.search(url)
+    if control is not None:
+        # A URL read with its line end (a file's last line) would name a new, empty log
+        # whose file name ends in a line feed. A URL holds no raw control character (RFC
+        # 3986): one that is part of a SQLite file name is written percent-encoded (%0A).
+        raise StoreUnavailable(
+            f"the database URL {without_password(url)!r} holds the control character "
+            f"{control[0]!r}; remove it (a line end read with the URL?)"
+        )
     return url
 
 
@@ -71,6 +80,7 @@ def check_database_url(url: str | None = None) -> str:
     return url
 
 
+_CONTROL_CHARACTER = re.compile(r"[\x00-\x1f\x7f]")
 # What begins a URL (RFC 3986), two letters at least: a Windows drive (C:) begins a path.
 _SCHEME_ALONE = re.compile(r"([A-Za-z][A-Za-z0-9+.-]+):")
 # A database URL that lost the colon of its :// (postgresql//app:secret@host/db) reads as a

@@ -1,0 +1,80 @@
+"""The library refuses arguments of the wrong shape with its own errors, naming the argument,
+rather than a bare TypeError or an error about something else (one character of a name)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from leaderlog import BatchError, EventLog, open_store
+from leaderlog.errors import InvalidQuery, ProjectionError, StoreUnavailable
+from leaderlog.events import OrgRegistered
+from leaderlog.projections import Queries, runner_for
+from leaderlog.store import check_database_url
+
+
+@pytest.mark.parametrize("filter_name", ["type", "status", "attribution"])
+@pytest.mark.parametrize("value", [["claim.reported"], {"claim.reported": 1}])
+async def test_audit_filter_that_is_not_text_is_an_invalid_query(
+    seeded_log: EventLog, filter_name: str, value: object
+) -> None:
+    await (await runner_for(seeded_log.store)).catch_up()
+    filters: dict[str, Any] = {filter_name: value}
+    with pytest.raises(InvalidQuery, match=f"^{filter_name} must be text") as refused:
+        await Queries(seeded_log.store).audit(**filters)
+    assert refused.value.parameter == filter_name
+
+
+async def test_runner_for_one_name_as_text_is_refused_naming_the_argument(
+    sqlite_url: str,
+) -> None:
+    async with await open_store(sqlite_url) as store:
+        also: Any = "turnover"
+        with pytest.raises(ProjectionError, match="also must be a tuple of projection names"):
+            await runner_for(store, also=also)
+
+
+@pytest.mark.parametrize(
+    "given", ["org-registered", {"type": "org.registered", "data": {}}, b"records"]
+)
+async def test_text_or_one_mapping_for_events_is_refused_as_not_a_list(
+    sqlite_url: str, given: Any
+) -> None:
+    async with await EventLog.open(sqlite_url) as log:
+        with pytest.raises(BatchError) as refused:
+            await log.append_events(given, actor="desk")
+        assert str(refused.value) == (
+            f"record 0: events must be a list of event models, not {type(given).__name__}"
+        )
+        with pytest.raises(BatchError) as refused:
+            await log.append_records(given, actor="desk")
+        assert str(refused.value) == (
+            f"record 0: records must be a list of Record, not {type(given).__name__}"
+        )
+        # A list of them is still appended.
+        outcome = await log.append_events([OrgRegistered(org="desk-org", name="Desk")], actor="d")
+        assert outcome.positions == (1,)
+
+
+@pytest.mark.parametrize("end", ["\n", "\r\n", "\t"])
+async def test_a_database_url_read_with_its_line_end_creates_nothing(
+    tmp_path: Path, end: str
+) -> None:
+    # As a URL read from a file's last line is: a new, empty log named "leaderlog.db\n".
+    url = f"sqlite:///{tmp_path / 'leaderlog.db'}{end}"
+    with pytest.raises(StoreUnavailable, match="holds the control character"):
+        await open_store(url)
+    with pytest.raises(StoreUnavailable, match="holds the control character"):
+        await EventLog.open(url)
+    with pytest.raises(StoreUnavailable, match="holds the control character"):
+        check_database_url(url)
+    assert list(tmp_path.iterdir()) == []
+
+
+async def test_a_control_character_in_a_database_url_is_named_without_its_password() -> None:
+    with pytest.raises(StoreUnavailable) as refused:
+        await open_store("postgresql://app:hunter2@localhost/leaderlog\n")
+    assert "hunter2" not in str(refused.value)
+    assert "'\\n'" in str(refused.value)
