@@ -78,3 +78,17 @@ async def test_a_control_character_in_a_database_url_is_named_without_its_passwo
         await open_store("postgresql://app:hunter2@localhost/leaderlog\n")
     assert "hunter2" not in str(refused.value)
     assert "'\\n'" in str(refused.value)
+
+
+async def test_rebuild_given_one_name_as_text_says_a_list_was_wanted(seeded_log: EventLog) -> None:
+    runner = await runner_for(seeded_log.store)
+    with pytest.raises(ProjectionError, match="give a list of projection names, not the text"):
+        await runner.rebuild("leadership")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("page", "poll_interval"), [(0, 0.5), (-1, 0.5), (10, 0), (10, -1.0)])
+async def test_a_subscription_that_would_read_nothing_or_never_pause_is_refused(
+    seeded_log: EventLog, page: int, poll_interval: float
+) -> None:
+    with pytest.raises(ValueError, match="must be"):
+        await anext(seeded_log.store.subscribe(page=page, poll_interval=poll_interval))

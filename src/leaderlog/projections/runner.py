@@ -244,6 +244,9 @@ class ProjectionRunner:
     def _named(self, names: Iterable[str] | None) -> list[Projection]:
         if names is None:
             return list(self.projections)
+        if isinstance(names, str):
+            # Read as its characters, it would be refused as projections "l, e, a, d...".
+            raise ProjectionError(f"give a list of projection names, not the text {names!r:.80}")
         by_name = {projection.name: projection for projection in self.projections}
         unknown = [name for name in names if name not in by_name]
         if unknown:

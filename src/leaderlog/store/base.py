@@ -909,6 +909,13 @@ class EventStore(abc.ABC):
         A database that cannot answer for a moment is waited out; once the store is closed,
         its :class:`StoreUnavailable` ends the subscription.
         """
+        if isinstance(page, bool) or not isinstance(page, int) or page < 1:
+            # A page of none would read nothing, forever.
+            raise ValueError(f"page must be a whole number of events, 1 or more, not {page!r}")
+        if not poll_interval > 0:
+            raise ValueError(
+                f"poll_interval must be a number of seconds above 0, not {poll_interval!r}"
+            )
         while True:
             try:
                 events = await self.read_all(after=after, limit=page)
