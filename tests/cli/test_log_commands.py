@@ -32,6 +32,7 @@ from leaderlog.errors import Interrupted
 from leaderlog.events import event_schema, format_time, parse_record
 from leaderlog.log import EventLog
 from leaderlog.store.base import GENESIS_HASH, chain_hash, envelope_bytes, utc_now
+from tests.cli.full_disk import to_a_full_disk
 from tests.cli.terminal import drawn_on_a_terminal
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -579,22 +580,6 @@ def test_importing_a_missing_file(tmp_path: Path) -> None:
     assert result.exit_code == 2
     assert "missing.jsonl" in result.stderr
     assert not (tmp_path / "leaderlog.db").exists()
-
-
-def to_a_full_disk(*args: str) -> subprocess.CompletedProcess[str]:
-    """``leaderlog ARGS > /dev/full``."""
-    full = Path("/dev/full")
-    if not full.exists():
-        pytest.skip("needs /dev/full")
-    with full.open("w") as output:
-        return subprocess.run(
-            [str(LEADERLOG), *args],
-            stdout=output,
-            stderr=subprocess.PIPE,
-            text=True,
-            timeout=60,
-            check=False,
-        )
 
 
 def test_output_that_cannot_be_written_is_a_clear_error(seeded_url: str) -> None:

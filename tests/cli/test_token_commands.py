@@ -5,8 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import sqlite3
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +15,7 @@ from leaderlog.cli import main
 from leaderlog.errors import TokenError
 from leaderlog.log import EventLog
 from leaderlog.tokens import Tokens
+from tests.cli.full_disk import to_a_full_disk
 
 
 def leaderlog(url: str, *arguments: str) -> Result:
@@ -164,20 +163,8 @@ def test_bad_names_are_a_usage_mistake_exit_2(tmp_path: Path, name: str, message
 def test_a_token_that_cannot_be_shown_is_revoked_so_the_name_gets_another(
     sqlite_url: str,
 ) -> None:
-    full = Path("/dev/full")
-    if not full.exists():
-        pytest.skip("needs /dev/full")
-    leaderlog_command = Path(sys.executable).parent / "leaderlog"
     # when the token cannot be printed (a full disk)
-    with full.open("w") as output:
-        lost = subprocess.run(
-            [str(leaderlog_command), "--db", sqlite_url, "token", "create", "lost2"],
-            stdout=output,
-            stderr=subprocess.PIPE,
-            text=True,
-            timeout=60,
-            check=False,
-        )
+    lost = to_a_full_disk("--db", sqlite_url, "token", "create", "lost2")
     # then nobody has it, and nobody can use it
     assert lost.returncode == 1
     assert lost.stderr == (
@@ -191,20 +178,8 @@ def test_a_token_that_cannot_be_shown_is_revoked_so_the_name_gets_another(
 
 
 def test_a_revocation_whose_report_cannot_be_written_says_it_was_done(sqlite_url: str) -> None:
-    full = Path("/dev/full")
-    if not full.exists():
-        pytest.skip("needs /dev/full")
     token = leaderlog(sqlite_url, "token", "create", "alice").stdout.strip()
-    command = Path(sys.executable).parent / "leaderlog"
-    with full.open("w") as output:
-        revoked = subprocess.run(
-            [str(command), "--db", sqlite_url, "token", "revoke", "alice"],
-            stdout=output,
-            stderr=subprocess.PIPE,
-            text=True,
-            timeout=60,
-            check=False,
-        )
+    revoked = to_a_full_disk("--db", sqlite_url, "token", "revoke", "alice")
     assert revoked.returncode == 1
     assert revoked.stderr == (
         "error: cannot write the output: No space left on device; the token for 'alice' was "

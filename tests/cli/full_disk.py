@@ -1,0 +1,27 @@
+"""Commands run with their standard output on a full disk (``/dev/full``)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+LEADERLOG = Path(sys.executable).parent / "leaderlog"
+
+
+def to_a_full_disk(*args: str) -> subprocess.CompletedProcess[str]:
+    """``leaderlog ARGS > /dev/full``."""
+    full = Path("/dev/full")
+    if not full.exists():
+        pytest.skip("needs /dev/full")
+    with full.open("w") as output:
+        return subprocess.run(
+            [str(LEADERLOG), *args],
+            stdout=output,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=60,
+            check=False,
+        )
