@@ -105,6 +105,12 @@ def _page_number(page: int) -> str:
     return digits if len(digits) <= 20 else f"{digits[:20]}... ({len(digits):,} digits)"
 
 
+def _dated_and_compressed(parts: tuple[bytes, bytes], stamp: dt.datetime) -> tuple[bytes, bytes]:
+    body = dated_opml(parts, stamp)
+    # mtime=0 keeps the compressed bytes as reproducible as the document.
+    return body, gzip.compress(body, compresslevel=6, mtime=0)
+
+
 def named_subject(text: str) -> FeedNotFound | None:
     """For a scope that names its subject some other way than by id (``org:ICE``,
     ``person:Robert J. Hammer``): the error whose :meth:`~FeedNotFound.explained` names the
@@ -559,31 +565,56 @@ class FeedService:
         cached = self._rendered.get(key)
         if cached is not None:
             return cached
+        # Requests arriving while it is written share it rather than each write it again.
+        pending = self._inflight.get(key)
+        if pending is not None:
+            return await asyncio.shield(pending)
+        future: asyncio.Future[Rendered] = asyncio.get_running_loop().create_future()
+        self._inflight[key] = future
+        try:
+            rendered = await self._render_opml(lang, base_url, fmt, explicit_lang, validators)
+        except BaseException as error:
+            future.set_exception(error)
+            future.exception()  # retrieved here, so an unawaited future logs nothing
+            raise
+        finally:
+            self._inflight.pop(key, None)
+        future.set_result(rendered)
+        self._remember(key, rendered)
+        return rendered
+
+    async def _render_opml(
+        self,
+        lang: str,
+        base_url: str,
+        fmt: FeedFormat,
+        explicit_lang: bool,
+        validators: Validators,
+    ) -> Rendered:
         generation = self._generation
         # As known at the position its ETag names, however far the projection has moved.
-        directory = await self.directory(position)
+        directory = await self.directory(validators.position)
         # As in render: outlines read while a rebuild began are neither sent nor kept.
         await self._unless_rebuilding()
         # The document differs from one event to the next by its date alone, unless the event
         # changed an organisation, person or post: the rest is kept as long as they stay.
-        outlines_key = (*key[:-1], directory.position)
+        outlines_key = ("opml", lang, base_url, fmt, explicit_lang, directory.position)
+        # Built and compressed on a worker thread: for every feed of a large log (100,000
+        # organisations take seconds) the event loop would stand still, every other request
+        # with it.
         parts = self._outlines.get(outlines_key)
         if parts is None:
-            parts = self._opml_parts(lang, base_url, fmt, explicit_lang, directory)
+            parts = await asyncio.to_thread(
+                self._opml_parts, lang, base_url, fmt, explicit_lang, directory
+            )
             if generation == self._generation:
                 self._keep_outlines(outlines_key, parts)
         else:
             self._outlines.move_to_end(outlines_key)
-        body = dated_opml(parts, stamp)
-        rendered = Rendered(
-            body,
-            gzip.compress(body, compresslevel=6, mtime=0),
-            "text/x-opml; charset=utf-8",
-            validators,
-            lang,
+        body, gzipped = await asyncio.to_thread(
+            _dated_and_compressed, parts, validators.last_modified
         )
-        self._remember(key, rendered)
-        return rendered
+        return Rendered(body, gzipped, "text/x-opml; charset=utf-8", validators, lang)
 
     def _opml_parts(
         self, lang: str, base_url: str, fmt: FeedFormat, explicit_lang: bool, directory: Directory
