@@ -979,3 +979,29 @@ def test_a_correction_may_attribute_its_claim_to_another_source_beside_its_own()
     assert _schema_validator().is_valid(record)
     nulled = {"type": "claim.corrected", "data": {**data, "changes": {"source": None}}}
     assert not _schema_validator().is_valid(nulled)
+
+
+@pytest.mark.parametrize(
+    ("event_type", "data", "said"),
+    [
+        (
+            "person.updated",
+            {"person": "x", "aliases": [f"a{n}" for n in range(51)]},
+            "person.updated: data.aliases: Tuple should have at most 50 items after validation, "
+            "not 51",
+        ),
+        (
+            "org.updated",
+            {"org": "x", "labels": {"en": ""}},
+            "org.updated: data.labels.en: String should have at least 1 character",
+        ),
+    ],
+)
+def test_a_refused_field_of_an_update_is_named_by_its_path_alone(
+    event_type: str, data: dict[str, Any], said: str
+) -> None:
+    # not by the branch of its type pydantic tried ("data.aliases.tuple[function-after[...]]"),
+    # nor with "data.aliases.none: Input should be None" beside it, though null is refused
+    with pytest.raises(RecordError) as refused:
+        parse_event(event_type, data)
+    assert str(refused.value) == said

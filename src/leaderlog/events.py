@@ -764,8 +764,10 @@ def _field_problems(error: ValidationError) -> list[tuple[str, str]]:
     problems = []
     items = error.errors(include_url=False)
     for item in items:
-        # The discriminator adds the type name as the first location part; drop it.
-        location = [str(part) for part in item["loc"][1:] if not str(part).startswith("function")]
+        # The discriminator adds the type name as the first location part, and a union or a
+        # validated type the branch it tried ("tuple[...]", "none"): dropped, so that the
+        # location is the record's own field path.
+        location = [str(part) for part in item["loc"][1:] if not _is_branch_tag(part)]
         message = item["msg"]
         if item["type"] == "extra_forbidden":
             message = "unknown field"
@@ -779,12 +781,29 @@ def _field_problems(error: ValidationError) -> list[tuple[str, str]]:
         problems.append((".".join(["data", *location]), message))
     # An optional field's value that is wrong is also "not None" (the other branch of its
     # union): only worth saying when nothing else is said about the field.
-    said = {where for where, _ in problems}
+    said = {
+        where
+        for (where, _), item in zip(problems, items, strict=True)
+        if item["type"] != "none_required"
+    }
     return [
         (where, message)
         for (where, message), item in zip(problems, items, strict=True)
-        if not (item["type"] == "none_required" and where.removesuffix(".none") in said)
+        if not (
+            item["type"] == "none_required"
+            and any(other == where or other.startswith(f"{where}.") for other in said)
+        )
     ]
+
+
+# The names pydantic gives the branches of a union, and validated types, in a location.
+_BRANCH_TAGS = frozenset({"none", "str", "int", "float", "bool", "constrained-str"})
+
+
+def _is_branch_tag(part: object) -> bool:
+    if not isinstance(part, str):
+        return False  # a list index
+    return part in _BRANCH_TAGS or "[" in part or part.startswith("function")
 
 
 def parse_event(event_type: object, data: object, *, stored: bool = False) -> Event:
