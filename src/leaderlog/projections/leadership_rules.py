@@ -35,7 +35,7 @@ at some T (see :mod:`.claim_versions` for how versions and their dates come abou
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from operator import itemgetter
 from typing import Any
@@ -660,6 +660,26 @@ def _disputes(
     return conflicts
 
 
+def _linked_to(
+    bearing: Sequence[ClaimVersion], links: DisputeLinks, superseded: Container[str]
+) -> list[ClaimVersion]:
+    """Every claim linked by disputes to one of ``bearing``, each group taken once: a claim
+    disputed by thousands made each of them bring the whole group again (5,000 disputes
+    took 13 s)."""
+    disputed: dict[str, ClaimVersion] = {}
+    taken: set[int] = set()
+    for claim in bearing:
+        group = links.linked.get(claim.claim)
+        if group is not None:
+            if id(group) in taken:
+                continue
+            taken.add(id(group))
+        for linked in group if group is not None else (claim,):
+            if linked.claim not in superseded:
+                disputed[linked.claim] = linked
+    return list(disputed.values())
+
+
 def post_state(
     versions: Sequence[ClaimVersion],
     as_of: dt.date,
@@ -735,15 +755,7 @@ def post_state(
         )
     ]
     bearing += [claim for name in relevant for claim in links.naming.get(name, ())]
-    disputed = list(
-        {
-            linked.claim: linked
-            for claim in bearing
-            for linked in links.linked.get(claim.claim, (claim,))
-            if linked.claim not in superseded
-        }.values()
-    )
-    conflicts = _disputes(disputed, by_claim)
+    conflicts = _disputes(_linked_to(bearing, links, superseded), by_claim)
     permanent = [tenure for tenure in holding if tenure.capacity() == "permanent"]
     if len(permanent) > 1:
         conflicts.append(
