@@ -40,6 +40,13 @@ async def _drop(postgres_url: str, store_url: str, what: str) -> None:
         await connection.close()
 
 
+def _says_removed(response: httpx.Response, *where: object) -> None:
+    """The 503 of a log that is gone: no Retry-After, since it does not come back by itself."""
+    assert response.status_code == 503, (*where, response.text)
+    assert REMOVED in response.text, where
+    assert "retry-after" not in response.headers, where
+
+
 async def _first_removed(client: httpx.AsyncClient, route: str) -> None:
     """Ask ``route`` until the server says the log was removed (its followers look at the
     log at least twice a second)."""
@@ -65,10 +72,7 @@ async def test_a_dropped_events_table_is_a_503_on_routes_that_read_projections(
                 await _drop(postgres_url, url, "TABLE {schema}.events")
                 await _first_removed(client, "/api/state")
                 for route in ROUTES:
-                    response = await client.get(route)
-                    assert response.status_code == 503, (route, response.text)
-                    assert REMOVED in response.text, route
-                    assert "retry-after" not in response.headers, route
+                    _says_removed(await client.get(route), route)
 
 
 async def test_feeds_kept_in_memory_are_not_served_once_the_log_is_found_removed(
@@ -90,9 +94,7 @@ async def test_feeds_kept_in_memory_are_not_served_once_the_log_is_found_removed
                     ):
                         for headers in ({}, {"If-None-Match": etag}):
                             response = await client.get(route, headers=headers)
-                            assert response.status_code == 503, (route, headers, response.text)
-                            assert REMOVED in response.text
-                            assert "retry-after" not in response.headers
+                            _says_removed(response, route, headers)
 
 
 async def test_a_log_restored_under_the_server_is_a_503_until_it_restarts(
@@ -110,6 +112,4 @@ async def test_a_log_restored_under_the_server_is_a_503_until_it_restarts(
                 with running(create_app(url, seeds=SEEDS)):
                     pass  # another server creates the log again, and stops
                 for route in ROUTES:
-                    response = await client.get(route)
-                    assert response.status_code == 503, (route, response.text)
-                    assert REMOVED in response.text, route
+                    _says_removed(await client.get(route), route)

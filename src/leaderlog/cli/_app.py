@@ -38,7 +38,7 @@ from leaderlog.errors import (
     StoreUnavailable,
 )
 from leaderlog.log import EventLog
-from leaderlog.projections.query_input import NOT_UTF8_TEXT
+from leaderlog.projections.query_input import NOT_UTF8_TEXT, WHOLE_NUMBER
 from leaderlog.store import check_database_url
 
 __all__ = [
@@ -63,9 +63,6 @@ out_console = Console(highlight=False, soft_wrap=True)
 err_console = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
-_WHOLE_NUMBER = re.compile(r"-?[0-9]+")
-
-
 class WholeNumber(click.IntRange):
     """A whole number in a range, written in digits 0-9 as the HTTP API takes it: Python
     would also read other scripts' digits (fullwidth U+FF15, say), ``1_0``, ``+5`` and
@@ -73,7 +70,7 @@ class WholeNumber(click.IntRange):
     range, which says what is wrong with ``-1``."""
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        if isinstance(value, str) and not _WHOLE_NUMBER.fullmatch(value):
+        if isinstance(value, str) and not WHOLE_NUMBER.match(value):
             self.fail(f"{value!r} is not a whole number written in digits 0-9.", param, ctx)
         return super().convert(value, param, ctx)
 

@@ -19,7 +19,7 @@ import hashlib
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from email.utils import format_datetime
 from importlib.metadata import PackageNotFoundError, version
@@ -407,7 +407,20 @@ class FeedService:
 
     async def _render_at_its_position(self, request: FeedRequest) -> Rendered:
         validators = await self.describe(request)
-        key = (request, validators.position)
+
+        async def render() -> Rendered:
+            rendered = await self._render(request, validators)
+            # As in describe: a document read while a rebuild began is neither sent nor kept.
+            await self._unless_rebuilding()
+            return rendered
+
+        return await self._rendered_once((request, validators.position), render)
+
+    async def _rendered_once(
+        self, key: tuple[Any, ...], render: Callable[[], Awaitable[Rendered]]
+    ) -> Rendered:
+        """The document kept under ``key``, else ``render``'s, kept: requests arriving while
+        it is rendered share that one rendering rather than each render it again."""
         cached = self._rendered.get(key)
         if cached is not None:
             self._rendered.move_to_end(key)
@@ -418,9 +431,7 @@ class FeedService:
         future: asyncio.Future[Rendered] = asyncio.get_running_loop().create_future()
         self._inflight[key] = future
         try:
-            rendered = await self._render(request, validators)
-            # As in describe: a document read while a rebuild began is neither sent nor kept.
-            await self._unless_rebuilding()
+            rendered = await render()
         except BaseException as error:
             future.set_exception(error)
             future.exception()  # retrieved here, so an unawaited future logs nothing
@@ -562,26 +573,9 @@ class FeedService:
         key = ("opml", lang, base_url, fmt, explicit_lang, position)
         digest = hashlib.sha256(repr((_RENDERING, *key[:-1])).encode()).hexdigest()[:16]
         validators = Validators(position, f'W/"{position}-{digest}"', stamp, SUBSCRIPTION_CACHE)
-        cached = self._rendered.get(key)
-        if cached is not None:
-            return cached
-        # Requests arriving while it is written share it rather than each write it again.
-        pending = self._inflight.get(key)
-        if pending is not None:
-            return await asyncio.shield(pending)
-        future: asyncio.Future[Rendered] = asyncio.get_running_loop().create_future()
-        self._inflight[key] = future
-        try:
-            rendered = await self._render_opml(lang, base_url, fmt, explicit_lang, validators)
-        except BaseException as error:
-            future.set_exception(error)
-            future.exception()  # retrieved here, so an unawaited future logs nothing
-            raise
-        finally:
-            self._inflight.pop(key, None)
-        future.set_result(rendered)
-        self._remember(key, rendered)
-        return rendered
+        return await self._rendered_once(
+            key, lambda: self._render_opml(lang, base_url, fmt, explicit_lang, validators)
+        )
 
     async def _render_opml(
         self,

@@ -8,7 +8,6 @@ unknown org, post, person, claim or position, 422 (``invalid``, each parameter r
 
 from __future__ import annotations
 
-import re
 from collections.abc import Awaitable, Mapping
 from dataclasses import asdict
 from typing import Annotated, Any
@@ -34,7 +33,7 @@ from leaderlog.http._errors import documented
 from leaderlog.projections import InvalidQuery, UnknownEntity
 from leaderlog.projections._isolation import is_builtin
 from leaderlog.projections.queries import ATTRIBUTION_KINDS, CLAIM_STATUSES
-from leaderlog.projections.query_input import MAX_TIME_LENGTH
+from leaderlog.projections.query_input import MAX_TIME_LENGTH, WHOLE_NUMBER
 from leaderlog.projections.runner import LeftOut
 
 __all__ = ["router"]
@@ -130,14 +129,13 @@ def _digits_only(value: object) -> object:
     all of which pydantic reads as a number but the CLI's ``--after``/``--limit`` refuse: the
     same value gets the same verdict. A minus sign is left to the bound, which says what is
     wrong with ``-1``."""
-    if isinstance(value, str) and not _WHOLE_NUMBER.fullmatch(value):
+    if isinstance(value, str) and not WHOLE_NUMBER.match(value):
         raise PydanticCustomError(
             "int_parsing", "Input should be a valid integer, unable to parse string as an integer"
         )
     return value
 
 
-_WHOLE_NUMBER = re.compile(r"-?[0-9]+")
 # After Query in Annotated, so that the schema keeps stating the bounds as minimum/maximum.
 _DIGITS_ONLY = BeforeValidator(_digits_only)
 _ERRORS = documented({404: "Unknown organisation, post, person or claim."})

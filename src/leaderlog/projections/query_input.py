@@ -11,6 +11,7 @@ from leaderlog.errors import InvalidQuery, UnknownEntity
 __all__ = [
     "CONTROL_CHARACTERS",
     "NOT_UTF8_TEXT",
+    "WHOLE_NUMBER",
     "InvalidQuery",
     "UnknownEntity",
     "check_name_filters",
@@ -23,7 +24,9 @@ __all__ = [
 
 # ASCII digits only: \d would also take other scripts' digits (fullwidth U+FF15, say).
 _DAY = re.compile(r"^\d{4}-\d{2}-\d{2}\Z", re.ASCII)
-_WHOLE_NUMBER = re.compile(r"^-?\d+\Z", re.ASCII)
+# A whole number as the CLI and the HTTP API take one: digits 0-9 alone (a minus sign is left
+# to the bounds, which say what is wrong with -1).
+WHOLE_NUMBER = re.compile(r"^-?\d+\Z", re.ASCII)
 # No position is written with a plus sign, and "+22" may be a time's offset typed alone:
 # taking it as position 22 would answer a question the user may not have asked.
 _PLUS_NUMBER = re.compile(r"^\+\d+\Z", re.ASCII)
@@ -194,7 +197,7 @@ def parse_known_at(value: int | str | dt.date | None) -> int | dt.datetime | Non
                 f"{int(value.strip())}, without a plus sign; got {value!r}",
                 parameter="known_at",
             )
-    if isinstance(value, str) and _WHOLE_NUMBER.match(value.strip()):
+    if isinstance(value, str) and WHOLE_NUMBER.match(value.strip()):
         value = int(value.strip())
     if isinstance(value, int):
         if value < 0:
