@@ -745,7 +745,12 @@ def rebuild_command(context: Context, names: Sequence[str]) -> None:
             for line in _also_rebuilt(runner, stopped, position):
                 click.echo(line)
         except OSError as error:
-            if not is_output_error(error) or not rebuilt:
+            if not is_output_error(error):
+                raise
+            if failed is not None:
+                # Said all the same: the lost output's error alone would hide the failure.
+                echo_line(f"error: {failed}", err=True)
+            if not rebuilt:
                 raise
             # From the error alone, the rebuild would pass for failed.
             raise OutputLost(
@@ -959,14 +964,21 @@ def _forget(context: Context, name: str, *, as_json: bool) -> None:
             return await forget_projection(log.store, name, set(registered) | set(BUILTIN))
 
     tables, position = run(go)
-    if as_json:
-        print_json({"forgot": name, "tables": tables, "position": position})
-        return
     dropped = f"dropped {', '.join(tables)} and" if tables else "it had no tables; dropped"
-    click.echo(f"forgot {name}: {dropped} its checkpoint (it was at position {position})")
-    if module is not None and module.is_file():
-        # Not registered any more, so no command loads it, unless it is built again.
-        click.echo(
-            f"its module {shown_path(module)} is still there: no command runs it unless "
-            f"`leaderlog rebuild {name}` builds it again"
-        )
+    done = f"{dropped} its checkpoint (it was at position {position})"
+    try:
+        if as_json:
+            print_json({"forgot": name, "tables": tables, "position": position})
+            return
+        click.echo(f"forgot {name}: {done}")
+        if module is not None and module.is_file():
+            # Not registered any more, so no command loads it, unless it is built again.
+            click.echo(
+                f"its module {shown_path(module)} is still there: no command runs it unless "
+                f"`leaderlog rebuild {name}` builds it again"
+            )
+    except OSError as error:
+        if not is_output_error(error):
+            raise
+        # From the error alone, the projection would pass for still there.
+        raise OutputLost(error, f"{name} was forgotten all the same: {done}") from None
