@@ -295,6 +295,15 @@ def _first_loss(error: BaseException) -> BaseException:
     return first
 
 
+# What a role is told when PostgreSQL refuses it a right: a role that may only read can
+# verify, list and export the log; the other commands create and alter tables (their own,
+# and the log's trigger function), which PostgreSQL lets only their owner do.
+_RIGHTS_NEEDED = (
+    "verify, events, export and projections need USAGE on the log's schema and SELECT on its "
+    "tables; the other commands need to create tables in it and to own the log's tables"
+)
+
+
 @contextlib.contextmanager
 def _unavailable_on_disconnect() -> Iterator[None]:
     try:
@@ -313,12 +322,9 @@ def _unavailable_on_disconnect() -> Iterator[None]:
             "(verify, events, export and projections only read)"
         ) from error
     except asyncpg.InsufficientPrivilegeError as error:
-        # Not worth retrying: the role lacks a right (a role that may only read can verify,
-        # list and export the log, but the other commands keep projections up to date).
-        raise StoreError(
-            f"PostgreSQL refused: {_reason(error)}; this role needs the right to create and "
-            "write tables in the log's schema for this command"
-        ) from error
+        # Not worth retrying: the role lacks a right. Which one depends on the command, and
+        # a refused read (verify as a role that may not select) must not be told to create.
+        raise StoreError(f"PostgreSQL refused: {_reason(error)}; {_RIGHTS_NEEDED}") from error
 
 
 _T = TypeVar("_T")
@@ -381,6 +387,9 @@ def _reason(error: BaseException) -> str:
             "nothing answers there (connection refused): is PostgreSQL running on that host "
             "and port?"
         )
+    if isinstance(error, socket.gaierror):
+        # Its text leads with the resolver's error number ("[Errno -2] Name or ...").
+        return f"its host name cannot be looked up ({error.strerror})"
     # A timeout's text is empty; say what it was. The server's own puts its DETAIL and HINT
     # on lines of their own, which a one-line error would show as "\n".
     return " ".join((str(error) or type(error).__name__).split())
@@ -662,6 +671,25 @@ def _rows_to_columns(rows: Sequence[PlannedRow]) -> list[list[Any]]:
     ]
 
 
+def _holding_nul(batch: PendingBatch) -> StoreError | None:
+    """The refusal of a batch naming the NUL character where it would be stored, or
+    compared, as text: PostgreSQL's text cannot hold it. Data and meta are JSON, which
+    writes it as an escape."""
+    named = [
+        ("actor", batch.actor),
+        *(("stream", event.stream) for event in batch.events),
+        *(("type", event.type) for event in batch.events),
+        *(("stream", stream) for stream in (*batch.expected, *batch.depends)),
+    ]
+    for what, text in named:
+        if "\x00" in text:
+            return StoreError(
+                "PostgreSQL text cannot hold the NUL character (U+0000), and this batch's "
+                f"{what} {text!r} has one"
+            )
+    return None
+
+
 class _Created(NamedTuple):
     """Where the events table is, and what opening the store created."""
 
@@ -684,7 +712,14 @@ async def _open_pool(
             server_settings=settings,
         )
     except _OPEN_OR_URL_ERRORS as error:
-        message = f"cannot open PostgreSQL database {shown}: {_reason(error)}"
+        reason = _reason(error)
+        if isinstance(error, TimeoutError) and timeout is not None:
+            # Its text is empty: what was waited for, and for how long, is the message.
+            reason = (
+                f"no answer within {timeout:g} s: is PostgreSQL running on that host and "
+                "port? (?connect_timeout=SECONDS waits longer, 0 as long as it takes)"
+            )
+        message = f"cannot open PostgreSQL database {shown}: {reason}"
         raise _unreachable(error)(message) from error
 
 
@@ -933,8 +968,13 @@ class PostgresStore(EventStore):
                     table_schema, table_oid = await _existing_schema(connection, shown, schema)
         except _SERVER_ERRORS as error:
             await pool.close()
+            reason = _reason(error)
+            if isinstance(error, asyncpg.InsufficientPrivilegeError):
+                # Creating or checking the log's tables (CREATE ... IF NOT EXISTS, CREATE OR
+                # REPLACE FUNCTION) takes rights a role that may only read lacks.
+                reason = f"{reason}; {_RIGHTS_NEEDED}"
             raise _unreachable(error)(
-                f"cannot prepare PostgreSQL database {shown}: {_reason(error)}"
+                f"cannot prepare PostgreSQL database {shown}: {reason}"
             ) from error
         except BaseException:
             await pool.close()
@@ -996,6 +1036,22 @@ class PostgresStore(EventStore):
         if not batches:
             return []
         self._in_its_loop()
+        unstorable = {
+            index: refused
+            for index, batch in enumerate(batches)
+            if (refused := _holding_nul(batch)) is not None
+        }
+        if unstorable:
+            # Sent along, such a batch would fail the statement, and with it every batch
+            # committed together: it is refused alone, as a stale expected version is.
+            storable_ones = [
+                batch for index, batch in enumerate(batches) if index not in unstorable
+            ]
+            written = iter(await self.append_batches(storable_ones, progress))
+            return [
+                unstorable[index] if index in unstorable else next(written)
+                for index in range(len(batches))
+            ]
         reporter = None if progress is None else WriteProgressReporter(progress, batches)
         async with self._write_lock:
             with _log_still_there(), _unavailable_on_disconnect():
@@ -1143,8 +1199,10 @@ class PostgresStore(EventStore):
 
     async def read_streams(self, streams: Sequence[str]) -> dict[str, list[RecordedEvent]]:
         found: dict[str, list[RecordedEvent]] = {}
+        # A name holding NUL cannot be sent, nor stored: no event is in such a stream.
+        named = [stream for stream in dict.fromkeys(streams) if "\x00" not in stream]
         for event in await self._select(
-            "WHERE stream = ANY($1::text[]) ORDER BY stream, version", list(dict.fromkeys(streams))
+            "WHERE stream = ANY($1::text[]) ORDER BY stream, version", named
         ):
             found.setdefault(event.stream, []).append(event)
         return found

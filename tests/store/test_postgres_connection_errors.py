@@ -1,0 +1,130 @@
+"""What a PostgreSQL user is told when the server cannot be reached or the role falls short."""
+
+from __future__ import annotations
+
+import socket
+import uuid
+from collections.abc import AsyncIterator
+from urllib.parse import urlsplit, urlunsplit
+
+import asyncpg
+import pytest
+
+from leaderlog.errors import StoreError, StoreUnavailable
+from leaderlog.store import open_store
+from leaderlog.store.postgres import _reason
+
+from . import _split_schema, postgres_schema
+from .contract import event
+
+
+@pytest.fixture
+async def schema_url(postgres_url: str) -> AsyncIterator[str]:
+    async with postgres_schema(postgres_url) as url:
+        yield url
+
+
+async def test_a_server_that_never_answers_is_said_to_have_not_answered_in_the_time_waited() -> (
+    None
+):
+    # given something that takes connections on a port and never says a word
+    silent = socket.create_server(("127.0.0.1", 0))
+    port = silent.getsockname()[1]
+    try:
+        # when a store opens there with a one-second connect_timeout
+        with pytest.raises(StoreUnavailable) as refused:
+            await open_store(f"postgresql://postgres@127.0.0.1:{port}/test?connect_timeout=1")
+    finally:
+        silent.close()
+    # then the error says what happened and what to change, not only "TimeoutError"
+    assert str(refused.value) == (
+        f"cannot open PostgreSQL database postgresql://postgres@127.0.0.1:{port}/test?"
+        "connect_timeout=1: no answer within 1 s: is PostgreSQL running on that host and "
+        "port? (?connect_timeout=SECONDS waits longer, 0 as long as it takes)"
+    )
+
+
+def test_a_host_name_that_cannot_be_looked_up_is_said_so_without_its_error_number() -> None:
+    lookup_failed = socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+    assert _reason(lookup_failed) == "its host name cannot be looked up (Name or service not known)"
+
+
+@pytest.fixture
+def role() -> str:
+    """The name of a role made for one test (``_grant`` creates it, ``_drop`` drops it)."""
+    return f"role_{uuid.uuid4().hex[:12]}"
+
+
+def _as(role: str, schema_url: str) -> str:
+    parts = urlsplit(schema_url)
+    return urlunsplit(parts._replace(netloc=f"{role}@{parts.hostname}:{parts.port}"))
+
+
+async def _grant(schema_url: str, role: str, *grants: str) -> asyncpg.Connection[asyncpg.Record]:
+    admin: asyncpg.Connection[asyncpg.Record] = await asyncpg.connect(schema_url.split("?")[0])
+    await admin.execute(f'CREATE ROLE "{role}" LOGIN')
+    for grant in grants:
+        await admin.execute(grant)
+    return admin
+
+
+async def _drop(admin: asyncpg.Connection[asyncpg.Record], role: str) -> None:
+    try:
+        await admin.execute(f'DROP OWNED BY "{role}"')
+        await admin.execute(f'DROP ROLE "{role}"')
+    finally:
+        await admin.close()
+
+
+async def test_a_role_that_may_not_read_the_log_is_not_told_it_needs_to_create_tables(
+    schema_url: str, role: str
+) -> None:
+    # given a log, and a role that may use its schema but read none of its tables
+    async with await open_store(schema_url) as store:
+        await store.append([event("a")], actor="t")
+    _, schema = _split_schema(schema_url)
+    admin = await _grant(schema_url, role, f'GRANT USAGE ON SCHEMA "{schema}" TO "{role}"')
+    try:
+        # when it verifies the log, which only reads
+        async with await open_store(_as(role, schema_url), create=False) as reader:
+            with pytest.raises(StoreError) as refused:
+                await reader.verify()
+    finally:
+        await _drop(admin, role)
+    # then it is told that reading is what it may not do, not that verify creates tables
+    message = str(refused.value)
+    assert message.startswith("PostgreSQL refused: permission denied for table events; ")
+    assert (
+        "verify, events, export and projections need USAGE on the log's schema and SELECT"
+        in message
+    )
+    assert "\n" not in message
+
+
+async def test_a_role_that_may_not_create_tables_is_told_what_the_log_needs_when_it_opens(
+    schema_url: str, role: str
+) -> None:
+    # given a log, and a role that may only read it
+    async with await open_store(schema_url) as store:
+        await store.append([event("a")], actor="t")
+    _, schema = _split_schema(schema_url)
+    admin = await _grant(
+        schema_url,
+        role,
+        f'GRANT USAGE ON SCHEMA "{schema}" TO "{role}"',
+        f'GRANT SELECT ON ALL TABLES IN SCHEMA "{schema}" TO "{role}"',
+    )
+    try:
+        # when it opens the log to write (import, token create, serve)
+        with pytest.raises(StoreUnavailable) as refused:
+            await open_store(_as(role, schema_url))
+    finally:
+        await _drop(admin, role)
+    # then the refusal says which rights writing takes, and what the role may still do
+    message = str(refused.value)
+    assert f"permission denied for schema {schema}; " in message
+    assert "the other commands need to create tables in it and to own the log's tables" in (message)
+    assert (
+        "verify, events, export and projections need USAGE on the log's schema and SELECT"
+        in message
+    )
