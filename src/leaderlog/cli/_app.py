@@ -283,13 +283,19 @@ def logged_on_stderr(*loggers: str) -> Iterator[None]:
     """While the block runs, warnings and errors logged by ``loggers`` (and their children)
     are printed on stderr with the prefix of the command's own (``warning: ...``)."""
     handler = _PrefixedOnStderr(logging.WARNING)
-    for name in loggers:
-        logging.getLogger(name).addHandler(handler)
+    # Nested (a command run inside the server's routing), a record would be said twice.
+    routed = [
+        logger
+        for logger in map(logging.getLogger, loggers)
+        if not any(isinstance(present, _PrefixedOnStderr) for present in logger.handlers)
+    ]
+    for logger in routed:
+        logger.addHandler(handler)
     try:
         yield
     finally:
-        for name in loggers:
-            logging.getLogger(name).removeHandler(handler)
+        for logger in routed:
+            logger.removeHandler(handler)
 
 
 def run(function: Callable[[], Awaitable[T]], *, interrupted: str = "") -> T:
@@ -311,7 +317,9 @@ def run(function: Callable[[], Awaitable[T]], *, interrupted: str = "") -> T:
         return await function()
 
     try:
-        with reported(interrupted):
+        # The PostgreSQL driver's pool warns while it reconnects (the server restarted under
+        # the command): said as the command's own warnings, not bare.
+        with reported(interrupted), logged_on_stderr("asyncpg"):
             return anyio.run(guarded)
     finally:
         sys.unraisablehook = unraisable_hook
