@@ -24,6 +24,7 @@ import anyio
 import click
 from rich.console import Console
 
+from leaderlog._console import INTERRUPTED_STATUS
 from leaderlog._json import dumps
 from leaderlog.errors import (
     BatchError,
@@ -241,10 +242,6 @@ async def _append_to_a_new_sqlite_file(
         for leftover in (draft, *(Path(f"{draft}{suffix}") for suffix in _SQLITE_COMPANIONS)):
             with contextlib.suppress(OSError):
                 leftover.unlink()
-
-
-# What a shell reports for a command stopped by Ctrl-C (128 + SIGINT).
-INTERRUPTED_STATUS = 130
 
 
 # Control characters other than tab: from stored text, they could end a line early or
