@@ -3,6 +3,11 @@
 Stored text is escaped everywhere and names sit in ``<bdi>`` so right-to-left text cannot
 reorder what surrounds it. The page is a :class:`string.Template`; every value is escaped
 before it is substituted.
+
+A page stays the size of a page however large the log: above ``OVERVIEW_POSTS`` posts it
+lists organisations instead of every post's holders (the whole tree when it fits on a page,
+else one level of it), an organisation's page shows its own posts' leadership with them, and
+each list longer than a page is split into pages (``?page=``).
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Annotated, Any
 from urllib.parse import urlencode
 
+from babel.numbers import format_decimal
 from fastapi import APIRouter, Depends, Query, Request
 from pydantic import Field
 from starlette.responses import HTMLResponse, Response
@@ -45,6 +51,7 @@ from leaderlog.feeds import (
     translated_html,
 )
 from leaderlog.feeds._i18n import Language
+from leaderlog.feeds._service import RENDER_VERSION as FEED_RENDER_VERSION
 from leaderlog.http._conditional import VARY, etag_matches, get_and_head, respond
 from leaderlog.http._deps import base_url, feeds_of, queries_of, services_of
 from leaderlog.http._feeds import (
@@ -54,18 +61,30 @@ from leaderlog.http._feeds import (
     given_once,
     pick_language,
 )
-from leaderlog.projections import InvalidQuery, UnknownEntity
+from leaderlog.http._pages_tree import Entity, Tree, page_count, tree_of
+from leaderlog.projections import InvalidQuery, LeadershipProjection, Queries, UnknownEntity
+from leaderlog.projections.feed_entries import FeedEntriesProjection
 
 __all__ = ["router"]
 
 # A parameter given twice is refused, as on the feeds.
 router = APIRouter(tags=["pages"], dependencies=[Depends(given_once)])
 
+# Bump when the rendering of pages changes, so that validators handed out before no longer
+# match. Every page's ETag carries it, with the versions of what pages are also made of: the
+# feeds' rendering (recent changes, headlines, names) and the projections they read.
+RENDER_VERSION = 1
 RECENT = 20
 HTML = "text/html; charset=utf-8"
-# Above this many posts the overview lists organisations, each linking to its own
-# leadership, instead of every post's holders: the whole state reads every claim.
+# Above this many posts (in the log, or in an organisation's subtree) a page lists
+# organisations, each linking to its own leadership, instead of every post's holders: the
+# whole state reads every claim.
 OVERVIEW_POSTS = 200
+# Organisations a page lists at most: above this many in the tree (or the subtree) it lists
+# one level of it, the organisations at the top (or just below), this many to a page.
+ORGS_PER_PAGE = 200
+# An organisation's own posts a page that lists organisations shows at most, to a page.
+POSTS_PER_PAGE = 200
 # Posts beyond which the leadership section is written on a worker thread: near
 # OVERVIEW_POSTS it takes a few hundred milliseconds of CPU, which the event loop would
 # otherwise spend answering no one else.
@@ -80,6 +99,11 @@ _FORMAT_NAMES = {"atom": "Atom", "rss": "RSS", "json": "JSON Feed"}
 # Parts of pages kept with the organisations, people and posts they are made of: one per
 # address, language and link language asked for, and the address comes from the Host header.
 _DERIVED_LIMIT = 64
+# The organisations in tree order, kept with them however many other parts pages are made of.
+_TREE = ("tree",)
+# Organisations and posts beyond which their tree is worked out on a worker thread: a hundred
+# thousand of each take the best part of a second.
+_OFF_LOOP_ENTITIES = 5_000
 
 PAGE = string.Template(
     """<!DOCTYPE html>
@@ -172,9 +196,9 @@ def _opml_url(base: str, link_lang: str | None) -> str:
     return f"{base}/opml" + (f"?lang={link_lang}" if link_lang else "")
 
 
-def _language_links(current: str, org: str | None) -> str:
+def _language_links(current: str, org: str | None, page: int = 1) -> str:
     """Links to this page in each language; a query-only link replaces the whole query, so
-    the organisation shown is repeated in it."""
+    the organisation shown, and the page of its list, are repeated in it."""
     links = []
     for tag in LANGUAGES:
         locale = language(tag).locale
@@ -182,7 +206,7 @@ def _language_links(current: str, org: str | None) -> str:
         # adds its details in ASCII brackets whatever the language ("中文 (简体)").
         name = locale.languages.get(str(locale)) or locale.display_name or tag
         marker = ' aria-current="true"' if tag == current else ""
-        query = urlencode({"org": org, "lang": tag} if org else {"lang": tag})
+        query = urlencode(_page_query(org, tag, page))
         links.append(f'<a href="?{_e(query)}" hreflang="{tag}" lang="{tag}"{marker}>{_e(name)}</a>')
     return " ".join(links)
 
@@ -385,25 +409,129 @@ def _org_links(
     return "\n".join(parts)
 
 
-def _large_subtree(
-    directory: Directory, orgs: Sequence[tuple[str, dict[str, Any]]], org: str
-) -> list[tuple[str, dict[str, Any]]]:
-    """The organisations of ``org``'s subtree, in tree order, when it holds more than
-    ``OVERVIEW_POSTS`` posts and organisations below ``org`` to choose from; otherwise none
-    (its leadership is shown whole)."""
-    subtree = [(org_id, doc) for org_id, doc in orgs if org in (doc.get("path") or [org_id])]
-    if len(subtree) < 2:
-        return []
-    inside = {org_id for org_id, _ in subtree}
-    posts = sum(1 for _, doc in directory.kinds["post"] if doc.get("org") in inside)
-    return subtree if posts > OVERVIEW_POSTS else []
+def _page_query(org: str | None, link_lang: str | None, page: int) -> list[tuple[str, str]]:
+    """The query of one page of a list, its parameters in the order a request for another
+    spelling is redirected to; the first page without a number."""
+    return [
+        (name, value)
+        for name, value in (("org", org), ("lang", link_lang), ("page", str(page)))
+        if value and (name != "page" or page > 1)
+    ]
+
+
+def _page_address(base: str, org: str | None, link_lang: str | None, page: int) -> str:
+    query = _page_query(org, link_lang, page)
+    return f"{base}/" + (f"?{urlencode(query)}" if query else "")
+
+
+def _number(value: int, lang: Language) -> str:
+    """A count as the language writes it: "1,000", "1 000", "1.000", "1,00,000"."""
+    return format_decimal(value, locale=lang.locale)
+
+
+def _shown_range(message: str, first: int, shown: int, total: int, lang: Language) -> str:
+    """Which of a list's items a page shows ("Organisations 201 to 400 of 1,000.")."""
+    said = lang._(
+        message,
+        first=_number(first, lang),
+        last=_number(first + shown - 1, lang),
+        count=_number(total, lang),
+    )
+    return f"<p>{_e(said)}</p>"
+
+
+def _pager(
+    base: str, org: str | None, link_lang: str | None, page: int, pages: int, lang: Language
+) -> str:
+    """Links to the page before and after this one of a list longer than a page."""
+    if pages < 2:
+        return ""
+    where = _e(
+        lang._(N_("Page {page} of {pages}"), page=_number(page, lang), pages=_number(pages, lang))
+    )
+    parts = [where]
+    if page > 1:
+        address = _e(_page_address(base, org, link_lang, page - 1))
+        words = _e(lang._(N_("Previous page")))
+        parts.insert(0, f'<a href="{address}" rel="prev">{words}</a>')
+    if page < pages:
+        address = _e(_page_address(base, org, link_lang, page + 1))
+        words = _e(lang._(N_("Next page")))
+        parts.append(f'<a href="{address}" rel="next">{words}</a>')
+    return f'<nav class="pager" aria-label="{where}"><p>{" · ".join(parts)}</p></nav>'
+
+
+def _listed(tree: Tree, org: str | None) -> tuple[list[Entity], bool]:
+    """The organisations a page lists instead of their leadership: every one of the tree (or
+    of ``org``'s subtree, ``org`` first) when they fit on a page, else the level below (the
+    organisations at the top of their trees, or ``org``'s own); and whether that is all of
+    them. An organisation with none below it lists none."""
+    every = tree.orgs if org is None else tree.subtree(org)
+    if org is not None and len(every) < 2:
+        return [], True
+    if len(every) <= ORGS_PER_PAGE:
+        return every, True
+    return (tree.top if org is None else tree.children.get(org, [])), False
 
 
 def _org_index(
-    base: str, orgs: Sequence[tuple[str, dict[str, Any]]], lang: Language, link_lang: str | None
+    base: str,
+    listed: Sequence[Entity],
+    whole: bool,
+    first: int,
+    total: int,
+    lang: Language,
+    link_lang: str | None,
 ) -> str:
-    choose = "<p>" + _e(lang._(N_("Choose an organisation to see its leadership."))) + "</p>"
-    return choose + "\n" + _org_links(base, orgs, lang, link_lang)
+    """One page of the organisations listed, said to be the whole tree or one level of it."""
+    choose = (
+        N_("Choose an organisation to see its leadership.")
+        if whole
+        else N_(
+            "Choose an organisation to see its leadership; the organisations within it "
+            "are listed on its page."
+        )
+    )
+    parts = ["<p>" + _e(lang._(choose)) + "</p>"]
+    if total > len(listed):
+        parts.append(
+            _shown_range(
+                N_("Organisations {first} to {last} of {count}."), first, len(listed), total, lang
+            )
+        )
+    parts.append(_org_links(base, listed, lang, link_lang))
+    return "\n".join(parts)
+
+
+def _no_such_page(
+    base: str, org: str | None, link_lang: str | None, page: int, pages: int, lang: Language
+) -> str:
+    """What a 404 page says instead of a page of a list beyond its last."""
+    last = (
+        f'<a href="{_e(_page_address(base, org, link_lang, pages))}">{_e(_number(pages, lang))}</a>'
+    )
+    said = translated_html(
+        lang,
+        N_("There is no page {page} here: the last is page {last}."),
+        page=Markup(_name(_echoed(str(page)))),
+        last=Markup(last),
+    )
+    return f"<p>{said}</p>"
+
+
+async def _own_post_states(
+    queries: Queries, header: Mapping[str, Any], posts: Sequence[Entity]
+) -> list[dict[str, Any]]:
+    """The leadership of an organisation's own ``posts`` on the day, and as known at the
+    position, that ``header`` says. The queries' answer for an organisation's whole subtree
+    would read every claim in it, on one too large for its page, only to show none of them."""
+    if not posts:
+        return []
+    answer = await queries.state_of_posts(
+        [post_id for post_id, _ in posts], header["as_of"], int(header["known_at"]["position"])
+    )
+    posts_found: list[dict[str, Any]] = answer["posts"]
+    return posts_found
 
 
 def _offered(lang: str) -> bool:
@@ -471,7 +599,8 @@ def _unknown_org(
         308: CANONICAL_REDIRECT,
         # A page for the reader, in their language, not the API's JSON error.
         404: {
-            "description": "An unknown `org`, or a `lang` not offered: the page says so.",
+            "description": "An unknown `org`, a `lang` not offered, or a `page` beyond the "
+            "last: the page says so.",
             "content": {"text/html": {}},
         },
     },
@@ -497,11 +626,23 @@ async def overview(
             "and feeds.",
         ),
     ] = None,
+    page: Annotated[
+        int | None,
+        Query(
+            ge=1,
+            description=f"A page of a long list (1, the first, without it): a page lists at "
+            f"most {ORGS_PER_PAGE} organisations and {POSTS_PER_PAGE} of an organisation's "
+            "own posts. Another spelling of a number (02) is redirected to it; a page beyond "
+            "the last gets a 404 page naming the last.",
+        ),
+    ] = None,
 ) -> Response:
     """Current leadership by organisation, recent changes, and links to every feed.
 
-    On a log with more than ``OVERVIEW_POSTS`` posts, the leadership section lists the
-    organisations instead; ``?org=`` shows one organisation's subtree.
+    Where more than ``OVERVIEW_POSTS`` posts would be shown, the leadership section lists
+    organisations instead (the whole tree when it fits on a page, else one level of it, a
+    page at a time), and an organisation's page shows its own posts' leadership with them;
+    ``?org=`` shows one organisation's subtree.
     """
     if lang is not None and not lang.strip():
         lang = None  # "?lang=" as an empty form field leaves: the reader's language, as without
@@ -512,24 +653,33 @@ async def overview(
         chosen, explicit = pick_language(request, None)
     else:
         chosen, explicit = pick_language(request, lang)
-        # As on the feeds: ?lang=pt-BR is sent to ?lang=pt, the address the page's links use.
-        if lang is not None and (redirect := canonical_address(request, "/", chosen)) is not None:
+        # As on the feeds: ?lang=pt-BR is sent to ?lang=pt, and ?page=02 to ?page=2, the
+        # address the page's links use (but an empty language field is left as the reader's
+        # choice of their own language, not spelled out).
+        respelled = lang is not None or (
+            page is not None and request.query_params.get("lang") is None
+        )
+        if respelled and (redirect := canonical_address(request, "/", chosen, page)) is not None:
             return redirect
     link_lang = chosen if explicit else None
     if org is not None and not org.strip():
         org = None  # "?org=" as an empty form field leaves: the whole overview
     headers = {"Cache-Control": "no-cache", "Vary": VARY, "Content-Language": chosen}
+    number = page or 1
     etag, situation, feeds_at = (
-        (None, None, None) if not_offered else await _overview_etag(request, chosen, link_lang, org)
+        (None, None, None)
+        if not_offered
+        else await _overview_etag(request, chosen, link_lang, org, number)
     )
     pages = services_of(request).pages
     kept = pages.get(etag) if etag is not None else None
     if kept is None:
         body, found, whole = await _overview_page(
-            request, chosen, link_lang, org, lang if not_offered else None, situation
+            request, chosen, link_lang, org, number, lang if not_offered else None, situation
         )
         if not found:
-            # Not kept: anyone can ask for endlessly many organisations that are not there.
+            # Not kept: anyone can ask for endlessly many organisations (and pages) that are
+            # not there.
             return respond(request, body=body, media_type=HTML, headers=headers, status_code=404)
         kept = body, gzip.compress(body, compresslevel=6, mtime=0)
         # A rebuild that began after the tag was worked out may have emptied what the page
@@ -547,18 +697,29 @@ async def overview(
 
 
 async def _overview_etag(
-    request: Request, chosen: str, link_lang: str | None, org: str | None
+    request: Request, chosen: str, link_lang: str | None, org: str | None, page: int
 ) -> tuple[str | None, dict[str, Any] | None, int | None]:
     """The overview's ETag: what it is computed from (the leadership as known at its
-    projection's position, on today's date; the feed entries at theirs) and the variant
-    asked for; with the situation it names, for the page to say, and the feed entries'
-    position. None while the leadership cannot be read (the page says so, and is not kept)."""
+    projection's position, on today's date; the feed entries at theirs), how it is rendered
+    and the variant asked for; with the situation it names, for the page to say, and the feed
+    entries' position. None while the leadership cannot be read (the page says so, and is
+    not kept)."""
     try:
         situation = await queries_of(request).situation()
     except ProjectionError:
         return None, None, None
     feeds = await feeds_of(request).reader.checkpoint()
-    variant = repr((request.app.version, chosen, link_lang, org, base_url(request)))
+    rendering = (
+        RENDER_VERSION,
+        FEED_RENDER_VERSION,
+        FeedEntriesProjection.version,
+        LeadershipProjection.version,
+        # How much a page shows: a page of a list is another page when they change.
+        (OVERVIEW_POSTS, ORGS_PER_PAGE, POSTS_PER_PAGE),
+    )
+    variant = repr(
+        (request.app.version, rendering, chosen, link_lang, org, page, base_url(request))
+    )
     digest = hashlib.sha256(variant.encode()).hexdigest()[:16]
     position = situation["known_at"]["position"]
     return f'W/"{position}-{feeds or 0}-{situation["as_of"]}-{digest}"', situation, feeds
@@ -569,18 +730,27 @@ def _derived(directory: Directory, key: tuple[Any, ...], make: Callable[[], Any]
     memo = directory.memo
     if key not in memo:
         if len(memo) >= _DERIVED_LIMIT:
+            tree = memo.get(_TREE)
             memo.clear()
+            if tree is not None:
+                memo[_TREE] = tree
         memo[key] = make()
     return memo[key]
 
 
-def _tree(
-    directory: Directory,
-) -> tuple[list[tuple[str, dict[str, Any]]], dict[str, Any]]:
-    """The organisations in tree order, and each post's labels."""
-    orgs = sorted(directory.kinds["org"], key=lambda item: list(item[1].get("path") or []))
-    post_labels = {post_id: doc.get("labels") or {} for post_id, doc in directory.kinds["post"]}
-    return orgs, post_labels
+async def _tree(directory: Directory) -> Tree:
+    """The organisations of ``directory`` as the pages list them, worked out once."""
+    found: Tree | None = directory.memo.get(_TREE)
+    if found is None:
+        size = len(directory.kinds["org"]) + len(directory.kinds["post"])
+        found = (
+            await asyncio.to_thread(tree_of, directory)
+            if size > _OFF_LOOP_ENTITIES
+            else tree_of(directory)
+        )
+        made = found
+        _derived(directory, _TREE, lambda: made)
+    return found
 
 
 async def _overview_page(
@@ -588,36 +758,43 @@ async def _overview_page(
     chosen: str,
     link_lang: str | None,
     org: str | None,
+    page: int,
     not_offered: str | None,
     situation: dict[str, Any] | None,
 ) -> tuple[bytes, bool, bool]:
-    """The overview page; whether it was found (an unknown organisation, or a language
-    ``not_offered``, gets a page saying so); and whether it is whole (not while the
-    leadership cannot be read). ``situation``, when its ETag was computed from one, is the
-    one the page says, so that it says what its ETag names."""
+    """The overview page, or ``page`` of its lists; whether it was found (an unknown
+    organisation, a language ``not_offered``, or a page beyond the last, gets a page saying
+    so); and whether it is whole (not while the leadership cannot be read). ``situation``,
+    when its ETag was computed from one, is the one the page says, so that it says what its
+    ETag names."""
     words = language(chosen)
     base = base_url(request)
     service = feeds_of(request)
     directory = await service.directory()
     entities = directory.kinds
-    orgs, post_labels = _derived(directory, ("tree",), lambda: _tree(directory))
-    listed = (
-        orgs
-        if org is None
-        else _derived(directory, ("subtree", org), lambda: _large_subtree(directory, orgs, org))
-    )
-    by_org = len(post_labels) > OVERVIEW_POSTS if org is None else bool(listed)
+    tree = await _tree(directory)
+    orgs, post_labels = tree.orgs, tree.post_labels
+    limits = (OVERVIEW_POSTS, ORGS_PER_PAGE, POSTS_PER_PAGE)
+    by_org = (len(post_labels) if org is None else tree.posts_below.get(org, 0)) > OVERVIEW_POSTS
+    listed, whole_tree = _listed(tree, org) if by_org else ([], True)
+    own = tree.own_posts.get(org, []) if by_org and org is not None else []
+    pages = max(page_count(listed, ORGS_PER_PAGE), page_count(own, POSTS_PER_PAGE))
+    beyond = page > pages
+    first_org, first_post = (page - 1) * ORGS_PER_PAGE, (page - 1) * POSTS_PER_PAGE
+    orgs_shown = listed[first_org : first_org + ORGS_PER_PAGE]
     queries = queries_of(request)
     state: dict[str, Any]
     unknown: UnknownEntity | None = None
     whole = True
     try:
-        if by_org and org is None:
+        if org is None and (by_org or beyond):
             state = {**(situation or await queries.situation()), "posts": []}
-        elif by_org:
-            # The organisation is looked up (and its situation said) without its posts.
+        elif by_org or beyond:
+            # The organisation is looked up (and its situation said) without its subtree's
+            # posts; those of its own that this page shows are read alone.
             header, _ = await queries.state_in_parts(org=org)
-            state = {**header, "posts": []}
+            own_shown = [] if beyond else own[first_post : first_post + POSTS_PER_PAGE]
+            state = {**header, "posts": await _own_post_states(queries, header, own_shown)}
         else:
             state = await queries.state(org=org)
     except UnknownEntity as error:
@@ -639,21 +816,44 @@ async def _overview_page(
         leadership = f"<p>{asked}</p>"
     elif unknown is not None and org is not None:
         leadership = _unknown_org(base, org, unknown.suggestions, orgs, words, link_lang)
+    elif beyond:
+        leadership = _no_such_page(base, org, link_lang, page, pages, words)
     elif by_org:
-        leadership = _derived(
-            directory,
-            ("index", base, chosen, link_lang, org),
-            lambda: _org_index(base, listed, words, link_lang),
-        )
-    elif len(state["posts"]) > _OFF_LOOP_POSTS:
-        leadership = await asyncio.to_thread(_leadership, state, orgs, post_labels, words)
+        parts = []
+        if state["posts"] and org is not None:
+            if len(own) > POSTS_PER_PAGE:
+                parts.append(
+                    _shown_range(
+                        N_("Posts {first} to {last} of {count}."),
+                        first_post + 1,
+                        len(state["posts"]),
+                        len(own),
+                        words,
+                    )
+                )
+            # Its own posts only, under its own name.
+            parts.append(await _written(state, tree.subtree(org)[:1], post_labels, words))
+        if orgs_shown:
+            parts.append(
+                _derived(
+                    directory,
+                    ("index", base, chosen, link_lang, org, page, limits),
+                    lambda: _org_index(
+                        base, orgs_shown, whole_tree, first_org + 1, len(listed), words, link_lang
+                    ),
+                )
+            )
+        if not parts:
+            parts.append(_leadership(state, orgs, post_labels, words))
+        parts.append(_pager(base, org, link_lang, page, pages, words))
+        leadership = "\n".join(part for part in parts if part)
     else:
-        leadership = _leadership(state, orgs, post_labels, words)
+        leadership = await _written(state, orgs, post_labels, words)
     shown = None
     if org is not None and unknown is None and state.get("org"):
         # The id as stored, which is what the feed addresses use.
         shown_id = str(state["org"]["org"])
-        shown = (shown_id, dict(orgs).get(shown_id, {}))
+        shown = (shown_id, tree.subtree(shown_id)[0][1] if shown_id in tree.positions else {})
     if org is not None:
         back = urlencode({"lang": link_lang}) if link_lang else ""
         leadership = (
@@ -670,7 +870,21 @@ async def _overview_page(
     # A page for one organisation lists its subtree's changes, as its feed does.
     scope = f"org:{shown[0]}" if shown is not None else "all"
     recent = await service.recent(RECENT, chosen, scope)
-    page = PAGE.substitute(
+    # The feeds of what the page shows: the organisations it lists (an organisation's page,
+    # that organisation first), and the posts and people of the leadership it shows.
+    if by_org and org is None:
+        feeds = _derived(
+            directory,
+            ("feeds", base, chosen, link_lang, page, limits),
+            lambda: _feeds(base, {"org": orgs_shown}, words, link_lang),
+        )
+    elif by_org:
+        itself = [shown] if shown is not None else []
+        around = [*itself, *(item for item in orgs_shown if shown is None or item[0] != shown[0])]
+        feeds = _feeds(base, _feed_entities(entities, around, None, state), words, link_lang)
+    else:
+        feeds = _feeds(base, _feed_entities(entities, orgs, org, state), words, link_lang)
+    document = PAGE.substitute(
         lang=_e(chosen),
         direction=_e((words.locale.character_order == "right-to-left" and "rtl") or "ltr"),
         title=_e(_page_title(shown, words)),
@@ -679,7 +893,7 @@ async def _overview_page(
         # An unknown organisation's page in another language asks for it again, unless it
         # is longer than the page would repeat: such a link would be as long again ten times.
         language_links=_language_links(
-            chosen, org if unknown is None or len(org or "") <= LONGEST_ECHO else None
+            chosen, org if unknown is None or len(org or "") <= LONGEST_ECHO else None, page
         ),
         leadership_heading=_e(words._(N_("Current leadership"))),
         situation=_e(said),
@@ -687,18 +901,23 @@ async def _overview_page(
         changes_heading=_e(words._(N_("Recent changes"))),
         changes=_changes(recent, words),
         feeds_heading=_e(words._(N_("Feeds"))),
-        # The organisations listed, and theirs only: an organisation's page lists its own
-        # subtree's feeds, as its leadership section lists its own subtree.
-        feeds=_derived(
-            directory,
-            ("feeds", base, chosen, link_lang, org),
-            lambda: _feeds(base, {"org": listed}, words, link_lang),
-        )
-        if by_org
-        else _feeds(base, _feed_entities(entities, orgs, org, state), words, link_lang),
+        feeds=feeds,
         base=_e(base),
         api_docs=_e(words._(N_("API documentation"))),
         opml_url=_e(_opml_url(base, link_lang)),
         opml="OPML",
     )
-    return page.encode(), unknown is None and not_offered is None, whole
+    found = unknown is None and not_offered is None and not beyond
+    return document.encode(), found, whole
+
+
+async def _written(
+    state: Mapping[str, Any],
+    orgs: Sequence[Entity],
+    post_labels: Mapping[str, Any],
+    words: Language,
+) -> str:
+    """The leadership tables of ``state``'s posts; many are written on a worker thread."""
+    if len(state["posts"]) > _OFF_LOOP_POSTS:
+        return await asyncio.to_thread(_leadership, state, orgs, post_labels, words)
+    return _leadership(state, orgs, post_labels, words)

@@ -599,6 +599,29 @@ class Queries:
 
         return {**situation, "org": scope}, parts()
 
+    async def state_of_posts(
+        self,
+        posts: Sequence[str],
+        as_of: dt.date | str | None = None,
+        known_at: int | str | dt.date | None = None,
+    ) -> dict[str, Any]:
+        """:meth:`state` for the ``posts`` named, in the order given, wherever each belongs:
+        what a page showing part of a large organisation asks for, where the organisation's
+        whole subtree would read every claim in it. ``"org"`` is None; a post not known at
+        ``known_at`` is left out (a caller's list may be newer than the position asked for).
+        """
+        if isinstance(posts, str):
+            raise InvalidQuery(f"posts must be a list of ids, got the text {posts!r:.80}")
+        for post in posts:
+            check_names(post=post)
+        self.check_state(None, as_of, known_at)
+        situation = await self.situation(as_of, known_at)
+        position = situation["known_at"]["position"]
+        known = await self._post_titles(posts, position)
+        shaped = [known[post] for post in dict.fromkeys(posts) if post in known]
+        day = dt.date.fromisoformat(situation["as_of"])
+        return {**situation, "org": None, "posts": await self._post_states(shaped, day, position)}
+
     async def _post_states(
         self, posts: Sequence[dict[str, Any]], day: dt.date, position: int
     ) -> list[dict[str, Any]]:

@@ -1,0 +1,199 @@
+"""Page validators name what a page holds: a change to how pages render must change them too.
+
+Every page ETag carries the pages' ``RENDER_VERSION``, with the versions of what the pages are
+also made of (the feeds' rendering, which writes their recent changes, and the projections
+they read), so a reader or cache holding a page rendered another way fetches it again after
+an upgrade. This test renders a fixed log's pages (the seeds, with fixed recorded times and
+ids, plus records that exercise right-to-left names, acting holders and pending changes), the
+overview and organisation pages, whole and listing organisations a page at a time, in every
+language, on a fixed day, and fails when the bytes change while those versions stay the same.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from leaderlog.events import Record, parse_record
+from leaderlog.feeds import LANGUAGES
+from leaderlog.feeds._service import RENDER_VERSION as FEED_RENDER_VERSION
+from leaderlog.http import _pages as pages
+from leaderlog.http import create_app
+from leaderlog.log import EventLog, parse_lines
+from leaderlog.projections import Queries
+from leaderlog.projections.feed_entries import FeedEntriesProjection
+from leaderlog.projections.leadership import LeadershipProjection
+from tests.conftest import SEEDS
+
+# (pages' RENDER_VERSION, the feeds' RENDER_VERSION, FeedEntriesProjection.version,
+# LeadershipProjection.version) -> sha256 of every rendered page.
+# When the rendering changes on purpose, bump RENDER_VERSION in leaderlog/http/_pages.py
+# and add the new digest here; when one of the others is bumped, add its versions too (with
+# the same digest if the pages did not change): never change a digest under versions
+# already released.
+RENDERED = {
+    (1, 14, 11, 8): "377c2a40e063d1af89d5c57fe69c7ec9e993402cc1c768e9859e9515c8aaebd3",
+    # The feeds' version 15 changed JSON Feed and RSS documents alone: the same pages.
+    (1, 15, 11, 8): "377c2a40e063d1af89d5c57fe69c7ec9e993402cc1c768e9859e9515c8aaebd3",
+}
+
+BASE = "http://pages.test"
+_RECORDED = dt.datetime(2025, 6, 1, 12, 0, tzinfo=dt.UTC)
+# The day the pages say the situation on: the seeds' changes are behind it, a pending one
+# still ahead.
+_DAY = "2025-06-04"
+_EXTRA = [
+    {
+        "type": "org.registered",
+        "data": {
+            "org": "knesset-office",
+            "name": "\u05dc\u05e9\u05db\u05ea \u05d4\u05db\u05e0\u05e1\u05ea",
+            "parent": "white-house",
+        },
+    },
+    {
+        "type": "post.defined",
+        "data": {
+            "post": "knesset-office-head",
+            "org": "knesset-office",
+            "title": "\u05e8\u05d0\u05e9 \u05d4\u05dc\u05e9\u05db\u05d4",
+        },
+    },
+    {
+        "type": "person.registered",
+        "data": {"person": "levi", "name": "\u05d3\u05d5\u05d3 \u05dc\u05d5\u05d9"},
+    },
+    {
+        "type": "claim.reported",
+        "data": {
+            "claim": "levi-head",
+            "source": "fox-ice-shakeup-2025-05",
+            "kind": "incumbency",
+            "person": "levi",
+            "post": "knesset-office-head",
+            "capacity": "acting",
+            "modality": "occurred",
+            "attribution": {"kind": "outlet"},
+        },
+    },
+    {
+        "type": "claim.reported",
+        "data": {
+            "claim": "levi-dsac",
+            "source": "fox-ice-shakeup-2025-05",
+            "kind": "appointment",
+            "person": "levi",
+            "post": "ice-hsi-dsac",
+            "capacity": "interim",
+            "modality": "expected",
+            "effective": {"date": "2025-07-01", "qualifier": "about"},
+            "attribution": {"kind": "anonymous", "parties": ["ICE"]},
+        },
+    },
+]
+
+
+def _records() -> list[Record]:
+    lines = [
+        line for path in sorted(SEEDS.glob("*.jsonl")) for line in path.read_bytes().split(b"\n")
+    ]
+    records, _ = parse_lines(lines)
+    records += [parse_record(raw) for raw in _EXTRA]
+    return [record.model_copy(update={"recorded_at": _RECORDED}) for record in records]
+
+
+def _addresses() -> list[str]:
+    """Each page in every language asked for by address, and as the reader's own language
+    chooses (English here), which links without naming it."""
+    asked = [""] + [f"lang={tag}" for tag in LANGUAGES]
+    return [
+        f"/?{query}" if query else "/"
+        for first in ("", "org=dhs", "org=ice", "org=white-house")
+        for lang in asked
+        for query in ["&".join(part for part in (first, lang) if part)]
+    ]
+
+
+@asynccontextmanager
+async def _client(url: str) -> AsyncIterator[httpx.AsyncClient]:
+    app = create_app(url)
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url=BASE) as client:
+            yield client
+
+
+@pytest.fixture
+def on_a_fixed_day(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pages say the situation today: here, on ``_DAY`` whatever day the test runs."""
+    situation = Queries.situation
+
+    async def fixed(self: Queries, as_of: Any = None, known_at: Any = None) -> dict[str, Any]:
+        return await situation(self, _DAY if as_of is None else as_of, known_at)
+
+    monkeypatch.setattr(Queries, "situation", fixed)
+
+
+async def test_a_page_rendered_another_way_is_not_taken_for_the_one_held(
+    tmp_path: Path, on_a_fixed_day: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url = f"sqlite:///{tmp_path / 'leaderlog.db'}"
+    async with await EventLog.open(url) as log:
+        await log.append_records(_records(), actor="seed")
+    async with _client(url) as client:
+        # given a reader holding the overview and an organisation's page
+        held = {address: await client.get(address) for address in ("/", "/?org=ice")}
+        # when the server renders pages another way, the log and the package version the same
+        monkeypatch.setattr(pages, "RENDER_VERSION", pages.RENDER_VERSION + 1)
+        for address, response in held.items():
+            again = await client.get(address, headers={"If-None-Match": response.headers["etag"]})
+            # then the copy held is not said to be current: the page is sent anew
+            assert again.status_code == 200, address
+            assert again.headers["etag"] != response.headers["etag"]
+
+
+async def test_the_pages_render_differently_only_with_their_version(
+    tmp_path: Path, on_a_fixed_day: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url = f"sqlite:///{tmp_path / 'leaderlog.db'}"
+    async with await EventLog.open(url) as log:
+        await log.append_records(_records(), actor="seed")
+    digest = hashlib.sha256()
+    async with _client(url) as client:
+        for limits, more in (
+            # Every post's holders.
+            ({}, []),
+            # Few enough posts to list the organisations instead, the whole trees.
+            ({"OVERVIEW_POSTS": 1}, []),
+            # And few enough to list them a level and a page at a time: the seeds' two trees
+            # on two pages, ICE's two units on two more, HSI's two posts on two more.
+            (
+                {"OVERVIEW_POSTS": 1, "ORGS_PER_PAGE": 1, "POSTS_PER_PAGE": 1},
+                ["/?page=2", "/?org=ice&lang=ja&page=2", "/?org=ice-hsi", "/?org=ice-hsi&page=2"],
+            ),
+        ):
+            for name, value in limits.items():
+                monkeypatch.setattr(pages, name, value)
+            for address in [*_addresses(), *more]:
+                response = await client.get(address)
+                assert response.status_code == 200, address
+                digest.update(response.content)
+    versions = (
+        pages.RENDER_VERSION,
+        FEED_RENDER_VERSION,
+        FeedEntriesProjection.version,
+        LeadershipProjection.version,
+    )
+    assert RENDERED.get(versions) == digest.hexdigest(), (
+        f"the pages render differently at {versions}: bump RENDER_VERSION in "
+        "leaderlog/http/_pages.py, so that validators handed out before stop matching, and "
+        f"record {json.dumps(digest.hexdigest())} for the new versions in RENDERED"
+    )
