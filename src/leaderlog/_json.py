@@ -46,8 +46,10 @@ def copied(value: Any) -> Any:
     return orjson.loads(orjson.dumps(value))
 
 
-def dumps(value: Any, *, indent: bool = False) -> str:
-    option = orjson.OPT_SORT_KEYS | (orjson.OPT_INDENT_2 if indent else 0)
+def dumps(value: Any, *, indent: bool = False, sort_keys: bool = True) -> str:
+    """JSON text; with ``sort_keys=False`` members stay in their dicts' order, for a format
+    whose spec orders them (JSON Feed's ``version`` first)."""
+    option = (orjson.OPT_SORT_KEYS if sort_keys else 0) | (orjson.OPT_INDENT_2 if indent else 0)
     return orjson.dumps(value, option=option).decode()
 
 

@@ -50,6 +50,9 @@ RENDERED = {
     (13, 11): "c17d933d82163824ec94cb518d4fe0dd311c11d9c190309be3d20170177c2e4b",
     # A quotation ends its sentence before the history; a confirmation's quote is shown.
     (14, 11): "481835af1434f66555cdd42e33d91728c177d702a16cf87b7d295d488f184a70",
+    # JSON Feed members in the spec's order, its version first; RSS dates with four-digit
+    # years (these documents hold none before year 1000).
+    (15, 11): "9a5f16a1b4c97939648ea617e206b82f84bf0ee11b4d2b96a0f37250ed9a1f13",
 }
 
 _RECORDED = dt.datetime(2025, 6, 1, 12, 0, tzinfo=dt.UTC)

@@ -7,6 +7,10 @@ RFC 5005 facts are repeated in an ``_archive`` extension object for clients that
 ``title``, ``summary`` and ``content_text`` are plain text (JSON carries them as they are),
 ``content_html`` is HTML; addresses are URIs (:func:`._address.uri`), as the spec's ``url``
 fields ask.
+
+Members are written in the spec's order, not sorted: ``version`` "should appear at the very
+top" (readers that sniff a document's first bytes look for it there), and the items come after
+what describes the feed. Insertion order is as fixed as sorting, so the bytes stay the same.
 """
 
 from __future__ import annotations
@@ -24,18 +28,18 @@ VERSION = "https://jsonfeed.org/version/1.1"
 
 
 def _item(entry: Entry) -> dict[str, Any]:
-    item: dict[str, Any] = {
-        "id": entry.id,
-        "title": entry.title,
-        "summary": entry.summary,
-        "content_html": entry.content_html,
-        "content_text": entry.summary,
-        "date_published": format_time(entry.published),
-        "date_modified": format_time(entry.updated),
-        "tags": [category.label for category in entry.categories],
-    }
+    item: dict[str, Any] = {"id": entry.id}
     if entry.url:
         item["url"] = uri(entry.url)
+    item.update(
+        title=entry.title,
+        summary=entry.summary,
+        content_text=entry.summary,
+        content_html=entry.content_html,
+        date_published=format_time(entry.published),
+        date_modified=format_time(entry.updated),
+        tags=[category.label for category in entry.categories],
+    )
     return item
 
 
@@ -50,20 +54,24 @@ def render_json(feed: Feed) -> bytes:
         "description": feed.subtitle,
         "home_page_url": uri(feed.home_url),
         "feed_url": uri(feed.self_url),
-        "language": feed.language,
-        "authors": [{"name": feed.author}],
-        "items": [_item(entry) for entry in feed.entries],
-        "_archive": {
-            "about": "https://www.rfc-editor.org/rfc/rfc5005",
-            "archive": feed.archive,
-            "complete": feed.complete,
-            "current": _address(feed.current),
-            "prev_archive": _address(feed.prev_archive),
-            "next_archive": _address(feed.next_archive),
-            "updated": format_time(feed.updated),
-        },
     }
     older = feed.prev_archive
     if older:
         document["next_url"] = uri(older)
-    return (dumps(document, indent=True) + "\n").encode()
+    document.update(
+        {
+            "language": feed.language,
+            "authors": [{"name": feed.author}],
+            "_archive": {
+                "about": "https://www.rfc-editor.org/rfc/rfc5005",
+                "archive": feed.archive,
+                "complete": feed.complete,
+                "current": _address(feed.current),
+                "prev_archive": _address(feed.prev_archive),
+                "next_archive": _address(feed.next_archive),
+                "updated": format_time(feed.updated),
+            },
+            "items": [_item(entry) for entry in feed.entries],
+        }
+    )
+    return (dumps(document, indent=True, sort_keys=False) + "\n").encode()

@@ -10,7 +10,11 @@ feedgen's defaults are unsafe for reproducible feeds, so this module always over
 - it knows nothing of RFC 5005, so archive elements come from an extension (below), which is
   also how the archive links reach RSS (feedgen only copies ``rel="self"`` there);
 - it has no ``type`` for a feed's Atom title and no modification time for RSS items, so both
-  come from a second extension (below), as do the RSS titles written for readers that guess.
+  come from a second extension (below), as do the RSS titles written for readers that guess;
+- it writes RSS dates with ``strftime``, whose ``%Y`` gives year 999 as ``999`` and year 1 as
+  ``1``: not an RFC 822 date at all, or one readers take for 2001. A log may hold events
+  recorded in any year (an imported export keeps its recorded times), so the second extension
+  writes every RSS date again with the four-digit year RFC 2822 gives it.
 
 Text is never passed as markup, and each format says so in its own way:
 
@@ -31,6 +35,7 @@ import datetime as dt
 import html
 import re
 from dataclasses import replace
+from email.utils import format_datetime
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -122,8 +127,19 @@ def _rss_title(element: Any) -> None:
         element.append(reference)
 
 
+def _redate(element: Any, moment: dt.datetime | None) -> None:
+    """Write an RSS date again as RFC 2822 writes RFC 822's, with a four-digit year (see
+    above); every other date is written exactly as feedgen wrote it."""
+    if element is not None and moment is not None:
+        element.text = format_datetime(moment)
+
+
 class TextExtension(BaseExtension):  # type: ignore[misc]
-    """The feed's title: ``type="html"`` in Atom when it holds ``<`` or ``&``, escaped in RSS."""
+    """The feed's title: ``type="html"`` in Atom when it holds ``<`` or ``&``, escaped in RSS;
+    and the RSS channel's ``lastBuildDate`` with a four-digit year."""
+
+    def __init__(self) -> None:
+        self.updated: dt.datetime | None = None
 
     def extend_atom(self, feed: Any) -> Any:
         # feedgen writes Atom elements without a namespace (see ArchiveExtension.extend_atom).
@@ -137,18 +153,22 @@ class TextExtension(BaseExtension):  # type: ignore[misc]
 
     def extend_rss(self, feed: Any) -> Any:
         _rss_title(feed[0].find("title"))
+        _redate(feed[0].find("lastBuildDate"), self.updated)
         return feed
 
 
 class ItemExtension(BaseEntryExtension):  # type: ignore[misc]
-    """An RSS item's title (escaped as the channel's) and ``atom:updated``: RSS has only
-    ``pubDate``, so without it readers show a corrected or confirmed entry's first date."""
+    """An RSS item's title (escaped as the channel's), its ``pubDate`` with a four-digit year,
+    and ``atom:updated``: RSS has only ``pubDate``, so without it readers show a corrected or
+    confirmed entry's first date."""
 
     def __init__(self) -> None:
+        self.published: dt.datetime | None = None
         self.updated: dt.datetime | None = None
 
     def extend_rss(self, item: Any) -> Any:
         _rss_title(item.find("title"))
+        _redate(item.find("pubDate"), self.published)
         if self.updated is not None:
             xml_elem(f"{{{ATOM_NS}}}updated", item).text = self.updated.isoformat()
         return item
@@ -188,6 +208,7 @@ def _add_entry(generator: FeedGenerator, entry: Entry, fmt: FeedFormat) -> None:
     else:
         item.title(entry.title)
         item.summary(html.escape(entry.summary, quote=False))
+        item.text.published = entry.published
         item.text.updated = entry.updated
         links = tuple(
             replace(link, href=uri(link.href)) for link in links if not _ip_literal(link.href)
@@ -215,6 +236,8 @@ def _generator(feed: Feed, fmt: FeedFormat) -> FeedGenerator:
     generator.link(href=address(feed.self_url), rel="self", type=MEDIA_TYPES[fmt])
     # Last, because feedgen makes the last feed link the RSS channel's <link>.
     generator.link(href=address(feed.home_url), rel="alternate", type="text/html")
+    text: TextExtension = generator.text
+    text.updated = feed.updated
     extension: ArchiveExtension = generator.archive
     extension.archive = feed.archive
     extension.complete = feed.complete
