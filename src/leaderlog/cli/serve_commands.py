@@ -14,7 +14,7 @@ import sys
 from collections.abc import Callable
 from importlib.resources import as_file, files
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 from urllib.parse import urlsplit
 
 import click
@@ -55,6 +55,8 @@ _BACKLOG = 2048
 HEADER_SECONDS = 10.0
 # How long a client may take to send a request's body once its headers are in (--body-timeout).
 BODY_SECONDS = 30.0
+# The most a request's line and headers may take (h11's and so uvicorn's limit).
+HEAD_BYTES = 16 * 1024
 
 
 def seeds_folder() -> Path | None:
@@ -371,7 +373,8 @@ SWITCH_INTERVAL = 0.001
 
 
 def _with_deadlines(header_seconds: float, body_seconds: float) -> type[asyncio.Protocol]:
-    """uvicorn's HTTP/1.1 protocol, holding clients to two deadlines.
+    """uvicorn's HTTP/1.1 protocol, holding clients to two deadlines (and refusing the
+    request heads ``CheckedConnection`` says, each with its own answer).
 
     A request's line and headers must all arrive ``header_seconds`` after the connection
     was opened or its last response was sent, or the connection is closed. uvicorn waits
@@ -408,6 +411,94 @@ def _with_deadlines(header_seconds: float, body_seconds: float) -> type[asyncio.
         "the request is not HTTP/1.1 this server can read: its line or headers are malformed",
         headers={"Connection": "close"},
     )
+    framed_twice = error_response(
+        400,
+        None,
+        "the request gives the length of its body twice, as Content-Length and as "
+        "Transfer-Encoding: send one of them",
+        headers={"Connection": "close"},
+    )
+
+    too_long_address = error_response(
+        414,
+        None,
+        f"the request's address is longer than the {HEAD_BYTES // 1024} KiB this server reads",
+        headers={"Connection": "close"},
+    )
+    too_large_head = error_response(
+        431,
+        None,
+        f"the request's line and headers are larger than the {HEAD_BYTES // 1024} KiB this "
+        "server reads",
+        headers={"Connection": "close"},
+    )
+
+    class CheckedConnection(h11.Connection):
+        """h11's server side, refusing more than h11 does, each refusal with its answer.
+
+        A request that gives its body's length both by Content-Length and by
+        Transfer-Encoding: h11 reads the chunks and keeps the connection open, so bytes a
+        proxy in front counted into the body by Content-Length would be answered here as a
+        request of their own (request smuggling, which RFC 9112 §6.1 guards against by
+        closing the connection).
+
+        A request whose target is a whole URL (absolute-form, as clients send to a proxy) is
+        taken as one for its path, with the URL's host as its Host, as RFC 9112 §3.2.2 has a
+        server do: uvicorn would route the whole URL as a path, and answer 404.
+
+        A request line or head over ``HEAD_BYTES``: h11 refuses one only while it is still
+        arriving, so whether it was served depended on how the network cut it up, and
+        uvicorn called it malformed.
+        """
+
+        refusal: JSONResponse | None = None
+
+        def next_event(self) -> h11.Event | type[h11.NEED_DATA] | type[h11.PAUSED]:
+            try:
+                event = super().next_event()
+            except h11.RemoteProtocolError as error:
+                if error.error_status_hint == 431:
+                    waiting, _ = self.trailing_data
+                    line_is_whole = b"\n" in waiting
+                    self.refusal = too_large_head if line_is_whole else too_long_address
+                raise
+            if isinstance(event, h11.Request):
+                self.refusal = _refusal_of(event)
+                if self.refusal is not None:
+                    raise h11.RemoteProtocolError("refused", self.refusal.status_code)
+                return _in_origin_form(event)
+            return event
+
+    def _in_origin_form(request: h11.Request) -> h11.Request:
+        # Latin-1 both ways: h11 lets through any byte but controls and spaces.
+        target = request.target.decode("latin-1")
+        if not target.lower().startswith(("http://", "https://")):
+            return request
+        try:
+            url = urlsplit(target)
+        except ValueError:
+            return request  # a bracket opening no IPv6 host: no path to serve, a 404
+        path = (url.path or "/") + (f"?{url.query}" if url.query else "")
+        given = [value for name, value in request.headers if name == b"host"]
+        host = url.netloc.encode("latin-1") if url.netloc else b"".join(given[:1])
+        others = [(name, value) for name, value in request.headers if name != b"host"]
+        return h11.Request(
+            method=request.method,
+            target=path.encode("latin-1"),
+            headers=[(b"host", host), *others] if host else others,
+            http_version=request.http_version,
+        )
+
+    def _refusal_of(request: h11.Request) -> JSONResponse | None:
+        names = {name for name, _ in request.headers}
+        if {b"content-length", b"transfer-encoding"} <= names:
+            return framed_twice
+        if len(request.target) > HEAD_BYTES:
+            return too_long_address
+        # The head's bytes as sent, give or take the spaces around each header's value.
+        head = len(request.method) + len(request.target) + len(b"  HTTP/1.1\r\n\r\n")
+        head += sum(len(name) + len(value) + len(b": \r\n") for name, value in request.headers)
+        return too_large_head if head > HEAD_BYTES else None
 
     class DeadlineProtocol(H11Protocol):
         _deadline: asyncio.TimerHandle | None = None
@@ -415,6 +506,10 @@ def _with_deadlines(header_seconds: float, body_seconds: float) -> type[asyncio.
         # on, never for more bytes of the same headers or body.
         _timed: object = None
         _body_was_held_back = False
+
+        def __init__(self, *arguments: Any, **options: Any) -> None:
+            super().__init__(*arguments, **options)
+            self.conn = CheckedConnection(h11.SERVER, HEAD_BYTES)
 
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
             super().connection_made(transport)
@@ -482,7 +577,8 @@ def _with_deadlines(header_seconds: float, body_seconds: float) -> type[asyncio.
             # A malformed body (a bad chunk) may come after the application has begun or
             # given its answer: a second one cannot be sent then, only the connection closed.
             if self.conn.our_state in (h11.IDLE, h11.SEND_RESPONSE):
-                self._answer(unreadable)
+                refusal = self.conn.refusal if isinstance(self.conn, CheckedConnection) else None
+                self._answer(refusal or unreadable)
             self.transport.close()
 
         def _log_own_answer(self, status: int) -> None:
