@@ -210,9 +210,12 @@ class _Progress:
             self._report("writing", share, self._writing_steps)
 
     def _report(self, stage: str, done: int, total: int) -> None:
-        # Called again after it raised, it would only fail again.
-        if self._callback is not None and not call_progress(self._callback, stage, done, total):
-            self._callback = None
+        # Called again after it raised, it would only fail again. Let go of while it runs: an
+        # interrupt it raises (which call_progress lets through) would otherwise be raised
+        # again at each report, while the program shuts down.
+        callback, self._callback = self._callback, None
+        if callback is not None and call_progress(callback, stage, done, total):
+            self._callback = callback
 
 
 def _written_by(requests: Sequence[_Request]) -> WriteProgress | None:
@@ -726,6 +729,7 @@ class EventLog:
         self._head_is_current = False
         self._queue: list[_Request] = []
         self._writer: asyncio.Task[None] | None = None
+        self._closed = False
 
     @classmethod
     async def open(cls, url: str | None = None, *, create: bool = True) -> EventLog:
@@ -734,7 +738,12 @@ class EventLog:
         return cls(await open_store(url, create=create))
 
     async def close(self) -> None:
-        """Close the store, once the appends under way are answered."""
+        """Close the store, once the appends under way are answered; appends made once
+        closing has begun are refused with :class:`StoreUnavailable`. Closing again does
+        nothing."""
+        # At once: callers that go on appending would otherwise keep the writer busy, and
+        # closing waiting for it, for as long as they append.
+        self._closed = True
         # Waited for, not awaited: a writer that was cancelled (all tasks are, at some
         # shutdowns) must not make closing fail, and closing cancelled must not cancel it.
         while (writer := self._writer) is not None and not writer.done():
@@ -936,6 +945,8 @@ class EventLog:
         except RecordError as error:
             # Refused as every other part of a call is: one BatchError naming the problems.
             raise BatchError([error]) from None
+        if self._closed:
+            raise StoreUnavailable("the log is closed (or closing): open it again to append")
         if not entries:
             return AppendOutcome((), 0)
         loop = asyncio.get_running_loop()
@@ -957,9 +968,27 @@ class EventLog:
         self._writer.add_done_callback(self._writer_stopped)
 
     def _writer_stopped(self, writer: asyncio.Task[None]) -> None:
-        """A writer cancelled from outside (a shutdown cancelling every task) leaves the
-        appends queued behind its group to a new writer: their callers are still waiting."""
-        if writer is not self._writer or not writer.cancelled():
+        """A writer stopped under its group leaves the appends queued behind that group to a
+        new writer, their callers still waiting: one cancelled from outside (a shutdown
+        cancelling every task), or one a KeyboardInterrupt or SystemExit was raised in (a
+        Ctrl-C in a program that drives its own loop, and may go on after it)."""
+        if not writer.cancelled():
+            # exception() marks it retrieved: asyncio has raised an interrupt out of the loop
+            # to the program already, which is not to be told of it again, as a task
+            # exception never retrieved, once the task is collected.
+            stopped = writer.exception()
+            if stopped is None:
+                return
+            if not isinstance(stopped, KeyboardInterrupt | SystemExit):
+                writer.get_loop().call_exception_handler(
+                    {
+                        "message": "the log's writer task failed",
+                        "exception": stopped,
+                        "task": writer,
+                    }
+                )
+                return
+        if writer is not self._writer:
             return
         if any(not request.future.done() for request in self._queue):
             self._start_writer()

@@ -136,8 +136,13 @@ class WriteProgressReporter:
             self._loop.call_soon_threadsafe(self._call, done)
 
     def _call(self, done: int) -> None:
-        if not self._failed:
-            self._failed = not call_progress(self._progress, done, self.total)
+        if self._failed:
+            return
+        # Set while it runs: an interrupt it raises (which call_progress lets through) would
+        # otherwise be raised again by each report already scheduled, while the program
+        # shuts down.
+        self._failed = True
+        self._failed = not call_progress(self._progress, done, self.total)
 
 
 def call_progress(callback: Callable[..., None], *arguments: object) -> bool:

@@ -408,7 +408,11 @@ class _WriteConnection:
         self._connection = connection
         self._thread = thread
         self._path = path
+        # Set as closing begins: work submitted after the connection's close would find it
+        # closed (a raw sqlite3 error), or, submitted before it, still write once the store
+        # was said to be closed.
         self._closed = False
+        self._closing = False
         self.created_log = created_log
 
     @classmethod
@@ -426,6 +430,9 @@ class _WriteConnection:
     async def run(self, work: Callable[[sqlite3.Connection], _T]) -> _T:
         if self._closed:
             raise StoreUnavailable(_CLOSED)
+        return await self._run(work)
+
+    async def _run(self, work: Callable[[sqlite3.Connection], _T]) -> _T:
         loop = asyncio.get_running_loop()
         running: asyncio.Future[_T] = loop.create_future()
         try:
@@ -482,14 +489,23 @@ class _WriteConnection:
                     self._connection.interrupt()
             raise
 
-    async def close(self) -> None:
-        if self._closed:
-            return
-        with contextlib.suppress(StoreUnavailable):
-            # Only when the program is ending: the connection goes with the process.
-            await self.run(sqlite3.Connection.close)
+    def refuse_work(self) -> None:
+        """Refuse work from now on (:class:`StoreUnavailable`); what was submitted before
+        still runs, in order, before the connection is closed."""
         self._closed = True
-        self._thread.shutdown(wait=False)
+
+    async def close(self) -> None:
+        self.refuse_work()
+        if self._closing:
+            return
+        self._closing = True
+        try:
+            with contextlib.suppress(StoreUnavailable):
+                # Only when the program is ending: the connection goes with the process.
+                await self._run(sqlite3.Connection.close)
+        finally:
+            # Queued work, the close among it, still runs (a close cancelled meanwhile).
+            self._thread.shutdown(wait=False)
 
 
 _BUSY_CODES = (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
@@ -832,8 +848,14 @@ class SQLiteStore(EventStore):
             return
         self._closed = True
         self._abandoned.detach()
-        await self._reader.close()
-        await self._writer.close()
+        # At once, as reads are: an append or a projection's statement begun while the
+        # reader closes must not write after the store was closed, nor reach the writer's
+        # connection once it is closed.
+        self._writer.refuse_work()
+        try:
+            await self._reader.close()
+        finally:
+            await self._writer.close()
         # A follower waiting for commits learns at once that none will come.
         await self._notify_appended(self._committed_head)
 
