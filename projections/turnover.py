@@ -45,8 +45,10 @@ class TurnoverProjection(Projection):
     # attributed anew on a later page counts from its new source's published date; 6: a
     # tenure lasts from and to the days the rules count it from (a vaguely published date
     # at the latest from the day it was recorded); 7: rival departures not yet confirmed end
-    # one tenure, not a second one of which only the end is known.
-    version = 7
+    # one tenure, not a second one of which only the end is known; 8: a change that takes
+    # effect by a confirmation alone did not happen before its source was published (a
+    # confirmed return after a departure is a new tenure).
+    version = 8
 
     def schema(self) -> Sequence[str]:
         return (

@@ -31,18 +31,19 @@ from leaderlog.log import EventLog, parse_lines
 from leaderlog.projections import Queries
 from leaderlog.projections.feed_entries import FeedEntriesProjection
 from leaderlog.projections.leadership import LeadershipProjection
+from leaderlog.projections.leadership_rules import RULES_VERSION
 from tests.conftest import SEEDS
 
 # (pages' RENDER_VERSION, the feeds' RENDER_VERSION, FeedEntriesProjection.version,
-# LeadershipProjection.version) -> sha256 of every rendered page.
+# LeadershipProjection.version, the leadership RULES_VERSION) -> sha256 of every rendered page.
 # When the rendering changes on purpose, bump RENDER_VERSION in leaderlog/http/_pages.py
 # and add the new digest here; when one of the others is bumped, add its versions too (with
 # the same digest if the pages did not change): never change a digest under versions
 # already released.
 RENDERED = {
-    (1, 14, 11, 8): "377c2a40e063d1af89d5c57fe69c7ec9e993402cc1c768e9859e9515c8aaebd3",
-    # The feeds' version 15 changed JSON Feed and RSS documents alone: the same pages.
-    (1, 15, 11, 8): "377c2a40e063d1af89d5c57fe69c7ec9e993402cc1c768e9859e9515c8aaebd3",
+    # The rules' version 1: a confirmed return after a departure is a new tenure, and only a
+    # claim's latest dispute brings it into a day's conflicts. These pages show neither.
+    (1, 15, 11, 8, 1): "377c2a40e063d1af89d5c57fe69c7ec9e993402cc1c768e9859e9515c8aaebd3",
 }
 
 BASE = "http://pages.test"
@@ -191,6 +192,7 @@ async def test_the_pages_render_differently_only_with_their_version(
         FEED_RENDER_VERSION,
         FeedEntriesProjection.version,
         LeadershipProjection.version,
+        RULES_VERSION,
     )
     assert RENDERED.get(versions) == digest.hexdigest(), (
         f"the pages render differently at {versions}: bump RENDER_VERSION in "

@@ -154,8 +154,16 @@ class Claim:
 
     def earliest(self) -> dt.date:
         """The earliest day an effective change may have happened: one without a date of its
-        own may have happened at any time before its source was out."""
-        return day_range(self.date)[0] if self.date is not None else ALWAYS
+        own may have happened at any time before its source was out; one reported as still to
+        come (expected, announced, rumored) not before its source was published."""
+        first = day_range(self.date)[0] if self.date is not None else ALWAYS
+        if self.modality != "occurred":
+            published = SOURCES[self.source]
+            if published is not None and day_range(published)[0] <= recorded_day(
+                self.reported_index
+            ):
+                first = max(first, day_range(published)[0])
+        return min(first, self.counts_from())
 
     def possible_days(self) -> tuple[dt.date, dt.date]:
         """The days a change still to come may mean: "soon" is any day from its report on."""
@@ -267,21 +275,21 @@ class Tenure:
     ended_undated: bool = False
 
     def capacity(self) -> str:
-        """The latest specific capacity its appointments and incumbencies give, undisputed
-        claims first; a departure's only when they give none."""
+        """The latest specific capacity its appointments and incumbencies give, from the
+        undisputed claims alone while any is left; a departure's only when they give none."""
         everything = [*self.starts, *self.ends, *self.evidence]
         everything.sort(key=_order)
         opening = [claim for claim in everything if claim.kind != "departure"]
         leaving = [claim for claim in everything if claim.kind == "departure"]
         for pool in (opening, leaving):
-            for disputed in (False, True):
-                specific = [
-                    claim.capacity
-                    for claim in pool
-                    if claim.capacity != "unspecified" and (claim.status == "disputed") == disputed
-                ]
-                if specific:
-                    return specific[-1]
+            # Disputed claims only when no undisputed one is left: whether Hammer is acting
+            # is disputed, and his tenure's capacity is then "unspecified".
+            undisputed = [claim for claim in pool if claim.status != "disputed"]
+            specific = [
+                claim.capacity for claim in (undisputed or pool) if claim.capacity != "unspecified"
+            ]
+            if specific:
+                return specific[-1]
         return "unspecified"
 
     def start_days(self) -> tuple[dt.date, dt.date]:
@@ -460,7 +468,7 @@ def _opens_again(change: Claim, ended: Tenure) -> bool:
     own never is. On the very day of the departure, only an appointment in another specific
     capacity is (the acting holder appointed permanently that day)."""
     assert ended.end is not None
-    if change.date is not None and change.earliest() > ended.end:
+    if change.earliest() > ended.end:
         return True
     capacity = ended.capacity()
     another = change.kind == "appointment" and change.capacity not in ("unspecified", capacity)

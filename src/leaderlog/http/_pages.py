@@ -64,6 +64,7 @@ from leaderlog.http._feeds import (
 from leaderlog.http._pages_tree import Entity, Tree, page_count, tree_of
 from leaderlog.projections import InvalidQuery, LeadershipProjection, Queries, UnknownEntity
 from leaderlog.projections.feed_entries import FeedEntriesProjection
+from leaderlog.projections.leadership_rules import RULES_VERSION
 
 __all__ = ["router"]
 
@@ -72,7 +73,8 @@ router = APIRouter(tags=["pages"], dependencies=[Depends(given_once)])
 
 # Bump when the rendering of pages changes, so that validators handed out before no longer
 # match. Every page's ETag carries it, with the versions of what pages are also made of: the
-# feeds' rendering (recent changes, headlines, names) and the projections they read.
+# feeds' rendering (recent changes, headlines, names), the projections they read and the
+# rules that work out the leadership from them.
 RENDER_VERSION = 1
 RECENT = 20
 HTML = "text/html; charset=utf-8"
@@ -714,6 +716,7 @@ async def _overview_etag(
         FEED_RENDER_VERSION,
         FeedEntriesProjection.version,
         LeadershipProjection.version,
+        RULES_VERSION,
         # How much a page shows: a page of a list is another page when they change.
         (OVERVIEW_POSTS, ORGS_PER_PAGE, POSTS_PER_PAGE),
     )

@@ -265,15 +265,28 @@ class ClaimVersion:
         """The first day the change may have taken effect; None while it is only expected.
 
         A change without a date of its own counts from when its source was out, but may have
-        happened at any time before: its earliest day is the first there is."""
+        happened at any time before: its earliest day is the first there is. One that takes
+        effect by a confirmation alone was reported as still to come, so it did not happen
+        before that report was out (a return confirmed after its person left is a new tenure,
+        not the one that ended)."""
         anchor = self._effect_anchor()
         latest = self.effect_day()
         if anchor is None or latest is None:
             return None
-        if anchor.get("basis") in ("published", "recorded"):
+        earliest = dt.date.min
+        if anchor.get("basis") not in ("published", "recorded"):
+            earliest = earliest_day(anchor) or latest
+        if self.doc["modality"] != "occurred":
+            earliest = max(earliest, self._report_out_from())
+        return min(earliest, latest)
+
+    def _report_out_from(self) -> dt.date:
+        """The first day the claim's report may have been out: its source's published date,
+        when the source gives one (a recorded day only says it was out by then)."""
+        reported = shown_anchor(self.doc["reported_anchor"])
+        if reported is None or reported.get("basis") != "published":
             return dt.date.min
-        earliest = earliest_day(anchor)
-        return latest if earliest is None else min(earliest, latest)
+        return earliest_day(reported) or dt.date.min
 
     def earliest_stated_day(self) -> dt.date | None:
         """The first day the claim's own date (as confirmed, else as reported) may mean,

@@ -44,6 +44,7 @@ from leaderlog.projections.claim_versions import ClaimVersion, earliest_day, sho
 
 __all__ = [
     "ACTING_CAPACITIES",
+    "RULES_VERSION",
     "DisputeLinks",
     "Tenure",
     "TenureOrder",
@@ -55,6 +56,11 @@ __all__ = [
     "post_state",
     "tenures",
 ]
+
+# Bumped with every change to what these rules answer from the same stored claim versions:
+# the leadership projection's version moves only when its rows do, so validators of answers
+# worked out with the rules (the pages' ETags) carry this one too.
+RULES_VERSION = 1
 
 ACTING_CAPACITIES = frozenset({"acting", "interim"})
 
@@ -743,7 +749,9 @@ def post_state(
         links = dispute_links({**(elsewhere or {}), **own}.values())
     by_claim = {**links.claims, **own}
     # The disputes that bear on the state: about or naming a relevant claim, this post's own
-    # or made on another post; each brings every dispute linked to it.
+    # or made on another post; each brings every dispute linked to it. A claim's latest
+    # dispute is the one that names (as its conflict lists them): an earlier one of the same
+    # claim no longer brings it in.
     bearing = [
         claim
         for claim in versions
@@ -751,7 +759,7 @@ def post_state(
         and claim.claim not in superseded
         and (
             claim.claim in relevant
-            or any(other in relevant for d in claim.disputes for other in d["conflicts_with"])
+            or any(other in relevant for other in claim.disputes[-1]["conflicts_with"])
         )
     ]
     bearing += [claim for name in relevant for claim in links.naming.get(name, ())]
