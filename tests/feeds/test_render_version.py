@@ -53,6 +53,10 @@ RENDERED = {
     # JSON Feed members in the spec's order, its version first; RSS dates with four-digit
     # years (these documents hold none before year 1000).
     (15, 11): "9a5f16a1b4c97939648ea617e206b82f84bf0ee11b4d2b96a0f37250ed9a1f13",
+    # French elides "de" before a vowel ("au poste d'Agent"); a field a correction empties
+    # is "none" in words that fit any field; quoted words ending their sentence take no
+    # second stop; a Hindi change line and the Russian effective date reworded.
+    (16, 11): "7a591f8b633d972564712fa690ae8d7bfbc3ed14232a8a5f8ca38cacb2971266",
 }
 
 _RECORDED = dt.datetime(2025, 6, 1, 12, 0, tzinfo=dt.UTC)

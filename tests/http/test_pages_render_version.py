@@ -44,6 +44,9 @@ RENDERED = {
     # The rules' version 1: a confirmed return after a departure is a new tenure, and only a
     # claim's latest dispute brings it into a day's conflicts. These pages show neither.
     (1, 15, 11, 8, 1): "377c2a40e063d1af89d5c57fe69c7ec9e993402cc1c768e9859e9515c8aaebd3",
+    # The feeds' version 16: French elides "de" before a vowel in recent changes and
+    # pending ones ("au poste d'Agent"), among other wording.
+    (2, 16, 11, 8, 1): "0bcdec0a929f248c1898061599d15168a9f0a76abfa3ea0da3dcf865cae9479c",
 }
 
 BASE = "http://pages.test"

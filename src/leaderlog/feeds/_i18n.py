@@ -83,19 +83,38 @@ _GOVERNED_PATTERNS = {"ru": ("MMMM y\u202f'\u0433'.", "y\u202f'\u0433'.")}
 # Brazilian usage, which the Portuguese catalog follows: Portugal writes "1 de maio").
 _FIRST_OF_MONTH = {"fr": "er", "it": "\u00ba", "pt": "\u00ba"}
 _DAY_FIELD = re.compile(r"(?<![d'])d(?!d)")
-# Italian articles and articulated prepositions drop their vowel before a number read with
-# one (otto, undici, ottanta, ottocento, ottomila, undicimila): "l'8 maggio", "dell'11".
-_ELIDED = {
-    "it": {
-        "il": "l\u2019",
-        "del": "dell\u2019",
-        "dal": "dall\u2019",
-        "al": "all\u2019",
-        "nel": "nell\u2019",
-        "sul": "sull\u2019",
-    }
-}
+# Words that drop their vowel before a value read with one, by language: Italian articles
+# and articulated prepositions before a number (otto, undici, ottanta, ottocento, ottomila,
+# undicimila: "l'8 maggio", "dell'11"), and French "de" before a name, a title or a party
+# that starts with a vowel ("Nomination d'Anna", "au poste d'Agent spécial", "d'ICE"). Not
+# before an "h", which French elides before some words and not others ("de Hammer").
 _READ_WITH_A_VOWEL = re.compile(r"(?:8\d{0,3}|11(?:\d{3})?)(?![\d.,])")
+_STARTS_WITH_A_VOWEL = re.compile(
+    "[AEIOUaeiou\u00c0-\u00c6\u00c8-\u00cf\u00d2-\u00d6\u00d9-\u00dc"
+    "\u00e0-\u00e6\u00e8-\u00ef\u00f2-\u00f6\u00f9-\u00fc\u0152\u0153]"
+)
+_ELISIONS: dict[str, tuple[re.Pattern[str], dict[str, str]]] = {
+    "it": (
+        _READ_WITH_A_VOWEL,
+        {
+            "il": "l\u2019",
+            "del": "dell\u2019",
+            "dal": "dall\u2019",
+            "al": "all\u2019",
+            "nel": "nell\u2019",
+            "sul": "sull\u2019",
+        },
+    ),
+    "fr": (_STARTS_WITH_A_VOWEL, {"de": "d\u2019"}),
+}
+# Quotation marks that may close quoted words after the stop that ends them, in the offered
+# languages: final and initial ones (German closes with U+201C), the straight ones, and the
+# Japanese corner brackets. Not other brackets: a Russian date in brackets ends with the
+# point of an abbreviation, and the sentence still takes its own stop.
+_QUOTATION_CLOSING_CATEGORIES = frozenset({"Pf", "Pi"})
+_QUOTATION_CLOSING_MARKS = frozenset("\"'\u300d\u300f")
+# The full stops of the catalogs' templates.
+_TEMPLATE_STOPS = (".", "\u3002", "\u0964")
 
 
 @dataclass(frozen=True)
@@ -113,15 +132,23 @@ class Language:
 
     def template(self, message: str, values: Mapping[str, Any]) -> str:
         """``message`` translated, its words fitted to the ``values`` that will fill it in
-        (an Italian article elided before "8 maggio")."""
+        (an Italian article elided before "8 maggio", a French "de" before "Anna"); a value
+        in HTML is given as the words it shows."""
         text = self.translations.gettext(message)
-        elided = _ELIDED.get(self.locale.language)
-        if elided:
+        elision = _ELISIONS.get(self.locale.language)
+        if elision:
+            read_with_a_vowel, elided = elision
             for name, value in values.items():
-                if isinstance(value, str) and _READ_WITH_A_VOWEL.match(value):
+                if isinstance(value, str) and read_with_a_vowel.match(value):
                     for word, short in elided.items():
                         text = re.sub(rf"\b{word} \{{{name}\}}", f"{short}{{{name}}}", text)
         return text
+
+    def in_context(self, context: str, message: str) -> str:
+        """``message`` translated as it reads in ``context``, where a language may need other
+        words than it does elsewhere (German "keine Angabe" for a field left empty, where a
+        post nobody holds has "keine")."""
+        return self.translations.pgettext(context, message)
 
     def sentences(self, sentences: Sequence[str]) -> str:
         """Sentences one after another: Chinese and Japanese put no space after their stops."""
@@ -194,14 +221,36 @@ def _ends_a_sentence(text: str) -> bool:
     return not end or text[end - 1] in _SENTENCE_ENDS
 
 
-def fill(template: str, values: Mapping[str, Any]) -> str:
+def fill(template: str, values: Mapping[str, Any], words: Mapping[str, str] | None = None) -> str:
     """``template.format(**values)``, without doubling a full stop: a value that ends with one
     (a Russian long date ends with the abbreviation for "year"), or with the ellipsis of a text
-    cut short, stands for the template's own ("... Very Long Name…", not "….")."""
+    cut short, stands for the template's own ("... Very Long Name…", not "…."); so do quoted
+    words that end with their own stop, within their closing marks ("→ “He retired.”", not
+    "”."). ``words``: what values in HTML show, when they are not the values themselves."""
     for name, value in values.items():
+        shown = words.get(name, value) if words is not None else value
         if isinstance(value, str) and value.endswith((".", "\u2026")):
             template = template.replace(f"{{{name}}}.", f"{{{name}}}")
+        elif isinstance(shown, str) and _ends_with_a_quoted_sentence(shown):
+            for stop in _TEMPLATE_STOPS:
+                template = template.replace(f"{{{name}}}{stop}", f"{{{name}}}")
     return template.format(**values)
+
+
+def _ends_with_a_quoted_sentence(text: str) -> bool:
+    """Whether ``text`` ends with quoted words that end a sentence of their own, within their
+    closing marks (and the end of an isolate, and the space French sets before »)."""
+    end = len(text)
+    while end and (text[end - 1].isspace() or text[end - 1] == "\u2069"):
+        end -= 1
+    marks = end
+    while end and (
+        text[end - 1] in _QUOTATION_CLOSING_MARKS
+        or text[end - 1].isspace()
+        or unicodedata.category(text[end - 1]) in _QUOTATION_CLOSING_CATEGORIES
+    ):
+        end -= 1
+    return end < marks and bool(end) and text[end - 1] in _SENTENCE_ENDS
 
 
 def has_iso_639_1_language(tag: str) -> bool:

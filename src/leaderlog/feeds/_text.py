@@ -164,13 +164,24 @@ def clean(text: object, limit: int = TEXT_LIMIT) -> str:
 
 
 def translated_html(lang: Language, message: str, **values: str) -> Markup:
-    """Translate a message into HTML: its words escaped, Markup values inserted as they are."""
-    template = html.escape(lang.template(message, values), quote=False)
+    """Translate a message into HTML: its words escaped, Markup values inserted as they are.
+    The words around a value fit the words it shows (a French "de" elided before a name
+    isolated in a span), as in plain text."""
+    words = {key: _shown(value) for key, value in values.items()}
+    template = html.escape(lang.template(message, words), quote=False)
     escaped = {
         key: value if isinstance(value, Markup) else html.escape(value)
         for key, value in values.items()
     }
-    return Markup(fill(template, escaped))
+    return Markup(fill(template, escaped, words))
+
+
+_TAG = re.compile(r"<[^>]*>")
+
+
+def _shown(value: str) -> str:
+    """The words a value shows: Markup's text without its tags."""
+    return html.unescape(_TAG.sub("", value)) if isinstance(value, Markup) else value
 
 
 def _writers(lang: Language, markup: bool) -> tuple[Callable[..., str], Callable[[str], str]]:
@@ -363,7 +374,8 @@ def _isolated_list(names: list[str], lang: Language, *, markup: bool) -> str:
 def _value(field: str, value: object, lang: Language) -> str:
     """A reported field's value as words, for "what changed" lines."""
     if value is None:
-        return lang._(N_("none"))
+        # Said of any field (a cause, a date, a quote): words that agree with none of them.
+        return lang.in_context("field value", "none")
     if field == "person" and isinstance(value, Mapping):
         return _name(value, "name")
     if field == "post" and isinstance(value, Mapping):
