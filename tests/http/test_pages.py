@@ -265,7 +265,7 @@ def test_right_to_left_names_keep_their_own_direction_in_every_part_of_the_overv
     # the words after it, and the other names, inside its own run.
     parties = {"kind": "named", "parties": ["\u0627\u0644\u0628\u064a\u062a", "ICE"]}
     assert _text._attribution(parties, language("en"), markup=True) == (
-        'named source: <span dir="auto">\u0627\u0644\u0628\u064a\u062a</span> and '
+        'named sources: <span dir="auto">\u0627\u0644\u0628\u064a\u062a</span> and '
         '<span dir="auto">ICE</span>'
     )
     # A dispute's reason is the writer's words: isolated too.

@@ -113,6 +113,8 @@ ATTRIBUTIONS = {
     "anonymous": (N_("anonymous sources"), N_("anonymous sources: {parties}")),
     "outlet": (N_("the outlet's own reporting"), N_("the outlet's own reporting")),
 }
+# Attributions whose words change when several parties are named.
+SEVERAL_PARTIES = {"named": N_("named sources: {parties}")}
 QUOTES = {
     "headline": N_("Quote from the headline: {quote}"),
     "body": N_("Quote from the article text: {quote}"),
@@ -271,6 +273,8 @@ def _attribution(value: object, lang: Language, *, markup: bool = False) -> str:
     names = [clean(p, NAME_LIMIT) for p in parties if isinstance(p, str)] if parties else []
     if names:
         say, _ = _writers(lang, markup)
+        if len(names) > 1:
+            with_parties = SEVERAL_PARTIES.get(str(value["kind"]), with_parties)
         return say(with_parties, parties=_isolated_list(names, lang, markup=markup))
     return lang._(plain)
 

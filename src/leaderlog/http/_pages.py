@@ -75,7 +75,7 @@ router = APIRouter(tags=["pages"], dependencies=[Depends(given_once)])
 # match. Every page's ETag carries it, with the versions of what pages are also made of: the
 # feeds' rendering (recent changes, headlines, names), the projections they read and the
 # rules that work out the leadership from them.
-RENDER_VERSION = 2
+RENDER_VERSION = 3
 RECENT = 20
 HTML = "text/html; charset=utf-8"
 # Above this many posts (in the log, or in an organisation's subtree) a page lists
