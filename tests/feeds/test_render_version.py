@@ -57,7 +57,8 @@ RENDERED = {
     # is "none" in words that fit any field; quoted words ending their sentence take no
     # second stop; a Hindi change line and the Russian effective date reworded.
     (16, 11): "7a591f8b633d972564712fa690ae8d7bfbc3ed14232a8a5f8ca38cacb2971266",
-    # Several named sources are "named sources": these documents name none, so the same.
+    # Several named sources are "named sources", and a name cut short ends its sentence
+    # with its ellipsis in HTML too: these documents have neither, so the same.
     (17, 11): "7a591f8b633d972564712fa690ae8d7bfbc3ed14232a8a5f8ca38cacb2971266",
 }
 

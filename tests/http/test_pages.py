@@ -329,7 +329,9 @@ def test_overview_refuses_unknown_or_malformed_organisations(
     ):
         huge = client.get(f"{base}/?org={given}")
         text = _leadership_text(huge.text)
-        assert huge.status_code == 404 and f"No organisation has the id {shown}." in text, text
+        # the ellipsis ending the sentence, with no full stop after it
+        assert huge.status_code == 404 and f"No organisation has the id {shown}" in text, text
+        assert f"{shown}." not in text, text
         assert len(huge.text) < len(client.get(f"{base}/?org=zzz").text) + 200
         assert 'href="?lang=de"' in huge.text  # the page in German: the overview's
     # what was asked keeps its own direction: Hebrew cannot pull the digits after it, or

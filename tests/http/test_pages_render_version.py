@@ -47,7 +47,8 @@ RENDERED = {
     # The feeds' version 16: French elides "de" before a vowel in recent changes and
     # pending ones ("au poste d'Agent"), among other wording.
     (2, 16, 11, 8, 1): "0bcdec0a929f248c1898061599d15168a9f0a76abfa3ea0da3dcf865cae9479c",
-    # Several named sources are "named sources": these pages name none, so the same.
+    # Several named sources are "named sources", and a name cut short ends its sentence
+    # with its ellipsis in HTML too: these pages have neither, so the same.
     (3, 17, 11, 8, 1): "0bcdec0a929f248c1898061599d15168a9f0a76abfa3ea0da3dcf865cae9479c",
 }
 

@@ -229,7 +229,7 @@ def fill(template: str, values: Mapping[str, Any], words: Mapping[str, str] | No
     "”."). ``words``: what values in HTML show, when they are not the values themselves."""
     for name, value in values.items():
         shown = words.get(name, value) if words is not None else value
-        if isinstance(value, str) and value.endswith((".", "\u2026")):
+        if isinstance(shown, str) and shown.endswith((".", "\u2026")):
             template = template.replace(f"{{{name}}}.", f"{{{name}}}")
         elif isinstance(shown, str) and _ends_with_a_quoted_sentence(shown):
             for stop in _TEMPLATE_STOPS:
