@@ -3,7 +3,9 @@
 A user projection is a file ``<folder>/<name>.py`` exposing ``PROJECTION``, a
 :class:`~leaderlog.projections.base.Projection` subclass whose ``name`` is ``<name>``. Only
 the named file is imported; the folder is never scanned. The folder is ``$LEADERLOG_PROJECTIONS``
-or ``./projections``; a ``$LEADERLOG_PROJECTIONS`` set empty means none.
+or ``./projections``; a ``$LEADERLOG_PROJECTIONS`` set empty means none. A module of the
+implicit ``./projections`` is refused when another user owns it or its folder, or every user
+may write to either.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import re
+import stat
 import sys
 import traceback
 from collections.abc import Iterable, Mapping
@@ -102,6 +105,8 @@ def load_user_projection(
             f"unknown projection {name!r}: it is not built in ({', '.join(builtin)}) "
             f"and {path.absolute()} does not exist"
         )
+    if folder is None and os.environ.get(PROJECTIONS_ENV) is None:
+        _refuse_what_others_could_write(path, shown)
     module_name = f"leaderlog_user_projections.{name}"
     spec = importlib.util.spec_from_file_location(module_name, path)
     if spec is None or spec.loader is None:
@@ -163,6 +168,36 @@ def load_user_projection(
     if problems:
         raise ProjectionError(f"{shown}: " + "; ".join(problems))
     return projection
+
+
+def _refuse_what_others_could_write(path: Path, shown: str) -> None:
+    """Refuse a module of the implicit ``./projections`` whose folder or file another user
+    owns or every user may write to.
+
+    Query commands import a module for every user projection the database names, from
+    whatever folder they are run in: one another user made there (``/tmp/projections``), or
+    may write to, would run that user's code as whoever runs ``leaderlog state`` in it. A
+    folder named in the environment is the user's own choice, and is not second-guessed.
+    """
+    if not hasattr(os, "geteuid"):
+        return  # no POSIX owners and modes to read
+    me = os.geteuid()
+    folder = path.parent
+    for checked, called in ((folder, f"its folder {shown_path(folder)}"), (path, "it")):
+        found = checked.stat()
+        if found.st_uid not in (me, 0):
+            raise ProjectionError(
+                f"{shown} is not loaded: {called} belongs to another user (uid {found.st_uid}), "
+                f"who could put any code in it; if you trust it, name the folder in "
+                f"{PROJECTIONS_ENV} to load it all the same"
+            )
+        if found.st_mode & stat.S_IWOTH:
+            raise ProjectionError(
+                f"{shown} is not loaded: every user may write to {called}, "
+                "so any of them could put code in it; make it writable by its owner alone "
+                f"(chmod o-w {shown_path(checked)}), or name the folder in {PROJECTIONS_ENV} to "
+                "load it all the same"
+            )
 
 
 def _what(found: object) -> str:
