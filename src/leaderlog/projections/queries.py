@@ -17,7 +17,7 @@ import heapq
 from collections import defaultdict
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from operator import itemgetter
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from leaderlog._json import canonical_bytes, loads
 from leaderlog.errors import ProjectionError, StoreError, StoreUnavailable
@@ -67,6 +67,7 @@ _AUDIT_COLUMNS = {
 AUDIT_FILTERS = (*_AUDIT_COLUMNS, "from", "to")
 # Filters on the claim an event is about, and how many matching claims make reading the
 # events in log order the faster way to a page (see Queries._scan_for_claims).
+_T = TypeVar("_T")
 _CLAIM_FILTERS = ("status", "attribution")
 _SCAN_FROM_CLAIMS = 2000
 # Claim versions beyond which a state is worked out on a worker thread: on a large log,
@@ -639,7 +640,7 @@ class Queries:
                 for post in posts
             ]
 
-        answers = await asyncio.to_thread(fold) if len(versions) > _OFF_LOOP_VERSIONS else fold()
+        answers = await _worked_out(len(versions), fold)
         names = await self._names(
             (
                 item["person"]
@@ -744,7 +745,11 @@ class Queries:
         for version in versions:
             if person is None or version.person == person:
                 groups[(version.post, version.person)].append(version)
-        found_tenures, waiting = ordered_tenures(groups.values())
+        # A person or post with thousands of claims takes seconds to fold: the event loop
+        # answers other requests meanwhile.
+        found_tenures, waiting = await _worked_out(
+            len(versions), lambda: ordered_tenures(groups.values())
+        )
         waiting.sort(key=_pending_order)
         await self._label(position, found_tenures, waiting)
         sources = await self._sources(source for version in versions for source in version.sources)
@@ -1006,7 +1011,9 @@ class Queries:
             return
         # Matched here, not with SQL's lower(): SQLite's folds ASCII letters only.
         rows = await self.store.query("SELECT source, publisher, title FROM p_audit_sources")
-        near = _near(source, [((row[0], row[1]), row) for row in rows])
+        near = await _worked_out(
+            len(rows), lambda: _near(source, [((row[0], row[1]), row) for row in rows])
+        )
         raise _did_you_mean(f"unknown source {source!r}", near)
 
     async def _check_publisher(self, publisher: str) -> None:
@@ -1160,8 +1167,10 @@ def _suggestion_label(columns: Mapping[str, str | None]) -> str:
 
 async def _decoded(rows: Sequence[tuple[Any, ...]]) -> list[ClaimVersion]:
     """The claim versions of ``(doc,)`` rows (on a worker thread when there are many)."""
+    return await _worked_out(len(rows), lambda: [ClaimVersion(loads(doc)) for (doc,) in rows])
 
-    def decode() -> list[ClaimVersion]:
-        return [ClaimVersion(loads(doc)) for (doc,) in rows]
 
-    return await asyncio.to_thread(decode) if len(rows) > _OFF_LOOP_VERSIONS else decode()
+async def _worked_out(items: int, work: Callable[[], _T]) -> _T:
+    """``work()``, on a worker thread when it goes through more than ``_OFF_LOOP_VERSIONS``
+    items: a server's event loop answers other requests meanwhile."""
+    return await asyncio.to_thread(work) if items > _OFF_LOOP_VERSIONS else work()
