@@ -50,6 +50,10 @@ RENDERED = {
     # Several named sources are "named sources", and a name cut short ends its sentence
     # with its ellipsis in HTML too: these pages have neither, so the same.
     (3, 17, 11, 8, 1): "0bcdec0a929f248c1898061599d15168a9f0a76abfa3ea0da3dcf865cae9479c",
+    # A link past the language menu to the content, an organisation's name isolated in the
+    # main heading and title, feed links named whose feed they are, leadership tables named
+    # after their organisation, and lists of organisations spaced as the feeds' lists are.
+    (4, 17, 11, 8, 1): "e508aaf6212619e759854acb7a0e639764f82dc9507b589db90abfa68d3e488d",
 }
 
 BASE = "http://pages.test"

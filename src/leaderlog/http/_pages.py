@@ -75,7 +75,7 @@ router = APIRouter(tags=["pages"], dependencies=[Depends(given_once)])
 # match. Every page's ETag carries it, with the versions of what pages are also made of: the
 # feeds' rendering (recent changes, headlines, names), the projections they read and the
 # rules that work out the leadership from them.
-RENDER_VERSION = 3
+RENDER_VERSION = 4
 RECENT = 20
 HTML = "text/html; charset=utf-8"
 # Above this many posts (in the log, or in an organisation's subtree) a page lists
@@ -119,15 +119,17 @@ $discovery
 body{font-family:system-ui,sans-serif;max-width:72rem;margin:0 auto;padding:1rem;line-height:1.45}
 table{border-collapse:collapse;width:100%;margin-bottom:1.5rem}
 th,td{border-bottom:1px solid #ddd;padding:.3rem .5rem;text-align:start;vertical-align:top}
-nav a{margin-inline-end:.6rem}.feeds li{margin:.2rem 0}small{color:#555}
+nav a{margin-inline-end:.6rem}.feeds li,.orgs li{margin:.2rem 0}small{color:#555}
+.skip:not(:focus){position:absolute;width:1px;height:1px;overflow:hidden;clip-path:inset(50%);white-space:nowrap}
 </style>
 </head>
 <body>
+<a class="skip" href="#content">$skip</a>
 <header>
-<h1>$title</h1>
+<h1>$heading</h1>
 <nav aria-label="$languages">$language_links</nav>
 </header>
-<main>
+<main id="content">
 <section id="leadership">
 <h2>$leadership_heading</h2>
 <p>$situation</p>
@@ -274,7 +276,7 @@ def _leadership(
     ordered = [org_id for org_id, _ in orgs if org_id in by_org]
     ordered += sorted(set(by_org) - set(ordered))
     header = "".join(
-        f"<th>{_e(lang._(label))}</th>"
+        f'<th scope="col">{_e(lang._(label))}</th>'
         for label in (
             N_("Post"),
             N_("Held by"),
@@ -287,7 +289,11 @@ def _leadership(
     for org_id in ordered:
         title = scope_name("org", known.get(org_id), org_id, lang)
         parts.append(f'<h3 id="org-{_e(org_id)}">{_name(title)}</h3>')
-        parts.append(f"<table><thead><tr>{header}</tr></thead><tbody>")
+        # Named after the heading it follows: a screen reader going from table to table
+        # would otherwise hear one alike to the next.
+        parts.append(
+            f'<table aria-labelledby="org-{_e(org_id)}"><thead><tr>{header}</tr></thead><tbody>'
+        )
         for answer in by_org[org_id]:
             post = answer["post"]
             post_doc = {
@@ -330,9 +336,15 @@ def _changes(entries: Sequence[RecentChange], lang: Language) -> str:
 
 
 def _feed_line(base: str, scope: Scope, label: str, link_lang: str | None, lang: Language) -> str:
+    # A screen reader lists links by their names alone, where dozens of "Atom" would lead to
+    # as many feeds: each is named whose feed it is, as its autodiscovery title says the
+    # format, holding the word it shows. An attribute cannot hold <bdi>: the name is isolated
+    # in its own direction by characters, as in the feeds' own titles.
+    whose = isolated_text(clean(label))
     links = " · ".join(
         f'<a href="{_e(feed_url(base, scope, fmt, lang=link_lang))}" '
-        f'type="{MEDIA_TYPES[fmt]}">{_FORMAT_NAMES[fmt]}</a>'
+        f'type="{MEDIA_TYPES[fmt]}" aria-label="{_feed_link_name(whose, fmt, lang)}">'
+        f"{_FORMAT_NAMES[fmt]}</a>"
         for fmt in FORMATS
     )
     # The language's own colon: "Nom : Atom" in French, full-width in Chinese and Japanese.
@@ -340,6 +352,11 @@ def _feed_line(base: str, scope: Scope, label: str, link_lang: str | None, lang:
         lang, N_("{name}: {formats}"), name=Markup(_name(label)), formats=Markup(links)
     )
     return f"<li>{line}</li>"
+
+
+def _feed_link_name(whose: str, fmt: str, lang: Language) -> str:
+    """A feed link's accessible name, escaped: whose feed, the format in brackets."""
+    return html.escape(lang._(N_("{text} ({details})"), text=whose, details=_FORMAT_NAMES[fmt]))
 
 
 def _feeds(
@@ -544,15 +561,23 @@ def _offered(lang: str) -> bool:
     return True
 
 
-def _page_title(shown: tuple[str, Mapping[str, Any]] | None, words: Language) -> str:
+def _page_title(shown: tuple[str, Mapping[str, Any]] | None, words: Language) -> tuple[str, str]:
     """The site's title, led by the organisation's name on its own page, so that tabs,
     bookmarks and a screen reader's list of pages tell one organisation's page from
-    another's and from the overview."""
-    title = words._(N_("Who leads what, as reported"))
+    another's and from the overview: as the document's title and as its main heading, both
+    escaped. The name keeps its own direction in each, as everywhere else on the page: a
+    Hebrew name that begins with a number, laid out left to right with the words after it,
+    shows the number at its left end, where its readers finish. A title cannot hold <bdi>:
+    there it is isolated by characters, as in the feeds' titles."""
+    title = _e(words._(N_("Who leads what, as reported")))
     if shown is None:
-        return title
+        return title, title
     org, info = shown
-    return f"{scope_name('org', info, org, words)} \u2014 {title}"
+    name = scope_name("org", info, org, words)
+    return (
+        f"{html.escape(isolated_text(clean(name)))} \u2014 {title}",
+        f"{_name(name)} \u2014 {title}",
+    )
 
 
 def _echoed(value: str, *, quoted: bool = False) -> str:
@@ -887,10 +912,13 @@ async def _overview_page(
         feeds = _feeds(base, _feed_entities(entities, around, None, state), words, link_lang)
     else:
         feeds = _feeds(base, _feed_entities(entities, orgs, org, state), words, link_lang)
+    title, heading = _page_title(shown, words)
     document = PAGE.substitute(
         lang=_e(chosen),
         direction=_e((words.locale.character_order == "right-to-left" and "rtl") or "ltr"),
-        title=_e(_page_title(shown, words)),
+        title=title,
+        heading=heading,
+        skip=_e(words._(N_("Skip to the main content"))),
         discovery=_discovery(base, words, link_lang, shown),
         languages=_e(words._(N_("Languages"))),
         # An unknown organisation's page in another language asks for it again, unless it

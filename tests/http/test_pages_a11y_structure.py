@@ -1,0 +1,100 @@
+"""The structure a keyboard or screen reader user moves through on the HTML pages.
+
+- A link to the main content comes before the ten links of the language menu, so that a
+  keyboard user reaches the leadership without tabbing through them on every page.
+- Each organisation's leadership table is named after the organisation whose heading it
+  follows (a screen reader moving from table to table heard five alike, "Post, Held by...")
+  and its header cells say they head columns.
+- Lists of links keep their items far enough apart to be hit with a finger: a 24 px circle
+  centred on each link (WCAG 2.2 target size) must not reach the next one.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+import httpx
+import pytest
+from lxml import html as lxml_html
+
+from leaderlog.http import _pages as pages
+from tests.http.server import running, seeded_database
+
+
+@pytest.fixture(scope="module")
+def base(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    from leaderlog.http import create_app
+
+    with running(create_app(seeded_database(tmp_path_factory.mktemp("structure")))) as address:
+        yield address
+
+
+def _rules() -> dict[str, str]:
+    """The pages' style sheet: each selector's declarations."""
+    style = pages.PAGE.template.split("<style>", 1)[1].split("</style>", 1)[0]
+    return {
+        selector.strip(): body
+        for selectors, body in re.findall(r"([^{}]+)\{([^}]*)\}", style)
+        for selector in selectors.split(",")
+    }
+
+
+@pytest.fixture
+def client() -> Iterator[httpx.Client]:
+    with httpx.Client(timeout=30) as session:
+        yield session
+
+
+@pytest.mark.parametrize(
+    ("query", "words"),
+    [
+        ({}, "Skip to the main content"),
+        ({"lang": "fr"}, "Aller au contenu principal"),
+        ({"org": "ice", "lang": "ja"}, "\u672c\u6587\u3078\u30b9\u30ad\u30c3\u30d7"),
+        ({"org": "no-such-org"}, "Skip to the main content"),
+    ],
+)
+def test_a_link_to_the_main_content_comes_before_the_language_menu(
+    base: str, client: httpx.Client, query: dict[str, str], words: str
+) -> None:
+    document = lxml_html.document_fromstring(client.get(f"{base}/", params=query).text)
+    links = list(document.iter("a"))
+    first = links[0]
+    assert " ".join(first.text_content().split()) == words
+    target = (first.get("href") or "").removeprefix("#")
+    assert [element.tag for element in document.iter() if element.get("id") == target] == ["main"]
+    menu = document.find(".//nav")
+    assert menu is not None and links.index(next(menu.iter("a"))) > 0
+
+
+def test_the_link_to_the_main_content_shows_when_it_has_the_focus() -> None:
+    # Out of sight until a keyboard reaches it, then shown where it stands, not left clipped
+    # to nothing while it has the focus.
+    rules = _rules()
+    hidden = [selector for selector in rules if selector.strip().startswith(".skip")]
+    assert hidden == [".skip:not(:focus)"]
+    assert "clip" in rules[".skip:not(:focus)"]
+
+
+@pytest.mark.parametrize("query", [{}, {"org": "ice", "lang": "de"}])
+def test_each_leadership_table_is_named_after_its_organisation_and_heads_its_columns(
+    base: str, client: httpx.Client, query: dict[str, str]
+) -> None:
+    document = lxml_html.document_fromstring(client.get(f"{base}/", params=query).text)
+    tables = list(document.iter("table"))
+    assert len(tables) >= 2
+    for table in tables:
+        heading = document.get_element_by_id(table.get("aria-labelledby"))
+        assert heading.tag == "h3"
+        assert heading.getnext() is table
+        cells = list(table.iter("th"))
+        assert len(cells) == 5 and {cell.get("scope") for cell in cells} == {"col"}
+
+
+def test_lists_of_links_keep_their_items_apart() -> None:
+    # One line of text is 23.2 px (1.45 x 16 px): without a margin between them, a list's
+    # links stand closer than the 24 px target size allows.
+    rules = _rules()
+    for items in (".feeds li", ".orgs li"):
+        assert re.search(r"margin:\.2rem 0", rules.get(items, "")), items
