@@ -58,6 +58,17 @@ def record(event_type: str, **data: Any) -> dict[str, Any]:
     return {"type": event_type, "data": data}
 
 
+def published_source(name: str, published: str) -> dict[str, Any]:
+    """A source's record, published on (or in) ``published``."""
+    return record(
+        "source.registered",
+        source=name,
+        url=f"https://e.org/{name}",
+        publisher="E",
+        published={"date": published},
+    )
+
+
 async def current(log: EventLog) -> Queries:
     """Queries over projections caught up with the log."""
     runner = await runner_for(log.store)

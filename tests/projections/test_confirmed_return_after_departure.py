@@ -12,17 +12,7 @@ from typing import Any
 import pytest
 
 from leaderlog.log import EventLog
-from tests.projections.logs import append, at, current, record
-
-
-def _source(name: str, published: str) -> dict[str, Any]:
-    return record(
-        "source.registered",
-        source=name,
-        url=f"https://e.org/{name}",
-        publisher="E",
-        published={"date": published},
-    )
+from tests.projections.logs import append, at, current, published_source, record
 
 
 def _claim(name: str, source: str, kind: str, **more: Any) -> dict[str, Any]:
@@ -40,9 +30,9 @@ def _left_then_expected_back(return_date: dict[str, Any]) -> list[dict[str, Any]
         record("org.registered", org="acme", name="Acme"),
         record("post.defined", post="ceo", org="acme", title="CEO"),
         record("person.registered", person="x", name="X"),
-        _source("early", "2025-06-02"),
-        _source("rumour", "2025-06-15"),
-        _source("later", "2025-07-01"),
+        published_source("early", "2025-06-02"),
+        published_source("rumour", "2025-06-15"),
+        published_source("later", "2025-07-01"),
         _claim(
             "start", "early", "appointment", modality="occurred", effective={"date": "2025-01-10"}
         ),

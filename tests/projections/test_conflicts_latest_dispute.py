@@ -8,17 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from leaderlog.log import EventLog
-from tests.projections.logs import append, at, current, record
-
-
-def _source(name: str, published: str) -> dict[str, Any]:
-    return record(
-        "source.registered",
-        source=name,
-        url=f"https://e.org/{name}",
-        publisher="E",
-        published={"date": published},
-    )
+from tests.projections.logs import append, at, current, published_source, record
 
 
 def _held(name: str, source: str) -> dict[str, Any]:
@@ -41,8 +31,8 @@ def _world() -> list[dict[str, Any]]:
         record("org.registered", org="a", name="A"),
         record("post.defined", post="p", org="a", title="P"),
         record("person.registered", person="x", name="X"),
-        _source("early", "2025-03-10"),
-        _source("late", "2025-06-01"),
+        published_source("early", "2025-03-10"),
+        published_source("late", "2025-06-01"),
         _held("holding", "early"),
         _held("later-report", "late"),
     ]
