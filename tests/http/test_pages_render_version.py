@@ -54,6 +54,9 @@ RENDERED = {
     # main heading and title, feed links named whose feed they are, leadership tables named
     # after their organisation, and lists of organisations spaced as the feeds' lists are.
     (4, 17, 11, 8, 1): "e508aaf6212619e759854acb7a0e639764f82dc9507b589db90abfa68d3e488d",
+    # Quoted words in recent changes marked with their source's language where it is not the
+    # page's, a reason's full stop after its isolate, and a page not found titled so.
+    (5, 18, 11, 8, 1): "afbbb4dde5f21bfce392836f28ba907fe0abd13fee62d836fb2ec4a3d1a86b33",
 }
 
 BASE = "http://pages.test"

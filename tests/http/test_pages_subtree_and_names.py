@@ -145,5 +145,7 @@ def test_an_organisation_s_page_is_titled_with_its_name_in_the_page_s_language(
         "Service de l'immigration et des douanes \u2014 "
         "Qui dirige quoi, d\u2019apr\u00e8s les m\u00e9dias"
     )
-    # an unknown organisation's page names none
-    assert _title(client.get(f"{server}/?org=nothing-here").text) == overview
+    # an unknown organisation's page names none, and says it was not found
+    assert _title(client.get(f"{server}/?org=nothing-here").text) == (
+        f"Page not found \u2014 {overview}"
+    )

@@ -303,19 +303,53 @@ def _source_html(source: Mapping[str, Any] | None, lang: Language) -> Markup:
     return Markup(html.escape(text))
 
 
-def _quote(text: str, lang: Language, *, markup: bool = False) -> str:
+def _source_language(source: Mapping[str, Any] | None) -> str | None:
+    """The language a source writes in, when it gives one that can be a ``lang``."""
+    language = source.get("language") if source else None
+    return language if isinstance(language, str) and _LANGUAGE_TAG.match(language) else None
+
+
+def _quoted_words(text: str, language: str | None) -> Markup:
+    """Quoted words as HTML, marked with their ``language`` when given, so that a screen
+    reader reads them in its voice rather than the page's, and isolated in the direction of
+    their own script: words in a right-to-left script would otherwise pull the quotation
+    marks and words around them into theirs."""
+    marks = f' lang="{html.escape(language)}"' if language else ""
+    return Markup(f'<span{marks} dir="auto">{html.escape(clean(text))}</span>')
+
+
+def _quote(
+    text: str,
+    lang: Language,
+    *,
+    markup: bool = False,
+    source: Mapping[str, Any] | None = None,
+) -> str:
     """Quoted words in the language's quotation marks; with ``markup``, as HTML, the words
-    isolated in their own direction."""
+    isolated in their own direction and marked with the language of the ``source`` they
+    quote where it is not ``lang``'s."""
     say, isolate = _writers(lang, markup)
-    return say(N_("\u201c{quote}\u201d"), quote=isolate(clean(text)))
+    if not markup:
+        return say(N_("\u201c{quote}\u201d"), quote=isolate(clean(text)))
+    language = _source_language(source)
+    if language is not None and language.lower() == lang.tag.lower():
+        language = None  # the page's own: said once, by the page
+    return say(N_("\u201c{quote}\u201d"), quote=_quoted_words(text, language))
 
 
-def _quotation(message: str, text: str, lang: Language, *, markup: bool = False) -> str:
-    """A sentence introducing quoted words (``message`` has a ``{quote}``), ended with the
-    language's full stop unless the words end a sentence of their own, so that the next
-    sentence does not run into the closing quotation mark."""
+def _quotation(
+    message: str,
+    text: str,
+    lang: Language,
+    *,
+    markup: bool = False,
+    source: Mapping[str, Any] | None = None,
+) -> str:
+    """A sentence introducing quoted words (``message`` has a ``{quote}``) from ``source``,
+    ended with the language's full stop unless the words end a sentence of their own, so
+    that the next sentence does not run into the closing quotation mark."""
     say, _ = _writers(lang, markup)
-    quoted = say(message, quote=_quote(text, lang, markup=markup))
+    quoted = say(message, quote=_quote(text, lang, markup=markup, source=source))
     return lang.sentence(quoted, words=clean(text))
 
 
@@ -411,7 +445,12 @@ def _history(doc: Mapping[str, Any], lang: Language, *, markup: bool = False) ->
     for step in doc.get("events", []):
         kind = step.get("type")
         date = lang.date(_time(step.get("at")))
-        reason = isolate(lang.sentence(clean(step.get("reason") or "")))
+        # The sentence's stop after the isolate, not in it: isolated with a right-to-left
+        # reason, it would take the reason's direction and show at the reason's far end.
+        written = clean(step.get("reason") or "")
+        reason = lang.sentence(isolate(written), words=written)
+        if markup:
+            reason = Markup(reason)  # the isolate's markup, and a stop
         source = step.get("source")
         lines: list[str] = []
         if kind == "claim.confirmed":
@@ -427,7 +466,11 @@ def _history(doc: Mapping[str, Any], lang: Language, *, markup: bool = False) ->
                 lines.append(say(N_("Confirmed on {date}."), date=date))
             # The confirming source's own words: evidence, as the report's quote is.
             if isinstance(step.get("quote"), str):
-                lines.append(_quotation(N_("Quote: {quote}"), step["quote"], lang, markup=markup))
+                lines.append(
+                    _quotation(
+                        N_("Quote: {quote}"), step["quote"], lang, markup=markup, source=source
+                    )
+                )
         elif kind == "claim.corrected":
             lines.append(say(N_("Corrected on {date}: {reason}"), date=date, reason=reason))
             for change in step.get("changes", []):
@@ -507,7 +550,9 @@ def _summary(doc: Mapping[str, Any], lang: Language, change: str, *, markup: boo
     else:
         parts.append(say(N_("Source: {source}."), source=source_name))
     if isinstance(fields.get("quote"), str):
-        parts.append(_quotation(_quote_message(fields), fields["quote"], lang, markup=markup))
+        parts.append(
+            _quotation(_quote_message(fields), fields["quote"], lang, markup=markup, source=source)
+        )
     for group in _history(doc, lang, markup=markup):
         parts.extend(group)
     text = lang.sentences(parts)
@@ -531,14 +576,10 @@ def _content(doc: Mapping[str, Any], lang: Language, status: str) -> str:
     out.append("</ul>")
     if isinstance(fields.get("quote"), str):
         # Only the quoted words are in the source's language; the lead-in is in the feed's.
-        quote_language = source.get("language") if source else None
-        marks = ""
-        if isinstance(quote_language, str) and _LANGUAGE_TAG.match(quote_language):
-            marks = f' lang="{html.escape(quote_language)}"'
-        # Isolated, in the direction of its own script: quoted words in a right-to-left
-        # script would otherwise pull the quotation marks and words around them into theirs.
-        words = f'<span{marks} dir="auto">{html.escape(clean(fields["quote"]))}</span>'
-        quoted = translated_html(lang, N_("\u201c{quote}\u201d"), quote=Markup(words))
+        # Marked even when the feed's is the same: a reader may show the content outside
+        # the feed that says it.
+        words = _quoted_words(fields["quote"], _source_language(source))
+        quoted = translated_html(lang, N_("\u201c{quote}\u201d"), quote=words)
         text = translated_html(lang, _quote_message(fields), quote=quoted)
         out.append(f"<blockquote><p>{text}</p></blockquote>")
     history = _history(doc, lang)

@@ -75,7 +75,7 @@ router = APIRouter(tags=["pages"], dependencies=[Depends(given_once)])
 # match. Every page's ETag carries it, with the versions of what pages are also made of: the
 # feeds' rendering (recent changes, headlines, names), the projections they read and the
 # rules that work out the leadership from them.
-RENDER_VERSION = 4
+RENDER_VERSION = 5
 RECENT = 20
 HTML = "text/html; charset=utf-8"
 # Above this many posts (in the log, or in an organisation's subtree) a page lists
@@ -561,23 +561,30 @@ def _offered(lang: str) -> bool:
     return True
 
 
-def _page_title(shown: tuple[str, Mapping[str, Any]] | None, words: Language) -> tuple[str, str]:
+def _page_title(
+    shown: tuple[str, Mapping[str, Any]] | None, words: Language, *, found: bool = True
+) -> tuple[str, str]:
     """The site's title, led by the organisation's name on its own page, so that tabs,
     bookmarks and a screen reader's list of pages tell one organisation's page from
     another's and from the overview: as the document's title and as its main heading, both
     escaped. The name keeps its own direction in each, as everywhere else on the page: a
     Hebrew name that begins with a number, laid out left to right with the words after it,
     shows the number at its left end, where its readers finish. A title cannot hold <bdi>:
-    there it is isolated by characters, as in the feeds' titles."""
-    title = _e(words._(N_("Who leads what, as reported")))
-    if shown is None:
-        return title, title
-    org, info = shown
-    name = scope_name("org", info, org, words)
-    return (
-        f"{html.escape(isolated_text(clean(name)))} \u2014 {title}",
-        f"{_name(name)} \u2014 {title}",
-    )
+    there it is isolated by characters, as in the feeds' titles.
+
+    A page not ``found`` says so first in its title, the one thing a tab or a screen reader
+    announcing the page goes by; its heading stays as it is, above what the page says."""
+    site = _e(words._(N_("Who leads what, as reported")))
+    title, heading = site, site
+    if shown is not None:
+        org, info = shown
+        name = scope_name("org", info, org, words)
+        title = f"{html.escape(isolated_text(clean(name)))} \u2014 {site}"
+        heading = f"{_name(name)} \u2014 {site}"
+    if not found:
+        said = _e(words._(N_("Page not found")))
+        title = f"{said} \u2014 {title}"
+    return title, heading
 
 
 def _echoed(value: str, *, quoted: bool = False) -> str:
@@ -912,7 +919,8 @@ async def _overview_page(
         feeds = _feeds(base, _feed_entities(entities, around, None, state), words, link_lang)
     else:
         feeds = _feeds(base, _feed_entities(entities, orgs, org, state), words, link_lang)
-    title, heading = _page_title(shown, words)
+    found = unknown is None and not_offered is None and not beyond
+    title, heading = _page_title(shown, words, found=found)
     document = PAGE.substitute(
         lang=_e(chosen),
         direction=_e((words.locale.character_order == "right-to-left" and "rtl") or "ltr"),
@@ -938,7 +946,6 @@ async def _overview_page(
         opml_url=_e(_opml_url(base, link_lang)),
         opml="OPML",
     )
-    found = unknown is None and not_offered is None and not beyond
     return document.encode(), found, whole
 
 
