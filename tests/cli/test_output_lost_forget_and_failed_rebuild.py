@@ -78,14 +78,18 @@ def seeded_url(sqlite_url: str) -> str:
     return sqlite_url
 
 
-def test_a_forget_whose_report_cannot_be_written_says_it_was_done(
-    seeded_url: str, folder: Path
-) -> None:
-    # given a user projection built in the database, whose module is then gone
+@pytest.fixture
+def probe_gone_url(seeded_url: str, folder: Path) -> str:
+    """A user projection built in the database, whose module is then gone."""
     module = folder / "probe.py"
     module.write_text(PROBE, encoding="utf-8")
     ok(invoke(seeded_url, "rebuild", "probe"))
     module.unlink()
+    return seeded_url
+
+
+def test_a_forget_whose_report_cannot_be_written_says_it_was_done(probe_gone_url: str) -> None:
+    seeded_url = probe_gone_url
     # when it is forgotten with the output on a full disk
     forgotten = to_a_full_disk("--db", seeded_url, "projections", "--forget", "probe")
     # then the error says it was forgotten all the same, as it was
@@ -98,12 +102,9 @@ def test_a_forget_whose_report_cannot_be_written_says_it_was_done(
 
 
 def test_a_forget_as_json_whose_report_cannot_be_written_says_it_was_done(
-    seeded_url: str, folder: Path
+    probe_gone_url: str,
 ) -> None:
-    module = folder / "probe.py"
-    module.write_text(PROBE, encoding="utf-8")
-    ok(invoke(seeded_url, "rebuild", "probe"))
-    module.unlink()
+    seeded_url = probe_gone_url
     forgotten = to_a_full_disk("--db", seeded_url, "projections", "--forget", "probe", "--json")
     assert forgotten.returncode == 1
     assert "probe was forgotten all the same" in forgotten.stderr

@@ -139,6 +139,16 @@ def _sent_in_pieces(port: int, request: bytes) -> tuple[bytes, bool]:
         return _everything_sent_back(connection)
 
 
+def _sent(port: int, request: bytes, *, in_pieces: bool) -> tuple[bytes, bool]:
+    """What the server sent back, and whether it closed the connection: the request sent at
+    once, or in network-sized pieces."""
+    if in_pieces:
+        return _sent_in_pieces(port, request)
+    with socket.create_connection(("127.0.0.1", port)) as connection:
+        connection.sendall(request)
+        return _everything_sent_back(connection)
+
+
 def _refusal(received: bytes, status: bytes) -> object:
     head, _, body = received.partition(b"\r\n\r\n")
     assert head.startswith(b"HTTP/1.1 " + status + b" "), head
@@ -152,12 +162,7 @@ def test_an_address_longer_than_the_server_reads_is_414_however_it_arrives(
 ) -> None:
     # given a feed address of 20,000 characters (a tracking parameter gone wrong)
     request = b"GET /feeds/all.atom?utm_source=" + b"a" * 20_000 + b" HTTP/1.1\r\nHost: x\r\n\r\n"
-    if in_pieces:
-        received, closed = _sent_in_pieces(port, request)
-    else:
-        with socket.create_connection(("127.0.0.1", port)) as connection:
-            connection.sendall(request)
-            received, closed = _everything_sent_back(connection)
+    received, closed = _sent(port, request, in_pieces=in_pieces)
     # then it is refused for its length, not served one time and called malformed another
     assert _refusal(received, b"414") == {
         "error": "uri_too_long",
@@ -171,12 +176,7 @@ def test_headers_larger_than_the_server_reads_are_431_however_they_arrive(
     port: int, in_pieces: bool
 ) -> None:
     request = b"GET /feeds/all.atom HTTP/1.1\r\nHost: x\r\nCookie: " + b"c" * 20_000 + b"\r\n\r\n"
-    if in_pieces:
-        received, closed = _sent_in_pieces(port, request)
-    else:
-        with socket.create_connection(("127.0.0.1", port)) as connection:
-            connection.sendall(request)
-            received, closed = _everything_sent_back(connection)
+    received, closed = _sent(port, request, in_pieces=in_pieces)
     assert _refusal(received, b"431") == {
         "error": "request_header_fields_too_large",
         "detail": "the request's line and headers are larger than the 16 KiB this server reads",

@@ -427,12 +427,11 @@ class _WriteConnection:
             raise
         return cls(connection, thread, path, created_log=created_log)
 
-    async def run(self, work: Callable[[sqlite3.Connection], _T]) -> _T:
-        if self._closed:
+    async def run(self, work: Callable[[sqlite3.Connection], _T], *, closing: bool = False) -> _T:
+        """``work`` on the writer thread; refused once closing has begun, but for the close
+        itself (``closing``), which runs after what was submitted before it."""
+        if self._closed and not closing:
             raise StoreUnavailable(_CLOSED)
-        return await self._run(work)
-
-    async def _run(self, work: Callable[[sqlite3.Connection], _T]) -> _T:
         loop = asyncio.get_running_loop()
         running: asyncio.Future[_T] = loop.create_future()
         try:
@@ -502,7 +501,7 @@ class _WriteConnection:
         try:
             with contextlib.suppress(StoreUnavailable):
                 # Only when the program is ending: the connection goes with the process.
-                await self._run(sqlite3.Connection.close)
+                await self.run(sqlite3.Connection.close, closing=True)
         finally:
             # Queued work, the close among it, still runs (a close cancelled meanwhile).
             self._thread.shutdown(wait=False)
