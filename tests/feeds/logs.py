@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import html
+import re
 import uuid
 from collections.abc import Sequence
 from typing import Any
@@ -71,6 +73,21 @@ ADDRESSES = {
         "https://xn--80ak6aa92e.com/",
     ),
 }
+
+
+# A source in French, to confirm an English source's claim in other words.
+FRENCH_SOURCE = SourceRegistered(
+    source="le-journal-1",
+    url="https://journal.example/genalo",
+    publisher="Le Journal",
+    language="fr",
+)
+FRENCH_WORDS = "Le d\u00e9part de Genalo est confirm\u00e9"
+
+
+def html_words(markup: str) -> str:
+    """What HTML reads as: its text without its tags."""
+    return html.unescape(re.sub(r"<[^>]*>", "", markup))
 
 
 async def project(log: EventLog) -> FeedService:

@@ -52,11 +52,11 @@ async def test_the_stop_after_a_right_to_left_reason_is_outside_its_isolate(
         for item in await _items(service, "person:kenneth-genalo", tag)
         if ARABIC in item["summary"]
     ]
-    # in plain text: the summary, and the content's history
+    # in plain text: the summary
     assert f"{isolated_text(ARABIC)}{stop}" in item["summary"]
     assert f"{ARABIC}{stop}\u2069" not in item["summary"]
-    assert f"{isolated_text(ARABIC)}{stop}" in item["content_html"]
-    # and in the HTML a page lists recent changes in
+    # in HTML: the content's history, and the list of recent changes on a page
+    assert f'<span dir="auto">{ARABIC}</span>{stop}' in item["content_html"]
     (change,) = [
         change
         for change in await service.recent(50, tag, "person:kenneth-genalo")

@@ -4,7 +4,6 @@ language's typography."""
 
 from __future__ import annotations
 
-import html
 import json
 
 import feedparser
@@ -15,7 +14,7 @@ from leaderlog.events import ClaimConfirmed
 from leaderlog.feeds import LANGUAGES, FeedFormat, FeedRequest, FeedService, Scope
 from leaderlog.feeds._i18n import catalog_path
 from leaderlog.log import EventLog
-from tests.feeds.logs import BASE, FOX, GENALO_RETIREMENT, project
+from tests.feeds.logs import BASE, FOX, GENALO_RETIREMENT, html_words, project
 
 # The end of the seeds' disputed caption quote, and the first words of the dispute after it.
 _CAPTION_END = "acting executive associate director"
@@ -96,12 +95,16 @@ async def test_a_confirmation_shows_the_words_it_quotes_in_every_format(
         if item["title"].startswith("Confirmed")
     ]
     assert confirmed in item["summary"] and confirmed in item["content_text"]
-    assert html.escape(confirmed, quote=False) in item["content_html"]
+    assert confirmed in html_words(item["content_html"])
+    assert (
+        f'\u201c<span lang="en" dir="auto">{_CONFIRMING_WORDS}</span>\u201d'
+        in (item["content_html"])
+    )
     for fmt in ("atom", "rss"):
         parsed = feedparser.parse(await _render(service, "person:kenneth-genalo", fmt))
         assert not parsed.bozo
         (entry,) = [e for e in parsed.entries if e.title.startswith("Confirmed")]
-        assert confirmed in entry.summary and confirmed in entry.content[0].value
+        assert confirmed in entry.summary and confirmed in html_words(entry.content[0].value)
     # and in each language, in its own quotation marks
     (french,) = [
         item

@@ -63,6 +63,9 @@ RENDERED = {
     # A right-to-left reason is isolated without the full stop after it: these documents
     # hold none, so the same.
     (18, 11): "7a591f8b633d972564712fa690ae8d7bfbc3ed14232a8a5f8ca38cacb2971266",
+    # The HTML content's history is HTML: its quoted words marked with their source's
+    # language and its names isolated in spans, as in the rest of the content.
+    (19, 11): "9fc277d1ea737934f313f7f8332b86e231f33ddf3a94ee5307a38062052fa06b",
 }
 
 _RECORDED = dt.datetime(2025, 6, 1, 12, 0, tzinfo=dt.UTC)

@@ -15,13 +15,11 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from leaderlog.events import ClaimConfirmed, SourceRegistered
+from leaderlog.events import ClaimConfirmed
 from leaderlog.http import create_app
-from tests.feeds.logs import GENALO_RETIREMENT
+from tests.feeds.logs import FRENCH_SOURCE, FRENCH_WORDS, GENALO_RETIREMENT
 from tests.http.server import running, seeded_database
 
-# The seeds' one source is in English; a second, in French, confirms one of its claims.
-FRENCH_WORDS = "Le d\u00e9part de Genalo est confirm\u00e9"
 # The start of one of the seeds' quotes, from the English source.
 ENGLISH_WORDS = "The changes include the retirement of Kenneth Genalo"
 
@@ -30,13 +28,8 @@ ENGLISH_WORDS = "The changes include the retirement of Kenneth Genalo"
 def base(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     url = seeded_database(
         tmp_path_factory.mktemp("quotes"),
-        SourceRegistered(
-            source="le-journal-1",
-            url="https://journal.example/genalo",
-            publisher="Le Journal",
-            language="fr",
-        ),
-        ClaimConfirmed(claim=GENALO_RETIREMENT, source="le-journal-1", quote=FRENCH_WORDS),
+        FRENCH_SOURCE,
+        ClaimConfirmed(claim=GENALO_RETIREMENT, source=FRENCH_SOURCE.source, quote=FRENCH_WORDS),
     )
     with running(create_app(url)) as address:
         yield address

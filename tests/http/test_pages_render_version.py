@@ -57,6 +57,11 @@ RENDERED = {
     # Quoted words in recent changes marked with their source's language where it is not the
     # page's, a reason's full stop after its isolate, and a page not found titled so.
     (5, 18, 11, 8, 1): "afbbb4dde5f21bfce392836f28ba907fe0abd13fee62d836fb2ec4a3d1a86b33",
+    # The feeds' version 19 marks the quoted words in a claim's history with their source's
+    # language: these pages hold no history with quotes, so the same.
+    (5, 19, 11, 8, 1): "afbbb4dde5f21bfce392836f28ba907fe0abd13fee62d836fb2ec4a3d1a86b33",
+    # Each row of a leadership table headed by its post.
+    (6, 19, 11, 8, 1): "94d6a05244ef69d1e6763c820bbb0ccc35b0f4122b509f3f42657d6595c83804",
 }
 
 BASE = "http://pages.test"

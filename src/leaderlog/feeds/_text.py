@@ -324,15 +324,16 @@ def _quote(
     *,
     markup: bool = False,
     source: Mapping[str, Any] | None = None,
+    mark_own_language: bool = False,
 ) -> str:
     """Quoted words in the language's quotation marks; with ``markup``, as HTML, the words
     isolated in their own direction and marked with the language of the ``source`` they
-    quote where it is not ``lang``'s."""
+    quote where it is not ``lang``'s (or, with ``mark_own_language``, even where it is)."""
     say, isolate = _writers(lang, markup)
     if not markup:
         return say(N_("\u201c{quote}\u201d"), quote=isolate(clean(text)))
     language = _source_language(source)
-    if language is not None and language.lower() == lang.tag.lower():
+    if not mark_own_language and language is not None and language.lower() == lang.tag.lower():
         language = None  # the page's own: said once, by the page
     return say(N_("\u201c{quote}\u201d"), quote=_quoted_words(text, language))
 
@@ -344,12 +345,14 @@ def _quotation(
     *,
     markup: bool = False,
     source: Mapping[str, Any] | None = None,
+    mark_own_language: bool = False,
 ) -> str:
     """A sentence introducing quoted words (``message`` has a ``{quote}``) from ``source``,
     ended with the language's full stop unless the words end a sentence of their own, so
     that the next sentence does not run into the closing quotation mark."""
     say, _ = _writers(lang, markup)
-    quoted = say(message, quote=_quote(text, lang, markup=markup, source=source))
+    quote = _quote(text, lang, markup=markup, source=source, mark_own_language=mark_own_language)
+    quoted = say(message, quote=quote)
     return lang.sentence(quoted, words=clean(text))
 
 
@@ -438,8 +441,16 @@ def _value(field: str, value: object, lang: Language) -> str:
     return clean(value, NAME_LIMIT)
 
 
-def _history(doc: Mapping[str, Any], lang: Language, *, markup: bool = False) -> list[list[str]]:
-    """One group of sentences per lifecycle event after the report, oldest first."""
+def _history(
+    doc: Mapping[str, Any],
+    lang: Language,
+    *,
+    markup: bool = False,
+    mark_own_language: bool = False,
+) -> list[list[str]]:
+    """One group of sentences per lifecycle event after the report, oldest first; with
+    ``markup``, as HTML whose quoted words are marked with their source's language as
+    :func:`_quote` marks them."""
     say, isolate = _writers(lang, markup)
     groups: list[list[str]] = []
     for step in doc.get("events", []):
@@ -468,21 +479,43 @@ def _history(doc: Mapping[str, Any], lang: Language, *, markup: bool = False) ->
             if isinstance(step.get("quote"), str):
                 lines.append(
                     _quotation(
-                        N_("Quote: {quote}"), step["quote"], lang, markup=markup, source=source
+                        N_("Quote: {quote}"),
+                        step["quote"],
+                        lang,
+                        markup=markup,
+                        source=source,
+                        mark_own_language=mark_own_language,
                     )
                 )
         elif kind == "claim.corrected":
             lines.append(say(N_("Corrected on {date}: {reason}"), date=date, reason=reason))
-            for change in step.get("changes", []):
+            changes = step.get("changes", [])
+            # A quote is in the language of the source it quotes, before the correction
+            # and after it, which may itself have changed the source.
+            quoted = {"before": doc.get("source"), "after": doc.get("source")}
+            for change in changes:
+                if change.get("field") == "source":
+                    quoted = {side: change.get(side) or quoted[side] for side in quoted}
+            for change in changes:
                 field = str(change.get("field"))
                 if change.get("before") == change.get("after"):
                     continue  # given again as it was: nothing changed
+                values = {
+                    side: _changed_value(
+                        field,
+                        change.get(side),
+                        lang,
+                        markup=markup,
+                        source=quoted[side],
+                        mark_own_language=mark_own_language,
+                    )
+                    for side in ("before", "after")
+                }
                 lines.append(
                     say(
                         N_("Changed {field}: {before} \u2192 {after}."),
                         field=lang._(FIELD_LABELS.get(field, field)),
-                        before=isolate(_value(field, change.get("before"), lang)),
-                        after=isolate(_value(field, change.get("after"), lang)),
+                        **values,
                     )
                 )
         elif kind == "claim.disputed":
@@ -501,6 +534,26 @@ def _history(doc: Mapping[str, Any], lang: Language, *, markup: bool = False) ->
             )
         groups.append(lines)
     return groups
+
+
+def _changed_value(
+    field: str,
+    value: object,
+    lang: Language,
+    *,
+    markup: bool,
+    source: object,
+    mark_own_language: bool,
+) -> str:
+    """A value in a "what changed" line, isolated in its own direction; a quote in HTML is
+    quoted words, isolated and marked with its ``source``'s language by :func:`_quote`."""
+    if markup and field == "quote" and isinstance(value, str):
+        quoted_source = source if isinstance(source, Mapping) else None
+        return _quote(
+            value, lang, markup=True, source=quoted_source, mark_own_language=mark_own_language
+        )
+    _, isolate = _writers(lang, markup)
+    return isolate(_value(field, value, lang))
 
 
 def _facts(
@@ -582,10 +635,11 @@ def _content(doc: Mapping[str, Any], lang: Language, status: str) -> str:
         quoted = translated_html(lang, N_("\u201c{quote}\u201d"), quote=words)
         text = translated_html(lang, _quote_message(fields), quote=quoted)
         out.append(f"<blockquote><p>{text}</p></blockquote>")
-    history = _history(doc, lang)
+    # Quoted words marked as the report's quote above is.
+    history = _history(doc, lang, markup=True, mark_own_language=True)
     if history:
         out.append("<p>" + translated_html(lang, N_("History:")) + "</p><ul>")
-        out.extend(f"<li>{html.escape(lang.sentences(group))}</li>" for group in history)
+        out.extend(f"<li>{lang.sentences(group)}</li>" for group in history)
         out.append("</ul>")
     return "".join(out)
 
