@@ -4,7 +4,8 @@
   keyboard user reaches the leadership without tabbing through them on every page.
 - Each organisation's leadership table is named after the organisation whose heading it
   follows (a screen reader moving from table to table heard five alike, "Post, Held by...")
-  and its header cells say they head columns.
+  and its header cells say they head columns; each row is headed by its post, so a screen
+  reader moving down a column says whose holder or vacancy each cell is.
 - Lists of links keep their items far enough apart to be hit with a finger: a 24 px circle
   centred on each link (WCAG 2.2 target size) must not reach the next one.
 """
@@ -88,8 +89,23 @@ def test_each_leadership_table_is_named_after_its_organisation_and_heads_its_col
         heading = document.get_element_by_id(table.get("aria-labelledby"))
         assert heading.tag == "h3"
         assert heading.getnext() is table
-        cells = list(table.iter("th"))
+        cells = list(table.find("thead").iter("th"))
         assert len(cells) == 5 and {cell.get("scope") for cell in cells} == {"col"}
+
+
+def test_each_row_of_a_leadership_table_is_headed_by_its_post(
+    base: str, client: httpx.Client
+) -> None:
+    document = lxml_html.document_fromstring(client.get(f"{base}/", params={"org": "ice"}).text)
+    rows = [row for table in document.iter("table") for row in table.find("tbody")]
+    assert len(rows) >= 3
+    for row in rows:
+        first, *others = list(row)
+        assert first.tag == "th" and first.get("scope") == "row"
+        assert first.text_content().strip()
+        assert len(others) == 4 and {cell.tag for cell in others} == {"td"}
+    titles = {row[0].text_content() for row in rows}
+    assert "Director (HSI)" in titles or any("HSI" in title for title in titles)
 
 
 def test_lists_of_links_keep_their_items_apart() -> None:

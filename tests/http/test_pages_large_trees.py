@@ -175,7 +175,10 @@ async def test_an_organisation_with_many_posts_of_its_own_shows_them_a_page_at_a
         first = await client.get("/?org=ministry")
         second = await client.get("/?org=ministry&page=2")
     assert (first.status_code, second.status_code) == (200, 200)
-    rows = [re.findall(r"<tr><td><bdi>(ministry-post-\d+)</bdi>", r.text) for r in (first, second)]
+    rows = [
+        re.findall(r'<tr><th scope="row"><bdi>(ministry-post-\d+)</bdi>', r.text)
+        for r in (first, second)
+    ]
     assert rows == [MINISTRY_POSTS[:200], MINISTRY_POSTS[200:]]
     assert "Posts 1 to 200 of 210." in _text(_section(first.text, "leadership"))
     assert "Posts 201 to 210 of 210." in _text(_section(second.text, "leadership"))

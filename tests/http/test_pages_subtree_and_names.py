@@ -38,8 +38,8 @@ def _section(html: str, name: str) -> str:
 
 def _cells(html: str, column: int) -> list[str]:
     """The HTML of one column's cells in the leadership tables."""
-    rows = re.findall(r"<tr><td>(.*?)</td></tr>", _section(html, "leadership"))
-    return [row.split("</td><td>")[column] for row in rows]
+    rows = re.findall(r'<tr><th scope="row">(.*?)</td></tr>', _section(html, "leadership"))
+    return [row.replace("</th><td>", "</td><td>").split("</td><td>")[column] for row in rows]
 
 
 def _org_feeds(html: str) -> set[str]:

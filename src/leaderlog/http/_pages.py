@@ -75,7 +75,7 @@ router = APIRouter(tags=["pages"], dependencies=[Depends(given_once)])
 # match. Every page's ETag carries it, with the versions of what pages are also made of: the
 # feeds' rendering (recent changes, headlines, names), the projections they read and the
 # rules that work out the leadership from them.
-RENDER_VERSION = 5
+RENDER_VERSION = 6
 RECENT = 20
 HTML = "text/html; charset=utf-8"
 # Above this many posts (in the log, or in an organisation's subtree) a page lists
@@ -302,9 +302,11 @@ def _leadership(
                 "labels": post_labels.get(str(post.get("post"))) or {},
             }
             vacancy = VACANCY_LABELS.get(str(answer.get("vacancy")), VACANCY_LABELS["unknown"])
+            # The post heads its row: a screen reader going down a column says whose
+            # holder, vacancy or conflict each cell is.
             parts.append(
                 "<tr>"
-                f"<td>{_name(post_label(post_doc, lang))}</td>"
+                f'<th scope="row">{_name(post_label(post_doc, lang))}</th>'
                 f"<td>{_holders(answer, lang)}</td>"
                 f"<td>{_e(lang._(vacancy))}</td>"
                 f"<td>{_pending(answer, post_doc, lang)}</td>"
