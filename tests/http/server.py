@@ -8,6 +8,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
@@ -15,10 +16,12 @@ import uvicorn
 from fastapi import FastAPI
 
 from leaderlog.events import Event
+from leaderlog.http import create_app
 from leaderlog.log import EventLog, load_seeds
+from leaderlog.tokens import Tokens
 from tests.conftest import SEEDS
 
-__all__ = ["running", "seeded_database"]
+__all__ = ["WriteServer", "create_token", "running", "seeded_database", "write_server"]
 
 
 @contextmanager
@@ -85,3 +88,24 @@ def wait_for_claim_status(client: httpx.Client, base: str, claim: str, wanted: s
         status = client.get(f"{base}/api/claims/{claim}").json()["status"]
         time.sleep(0.1)
     assert status == wanted
+
+
+async def create_token(url: str, name: str) -> str:
+    """A write token for ``name`` in the log at ``url``."""
+    async with await EventLog.open(url) as log:
+        return await Tokens(log.store).create(name)
+
+
+@dataclass
+class WriteServer:
+    base_url: str
+    token: str
+
+
+@contextmanager
+def write_server(folder: Path) -> Iterator[WriteServer]:
+    """A server on a seeded log in ``folder``, with a write token for "alice"."""
+    url = seeded_database(folder)
+    token = asyncio.run(create_token(url, "alice"))
+    with running(create_app(url)) as base_url:
+        yield WriteServer(base_url, token)

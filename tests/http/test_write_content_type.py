@@ -4,37 +4,19 @@ every error repeats what it was given."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 import httpx
 import pytest
 
-from leaderlog.http import create_app
-from leaderlog.log import EventLog
-from leaderlog.tokens import Tokens
-from tests.http.server import running, seeded_database
-
-
-async def create_token(url: str, name: str) -> str:
-    async with await EventLog.open(url) as log:
-        return await Tokens(log.store).create(name)
-
-
-@dataclass
-class Server:
-    base_url: str
-    token: str
+from tests.http.server import WriteServer, write_server
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    url = seeded_database(tmp_path_factory.mktemp("content-type"))
-    token = asyncio.run(create_token(url, "alice"))
-    with running(create_app(url)) as base_url:
-        yield Server(base_url, token)
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WriteServer]:
+    with write_server(tmp_path_factory.mktemp("content-type")) as started:
+        yield started
 
 
 def log_head(client: httpx.Client) -> tuple[int, str | None]:
@@ -75,7 +57,7 @@ def record(slug: str) -> bytes:
     ],
 )
 def test_an_unreadable_content_type_is_415_and_writes_nothing(
-    server: Server, content_type: str, detail: str
+    server: WriteServer, content_type: str, detail: str
 ) -> None:
     with httpx.Client(base_url=server.base_url, timeout=30) as client:
         before = log_head(client)
@@ -93,7 +75,7 @@ def test_an_unreadable_content_type_is_415_and_writes_nothing(
         assert log_head(client) == before
 
 
-def test_a_readable_utf8_charset_is_still_accepted(server: Server) -> None:
+def test_a_readable_utf8_charset_is_still_accepted(server: WriteServer) -> None:
     with httpx.Client(base_url=server.base_url, timeout=30) as client:
         response = client.post(
             "/api/events",
@@ -123,7 +105,7 @@ def test_a_readable_utf8_charset_is_still_accepted(server: Server) -> None:
     ids=["charset", "content-encoding"],
 )
 def test_a_refused_header_value_is_repeated_only_in_part(
-    server: Server, header: str, value: str, detail: str
+    server: WriteServer, header: str, value: str, detail: str
 ) -> None:
     with httpx.Client(base_url=server.base_url, timeout=30) as client:
         before = log_head(client)

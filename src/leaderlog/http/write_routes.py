@@ -71,6 +71,10 @@ ENVELOPE_FIELDS = (
     "hash",
 )
 
+# The JSON parser's words for a body holding more after its first value.
+_SEVERAL_VALUES = "unexpected content after document"
+_ONE_LIST = "a body is one JSON value: send several records as one list, [{...}, {...}]"
+
 _bearer = HTTPBearer(
     auto_error=False,
     scheme_name="token",
@@ -190,6 +194,16 @@ def _media_type(header: str) -> tuple[str, str | None, int]:
         # Given but unreadable to the modern parser (empty, not ASCII): not UTF-8 either.
         charset = collapse_rfc2231_value(given[0]).lower()
     return message.get_content_type(), charset, len(given)
+
+
+def _with_advice(error: JSONDecodeError) -> str:
+    """Why the body is not JSON; for several values in a row, as a file of records for
+    ``import`` holds them (or such a file sent by ``curl -d``, which drops the line ends),
+    how to send them instead."""
+    reason = described(error)
+    if str(error.msg).startswith(_SEVERAL_VALUES):
+        reason += f" ({_ONE_LIST}; JSON Lines are for leaderlog import)"
+    return reason
 
 
 def _parse(raw: Any) -> list[Record]:
@@ -412,7 +426,7 @@ def write_router(
             return error_response(400, "too_deep", f"the body nests deeper than {MAX_DEPTH} levels")
         except JSONDecodeError as error:
             return error_response(
-                400, "bad_json", f"the body is not valid JSON: {described(error)}"
+                400, "bad_json", f"the body is not valid JSON: {_with_advice(error)}"
             )
         if isinstance(raw, list) and len(raw) > MAX_RECORDS:
             return error_response(
