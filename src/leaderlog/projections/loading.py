@@ -39,6 +39,13 @@ PROJECTIONS_ENV = "LEADERLOG_PROJECTIONS"
 _NAME = re.compile(r"^[a-z][a-z0-9_]{0,58}\Z")
 
 
+# The package user modules are loaded under; it exists only in their names, so a relative
+# import from one finds nothing.
+_USER_PACKAGE = "leaderlog_user_projections"
+# What to do instead of importing code kept beside a module.
+_SHARE_INSTEAD = "keep shared code in the module itself or in an installed package"
+
+
 # Why a name is not loaded at all when LEADERLOG_PROJECTIONS is set empty.
 NO_FOLDER = f"{PROJECTIONS_ENV} is set empty, so no user projection is loaded"
 
@@ -107,7 +114,7 @@ def load_user_projection(
         )
     if folder is None and os.environ.get(PROJECTIONS_ENV) is None:
         _refuse_what_others_could_write(path, shown)
-    module_name = f"leaderlog_user_projections.{name}"
+    module_name = f"{_USER_PACKAGE}.{name}"
     spec = importlib.util.spec_from_file_location(module_name, path)
     if spec is None or spec.loader is None:
         raise ProjectionError(f"cannot load projection {name!r} from {shown}")
@@ -122,9 +129,7 @@ def load_user_projection(
         # Whatever else the module raises, sys.exit() and BaseException subclasses included,
         # is its own failure: it must not end the command (or the server) that loads it.
         del sys.modules[module_name]
-        raise ProjectionError(
-            f"projection module {shown} failed to import: {_raised(error)}{_line_in(error, path)}"
-        ) from error
+        raise ProjectionError(_import_failed(error, path, shown)) from error
     found = getattr(module, "PROJECTION", None)
     if not (isinstance(found, type) and issubclass(found, Projection)):
         what = _what(found) if hasattr(module, "PROJECTION") else "it sets no PROJECTION"
@@ -214,6 +219,35 @@ def _what(found: object) -> str:
 
 def _shortened(text: str, longest: int = 60) -> str:
     return text if len(text) <= longest else f"{text[: longest - 3]}..."
+
+
+def _import_failed(error: BaseException, path: Path, shown: str) -> str:
+    """Why a user module failed to import; an import of code beside it (a module is loaded
+    alone, as one file) is named as such, not as a module missing for no visible reason."""
+    failed = f"projection module {shown} failed to import"
+    line = _line_in(error, path)
+    if isinstance(error, ModuleNotFoundError) and error.name:
+        if error.name == _USER_PACKAGE or error.name.startswith(f"{_USER_PACKAGE}."):
+            return (
+                f"{failed}: its relative import{line} cannot work: a projection module is "
+                f"loaded alone, as one file, not as part of a package; {_SHARE_INSTEAD}"
+            )
+        first = error.name.split(".")[0]
+        folder = path.parent
+        beside = ""
+        if first == folder.name:
+            beside = f"{first} is its own folder"
+        elif (folder / f"{first}.py").is_file():
+            beside = f"{first}.py is beside it"
+        elif (folder / first).is_dir():
+            beside = f"{first} is beside it"
+        if beside:
+            return (
+                f"{failed}: {_raised(error)}{line}; {beside}, but the projections folder is "
+                "not on Python's import path (a projection module is loaded alone, as one "
+                f"file): {_SHARE_INSTEAD}"
+            )
+    return f"{failed}: {_raised(error)}{line}"
 
 
 def _raised(error: BaseException) -> str:
