@@ -13,6 +13,7 @@ import datetime as dt
 import itertools
 import tempfile
 from collections import defaultdict
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +46,11 @@ dates = st.one_of(
 )
 
 
-def _base_records() -> list[dict[str, Any]]:
+def base_records(
+    source_fields: Mapping[str, Mapping[str, Any]] | None = None,
+) -> list[dict[str, Any]]:
+    """The organisations, posts, people and sources claims refer to; each source published
+    under its own name, unless ``source_fields`` gives it other fields."""
     found = []
     for org, parent in ORGS:
         data: dict[str, Any] = {"org": org, "name": org.title()}
@@ -58,6 +63,7 @@ def _base_records() -> list[dict[str, Any]]:
         found.append(record("person.registered", person=person, name=person.title()))
     for source, published in SOURCES:
         data = {"source": source, "url": f"https://example.com/{source}", "publisher": source}
+        data.update((source_fields or {}).get(source, {}))
         if published:
             data["published"] = {"date": published}
         found.append(record("source.registered", **data))
@@ -271,7 +277,7 @@ async def _check(
 def test_incremental_equals_rebuild_equals_fold(
     claims: list[dict[str, Any]], cuts: list[int], pages: tuple[int, int], probe: tuple[int, int]
 ) -> None:
-    records = [*_base_records(), *claims]
+    records = [*base_records(), *claims]
     edges = sorted({0, len(records), *(min(cut, len(records)) for cut in cuts)})
     batches = [records[start:end] for start, end in itertools.pairwise(edges) if end > start]
     with tempfile.TemporaryDirectory() as folder:
