@@ -502,6 +502,12 @@ def test_errors_are_clear_and_exit_1(db: str, args: tuple[str, ...], message: st
             "--known-at must be a log position (such as 42) or an RFC 3339 time",
         ),
         (("state", "--known-at", "999"), "--known-at position 999 is beyond the log's head (29)"),
+        # A day written without its dashes reads as a position: said, with how to write it.
+        (
+            ("state", "--known-at", "20250529"),
+            "--known-at position 20250529 is beyond the log's head (29); "
+            "for a time, write the day as 2025-05-29",
+        ),
         (("state", "--known-at", "-1"), "--known-at position must be 0 or more, got -1"),
         (
             ("state", "--known-at", "+22"),

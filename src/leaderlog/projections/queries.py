@@ -1070,9 +1070,17 @@ class Queries:
 
 
 def _beyond_the_head(wanted: int, head: int) -> InvalidQuery:
-    return InvalidQuery(
-        f"known-at position {wanted} is beyond the log's head ({head})", parameter="known_at"
-    )
+    message = f"known-at position {wanted} is beyond the log's head ({head})"
+    # A day written without its dashes (20250529) reads as a position.
+    digits = str(wanted)
+    if len(digits) == 8:
+        try:
+            day = dt.date(int(digits[:4]), int(digits[4:6]), int(digits[6:]))
+        except ValueError:
+            pass
+        else:
+            message += f"; for a time, write the day as {day.isoformat()}"
+    return InvalidQuery(message, parameter="known_at")
 
 
 def _as_is(value: Any) -> Any:
