@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from leaderlog.errors import (
         AppendRefused,
         BatchError,
+        BuiltByAnotherVersion,
         ConcurrencyError,
         DomainError,
         DuplicateEventError,
@@ -51,6 +52,7 @@ __all__ = [
     "AppendProgress",
     "AppendRefused",
     "BatchError",
+    "BuiltByAnotherVersion",
     "ConcurrencyError",
     "DomainError",
     "DuplicateEventError",

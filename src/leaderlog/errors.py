@@ -15,7 +15,8 @@ Hierarchy::
     │   └── StoreUnavailable     the database cannot be reached or opened, or is busy
     │       ├── StoreBusy        another transaction held a lock longer than a write waits
     │       ├── StoreUnreachable nothing answers at the database's address, or it is restarting
-    │       └── LogRemoved       the log was dropped while open (a refused first import, by hand)
+    │       ├── LogRemoved       the log was dropped while open (a refused first import, by hand)
+    │       └── BuiltByAnotherVersion  a projection was rebuilt by another leaderlog version
     ├── ProjectionError          a projection cannot be loaded or answered
     │   ├── ProjectionFailed     projections could not apply some events; the others went on
     │   ├── UnknownEntity        no such org, post, person or claim (with suggestions)
@@ -53,6 +54,7 @@ if TYPE_CHECKING:
 __all__ = [
     "AppendRefused",
     "BatchError",
+    "BuiltByAnotherVersion",
     "ConcurrencyError",
     "DomainError",
     "DuplicateEventError",
@@ -205,7 +207,8 @@ class DuplicateEventError(StoreError):
 
 
 class UnreadableEvent(StoreError):
-    """A stored row cannot be decoded into an event (edited behind the store's back)."""
+    """A stored row cannot be decoded into an event: edited behind the store's back, or
+    written by a newer leaderlog (a newer ``schema_version`` or an unknown type)."""
 
     def __init__(self, position: int, reason: str, stored_hash: str = "") -> None:
         self.position = position
@@ -398,3 +401,9 @@ class LogRemoved(StoreUnavailable):
     process dropped the empty log it had created (nothing was written; trying again creates
     it again, and is answered on the records, not on a missing table), or its table or
     PostgreSQL schema was dropped by hand (restore it, then open it again)."""
+
+
+class BuiltByAnotherVersion(StoreUnavailable):
+    """A built-in projection's tables were rebuilt by another leaderlog version, in the shape
+    that version reads. Not worth trying again soon: nothing changes them back until this
+    version rebuilds them (its restart does)."""

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from leaderlog._json import loads
-from leaderlog.errors import StoreError, StoreUnavailable
+from leaderlog.errors import BuiltByAnotherVersion, StoreError
 from leaderlog.projections.feed_entries import (
     CLOCK,
     CURRENT_DOC,
@@ -61,7 +61,7 @@ class FeedReader:
 
     async def checkpoint(self) -> int | None:
         """The feed entries' checkpoint (None before they were ever built); raises
-        :class:`StoreUnavailable` while another leaderlog version's build is in the tables."""
+        :class:`BuiltByAnotherVersion` while another leaderlog version's build is in the tables."""
         try:
             rows = await self.store.query(
                 "SELECT position, version FROM projection_checkpoints WHERE name = ?",
@@ -75,11 +75,13 @@ class FeedReader:
         if not rows:
             return None
         if int(rows[0][1]) != FeedEntriesProjection.version:
-            raise StoreUnavailable(
+            # Nothing changes them back but this version's rebuild (its restart does).
+            raise BuiltByAnotherVersion(
                 f"the feed entries were built by another leaderlog version ({rows[0][1]}; "
                 f"this one reads {FeedEntriesProjection.version}); run one version against a "
                 "database",
-                public="the feeds are being rebuilt by another version; try again shortly",
+                public="the feeds were rebuilt by another version of leaderlog; this server "
+                "cannot answer from them until it is restarted",
             )
         return int(rows[0][0])
 

@@ -57,7 +57,8 @@ router = APIRouter(
             422: "A parameter cannot be understood, or the route does not take it; "
             "`problems` names each (`where`, `rule`, `message`, `input`).",
             503: "The database is busy or unreachable, or the projections are not built "
-            "yet; retry after the seconds in Retry-After.",
+            "yet; retry after the seconds in Retry-After. Without Retry-After, no retry "
+            "helps: the log was removed, or another leaderlog version rebuilt a projection.",
         }
     ),
 )

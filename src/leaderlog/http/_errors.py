@@ -24,7 +24,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 
-from leaderlog.errors import LogRemoved, StoreUnavailable
+from leaderlog.errors import BuiltByAnotherVersion, LogRemoved, StoreUnavailable
 
 __all__ = [
     "LONGEST_ECHO",
@@ -157,8 +157,10 @@ def error_response(
 def unavailable_response(error: StoreUnavailable) -> JSONResponse:
     """The database's condition as a 503 saying only what anyone may be told (the full
     message can name the database's address). ``Retry-After: 1`` when trying again soon may
-    work (busy, unreachable); not when the log was removed, which no retry brings back."""
-    headers = {} if isinstance(error, LogRemoved) else {"Retry-After": "1"}
+    work (busy, unreachable); not when the log was removed, or a projection rebuilt by another
+    leaderlog version, which no retry brings back."""
+    lasting = isinstance(error, (LogRemoved, BuiltByAnotherVersion))
+    headers = {} if lasting else {"Retry-After": "1"}
     return error_response(503, "unavailable", error.public, headers=headers)
 
 

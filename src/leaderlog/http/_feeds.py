@@ -71,7 +71,9 @@ router = APIRouter(
         {
             422: "A bad parameter (unknown language, page below 1, one given twice with two "
             "values); `problems` names it.",
-            503: "The database is busy or unreachable; retry after the seconds in Retry-After.",
+            503: "The database is busy or unreachable; retry after the seconds in "
+            "Retry-After. Without Retry-After, no retry helps: the log was removed, or "
+            "another leaderlog version rebuilt the feeds.",
         }
     ),
 )

@@ -488,8 +488,9 @@ async def _unavailable(request: Request, error: Exception) -> Response:
 
 
 async def _unreadable(request: Request, error: Exception) -> Response:
-    """A stored row was edited behind the store's back: a server fault, said plainly
-    (``leaderlog verify`` names the first bad position)."""
+    """A stored event cannot be read: edited behind the store's back (``leaderlog verify``
+    names the first bad position) or written by a newer leaderlog; a server fault either
+    way, said plainly."""
     logger.error("%s %s: %s", request.method, request.url.path, error)
     return error_response(500, "unreadable_event", str(error))
 

@@ -164,11 +164,16 @@ class Page:
 
 
 def payload(recorded: RecordedEvent) -> dict[str, Any]:
+    """The event's data in its current shape, as a copy the fold may change.
+
+    An event a newer leaderlog wrote is refused, naming its position, as the other built-ins
+    refuse it: its fields may mean what this version cannot tell, and an entry folded from a
+    guess would be frozen on an archive page.
+    """
     try:
         data = upcast(recorded.type, recorded.schema_version, recorded.data)
-    except RecordError:
-        # A payload from a newer leaderlog: read what is recognisable.
-        data = dict(recorded.data)
+    except RecordError as error:
+        raise error.located(f"event at position {recorded.position}") from None
     return data if isinstance(data, dict) else {}
 
 

@@ -20,7 +20,7 @@ from operator import itemgetter
 from typing import Any, Literal, TypeVar
 
 from leaderlog._json import canonical_bytes, loads
-from leaderlog.errors import ProjectionError, StoreError, StoreUnavailable
+from leaderlog.errors import BuiltByAnotherVersion, ProjectionError, StoreError
 from leaderlog.events import EVENT_TYPES, format_time
 from leaderlog.projections._collector import few_collections
 from leaderlog.projections._sql import chunks, marks
@@ -149,11 +149,13 @@ class Queries:
         if version != _VERSIONS_READ[name]:
             # Another leaderlog (older or newer, on the same database) rebuilt it its way:
             # its tables are not the shape these queries read.
-            raise StoreUnavailable(
+            # Nothing changes them back but this version's rebuild (its restart does): an
+            # invitation to try again shortly would have clients poll in vain.
+            raise BuiltByAnotherVersion(
                 f"the {name} projection was built by another leaderlog version ({version}; "
                 f"this one reads {_VERSIONS_READ[name]}); run one version against a database",
-                public=f"the {name} projection is being rebuilt by another version; "
-                "try again shortly",
+                public=f"the {name} projection was rebuilt by another version of leaderlog; "
+                "this server cannot answer from it until it is restarted",
             )
         return position
 

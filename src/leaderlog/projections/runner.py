@@ -33,11 +33,12 @@ from leaderlog.errors import (
     ProjectionError,
     ProjectionFailed,
     ProjectionFailure,
+    RecordError,
     StoreError,
     StoreUnavailable,
     UnreadableEvent,
 )
-from leaderlog.events import RecordedEvent
+from leaderlog.events import EVENT_TYPES, RecordedEvent
 from leaderlog.projections._collector import few_collections
 from leaderlog.projections._isolation import (
     RUNNER_SAVEPOINT,
@@ -59,6 +60,7 @@ from leaderlog.projections.base import (
     ProjectionTransaction,
     check_owned_names,
     owner_of,
+    payload,
     shared_decoding,
 )
 from leaderlog.store.base import FOREIGN_KEYS_QUERY, TABLES_QUERY, EventStore
@@ -151,6 +153,26 @@ def _own_copies(events: Sequence[RecordedEvent]) -> list[RecordedEvent]:
         )
         for event in events
     ]
+
+
+def _unreadable(events: Sequence[RecordedEvent]) -> dict[int, RecordError]:
+    """The page's events a newer leaderlog wrote (a newer ``schema_version``, or a type this
+    version does not know), by position, each with the refusal that names it.
+
+    No projection is handed such an event in the same page as those before it: one that
+    reads it raises, and everything it applied from the page would be rolled back with it.
+    """
+    found: dict[int, RecordError] = {}
+    for event in events:
+        known = EVENT_TYPES.get(event.type)
+        if known is not None and event.schema_version <= known.schema_version:
+            continue
+        try:
+            payload(event)
+        except RecordError as refusal:
+            # Made here, not raised by a projection: its traceback would name this module.
+            found[event.position] = refusal.with_traceback(None)
+    return found
 
 
 class NotLoaded(NamedTuple):
@@ -438,6 +460,7 @@ class ProjectionRunner:
         bug, say) loses only its own rows of the page while the others commit theirs.
         """
         first = events[0].position
+        unreadable = _unreadable(events)
         failures: list[ProjectionFailure] = []
         async with self.store.projection_transaction() as tx:
             await self._lock(tx)
@@ -451,6 +474,19 @@ class ProjectionRunner:
                         continue
                     todo = [event for event in events if event.position > checkpoint]
                     if not todo:
+                        continue
+                    stop = next((p for p in unreadable if p >= todo[0].position), None)
+                    if stop is not None and stop > todo[0].position:
+                        # Everything before it first: a projection that reads it stops just
+                        # before it at the next page, having lost nothing of this one.
+                        todo = [event for event in todo if event.position < stop]
+                    elif stop is not None and is_builtin(projection):
+                        # Every built-in stops there, whether it reads this type or not: the
+                        # feeds, the state and the audit then stand at one position, and none
+                        # folds a payload it may misread.
+                        failures.append(
+                            ProjectionFailure(projection.name, stop, stop, unreadable[stop])
+                        )
                         continue
                     todo = todo[: self._smaller_pages.get(projection.name, len(todo))]
                     if not is_builtin(projection):

@@ -1,0 +1,70 @@
+"""A built-in projection rebuilt under a running server by another leaderlog version: the
+server's answers from it are 503s that say the server must be restarted, without a
+``Retry-After`` inviting clients to poll it in vain (nothing mends it by itself); once the
+projection is rebuilt by the server's version (what a restart does), it answers again."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import ClassVar
+
+import httpx
+
+from leaderlog.http import create_app
+from leaderlog.log import EventLog
+from leaderlog.projections import ProjectionRunner
+from leaderlog.projections.audit import AuditProjection
+from leaderlog.projections.feed_entries import FeedEntriesProjection
+from tests.conftest import invoke, ok
+from tests.http.server import running, seeded_database
+
+
+class _NewerAudit(AuditProjection):
+    version: ClassVar[int] = AuditProjection.version + 1
+
+
+class _NewerFeedEntries(FeedEntriesProjection):
+    version: ClassVar[int] = FeedEntriesProjection.version + 1
+
+
+def _rebuild_as_another_version(url: str) -> None:
+    """What a newer leaderlog's ``rebuild`` does to the audit and feed entries projections."""
+
+    async def rebuild() -> None:
+        async with await EventLog.open(url) as log:
+            await ProjectionRunner(log.store, [_NewerAudit(), _NewerFeedEntries()]).rebuild()
+
+    asyncio.run(rebuild())
+
+
+def test_its_503s_say_to_restart_it_and_do_not_invite_retries(tmp_path: Path) -> None:
+    url = seeded_database(tmp_path)
+    with running(create_app(url)) as base, httpx.Client(base_url=base, timeout=30) as client:
+        # (the feeds are not asked for yet: a feed served is kept a while without a check)
+        assert client.get("/api/audit").status_code == 200
+        # when another leaderlog version rebuilds projections under the running server
+        _rebuild_as_another_version(url)
+        # then its answers from them are 503s that say what ends them, with no Retry-After
+        for path, what in (("/api/audit", "audit projection"), ("/feeds/all.atom", "feeds")):
+            answer = client.get(path)
+            assert answer.status_code == 503, answer.text
+            assert "retry-after" not in answer.headers, path
+            assert answer.json() == {
+                "error": "unavailable",
+                "detail": f"the {what} {'was' if what.endswith('projection') else 'were'} "
+                "rebuilt by another version of leaderlog; this server cannot answer from "
+                f"{'it' if what.endswith('projection') else 'them'} until it is restarted",
+            }
+        # the answers from a projection it still reads go on, and health says what to do
+        assert client.get("/api/state").status_code == 200
+        health = client.get("/healthz").json()
+        assert health["ok"] is False
+        errors = {entry["name"]: entry.get("error", "") for entry in health["projections"]}
+        assert errors["audit"].endswith(": restart it")
+        assert errors["feed_entries"].endswith(": restart it")
+        # when this version rebuilds them again (as its restart would)
+        ok(invoke(url, "rebuild", "audit", "feed_entries"))
+        # then it answers from them again
+        assert client.get("/api/audit").status_code == 200
+        assert client.get("/healthz").json()["ok"] is True
