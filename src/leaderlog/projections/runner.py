@@ -765,8 +765,14 @@ class ProjectionRunner:
                             await _cancel(ahead)
                             events = await self.store.read_all(after=low, limit=self.page)
                     except UnreadableEvent as unreadable:
-                        self._blocked_by(unreadable, projections, stored)
-                        raise
+                        if unreadable.position <= low + 1:
+                            self._blocked_by(unreadable, projections, stored)
+                            raise
+                        # Every event before it first: the next page then begins with it.
+                        ahead = None
+                        events = await self.store.read_all(
+                            after=low, limit=unreadable.position - low - 1
+                        )
                     ahead = None
                     if not events:
                         break
