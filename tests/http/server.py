@@ -6,7 +6,7 @@ import asyncio
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +18,7 @@ from fastapi import FastAPI
 from leaderlog.events import Event
 from leaderlog.http import create_app
 from leaderlog.log import EventLog, load_seeds
+from leaderlog.projections import Projection, ProjectionRunner
 from leaderlog.tokens import Tokens
 from tests.conftest import SEEDS
 
@@ -64,8 +65,11 @@ def seeded_database(folder: Path, *more: Event) -> str:
     return url
 
 
-def confirm_as_another_writer(url: str, claim: str) -> None:
-    """Another process's writer confirms ``claim`` (a seed claim) while a server runs."""
+def confirm_as_another_writer(
+    url: str, claim: str, *, projecting: Sequence[Projection] = ()
+) -> None:
+    """Another process's writer confirms ``claim`` (a seed claim) while a server runs, then
+    brings the ``projecting`` projections up to date, as a command would."""
 
     async def append() -> None:
         async with await EventLog.open(url) as log:
@@ -76,6 +80,8 @@ def confirm_as_another_writer(url: str, claim: str) -> None:
                 },
                 actor="test",
             )
+            if projecting:
+                await ProjectionRunner(log.store, list(projecting)).catch_up()
 
     asyncio.run(append())
 

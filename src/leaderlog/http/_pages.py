@@ -823,17 +823,24 @@ async def _overview_page(
     state: dict[str, Any]
     unknown: UnknownEntity | None = None
     whole = True
+    # Read where the ETag was worked out, not where the leadership has got to since (another
+    # writer's events applied meanwhile): the page is kept and answered under that tag.
+    axes: dict[str, Any] = (
+        {"as_of": situation["as_of"], "known_at": situation["known_at"]["position"]}
+        if situation is not None
+        else {}
+    )
     try:
         if org is None and (by_org or beyond):
             state = {**(situation or await queries.situation()), "posts": []}
         elif by_org or beyond:
             # The organisation is looked up (and its situation said) without its subtree's
             # posts; those of its own that this page shows are read alone.
-            header, _ = await queries.state_in_parts(org=org)
+            header, _ = await queries.state_in_parts(org=org, **axes)
             own_shown = [] if beyond else own[first_post : first_post + POSTS_PER_PAGE]
             state = {**header, "posts": await _own_post_states(queries, header, own_shown)}
         else:
-            state = await queries.state(org=org)
+            state = await queries.state(org=org, **axes)
     except UnknownEntity as error:
         unknown = error
         state = {**(situation or await queries.situation()), "posts": []}
