@@ -242,6 +242,8 @@ class ProjectionRunner:
         # Every projection with a checkpoint in the database when this runner last read
         # them, loaded here or not: their tables are theirs all the same.
         self._registered: set[str] = set()
+        # The projections whose checkpoint a run of this runner has seen in the database.
+        self._checkpointed: set[str] = set()
         #: Projections the last :meth:`rebuild` replayed besides those it was asked for:
         #: loaded ones its preparation emptied (never built, built at another version, or
         #: beyond the log's head), each with the (version, checkpoint) it had before, or
@@ -707,6 +709,10 @@ class ProjectionRunner:
         runnable: list[Projection] = []
         for projection in projections:
             version, position = stored.get(projection.name, (projection.version, 0))
+            if projection.name in stored:
+                self._checkpointed.add(projection.name)
+            elif self._forgotten_elsewhere(projection):
+                continue
             if isinstance(projection, LeftOut):
                 if version != projection.version:
                     # Listed at the version stored, as a lagging projection and never as
@@ -851,6 +857,25 @@ class ProjectionRunner:
                 _, rested, _ = self._resting.get(projection.name, (0.0, 0.0, failure))
                 pause = min(rested * 2, _LONGEST_REST_SECONDS) if rested else _FIRST_REST_SECONDS
                 self._resting[projection.name] = (time.monotonic() + pause, pause, failure)
+
+    def _forgotten_elsewhere(self, projection: Projection) -> bool:
+        """Whether ``projection``, a user projection this runner saw checkpointed, whose
+        checkpoint is gone, was forgotten by another command; it is then let go, said once.
+        Its tables went with its checkpoint: applying events to them would fail at every
+        page, and preparing it again would bring back what its owner removed."""
+        if is_builtin(projection) or projection.name not in self._checkpointed:
+            return False
+        self._checkpointed.discard(projection.name)
+        self.projections = [p for p in self.projections if p is not projection]
+        self._resting.pop(projection.name, None)
+        self.failing.pop(projection.name, None)
+        self._registered.discard(projection.name)
+        logger.warning(
+            "projection %s was forgotten by another command (leaderlog projections --forget): "
+            "it is no longer kept up to date here",
+            projection.name,
+        )
+        return True
 
     def _replace(self, projection: Projection, stand_in: LeftOut) -> LeftOut:
         """Put ``stand_in`` where ``projection`` was, for every later run and status."""
