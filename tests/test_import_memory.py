@@ -7,7 +7,7 @@ import json
 import tracemalloc
 from pathlib import Path
 
-from leaderlog.log import EventLog
+from leaderlog.log import AppendOutcome, EventLog
 
 SEEDS = Path(__file__).resolve().parent.parent / "seeds" / "ice-leadership-2025-05.jsonl"
 RECORDS = 5000
@@ -17,7 +17,18 @@ RECORDS = 5000
 BYTES_PER_RECORD = 2200
 
 
-def _claim_lines(count: int) -> list[str]:
+async def import_traced(log: EventLog, path: Path) -> tuple[AppendOutcome, int]:
+    """What importing ``path`` into ``log`` gave, and the peak of memory it traced."""
+    tracemalloc.start()
+    try:
+        outcome = await log.import_file(path, actor="cli")
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    return outcome, peak
+
+
+def claim_lines(count: int) -> list[str]:
     """Claims shaped like real ones, referring to the seeds' source, people and posts."""
     seeds = [json.loads(line) for line in SEEDS.read_text().splitlines() if line.strip()]
 
@@ -50,14 +61,9 @@ def _claim_lines(count: int) -> list[str]:
 
 async def test_an_import_holds_a_few_kilobytes_per_record(tmp_path: Path) -> None:
     claims = tmp_path / "claims.jsonl"
-    claims.write_text("\n".join(_claim_lines(RECORDS)) + "\n")
+    claims.write_text("\n".join(claim_lines(RECORDS)) + "\n")
     async with await EventLog.open(f"sqlite:///{tmp_path / 'log.db'}") as log:
         await log.import_file(SEEDS, actor="seed")
-        tracemalloc.start()
-        try:
-            outcome = await log.import_file(claims, actor="cli")
-            _, peak = tracemalloc.get_traced_memory()
-        finally:
-            tracemalloc.stop()
+        outcome, peak = await import_traced(log, claims)
     assert outcome.appended == RECORDS
     assert peak / RECORDS < BYTES_PER_RECORD, f"{peak / RECORDS:.0f} bytes a record"

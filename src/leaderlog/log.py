@@ -13,6 +13,7 @@ succeeds or fails on its own.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import uuid
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Mapping, MutableSequence, Sequence
@@ -102,6 +103,9 @@ _PROGRESS_STEP = 10_000
 # would only be seen once the whole batch was checked.
 _DECIDED_BETWEEN_TURNS = 1000
 _CACHE_LIMIT = 500_000
+# Ids looked up at a time when a batch's records may be stored already: each lookup's events
+# are let go of once noted compactly, so a large import given again holds only the notes.
+_LOOKUP_CHUNK = 1000
 _RETRIES = 5
 _EVENT_CLASSES = tuple(EVENT_TYPES.values())
 # Events that create their own stream. Their stream is assumed absent when it is not cached:
@@ -321,8 +325,59 @@ def _same_event(entry: _Entry, stored: RecordedEvent) -> bool:
     return (
         same
         and canonical_bytes(stored.data) == entry.data_json
-        and stored.stream == entry.event.stream()
+        and stored.stream == _own_stream(entry)
     )
+
+
+def _stored_as_given(request: _Request, stored: Mapping[uuid.UUID, _StoredEvent]) -> dict[int, int]:
+    """The position of each of the request's records whose event is stored under its id as
+    it is, by the record's index: appending it again is an idempotent retry."""
+    given: dict[int, int] = {}
+    if request.ids_are_fresh:
+        return given
+    for index, entry in enumerate(request.entries):
+        previous = stored.get(entry.event_id)
+        if previous is None:
+            continue
+        digest = _digest(entry.type, entry.schema_version, _own_stream(entry), entry.data_json)
+        if previous.digest == digest:
+            given[index] = previous.position
+    return given
+
+
+def _own_stream(entry: _Entry) -> str:
+    """The entry's stream, read from its data when that is in the current shape (making the
+    event model costs several times as much, for every record of a file imported again)."""
+    event = entry.kept_event
+    if event is None and entry.schema_version != current_schema_version(entry.type):
+        event = entry.event
+    if event is not None:
+        return event.stream()
+    return event_stream(entry.type, loads(entry.data_json))
+
+
+def _digest(event_type: str, schema_version: int, stream: str, data_json: bytes) -> bytes:
+    """What tells two events apart for an idempotent retry, in 32 bytes."""
+    envelope = canonical_bytes([event_type, schema_version, stream])
+    return hashlib.sha256(envelope + data_json).digest()
+
+
+@dataclass(frozen=True, slots=True)
+class _StoredEvent:
+    """An event stored under a record's id, as deciding the record needs it: its position,
+    and a digest of its stream, type, schema version and data, to tell whether it is the
+    record's own event (a file imported again would otherwise hold each record twice, once
+    as read and once as stored)."""
+
+    position: int
+    digest: bytes
+
+    @classmethod
+    def of(cls, event: RecordedEvent) -> _StoredEvent:
+        data_json = canonical_bytes(event.data)
+        return cls(
+            event.position, _digest(event.type, event.schema_version, event.stream, data_json)
+        )
 
 
 def stored_unchanged(record: Record | RecordFields | HeldRecord, stored: RecordedEvent) -> bool:
@@ -1090,9 +1145,16 @@ class EventLog:
         attempts = [request.attempts for request in group]
         prepared = _Prepared(group)
         states = self._states
+        stored = await self._stored(
+            [e.event_id for req in group if not req.ids_are_fresh for e in req.entries]
+        )
+        given = {request: _stored_as_given(request, stored) for request in group}
         needed: set[str] = set()
         for request in group:
-            for entry in request.entries:
+            for index, entry in enumerate(request.entries):
+                if index in given[request]:
+                    # Answered with its position, no rule checked: what it names is not read.
+                    continue
                 own, streams = _streams_of(entry)
                 for stream in streams:
                     if stream not in states:
@@ -1101,11 +1163,6 @@ class EventLog:
                     needed.discard(own)
         if needed:
             await self._load(needed)
-
-        stored: dict[uuid.UUID, RecordedEvent] = {}
-        ids = [e.event_id for req in group if not req.ids_are_fresh for e in req.entries]
-        if ids:
-            stored = await self.store.find_event_ids(ids)
 
         for number, request in enumerate(group, start=1):
             if not request.ids_are_fresh and any(
@@ -1120,14 +1177,16 @@ class EventLog:
                 while True:
                     try:
                         decision = await self._decide(
-                            request, stored, prepared.states, prepared.versions
+                            request, stored, given[request], prepared.states, prepared.versions
                         )
                         break
                     except MissingKnowledge as missing:
                         # Decisions are pure, so the request is simply decided again; with
                         # every stream it names loaded at once, not one per decision (each
                         # decides the whole request: one by one, a large import took hours).
-                        await self._load(missing.streams | self._unknown_streams(request))
+                        await self._load(
+                            missing.streams | self._unknown_streams(request, given[request])
+                        )
                     except (BatchError, ConcurrencyError, DuplicateEventError):
                         if request.attempts > 0 or not any(
                             _assumes_absent(request, entry) for entry in request.entries
@@ -1138,7 +1197,7 @@ class EventLog:
                         # which are told before a stale version or an id stored with other
                         # content, whether or not this log had the stream cached.
                         request.attempts = 1
-                        await self._load(self._unknown_streams(request))
+                        await self._load(self._unknown_streams(request, given[request]))
             except (BatchError, StoreError) as error:
                 prepared.refused.append((request, error))
                 continue
@@ -1166,15 +1225,30 @@ class EventLog:
             self._head_is_current = True
         return prepared
 
-    def _unknown_streams(self, request: _Request) -> set[str]:
-        """The streams the request's records name that the cache does not hold."""
+    def _unknown_streams(self, request: _Request, given: Mapping[int, int]) -> set[str]:
+        """The streams the request's records name that the cache does not hold (but for
+        those of records stored as given, which are not decided)."""
         states = self._states
         return {
             stream
-            for entry in request.entries
+            for index, entry in enumerate(request.entries)
+            if index not in given
             for stream in _streams_of(entry)[1]
             if stream not in states
         }
+
+    async def _stored(self, ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, _StoredEvent]:
+        """The events stored under these ids, noted compactly."""
+        found: dict[uuid.UUID, _StoredEvent] = {}
+        for start in range(0, len(ids), _LOOKUP_CHUNK):
+            chunk = ids[start : start + _LOOKUP_CHUNK]
+            events = await self.store.find_event_ids(chunk)
+            for event_id in chunk:
+                # Keyed by the record's own id: the store's copy of it is let go of too.
+                event = events.get(event_id)
+                if event is not None:
+                    found[event_id] = _StoredEvent.of(event)
+        return found
 
     def _finish(
         self, prepared: _Prepared, outcomes: Sequence[AppendResult | StoreError]
@@ -1228,7 +1302,8 @@ class EventLog:
     async def _decide(
         self,
         request: _Request,
-        stored: Mapping[uuid.UUID, RecordedEvent],
+        stored: Mapping[uuid.UUID, _StoredEvent],
+        given: Mapping[int, int],
         group_states: Mapping[str, EntityState],
         group_versions: Mapping[str, int],
     ) -> _Decision:
@@ -1265,10 +1340,10 @@ class EventLog:
                     )
                     continue
                 first_use[entry.event_id] = index
-                previous = stored.get(entry.event_id)
-                if previous is not None and _same_event(entry, previous):
-                    decision.known_positions[index] = previous.position
+                if index in given:
+                    decision.known_positions[index] = given[index]
                     continue
+                previous = stored.get(entry.event_id)
                 if previous is not None:
                     # Told once every record is checked against the rules, as a stale version
                     # is; meanwhile the record is checked as the new one it was meant to be.
