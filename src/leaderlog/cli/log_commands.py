@@ -36,6 +36,7 @@ from leaderlog.cli._app import (
     reported,
     run,
 )
+from leaderlog.cli.projection_commands import PROGRESS_THRESHOLD, bars
 from leaderlog.errors import (
     BatchError,
     ConcurrencyError,
@@ -481,7 +482,11 @@ def verify_command(context: Context, as_json: bool) -> None:
 
     async def go() -> bool:
         async with context.log(create=False) as log:
-            report = await verify_log(log.store)
+            # A large log takes a while (about a minute a million events): shown on a terminal.
+            with bars("events", PROGRESS_THRESHOLD) as show:
+                report = await verify_log(
+                    log.store, lambda done, head: show("verifying the chain", done, head)
+                )
         if as_json:
             print_json(asdict(report))
         elif report.ok:

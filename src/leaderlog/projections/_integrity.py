@@ -8,6 +8,7 @@ events were removed from the end (or the events table was replaced by another lo
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 
 from leaderlog.projections.base import CHECKPOINT_TABLE
 from leaderlog.store.base import EventStore, VerifyReport
@@ -23,13 +24,17 @@ _BEYOND_THE_HEAD = (
 )
 
 
-async def verify_log(store: EventStore) -> VerifyReport:
-    """``store.verify()``, and not ok if a projection had applied the log beyond its end.
+async def verify_log(
+    store: EventStore, progress: Callable[[int, int], None] | None = None
+) -> VerifyReport:
+    """``store.verify(progress)``, and not ok if a projection had applied the log beyond
+    its end.
 
     Only reads (a role that may only read can run it); a database whose projections were
     never built has nothing to compare with and is judged on its chain alone.
     """
-    report = await store.verify()
+    # Without a bar to feed, called as before: a store's own verify may take no callback.
+    report = await store.verify() if progress is None else await store.verify(progress)
     if not report.ok or CHECKPOINT_TABLE not in await store.tables():
         return report
     beyond = await store.query(_BEYOND_THE_HEAD)

@@ -938,15 +938,16 @@ class EventStore(abc.ABC):
 
     # --- integrity ------------------------------------------------------------------------
 
-    async def verify(self) -> VerifyReport:
+    async def verify(self, progress: Callable[[int, int], None] | None = None) -> VerifyReport:
         """Recompute the hash chain and check positions and versions are gap-free.
 
         A row that cannot even be decoded is reported at its position like any other edit.
         The report's head is the last event verified: on a broken chain, the end of the part
-        before the first bad position, which holds as it was written.
+        before the first bad position, which holds as it was written. ``progress``, for a
+        progress bar, is called after each page with (events verified, the log's head).
         """
         previous, count, expected_position = GENESIS_HASH, 0, 1
-        (lowest,) = (await self.query("SELECT MIN(position) FROM events"))[0]
+        lowest, highest = (await self.query("SELECT MIN(position), MAX(position) FROM events"))[0]
         if lowest is not None and lowest < 1:
             # Reading the chain starts after position 0: such a row would never be seen.
             reason = f"a row at position {lowest} lies outside the chain (positions start at 1)"
@@ -976,6 +977,8 @@ class EventStore(abc.ABC):
                     return VerifyReport(False, count, count, previous, bad, problem)
                 versions[event.stream] = event.version
                 previous, count, expected_position = event.hash, count + 1, expected_position + 1
+            if progress is not None and not call_progress(progress, count, highest or 0):
+                progress = None  # it failed, and would only fail again
             if len(events) < page:
                 return VerifyReport(True, count, expected_position - 1, previous)
             page = _VERIFY_PAGE
