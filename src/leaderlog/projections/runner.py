@@ -775,7 +775,6 @@ class ProjectionRunner:
                             self._blocked_by(unreadable, projections, stored)
                             raise
                         # Every event before it first: the next page then begins with it.
-                        ahead = None
                         events = await self.store.read_all(
                             after=low, limit=unreadable.position - low - 1
                         )
