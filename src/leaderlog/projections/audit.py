@@ -11,10 +11,19 @@ Tables (prefixed ``p_audit_``):
 - ``claims``: each claim's current source, status and attribution kind, so "claims from
   anonymous sources that were later retracted" is a join, not a scan of the log.
 - ``sources``: publisher, URL and title of every source.
+- ``actors`` and ``publishers``: each actor with how many events it appended, each publisher
+  with how many sources it has, so a misspelt one is answered with the few there are rather
+  than by grouping every event or source.
+- ``combinations``: how many claim events there are of each type whose claim now has each
+  status and attribution kind, so a filter combining them that matches nothing is answered
+  at once rather than by reading every event of the type. A claim keeps the types of its
+  events (``types``, comma-separated) to move them along when its status or attribution
+  changes.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
@@ -26,12 +35,23 @@ from leaderlog.projections.claim_versions import STATUS_AFTER
 __all__ = ["AuditProjection"]
 
 # The columns of p_audit_claims, in order.
-_CLAIM_COLUMNS = ("claim", "source", "publisher", "attribution", "status", "person", "post")
+_CLAIM_COLUMNS = (
+    "claim",
+    "source",
+    "publisher",
+    "attribution",
+    "status",
+    "person",
+    "post",
+    "types",
+)
+# Indexes of the columns the combinations are counted by, in a p_audit_claims row.
+_ATTRIBUTION, _STATUS, _TYPES = 3, 4, 7
 
 
 class AuditProjection(Projection):
     name = "audit"
-    version = 2
+    version = 3
 
     def schema(self) -> Sequence[str]:
         return (
@@ -39,11 +59,19 @@ class AuditProjection(Projection):
             "publisher TEXT NOT NULL, url TEXT NOT NULL, title TEXT)",
             "CREATE TABLE IF NOT EXISTS p_audit_claims (claim TEXT PRIMARY KEY, "
             "source TEXT NOT NULL, publisher TEXT, attribution TEXT NOT NULL, "
-            "status TEXT NOT NULL, person TEXT NOT NULL, post TEXT NOT NULL)",
+            "status TEXT NOT NULL, person TEXT NOT NULL, post TEXT NOT NULL, "
+            "types TEXT NOT NULL)",
             "CREATE TABLE IF NOT EXISTS p_audit_events (position BIGINT PRIMARY KEY, "
             "event_id TEXT NOT NULL, type TEXT NOT NULL, stream TEXT NOT NULL, claim TEXT, "
             "source TEXT, publisher TEXT, actor TEXT NOT NULL, recorded_at TEXT NOT NULL, "
             "org TEXT, outcome TEXT)",
+            "CREATE TABLE IF NOT EXISTS p_audit_actors (actor TEXT PRIMARY KEY, "
+            "events BIGINT NOT NULL)",
+            "CREATE TABLE IF NOT EXISTS p_audit_publishers (publisher TEXT PRIMARY KEY, "
+            "sources BIGINT NOT NULL)",
+            "CREATE TABLE IF NOT EXISTS p_audit_combinations (type TEXT NOT NULL, "
+            "status TEXT NOT NULL, attribution TEXT NOT NULL, events BIGINT NOT NULL, "
+            "PRIMARY KEY (type, status, attribution))",
         )
 
     def query_indexes(self) -> Sequence[str]:
@@ -59,7 +87,14 @@ class AuditProjection(Projection):
         return indexes
 
     def tables(self) -> Sequence[str]:
-        return ("p_audit_sources", "p_audit_claims", "p_audit_events")
+        return (
+            "p_audit_sources",
+            "p_audit_claims",
+            "p_audit_events",
+            "p_audit_actors",
+            "p_audit_publishers",
+            "p_audit_combinations",
+        )
 
     async def apply(self, tx: ProjectionTransaction, events: Sequence[RecordedEvent]) -> None:
         if not events:
@@ -95,6 +130,8 @@ class AuditProjection(Projection):
 
         rows: list[tuple[Any, ...]] = []
         changed: dict[str, list[Any]] = {}
+        actors: Counter[str] = Counter()
+        combinations: Counter[tuple[str, str, str]] = Counter()
         for recorded, data in decoded:
             kind = recorded.type
             claim: str | None = None
@@ -109,11 +146,14 @@ class AuditProjection(Projection):
                     "reported",
                     data["person"],
                     data["post"],
+                    kind,
                 ]
+                combinations[(kind, "reported", data["attribution"]["kind"])] += 1
                 changed[claim] = claims[claim]
             elif kind in STATUS_AFTER:
                 claim = data["claim"]
                 row = claims[claim]
+                before = (row[_STATUS], row[_ATTRIBUTION])
                 row[4] = STATUS_AFTER[kind]
                 if kind == "claim.corrected":
                     changes = data["changes"]
@@ -123,11 +163,13 @@ class AuditProjection(Projection):
                     row[6] = changes.get("post") or row[6]
                     if attributed := changes.get("source"):
                         row[1], row[2] = attributed, publishers.get(attributed)
+                _move_combinations(combinations, row, before, kind)
                 changed[claim] = row
                 if source is None:
                     # No source of its own: the claim's article answers "from where".
                     source = row[1]
                     publishers.setdefault(source, row[2])
+            actors[recorded.actor] += 1
             rows.append(
                 (
                     recorded.position,
@@ -148,6 +190,17 @@ class AuditProjection(Projection):
                 "INSERT INTO p_audit_sources (source, publisher, url, title) VALUES (?, ?, ?, ?)",
                 new_sources,
             )
+            await _add_counts(
+                tx,
+                "p_audit_publishers",
+                ("publisher",),
+                "sources",
+                Counter(publisher for _, publisher, _, _ in new_sources),
+            )
+        await _add_counts(tx, "p_audit_actors", ("actor",), "events", actors)
+        await _add_counts(
+            tx, "p_audit_combinations", ("type", "status", "attribution"), "events", combinations
+        )
         if changed:
             updates = ", ".join(f"{column} = excluded.{column}" for column in _CLAIM_COLUMNS[1:])
             await tx.executemany(
@@ -161,6 +214,50 @@ class AuditProjection(Projection):
             "publisher, actor, recorded_at, org, outcome) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             rows,
         )
+
+
+def _move_combinations(
+    combinations: Counter[tuple[str, str, str]],
+    row: list[Any],
+    before: tuple[str, str],
+    kind: str,
+) -> None:
+    """Count the claim's events (``kind`` the newest) under its status and attribution now,
+    no longer under those it had ``before``."""
+    after = (row[_STATUS], row[_ATTRIBUTION])
+    if after != before:
+        for earlier in row[_TYPES].split(","):
+            combinations[(earlier, *before)] -= 1
+            combinations[(earlier, *after)] += 1
+    combinations[(kind, *after)] += 1
+    row[_TYPES] = f"{row[_TYPES]},{kind}"
+
+
+async def _add_counts(
+    tx: ProjectionTransaction,
+    table: str,
+    keys: Sequence[str],
+    counted: str,
+    added: Counter[Any],
+) -> None:
+    """Add ``added`` (keyed by ``keys``, a tuple of them when several) to the ``counted``
+    column of ``table``; a row counting nothing any more goes, as a rebuild would not make it."""
+    deltas = [
+        (*(key if isinstance(key, tuple) else (key,)), delta)
+        for key, delta in sorted(added.items())
+        if delta
+    ]
+    if not deltas:
+        return
+    columns = ", ".join((*keys, counted))
+    await tx.executemany(
+        f"INSERT INTO {table} ({columns}) VALUES ({', '.join('?' * (len(keys) + 1))}) "
+        f"ON CONFLICT ({', '.join(keys)}) DO UPDATE SET {counted} = {table}.{counted} + "
+        f"excluded.{counted}",
+        deltas,
+    )
+    if any(delta < 0 for *_, delta in deltas):
+        await tx.execute(f"DELETE FROM {table} WHERE {counted} = 0")
 
 
 def _attributed(kind: str, data: dict[str, Any]) -> str | None:
