@@ -41,7 +41,7 @@ from leaderlog.events import (
     parse_record_fields,
 )
 from leaderlog.log import (
-    MAX_LINE_BYTES,
+    MAX_LINE_TEXT_BYTES,
     MAX_RECORD_BYTES,
     AppendOutcome,
     EventLog,
@@ -1630,11 +1630,13 @@ async def test_a_large_refused_batch_is_decided_a_few_times_not_once_per_record(
     assert decisions <= 3
 
 
-class _Zeros(io.RawIOBase):
-    """An endless file without a line feed (``/dev/zero``) that counts what is read."""
+class EndlessLine(io.RawIOBase):
+    """An endless file of ``fill`` without a line feed (``/dev/zero``) that counts what is
+    read."""
 
-    def __init__(self) -> None:
+    def __init__(self, fill: bytes = b"\0") -> None:
         self.read_bytes = 0
+        self.fill = fill
 
     def readable(self) -> bool:
         return True
@@ -1642,36 +1644,36 @@ class _Zeros(io.RawIOBase):
     def readinto(self, buffer: Any) -> int:
         if self.read_bytes > 512 * 1024 * 1024:
             raise AssertionError("read on and on")
-        buffer[:] = bytes(len(buffer))
+        buffer[:] = self.fill * len(buffer)
         self.read_bytes += len(buffer)
         return len(buffer)
 
 
 def test_a_line_too_long_is_refused_without_being_read_whole() -> None:
-    long_line = b"x" * (3 * MAX_LINE_BYTES) + b"\n"
+    long_line = b"x" * (3 * MAX_LINE_TEXT_BYTES) + b"\n"
     good = b'{"type": "person.registered", "data": {"person": "p", "name": "P"}}\n'
     lines = list(read_lines(io.BufferedReader(io.BytesIO(long_line + good))))
-    assert len(lines) == 2 and MAX_LINE_BYTES < len(lines[0]) <= MAX_LINE_BYTES + 6
+    assert len(lines) == 2 and MAX_LINE_TEXT_BYTES < len(lines[0]) <= MAX_LINE_TEXT_BYTES + 6
     assert lines[1] == good
-    with pytest.raises(BatchError, match="line 1: record is larger") as refused:
+    with pytest.raises(BatchError, match="line 1: line is larger") as refused:
         parse_lines(lines)
     assert len(refused.value.problems) == 1  # the second line is read and is fine
 
-    endless = _Zeros()
+    endless = EndlessLine()
     (cut,) = read_lines(io.BufferedReader(endless))
-    assert len(cut) == MAX_LINE_BYTES + 6 and endless.read_bytes < 128 * 1024 * 1024
+    assert len(cut) == MAX_LINE_TEXT_BYTES + 6 and endless.read_bytes < 128 * 1024 * 1024
 
 
 def test_the_size_limit_counts_neither_line_end_nor_byte_order_mark() -> None:
     bom = b"\xef\xbb\xbf"
-    longest = bom + b"x" * MAX_LINE_BYTES + b"\r\n"
+    longest = bom + b"x" * MAX_LINE_TEXT_BYTES + b"\r\n"
     (line,) = read_lines(io.BufferedReader(io.BytesIO(longest)))
     assert line == longest  # read whole: the mark and the CRLF are not cut into
     with pytest.raises(BatchError) as at_the_limit:
         parse_lines([line])
     assert [problem.rule for problem in at_the_limit.value.problems] == ["json"]
     with pytest.raises(BatchError) as beyond:
-        parse_lines([b"x" * (MAX_LINE_BYTES + 1) + b"\n"])
+        parse_lines([b"x" * (MAX_LINE_TEXT_BYTES + 1) + b"\n"])
     assert [problem.rule for problem in beyond.value.problems] == ["size"]
 
 

@@ -80,6 +80,7 @@ from leaderlog.store.base import call_progress
 
 __all__ = [
     "MAX_LINE_BYTES",
+    "MAX_LINE_TEXT_BYTES",
     "MAX_RECORD_BYTES",
     "AppendOutcome",
     "AppendProgress",
@@ -89,9 +90,20 @@ __all__ = [
     "parse_records",
     "read_lines",
     "stored_unchanged",
+    "too_large",
 ]
 
+# A record's size is its stored form's, compact UTF-8 JSON, however a line or request writes
+# it: JSON may escape any character (Python's json.dumps writes every non-ASCII one as
+# \uXXXX), so counting the text as given would refuse on import what the write API accepts.
 MAX_LINE_BYTES = 64 * 1024
+# What import reads of a line before refusing it unread, so that memory stays bounded. A
+# record within MAX_LINE_BYTES takes at most six times that with every character escaped:
+# an ASCII byte as \u00XX takes six bytes, a character of two to four bytes takes six or
+# twelve (two UTF-16 units), at most three a byte, and json.dumps's ", " and ": " two for
+# one. Only whitespace padding between tokens, which no JSON writer puts in a line, could
+# make a line of a record within the limit longer.
+MAX_LINE_TEXT_BYTES = 6 * MAX_LINE_BYTES
 # Room is left for the envelope an export adds, so every record the log accepts, from any
 # entry point, can be exported and imported again within the import's line limit.
 MAX_RECORD_BYTES = MAX_LINE_BYTES - 1024
@@ -522,14 +534,14 @@ def _unreadable(line: str | bytes, error: Exception, where: str) -> RecordError:
 
 
 def read_lines(handle: IO[bytes]) -> Iterator[bytes]:
-    """The lines of a binary file, each read only up to just past :data:`MAX_LINE_BYTES`.
+    """The lines of a binary file, each read only up to just past :data:`MAX_LINE_TEXT_BYTES`.
 
     A longer line is given cut there (too long all the same) and the rest of it skipped,
     so that it is refused instead of filling memory; after a line that does not end within
     :data:`_SKIPPED_AT_MOST` bytes (``/dev/zero``, a binary file) nothing more is read."""
     # Room for a byte order mark and a CRLF beyond the limit, which parse_lines does not count.
-    while line := handle.readline(MAX_LINE_BYTES + 6):
-        if len(line) > MAX_LINE_BYTES and not line.endswith(b"\n"):
+    while line := handle.readline(MAX_LINE_TEXT_BYTES + 6):
+        if len(line) > MAX_LINE_TEXT_BYTES and not line.endswith(b"\n"):
             skipped = 0
             while (rest := handle.readline(MAX_LINE_BYTES)) and not rest.endswith(b"\n"):
                 skipped += len(rest)
@@ -540,6 +552,12 @@ def read_lines(handle: IO[bytes]) -> Iterator[bytes]:
 
 
 _SKIPPED_AT_MOST = 64 * 1024 * 1024
+
+
+def too_large(raw: Any) -> bool:
+    """Whether a record read from JSON is larger than :data:`MAX_LINE_BYTES` as stored, the
+    check import and the write API make alike before reading its fields."""
+    return len(canonical_bytes(raw)) > MAX_LINE_BYTES
 
 
 def _length_without_line_end(line: str | bytes) -> int:
@@ -713,10 +731,13 @@ def _parse(lines: Iterable[str | bytes], take: Callable[[Any], None]) -> _LineLa
             )
         if number == 1:
             line = _without_byte_order_mark(line)
-        if _length_without_line_end(line) > MAX_LINE_BYTES:
+        if _length_without_line_end(line) > MAX_LINE_TEXT_BYTES:
             problems.append(
                 RecordError(
-                    f"record is larger than {MAX_LINE_BYTES} bytes", where=where, rule="size"
+                    f"line is larger than {MAX_LINE_TEXT_BYTES} bytes: a record is at most "
+                    f"{MAX_LINE_BYTES} bytes, and six times that with every character escaped",
+                    where=where,
+                    rule="size",
                 )
             )
             continue
@@ -726,6 +747,13 @@ def _parse(lines: Iterable[str | bytes], take: Callable[[Any], None]) -> _LineLa
             raw = loads_input(line)
         except (JSONDecodeError, UnicodeDecodeError) as error:
             problems.append(_unreadable(line, error, where))
+            continue
+        if too_large(raw):
+            problems.append(
+                RecordError(
+                    f"record is larger than {MAX_LINE_BYTES} bytes", where=where, rule="size"
+                )
+            )
             continue
         try:
             take(raw)

@@ -25,7 +25,6 @@ from leaderlog._json import (
     MAX_INPUT_DEPTH,
     InputTooDeep,
     JSONDecodeError,
-    canonical_bytes,
     described,
     loads_input,
 )
@@ -46,7 +45,7 @@ from leaderlog.http._errors import (
     shortened,
     unavailable_response,
 )
-from leaderlog.log import MAX_LINE_BYTES, MAX_RECORD_BYTES, EventLog
+from leaderlog.log import MAX_LINE_BYTES, MAX_RECORD_BYTES, EventLog, too_large
 from leaderlog.tokens import Tokens
 
 __all__ = ["MAX_BODY_BYTES", "MAX_DEPTH", "MAX_RECORDS", "MAX_RECORD_BYTES", "write_router"]
@@ -228,10 +227,11 @@ def _parse(raw: Any) -> list[Record]:
                     )
                 )
                 continue
-        # Refused unread only beyond what import reads of a line: the limit itself, on the
-        # record's data and meta, is the log's to check, so that both entry points accept
-        # a record of exactly MAX_RECORD_BYTES (its type and other keys come on top).
-        if len(canonical_bytes(item)) > MAX_LINE_BYTES:
+        # Refused before its fields are read as import refuses a line's record: the limit
+        # itself, on the record's data and meta, is the log's to check, so that both entry
+        # points accept a record of exactly MAX_RECORD_BYTES (its type and other keys come
+        # on top).
+        if too_large(item):
             problems.append(
                 RecordError(
                     f"record is larger than {MAX_LINE_BYTES} bytes", where=where, rule="size"
