@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Sequence
 from typing import Any
 
 from leaderlog._json import loads
@@ -141,3 +142,28 @@ def slow_projection_module() -> str:
         "            await asyncio.sleep(60)\n\n\n"
         "PROJECTION = Slow\n"
     )
+
+
+Statements = list[tuple[str, Sequence[Any]]]
+
+
+def recording_statements(queries: Queries) -> Statements:
+    """Every statement ``queries`` sends to its store from now on."""
+    statements: Statements = []
+    read = queries.store.query
+
+    async def recorded(sql: str, parameters: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        statements.append((sql, parameters))
+        return await read(sql, parameters)
+
+    queries.store.query = recorded  # type: ignore[method-assign]
+    return statements
+
+
+async def query_plans(queries: Queries, statements: Statements) -> list[str]:
+    """SQLite's plan of each statement, its steps joined by " | "."""
+    plans = []
+    for sql, parameters in list(statements):
+        rows = await queries.store.query(f"EXPLAIN QUERY PLAN {sql}", parameters)
+        plans.append(" | ".join(str(row[-1]) for row in rows))
+    return plans

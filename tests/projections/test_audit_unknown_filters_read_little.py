@@ -7,7 +7,7 @@ make over HTTP."""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -15,30 +15,14 @@ import pytest
 from leaderlog.log import EventLog
 from leaderlog.projections import Queries, UnknownEntity, runner_for
 from leaderlog.projections import queries as queries_module
-from tests.projections.logs import GENALO_RETIREMENT, append, current, record
-
-Statements = list[tuple[str, Sequence[Any]]]
-
-
-def _recording(queries: Queries) -> Statements:
-    """Every statement ``queries`` sends to its store from now on."""
-    statements: Statements = []
-    read = queries.store.query
-
-    async def recorded(sql: str, parameters: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        statements.append((sql, parameters))
-        return await read(sql, parameters)
-
-    queries.store.query = recorded  # type: ignore[method-assign]
-    return statements
-
-
-async def _plans(queries: Queries, statements: Statements) -> list[str]:
-    plans = []
-    for sql, parameters in list(statements):
-        rows = await queries.store.query(f"EXPLAIN QUERY PLAN {sql}", parameters)
-        plans.append(" | ".join(str(row[-1]) for row in rows))
-    return plans
+from tests.projections.logs import (
+    GENALO_RETIREMENT,
+    append,
+    current,
+    query_plans,
+    record,
+    recording_statements,
+)
 
 
 def _reading(plans: list[str], table: str) -> list[str]:
@@ -71,11 +55,11 @@ async def test_an_unknown_actor_or_publisher_reads_only_the_small_tables(
     message: str,
 ) -> None:
     queries = await current(seeded_log)
-    statements = _recording(queries)
+    statements = recording_statements(queries)
     with pytest.raises(UnknownEntity) as raised:
         await ask(queries)
     assert str(raised.value) == message
-    assert _reading(await _plans(queries, statements), table) == []
+    assert _reading(await query_plans(queries, statements), table) == []
 
 
 @pytest.mark.parametrize(
@@ -94,10 +78,10 @@ async def test_a_combination_no_event_has_reads_no_events(
     # Claims of the status are many on a large log: the events of the type are read in order.
     monkeypatch.setattr(queries_module, "_SCAN_FROM_CLAIMS", 1)
     queries = await current(seeded_log)
-    statements = _recording(queries)
+    statements = recording_statements(queries)
     answer = await queries.audit(**filters)  # type: ignore[arg-type]
     assert answer == {"filters": filters, "events": [], "next_after": None}
-    assert _reading(await _plans(queries, statements), "p_audit_events") == []
+    assert _reading(await query_plans(queries, statements), "p_audit_events") == []
 
 
 async def _counted_by_hand(queries: Queries) -> list[tuple[Any, ...]]:

@@ -1,7 +1,6 @@
 """Answers that go through thousands of items are worked out on a worker thread, so that a
 server's event loop goes on answering other requests meanwhile: the history of a person with
-thousands of claims (2 s at 50,000), and the suggestions for an unknown source among
-thousands."""
+thousands of claims (2 s at 50,000)."""
 
 from __future__ import annotations
 
@@ -13,7 +12,7 @@ import pytest
 
 from leaderlog._json import dumps
 from leaderlog.log import EventLog
-from leaderlog.projections import Queries, UnknownEntity, runner_for
+from leaderlog.projections import Queries, runner_for
 from leaderlog.projections import queries as queries_module
 
 MANY = 2_100  # beyond the number of claim versions worked out on the event loop
@@ -85,15 +84,3 @@ async def test_a_history_of_thousands_of_claims_is_folded_off_the_event_loop(
     # the same answer as ever: one tenure, every claim its evidence
     assert len(history["tenures"]) == 1
     assert len(history["tenures"][0]["evidence"]) == MANY
-
-
-async def test_an_unknown_source_among_thousands_is_matched_off_the_event_loop(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    url = f"sqlite:///{tmp_path / 'log.db'}"
-    await _busy_log(url)
-    matched_on = _recording(monkeypatch, "_near")
-    async with await EventLog.open(url) as log:
-        with pytest.raises(UnknownEntity, match="unknown source 's99999'"):
-            await Queries(log.store).audit(source="s99999")
-    assert matched_on and threading.get_ident() not in matched_on

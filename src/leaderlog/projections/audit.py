@@ -19,20 +19,34 @@ Tables (prefixed ``p_audit_``):
   at once rather than by reading every event of the type. A claim keeps the types of its
   events (``types``, comma-separated) to move them along when its status or attribution
   changes.
+- ``claim_tails`` and ``source_tails``: where each word of a claim id, or of a source's id,
+  publisher or title, starts, what follows it (:func:`word_tails`: compared as names are, at
+  most ``TAIL_LENGTH`` characters, kept as UTF-8 bytes so that every database orders them
+  byte by byte), so that what a user meant by an unknown id is found by a range of an index
+  (the tails starting with a word given) rather than by reading every id or source. A claim's
+  tails keep the position it was reported at ("as known at" a position).
 """
 
 from __future__ import annotations
 
+import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from leaderlog.events import RecordedEvent
 from leaderlog.projections._sql import chunks, marks
 from leaderlog.projections.base import Projection, ProjectionTransaction, payload, recorded_time
 from leaderlog.projections.claim_versions import STATUS_AFTER
+from leaderlog.projections.leadership import search_form
 
-__all__ = ["AuditProjection"]
+__all__ = ["TAIL_LENGTH", "AuditProjection", "word_tails"]
+
+# The characters of a tail kept: a word given is looked up by as many of its own, and
+# matched in full against the id or source found.
+TAIL_LENGTH = 32
+# A letter or digit after anything else, in lower-case ASCII.
+_ASCII_WORD_START = re.compile(r"(?<![a-z0-9])[a-z0-9]")
 
 # The columns of p_audit_claims, in order.
 _CLAIM_COLUMNS = (
@@ -51,7 +65,7 @@ _ATTRIBUTION, _STATUS, _TYPES = 3, 4, 7
 
 class AuditProjection(Projection):
     name = "audit"
-    version = 3
+    version = 4
 
     def schema(self) -> Sequence[str]:
         return (
@@ -72,6 +86,10 @@ class AuditProjection(Projection):
             "CREATE TABLE IF NOT EXISTS p_audit_combinations (type TEXT NOT NULL, "
             "status TEXT NOT NULL, attribution TEXT NOT NULL, events BIGINT NOT NULL, "
             "PRIMARY KEY (type, status, attribution))",
+            "CREATE TABLE IF NOT EXISTS p_audit_claim_tails (tail BYTEA NOT NULL, "
+            "claim TEXT NOT NULL, reported BIGINT NOT NULL)",
+            "CREATE TABLE IF NOT EXISTS p_audit_source_tails (tail BYTEA NOT NULL, "
+            "source TEXT NOT NULL)",
         )
 
     def query_indexes(self) -> Sequence[str]:
@@ -84,6 +102,10 @@ class AuditProjection(Projection):
             f"CREATE INDEX IF NOT EXISTS p_audit_claims_{column} ON p_audit_claims ({column})"
             for column in ("status", "attribution")
         ]
+        indexes += [
+            f"CREATE INDEX IF NOT EXISTS p_audit_{kind}_tails_tail ON p_audit_{kind}_tails (tail)"
+            for kind in ("claim", "source")
+        ]
         return indexes
 
     def tables(self) -> Sequence[str]:
@@ -94,6 +116,8 @@ class AuditProjection(Projection):
             "p_audit_actors",
             "p_audit_publishers",
             "p_audit_combinations",
+            "p_audit_claim_tails",
+            "p_audit_source_tails",
         )
 
     async def apply(self, tx: ProjectionTransaction, events: Sequence[RecordedEvent]) -> None:
@@ -129,6 +153,7 @@ class AuditProjection(Projection):
                 publishers[known] = publisher
 
         rows: list[tuple[Any, ...]] = []
+        claim_tails: list[tuple[bytes, str, int]] = []
         changed: dict[str, list[Any]] = {}
         actors: Counter[str] = Counter()
         combinations: Counter[tuple[str, str, str]] = Counter()
@@ -150,6 +175,7 @@ class AuditProjection(Projection):
                 ]
                 combinations[(kind, "reported", data["attribution"]["kind"])] += 1
                 changed[claim] = claims[claim]
+                claim_tails += [(tail, claim, recorded.position) for tail in word_tails(claim)]
             elif kind in STATUS_AFTER:
                 claim = data["claim"]
                 row = claims[claim]
@@ -197,6 +223,19 @@ class AuditProjection(Projection):
                 "sources",
                 Counter(publisher for _, publisher, _, _ in new_sources),
             )
+            await tx.executemany(
+                "INSERT INTO p_audit_source_tails (tail, source) VALUES (?, ?)",
+                [
+                    (tail, source)
+                    for source, publisher, _, title in new_sources
+                    for tail in word_tails(source, publisher, title)
+                ],
+            )
+        if claim_tails:
+            await tx.executemany(
+                "INSERT INTO p_audit_claim_tails (tail, claim, reported) VALUES (?, ?, ?)",
+                claim_tails,
+            )
         await _add_counts(tx, "p_audit_actors", ("actor",), "events", actors)
         await _add_counts(
             tx, "p_audit_combinations", ("type", "status", "attribution"), "events", combinations
@@ -214,6 +253,31 @@ class AuditProjection(Projection):
             "publisher, actor, recorded_at, org, outcome) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             rows,
         )
+
+
+def word_tails(*texts: str | None) -> list[bytes]:
+    """Each start of a word in ``texts`` (a letter or digit after anything else, or at the
+    start) with what follows it, compared as names are (:func:`search_form`) and cut to
+    ``TAIL_LENGTH`` characters; each once, as UTF-8. ``fox-ice-shakeup`` has
+    ``fox-ice-shakeup``, ``ice-shakeup`` and ``shakeup``."""
+    tails: dict[bytes, None] = {}
+    for text in texts:
+        if not text:
+            continue
+        if text.isascii():
+            # Every id, most names: search_form is lower() for them, at a fraction of the cost.
+            folded = text.lower()
+            starts: Iterable[int] = (found.start() for found in _ASCII_WORD_START.finditer(folded))
+        else:
+            folded = search_form(text)
+            starts = (
+                start
+                for start, character in enumerate(folded)
+                if character.isalnum() and (start == 0 or not folded[start - 1].isalnum())
+            )
+        for start in starts:
+            tails[folded[start : start + TAIL_LENGTH].encode()] = None
+    return list(tails)
 
 
 def _move_combinations(

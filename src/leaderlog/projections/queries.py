@@ -24,7 +24,7 @@ from leaderlog.errors import BuiltByAnotherVersion, ProjectionError, StoreError
 from leaderlog.events import EVENT_TYPES, format_time
 from leaderlog.projections._collector import few_collections
 from leaderlog.projections._sql import chunks, marks
-from leaderlog.projections.audit import AuditProjection
+from leaderlog.projections.audit import TAIL_LENGTH, AuditProjection
 from leaderlog.projections.claim_versions import ClaimVersion
 from leaderlog.projections.leadership import (
     OPEN,
@@ -110,6 +110,10 @@ _LOOKUPS: dict[EntityKind, tuple[str, str, tuple[str, ...]]] = {
     "person": ("p_leadership_persons", "person", ("name", "aliases")),
 }
 _SUGGESTIONS = 5
+# Ids or sources read per word of an unknown one, and the words (the longest) looked up: a
+# word common to more of them narrows the suggestions less, but never reads more.
+_CANDIDATES = 300
+_WORDS_LOOKED_UP = 3
 
 
 # The version of each built-in projection these queries read the tables of.
@@ -397,8 +401,12 @@ class Queries:
 
     async def _unknown_claim(self, given: str, known: int) -> UnknownEntity:
         """The error for a claim id not known at position ``known``: when the claim was
-        reported later, say so; otherwise name the claims known then whose id contains every
-        word given (ignoring case), e.g. ``...-genalo-retirement`` for ``genalo retirement``.
+        reported later, say so; otherwise name the claims known then in whose id every word
+        given (ignoring case) starts a part, e.g. ``...-genalo-retirement`` for
+        ``genalo retirement`` or ``hammer-hsi``.
+
+        Found through the index of where each part of an id starts (the audit projection's
+        ``claim_tails``): a few hundred ids at most are read per word, however long the log.
         """
         rows = await self.store.query(
             "SELECT MIN(known_from) FROM p_leadership_claim_versions WHERE claim = ?", (given,)
@@ -409,24 +417,59 @@ class Queries:
                 f"it was reported at position {int(rows[0][0])}"
             )
         message = f"unknown claim {given!r}"
-        words = given.lower().split()
-        if not words:
+        words = list(dict.fromkeys(search_form(given).split()))
+        if not words or not all(_lookup_key(word) for word in words):
             return UnknownEntity(message)
-        contains = " AND ".join("lower(claim) LIKE ? ESCAPE '\\'" for _ in words)
-        # The ids are matched in the (claim, known_from) index, far narrower than the rows
-        # with their documents; only the versions found are read.
-        rows = await self.store.query(
-            f"{_VERSIONS}(claim, known_from) IN (SELECT claim, known_from "
-            f"FROM p_leadership_claim_versions WHERE {contains} AND known_from <= ?) "
-            "AND known_to > ? "
-            f"ORDER BY CASE WHEN lower(claim) = ? THEN 0 ELSE 1 END, claim LIMIT {_SUGGESTIONS}",
-            [*(_containing(word) for word in words), known, known, given.strip().lower()],
+        await self._checkpoint("audit")
+        found = await self._claims_starting(words)
+        exact = search_form(given.strip())
+        meant = sorted(
+            (
+                claim
+                for claim, reported in found.items()
+                if reported <= known and all(_at_a_word_start(word, claim) for word in words)
+            ),
+            key=lambda claim: (claim != exact, claim),
         )
-        found = [loads(doc) for (doc,) in rows]
-        return _did_you_mean(
-            message,
-            [(doc["claim"], f"{doc['kind']} of {doc['person']} at {doc['post']}") for doc in found],
-        )
+        # The versions known then, a few at a time: a claim the leadership projection has
+        # not applied yet (it may lag the audit one) has none, and is passed over.
+        suggestions: list[tuple[str, str]] = []
+        for start in range(0, len(meant), _SUGGESTIONS):
+            wanted = meant[start : start + _SUGGESTIONS]
+            rows = await self.store.query(
+                f"{_VERSIONS}claim IN ({marks(len(wanted))}){_KNOWN}", (*wanted, known, known)
+            )
+            docs = {doc["claim"]: doc for doc in (loads(row[0]) for row in rows)}
+            suggestions += [
+                (claim, f"{doc['kind']} of {doc['person']} at {doc['post']}")
+                for claim in wanted
+                if (doc := docs.get(claim)) is not None
+            ]
+            if len(suggestions) >= _SUGGESTIONS:
+                break
+        return _did_you_mean(message, suggestions[:_SUGGESTIONS])
+
+    async def _claims_starting(self, words: Sequence[str]) -> dict[str, int]:
+        """Claims (with the position each was reported at) a part of whose id starts with one
+        of ``words``, at most ``_CANDIDATES`` or so: all those of the first of the longest few
+        words that starts parts of no more ids than that; when each starts parts of more, the
+        ids read for each of them that all have in common. The caller checks every word."""
+        common: dict[str, int] | None = None
+        for word in sorted(words, key=len, reverse=True)[:_WORDS_LOOKED_UP]:
+            rows = await self.store.query(
+                "SELECT claim, reported FROM p_audit_claim_tails "
+                f"WHERE tail >= ? AND tail < ? ORDER BY tail LIMIT {_CANDIDATES + 1}",
+                _tail_range(word),
+            )
+            found = {str(claim): int(reported) for claim, reported in rows}
+            if len(rows) <= _CANDIDATES:
+                return found
+            common = (
+                found
+                if common is None
+                else {claim: reported for claim, reported in common.items() if claim in found}
+            )
+        return common or {}
 
     async def _posts(self, *, org: str, known: int | None = None) -> list[dict[str, Any]]:
         """The posts of an org's subtree (every post when ``org`` is ``"*"``) as known then."""
@@ -1013,12 +1056,28 @@ class Queries:
     async def _check_source(self, source: str) -> None:
         if await self.store.query("SELECT 1 FROM p_audit_sources WHERE source = ?", (source,)):
             return
-        # Matched here, not with SQL's lower(): SQLite's folds ASCII letters only.
-        rows = await self.store.query("SELECT source, publisher, title FROM p_audit_sources")
-        near = await _worked_out(
-            len(rows), lambda: _near(source, [((row[0], row[1]), row) for row in rows])
+        message = f"unknown source {source!r}"
+        wanted = search_form(source.strip())
+        if not _lookup_key(wanted):
+            raise UnknownEntity(message)
+        # The sources with a word starting as the text given does (id, publisher or title),
+        # through the index of where their words start: a bounded few, however many there are.
+        rows = await self.store.query(
+            "SELECT DISTINCT source FROM (SELECT source FROM p_audit_source_tails "
+            f"WHERE tail >= ? AND tail < ? ORDER BY tail LIMIT {_CANDIDATES}) AS found",
+            _tail_range(wanted),
         )
-        raise _did_you_mean(f"unknown source {source!r}", near)
+        near: list[tuple[str, str]] = []
+        for chunk in chunks(sorted(str(row[0]) for row in rows)):
+            for found, publisher, title in await self.store.query(
+                "SELECT source, publisher, title FROM p_audit_sources "
+                f"WHERE source IN ({marks(len(chunk))})",
+                chunk,
+            ):
+                texts = (found, publisher, title)
+                if any(_at_a_word_start(wanted, search_form(text)) for text in texts if text):
+                    near.append((found, publisher))
+        raise _did_you_mean(message, sorted(near)[:_SUGGESTIONS])
 
     async def _check_publisher(self, publisher: str) -> None:
         # From the publishers' own small table: grouping the sources reads every one.
@@ -1156,6 +1215,35 @@ def _near(
         if any(wanted in search_form(text) for text in texts if text)
     ]
     return sorted(found)[:_SUGGESTIONS]
+
+
+def _lookup_key(word: str) -> str:
+    """What of ``word`` (in :func:`search_form`) a word of a text starts with: from its first
+    letter or digit on (a leading ``-`` or ``(`` comes before the word it is found at)."""
+    for start, character in enumerate(word):
+        if character.isalnum():
+            return word[start:]
+    return ""
+
+
+def _tail_range(word: str) -> tuple[bytes, bytes]:
+    """The tails (see :func:`word_tails`) starting with ``word``: at least the first, below
+    the second. No byte of UTF-8 is 0xFF, so none follows a prefix and reaches it."""
+    key = _lookup_key(word)[:TAIL_LENGTH].encode()
+    return key, key + b"\xff"
+
+
+def _at_a_word_start(word: str, text: str) -> bool:
+    """Whether ``text`` holds ``word`` (both in :func:`search_form`) where one of its words
+    starts: the first letter or digit of ``word`` is the first of a word of ``text``."""
+    lead = len(word) - len(_lookup_key(word))
+    found = text.find(word)
+    while found >= 0:
+        start = found + lead
+        if start == 0 or not text[start - 1].isalnum():
+            return True
+        found = text.find(word, found + 1)
+    return False
 
 
 def _containing(text: str) -> str:
