@@ -94,8 +94,9 @@ __all__ = [
 ]
 
 # A record's size is its stored form's, compact UTF-8 JSON, however a line or request writes
-# it: JSON may escape any character (Python's json.dumps writes every non-ASCII one as
-# \uXXXX), so counting the text as given would refuse on import what the write API accepts.
+# it: JSON may escape any character (Python's json.dumps writes every non-ASCII one as a
+# \u escape such as \u00e9), so counting the text as given would refuse on import what the
+# write API accepts.
 MAX_LINE_BYTES = 64 * 1024
 # What import reads of a line before refusing it unread, so that memory stays bounded. A
 # record within MAX_LINE_BYTES takes at most six times that with every character escaped:
