@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from leaderlog._json import loads
 from leaderlog.events import Record, parse_record
 from leaderlog.log import EventLog
-from leaderlog.projections import Queries, runner_for
+from leaderlog.projections import Queries, UnknownEntity, runner_for
 from tests.conftest import SEEDS
 
 SEED_FILE = SEEDS / "ice-leadership-2025-05.jsonl"
@@ -167,3 +167,17 @@ async def query_plans(queries: Queries, statements: Statements) -> list[str]:
         rows = await queries.store.query(f"EXPLAIN QUERY PLAN {sql}", parameters)
         plans.append(" | ".join(str(row[-1]) for row in rows))
     return plans
+
+
+async def plans_of_a_refusal(
+    queries: Queries, ask: Callable[[Queries], Awaitable[Any]], message: str
+) -> list[str]:
+    """The plans of the statements ``ask`` sends, which must be refused with ``message``."""
+    statements = recording_statements(queries)
+    try:
+        await ask(queries)
+    except UnknownEntity as refused:
+        assert str(refused) == message
+    else:
+        raise AssertionError(f"not refused: expected {message!r}")
+    return await query_plans(queries, statements)

@@ -454,13 +454,17 @@ _SETTINGS = settings(
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
-_EXAMPLES = {
-    "more": more_records(),
-    "cuts": st.lists(st.integers(min_value=0, max_value=40), max_size=4),
-    "actors": st.lists(st.sampled_from(ACTORS), min_size=1, max_size=3),
-    "asked": st.lists(_audit_question(), min_size=1, max_size=6),
-    "probe": st.integers(min_value=0, max_value=1000),
-}
+# One example: the records after the base ones, where the batches are cut, who writes
+# them, the audit questions asked and which position is probed.
+_EXAMPLES = st.fixed_dictionaries(
+    {
+        "more": more_records(),
+        "cuts": st.lists(st.integers(min_value=0, max_value=40), max_size=4),
+        "actors": st.lists(st.sampled_from(ACTORS), min_size=1, max_size=3),
+        "asked": st.lists(_audit_question(), min_size=1, max_size=6),
+        "probe": st.integers(min_value=0, max_value=1000),
+    }
+)
 
 
 def _batches(more: list[dict[str, Any]], cuts: list[int]) -> list[list[dict[str, Any]]]:
@@ -469,18 +473,16 @@ def _batches(more: list[dict[str, Any]], cuts: list[int]) -> list[list[dict[str,
     return [records[start:end] for start, end in itertools.pairwise(edges) if end > start]
 
 
+async def _check_example(url: str, example: dict[str, Any]) -> None:
+    batches = _batches(example["more"], example["cuts"])
+    await _check(url, batches, example["actors"], example["asked"], example["probe"])
+
+
 @settings(_SETTINGS, max_examples=30)
-@given(**_EXAMPLES)
-def test_audit_history_and_claims_equal_a_reading_of_the_log(
-    more: list[dict[str, Any]],
-    cuts: list[int],
-    actors: list[str],
-    asked: list[dict[str, Any]],
-    probe: int,
-) -> None:
+@given(example=_EXAMPLES)
+def test_audit_history_and_claims_equal_a_reading_of_the_log(example: dict[str, Any]) -> None:
     with tempfile.TemporaryDirectory() as folder:
-        url = f"sqlite:///{Path(folder) / 'log.db'}"
-        asyncio.run(_check(url, _batches(more, cuts), actors, asked, probe))
+        asyncio.run(_check_example(f"sqlite:///{Path(folder) / 'log.db'}", example))
 
 
 @settings(
@@ -489,17 +491,10 @@ def test_audit_history_and_claims_equal_a_reading_of_the_log(
     # The fixture gives the server's URL only; each example makes a schema of its own.
     suppress_health_check=[*_SETTINGS.suppress_health_check, HealthCheck.function_scoped_fixture],
 )
-@given(**_EXAMPLES)
-def test_on_postgresql_too(
-    postgres_url: str,
-    more: list[dict[str, Any]],
-    cuts: list[int],
-    actors: list[str],
-    asked: list[dict[str, Any]],
-    probe: int,
-) -> None:
+@given(example=_EXAMPLES)
+def test_on_postgresql_too(postgres_url: str, example: dict[str, Any]) -> None:
     async def run() -> None:
         async with postgres_schema(postgres_url) as url:
-            await _check(url, _batches(more, cuts), actors, asked, probe)
+            await _check_example(url, example)
 
     asyncio.run(run())

@@ -19,6 +19,7 @@ from tests.projections.logs import (
     GENALO_RETIREMENT,
     append,
     current,
+    plans_of_a_refusal,
     query_plans,
     record,
     recording_statements,
@@ -54,12 +55,8 @@ async def test_an_unknown_actor_or_publisher_reads_only_the_small_tables(
     table: str,
     message: str,
 ) -> None:
-    queries = await current(seeded_log)
-    statements = recording_statements(queries)
-    with pytest.raises(UnknownEntity) as raised:
-        await ask(queries)
-    assert str(raised.value) == message
-    assert _reading(await query_plans(queries, statements), table) == []
+    plans = await plans_of_a_refusal(await current(seeded_log), ask, message)
+    assert _reading(plans, table) == []
 
 
 @pytest.mark.parametrize(

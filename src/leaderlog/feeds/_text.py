@@ -318,41 +318,34 @@ def _quoted_words(text: str, language: str | None) -> Markup:
     return Markup(f'<span{marks} dir="auto">{html.escape(clean(text))}</span>')
 
 
-def _quote(
-    text: str,
-    lang: Language,
-    *,
-    markup: bool = False,
-    source: Mapping[str, Any] | None = None,
-    mark_own_language: bool = False,
-) -> str:
+def _quote_language(source: object, lang: Language, *, own_too: bool = False) -> str | None:
+    """The language to mark words quoted from ``source`` with: the source's own, but for
+    ``lang``'s, which the page says once for all (unless ``own_too``: the feeds' content may
+    be shown away from the feed that says its language)."""
+    language = _source_language(source if isinstance(source, Mapping) else None)
+    if not own_too and language is not None and language.lower() == lang.tag.lower():
+        return None
+    return language
+
+
+def _quote(text: str, lang: Language, *, markup: bool = False, language: str | None = None) -> str:
     """Quoted words in the language's quotation marks; with ``markup``, as HTML, the words
-    isolated in their own direction and marked with the language of the ``source`` they
-    quote where it is not ``lang``'s (or, with ``mark_own_language``, even where it is)."""
+    isolated in their own direction and marked with ``language`` (see
+    :func:`_quote_language`)."""
     say, isolate = _writers(lang, markup)
     if not markup:
         return say(N_("\u201c{quote}\u201d"), quote=isolate(clean(text)))
-    language = _source_language(source)
-    if not mark_own_language and language is not None and language.lower() == lang.tag.lower():
-        language = None  # the page's own: said once, by the page
     return say(N_("\u201c{quote}\u201d"), quote=_quoted_words(text, language))
 
 
 def _quotation(
-    message: str,
-    text: str,
-    lang: Language,
-    *,
-    markup: bool = False,
-    source: Mapping[str, Any] | None = None,
-    mark_own_language: bool = False,
+    message: str, text: str, lang: Language, *, markup: bool = False, language: str | None = None
 ) -> str:
-    """A sentence introducing quoted words (``message`` has a ``{quote}``) from ``source``,
+    """A sentence introducing quoted words (``message`` has a ``{quote}``) in ``language``,
     ended with the language's full stop unless the words end a sentence of their own, so
     that the next sentence does not run into the closing quotation mark."""
     say, _ = _writers(lang, markup)
-    quote = _quote(text, lang, markup=markup, source=source, mark_own_language=mark_own_language)
-    quoted = say(message, quote=quote)
+    quoted = say(message, quote=_quote(text, lang, markup=markup, language=language))
     return lang.sentence(quoted, words=clean(text))
 
 
@@ -449,8 +442,8 @@ def _history(
     mark_own_language: bool = False,
 ) -> list[list[str]]:
     """One group of sentences per lifecycle event after the report, oldest first; with
-    ``markup``, as HTML whose quoted words are marked with their source's language as
-    :func:`_quote` marks them."""
+    ``markup``, as HTML whose quoted words are marked with their source's language (with
+    ``mark_own_language``, even where it is ``lang``'s: see :func:`_quote_language`)."""
     say, isolate = _writers(lang, markup)
     groups: list[list[str]] = []
     for step in doc.get("events", []):
@@ -483,8 +476,7 @@ def _history(
                         step["quote"],
                         lang,
                         markup=markup,
-                        source=source,
-                        mark_own_language=mark_own_language,
+                        language=_quote_language(source, lang, own_too=mark_own_language),
                     )
                 )
         elif kind == "claim.corrected":
@@ -506,8 +498,7 @@ def _history(
                         change.get(side),
                         lang,
                         markup=markup,
-                        source=quoted[side],
-                        mark_own_language=mark_own_language,
+                        language=_quote_language(quoted[side], lang, own_too=mark_own_language),
                     )
                     for side in ("before", "after")
                 }
@@ -537,21 +528,12 @@ def _history(
 
 
 def _changed_value(
-    field: str,
-    value: object,
-    lang: Language,
-    *,
-    markup: bool,
-    source: object,
-    mark_own_language: bool,
+    field: str, value: object, lang: Language, *, markup: bool, language: str | None
 ) -> str:
     """A value in a "what changed" line, isolated in its own direction; a quote in HTML is
-    quoted words, isolated and marked with its ``source``'s language by :func:`_quote`."""
+    quoted words, isolated and marked with its ``language`` by :func:`_quote`."""
     if markup and field == "quote" and isinstance(value, str):
-        quoted_source = source if isinstance(source, Mapping) else None
-        return _quote(
-            value, lang, markup=True, source=quoted_source, mark_own_language=mark_own_language
-        )
+        return _quote(value, lang, markup=True, language=language)
     _, isolate = _writers(lang, markup)
     return isolate(_value(field, value, lang))
 
@@ -604,7 +586,13 @@ def _summary(doc: Mapping[str, Any], lang: Language, change: str, *, markup: boo
         parts.append(say(N_("Source: {source}."), source=source_name))
     if isinstance(fields.get("quote"), str):
         parts.append(
-            _quotation(_quote_message(fields), fields["quote"], lang, markup=markup, source=source)
+            _quotation(
+                _quote_message(fields),
+                fields["quote"],
+                lang,
+                markup=markup,
+                language=_quote_language(source, lang),
+            )
         )
     for group in _history(doc, lang, markup=markup):
         parts.extend(group)
@@ -629,13 +617,10 @@ def _content(doc: Mapping[str, Any], lang: Language, status: str) -> str:
     out.append("</ul>")
     if isinstance(fields.get("quote"), str):
         # Only the quoted words are in the source's language; the lead-in is in the feed's.
-        # Marked even when the feed's is the same: a reader may show the content outside
-        # the feed that says it.
-        words = _quoted_words(fields["quote"], _source_language(source))
-        quoted = translated_html(lang, N_("\u201c{quote}\u201d"), quote=words)
+        language = _quote_language(source, lang, own_too=True)
+        quoted = _quote(fields["quote"], lang, markup=True, language=language)
         text = translated_html(lang, _quote_message(fields), quote=quoted)
         out.append(f"<blockquote><p>{text}</p></blockquote>")
-    # Quoted words marked as the report's quote above is.
     history = _history(doc, lang, markup=True, mark_own_language=True)
     if history:
         out.append("<p>" + translated_html(lang, N_("History:")) + "</p><ul>")
