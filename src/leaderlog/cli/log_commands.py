@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 import sys
 import textwrap
 from collections.abc import AsyncGenerator, Callable, Generator, Iterator, Sequence
@@ -80,13 +81,28 @@ _EVENTS_PAGE = 2000
 def _size(file: IO[bytes]) -> int | None:
     """The file's size for the progress bar, when it can be known (not for a pipe)."""
     if file is sys.stdin.buffer:
-        return None
+        return _stdin_size(file)
     try:
         size = file.seek(0, 2)
         file.seek(0)
     except OSError:
         return None
     return size
+
+
+def _stdin_size(stdin: IO[bytes]) -> int | None:
+    """What is left to read of a file redirected to stdin; None for a pipe or a terminal.
+
+    Found without seeking, which would move what the shell handed over: a command run
+    before this one on the same stdin may have read part of it.
+    """
+    try:
+        status = os.fstat(stdin.fileno())
+        if not stat.S_ISREG(status.st_mode):
+            return None
+        return max(status.st_size - stdin.tell(), 0)
+    except (OSError, ValueError):
+        return None
 
 
 def _in_file(problem: RecordError, file: IO[bytes]) -> RecordError:
@@ -97,11 +113,24 @@ def _lines_with_progress(
     handle: IO[bytes], size: int | None, interrupted: Callable[[], bool]
 ) -> Generator[bytes, None, None]:
     lines = _until_interrupted(read_lines(handle), interrupted)
-    if size is None or size < _PROGRESS_THRESHOLD:
+    if size is not None and size < _PROGRESS_THRESHOLD:
         yield from lines
         return
+    if size is None:
+        # A pipe: its size shows only as it is read, so the bar, without an end, is drawn
+        # once as much has been read as a file needs to get one.
+        read = 0
+        for line in lines:
+            read += len(line)
+            yield line
+            if read >= _PROGRESS_THRESHOLD:
+                break
+        else:
+            return
+    else:
+        read = 0
     with _bars(TextColumn("reading"), DownloadColumn()) as progress:
-        task = progress.add_task("check", total=size)
+        task = progress.add_task("check", total=size, completed=read)
         for line in lines:
             progress.advance(task, len(line))
             yield line
