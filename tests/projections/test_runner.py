@@ -174,9 +174,8 @@ async def test_a_changed_version_rebuilds_the_projection(seeded_log: EventLog) -
     # given rows left by the current version that the next would never write
     async with seeded_log.store.projection_transaction() as tx:
         await tx.execute(
-            "INSERT INTO p_leadership_persons "
-            "(person, known_from, known_to, name, aliases, search) "
-            "VALUES ('stale', 1, 2, 'Stale Row', '[]', '')"
+            "INSERT INTO p_leadership_persons (person, known_from, known_to, name, aliases) "
+            "VALUES ('stale', 1, 2, 'Stale Row', '[]')"
         )
     upgraded = ProjectionRunner(seeded_log.store, [LeadershipNext()])
     await upgraded.catch_up()

@@ -29,24 +29,17 @@ Tables (prefixed ``p_audit_``):
 
 from __future__ import annotations
 
-import re
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from leaderlog.events import RecordedEvent
 from leaderlog.projections._sql import chunks, marks
+from leaderlog.projections._words import TAIL_LENGTH, word_tails
 from leaderlog.projections.base import Projection, ProjectionTransaction, payload, recorded_time
 from leaderlog.projections.claim_versions import STATUS_AFTER
-from leaderlog.projections.leadership import search_form
 
 __all__ = ["TAIL_LENGTH", "AuditProjection", "word_tails"]
-
-# The characters of a tail kept: a word given is looked up by as many of its own, and
-# matched in full against the id or source found.
-TAIL_LENGTH = 32
-# A letter or digit after anything else, in lower-case ASCII.
-_ASCII_WORD_START = re.compile(r"(?<![a-z0-9])[a-z0-9]")
 
 # The columns of p_audit_claims, in order.
 _CLAIM_COLUMNS = (
@@ -253,31 +246,6 @@ class AuditProjection(Projection):
             "publisher, actor, recorded_at, org, outcome) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             rows,
         )
-
-
-def word_tails(*texts: str | None) -> list[bytes]:
-    """Each start of a word in ``texts`` (a letter or digit after anything else, or at the
-    start) with what follows it, compared as names are (:func:`search_form`) and cut to
-    ``TAIL_LENGTH`` characters; each once, as UTF-8. ``fox-ice-shakeup`` has
-    ``fox-ice-shakeup``, ``ice-shakeup`` and ``shakeup``."""
-    tails: dict[bytes, None] = {}
-    for text in texts:
-        if not text:
-            continue
-        if text.isascii():
-            # Every id, most names: search_form is lower() for them, at a fraction of the cost.
-            folded = text.lower()
-            starts: Iterable[int] = (found.start() for found in _ASCII_WORD_START.finditer(folded))
-        else:
-            folded = search_form(text)
-            starts = (
-                start
-                for start, character in enumerate(folded)
-                if character.isalnum() and (start == 0 or not folded[start - 1].isalnum())
-            )
-        for start in starts:
-            tails[folded[start : start + TAIL_LENGTH].encode()] = None
-    return list(tails)
 
 
 def _move_combinations(

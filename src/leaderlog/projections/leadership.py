@@ -5,6 +5,13 @@ Tables (all prefixed ``p_leadership_``):
 - ``orgs``, ``posts``, ``persons``: every version of every entity, valid for known positions
   ``known_from <= T < known_to`` (:data:`OPEN` while current), so names, titles and parents
   read as known at T; the first version's ``known_from`` is where it was registered.
+- ``tails``: where each word of an organisation's, post's or person's id, names, short name,
+  title and aliases starts, what follows it (as the audit projection keeps them:
+  :func:`~leaderlog.projections._words.word_tails`, compared as names are, at most
+  ``TAIL_LENGTH`` characters, as UTF-8 bytes), with the ``kind`` of ``entity`` (``org``,
+  ``post`` or ``person``), for the entities' current versions only, so that what a user meant
+  by an unknown id is found by a range of an index (the tails starting with the text given)
+  rather than by reading every entity.
 - ``sources``: the sources (never updated) and the position they were registered at.
 - ``org_tree``: one row per (ancestor, org) pair, each org being its own ancestor too, valid
   for the same kind of known range, so an org's subtree as known at T is one index lookup
@@ -21,14 +28,13 @@ Tables (all prefixed ``p_leadership_``):
 
 from __future__ import annotations
 
-import re
-import unicodedata
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from leaderlog._json import dumps, loads
 from leaderlog.events import RecordedEvent
 from leaderlog.projections._sql import chunks, marks
+from leaderlog.projections._words import search_form, word_tails
 from leaderlog.projections.base import Projection, ProjectionTransaction, payload, recorded_time
 from leaderlog.projections.claim_versions import (
     CLAIM_EVENT_TYPES,
@@ -38,7 +44,7 @@ from leaderlog.projections.claim_versions import (
     fuzzy,
 )
 
-__all__ = ["OPEN", "SEARCH_SEPARATOR", "LeadershipProjection", "search_form"]
+__all__ = ["OPEN", "LeadershipProjection", "search_form"]
 
 # known_to of a claim's current version: later than any position.
 OPEN = 2**62
@@ -55,14 +61,13 @@ def _given(fields: dict[str, Any]) -> dict[str, Any]:
 
 class LeadershipProjection(Projection):
     name = "leadership"
-    version = 8
+    version = 9
 
     def schema(self) -> Sequence[str]:
         return (
             "CREATE TABLE IF NOT EXISTS p_leadership_orgs (org TEXT NOT NULL, "
             "known_from BIGINT NOT NULL, known_to BIGINT NOT NULL, name TEXT NOT NULL, "
-            "short_name TEXT, parent TEXT, labels TEXT, search TEXT NOT NULL, "
-            "PRIMARY KEY (org, known_from))",
+            "short_name TEXT, parent TEXT, labels TEXT, PRIMARY KEY (org, known_from))",
             "CREATE TABLE IF NOT EXISTS p_leadership_org_tree (ancestor TEXT NOT NULL, "
             "org TEXT NOT NULL, known_from BIGINT NOT NULL, known_to BIGINT NOT NULL, "
             "PRIMARY KEY (ancestor, org, known_from))",
@@ -71,11 +76,16 @@ class LeadershipProjection(Projection):
             "ON p_leadership_org_tree (org, ancestor)",
             "CREATE TABLE IF NOT EXISTS p_leadership_posts (post TEXT NOT NULL, "
             "known_from BIGINT NOT NULL, known_to BIGINT NOT NULL, org TEXT NOT NULL, "
-            "title TEXT NOT NULL, aliases TEXT NOT NULL, labels TEXT, search TEXT NOT NULL, "
+            "title TEXT NOT NULL, aliases TEXT NOT NULL, labels TEXT, "
             "PRIMARY KEY (post, known_from))",
             "CREATE TABLE IF NOT EXISTS p_leadership_persons (person TEXT NOT NULL, "
             "known_from BIGINT NOT NULL, known_to BIGINT NOT NULL, name TEXT NOT NULL, "
-            "aliases TEXT NOT NULL, search TEXT NOT NULL, PRIMARY KEY (person, known_from))",
+            "aliases TEXT NOT NULL, PRIMARY KEY (person, known_from))",
+            # One table for the three kinds: a table of each, p_leadership_post_tails say,
+            # would take the names of a user projection called leadership_post. The key
+            # serves apply too: the words a renamed entity no longer has are deleted.
+            "CREATE TABLE IF NOT EXISTS p_leadership_tails (kind TEXT NOT NULL, "
+            "tail BYTEA NOT NULL, entity TEXT NOT NULL, PRIMARY KEY (kind, tail, entity))",
             "CREATE TABLE IF NOT EXISTS p_leadership_sources (source TEXT PRIMARY KEY, "
             "url TEXT NOT NULL, publisher TEXT NOT NULL, title TEXT, published TEXT, "
             "language TEXT, position BIGINT NOT NULL)",
@@ -109,6 +119,7 @@ class LeadershipProjection(Projection):
             "p_leadership_org_tree",
             "p_leadership_posts",
             "p_leadership_persons",
+            "p_leadership_tails",
             "p_leadership_sources",
             "p_leadership_claim_versions",
             "p_leadership_clock",
@@ -182,36 +193,15 @@ class LeadershipProjection(Projection):
         await _advance_clock(tx, events)
 
 
-SEARCH_SEPARATOR = "\x1f"
-
-
-def search_form(text: str) -> str:
-    """How names are compared when looking up what a user meant: case-folded in every
-    script and without the accents of the Latin, Greek and Cyrillic alphabets, however they
-    were typed ("MÖFA" finds "möfa", "Straße" finds "STRASSE", "Maria" finds "María", a
-    decomposed "Zoë" the composed one). Other scripts' marks (Devanagari vowel signs, kana
-    voicing marks) are part of their letters, and are kept."""
-    decomposed = unicodedata.normalize("NFD", unicodedata.normalize("NFC", text).casefold())
-    return unicodedata.normalize("NFC", _ACCENTS.sub("", decomposed))
-
-
-# The combining diacritical marks (U+0300-U+036F): the accents a decomposed Latin, Greek or
-# Cyrillic letter carries.
-_ACCENTS = re.compile("[\u0300-\u036f]")
-
-
-def _search_text(key: str, names: Iterable[str]) -> str:
-    """An entity's id, names and aliases in search form, each between separators (which no
-    name holds), so "contains" and "is exactly" are both one LIKE."""
-    forms = [search_form(key), *(search_form(name) for name in names if name)]
-    return SEARCH_SEPARATOR + SEARCH_SEPARATOR.join(forms) + SEARCH_SEPARATOR
+_ADD_TAIL = "INSERT INTO p_leadership_tails (kind, tail, entity) VALUES (?, ?, ?)"
 
 
 class _Versions:
     """One versioned entity table's registrations and updates from a page, in log order.
 
-    Each row also holds its ``search`` text, from the id and the ``searched`` fields (an
-    ``aliases`` field holds a JSON list).
+    The entity's current version also has its word starts in ``p_leadership_tails`` (of the
+    kind ``key``): those of the id and of the ``searched`` fields (an ``aliases`` field holds
+    a JSON list).
     """
 
     def __init__(
@@ -222,7 +212,8 @@ class _Versions:
         self.registered: list[tuple[Any, ...]] = []
         self.updates: list[tuple[str, int, dict[str, Any]]] = []
 
-    def _search(self, key: str, values: Sequence[Any]) -> str:
+    def _tails(self, key: str, values: Sequence[Any]) -> list[bytes]:
+        """The word starts of an entity with these field ``values``."""
         names: list[str] = []
         for index in self._searched:
             value = values[index]
@@ -230,10 +221,10 @@ class _Versions:
                 names.extend(loads(value) if value else ())
             elif value:
                 names.append(str(value))
-        return _search_text(key, names)
+        return word_tails(key, *names)
 
     def register(self, key: str, position: int, values: tuple[Any, ...]) -> None:
-        self.registered.append((key, position, OPEN, *values, self._search(key, values)))
+        self.registered.append((key, position, OPEN, *values))
 
     def update(self, key: str, position: int, changes: dict[str, Any]) -> None:
         """``changes`` maps the fields an update gives to their new values (None clears
@@ -243,11 +234,17 @@ class _Versions:
     async def flush(self, tx: ProjectionTransaction) -> None:
         # A registration comes before the updates of its entity, so it is inserted first.
         columns = f"{self.key}, known_from, known_to, {', '.join(self.fields)}"
-        insert = (
-            f"INSERT INTO {self.table} ({columns}, search) VALUES ({marks(4 + len(self.fields))})"
-        )
+        insert = f"INSERT INTO {self.table} ({columns}) VALUES ({marks(3 + len(self.fields))})"
         if self.registered:
             await tx.executemany(insert, self.registered)
+            await tx.executemany(
+                _ADD_TAIL,
+                [
+                    (self.key, tail, row[0])
+                    for row in self.registered
+                    for tail in self._tails(row[0], row[3:])
+                ],
+            )
         if self.updates:
             await self._apply_updates(tx, columns, insert)
         self.registered, self.updates = [], []
@@ -262,6 +259,7 @@ class _Versions:
                 (*chunk, OPEN),
             ):
                 current[str(row[0])] = list(row)
+        before = dict(current)
         new_rows: dict[tuple[str, int], list[Any]] = {}
         closing: list[tuple[int, str, int]] = []
         for key, position, changes in self.updates:
@@ -281,9 +279,22 @@ class _Versions:
                 f"UPDATE {self.table} SET known_to = ? WHERE {self.key} = ? AND known_from = ?",
                 closing,
             )
-        await tx.executemany(
-            insert, [[*row, self._search(row[0], row[3:])] for row in new_rows.values()]
-        )
+        await tx.executemany(insert, list(new_rows.values()))
+        # The words of each entity as it was before the page and as it is after it: most
+        # updates change none of them (labels, a parent).
+        gone: list[tuple[str, bytes, str]] = []
+        added: list[tuple[str, bytes, str]] = []
+        for key in keys:
+            was = set(self._tails(key, before[key][3:]))
+            now = set(self._tails(key, current[key][3:]))
+            gone += [(self.key, tail, key) for tail in sorted(was - now)]
+            added += [(self.key, tail, key) for tail in sorted(now - was)]
+        if gone:
+            await tx.executemany(
+                "DELETE FROM p_leadership_tails WHERE kind = ? AND tail = ? AND entity = ?", gone
+            )
+        if added:
+            await tx.executemany(_ADD_TAIL, added)
 
 
 class _Page:

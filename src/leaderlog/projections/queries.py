@@ -26,12 +26,7 @@ from leaderlog.projections._collector import few_collections
 from leaderlog.projections._sql import chunks, marks
 from leaderlog.projections.audit import TAIL_LENGTH, AuditProjection
 from leaderlog.projections.claim_versions import ClaimVersion
-from leaderlog.projections.leadership import (
-    OPEN,
-    SEARCH_SEPARATOR,
-    LeadershipProjection,
-    search_form,
-)
+from leaderlog.projections.leadership import OPEN, LeadershipProjection, search_form
 from leaderlog.projections.leadership_rules import (
     TenureOrder,
     dispute_links,
@@ -366,37 +361,44 @@ class Queries:
 
     async def unknown(self, kind: EntityKind, given: str) -> UnknownEntity:
         """The error for an id that does not exist, naming what the user may have meant:
-        entities whose id, name, short name, title or an alias contains ``given``
-        (ignoring case), e.g. ``ice-ero`` for ``ero`` or ``robert-hammer`` for ``Hammer``.
+        current entities whose id, name, short name, title or an alias has a word starting
+        with ``given`` (ignoring case and accents), e.g. ``ice-ero`` for ``ero`` or
+        ``robert-hammer`` for ``Hammer``; those it names exactly first, then by id.
 
-        For error paths only (it scans one entity table); the feeds use it for unknown
-        scopes too.
+        Found through the index of where each word starts (the leadership projection's
+        ``tails``): a few hundred entities at most are read, however long the log.
+        The feeds use it for unknown scopes too.
         """
         message = f"unknown {kind} {given!r}"
         # Compared in one form (composed, case-folded in every script): "MÖFA" finds "möfa".
-        text = search_form(given.strip())
+        wanted = search_form(given.strip())
         if (
-            not text
-            or len(text) > MAX_NAME_LENGTH
-            or CONTROL_CHARACTERS.search(text)
-            or NOT_UTF8_TEXT.search(text)
+            not _lookup_key(wanted)
+            or len(wanted) > MAX_NAME_LENGTH
+            or CONTROL_CHARACTERS.search(wanted)
+            or NOT_UTF8_TEXT.search(wanted)
         ):
             return UnknownEntity(message)
         table, id_column, label_columns = _LOOKUPS[kind]
-        exactly = f"%{SEARCH_SEPARATOR}{_literal(text)}{SEARCH_SEPARATOR}%"
         rows = await self.store.query(
-            f"SELECT {id_column}, {', '.join(label_columns)} FROM {table} "
-            "WHERE known_to = ? AND search LIKE ? ESCAPE '\\' "
-            "ORDER BY CASE WHEN search LIKE ? ESCAPE '\\' THEN 0 ELSE 1 END, "
-            f"{id_column} LIMIT {_SUGGESTIONS}",
-            [OPEN, _containing(text), exactly],
+            "SELECT DISTINCT entity FROM (SELECT entity FROM p_leadership_tails "
+            f"WHERE kind = ? AND tail >= ? AND tail < ? ORDER BY tail LIMIT {_CANDIDATES}) "
+            "AS found",
+            (id_column, *_tail_range(wanted)),
         )
+        near: list[tuple[bool, str, str]] = []
+        for chunk in chunks(sorted(str(row[0]) for row in rows)):
+            for found, *labels in await self.store.query(
+                f"SELECT {id_column}, {', '.join(label_columns)} FROM {table} "
+                f"WHERE {id_column} IN ({marks(len(chunk))}) AND known_to = ?",
+                (*chunk, OPEN),
+            ):
+                names = _entity_names(dict(zip(label_columns, labels, strict=True)))
+                forms = [search_form(text) for text in (found, *names)]
+                if any(_at_a_word_start(wanted, form) for form in forms):
+                    near.append((wanted not in forms, found, ", ".join(names)))
         return _did_you_mean(
-            message,
-            [
-                (row[0], _suggestion_label(dict(zip(label_columns, row[1:], strict=True))))
-                for row in rows
-            ],
+            message, [(found, label) for _, found, label in sorted(near)[:_SUGGESTIONS]]
         )
 
     async def _unknown_claim(self, given: str, known: int) -> UnknownEntity:
@@ -1196,11 +1198,6 @@ def _at(known: int | None) -> int:
     return OPEN - 1 if known is None else known
 
 
-def _literal(text: str) -> str:
-    """``text`` in a LIKE pattern, its wildcards taken literally."""
-    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-
-
 def _near(
     given: str, candidates: Sequence[tuple[tuple[str, str], Sequence[str | None]]]
 ) -> list[tuple[str, str]]:
@@ -1246,11 +1243,6 @@ def _at_a_word_start(word: str, text: str) -> bool:
     return False
 
 
-def _containing(text: str) -> str:
-    """A LIKE pattern matching values that contain ``text``."""
-    return f"%{_literal(text)}%"
-
-
 def _counted(rows: Sequence[Sequence[Any]], noun: str) -> list[tuple[str, str]]:
     """(name, count) rows as suggestions: each name with how many ``noun``s it has."""
     return [(row[0], f"{row[1]} {noun}{'s' if row[1] != 1 else ''}") for row in rows]
@@ -1268,16 +1260,16 @@ def _did_you_mean(message: str, suggestions: Sequence[tuple[str, str]]) -> Unkno
     return UnknownEntity(f"{message}; did you mean {options}?", [found for found, _ in suggestions])
 
 
-def _suggestion_label(columns: Mapping[str, str | None]) -> str:
-    """A suggested entity's names, short name, title and aliases, for a person to read."""
-    labels: list[str] = []
+def _entity_names(columns: Mapping[str, str | None]) -> list[str]:
+    """An entity's names, short name, title and aliases (as JSON in ``aliases``), each once."""
+    names: list[str] = []
     for column, value in columns.items():
         if value is None:
             continue
-        for label in loads(value) if column == "aliases" else [value]:
-            if label not in labels:
-                labels.append(label)
-    return ", ".join(labels)
+        for name in loads(value) if column == "aliases" else [value]:
+            if name not in names:
+                names.append(name)
+    return names
 
 
 async def _decoded(rows: Sequence[tuple[Any, ...]]) -> list[ClaimVersion]:
