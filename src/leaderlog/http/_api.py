@@ -167,7 +167,7 @@ async def _answer(
         raise invalid_parameter(message, given, error.parameter) from None
     except ProjectionError as error:
         raise HTTPException(503, str(error), headers={"Retry-After": "1"}) from None
-    return json_response(request, value)
+    return await json_response(request, value)
 
 
 @get_and_head(router, "/api/state", responses=_ERRORS, summary="Current or historical leadership")
@@ -290,7 +290,7 @@ async def events(
 ) -> Response:
     """Envelopes in position order (`leaderlog events --json`); page on with `after`."""
     found = await log_of(request).events(after=after, limit=limit)
-    return json_response(request, [event.envelope() for event in found])
+    return await json_response(request, [event.envelope() for event in found])
 
 
 @get_and_head(
@@ -303,14 +303,14 @@ async def event(request: Request, position: Annotated[int, Path(ge=1), _DIGITS_O
     found = await log_of(request).store.get(position)
     if found is None:
         raise HTTPException(404, f"no event at position {position}")
-    return json_response(request, found.envelope())
+    return await json_response(request, found.envelope())
 
 
 @get_and_head(router, "/api/verify", summary="Check the hash chain and counts")
 async def verify(request: Request) -> Response:
     """The `leaderlog verify` report: `ok`, and the first bad position if any."""
     report = await services_of(request).verify()
-    return json_response(request, asdict(report))
+    return await json_response(request, asdict(report))
 
 
 @get_and_head(router, "/healthz", summary="Liveness, log head and projection lag")
@@ -356,7 +356,7 @@ async def healthz(request: Request) -> Response:
                 "module as changed; restart the server to load it"
             )
         listed.append(entry)
-    return json_response(
+    return await json_response(
         request,
         {
             "ok": all(

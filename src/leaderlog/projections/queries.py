@@ -16,6 +16,7 @@ import datetime as dt
 import heapq
 from collections import defaultdict
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
+from functools import partial
 from operator import itemgetter
 from typing import Any, Literal, TypeVar
 
@@ -853,10 +854,11 @@ class Queries:
             for first in range(0, len(posts), _STATE_PART):
                 part = [item["post"] for item in posts[first : first + _STATE_PART]]
                 versions = await self._versions("post", part, position)
-                groups: dict[tuple[str, str], list[ClaimVersion]] = defaultdict(list)
-                for version in versions:
-                    groups[(version.post, version.person)].append(version)
-                keyed, part_waiting = keyed_tenures(groups.values())
+                # A part of thousands of claims takes a fraction of a second to fold: the
+                # event loop answers other requests meanwhile.
+                keyed, part_waiting = await _worked_out(
+                    len(versions), partial(_keyed_tenures_of, versions)
+                )
                 await self._label(position, [answer for _, answer in keyed], part_waiting)
                 parts.append([(order, keep(answer)) for order, answer in keyed])
                 waiting += [(_pending_order(item), keep(item)) for item in part_waiting]
@@ -864,16 +866,19 @@ class Queries:
                 sources.update(await self._sources(cited))
                 if progress is not None:
                     progress(min(first + _STATE_PART, len(posts)), len(posts))
-        waiting.sort(key=itemgetter(0))
-        # A post lies in one part, so tenures tied on their day, post and person come from
-        # one part, in its order: the merge keeps it, as one sort of them all would.
-        merged = heapq.merge(*parts, key=itemgetter(0))
         rest = {"subject": subject, "known_at": known, "sources": dict(sorted(sources.items()))}
-        return (
-            rest,
-            (read_back(kept) for _, kept in waiting),
-            (read_back(kept) for _, kept in merged),
-        )
+        if compact:
+            changes, tenures = _in_order(waiting, parts, read_back)
+            return rest, changes, tenures
+
+        def whole() -> tuple[Iterator[dict[str, Any]], Iterator[dict[str, Any]]]:
+            changes, tenures = _in_order(waiting, parts, read_back)
+            return iter(list(changes)), iter(list(tenures))
+
+        # Answered whole, so put in order at once: the tens of thousands of changes and
+        # tenures of a large subtree take a tenth of a second to sort and merge.
+        changes, tenures = await _worked_out(len(waiting) + sum(map(len, parts)), whole)
+        return rest, changes, tenures
 
     async def _label(self, known: int, *groups: list[dict[str, Any]]) -> None:
         """Name each item's person and post as they were known at position ``known``."""
@@ -1170,6 +1175,30 @@ def _as_is(value: Any) -> Any:
 def _pending_order(item: Mapping[str, Any]) -> tuple[str, str]:
     """Changes to come in a history: by the date they were reported, then by claim."""
     return (item["reported"]["date"] or "", item["claim"])
+
+
+def _keyed_tenures_of(
+    versions: Iterable[ClaimVersion],
+) -> tuple[list[tuple[TenureOrder, dict[str, Any]]], list[dict[str, Any]]]:
+    """:func:`keyed_tenures` of ``versions``, one group per post and person."""
+    groups: dict[tuple[str, str], list[ClaimVersion]] = defaultdict(list)
+    for version in versions:
+        groups[(version.post, version.person)].append(version)
+    return keyed_tenures(groups.values())
+
+
+def _in_order(
+    waiting: list[tuple[tuple[str, str], Any]],
+    parts: Sequence[Iterable[tuple[TenureOrder, Any]]],
+    read_back: Callable[[Any], dict[str, Any]],
+) -> tuple[Iterator[dict[str, Any]], Iterator[dict[str, Any]]]:
+    """A history's changes to come (sorted here, by their keys) and its tenures (merged from
+    ``parts``, each sorted by its keys), in order, each read back as it is reached."""
+    waiting.sort(key=itemgetter(0))
+    # A post lies in one part, so tenures tied on their day, post and person come from
+    # one part, in its order: the merge keeps it, as one sort of them all would.
+    merged = heapq.merge(*parts, key=itemgetter(0))
+    return (read_back(kept) for _, kept in waiting), (read_back(kept) for _, kept in merged)
 
 
 def _check_post_count(
