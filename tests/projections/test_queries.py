@@ -13,7 +13,7 @@ from leaderlog.events import PersonRegistered, new_event_id
 from leaderlog.log import EventLog
 from leaderlog.projections import InvalidQuery, Queries, UnknownEntity
 from leaderlog.projections import queries as queries_module
-from leaderlog.projections.leadership import search_form
+from leaderlog.projections._words import search_form
 from leaderlog.store import NewEvent
 from tests.projections.logs import (
     FOX,

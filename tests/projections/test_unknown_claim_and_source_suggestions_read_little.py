@@ -15,7 +15,7 @@ import pytest
 from leaderlog.log import EventLog
 from leaderlog.projections import Queries, UnknownEntity, runner_for
 from leaderlog.projections import queries as queries_module
-from leaderlog.projections.leadership import search_form
+from leaderlog.projections._words import search_form
 from tests.projections.logs import (
     FOX,
     GENALO_RETIREMENT,

@@ -17,7 +17,8 @@ from leaderlog._json import loads
 from leaderlog.log import EventLog
 from leaderlog.projections import EntityKind, ProjectionRunner, Queries, UnknownEntity, runner_for
 from leaderlog.projections import queries as queries_module
-from leaderlog.projections.leadership import OPEN, LeadershipProjection, search_form
+from leaderlog.projections._words import search_form
+from leaderlog.projections.leadership import OPEN, LeadershipProjection
 from tests.projections.logs import (
     append,
     current,

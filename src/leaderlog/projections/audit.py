@@ -35,11 +35,11 @@ from typing import Any
 
 from leaderlog.events import RecordedEvent
 from leaderlog.projections._sql import chunks, marks
-from leaderlog.projections._words import TAIL_LENGTH, word_tails
+from leaderlog.projections._words import word_tails
 from leaderlog.projections.base import Projection, ProjectionTransaction, payload, recorded_time
 from leaderlog.projections.claim_versions import STATUS_AFTER
 
-__all__ = ["TAIL_LENGTH", "AuditProjection", "word_tails"]
+__all__ = ["AuditProjection"]
 
 # The columns of p_audit_claims, in order.
 _CLAIM_COLUMNS = (

@@ -34,7 +34,7 @@ from typing import Any
 from leaderlog._json import dumps, loads
 from leaderlog.events import RecordedEvent
 from leaderlog.projections._sql import chunks, marks
-from leaderlog.projections._words import search_form, word_tails
+from leaderlog.projections._words import word_tails
 from leaderlog.projections.base import Projection, ProjectionTransaction, payload, recorded_time
 from leaderlog.projections.claim_versions import (
     CLAIM_EVENT_TYPES,
@@ -44,7 +44,7 @@ from leaderlog.projections.claim_versions import (
     fuzzy,
 )
 
-__all__ = ["OPEN", "LeadershipProjection", "search_form"]
+__all__ = ["OPEN", "LeadershipProjection"]
 
 # known_to of a claim's current version: later than any position.
 OPEN = 2**62

@@ -25,9 +25,10 @@ from leaderlog.errors import BuiltByAnotherVersion, ProjectionError, StoreError
 from leaderlog.events import EVENT_TYPES, format_time
 from leaderlog.projections._collector import few_collections
 from leaderlog.projections._sql import chunks, marks
-from leaderlog.projections.audit import TAIL_LENGTH, AuditProjection
+from leaderlog.projections._words import TAIL_LENGTH, search_form
+from leaderlog.projections.audit import AuditProjection
 from leaderlog.projections.claim_versions import ClaimVersion
-from leaderlog.projections.leadership import OPEN, LeadershipProjection, search_form
+from leaderlog.projections.leadership import OPEN, LeadershipProjection
 from leaderlog.projections.leadership_rules import (
     TenureOrder,
     dispute_links,
