@@ -43,5 +43,11 @@ def few_collections(items: int, bulk: int = BULK) -> Iterator[None]:
     finally:
         _holding -= 1
         if _holding == 0:
+            # What the work made and kept goes to the oldest generation with what was frozen
+            # before: left young, the first pass under the usual thresholds, due at once,
+            # would go over all of it (half a second for a large answer), holding the
+            # interpreter lock and so the event loop. The oldest generation's full passes
+            # still find any cycles among it.
+            gc.freeze()
             gc.set_threshold(*_saved_thresholds)
             gc.unfreeze()
