@@ -30,6 +30,7 @@ from leaderlog.errors import (
 from leaderlog.events import RecordedEvent, format_time
 from leaderlog.projections import Projection, ProjectionRunner, ProjectionTransaction, verify_log
 from leaderlog.store import AppendResult, EventStore, NewEvent, PendingBatch, open_store
+from leaderlog.store import base as store_base
 from leaderlog.store.base import (
     GENESIS_HASH,
     PROGRESS_STEP,
@@ -137,6 +138,11 @@ class StoreContract(abc.ABC):
     @abc.abstractmethod
     async def drop_append_only_guard(self, store_url: str) -> None:
         """Remove the triggers that refuse UPDATE and DELETE on events."""
+
+    @abc.abstractmethod
+    async def drop_unique_versions(self, store_url: str, *, indexed: bool) -> None:
+        """Remove the unique index on events' (stream, version), keeping every row; with
+        ``indexed``, an index on those columns that lets a version repeat takes its place."""
 
     @pytest.fixture
     async def store(self, store_url: str) -> AsyncIterator[EventStore]:
@@ -965,6 +971,215 @@ class StoreContract(abc.ABC):
 
         report = await store.verify()
         assert (report.ok, report.first_bad_position, report.count) == (False, 4, 3)
+
+    # --- versions checked page by page ----------------------------------------------------
+
+    # Pages of one event, of a few (so that each edit below falls at the start, in the middle
+    # and at the end of one), and of the default size.
+    VERIFY_PAGES: ClassVar[list[int]] = [1, 2, 3, 4, store_base._VERIFY_PAGE]
+
+    async def forge_chain(self, store: EventStore, store_url: str) -> None:
+        """Recompute every hash over the rows as they are now, as someone covering their
+        tracks would: then only the versions can tell what was edited."""
+        previous, updates = GENESIS_HASH, []
+        for recorded, stored in await store.read_all_as_stored(after=0, limit=1000):
+            previous = recorded_hash(previous, recorded, stored)
+            updates.append(
+                f"UPDATE events SET hash = '{previous}' WHERE position = {recorded.position};"
+            )
+        await self.execute_raw(store_url, " ".join(updates))
+
+    @pytest.mark.parametrize("page", VERIFY_PAGES)
+    async def test_verify_follows_each_stream_across_pages(
+        self, store: EventStore, store_url: str, page: int, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        # given streams that each run through several pages, interleaved
+        await store.append([event(f"s{i % 3}") for i in range(7)], actor="t")
+        await store.append([event(f"s{i % 5}") for i in range(11)], actor="t")
+        monkeypatch.setattr(store_base, "_VERIFY_PAGE", page)
+
+        # when it is verified, page by page, then every version follows the one before
+        report = await store.verify()
+        assert (report.ok, report.count, report.first_bad_position) == (True, 18, None)
+        assert (report.head_position, report.head_hash) == await store.head()
+        # and so it does after the chain is recomputed over unchanged rows
+        await self.drop_append_only_guard(store_url)
+        await self.forge_chain(store, store_url)
+        assert (await store.verify()).ok
+
+    async def test_verify_checks_the_versions_of_events_appended_as_it_reads(
+        self, store: EventStore, other_store: EventStore, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        # given a log of two streams, which another writer appends to as verify reads it
+        await store.append([event(f"s{i % 2}") for i in range(4)], actor="t")
+        read_all_as_stored = store.read_all_as_stored
+
+        async def read_as_another_writer_appends(
+            after: int, limit: int
+        ) -> list[tuple[RecordedEvent, StoredText]]:
+            monkeypatch.setattr(store, "read_all_as_stored", read_all_as_stored)
+            await other_store.append([event("s0"), event("s1")], actor="t")
+            return await read_all_as_stored(after, limit)
+
+        monkeypatch.setattr(store, "read_all_as_stored", read_as_another_writer_appends)
+
+        # when it is verified, then the versions of the events appended meanwhile are checked
+        # against the log they were appended to, not one seen before
+        report = await store.verify()
+        assert (report.ok, report.count, report.first_bad_position) == (True, 6, None)
+        assert (report.head_position, report.head_hash) == await store.head()
+
+    # The log the edits below start from, by position: streams a b a c b c a b c, so versions
+    # a1 b1 a2 c1 b2 c2 a3 b3 c3. Each edit gives the first bad position, the problem there,
+    # and whether it repeats a version (which the unique index must be dropped for).
+    VERSION_EDITS: ClassVar[list[Any]] = [
+        pytest.param(
+            "UPDATE events SET version = -4 WHERE position = 4; "
+            "UPDATE events SET version = 1 WHERE position = 6; "
+            "UPDATE events SET version = 2 WHERE position = 4;",
+            4,
+            "stream c version 2 is out of order",
+            False,
+            id="version-2-moved-before-version-1",
+        ),
+        pytest.param(
+            "UPDATE events SET version = -3 WHERE position = 3; "
+            "UPDATE events SET version = 2 WHERE position = 7; "
+            "UPDATE events SET version = 3 WHERE position = 3;",
+            3,
+            "stream a version 3 is out of order",
+            False,
+            id="version-3-moved-before-version-2",
+        ),
+        pytest.param(
+            "UPDATE events SET stream = 'd' WHERE position = 6",
+            6,
+            "stream d version 2 is out of order",
+            False,
+            id="a-stream-whose-first-row-is-version-2",
+        ),
+        pytest.param(
+            "UPDATE events SET version = 4 WHERE position = 7",
+            7,
+            "stream a version 4 is out of order",
+            False,
+            id="a-version-skipped",
+        ),
+        pytest.param(
+            "UPDATE events SET version = 0 WHERE position = 2",
+            2,
+            "stream b version 0 is out of order",
+            False,
+            id="a-version-below-1",
+        ),
+        pytest.param(
+            f"UPDATE events SET version = {-(2**63)} WHERE position = 2",
+            2,
+            f"stream b version {-(2**63)} is out of order",
+            False,
+            id="the-lowest-version-a-column-holds",
+        ),
+        pytest.param(
+            "UPDATE events SET stream = 'a', version = 2 WHERE position = 8",
+            8,
+            "stream a version 2 is out of order",
+            True,
+            id="a-version-repeated-pages-later",
+        ),
+        pytest.param(
+            "UPDATE events SET stream = 'a', version = 2 WHERE position = 5",
+            5,
+            "stream a version 2 is out of order",
+            True,
+            id="a-version-repeated-soon-after",
+        ),
+        pytest.param(
+            "UPDATE events SET stream = 'a', version = 1 WHERE position = 8",
+            8,
+            "stream a version 1 is out of order",
+            True,
+            id="version-1-again-after-the-stream-began",
+        ),
+        pytest.param(
+            "UPDATE events SET stream = 'c', version = 1 WHERE position = 9",
+            9,
+            "stream c version 1 is out of order",
+            True,
+            id="version-1-again-in-a-later-page",
+        ),
+    ]
+
+    @pytest.mark.parametrize("page", VERIFY_PAGES)
+    @pytest.mark.parametrize(("edit", "bad", "problem", "repeats"), VERSION_EDITS)
+    async def test_verify_finds_versions_out_of_order_whatever_the_page(
+        self,
+        store: EventStore,
+        store_url: str,
+        monkeypatch: pytest.MonkeyPatch,
+        edit: str,
+        bad: int,
+        problem: str,
+        repeats: bool,
+        page: int,
+    ) -> None:
+        # given a log whose rows were edited so that a stream's versions no longer run 1, 2,
+        # 3... in position order (a version repeated once nothing keeps them unique), with
+        # every hash recomputed over the edited rows
+        await store.append([event(stream) for stream in "abacbcabc"], actor="t")
+        await self.drop_append_only_guard(store_url)
+        if repeats:
+            await self.drop_unique_versions(store_url, indexed=True)
+        await self.execute_raw(store_url, edit)
+        await self.forge_chain(store, store_url)
+        monkeypatch.setattr(store_base, "_VERIFY_PAGE", page)
+
+        # when it is verified, page by page
+        report = await store.verify()
+
+        # then the first row out of order is found, wherever the pages break
+        assert (report.ok, report.first_bad_position, report.problem) == (False, bad, problem)
+        intact = (await store.read_all())[bad - 2]
+        assert (report.count, report.head_position, report.head_hash) == (
+            bad - 1,
+            bad - 1,
+            intact.hash,
+        )
+
+    @pytest.mark.parametrize(("edit", "bad", "problem", "repeats"), VERSION_EDITS)
+    async def test_verify_finds_versions_out_of_order_with_no_index_to_look_them_up_on(
+        self,
+        store: EventStore,
+        store_url: str,
+        monkeypatch: pytest.MonkeyPatch,
+        edit: str,
+        bad: int,
+        problem: str,
+        repeats: bool,
+    ) -> None:
+        # given an edited log, as above, whose index on (stream, version) was dropped
+        await store.append([event(stream) for stream in "abacbcabc"], actor="t")
+        await self.drop_append_only_guard(store_url)
+        await self.drop_unique_versions(store_url, indexed=False)
+        await self.execute_raw(store_url, edit)
+        await self.forge_chain(store, store_url)
+        monkeypatch.setattr(store_base, "_VERIFY_PAGE", 2)
+        asked: list[str] = []
+        query = store.query
+
+        async def noted_query(sql: str, parameters: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+            asked.append(sql)
+            return await query(sql, parameters)
+
+        monkeypatch.setattr(store, "query", noted_query)
+
+        # when it is verified
+        report = await store.verify()
+
+        # then the same row is found, without looking versions up in the log (each lookup
+        # would read all of it)
+        assert (report.ok, report.first_bad_position, report.problem) == (False, bad, problem)
+        assert (report.count, report.head_position) == (bad - 1, bad - 1)
+        assert store_base._PREVIOUS_VERSIONS not in asked
 
     # --- recorded times -------------------------------------------------------------------
 

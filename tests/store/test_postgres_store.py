@@ -53,6 +53,12 @@ class TestPostgresStore(StoreContract):
             "DROP TRIGGER events_are_append_only_delete ON events;",
         )
 
+    async def drop_unique_versions(self, store_url: str, *, indexed: bool) -> None:
+        index = "CREATE INDEX events_by_version ON events (stream, version);" if indexed else ""
+        await self.execute_raw(
+            store_url, f"ALTER TABLE events DROP CONSTRAINT events_stream_version_key; {index}"
+        )
+
 
 @pytest.fixture
 async def schema_url(postgres_url: str) -> AsyncIterator[str]:

@@ -57,6 +57,21 @@ class TestSQLiteStore(StoreContract):
             "DROP TRIGGER events_are_append_only_delete;",
         )
 
+    async def drop_unique_versions(self, store_url: str, *, indexed: bool) -> None:
+        # SQLite cannot drop the index of a table's constraint: the table is made again
+        # without it (and without its triggers).
+        table = sqlite_backend.SCHEMA.partition("CREATE TRIGGER")[0]
+        unique_versions = ",\n    UNIQUE (stream, version)"
+        assert unique_versions in table
+        index = "CREATE INDEX events_by_version ON events (stream, version);" if indexed else ""
+        await self.execute_raw(
+            store_url,
+            "BEGIN; ALTER TABLE events RENAME TO versioned_events; "
+            f"{table.replace(unique_versions, '')}; {index}"
+            "INSERT INTO events SELECT * FROM versioned_events; "
+            "DROP TABLE versioned_events; COMMIT;",
+        )
+
 
 async def test_sqlite_url_opens_a_sqlite_store(sqlite_url: str) -> None:
     store = await open_store(sqlite_url)
@@ -271,6 +286,9 @@ async def _seeded_with_an_edit(url: str, edit: str) -> None:
         ("event_id = 'text'", "event_id 'text' is not 16 bytes"),
         ("stream = X'41', version = 1", "the stored row cannot be read: "),
         ("data = X'7b7d'", "the stored row cannot be read: data is stored as bytes, not text"),
+        ("version = 'two'", "stream s0 version two is out of order"),
+        ("version = 2.5", "stream s0 version 2.5 is out of order"),
+        ("version = X'02'", "stream s0 version b'\\x02' is out of order"),
     ],
 )
 async def test_verify_reports_columns_edited_into_another_type(

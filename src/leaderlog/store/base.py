@@ -745,6 +745,53 @@ class ProjectionTransaction(abc.ABC):
 # Events verify reads at a time (as many as iterate() pages through).
 _VERIFY_PAGE = 2000
 
+# For each event of a page (so many events after a position), the version of its stream it
+# must follow: the greatest version of its stream before it that is its own or one below,
+# found on the index of (stream, version); NULL (read as 0) when there is none. Verify
+# stops at the first bad event, so the rows before the one it checks hold each stream's
+# versions 1..k in position order: that greatest version is v - 1 exactly when the event's
+# version v is k + 1. Asked a page at a time, this keeps verify's memory to a page, where
+# remembering every stream's last version grew with the log. A LIMIT, not a range of
+# positions, lets PostgreSQL expect a page of rows rather than a share of the log: a cost
+# estimated that high would have every page's query compiled (JIT), for longer than it runs.
+# The CASE keeps a version edited down to the lowest a column holds from overflowing.
+_PREVIOUS_VERSIONS = (
+    "SELECT page.position, (SELECT MAX(earlier.version) FROM events AS earlier "
+    "WHERE earlier.stream = page.stream AND earlier.position < page.position "
+    "AND earlier.version BETWEEN CASE WHEN page.version > 1 THEN page.version - 1 ELSE 0 END "
+    "AND page.version) FROM events AS page WHERE page.position > ? "
+    "ORDER BY page.position LIMIT ?"
+)
+
+# One row when events have an index leading with (stream, version), which _PREVIOUS_VERSIONS
+# looks versions up on; by dialect. Only an edit of the schema behind the store's back takes
+# the one the log is created with away.
+_VERSIONS_INDEX_QUERY = {
+    "sqlite": "SELECT 1 FROM pragma_index_list('events') AS list, "
+    "pragma_index_info(list.name) AS first, pragma_index_info(list.name) AS second "
+    "WHERE NOT list.partial AND first.seqno = 0 AND first.name = 'stream' "
+    "AND second.seqno = 1 AND second.name = 'version'",
+    "postgresql": "SELECT 1 FROM pg_index AS list "
+    "JOIN pg_attribute AS first ON first.attrelid = list.indrelid "
+    "AND first.attnum = list.indkey[0] "
+    "JOIN pg_attribute AS second ON second.attrelid = list.indrelid "
+    "AND second.attnum = list.indkey[1] "
+    "WHERE list.indrelid = 'events'::regclass AND list.indisvalid AND list.indpred IS NULL "
+    "AND first.attname = 'stream' AND second.attname = 'version'",
+}
+
+
+def _hash_problem(previous: str, event: RecordedEvent, stored: StoredText) -> str | None:
+    """What is wrong with an event's hash, if anything, ``previous`` being the one before."""
+    try:
+        recomputed = recorded_hash(previous, event, stored)
+    except (TypeError, ValueError) as error:
+        # A column edited into another type (SQLite keeps whatever it is given).
+        return f"the stored row cannot be read: {error}"
+    if recomputed != event.hash:
+        return "hash does not match the event's content and the previous hash"
+    return None
+
 
 def _wake(waiter: asyncio.Future[None]) -> None:
     if not waiter.done():
@@ -941,7 +988,10 @@ class EventStore(abc.ABC):
     async def verify(self, progress: Callable[[int, int], None] | None = None) -> VerifyReport:
         """Recompute the hash chain and check positions and versions are gap-free.
 
-        A row that cannot even be decoded is reported at its position like any other edit.
+        It holds a page of events at a time, however long the log: each stream's versions are
+        looked up on the log's index of them rather than remembered (unless that index was
+        dropped). A row that cannot even be decoded is reported at its position like any other
+        edit.
         The report's head is the last event verified: on a broken chain, the end of the part
         before the first bad position, which holds as it was written. ``progress``, for a
         progress bar, is called after each page with (events verified, the log's head).
@@ -952,7 +1002,11 @@ class EventStore(abc.ABC):
             # Reading the chain starts after position 0: such a row would never be seen.
             reason = f"a row at position {lowest} lies outside the chain (positions start at 1)"
             return VerifyReport(False, 0, 0, GENESIS_HASH, lowest, reason)
-        versions: dict[str, int] = {}
+        # Without an index to look versions up on, each lookup would read the whole log: each
+        # stream's last version is remembered instead, in memory that grows with the streams.
+        remembered: dict[Any, int] | None = None
+        if not await self.query(_VERSIONS_INDEX_QUERY[self.dialect]):
+            remembered = {}
         page = _VERIFY_PAGE
         while True:
             try:
@@ -969,13 +1023,18 @@ class EventStore(abc.ABC):
                 else:
                     reason, at = f"the stored row cannot be read: {error.reason}", error.position
                 return VerifyReport(False, count, count, previous, at, reason)
-            for event, stored in events:
+            previous_versions, hash_problems = await self._versions_and_hashes(
+                events, previous, remembered
+            )
+            for (event, _), hash_problem in zip(events, hash_problems, strict=True):
                 problem, bad = self._check_link(
-                    event, stored, expected_position, versions, previous
+                    event,
+                    expected_position,
+                    previous_versions.get(event.position) or 0,
+                    hash_problem,
                 )
                 if problem:
                     return VerifyReport(False, count, count, previous, bad, problem)
-                versions[event.stream] = event.version
                 previous, count, expected_position = event.hash, count + 1, expected_position + 1
             if progress is not None and not call_progress(progress, count, highest or 0):
                 progress = None  # it failed, and would only fail again
@@ -983,27 +1042,68 @@ class EventStore(abc.ABC):
                 return VerifyReport(True, count, expected_position - 1, previous)
             page = _VERIFY_PAGE
 
+    async def _versions_and_hashes(
+        self,
+        events: Sequence[tuple[RecordedEvent, StoredText]],
+        previous: str,
+        remembered: dict[Any, int] | None,
+    ) -> tuple[dict[int, int | None], list[str | None]]:
+        """For a page of events read, as stored: by position, the version of its stream each
+        must follow, the events before it being whole; and what is wrong with each one's hash,
+        if anything, ``previous`` being the hash before them.
+
+        The versions are looked up (see _PREVIOUS_VERSIONS) while the hashes are recomputed,
+        but not before the events were read: on PostgreSQL, a query begun as the read was, on
+        another connection, could see the log as it was a moment earlier, without the last
+        events read. With ``remembered``, each stream's last version before the page, they
+        are taken from it instead, and it is brought up to the page's end."""
+        if not events:
+            return {}, []
+        if remembered is not None:
+            previous_versions: dict[int, int | None] = {}
+            for event, _ in events:
+                previous_versions[event.position] = remembered.get(event.stream, 0)
+                remembered[event.stream] = event.version
+            return previous_versions, self._hash_problems(events, previous)
+        looking_up = asyncio.ensure_future(
+            self.query(_PREVIOUS_VERSIONS, (events[0][0].position - 1, len(events)))
+        )
+        try:
+            await asyncio.sleep(0)  # sent before the hashes keep this thread busy
+            hash_problems = self._hash_problems(events, previous)
+            found = await looking_up
+        except BaseException:
+            looking_up.cancel()
+            raise
+        return {position: version for position, version in found}, hash_problems
+
+    @staticmethod
+    def _hash_problems(
+        events: Sequence[tuple[RecordedEvent, StoredText]], previous: str
+    ) -> list[str | None]:
+        """What is wrong with each event's hash, if anything, the events before it in the page
+        being whole and ``previous`` the hash before them."""
+        problems = []
+        for event, stored in events:
+            problems.append(_hash_problem(previous, event, stored))
+            previous = event.hash
+        return problems
+
     @staticmethod
     def _check_link(
         event: RecordedEvent,
-        stored: StoredText,
         expected_position: int,
-        versions: Mapping[str, int],
-        previous: str,
+        previous_version: int,
+        hash_problem: str | None,
     ) -> tuple[str | None, int]:
-        """What is wrong with the next event of the chain, if anything, and at which position."""
+        """What is wrong with the next event of the chain, if anything, and at which position:
+        ``previous_version`` is the version its stream must be at before it (0 for none),
+        ``hash_problem`` what is wrong with its hash."""
         if event.position != expected_position:
             return f"position {expected_position} is missing", expected_position
-        if event.version != versions.get(event.stream, 0) + 1:
+        if event.version != previous_version + 1:
             return f"stream {event.stream} version {event.version} is out of order", event.position
-        try:
-            recomputed = recorded_hash(previous, event, stored)
-        except (TypeError, ValueError) as error:
-            # A column edited into another type (SQLite keeps whatever it is given).
-            return f"the stored row cannot be read: {error}", event.position
-        if recomputed != event.hash:
-            return "hash does not match the event's content and the previous hash", event.position
-        return None, event.position
+        return hash_problem, event.position
 
     @abc.abstractmethod
     async def count(self) -> int:
