@@ -47,8 +47,9 @@ class TurnoverProjection(Projection):
     # at the latest from the day it was recorded); 7: rival departures not yet confirmed end
     # one tenure, not a second one of which only the end is known; 8: a change that takes
     # effect by a confirmation alone did not happen before its source was published (a
-    # confirmed return after a departure is a new tenure).
-    version = 8
+    # confirmed return after a departure is a new tenure); 9: only a holding certainly
+    # after the earlier of two disputed departures makes them two ends.
+    version = 9
 
     def schema(self) -> Sequence[str]:
         return (

@@ -1008,6 +1008,45 @@ def test_given_rival_departures_not_confirmed_then_they_end_one_tenure_disputed(
     assert tenure["status"] == "confirmed"
 
 
+def test_given_a_holding_dated_vaguely_between_rival_departures_then_it_is_no_return() -> None:
+    # given a holding "about May" (counting from 31 May, but it may mean any day of May) and two
+    # reports of when she left, 30 May and 6 June, one disputing the other
+    story = (
+        Story(published={"paper": "2025-06-01", "wire": "2025-06-07"})
+        .report("held", kind="incumbency", effective="2025-05", qualifier="about")
+        .report("x-a", kind="departure", effective="2025-05-30", cause="retirement")
+        .report("x-b", kind="departure", effective="2025-06-06", source="wire")
+        .dispute("x-b", "x-a", reason="She left on 6 June, not 30 May")
+    )
+    # then the holding is not certainly after the first departure: one end reported twice,
+    # one disputed tenure ending on the earlier day, not a second tenure whose start is unknown
+    (tenure,) = story.tenures()
+    assert (tenure["end"]["date"], tenure["ended_by"], tenure["status"]) == (
+        "2025-05-30",
+        "x-a",
+        "disputed",
+    )
+    # and once the later one is confirmed, she held the post until then
+    story.confirm("x-b", effective="2025-06-06")
+    (tenure,) = story.tenures()
+    assert (tenure["end"]["date"], tenure["ended_by"]) == ("2025-06-06", "x-b")
+    assert story.holders("2025-06-03") == [("ann", "permanent")]
+    assert story.holders("2025-06-07") == []
+
+
+def test_given_a_return_certainly_between_rival_departures_then_they_are_two_ends() -> None:
+    story = (
+        Story(published={"paper": "2025-06-01", "wire": "2025-06-20"})
+        .report("held", kind="incumbency", effective="2025-01-02")
+        .report("x-a", kind="departure", effective="2025-03-01")
+        .report("back", effective="2025-04", qualifier="about")
+        .report("x-b", kind="departure", effective="2025-06-06", source="wire")
+        .dispute("x-b", "x-a", reason="She left in June, not in March")
+    )
+    assert len(story.tenures()) == 2
+    assert story.holders("2025-05-01") == [("ann", "permanent")]
+
+
 def test_given_the_earlier_end_confirmed_then_the_rival_is_no_longer_pending() -> None:
     story = (
         Story(published={"paper": "2025-01-05", "wire": "2025-06-03"})

@@ -60,7 +60,7 @@ __all__ = [
 # Bumped with every change to what these rules answer from the same stored claim versions:
 # the leadership projection's version moves only when its rows do, so validators of answers
 # worked out with the rules (the pages' ETags) carry this one too.
-RULES_VERSION = 1
+RULES_VERSION = 2
 
 ACTING_CAPACITIES = frozenset({"acting", "interim"})
 
@@ -159,11 +159,11 @@ def _rival_ends(versions: Sequence[ClaimVersion]) -> dict[str, str]:
     departures = {v.claim: v for v in versions if v.kind == "departure" and v.live}
     if len(departures) < 2:
         return {}
-    starts: dict[str, list[dt.date]] = {}
+    starts: dict[str, list[tuple[dt.date, dt.date]]] = {}
     for version in versions:
         day = _stated_day(version)
         if version.kind != "departure" and version.live and day is not None:
-            starts.setdefault(version.person, []).append(day)
+            starts.setdefault(version.person, []).append((_earliest_day(version) or day, day))
     leader: dict[str, str] = {}
 
     def root(name: str) -> str:
@@ -206,18 +206,31 @@ def _stated_day(claim: ClaimVersion) -> dt.date | None:
     return claim.effect_day() or claim.earliest_stated_day()
 
 
+def _earliest_day(claim: ClaimVersion) -> dt.date | None:
+    """The first day a change, in effect or not, may have happened or may happen."""
+    if claim.effect_day() is not None:
+        return claim.earliest_effect_day()
+    return claim.earliest_stated_day()
+
+
 def _one_end(
-    first: ClaimVersion, second: ClaimVersion, starts: Mapping[str, list[dt.date]]
+    first: ClaimVersion,
+    second: ClaimVersion,
+    starts: Mapping[str, list[tuple[dt.date, dt.date]]],
 ) -> bool:
     """Whether two departures may report one end: same person, and not taking the post up
-    again in between (a return between them makes them two ends)."""
+    again in between (a return between them makes them two ends). Only a start certainly
+    after the earlier departure is a return: one dated more vaguely ("about May" next to a
+    departure on 30 May) may be the holding that departure ended."""
     if first.person != second.person:
         return False
     days = [day for day in (_stated_day(first), _stated_day(second)) if day is not None]
     if len(days) < 2:
         return True
     low, high = min(days), max(days)
-    return not any(low < start < high for start in starts.get(first.person, ()))
+    return not any(
+        low < earliest and latest < high for earliest, latest in starts.get(first.person, ())
+    )
 
 
 # Of an acting and a permanent role counting from one day, the acting one came first.
