@@ -993,7 +993,8 @@ def test_a_correction_may_attribute_its_claim_to_another_source_beside_its_own()
         (
             "org.updated",
             {"org": "x", "labels": {"en": ""}},
-            "org.updated: data.labels.en: String should have at least 1 character",
+            "org.updated: data.labels.en: text must hold a visible character, not only spaces "
+            "or format characters",
         ),
     ],
 )

@@ -151,7 +151,8 @@ def _shows(character: str) -> bool:
 def _visible(value: str, info: ValidationInfo) -> str:
     """Text must show something: not only spaces, invisible format characters (a name of
     a zero-width space) or other blank characters (a Hangul filler). Stored text is read as
-    it was accepted."""
+    it was accepted. An empty string or one of spaces is refused here too, not by a minimum
+    length: after stripping, "   " would be "too short", though three characters long."""
     if (info.context and info.context.get("stored")) or any(map(_shows, value)):
         return value
     raise ValueError("text must hold a visible character, not only spaces or format characters")
@@ -170,14 +171,14 @@ _TEXT_PATTERN = (
 Slug = Annotated[str, StringConstraints(pattern=SLUG_PATTERN)]
 Name = Annotated[
     str,
-    StringConstraints(strip_whitespace=True, min_length=1, max_length=300),
+    StringConstraints(strip_whitespace=True, max_length=300),
     AfterValidator(_no_control_characters),
     AfterValidator(_visible),
     WithJsonSchema({"type": "string", "minLength": 1, "maxLength": 300, "pattern": _TEXT_PATTERN}),
 ]
 Text = Annotated[
     str,
-    StringConstraints(strip_whitespace=True, min_length=1, max_length=5000),
+    StringConstraints(strip_whitespace=True, max_length=5000),
     AfterValidator(_no_control_characters),
     AfterValidator(_visible),
     WithJsonSchema({"type": "string", "minLength": 1, "maxLength": 5000, "pattern": _TEXT_PATTERN}),
