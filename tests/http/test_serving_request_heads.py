@@ -210,3 +210,24 @@ def test_a_request_for_an_absolute_address_is_served_for_its_path_and_host(port:
     self_link = f'<link href="http://127.0.0.1:{port}/feeds/all.atom" rel="self"'
     assert self_link.encode() in body
     assert b"elsewhere.example" not in body
+
+
+@pytest.mark.parametrize("version", [b"HTTP/2.0", b"HTTP/0.9", b"HTTP/3.0", b"HTTP/9.9"])
+def test_a_request_line_naming_another_major_version_of_http_is_refused(
+    port: int, version: bytes
+) -> None:
+    with socket.create_connection(("127.0.0.1", port)) as connection:
+        connection.sendall(b"GET /healthz " + version + b"\r\nHost: x\r\n\r\n")
+        received, closed = _everything_sent_back(connection)
+    head, _, body = received.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 505 HTTP Version Not Supported\r\n"), head
+    assert json.loads(body)["error"] == "http_version_not_supported"
+    assert closed
+
+
+@pytest.mark.parametrize("version", [b"HTTP/1.0", b"HTTP/1.1"])
+def test_a_request_line_of_http_1_is_served(port: int, version: bytes) -> None:
+    with socket.create_connection(("127.0.0.1", port)) as connection:
+        connection.sendall(b"GET /healthz " + version + b"\r\nHost: x\r\nConnection: close\r\n\r\n")
+        received, _ = _everything_sent_back(connection)
+    assert received.startswith(b"HTTP/1.1 200 OK\r\n"), received[:200]

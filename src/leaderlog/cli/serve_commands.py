@@ -419,6 +419,14 @@ def _with_deadlines(header_seconds: float, body_seconds: float) -> type[asyncio.
         headers={"Connection": "close"},
     )
 
+    # h11 takes any HTTP/d.d; a request line saying HTTP/2.0 or 0.9 was served as HTTP/1.1.
+    other_version = error_response(
+        505,
+        None,
+        "this server speaks HTTP/1.1 (and 1.0); the request line names another major version "
+        "of HTTP",
+        headers={"Connection": "close"},
+    )
     too_long_address = error_response(
         414,
         None,
@@ -490,6 +498,8 @@ def _with_deadlines(header_seconds: float, body_seconds: float) -> type[asyncio.
         )
 
     def _refusal_of(request: h11.Request) -> JSONResponse | None:
+        if not request.http_version.startswith(b"1."):
+            return other_version
         names = {name for name, _ in request.headers}
         if {b"content-length", b"transfer-encoding"} <= names:
             return framed_twice
