@@ -327,6 +327,24 @@ def test_a_state_of_too_many_posts_is_asked_per_organisation(
         "posts are known under 'ice'; at most 2 are answered at once: ask for each of its "
         "sub-organisations (org=ID), or run `leaderlog state --org ice`, which has no such cap"
     )
+    # the whole log is asked for by no parameter: the query as a whole is at fault
+    assert whole.json()["problems"][0]["where"] == "query"
+
+
+def test_too_many_posts_of_an_organisation_itself_are_asked_of_the_cli_alone(
+    seeded_server: tuple[str, str], client: httpx.Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # given HSI's two posts, its own (it has no sub-organisations), over a cap of one
+    base, _ = seeded_server
+    monkeypatch.setattr(api_module, "MAX_STATE_POSTS", 1)
+    for route in ("state", "history"):
+        refused = client.get(f"{base}/api/{route}", params={"org": "ice-hsi"})
+        assert refused.status_code == 422
+        # then the advice is not to ask for sub-organisations it does not have
+        assert refused.json()["problems"][0]["message"].endswith(
+            "2 posts are known under 'ice-hsi', all its own; at most 1 is answered at once: "
+            f"run `leaderlog {route} --org ice-hsi`, which has no such cap"
+        )
 
 
 def test_an_organisation_s_history_of_too_many_posts_is_asked_per_sub_organisation(

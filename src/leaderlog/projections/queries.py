@@ -1210,19 +1210,24 @@ def _check_post_count(
     """Refuse a question about more than ``max_posts`` posts, saying how to ask instead."""
     if max_posts is None or len(posts) <= max_posts:
         return
+    at_once = f"at most {max_posts} {'is' if max_posts == 1 else 'are'} answered at once"
     if org is None:
-        where, ask = "in the log", "ask for one organisation and its subtree (org=ID)"
-    else:
-        # Already one subtree: only its parts, or the CLI (no cap), can answer.
-        where = f"under {org!r}"
-        ask = (
-            "ask for each of its sub-organisations (org=ID), or run "
-            f"`leaderlog {command} --org {org}`, which has no such cap"
+        # No parameter was given: the question as a whole is too large.
+        raise InvalidQuery(
+            f"{len(posts)} posts are known in the log; {at_once}: ask for one organisation "
+            "and its subtree (org=ID)"
         )
-    raise InvalidQuery(
-        f"{len(posts)} posts are known {where}; at most {max_posts} are answered at once: {ask}",
-        parameter="org",
-    )
+    # Already one subtree: only its parts, or the CLI (no cap), can answer; and when the
+    # organisation's own posts are too many, no part of it can.
+    cli = f"`leaderlog {command} --org {org}`, which has no such cap"
+    own = sum(1 for post in posts if post["org"] == org)
+    if own <= max_posts:
+        where = f"under {org!r}"
+        ask = f"ask for each of its sub-organisations (org=ID), or run {cli}"
+    else:
+        mine = "all its own" if own == len(posts) else f"{own} of them its own"
+        where, ask = f"under {org!r}, {mine}", f"run {cli}"
+    raise InvalidQuery(f"{len(posts)} posts are known {where}; {at_once}: {ask}", parameter="org")
 
 
 def _at(known: int | None) -> int:
