@@ -382,7 +382,9 @@ class UnknownLanguage(FeedError, ValueError):
         self.asked = asked
         self.offered = tuple(offered)
         choices = f"; choose one of {', '.join(self.offered)}" if self.offered else ""
-        super().__init__(f"language {asked!r} is not offered{choices}")
+        # Named by its start: a tag of thousands of characters is not copied into the answer.
+        shown = f"{asked[:57]!r}..." if len(asked) > 60 else repr(asked)
+        super().__init__(f"language {shown} is not offered{choices}")
 
 
 class StoreBusy(StoreUnavailable):

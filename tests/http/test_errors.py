@@ -253,3 +253,63 @@ def test_the_openapi_document_declares_the_one_shape_for_every_json_error(
             if operation.get("parameters"):
                 assert "422" in operation["responses"], (method, path)
     assert declared > 20
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/feeds/all.atom?page=1_0",
+        "/feeds/all.atom?page=%2B1",
+        "/feeds/all.atom?page=%201",
+        "/feeds/all.atom?page=1.0",
+        "/feeds/org/ice.json?page=2.00",
+        "/?page=1_0",
+        "/?page=%2B2",
+    ],
+)
+def test_a_page_number_is_written_in_digits_alone(
+    seeded_server: tuple[str, str], client: httpx.Client, path: str
+) -> None:
+    # Python's int() reads "1_0" as 10 and "+1" as 1: nobody writing them meant a page
+    base, _ = seeded_server
+    response = client.get(base + path, follow_redirects=False)
+    assert response.status_code == 422, (path, response.headers.get("location"))
+
+
+def test_a_page_number_with_leading_zeros_is_still_sent_to_its_one_spelling(
+    seeded_server: tuple[str, str], client: httpx.Client
+) -> None:
+    base, _ = seeded_server
+    response = client.get(f"{base}/feeds/all.atom?page=01", follow_redirects=False)
+    assert (response.status_code, response.headers["location"]) == (
+        308,
+        "/feeds/all.atom?page=1",
+    )
+
+
+@pytest.mark.parametrize(
+    ("path", "rule", "said"),
+    [
+        ("/api/state?as_of=2025-05-29" + "x" * 30, "value_error", "as_of must be a calendar day"),
+        ("/api/audit?status=retracted" + "x" * 40, "value_error", "unknown status 'retracted"),
+        ("/api/audit?type=claim.retracted" + "x" * 60, "value_error", "unknown event type"),
+        ("/api/audit?attribution=named" + "x" * 40, "value_error", "unknown attribution"),
+        ("/feeds/all.atom?lang=" + "q" * 10_000, "value_error", "language 'qqq"),
+        ("/opml?lang=" + "q" * 10_000, "value_error", "language 'qqq"),
+    ],
+)
+def test_a_long_value_gets_the_api_own_message_and_is_repeated_in_part(
+    seeded_server: tuple[str, str],
+    client: httpx.Client,
+    error_body_validator: Any,
+    path: str,
+    rule: str,
+    said: str,
+) -> None:
+    base, _ = seeded_server
+    body = one_shape(client.get(base + path), 422, error_body_validator)
+    ((problem,),) = [body["problems"]]
+    assert problem["rule"] == rule, problem
+    assert problem["message"].startswith(said), problem
+    assert len(problem["message"]) < 400, problem["message"]
+    assert len(body["detail"]) < 450, body["detail"]

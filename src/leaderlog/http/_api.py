@@ -13,14 +13,14 @@ from dataclasses import asdict
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, HTTPException, Path, Query, Request
-from pydantic import BeforeValidator, Field
-from pydantic_core import PydanticCustomError
+from pydantic import Field
 from starlette.responses import Response
 
 from leaderlog.errors import ProjectionError
 from leaderlog.events import EVENT_TYPES
 from leaderlog.http._conditional import get_and_head, json_response
 from leaderlog.http._deps import (
+    DIGITS_ONLY,
     check_parameters,
     check_utf8_parameters,
     invalid_parameter,
@@ -33,7 +33,7 @@ from leaderlog.http._errors import documented
 from leaderlog.projections import InvalidQuery, UnknownEntity
 from leaderlog.projections._isolation import is_builtin
 from leaderlog.projections.queries import ATTRIBUTION_KINDS, CLAIM_STATUSES
-from leaderlog.projections.query_input import MAX_TIME_LENGTH, WHOLE_NUMBER
+from leaderlog.projections.query_input import MAX_TIME_LENGTH
 from leaderlog.projections.runner import LeftOut
 
 __all__ = ["router"]
@@ -125,20 +125,6 @@ TimeOrDay = Annotated[
 ]
 
 
-def _digits_only(value: object) -> object:
-    """Refuse a whole number written other than in digits 0-9 (``5.0``, ``1_0``, ``+5``, `` 5``),
-    all of which pydantic reads as a number but the CLI's ``--after``/``--limit`` refuse: the
-    same value gets the same verdict. A minus sign is left to the bound, which says what is
-    wrong with ``-1``."""
-    if isinstance(value, str) and not WHOLE_NUMBER.match(value):
-        raise PydanticCustomError(
-            "int_parsing", "Input should be a valid integer, unable to parse string as an integer"
-        )
-    return value
-
-
-# After Query in Annotated, so that the schema keeps stating the bounds as minimum/maximum.
-_DIGITS_ONLY = BeforeValidator(_digits_only)
 _ERRORS = documented({404: "Unknown organisation, post, person or claim."})
 MAX_EVENTS = 1000
 # A state or an org's history of thousands of posts takes the server tens of seconds and
@@ -175,10 +161,9 @@ async def state(
     request: Request,
     org: Slug = None,
     as_of: Annotated[
-        Annotated[str, Field(json_schema_extra=_DAY)] | None,
+        Annotated[str, Field(json_schema_extra={**_DAY, "maxLength": 32})] | None,
         Query(
             description="Effective date, a day YYYY-MM-DD (default: today, UTC).",
-            max_length=32,
             examples=["2025-06-15"],
         ),
     ] = None,
@@ -239,26 +224,26 @@ async def audit(
     publisher: NameFilter = None,
     actor: NameFilter = None,
     type: Annotated[
-        Annotated[str, Field(json_schema_extra={"enum": sorted(EVENT_TYPES)})] | None,
-        Query(max_length=64, description="An event type, such as claim.retracted."),
+        Annotated[str, Field(json_schema_extra={"enum": sorted(EVENT_TYPES), "maxLength": 64})]
+        | None,
+        Query(description="An event type, such as claim.retracted."),
     ] = None,
     status: Annotated[
-        Annotated[str, Field(json_schema_extra={"enum": list(CLAIM_STATUSES)})] | None,
-        Query(max_length=32, description=f"The claim's status: {', '.join(CLAIM_STATUSES)}."),
+        Annotated[str, Field(json_schema_extra={"enum": list(CLAIM_STATUSES), "maxLength": 32})]
+        | None,
+        Query(description=f"The claim's status: {', '.join(CLAIM_STATUSES)}."),
     ] = None,
     attribution: Annotated[
-        Annotated[str, Field(json_schema_extra={"enum": list(ATTRIBUTION_KINDS)})] | None,
-        Query(
-            max_length=32,
-            description=f"The claim's attribution: {', '.join(ATTRIBUTION_KINDS)}.",
-        ),
+        Annotated[str, Field(json_schema_extra={"enum": list(ATTRIBUTION_KINDS), "maxLength": 32})]
+        | None,
+        Query(description=f"The claim's attribution: {', '.join(ATTRIBUTION_KINDS)}."),
     ] = None,
     recorded_from: Annotated[TimeOrDay, Query(alias="from")] = None,
     recorded_to: Annotated[TimeOrDay, Query(alias="to")] = None,
     after: Annotated[
-        int, Query(ge=0, description="Page on: the previous `next_after`."), _DIGITS_ONLY
+        int, Query(ge=0, description="Page on: the previous `next_after`."), DIGITS_ONLY
     ] = 0,
-    limit: Annotated[int, Query(ge=1, le=10_000), _DIGITS_ONLY] = 500,
+    limit: Annotated[int, Query(ge=1, le=10_000), DIGITS_ONLY] = 500,
 ) -> Response:
     """Events matching every filter given, oldest first (`leaderlog audit`).
 
@@ -285,8 +270,8 @@ async def audit(
 @get_and_head(router, "/api/events", summary="The raw log, envelopes included")
 async def events(
     request: Request,
-    after: Annotated[int, Query(ge=0, description="Start after this position."), _DIGITS_ONLY] = 0,
-    limit: Annotated[int, Query(ge=1, le=MAX_EVENTS), _DIGITS_ONLY] = 100,
+    after: Annotated[int, Query(ge=0, description="Start after this position."), DIGITS_ONLY] = 0,
+    limit: Annotated[int, Query(ge=1, le=MAX_EVENTS), DIGITS_ONLY] = 100,
 ) -> Response:
     """Envelopes in position order (`leaderlog events --json`); page on with `after`."""
     found = await log_of(request).events(after=after, limit=limit)
@@ -299,7 +284,7 @@ async def events(
     responses=documented({404: "No event at that position."}),
     summary="One event by position",
 )
-async def event(request: Request, position: Annotated[int, Path(ge=1), _DIGITS_ONLY]) -> Response:
+async def event(request: Request, position: Annotated[int, Path(ge=1), DIGITS_ONLY]) -> Response:
     found = await log_of(request).store.get(position)
     if found is None:
         raise HTTPException(404, f"no event at position {position}")

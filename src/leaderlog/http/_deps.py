@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 
 from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
+from pydantic import BeforeValidator
+from pydantic_core import PydanticCustomError
 from starlette.requests import Request
 
 from leaderlog.errors import LogRemoved, ProjectionFailed, ProjectionFailure
@@ -29,10 +31,11 @@ from leaderlog.feeds import (
 from leaderlog.http._errors import shortened
 from leaderlog.log import EventLog
 from leaderlog.projections import BUILTIN, InvalidQuery, ProjectionRunner, Queries, verify_log
-from leaderlog.projections.query_input import check_utf8
+from leaderlog.projections.query_input import WHOLE_NUMBER, check_utf8
 from leaderlog.store import VerifyReport
 
 __all__ = [
+    "DIGITS_ONLY",
     "OWN_WRITES_SECONDS",
     "Pages",
     "Services",
@@ -54,6 +57,22 @@ __all__ = [
 _HOST = re.compile(
     r"^[A-Za-z0-9.-]{1,253}(:[0-9]{1,5})?\Z|^\[[0-9A-Fa-f:.]{2,45}\](:[0-9]{1,5})?\Z"
 )
+
+
+def _digits_only(value: object) -> object:
+    """Refuse a whole number written other than in digits 0-9 (``5.0``, ``1_0``, ``+5``, `` 5``),
+    all of which pydantic reads as a number but the CLI's ``--after``/``--limit`` refuse: the
+    same value gets the same verdict, and ``?page=1_0`` is not taken for page 10. A minus
+    sign is left to the bound, which says what is wrong with ``-1``."""
+    if isinstance(value, str) and not WHOLE_NUMBER.match(value):
+        raise PydanticCustomError(
+            "int_parsing", "Input should be a valid integer, unable to parse string as an integer"
+        )
+    return value
+
+
+# After Query in Annotated, so that the schema keeps stating the bounds as minimum/maximum.
+DIGITS_ONLY = BeforeValidator(_digits_only)
 
 
 # How long a write waits for the projections to apply it before answering anyway.

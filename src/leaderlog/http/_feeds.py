@@ -41,6 +41,7 @@ from leaderlog.http._conditional import (
     not_modified,
 )
 from leaderlog.http._deps import (
+    DIGITS_ONLY,
     base_url,
     check_parameters,
     feeds_of,
@@ -104,6 +105,7 @@ LangQuery = Annotated[
 PageQuery = Annotated[
     int | None,
     Query(ge=1, description="An RFC 5005 archive page (1 = oldest); omit for the newest 50."),
+    DIGITS_ONLY,
 ]
 CANONICAL_REDIRECT: dict[str, object] = {
     "description": "`lang` named an offered language another way (`?lang=pt-BR` goes to "

@@ -53,7 +53,7 @@ from leaderlog.feeds import (
 from leaderlog.feeds._i18n import Language
 from leaderlog.feeds._service import RENDER_VERSION as FEED_RENDER_VERSION
 from leaderlog.http._conditional import VARY, etag_matches, get_and_head, respond
-from leaderlog.http._deps import base_url, feeds_of, queries_of, services_of
+from leaderlog.http._deps import DIGITS_ONLY, base_url, feeds_of, queries_of, services_of
 from leaderlog.http._feeds import (
     CANONICAL_REDIRECT,
     LONGEST_ECHO,
@@ -671,6 +671,7 @@ async def overview(
             "own posts. Another spelling of a number (02) is redirected to it; a page beyond "
             "the last gets a 404 page naming the last.",
         ),
+        DIGITS_ONLY,
     ] = None,
 ) -> Response:
     """Current leadership by organisation, recent changes, and links to every feed.

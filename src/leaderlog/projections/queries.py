@@ -44,6 +44,7 @@ from leaderlog.projections.query_input import (
     UnknownEntity,
     check_name_filters,
     check_names,
+    echoed,
     parse_day,
     parse_known_at,
     parse_time,
@@ -279,17 +280,17 @@ class Queries:
                 raise InvalidQuery(f"{name} must be text, got {value!r:.80}", parameter=name)
         if type is not None and type not in EVENT_TYPES:
             raise InvalidQuery(
-                f"unknown event type {type!r}; known: {', '.join(sorted(EVENT_TYPES))}",
+                f"unknown event type {echoed(type)}; known: {', '.join(sorted(EVENT_TYPES))}",
                 parameter="type",
             )
         if status is not None and status not in CLAIM_STATUSES:
             raise InvalidQuery(
-                f"unknown status {status!r}; known: {', '.join(CLAIM_STATUSES)}",
+                f"unknown status {echoed(status)}; known: {', '.join(CLAIM_STATUSES)}",
                 parameter="status",
             )
         if attribution is not None and attribution not in ATTRIBUTION_KINDS:
             raise InvalidQuery(
-                f"unknown attribution {attribution!r}; known: {', '.join(ATTRIBUTION_KINDS)}",
+                f"unknown attribution {echoed(attribution)}; known: {', '.join(ATTRIBUTION_KINDS)}",
                 parameter="attribution",
             )
         for name, number in (("limit", limit), ("after", after)):

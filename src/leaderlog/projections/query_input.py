@@ -17,6 +17,7 @@ __all__ = [
     "check_name_filters",
     "check_names",
     "check_utf8",
+    "echoed",
     "parse_day",
     "parse_known_at",
     "parse_time",
@@ -93,6 +94,14 @@ def check_utf8(what: str, value: str) -> None:
         )
 
 
+def echoed(value: object, longest: int = 60) -> str:
+    """``value`` as an error message repeats it: its repr, cut to ``longest`` characters of
+    text with an ellipsis, so that a value of thousands of characters is named, not copied."""
+    if isinstance(value, str) and len(value) > longest:
+        return f"{value[: longest - 3]!r}..."
+    return repr(value)
+
+
 def _parameter(what: str) -> str:
     """The HTTP API's name of a parameter the CLI spells ``as-of``, ``known-at``..."""
     return what.replace("-", "_")
@@ -119,7 +128,8 @@ def parse_day(value: dt.date | str, what: str) -> dt.date:
                     f"{what} {text!r} is not a real day: {error}", parameter=_parameter(what)
                 ) from None
     raise InvalidQuery(
-        f"{what} must be a calendar day YYYY-MM-DD, got {value!r}", parameter=_parameter(what)
+        f"{what} must be a calendar day YYYY-MM-DD, got {echoed(value)}",
+        parameter=_parameter(what),
     )
 
 
