@@ -528,6 +528,26 @@ async def test_a_busy_database_is_not_a_projection_failure(seeded_log: EventLog)
     assert (await runner.status())[0].checkpoint == SEED_COUNT
 
 
+async def test_a_database_busy_while_preparing_is_said_at_once_not_tried_again(
+    seeded_log: EventLog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # given a preparation that finds the database busy (another process holding its lock
+    # past the busy timeout)
+    runner = ProjectionRunner(seeded_log.store, builtins())
+    tries = 0
+
+    async def busy(*, isolate: bool) -> dict[str, ProjectionFailure]:
+        nonlocal tries
+        tries += 1
+        raise StoreUnavailable("database is busy: database is locked")
+
+    monkeypatch.setattr(runner, "_prepare_once", busy)
+    # when preparing, then it is busy after one wait for the lock, not after three
+    with pytest.raises(StoreUnavailable, match="busy"):
+        await runner.prepare()
+    assert tries == 1
+
+
 async def test_a_checkpoint_beyond_the_log_s_head_is_rebuilt(seeded_log: EventLog) -> None:
     # given projections caught up, then a checkpoint claiming more than the log holds (as
     # when the events table was replaced by a shorter log)

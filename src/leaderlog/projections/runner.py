@@ -364,6 +364,9 @@ class ProjectionRunner:
             try:
                 self._unprepared = await self._prepare_once(isolate=last_attempt)
                 break
+            except StoreUnavailable:
+                # Busy or unreachable: each try would wait out the busy timeout again.
+                raise
             except Exception:
                 # Another process creating the same tables at the same moment can make
                 # CREATE ... IF NOT EXISTS fail on PostgreSQL; the next attempt finds them.
