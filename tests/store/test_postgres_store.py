@@ -360,8 +360,11 @@ def test_a_schema_of_postgresql_s_own_is_refused_before_connecting(schema: str) 
 @pytest.mark.parametrize(
     ("url", "message"),
     [
-        ("postgresql://postgres@127.0.0.1:abc/test", "not a valid PostgreSQL URL"),
-        ("postgresql://postgres@127.0.0.1:99999/test", "not a valid PostgreSQL URL"),
+        ("postgresql://postgres@127.0.0.1:abc/test", "its port 'abc' is not a number from 0"),
+        ("postgresql://postgres@127.0.0.1:99999/test", "its port '99999' is not a number"),
+        ("postgresql://p:hunter2@127.0.0.1:abc/test", "its port 'abc' is not a number"),
+        ("postgresql://p:hunter2@h1:5432,h2:x/test", "its port 'x' is not a number"),
+        ("postgresql://p:hun/ter2@127.0.0.1/test", "a / \\? # or @ in the password must be"),
         ("postgresql://postgres:hunter2@[::1/test", r"postgres:\*\*\*@\[::1/test is not a valid"),
         ("postgresql://postgres@127.0.0.1/test?schema=a&schema=b", "more than once"),
         ("postgresql://postgres:hun@ter2@127.0.0.1/test", "an @ in the user name or password"),
@@ -382,6 +385,13 @@ def test_a_schema_of_postgresql_s_own_is_refused_before_connecting(schema: str) 
         ("postgresql://p:hunter2%00@127.0.0.1/test", "password holds a NUL character"),
         ("postgresql://postgres@127.0.0.1/test?options=%00", "'options' holds a NUL character"),
         ("postgresql://postgres@127.0.0.1%00/test", "host holds a NUL character"),
+        # Percent-escapes of Latin-1 bytes were sent as U+FFFD: a database, role or password
+        # other than the one meant, or with trust authentication, a wrong password accepted.
+        ("postgresql://postgres@127.0.0.1/caf%E9", "database name holds percent-escapes"),
+        ("postgresql://us%E9r@127.0.0.1/test", "user name holds percent-escapes"),
+        ("postgresql://p:hunter2%E9@127.0.0.1/test", "password holds percent-escapes"),
+        ("postgresql://postgres@h%E9st/test", "host holds percent-escapes"),
+        ("postgresql://postgres@127.0.0.1/test?application_name=a%E9", "'application_name' holds"),
     ],
 )
 async def test_a_malformed_url_is_refused_before_connecting(url: str, message: str) -> None:

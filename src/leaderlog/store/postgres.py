@@ -486,6 +486,12 @@ def _check_parameters_asyncpg_reads(query: Sequence[tuple[str, str]], url: str) 
 _NOT_UTF8 = re.compile(r"[\ud800-\udfff]")
 
 
+# A port as PostgreSQL and urllib take one: digits 0-9 alone, at most 65535.
+_PORT = re.compile(
+    r"^(?:[0-9]{1,4}|[0-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5])\Z"
+)
+
+
 def _refuse_text_postgresql_cannot_take(url: str, parts: SplitResult) -> None:
     """A URL whose names or settings PostgreSQL could not be sent: asyncpg fails on them
     with an error of its own internals, or the server with one about its startup packet."""
@@ -496,14 +502,29 @@ def _refuse_text_postgresql_cannot_take(url: str, parts: SplitResult) -> None:
             f"{shown} is not a valid PostgreSQL URL: it holds bytes that are not UTF-8 "
             "text; write it in UTF-8, or percent-encode the UTF-8 bytes (%C3%A9 for é)"
         )
-    query = parse_qsl(parts.query, keep_blank_values=True)
-    pieces = {
-        "user name": unquote(parts.username or ""),
-        "password": unquote(parts.password or ""),
-        "host": unquote(parts.netloc.rpartition("@")[2]),
-        "database name": unquote(parts.path),
-        **{f"parameter {key!r}": f"{key}={value}" for key, value in query},
+    escaped = {
+        "user name": parts.username or "",
+        "password": parts.password or "",
+        "host": parts.netloc.rpartition("@")[2],
+        "database name": parts.path,
+        # A query's + is a space, as parse_qsl reads it; elsewhere it is itself.
+        **{
+            f"parameter {unquote(key)!r}": f"{key}={value}".replace("+", " ")
+            for key, _, value in (item.partition("=") for item in parts.query.split("&"))
+        },
     }
+    pieces = {}
+    for where, text in escaped.items():
+        try:
+            pieces[where] = unquote(text, errors="strict")
+        except UnicodeDecodeError:
+            # unquote would put U+FFFD for each such byte, and connect with a name, or a
+            # password, other than the one typed.
+            raise StoreUnavailable(
+                f"{_redacted_or_hidden(url)} is not a valid PostgreSQL URL: its {where} holds "
+                "percent-escapes of bytes that are not UTF-8 text; percent-encode the UTF-8 "
+                "bytes (%C3%A9 for é)"
+            ) from None
     for where, text in pieces.items():
         if "\x00" in text:
             raise StoreUnavailable(
@@ -540,6 +561,28 @@ def _refuse_no_database(url: str, service: str | None) -> None:
         )
 
 
+def _unreadable_address(url: str, error: ValueError) -> str:
+    """Why urllib could not read a URL's host or port, in words that quote no password."""
+    try:
+        netloc: str | None = urlsplit(url).netloc
+    except ValueError:
+        netloc = None
+    has_password = without_password(url) != url
+    # Past the @, or with no password at all, what urllib took for a port is one.
+    if netloc is not None and ("@" in netloc or not has_password):
+        for host in netloc.rpartition("@")[2].split(","):
+            _, colon, port = host.rpartition(":")
+            if colon and "]" not in port and not _PORT.match(port):
+                return f"its port {port!r} is not a number from 0 to 65535"
+    if has_password:
+        # urllib's reason quotes the text it misread, which may be a piece of the password.
+        return (
+            "its host or port cannot be read (a / ? # or @ in the password must be "
+            "percent-encoded: %2F %3F %23 %40)"
+        )
+    return str(error)
+
+
 def _connect_options(url: str) -> _ConnectOptions:
     """Split our own ``schema`` parameter (and ``connect_timeout``, which asyncpg does not
     take from a URL) off the URL asyncpg gets."""
@@ -550,15 +593,9 @@ def _connect_options(url: str) -> _ConnectOptions:
         for host in parts.netloc.rpartition("@")[2].split(","):
             urlsplit(f"//{host}").port  # noqa: B018 - parsing the port is what checks it
     except ValueError as error:
-        # urllib's reason quotes the text it misread, which may be a piece of the password.
-        reason = (
-            "its host or port cannot be read (a / ? # or @ in the password must be "
-            "percent-encoded: %2F %3F %23 %40)"
-            if without_password(url) != url
-            else str(error)
-        )
         raise StoreUnavailable(
-            f"{_redacted_or_hidden(url)} is not a valid PostgreSQL URL: {reason}"
+            f"{_redacted_or_hidden(url)} is not a valid PostgreSQL URL: "
+            f"{_unreadable_address(url, error)}"
         ) from error
     if parts.netloc.count("@") > 1:
         # asyncpg would split at the first one and look up the rest of the password as a host.
