@@ -194,6 +194,15 @@ async def _open_even_if_interrupted(url: str) -> EventLog:
 # What SQLite may keep beside a database file: the write-ahead log and its index, or a
 # rollback journal.
 _SQLITE_COMPANIONS = ("-wal", "-shm", "-journal")
+# New logs being built under a temporary name: SIGTERM, which ends the process without
+# unwinding it, removes them first.
+_DRAFTS: set[Path] = set()
+
+
+def _remove_draft(draft: Path) -> None:
+    for leftover in (draft, *(Path(f"{draft}{suffix}") for suffix in _SQLITE_COMPANIONS)):
+        with contextlib.suppress(OSError):
+            leftover.unlink()
 
 
 async def _append_to_a_new_sqlite_file(
@@ -217,6 +226,7 @@ async def _append_to_a_new_sqlite_file(
         # A name in bytes that are not UTF-8 (Latin-1, say) has no sqlite:/// URL, so it is
         # opened as a bare path: unless it holds ://, and would be read as another URL.
         return None
+    _DRAFTS.add(draft)
     try:
         try:
             log = await _open_even_if_interrupted(url)
@@ -239,9 +249,8 @@ async def _append_to_a_new_sqlite_file(
             return None
         return (appended,)
     finally:
-        for leftover in (draft, *(Path(f"{draft}{suffix}") for suffix in _SQLITE_COMPANIONS)):
-            with contextlib.suppress(OSError):
-                leftover.unlink()
+        _remove_draft(draft)
+        _DRAFTS.discard(draft)
 
 
 # Control characters other than tab: from stored text, they could end a line early or
@@ -442,9 +451,12 @@ def console_main() -> None:
 
 def _terminated(signum: int, frame: FrameType | None) -> None:
     """SIGTERM ends the process as it always has, killed by the signal (a shell reports
-    143), once the terminal is put right: a progress bar drawn then left the cursor hidden
-    in the shell the command returned to."""
+    143), once the terminal is put right (a progress bar drawn then left the cursor hidden
+    in the shell the command returned to) and a new log being built under a temporary name
+    is removed (nothing gave it its name: it would stay, hidden, beside the database)."""
     os.write(sys.stderr.fileno(), _bar_put_away().encode())
+    for draft in list(_DRAFTS):
+        _remove_draft(draft)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.raise_signal(signal.SIGTERM)
 
