@@ -92,3 +92,17 @@ def test_feed_refuses_a_scope_longer_than_any_id_as_state_and_history_do(
     option = invoke(seeded_url, "history", f"--{kind}", subject)
     assert option.exit_code == 2
     assert "is 100000 characters long; no id is longer than 64" in option.stderr
+
+
+def test_a_file_name_with_a_line_break_is_shown_escaped_when_refused(
+    sqlite_url: str, tmp_path: Path
+) -> None:
+    # given a file name holding a line break, naming no file, and a folder named so
+    folder = tmp_path / "dir\nx"
+    folder.mkdir()
+    for given in (str(tmp_path / "no\nfile"), str(folder)):
+        # when imported, then the refusal names it on one line, as a problem line would
+        result = invoke(sqlite_url, "import", given)
+        assert result.exit_code == 2, result.stderr
+        (said,) = [line for line in result.stderr.splitlines() if line.startswith("Error:")]
+        assert given.replace("\n", "\\n") in said, result.stderr

@@ -48,6 +48,7 @@ __all__ = [
     "WholeNumber",
     "console_main",
     "err_console",
+    "escaped",
     "is_output_error",
     "logged_on_stderr",
     "main",
@@ -265,7 +266,13 @@ def echo_line(line: str, *, err: bool = False) -> None:
     """Print one line of text output: control and bidirectional formatting characters in it
     (from stored names, titles, quotes, ...) are shown escaped (``\\r``, ``\\n``, ``\\x1b``,
     ``\\u202e``), so data can neither start a line of its own, overwrite one, nor reorder it."""
-    click.echo(_CONTROL.sub(lambda found: repr(found.group())[1:-1], line), err=err)
+    click.echo(escaped(line), err=err)
+
+
+def escaped(text: str) -> str:
+    """``text`` with its control and bidirectional formatting characters escaped, as
+    :func:`echo_line` prints it."""
+    return _CONTROL.sub(lambda found: repr(found.group())[1:-1], text)
 
 
 class _PrefixedOnStderr(logging.Handler):

@@ -30,6 +30,7 @@ from leaderlog.cli._app import (
     WholeNumber,
     echo_line,
     err_console,
+    escaped,
     interruptible,
     is_output_error,
     main,
@@ -227,7 +228,12 @@ class _InputFile(click.File):
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         if value == "-" and sys.stdin is None:
             self.fail("standard input is closed", param, ctx)
-        return super().convert(value, param, ctx)
+        try:
+            return super().convert(value, param, ctx)
+        except click.BadParameter as error:
+            # click repeats the name as given: a line break in it would start a line of its own.
+            error.message = escaped(error.message)
+            raise
 
 
 @main.command("import")
