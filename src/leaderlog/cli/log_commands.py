@@ -232,8 +232,9 @@ class _InputFile(click.File):
             return super().convert(value, param, ctx)
         except click.BadParameter as error:
             # click repeats the name as given: a line break in it would start a line of its own.
-            error.message = escaped(error.message)
-            raise
+            raise click.BadParameter(
+                escaped(error.message), ctx=error.ctx, param=error.param
+            ) from None
 
 
 @main.command("import")
