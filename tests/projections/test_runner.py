@@ -410,6 +410,36 @@ async def test_follow_applies_new_events_live(seeded_log: EventLog) -> None:
     assert claim["status"] == "confirmed"
 
 
+async def test_follow_goes_on_with_the_others_when_a_projection_fails(
+    seeded_log: EventLog, caplog: pytest.LogCaptureFixture
+) -> None:
+    # given a follower over a built-in and a projection that fails on the next event
+    exploding = Exploding()
+    exploding.fail_at = SEED_COUNT + 1
+    runner = ProjectionRunner(seeded_log.store, [LeadershipProjection(), exploding])
+    await runner.catch_up()
+    stop = asyncio.Event()
+    follower = asyncio.create_task(runner.follow(poll_interval=0.05, stop=stop))
+    try:
+        # when that event and another are appended
+        positions = await append(seeded_log, FOLLOW_UPS[:1])
+        positions += await append(seeded_log, FOLLOW_UPS[1:2])
+        for _ in range(400):
+            checkpoints = {status.name: status.checkpoint for status in await runner.status()}
+            if follower.done() or checkpoints["leadership"] == positions[-1]:
+                break
+            await asyncio.sleep(0.01)
+        # then the built-in follows them, while the failing one stays at its checkpoint,
+        # and the follower goes on, having said why
+        assert not follower.done(), follower.exception()
+        checkpoints = {status.name: status.checkpoint for status in await runner.status()}
+        assert checkpoints == {"leadership": positions[-1], "exploding": SEED_COUNT}
+        assert "projection exploding could not apply event" in caplog.text
+    finally:
+        stop.set()
+        await asyncio.wait_for(follower, timeout=10)
+
+
 class Trespassing(Exploding):
     """Declares the log's own table as one of its tables: a rebuild would drop it."""
 

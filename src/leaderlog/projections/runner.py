@@ -931,8 +931,10 @@ class ProjectionRunner:
         """Catch up, then apply new events as they are appended, until ``stop`` is set.
 
         A database that cannot answer for a moment (busy, a deadlock, a restart) is waited
-        out, each new reason logged once; a projection that fails ends it
-        (:class:`ProjectionFailed`), and so does closing the store (:class:`StoreUnavailable`).
+        out, each new reason logged once. A projection that fails stops alone, as in
+        :meth:`catch_up`: the failure is logged once (and again when it changes), the others
+        go on following, and it is tried again as events arrive. Closing the store ends it
+        (:class:`StoreUnavailable`).
         """
         said = ""
         while stop is None or not stop.is_set():
@@ -945,6 +947,16 @@ class ProjectionRunner:
                     said = str(error)
                     logger.warning("projections cannot catch up now: %s; retrying", error)
                 await asyncio.sleep(poll_interval)
+                continue
+            except ProjectionFailed as error:
+                # The others reached the head (error.position) before it was raised.
+                if str(error) != said:
+                    said = str(error)
+                    logger.warning("%s", error)
+                if error.position is None:
+                    await asyncio.sleep(poll_interval)
+                else:
+                    await self.store.wait_for_events(error.position, poll_interval)
                 continue
             said = ""
             await self.store.wait_for_events(head, poll_interval)
