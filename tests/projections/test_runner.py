@@ -1485,3 +1485,34 @@ def test_a_failure_reads_as_one_line_whatever_the_database_said() -> None:
         text = str(failure)
         assert "\n" not in text
         assert 'constraint "x" DETAIL: Key (a)=(1)' in text
+
+
+class StoringTimes(Exploding):
+    """Stores each event's recorded time as the datetime it is, not as text."""
+
+    name: ClassVar[str] = "storing_times"
+
+    def schema(self) -> Sequence[str]:
+        return (f"CREATE TABLE IF NOT EXISTS p_{self.name}_seen (position BIGINT, at TEXT)",)
+
+    async def apply(self, tx: ProjectionTransaction, events: Sequence[RecordedEvent]) -> None:
+        await tx.executemany(
+            f"INSERT INTO p_{self.name}_seen (position, at) VALUES (?, ?)",
+            [(event.position, event.recorded_at) for event in events],
+        )
+
+
+async def test_a_parameter_only_one_database_takes_is_refused_on_both(
+    seeded_log: EventLog,
+) -> None:
+    # given a user projection passing a datetime, which SQLite would store as str() gives
+    # it and PostgreSQL refuses
+    runner = ProjectionRunner(seeded_log.store, [LeadershipProjection(), StoringTimes()])
+    # when catching up, then it stops alone, told what to pass instead
+    with pytest.raises(ProjectionFailed) as raised:
+        await runner.catch_up()
+    (failure,) = raised.value.failures
+    assert failure.name == "storing_times"
+    assert "parameter 2 of a projection's statement is a datetime: pass None" in str(failure)
+    checkpoints = {status.name: status.checkpoint for status in await runner.status()}
+    assert checkpoints == {"leadership": SEED_COUNT, "storing_times": 0}

@@ -303,6 +303,15 @@ def test_builtin_names_load_without_the_folder(tmp_path: Path) -> None:
             "    def __init__(self): raise KeyError('TOKEN')\nPROJECTION = P\n",
             "could not be set up: KeyError: 'TOKEN'",
         ),
+        (
+            "not_awaited",
+            "from leaderlog.projections import Projection\n"
+            "class P(Projection):\n    name = 'not_awaited'\n    version = 1\n"
+            "    def schema(self): return ()\n    def tables(self): return ()\n"
+            "    def apply(self, tx, events): tx.executemany('SELECT 1', [])\n"
+            "PROJECTION = P\n",
+            r"\(P\) must define apply with async def",
+        ),
     ],
 )
 def test_bad_user_projections_are_refused(

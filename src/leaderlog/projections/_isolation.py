@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 import traceback
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -206,6 +206,10 @@ def _refused_statement(sql: str) -> tuple[str, str] | None:
     return None
 
 
+# What a statement's parameters may be on both databases (bool is an int).
+_PORTABLE = (int, float, str, bytes)
+
+
 class Watched(ProjectionTransaction):
     """The transaction as ``apply`` sees it, remembering the first statement that failed.
 
@@ -217,10 +221,29 @@ class Watched(ProjectionTransaction):
     PostgreSQL allows.
     """
 
-    def __init__(self, tx: ProjectionTransaction) -> None:
+    def __init__(self, tx: ProjectionTransaction, *, check_parameters: bool = False) -> None:
         self._tx = tx
+        self._check_parameters = check_parameters
         self.failed: Exception | None = None
         self._failed_later: list[Exception] = []
+
+    def _refuse_unportable(self, rows: Iterable[Sequence[Any]]) -> None:
+        """A parameter of a type only one database takes: SQLite stores a datetime as
+        ``str()`` gives it, where PostgreSQL refuses it, so a projection written against
+        SQLite would fail on PostgreSQL alone."""
+        if not self._check_parameters:
+            return
+        for row in rows:
+            for number, value in enumerate(row, 1):
+                if value is not None and not isinstance(value, _PORTABLE):
+                    error = ProjectionError(
+                        f"parameter {number} of a projection's statement is a "
+                        f"{type(value).__name__}: pass None, a whole number, a float, text or "
+                        "bytes, which SQLite and PostgreSQL take alike (a time as text, as "
+                        "leaderlog.events.format_time writes it)"
+                    )
+                    self._remember(error)
+                    raise error
 
     def _remember(self, error: Exception) -> None:
         if self.failed is None:
@@ -244,6 +267,7 @@ class Watched(ProjectionTransaction):
 
     async def execute(self, sql: str, parameters: Sequence[Any] = ()) -> None:
         self._refuse_forbidden(sql)
+        self._refuse_unportable((parameters,))
         try:
             await self._tx.execute(sql, parameters)
         except Exception as error:
@@ -254,6 +278,7 @@ class Watched(ProjectionTransaction):
 
     async def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         self._refuse_forbidden(sql)
+        self._refuse_unportable(rows)
         try:
             await self._tx.executemany(sql, rows)
         except Exception as error:
@@ -262,6 +287,7 @@ class Watched(ProjectionTransaction):
 
     async def fetchall(self, sql: str, parameters: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         self._refuse_forbidden(sql)
+        self._refuse_unportable((parameters,))
         try:
             return await self._tx.fetchall(sql, parameters)
         except Exception as error:

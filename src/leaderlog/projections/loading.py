@@ -11,6 +11,7 @@ may write to either.
 from __future__ import annotations
 
 import importlib.util
+import inspect
 import os
 import re
 import stat
@@ -151,6 +152,13 @@ def load_user_projection(
     missing = sorted(getattr(found, "__abstractmethods__", ()))
     if missing:
         raise ProjectionError(f"{shown}: PROJECTION must implement {', '.join(missing)}")
+    if not inspect.iscoroutinefunction(found.apply):
+        # Awaited by the runner: a plain def failed at every page with "object NoneType
+        # can't be used in 'await' expression", naming no line.
+        raise ProjectionError(
+            f"{shown}: PROJECTION ({found.__qualname__}) must define apply with async def, "
+            "awaiting its statements (await tx.executemany(...))"
+        )
     try:
         projection = found()
         problems = check_owned_names(projection, builtin)

@@ -496,7 +496,7 @@ class ProjectionRunner:
                     todo = todo[: self._smaller_pages.get(projection.name, len(todo))]
                     if not is_builtin(projection):
                         todo = _own_copies(todo)
-                    watched = Watched(tx)
+                    watched = Watched(tx, check_parameters=not is_builtin(projection))
                     try:
                         async with _alone(tx):
                             async with self._confined(tx, projection):
