@@ -20,7 +20,7 @@ import pytest
 from click.testing import CliRunner
 
 from leaderlog.cli import main
-from leaderlog.errors import StoreUnavailable
+from leaderlog.errors import LogRemoved, StoreUnavailable
 from leaderlog.events import PersonRegistered
 from leaderlog.log import EventLog
 from leaderlog.store import DEFAULT_DATABASE_URL, database_url, open_store
@@ -648,3 +648,20 @@ def test_stamped_times_follow_the_last_event_however_far_the_clock_steps_back(
     copy = f"sqlite:///{tmp_path / 'copy.db'}"
     moved = CliRunner().invoke(main, ["--db", copy, "import", "-"], input=exported.stdout)
     assert moved.exit_code == 0, moved.output
+
+
+async def test_a_log_dropped_while_open_is_said_to_be_removed(sqlite_url: str) -> None:
+    async with await open_store(sqlite_url) as store:
+        await store.append([event("a")], actor="t")
+        # given the log's table dropped by hand while the store has it open
+        with sqlite3.connect(path_from_url(sqlite_url)) as other:
+            other.execute("DROP TABLE events")
+        other.close()
+        # then reading and appending say the log is gone, as on PostgreSQL, rather than
+        # raise sqlite3's own error, which no caller of the store expects
+        with pytest.raises(LogRemoved, match=r"^the log is gone \(no such table: events\)"):
+            await store.read_all()
+        with pytest.raises(LogRemoved):
+            await store.append([event("b")], actor="t")
+        with pytest.raises(LogRemoved):
+            await store.verify()

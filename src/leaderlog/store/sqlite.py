@@ -25,7 +25,13 @@ from urllib.parse import unquote
 
 import aiosqlite
 
-from leaderlog.errors import ProjectionError, StoreBusy, StoreError, StoreUnavailable
+from leaderlog.errors import (
+    LogRemoved,
+    ProjectionError,
+    StoreBusy,
+    StoreError,
+    StoreUnavailable,
+)
 from leaderlog.events import RecordedEvent
 from leaderlog.store.base import (
     FOREIGN_KEYS_QUERY,
@@ -446,6 +452,7 @@ class _WriteConnection:
         try:
             return await running
         except sqlite3.OperationalError as error:
+            _raise_if_log_removed(error)
             # A file this user may read but not write opens fine (a log in WAL mode needs
             # no write to open): the first write is where it shows.
             if error.sqlite_errorcode & 0xFF != sqlite3.SQLITE_READONLY:
@@ -509,6 +516,20 @@ class _WriteConnection:
 
 _BUSY_CODES = (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
 _CLOSED = "the store is closed"
+
+
+def _raise_if_log_removed(error: sqlite3.OperationalError) -> None:
+    """A statement that found the log's own table missing: the log was dropped under this
+    store, as PostgreSQL's store says of a dropped table or schema (a user projection's
+    missing table is that statement's own fault, and left as it is)."""
+    if str(error) == "no such table: events":
+        raise LogRemoved(
+            "the log is gone (no such table: events): its events table was dropped while "
+            "leaderlog had it open, by another command whose first import into a new log was "
+            "refused (nothing was written: try again), or by hand (restore it from a backup or "
+            "an export, then restart)",
+            public="the log was removed from the database while this server had it open",
+        ) from error
 
 
 def _pragmas() -> list[str]:
@@ -862,7 +883,11 @@ class SQLiteStore(EventStore):
         if self._closed:
             raise StoreUnavailable(_CLOSED)
         # execute_fetchall costs one thread hop where execute + fetchall cost two.
-        return await self._reader.execute_fetchall(sql, parameters)
+        try:
+            return await self._reader.execute_fetchall(sql, parameters)
+        except sqlite3.OperationalError as error:
+            _raise_if_log_removed(error)
+            raise
 
     # --- writing ---------------------------------------------------------------------------
 
