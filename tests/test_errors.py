@@ -54,6 +54,9 @@ def test_every_error_is_reachable_from_the_package() -> None:
         if isinstance(value, type) and issubclass(value, Exception):
             assert getattr(leaderlog, name) is value, name
             assert name in leaderlog.__all__, name
+    # and what ProjectionFailed.failures holds, to annotate code that handles them
+    assert leaderlog.ProjectionFailure is errors.ProjectionFailure
+    assert "ProjectionFailure" in leaderlog.__all__
 
 
 def test_the_feed_errors_are_the_same_classes_from_errors_and_from_feeds() -> None:
