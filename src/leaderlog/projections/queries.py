@@ -180,7 +180,7 @@ class Queries:
                     # Appended and answered already, but not yet applied: a moment's wait.
                     raise ProjectionError(
                         f"known-at position {wanted} is in the log but not projected yet "
-                        f"(projections are at {head}); try again shortly"
+                        f"(projections are at {head}); {_NOT_APPLIED_YET}"
                     )
                 raise _beyond_the_head(wanted, log_head)
             position = wanted
@@ -201,7 +201,7 @@ class Queries:
                     raise ProjectionError(
                         f"known-at {format_time(wanted)} takes in position "
                         f"{following.position}, which is in the log but not projected yet "
-                        f"(projections are at {head}); try again shortly"
+                        f"(projections are at {head}); {_NOT_APPLIED_YET}"
                     )
         rows = await self.store.query(
             "SELECT recorded_at FROM p_leadership_clock WHERE position <= ? "
@@ -348,8 +348,8 @@ class Queries:
             return error
         return UnknownEntity(
             f"{error} (the {projection} projection has applied the log up to position "
-            f"{applied} of {head}: what was appended since is not answered yet; a server "
-            "applies it within moments, a library caller with ProjectionRunner.catch_up())",
+            f"{applied} of {head}: what was appended since is not answered yet; "
+            f"{_NOT_APPLIED_YET})",
             error.suggestions,
         )
 
@@ -1229,6 +1229,12 @@ def _check_post_count(
         mine = "all its own" if own == len(posts) else f"{own} of them its own"
         where, ask = f"under {org!r}, {mine}", f"run {cli}"
     raise InvalidQuery(f"{len(posts)} posts are known {where}; {at_once}: {ask}", parameter="org")
+
+
+# What to do about events appended but not applied yet, for whoever reads the message.
+_NOT_APPLIED_YET = (
+    "a server applies them within moments, a library caller with ProjectionRunner.catch_up()"
+)
 
 
 def _at(known: int | None) -> int:
