@@ -9,10 +9,17 @@ from typing import Any
 import pytest
 
 from leaderlog import BatchError, EventLog, open_store
-from leaderlog.errors import InvalidQuery, ProjectionError, StoreUnavailable
+from leaderlog.errors import (
+    InvalidQuery,
+    ProjectionError,
+    StoreUnavailable,
+    TokenError,
+    TokenNameRefused,
+)
 from leaderlog.events import OrgRegistered
 from leaderlog.projections import Queries, runner_for
 from leaderlog.store import check_database_url
+from leaderlog.tokens import Tokens
 
 
 @pytest.mark.parametrize("filter_name", ["type", "status", "attribution"])
@@ -92,3 +99,48 @@ async def test_a_subscription_that_would_read_nothing_or_never_pause_is_refused(
 ) -> None:
     with pytest.raises(ValueError, match="must be"):
         await anext(seeded_log.store.subscribe(page=page, poll_interval=poll_interval))
+
+
+@pytest.mark.parametrize(
+    ("after", "limit"), [(None, None), ("3", None), (1.5, None), (True, None), (0, 2.0)]
+)
+async def test_a_position_or_limit_that_is_not_a_whole_number_is_a_type_error_naming_it(
+    seeded_log: EventLog, after: Any, limit: Any
+) -> None:
+    with pytest.raises(TypeError, match="a position or limit must be a whole number, got"):
+        await seeded_log.events(after=after, limit=limit)
+
+
+async def test_a_stream_named_by_other_than_text_is_a_type_error(seeded_log: EventLog) -> None:
+    stream: Any = 123
+    with pytest.raises(TypeError, match="a stream is named by text"):
+        await seeded_log.store.read_stream(stream)
+
+
+@pytest.mark.parametrize("lines", [None, 123])
+async def test_lines_that_are_not_lines_are_a_type_error(sqlite_url: str, lines: Any) -> None:
+    async with await EventLog.open(sqlite_url) as log:
+        with pytest.raises(TypeError, match="lines must be text, bytes or an iterable of lines"):
+            await log.import_lines(lines, actor="desk")
+
+
+async def test_a_token_or_token_name_that_is_not_text_is_refused_as_such(
+    seeded_log: EventLog,
+) -> None:
+    tokens = Tokens(seeded_log.store)
+    nothing: Any = None
+    with pytest.raises(TokenNameRefused, match="a token name is text, got NoneType"):
+        await tokens.create(nothing)
+    with pytest.raises(TokenError, match="a token is text, got NoneType"):
+        await tokens.check(nothing)
+
+
+async def test_posts_or_a_cap_of_the_wrong_shape_are_invalid_queries(seeded_log: EventLog) -> None:
+    await (await runner_for(seeded_log.store)).catch_up()
+    queries = Queries(seeded_log.store)
+    posts: Any = None
+    with pytest.raises(InvalidQuery, match="posts must be a list of ids, got None"):
+        await queries.state_of_posts(posts)
+    for cap in (-1, 0, 2.5, True):
+        with pytest.raises(InvalidQuery, match="max_posts must be a whole number of at least 1"):
+            await queries.state(max_posts=cap)

@@ -993,6 +993,10 @@ class EventLog:
         self, lines: Iterable[str | bytes] | str | bytes, *, actor: str
     ) -> AppendOutcome:
         """Check every JSON line, then append them all as one batch, or none of them."""
+        if not isinstance(lines, Iterable):
+            raise TypeError(
+                f"lines must be text, bytes or an iterable of lines, got {type(lines).__name__}"
+            )
         if isinstance(lines, str | bytes):
             # One text of lines, not an iterable of one-character "lines". Split at line feeds
             # only, as a file is read: str.splitlines() also splits at U+2028 and other

@@ -66,6 +66,8 @@ def _digest(token: str) -> str:
 def check_token_name(name: str) -> str:
     """``name`` if it may name a token as far as its text goes, else :class:`TokenNameRefused`
     (whether the log already holds it as another writer's is for :meth:`Tokens.create`)."""
+    if not isinstance(name, str):
+        raise TokenNameRefused(f"a token name is text, got {type(name).__name__}")
     # fullmatch: with match, "$" would also accept a name ending in a newline.
     if not ACTOR_NAME.fullmatch(name):
         raise TokenNameRefused(f"token name {name!r} must be {ACTOR_RULE}")
@@ -215,6 +217,8 @@ class Tokens:
 
     async def check(self, token: str) -> str:
         """The name a live token belongs to; :class:`TokenError` otherwise."""
+        if not isinstance(token, str):
+            raise TokenError(f"a token is text, got {type(token).__name__}")
         if not await self._exists():
             # The token tables go with a log removed under a running server (its PostgreSQL
             # schema dropped): reading the head says so (LogRemoved) rather than blaming

@@ -663,8 +663,8 @@ class Queries:
         whole subtree would read every claim in it. ``"org"`` is None; a post not known at
         ``known_at`` is left out (a caller's list may be newer than the position asked for).
         """
-        if isinstance(posts, str):
-            raise InvalidQuery(f"posts must be a list of ids, got the text {posts!r:.80}")
+        if isinstance(posts, str) or not isinstance(posts, Iterable):
+            raise InvalidQuery(f"posts must be a list of ids, got {posts!r:.80}")
         for post in posts:
             check_names(post=post)
         self.check_state(None, as_of, known_at)
@@ -1209,6 +1209,10 @@ def _check_post_count(
     posts: Sequence[dict[str, Any]], org: str | None, max_posts: int | None, command: str
 ) -> None:
     """Refuse a question about more than ``max_posts`` posts, saying how to ask instead."""
+    if max_posts is not None and (
+        not isinstance(max_posts, int) or isinstance(max_posts, bool) or max_posts < 1
+    ):
+        raise InvalidQuery(f"max_posts must be a whole number of at least 1, got {max_posts!r:.80}")
     if max_posts is None or len(posts) <= max_posts:
         return
     at_once = f"at most {max_posts} {'is' if max_posts == 1 else 'are'} answered at once"

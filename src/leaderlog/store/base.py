@@ -81,6 +81,9 @@ def storable(number: int) -> int:
     negative limit nothing at all); bound as it is, it would overflow the column type, and
     the two backends would read a negative limit differently.
     """
+    if not isinstance(number, int) or isinstance(number, bool):
+        # None, 1.5 or "3" would fail deep inside a comparison, or be read as another number.
+        raise TypeError(f"a position or limit must be a whole number, got {number!r:.80}")
     return min(max(number, 0), MAX_POSITION)
 
 
@@ -870,6 +873,8 @@ class EventStore(abc.ABC):
 
     async def read_stream(self, stream: str) -> list[RecordedEvent]:
         """Every event of one stream, in version order (none for a missing stream)."""
+        if not isinstance(stream, str):
+            raise TypeError(f"a stream is named by text, such as 'claim-x', got {stream!r:.80}")
         return (await self.read_streams([stream])).get(stream, [])
 
     @abc.abstractmethod
