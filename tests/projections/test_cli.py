@@ -116,6 +116,10 @@ def test_claim_lifecycle(db: str) -> None:
         "occurred on a date not given (counted from about 2025-05, when the source was out)" in text
     )
     assert f"Claim {HAMMER_CAPTION}: disputed" in text
+    # who the claim rests on, as the article tells it
+    assert "\n  attribution: outlet\n" in text
+    told = ok(invoke(db, "claim", GENALO_RETIREMENT))
+    assert "\n  attribution: anonymous (White House, ICE)\n" in told
     assert "claim.reported   by cli from Fox News" in text
     assert "claim.disputed   by cli from Fox News" in text
     assert "against fox-ice-shakeup-2025-05-hammer-hsi-body; The photo caption" in text

@@ -405,6 +405,8 @@ def _print_claim(answer: Mapping[str, Any]) -> None:
         f"{current.get('post_title') or current['post']} ({current['post']}), "
         f"{current['modality']} {_undated(current) or _when(current['effective'])}{when}"
     )
+    # Who the claim rests on, as a correction of it is shown ("attribution -> named (Axios)").
+    echo_line(f"  attribution: {_shown_change('attribution', current['attribution'])}")
     if current.get("quote"):
         echo_line(f'  "{current["quote"]}"')
     for step in answer["lifecycle"]:
