@@ -1,6 +1,7 @@
 """Benchmarks, each reported as a ratio against raw ``sqlite3`` measured in the same run.
 
-Run ``python scripts/bench.py`` for the full-size figures, ``--quick`` for a smoke run, and
+Run ``.venv/bin/python scripts/bench.py`` (the interpreter scripts/test sets up) for the
+full-size figures, ``--quick`` for a smoke run, and
 ``--only NAME`` (repeatable) to pick benchmarks. The exit status is 1 when a bar is missed.
 
 Appends: ``claim.reported`` events go through the public append API (domain rules included)
