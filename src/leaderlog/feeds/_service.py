@@ -351,6 +351,17 @@ class FeedService:
                 )
             ):
                 raise StoreUnavailable(_CATCHING_UP, public=_CATCHING_UP) from None
+            # A subject registered in the log but not taken in yet (an import in another
+            # process a moment ago): a reader told 404 may drop its subscription.
+            scope = missing.scope
+            if (
+                scope is not None
+                and backlog > 0
+                and scope.subject_kind is not None
+                and scope.id is not None
+                and await self.reader.store.read_stream(f"{scope.subject_kind}-{scope.id}")
+            ):
+                raise StoreUnavailable(_CATCHING_UP, public=_CATCHING_UP) from None
             raise
         # Read over several queries: a rebuild begun meanwhile may have emptied the tables.
         await self._unless_rebuilding()
