@@ -68,6 +68,10 @@ RENDERED = {
     # The rules' version 2: only a holding certainly after the earlier of two disputed
     # departures makes them two ends. These pages show no such departures.
     (6, 19, 11, 9, 2): "94d6a05244ef69d1e6763c820bbb0ccc35b0f4122b509f3f42657d6595c83804",
+    # The feeds' version 20 sets a Chinese or Japanese sentence ending in Latin text apart
+    # from the next: the seeds' English reason for a dispute, in recent changes, is followed
+    # by a space before the claims it conflicts with.
+    (6, 20, 11, 9, 2): "81c3e58c6dcb0e227eaf5c64be210d1e8f9dfa8596f65ee2e36419bc8f4adb2d",
 }
 
 BASE = "http://pages.test"

@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import gettext
+import html
 import io
 import re
 import unicodedata
@@ -115,6 +116,10 @@ _QUOTATION_CLOSING_CATEGORIES = frozenset({"Pf", "Pi"})
 _QUOTATION_CLOSING_MARKS = frozenset("\"'\u300d\u300f")
 # The full stops of the catalogs' templates.
 _TEMPLATE_STOPS = (".", "\u3002", "\u0964")
+# What may follow a sentence's last word, to be looked past for it: the end of an isolate
+# (U+2069, which plain text sets around right-to-left words) and an ellipsis.
+_PAST_THE_WORDS = frozenset("\u2069\u2026")
+_TAG = re.compile(r"<[^>]*>")
 
 
 @dataclass(frozen=True)
@@ -150,10 +155,20 @@ class Language:
         post nobody holds has "keine")."""
         return self.translations.pgettext(context, message)
 
-    def sentences(self, sentences: Sequence[str]) -> str:
-        """Sentences one after another: Chinese and Japanese put no space after their stops."""
-        separator = "" if self.locale.language in ("zh", "ja") else " "
-        return separator.join(sentences)
+    def sentences(self, sentences: Sequence[str], *, markup: bool = False) -> str:
+        """Sentences one after another: Chinese and Japanese put no space after their stops,
+        but a sentence that ends in Latin text, or another script written with spaces (a
+        writer's reason in English: "...not acting."), is set apart from the next by one,
+        which would otherwise run into it. ``markup``: the sentences are HTML, read for the
+        words they show."""
+        if self.locale.language not in ("zh", "ja"):
+            return " ".join(sentences)
+        joined: list[str] = []
+        for sentence in sentences:
+            if joined and _ends_in_spaced_text(_shown_words(joined[-1]) if markup else joined[-1]):
+                joined.append(" ")
+            joined.append(sentence)
+        return "".join(joined)
 
     def sentence(self, text: str, *, words: str | None = None) -> str:
         """``text`` (a writer's reason, say) ended as a sentence, so that the next one does
@@ -219,6 +234,30 @@ def _ends_a_sentence(text: str) -> bool:
     ):
         end -= 1
     return not end or text[end - 1] in _SENTENCE_ENDS
+
+
+def _shown_words(markup: str) -> str:
+    """The words HTML shows: its text without its tags, its references read."""
+    return html.unescape(_TAG.sub("", markup))
+
+
+def _ends_in_spaced_text(text: str) -> bool:
+    """Whether ``text`` ends in the words of a script that sets sentences apart with spaces:
+    a letter, digit or mark not written wide (Latin, Cyrillic, Greek, Arabic, Devanagari...),
+    or punctuation neither wide nor of ambiguous width (ASCII's, "»", the danda); not the
+    full stops, brackets and quotation marks Chinese and Japanese write ("。", "」", "”").
+    Looked for past white space, the end of an isolate, and an ellipsis, which belongs to the
+    words it cuts short."""
+    end = len(text)
+    while end and (text[end - 1].isspace() or text[end - 1] in _PAST_THE_WORDS):
+        end -= 1
+    if not end:
+        return False
+    last = text[end - 1]
+    width = unicodedata.east_asian_width(last)
+    if width in ("W", "F", "H"):
+        return False
+    return unicodedata.category(last)[0] in "LNM" or width in ("Na", "N")
 
 
 def fill(template: str, values: Mapping[str, Any], words: Mapping[str, str] | None = None) -> str:

@@ -111,10 +111,13 @@ ATTRIBUTIONS = {
     "official": (N_("official statement"), N_("official statement by {parties}")),
     "named": (N_("named source"), N_("named source: {parties}")),
     "anonymous": (N_("anonymous sources"), N_("anonymous sources: {parties}")),
-    "outlet": (N_("the outlet's own reporting"), N_("the outlet's own reporting")),
+    "outlet": (N_("the outlet's own reporting"), N_("the outlet's own reporting ({parties})")),
 }
 # Attributions whose words change when several parties are named.
-SEVERAL_PARTIES = {"named": N_("named sources: {parties}")}
+SEVERAL_PARTIES = {
+    "named": N_("named sources: {parties}"),
+    "outlet": N_("the outlets' own reporting ({parties})"),
+}
 QUOTES = {
     "headline": N_("Quote from the headline: {quote}"),
     "body": N_("Quote from the article text: {quote}"),
@@ -596,7 +599,7 @@ def _summary(doc: Mapping[str, Any], lang: Language, change: str, *, markup: boo
         )
     for group in _history(doc, lang, markup=markup):
         parts.extend(group)
-    text = lang.sentences(parts)
+    text = lang.sentences(parts, markup=markup)
     return Markup(text) if markup else text
 
 
@@ -624,7 +627,7 @@ def _content(doc: Mapping[str, Any], lang: Language, status: str) -> str:
     history = _history(doc, lang, markup=True, mark_own_language=True)
     if history:
         out.append("<p>" + translated_html(lang, N_("History:")) + "</p><ul>")
-        out.extend(f"<li>{lang.sentences(group)}</li>" for group in history)
+        out.extend(f"<li>{lang.sentences(group, markup=True)}</li>" for group in history)
         out.append("</ul>")
     return "".join(out)
 
