@@ -72,6 +72,9 @@ RENDERED = {
     # from the next: the seeds' English reason for a dispute, in recent changes, is followed
     # by a space before the claims it conflicts with.
     (6, 20, 11, 9, 2): "81c3e58c6dcb0e227eaf5c64be210d1e8f9dfa8596f65ee2e36419bc8f4adb2d",
+    # A holder's status after their name when their holding is confirmed or disputed, with
+    # their capacity where there is one: the seeds' disputed holding says so.
+    (7, 20, 11, 9, 2): "02d66ef6f5f420e188b19cadfc264910d7703ca515b8e76d5e8c627acaeb0c7f",
 }
 
 BASE = "http://pages.test"

@@ -75,7 +75,7 @@ router = APIRouter(tags=["pages"], dependencies=[Depends(given_once)])
 # match. Every page's ETag carries it, with the versions of what pages are also made of: the
 # feeds' rendering (recent changes, headlines, names), the projections they read and the
 # rules that work out the leadership from them.
-RENDER_VERSION = 6
+RENDER_VERSION = 7
 RECENT = 20
 HTML = "text/html; charset=utf-8"
 # Above this many posts (in the log, or in an organisation's subtree) a page lists
@@ -97,6 +97,12 @@ VACANCY_LABELS = {
     "vacant": N_("vacant"),
     "unknown": N_("unknown"),
 }
+# A holder's status, said after their name as `leaderlog state` and /api/state give it: their
+# tenure's, disputed while any of its claims is, else confirmed once any was, else reported.
+# Only the first two are said: most holdings are merely reported, and saying so after nearly
+# every name would bury the few that stand out. Lowercase words for brackets after a name,
+# which say how sure the holding is, not what the person is.
+HOLDER_STATUS_LABELS = {"confirmed": N_("confirmed"), "disputed": N_("disputed")}
 _FORMAT_NAMES = {"atom": "Atom", "rss": "RSS", "json": "JSON Feed"}
 # Parts of pages kept with the organisations, people and posts they are made of: one per
 # address, language and link language asked for, and the address comes from the Host header.
@@ -221,16 +227,30 @@ def _holders(answer: Mapping[str, Any], lang: Language) -> str:
         # Cut as every other name on the page is (the same person's pending change, their
         # feed's line), not at the length of a quote.
         text = _name(scope_name("person", holder, str(holder.get("person")), lang))
-        capacity = holder.get("capacity")
-        if capacity in ("acting", "interim"):
-            # In the language's own brackets, as the feeds say it (full-width in Japanese).
-            details = lang._(CAPACITY_LABELS[capacity])
+        details = _holder_details(holder, lang)
+        if details:
+            # In the language's own brackets, as the feeds say it (full-width in Japanese), and
+            # as text: a screen reader says the status as the page shows it.
             text = translated_html(
                 lang, N_("{text} ({details})"), text=Markup(text), details=details
             )
         names.append(text)
     # Listed in the language's own way ("A、B" in Japanese); its patterns hold no markup.
     return lang.list(names) if names else _e(lang._(N_("none")))
+
+
+def _holder_details(holder: Mapping[str, Any], lang: Language) -> str | None:
+    """What the brackets after a holder's name say: their capacity when it is not the usual
+    one, and their holding's status when it was confirmed or disputed."""
+    capacity = holder.get("capacity")
+    status = holder.get("status")
+    said_capacity = lang._(CAPACITY_LABELS[capacity]) if capacity in ("acting", "interim") else None
+    said_status = lang._(HOLDER_STATUS_LABELS[status]) if status in HOLDER_STATUS_LABELS else None
+    if said_capacity and said_status:
+        # Two different facts ("acting", "confirmed"), as the feeds join a capacity and a
+        # cause, not a list of like things ("and").
+        return lang._(N_("{capacity}, {status}"), capacity=said_capacity, status=said_status)
+    return said_capacity or said_status
 
 
 def _pending(answer: Mapping[str, Any], post: Mapping[str, Any], lang: Language) -> str:
