@@ -156,7 +156,7 @@ async def test_an_entry_says_who_which_post_what_change_status_source_and_quote(
         "Attribution: anonymous sources: White House and ICE.",
         "Source: Fox News (about May 2025), https://www.foxnews.com/politics/",
         "Quote from the article text: \u201cThe changes include the retirement",
-        "Effective: date unknown (soon).",
+        "Effective: date unknown (\u201csoon\u201d).",
     ):
         assert words in entry.summary
     assert entry.link == "https://www.foxnews.com/politics/ice-leadership-shake-up"
@@ -817,7 +817,7 @@ async def test_hostile_text_still_gives_valid_escaped_documents(seeded_log: Even
     assert max(len(entry.title) for entry in parsed.entries) < 1000
     assert "javascript:" not in (await _render(service, "all")).decode()
     summaries = " ".join(entry.summary for entry in parsed.entries)
-    assert CONTROL not in summaries and "date unknown (Bad?Name" in summaries
+    assert CONTROL not in summaries and "date unknown (\u201cBad?Name" in summaries
     contents = " ".join(entry.content[0].value for entry in parsed.entries)
     assert "Mis?read text" in html.unescape(contents)
     # a quote in a right-to-left script cannot reorder the quotation marks around it

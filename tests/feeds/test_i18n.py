@@ -138,7 +138,7 @@ def test_explicit_languages_resolve_or_fail_clearly() -> None:
         ("de", {"date": "2025-05-29"}, "29. Mai 2025"),
         ("fr", {"date": "2025", "qualifier": "before"}, "avant 2025"),
         ("ja", {"date": "2025-05", "qualifier": "about"}, "2025年5月頃"),
-        ("ru", {"date": None, "text": "soon"}, "дата неизвестна (soon)"),
+        ("ru", {"date": None, "text": "soon"}, "дата неизвестна («soon»)"),
         ("es", {"date": "2025-02-30"}, "fecha desconocida"),
         ("en", "not a date", "date unknown"),
     ],

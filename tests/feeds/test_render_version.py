@@ -70,6 +70,8 @@ RENDERED = {
     # seeds' English reason for a dispute); a Russian confirmation introduces its source as
     # such, and the outlet's own reporting names its outlets: these documents hold neither.
     (20, 11): "d778588467bcbaaa3fe8d5bf3d1f3b33f88f491d9d5e631efef1e73a79d8977e",
+    # A date given only in the source's words is quoted as such: "date unknown (“soon”)".
+    (21, 11): "2de47d0910a201b6d983591f0de996cff2a8b1a9654ba95d08a6b4a4956a6077",
 }
 
 _RECORDED = dt.datetime(2025, 6, 1, 12, 0, tzinfo=dt.UTC)

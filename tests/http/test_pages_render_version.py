@@ -75,6 +75,9 @@ RENDERED = {
     # A holder's status after their name when their holding is confirmed or disputed, with
     # their capacity where there is one: the seeds' disputed holding says so.
     (7, 20, 11, 9, 2): "02d66ef6f5f420e188b19cadfc264910d7703ca515b8e76d5e8c627acaeb0c7f",
+    # The feeds' version 21 quotes a date given only in the source's words, as the pages'
+    # pending changes show it: "expected, date unknown (“soon”)".
+    (7, 21, 11, 9, 2): "16ec9a6154a3bdca43e6b9de1c6c522555fbe2b1f737b7a40414ce0b0d9c2c65",
 }
 
 BASE = "http://pages.test"

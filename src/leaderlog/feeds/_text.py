@@ -260,7 +260,11 @@ def fuzzy_date(value: object, lang: Language) -> str:
     except ValueError:
         words = value.get("text")
         if isinstance(words, str) and words.strip():
-            return lang._(N_("date unknown ({words})"), words=clean(words, NAME_LIMIT))
+            # The source's own words ("soon"), quoted as such: in another language's sentence
+            # they would otherwise read as a word of it.
+            return lang._(
+                N_("date unknown ({words})"), words=_quote(clean(words, NAME_LIMIT), lang)
+            )
         return lang._(N_("date unknown"))
     qualifier = value.get("qualifier")
     if isinstance(qualifier, str) and qualifier in templates:
