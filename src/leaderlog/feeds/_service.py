@@ -359,7 +359,8 @@ class FeedService:
                 and backlog > 0
                 and scope.subject_kind is not None
                 and scope.id is not None
-                and await self.reader.store.read_stream(f"{scope.subject_kind}-{scope.id}")
+                # The log's streams are named as the scopes are: org-ice, person-..., post-...
+                and await self.reader.store.read_stream(f"{scope.kind}-{scope.id}")
             ):
                 raise StoreUnavailable(_CATCHING_UP, public=_CATCHING_UP) from None
             raise
