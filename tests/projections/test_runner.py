@@ -1516,3 +1516,26 @@ async def test_a_parameter_only_one_database_takes_is_refused_on_both(
     assert "parameter 2 of a projection's statement is a datetime: pass None" in str(failure)
     checkpoints = {status.name: status.checkpoint for status in await runner.status()}
     assert checkpoints == {"leadership": SEED_COUNT, "storing_times": 0}
+
+
+class GeneratedRows(Exploding):
+    """Hands executemany a generator of rows, as Python's DB-API lets it."""
+
+    name: ClassVar[str] = "generated_rows"
+
+    async def apply(self, tx: ProjectionTransaction, events: Sequence[RecordedEvent]) -> None:
+        await tx.executemany(
+            f"INSERT INTO p_{self.name}_seen (position) VALUES (?)",
+            ((event.position,) for event in events),
+        )
+
+
+async def test_a_user_projection_s_rows_given_as_a_generator_are_all_written(
+    seeded_log: EventLog,
+) -> None:
+    # given a user projection whose rows are checked before they are written
+    runner = ProjectionRunner(seeded_log.store, [GeneratedRows()])
+    # when it applies the log, then every row is written, not the spent generator
+    await runner.catch_up()
+    rows = await seeded_log.store.query("SELECT COUNT(*) FROM p_generated_rows_seen")
+    assert rows == [(SEED_COUNT,)]

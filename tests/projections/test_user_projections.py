@@ -579,3 +579,22 @@ async def test_postgres_a_quoted_semicolon_is_part_of_its_statement(
     seeded_postgres_log: EventLog, tmp_path: Path
 ) -> None:
     await a_quoted_semicolon_is_part_of_its_statement(seeded_postgres_log, tmp_path)
+
+
+def test_an_apply_wrapped_by_a_decorator_that_keeps_its_coroutine_loads(tmp_path: Path) -> None:
+    (tmp_path / "wrapped.py").write_text(
+        "import functools\n"
+        "from leaderlog.projections import Projection\n"
+        "def logged(apply):\n"
+        "    @functools.wraps(apply)\n"
+        "    def wrapper(self, tx, events):\n"
+        "        return apply(self, tx, events)\n"
+        "    return wrapper\n"
+        "class P(Projection):\n    name = 'wrapped'\n    version = 1\n"
+        "    def schema(self): return ()\n    def tables(self): return ()\n"
+        "    @logged\n"
+        "    async def apply(self, tx, events): pass\n"
+        "PROJECTION = P\n",
+        encoding="utf-8",
+    )
+    assert load_projection("wrapped", tmp_path).name == "wrapped"

@@ -278,6 +278,9 @@ class Watched(ProjectionTransaction):
 
     async def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         self._refuse_forbidden(sql)
+        if self._check_parameters:
+            # Read once to be checked: a generator would reach the database spent.
+            rows = list(rows)
         self._refuse_unportable(rows)
         try:
             await self._tx.executemany(sql, rows)

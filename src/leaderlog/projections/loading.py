@@ -152,7 +152,8 @@ def load_user_projection(
     missing = sorted(getattr(found, "__abstractmethods__", ()))
     if missing:
         raise ProjectionError(f"{shown}: PROJECTION must implement {', '.join(missing)}")
-    if not inspect.iscoroutinefunction(found.apply):
+    # Unwrapped: a decorator made with functools.wraps may return the coroutine it wraps.
+    if not inspect.iscoroutinefunction(inspect.unwrap(found.apply)):
         # Awaited by the runner: a plain def failed at every page with "object NoneType
         # can't be used in 'await' expression", naming no line.
         raise ProjectionError(
