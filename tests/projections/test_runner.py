@@ -84,6 +84,7 @@ class Exploding(Projection):
     name: ClassVar[str] = "exploding"
     version: ClassVar[int] = 1
     fail_at = 0
+    tries = 0
 
     def schema(self) -> Sequence[str]:
         return (f"CREATE TABLE IF NOT EXISTS p_{self.name}_seen (position BIGINT PRIMARY KEY)",)
@@ -92,6 +93,7 @@ class Exploding(Projection):
         return (f"p_{self.name}_seen",)
 
     async def apply(self, tx: ProjectionTransaction, events: Sequence[RecordedEvent]) -> None:
+        self.tries += 1
         await tx.executemany(
             f"INSERT INTO p_{self.name}_seen (position) VALUES (?)", [(e.position,) for e in events]
         )
@@ -419,7 +421,7 @@ async def test_follow_goes_on_with_the_others_when_a_projection_fails(
     runner = ProjectionRunner(seeded_log.store, [LeadershipProjection(), exploding])
     await runner.catch_up()
     stop = asyncio.Event()
-    follower = asyncio.create_task(runner.follow(poll_interval=0.05, stop=stop))
+    follower = asyncio.create_task(runner.follow(poll_interval=0.01, stop=stop))
     try:
         # when that event and another are appended
         positions = await append(seeded_log, FOLLOW_UPS[:1])
@@ -435,6 +437,11 @@ async def test_follow_goes_on_with_the_others_when_a_projection_fails(
         checkpoints = {status.name: status.checkpoint for status in await runner.status()}
         assert checkpoints == {"leadership": positions[-1], "exploding": SEED_COUNT}
         assert "projection exploding could not apply event" in caplog.text
+        # and with nothing more appended, it is not tried again at every poll: each try of
+        # a failing page holds the write lock
+        tried = exploding.tries
+        await asyncio.sleep(0.3)
+        assert exploding.tries == tried
     finally:
         stop.set()
         await asyncio.wait_for(follower, timeout=10)
@@ -576,6 +583,27 @@ async def test_a_database_busy_while_preparing_is_said_at_once_not_tried_again(
     with pytest.raises(StoreUnavailable, match="busy"):
         await runner.prepare()
     assert tries == 1
+
+
+async def test_a_deadlock_while_preparing_is_tried_again(
+    seeded_log: EventLog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # given a preparation that PostgreSQL fails once to break a deadlock, at once
+    runner = ProjectionRunner(seeded_log.store, builtins())
+    prepare_once = runner._prepare_once
+    tries = 0
+
+    async def deadlocked_once(*, isolate: bool) -> dict[str, ProjectionFailure]:
+        nonlocal tries
+        tries += 1
+        if tries == 1:
+            raise StoreUnavailable("database is busy: deadlock detected")
+        return await prepare_once(isolate=isolate)
+
+    monkeypatch.setattr(runner, "_prepare_once", deadlocked_once)
+    # when preparing, then the second try gets through
+    await runner.prepare()
+    assert tries == 2
 
 
 async def test_a_checkpoint_beyond_the_log_s_head_is_rebuilt(seeded_log: EventLog) -> None:

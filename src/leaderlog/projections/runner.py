@@ -364,9 +364,13 @@ class ProjectionRunner:
             try:
                 self._unprepared = await self._prepare_once(isolate=last_attempt)
                 break
-            except StoreUnavailable:
-                # Busy or unreachable: each try would wait out the busy timeout again.
-                raise
+            except StoreUnavailable as error:
+                # Busy or unreachable: each try would wait out the busy timeout again. A
+                # deadlock is the exception: PostgreSQL broke it at once, by failing this
+                # side, and trying again is what it asks for.
+                if last_attempt or "deadlock" not in str(error):
+                    raise
+                await asyncio.sleep(0.05 * (attempt + 1))
             except Exception:
                 # Another process creating the same tables at the same moment can make
                 # CREATE ... IF NOT EXISTS fail on PostgreSQL; the next attempt finds them.
@@ -953,13 +957,28 @@ class ProjectionRunner:
                 if str(error) != said:
                     said = str(error)
                     logger.warning("%s", error)
-                if error.position is None:
-                    await asyncio.sleep(poll_interval)
-                else:
-                    await self.store.wait_for_events(error.position, poll_interval)
+                await self._until_the_head_passes(error.position, poll_interval, stop)
                 continue
             said = ""
             await self.store.wait_for_events(head, poll_interval)
+
+    async def _until_the_head_passes(
+        self, position: int | None, poll_interval: float, stop: asyncio.Event | None
+    ) -> None:
+        """After a projection failed at the head ``position``: wait for events after it, so
+        that it is tried again as they arrive, not at every poll (each try of a failing page
+        holds the write lock)."""
+        if position is None:
+            await asyncio.sleep(poll_interval)
+            return
+        while stop is None or not stop.is_set():
+            await self.store.wait_for_events(position, poll_interval)
+            try:
+                head, _ = await self.store.head()
+            except StoreUnavailable:
+                return  # the next catch-up says what became of the database
+            if head > position:
+                return
 
     # --- reporting -------------------------------------------------------------------------
 
