@@ -364,6 +364,8 @@ def test_a_schema_of_postgresql_s_own_is_refused_before_connecting(schema: str) 
         ("postgresql://postgres@127.0.0.1:99999/test", "its port '99999' is not a number"),
         ("postgresql://p:hunter2@127.0.0.1:abc/test", "its port 'abc' is not a number"),
         ("postgresql://p:hunter2@h1:5432,h2:x/test", "its port 'x' is not a number"),
+        # An empty port is the default one: the port named is the one that cannot be read.
+        ("postgresql://p:hunter2@127.0.0.1:,127.0.0.1:99999/test", "its port '99999' is not"),
         ("postgresql://p:hun/ter2@127.0.0.1/test", "a / \\? # or @ in the password must be"),
         ("postgresql://postgres:hunter2@[::1/test", r"postgres:\*\*\*@\[::1/test is not a valid"),
         ("postgresql://postgres@127.0.0.1/test?schema=a&schema=b", "more than once"),
@@ -392,6 +394,11 @@ def test_a_schema_of_postgresql_s_own_is_refused_before_connecting(schema: str) 
         ("postgresql://p:hunter2%E9@127.0.0.1/test", "password holds percent-escapes"),
         ("postgresql://postgres@h%E9st/test", "host holds percent-escapes"),
         ("postgresql://postgres@127.0.0.1/test?application_name=a%E9", "'application_name' holds"),
+        # Shown as typed, its password hidden: not with the escape of U+FFFD in place of %E9.
+        (
+            "postgresql://postgres@127.0.0.1/test?password=hunter2&application_name=a%E9",
+            r"test\?password=\*\*\*&application_name=a%E9 is not a valid PostgreSQL URL",
+        ),
     ],
 )
 async def test_a_malformed_url_is_refused_before_connecting(url: str, message: str) -> None:

@@ -34,7 +34,16 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple, TypeVar
-from urllib.parse import SplitResult, parse_qsl, quote, unquote, urlencode, urlsplit, urlunsplit
+from urllib.parse import (
+    SplitResult,
+    parse_qsl,
+    quote,
+    unquote,
+    unquote_plus,
+    urlencode,
+    urlsplit,
+    urlunsplit,
+)
 
 import asyncpg
 
@@ -413,10 +422,16 @@ def _redacted(dsn: str) -> str:
     if parts.password is not None:
         netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
         parts = parts._replace(netloc=netloc)
-    query = parse_qsl(parts.query, keep_blank_values=True)
-    if any(key in _SECRET_PARAMETERS for key, _ in query):
-        hidden = [(key, "***" if key in _SECRET_PARAMETERS else value) for key, value in query]
-        parts = parts._replace(query=urlencode(hidden, safe="*"))
+    # Item by item as typed: decoded and encoded again, the others would be shown otherwise
+    # (an escape that is not UTF-8 as that of U+FFFD).
+    items = parts.query.split("&") if parts.query else []
+    hidden = [
+        f"{key}=***" if unquote_plus(key) in _SECRET_PARAMETERS else item
+        for item in items
+        for key in (item.partition("=")[0],)
+    ]
+    if hidden != items:
+        parts = parts._replace(query="&".join(hidden))
     # Again on the text: a password holding an unencoded # or / is not where urllib looks.
     return without_password(urlunsplit(parts))
 
@@ -574,12 +589,16 @@ def _unreadable_address(url: str, error: ValueError) -> str:
     except ValueError:
         netloc = None
     has_password = without_password(url) != url
-    # Past the @, or with no password at all, what urllib took for a port is one.
+    # Past the @, or with no password at all, what urllib took for a port is one: that of
+    # the host urllib cannot read (an empty one it takes, as the default port).
     if netloc is not None and ("@" in netloc or not has_password):
         for host in netloc.rpartition("@")[2].split(","):
-            _, colon, port = host.rpartition(":")
-            if colon and "]" not in port and not _PORT.match(port):
-                return f"its port {port!r} is not a number from 0 to 65535"
+            try:
+                urlsplit(f"//{host}").port  # noqa: B018 - parsing the port is what checks it
+            except ValueError:
+                _, colon, port = host.rpartition(":")
+                if colon and "]" not in port and not _PORT.match(port):
+                    return f"its port {port!r} is not a number from 0 to 65535"
     if has_password:
         # urllib's reason quotes the text it misread, which may be a piece of the password.
         return (
