@@ -207,7 +207,7 @@ def _refused_statement(sql: str) -> tuple[str, str] | None:
 
 
 # What a statement's parameters may be on both databases (bool is an int).
-_PORTABLE = (int, float, str, bytes)
+_PORTABLE = (int, float, str, bytes, bytearray, memoryview)
 
 
 class Watched(ProjectionTransaction):
