@@ -1237,8 +1237,7 @@ def _check_post_count(
 
 # What to do about events appended but not applied yet, for whoever reads the message.
 _NOT_APPLIED_YET = (
-    "a server applies new events within moments, a library caller with "
-    "ProjectionRunner.catch_up()"
+    "a server applies new events within moments, a library caller with ProjectionRunner.catch_up()"
 )
 
 
