@@ -51,12 +51,6 @@ def base(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield address
 
 
-@pytest.fixture
-def client() -> Iterator[httpx.Client]:
-    with httpx.Client(timeout=30) as session:
-        yield session
-
-
 def _links(page: str) -> list[tuple[str, str, str]]:
     """Each link's accessible name (its aria-label, else its text), visible text and href."""
     found = []

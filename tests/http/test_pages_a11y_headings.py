@@ -37,12 +37,6 @@ def base(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield address
 
 
-@pytest.fixture
-def client() -> Iterator[httpx.Client]:
-    with httpx.Client(timeout=30) as session:
-        yield session
-
-
 def _element(page: str, tag: str) -> str:
     found = re.search(rf"<{tag}>(.*?)</{tag}>", page, re.S)
     assert found is not None, tag

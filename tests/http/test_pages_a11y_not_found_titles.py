@@ -27,12 +27,6 @@ def base(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield address
 
 
-@pytest.fixture
-def client() -> Iterator[httpx.Client]:
-    with httpx.Client(timeout=30) as session:
-        yield session
-
-
 def _title(page: str) -> str:
     found = re.search(r"<title>(.*?)</title>", page)
     assert found is not None

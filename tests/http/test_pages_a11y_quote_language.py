@@ -35,12 +35,6 @@ def base(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield address
 
 
-@pytest.fixture
-def client() -> Iterator[httpx.Client]:
-    with httpx.Client(timeout=30) as session:
-        yield session
-
-
 def _changes(base: str, client: httpx.Client, lang: str) -> str:
     response = client.get(f"{base}/", params={"lang": lang})
     assert response.status_code == 200

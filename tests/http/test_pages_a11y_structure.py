@@ -41,12 +41,6 @@ def _rules() -> dict[str, str]:
     }
 
 
-@pytest.fixture
-def client() -> Iterator[httpx.Client]:
-    with httpx.Client(timeout=30) as session:
-        yield session
-
-
 @pytest.mark.parametrize(
     ("query", "words"),
     [

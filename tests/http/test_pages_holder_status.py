@@ -41,12 +41,6 @@ def base(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield address
 
 
-@pytest.fixture
-def client() -> Iterator[httpx.Client]:
-    with httpx.Client(timeout=30) as session:
-        yield session
-
-
 def _text(markup: str) -> str:
     return html.unescape(re.sub(r"<[^>]+>", "", markup))
 

@@ -26,12 +26,6 @@ def server(tmp_path: Path) -> Iterator[str]:
         yield base
 
 
-@pytest.fixture
-def client() -> Iterator[httpx.Client]:
-    with httpx.Client(timeout=30) as session:
-        yield session
-
-
 def _section(html: str, name: str) -> str:
     return html.split(f'<section id="{name}">', 1)[1].split("</section>", 1)[0]
 

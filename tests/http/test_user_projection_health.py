@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,12 +25,6 @@ from tests.projections.logs import (
     seen_projection_module,
     slow_projection_module,
 )
-
-
-@pytest.fixture
-def client() -> Iterator[httpx.Client]:
-    with httpx.Client(timeout=30) as session:
-        yield session
 
 
 def _seeded_with(url: str, *names: str) -> None:
