@@ -28,6 +28,7 @@ from leaderlog.errors import (
 from leaderlog.events import NO_META, RecordedEvent, excerpt, format_time
 
 __all__ = [
+    "CLOSED",
     "FOREIGN_KEYS_QUERY",
     "FUTURE_SLACK",
     "GENESIS_HASH",
@@ -69,6 +70,10 @@ FOREIGN_KEYS_QUERY = {
     "JOIN pg_class AS r ON r.oid = c.conrelid JOIN pg_class AS f ON f.oid = c.confrelid "
     "WHERE c.contype = 'f' AND r.relnamespace = current_schema()::regnamespace",
 }
+
+# What every backend says of work asked of a store once it is closed: one message for one
+# situation, not an outage worth waiting out.
+CLOSED = "the store is closed"
 
 # The largest integer both backends can store (SQLite INTEGER, PostgreSQL BIGINT).
 MAX_POSITION = 2**63 - 1

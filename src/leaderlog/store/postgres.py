@@ -59,6 +59,7 @@ from leaderlog.events import RecordedEvent
 from leaderlog.store import without_password
 from leaderlog.store._postgres_confinement import overreach, take_snapshot
 from leaderlog.store.base import (
+    CLOSED,
     GENESIS_HASH,
     AppendResult,
     EventStore,
@@ -320,7 +321,7 @@ def _unavailable_on_disconnect() -> Iterator[None]:
     except _CONNECTION_ERRORS as error:
         if isinstance(error, asyncpg.InterfaceError) and str(error).startswith("pool is clos"):
             # This store was closed (or is closing): not an outage that waiting would end.
-            raise StoreUnavailable(_CLOSED) from error
+            raise StoreUnavailable(CLOSED) from error
         reason = _reason(_first_loss(error))
         raise StoreUnavailable(f"PostgreSQL is unavailable: {reason}") from error
     except _TRANSIENT_ERRORS as error:
@@ -340,9 +341,6 @@ def _unavailable_on_disconnect() -> Iterator[None]:
 
 
 _T = TypeVar("_T")
-
-# As SQLite's store says it: one message for one situation.
-_CLOSED = "the store is closed"
 
 # What a statement meets when the log's table, or its whole schema, was dropped under it.
 _MISSING_RELATION = (asyncpg.UndefinedTableError, asyncpg.InvalidSchemaNameError)

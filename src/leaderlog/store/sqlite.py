@@ -34,6 +34,7 @@ from leaderlog.errors import (
 )
 from leaderlog.events import RecordedEvent
 from leaderlog.store.base import (
+    CLOSED,
     FOREIGN_KEYS_QUERY,
     GENESIS_HASH,
     PROGRESS_STEP,
@@ -437,7 +438,7 @@ class _WriteConnection:
         """``work`` on the writer thread; refused once closing has begun, but for the close
         itself (``closing``), which runs after what was submitted before it."""
         if self._closed and not closing:
-            raise StoreUnavailable(_CLOSED)
+            raise StoreUnavailable(CLOSED)
         loop = asyncio.get_running_loop()
         running: asyncio.Future[_T] = loop.create_future()
         try:
@@ -515,7 +516,6 @@ class _WriteConnection:
 
 
 _BUSY_CODES = (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
-_CLOSED = "the store is closed"
 
 
 def _raise_if_log_removed(error: sqlite3.OperationalError) -> None:
@@ -881,7 +881,7 @@ class SQLiteStore(EventStore):
 
     async def _fetch(self, sql: str, parameters: Sequence[Any] = ()) -> Iterable[Any]:
         if self._closed:
-            raise StoreUnavailable(_CLOSED)
+            raise StoreUnavailable(CLOSED)
         # execute_fetchall costs one thread hop where execute + fetchall cost two.
         try:
             return await self._reader.execute_fetchall(sql, parameters)
