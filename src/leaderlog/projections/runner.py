@@ -553,14 +553,18 @@ class ProjectionRunner:
         the runner itself (``sys.exit()``, a CancelledError of its own) is its failure."""
         limit = None if is_builtin(projection) else self.user_apply_seconds
         started = time.monotonic()
+        overran = False
         try:
             async with asyncio.timeout(limit) as clock:
                 # A list of its own: the runner reads the page's positions from ``todo``
                 # afterwards, whatever apply does to the list it was given.
                 await projection.apply(watched, list(todo))
-            if clock.expired():
-                # Stopped at the limit, apply caught the cancellation (a bare except) and
-                # returned: what it was doing then was cut short, so its page is not kept.
+            # Stopped at the limit, apply caught the cancellation (a bare except) and
+            # returned: what it was doing then was cut short, so its page is not kept. Nor
+            # is one that blocked the loop past the limit after its last await, where no
+            # timer could fire: it held every writer that long all the same.
+            overran = clock.expired() or (limit is not None and time.monotonic() - started > limit)
+            if overran:
                 raise TimeoutError
             quick = limit is not None and time.monotonic() - started < limit / 4
             past_the_slow_page = todo[-1].position >= self._slow_through.get(projection.name, 0)
@@ -580,7 +584,7 @@ class ProjectionRunner:
             # Raised by apply itself (a server's stop reaches the runner as a cancellation).
             raise Escaped.interrupting(interrupting) from interrupting
         except TimeoutError as error:
-            if limit is None or not clock.expired():
+            if limit is None or not (overran or clock.expired()):
                 raise
             smaller = (len(todo) // 2 or None) if self.go_on_smaller else None
             if smaller is not None:
