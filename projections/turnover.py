@@ -12,11 +12,11 @@ Tenures come from the same rules as ``leaderlog history`` (leaderlog.projections
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
-from leaderlog._json import dumps, loads
 from leaderlog.events import RecordedEvent
 from leaderlog.projections.base import (
     Projection,
@@ -83,7 +83,7 @@ class TurnoverProjection(Projection):
                 data = payload(recorded)
                 date = fuzzy(data.get("published"))
                 published[data["source"]] = date
-                sources.append((data["source"], dumps(date) if date else None))
+                sources.append((data["source"], json.dumps(date) if date else None))
             elif recorded.type == "post.defined":
                 data = payload(recorded)
                 posts.append((data["post"], data["org"]))
@@ -115,7 +115,7 @@ async def _apply_claims(
         for (doc,) in await tx.fetchall(
             f"SELECT doc FROM p_turnover_claims WHERE claim IN ({marks(len(chunk))})", chunk
         ):
-            version = ClaimVersion(loads(doc))
+            version = ClaimVersion(json.loads(doc))
             current[version.claim] = version
     wanted = {data["source"] for _, data in decoded if data.get("source")}
     # A correction attributing its claim to another source counts from that one's date.
@@ -130,7 +130,7 @@ async def _apply_claims(
             f"WHERE source IN ({marks(len(chunk))})",
             chunk,
         ):
-            published[source] = loads(date) if date else None
+            published[source] = json.loads(date) if date else None
     changed: set[str] = set()
     for recorded, data in decoded:
         claim = data["claim"]
@@ -150,7 +150,7 @@ async def _apply_claims(
     await tx.executemany(
         "INSERT INTO p_turnover_claims (claim, post, doc) VALUES (?, ?, ?) "
         "ON CONFLICT (claim) DO UPDATE SET post = excluded.post, doc = excluded.doc",
-        [(claim, current[claim].post, dumps(current[claim].doc)) for claim in ids],
+        [(claim, current[claim].post, json.dumps(current[claim].doc)) for claim in ids],
     )
     return changed
 
@@ -162,7 +162,7 @@ async def _recount(tx: ProjectionTransaction, posts: set[str]) -> None:
         for (doc,) in await tx.fetchall(
             f"SELECT doc FROM p_turnover_claims WHERE post IN ({marks(len(chunk))})", chunk
         ):
-            version = ClaimVersion(loads(doc))
+            version = ClaimVersion(json.loads(doc))
             by_post[version.post].append(version)
     rows: list[tuple[int, int, int, int, str]] = []
     for post in sorted(posts):
