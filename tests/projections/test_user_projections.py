@@ -312,6 +312,17 @@ def test_builtin_names_load_without_the_folder(tmp_path: Path) -> None:
             "PROJECTION = P\n",
             r"\(P\) must define apply with async def",
         ),
+        (
+            "yielding",
+            "from leaderlog.projections import Projection\n"
+            "class P(Projection):\n    name = 'yielding'\n    version = 1\n"
+            "    def schema(self): return ()\n    def tables(self): return ()\n"
+            "    async def apply(self, tx, events):\n"
+            "        for event in events:\n            yield event\n"
+            "PROJECTION = P\n",
+            r"\(P\) defines apply as an async generator \(it yields\): it must be an async "
+            "def that awaits its statements and yields nothing",
+        ),
     ],
 )
 def test_bad_user_projections_are_refused(

@@ -153,6 +153,11 @@ def load_user_projection(
     if missing:
         raise ProjectionError(f"{shown}: PROJECTION must implement {', '.join(missing)}")
     # Unwrapped: a decorator made with functools.wraps may return the coroutine it wraps.
+    if inspect.isasyncgenfunction(inspect.unwrap(found.apply)):
+        raise ProjectionError(
+            f"{shown}: PROJECTION ({found.__qualname__}) defines apply as an async generator "
+            "(it yields): it must be an async def that awaits its statements and yields nothing"
+        )
     if not inspect.iscoroutinefunction(inspect.unwrap(found.apply)):
         # Awaited by the runner: a plain def failed at every page with "object NoneType
         # can't be used in 'await' expression", naming no line.
