@@ -8,7 +8,7 @@ import re
 import traceback
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from leaderlog.errors import ProjectionError, ProjectionFailure
 from leaderlog.events import RecordedEvent
@@ -302,6 +302,18 @@ class Watched(ProjectionTransaction):
 
     async def lock_appends(self) -> None:
         await self._tx.lock_appends()
+
+    if not TYPE_CHECKING:  # hidden from type checkers, which then still catch typos here
+
+        def __getattr__(self, name: str) -> Any:
+            # Called only for what the class lacks: say so in the user's terms, not this
+            # class's name (a DB-API habit such as fetchone, say).
+            raise AttributeError(
+                f"a projection's transaction has no attribute {name!r}: it has execute, "
+                "executemany and fetchall",
+                name=name,
+                obj=self,
+            )
 
 
 class WentOn(Exception):
