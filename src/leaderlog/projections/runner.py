@@ -307,6 +307,13 @@ class ProjectionRunner:
         await self._unpin(tx, projection)
         for table in projection.tables():
             await tx.execute(f"DROP TABLE IF EXISTS {table}")
+        # And those of its prefix that it no longer lists (an earlier version's, renamed
+        # since), which would otherwise stay behind with rows never updated again.
+        everyone = self._everyone()
+        for (found,) in await tx.fetchall(TABLES_QUERY[self.store.dialect]):
+            table = str(found)
+            if _TABLE_NAME.fullmatch(table) and owner_of(table, everyone) == projection.name:
+                await tx.execute(f"DROP TABLE IF EXISTS {table}")
         async with self._confined(tx, projection):
             for statement in projection.schema():
                 await _create(tx, statement)
