@@ -13,6 +13,7 @@ at most every ``poll_interval`` seconds, or at once after :meth:`FeedService.inv
 from __future__ import annotations
 
 import asyncio
+import bisect
 import datetime as dt
 import gzip
 import hashlib
@@ -83,6 +84,9 @@ class _Moved(Exception):
 # Fixed forever: feed ids derive from it.
 _FEED_NAMESPACE = uuid.UUID("0f1d5f7e-3b0a-4c55-9a57-7a4b7b0f7c11")
 _CACHE_BYTES = 64 * 1024 * 1024
+# Arrivals remembered for Last-Modified (see FeedService._dated); older ones go back to their
+# stamps, seconds to minutes after they were new.
+_ARRIVALS_KEPT = 1024
 # Requests remembered between two moves of the log (each is a few hundred bytes).
 _DESCRIBED_LIMIT = 10_000
 # What every feed is about: the OPML lists them, the overview links to them.
@@ -205,6 +209,9 @@ class FeedService:
         self._heads: dict[str, Head | None] = {}
         self._described: dict[FeedRequest, Validators] = {}
         self._clock: tuple[int, dt.datetime] | None = None
+        # (position before, position after, when this service first saw them), oldest first.
+        self._arrivals: list[tuple[int, int, dt.datetime]] = []
+        self._taken_through: int | None = None
         self._frozen_pages: dict[tuple[str, int], tuple[int, dt.datetime]] = {}
         self._rendered: OrderedDict[tuple[Any, ...], Rendered] = OrderedDict()
         self._rendered_bytes = 0
@@ -227,12 +234,47 @@ class FeedService:
             return
         self._checked = now
         checkpoint = await self._unless_rebuilding()
+        if checkpoint is not None:
+            self._took_in(checkpoint)
         if checkpoint != self._checkpoint:
             self._checkpoint = checkpoint
             # Reads begun before this point may be older than the checkpoint: they are not
             # remembered (see the generation checks below). Rendered documents are keyed by
             # position, so they stay valid.
             self._forget(documents=False)
+
+    def _took_in(self, position: int) -> None:
+        """Remember when the events up to ``position`` reached this service, which may be
+        well after they were stamped: see :meth:`_dated`. What it finds at its first look
+        (or after a rebuild) was there before it: no arrival of its own."""
+        before = self._taken_through
+        if before is None or position > before:
+            self._taken_through = position
+        if before is not None and position > before:
+            self._arrivals.append((before, position, dt.datetime.now(dt.UTC)))
+            if len(self._arrivals) > 2 * _ARRIVALS_KEPT:
+                del self._arrivals[:-_ARRIVALS_KEPT]
+
+    def _dated(self, position: int, stamp: dt.datetime) -> dt.datetime:
+        """A document's Last-Modified: its last event's stamp, or the moment this service
+        took that event in, whichever is later.
+
+        Another process's write reaches this service only as it polls the projection, up to
+        about a second after its stamp, when the stamp's second may be over and already sent
+        as another version's Last-Modified: dated by the stamp alone, the changed document
+        would be answered ``304`` to that If-Modified-Since. What was there when the service
+        started keeps its stamp, as a restart should not move every date; a date forgotten
+        here (only the latest arrivals are kept) moves back to the stamp, which only answers
+        ``304`` to a reader whose copy is current. A position read beyond the projection's
+        checkpoint as last polled (it moved on meanwhile) arrives now.
+        """
+        self._took_in(position)
+        index = bisect.bisect_left(self._arrivals, position, key=lambda arrival: arrival[1])
+        if index < len(self._arrivals):
+            before, _, seen = self._arrivals[index]
+            if before < position:
+                return max(stamp, seen)
+        return stamp
 
     async def _unless_rebuilding(self) -> int | None:
         """The feed projection's checkpoint; raises :class:`StoreUnavailable` while it is
@@ -279,6 +321,8 @@ class FeedService:
         self._described.clear()
         self._clock = None
         if documents:
+            self._arrivals.clear()
+            self._taken_through = None
             self._frozen_pages.clear()
             self._rendered.clear()
             self._rendered_bytes = 0
@@ -374,7 +418,8 @@ class FeedService:
 
     async def _describe(self, request: FeedRequest) -> Validators:
         head = await self.head(request.scope)
-        position, moment, cache = head.position, head.recorded_at, SUBSCRIPTION_CACHE
+        position, cache = head.position, SUBSCRIPTION_CACHE
+        moment = self._dated(head.position, head.recorded_at)
         if request.page is not None:
             if not 1 <= request.page <= page_count(head.entries):
                 pages = page_count(head.entries)
@@ -582,6 +627,7 @@ class FeedService:
             if generation == self._generation:
                 self._clock = clock
         position, stamp = clock
+        stamp = self._dated(position, stamp)
         key = ("opml", lang, base_url, fmt, explicit_lang, position)
         digest = hashlib.sha256(repr((_RENDERING, *key[:-1])).encode()).hexdigest()[:16]
         validators = Validators(position, f'W/"{position}-{digest}"', stamp, SUBSCRIPTION_CACHE)

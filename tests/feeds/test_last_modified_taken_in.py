@@ -1,0 +1,62 @@
+"""Last-Modified of a change that reaches a server after the second it was stamped in.
+
+Another process's write reaches a server only when it polls the projection, so it can show
+up after its stamp's second is over, when that second has already been sent as some
+feed's Last-Modified: dated by its stamp alone, the changed feed would be answered `304`
+to a reader sending that date as If-Modified-Since.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+
+from leaderlog.events import PersonRegistered, PersonUpdated
+from leaderlog.feeds import FeedRequest, FeedService, Scope
+from leaderlog.log import EventLog
+from leaderlog.projections.feed_entries import FeedEntriesProjection
+from leaderlog.projections.runner import ProjectionRunner
+from tests.feeds.logs import BASE
+
+
+async def test_a_change_is_dated_no_earlier_than_when_the_server_took_it_in(
+    sqlite_url: str,
+) -> None:
+    async with await EventLog.open(sqlite_url) as log:
+        # given a server that has answered for a feed
+        await log.append_events([PersonRegistered(person="x", name="X")], actor="t")
+        runner = ProjectionRunner(log.store, [FeedEntriesProjection()])
+        await runner.catch_up()
+        service = FeedService(log.store, poll_interval=0)
+        request = FeedRequest(Scope.parse("all"), "atom", "en", BASE, explicit_lang=True)
+        (first,) = await log.events()
+        assert (await service.describe(request)).last_modified == first.recorded_at
+        opml = await service.opml("en", BASE)
+        assert opml.validators.last_modified == first.recorded_at
+
+        # when a change stamped a moment ago reaches it only now
+        await log.append_events([PersonUpdated(person="x", name="Y")], actor="t")
+        await asyncio.sleep(0.05)
+        await runner.catch_up()
+        taken_in = dt.datetime.now(dt.UTC)
+        moved = await service.describe(request)
+
+        # then the feed and the OPML are dated when it took the change in, not earlier
+        (_, last) = await log.events()
+        assert moved.position == 2
+        assert last.recorded_at < taken_in <= moved.last_modified
+        opml = await service.opml("en", BASE)
+        assert taken_in <= opml.validators.last_modified
+
+
+async def test_a_new_server_dates_what_it_finds_by_the_events_stamps(sqlite_url: str) -> None:
+    # given a log whose feeds are built, when a server starts on it, then it dates each
+    # feed by its last event's stamp, as every server does (restarts change no date)
+    async with await EventLog.open(sqlite_url) as log:
+        await log.append_events([PersonRegistered(person="x", name="X")], actor="t")
+        await ProjectionRunner(log.store, [FeedEntriesProjection()]).catch_up()
+        await asyncio.sleep(0.05)
+        service = FeedService(log.store, poll_interval=0)
+        request = FeedRequest(Scope.parse("all"), "atom", "en", BASE, explicit_lang=True)
+        (first,) = await log.events()
+        assert (await service.describe(request)).last_modified == first.recorded_at
