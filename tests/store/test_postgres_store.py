@@ -370,6 +370,24 @@ def test_a_schema_of_postgresql_s_own_is_refused_before_connecting(schema: str) 
         ("postgresql://postgres:hunter2@[::1/test", r"postgres:\*\*\*@\[::1/test is not a valid"),
         ("postgresql://postgres@127.0.0.1/test?schema=a&schema=b", "more than once"),
         ("postgresql://postgres:hun@ter2@127.0.0.1/test", "an @ in the user name or password"),
+        # A password starting with digits and holding a / ? or #: urllib reads the user as the
+        # host and the digits as its port, and the @ lands after the address. It connected
+        # elsewhere, and printed the password in the server's refusal of the database name.
+        ("postgresql://localhost:5432/hunter2@127.0.0.1/test", "a / \\? # or @ in the password"),
+        ("postgresql://postgres:5432/hunter2@127.0.0.1/test", "a / \\? # or @ in the password"),
+        ("postgresql://postgres:5432?hunter2@127.0.0.1/test", "a / \\? # or @ in the password"),
+        ("postgresql://postgres:5432#hunter2@127.0.0.1/test", "a / \\? # or @ in the password"),
+        ("postgresql://postgres@127.0.0.1/test#hunter2", "takes no #fragment"),
+        # libpq's own parameters that asyncpg does not take were sent as server settings.
+        ("postgresql://postgres@127.0.0.1/test?keepalives=1", "libpq connection parameter"),
+        ("postgresql://postgres@127.0.0.1/test?channel_binding=require", "channel_binding= is"),
+        ("postgresql://postgres@127.0.0.1/test?hostaddr=127.0.0.1", "hostaddr= is a libpq"),
+        # The missing file was not named: "[Errno 2] No such file or directory".
+        (
+            "postgresql://postgres@127.0.0.1/test?sslmode=verify-ca&sslrootcert=/no/such/ca.pem",
+            "its sslrootcert file '/no/such/ca.pem' cannot be read: No such file or directory",
+        ),
+        ("postgresql://postgres@127.0.0.1/test?sslcert=/no/such/c.pem", "sslcert file '/no/such"),
         ("postgresql://postgres@127.0.0.1:5432/test?port=5433", "gives the port twice"),
         ("postgresql://postgres@127.0.0.1/test?host=elsewhere", "gives the host twice"),
         ("postgresql://postgres@127.0.0.1/test?user=other", "gives the user twice"),
@@ -405,6 +423,18 @@ async def test_a_malformed_url_is_refused_before_connecting(url: str, message: s
     with pytest.raises(StoreUnavailable, match=message) as refused:
         await PostgresStore.open(url)
     assert "hunter2" not in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql://127.0.0.1/test?application_name=me@home",
+        "postgresql://postgres@127.0.0.1/test?application_name=me@home",
+        "postgresql://postgres@127.0.0.1/test?sslmode=disable&sslrootcert=/no/such/ca.pem",
+    ],
+)
+def test_an_at_sign_in_a_parameter_and_files_tls_does_not_use_are_taken(url: str) -> None:
+    check_url(url)
 
 
 @pytest.mark.parametrize(

@@ -478,14 +478,59 @@ def _connect_timeout(value: str | None) -> float | None:
 # be one of <built-in method values of mappingproxy object at 0x...>".
 _SESSION_ATTRIBUTES = ("any", "primary", "standby", "prefer-standby", "read-write", "read-only")
 
+# libpq's connection parameters that asyncpg does not read: it would send them to the server
+# as settings, which it refuses as unrecognized, as if the server were at fault.
+_LIBPQ_ONLY = frozenset(
+    (
+        "channel_binding",
+        "fallback_application_name",
+        "gssdelegation",
+        "gssencmode",
+        "hostaddr",
+        "keepalives",
+        "keepalives_count",
+        "keepalives_idle",
+        "keepalives_interval",
+        "load_balance_hosts",
+        "max_protocol_version",
+        "min_protocol_version",
+        "replication",
+        "require_auth",
+        "requirepeer",
+        "requiressl",
+        "sslcertmode",
+        "sslcompression",
+        "sslcrldir",
+        "sslsni",
+        "tcp_user_timeout",
+    )
+)
+# Files the TLS parameters name: asyncpg's error for a missing one does not say which.
+_TLS_FILES = ("sslrootcert", "sslcert", "sslkey", "sslcrl")
+
 
 def _check_parameters_asyncpg_reads(query: Sequence[tuple[str, str]], url: str) -> None:
     """Refuse a ``port`` or ``target_session_attrs`` that asyncpg would fail on when it
     connects, in words of its own internals ("invalid literal for int()"). An empty value
     is one asyncpg leaves out."""
     for key, value in query:
+        if key in _LIBPQ_ONLY:
+            raise StoreUnavailable(
+                f"{_redacted_or_hidden(url)} is not a valid PostgreSQL URL: ?{key}= is a libpq "
+                "connection parameter that leaderlog's PostgreSQL driver (asyncpg) does not "
+                "take; leave it out"
+            )
         if not value:
             continue
+        if key in _TLS_FILES and dict(query).get("sslmode") != "disable":
+            try:
+                with open(value, "rb"):
+                    pass
+            except OSError as error:
+                raise StoreUnavailable(
+                    f"{_redacted_or_hidden(url)} cannot be used: its {key} file {value!r} "
+                    f"cannot be read: {error.strerror or error}"
+                ) from error
         if key == "port" and not all(
             piece.strip().isascii() and piece.strip().isdigit() and int(piece) <= 65535
             for piece in value.split(",")
@@ -625,6 +670,21 @@ def _connect_options(url: str) -> _ConnectOptions:
         raise StoreUnavailable(
             f"{_redacted_or_hidden(url)} is not a valid PostgreSQL URL: an @ in the user name "
             "or password must be percent-encoded: %40"
+        )
+    if "@" not in parts.netloc and without_password(url) != url:
+        # A password starting with digits and holding a / ? or #: the user reads as a host
+        # and the digits as its port (postgres:5432/...@host), an address urllib takes, and
+        # asyncpg would connect there, sending part of the password as the database's name.
+        raise StoreUnavailable(
+            f"{without_password(url)} is not a valid PostgreSQL URL: it has an @ after its "
+            "host; a / ? # or @ in the password must be percent-encoded (%2F %3F %23 %40), "
+            "and an @ in the database name or a parameter too"
+        )
+    if "#" in url:
+        # asyncpg ignores a fragment: what follows a # (a password's rest, say) is lost.
+        raise StoreUnavailable(
+            f"{_redacted_or_hidden(url.partition('#')[0])}#... is not a valid PostgreSQL URL: "
+            "it takes no #fragment; a # in a name or password must be percent-encoded: %23"
         )
     _refuse_text_postgresql_cannot_take(url, parts)
     query = parse_qsl(parts.query, keep_blank_values=True)
