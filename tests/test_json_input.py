@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -49,6 +50,32 @@ def test_the_same_name_in_different_objects_is_fine() -> None:
 def test_an_integer_beyond_64_bits_is_refused(number: int) -> None:
     with pytest.raises(JSONDecodeError, match=f"integer {number} is out of range"):
         loads_input(f'{{"n": {number}}}')
+
+
+@pytest.mark.parametrize(
+    ("text", "stored_as"),
+    [
+        ("12345678901234567890.5", "1.2345678901234567e+19"),
+        ("0.1000000000000000055511151231257827", "0.1"),
+        ("1e-400", "0.0"),
+    ],
+)
+def test_a_number_with_more_digits_than_a_float_holds_is_refused(text: str, stored_as: str) -> None:
+    # orjson alone reads the nearest 64-bit float, silently: it would read back as another
+    # number than the one given
+    with pytest.raises(
+        JSONDecodeError,
+        match=re.escape(
+            f"number {text} has more digits than a 64-bit float holds: it would be kept "
+            f"as {stored_as}"
+        ),
+    ):
+        loads_input(f'{{"n": {text}}}')
+
+
+@pytest.mark.parametrize("text", ["1.1", "0.1", "1e2", "1.0E2", "-0.0", "2.5e-5", "1e308"])
+def test_a_number_a_float_holds_is_read(text: str) -> None:
+    assert loads_input(f'{{"n": {text}}}') == {"n": float(text)}
 
 
 def test_the_limits_of_64_bits_and_long_digit_strings_are_read() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from decimal import Decimal
 from typing import Any
 
 import orjson
@@ -102,7 +103,8 @@ def loads_input(text: str | bytes) -> Any:
     orjson reads it strictly (UTF-8, no NaN, no lone surrogates). What orjson reads silently
     but other readers of the same bytes would read differently is refused: a name repeated
     in one object (some keep the first, orjson the last, so a proxy could check one record
-    while another is stored) and an integer beyond 64 bits (orjson rounds it to a float).
+    while another is stored), an integer beyond 64 bits (orjson rounds it to a float) and
+    a number with more digits than a float holds (it would read back as another number).
     Both need a second reading, so stored JSON, which came in through here once, is read
     with :func:`loads`. :class:`InputTooDeep` when nested deeper than ``MAX_INPUT_DEPTH``.
     """
@@ -117,7 +119,12 @@ def loads_input(text: str | bytes) -> Any:
     if _brackets(text) > MAX_INPUT_DEPTH and _depth(value) > MAX_INPUT_DEPTH:
         raise InputTooDeep(f"nested deeper than {MAX_INPUT_DEPTH} levels", _document(text), 0)
     try:
-        json.loads(text, object_pairs_hook=_unique_names, parse_int=_integer_in_range)
+        json.loads(
+            text,
+            object_pairs_hook=_unique_names,
+            parse_int=_integer_in_range,
+            parse_float=_float_as_given,
+        )
     except (_Ambiguous, json.JSONDecodeError) as error:
         # orjson read it, so a complaint of the standard parser's own is named as it is.
         raise _Refused(str(error), _document(text), 0) from None
@@ -161,6 +168,18 @@ def _integer_in_range(digits: str) -> int:
     if not _SMALLEST <= number <= _LARGEST:
         raise _Ambiguous(
             f"integer {_start_of(digits)} is out of range (JSON numbers here hold 64 bits)"
+        )
+    return number
+
+
+def _float_as_given(digits: str) -> float:
+    # Compared as decimals: 1.1 is kept as the float whose shortest form is 1.1 again, where
+    # 12345678901234567890.5 would come back as 1.2345678901234567e+19.
+    number = float(digits)
+    if Decimal(repr(number)) != Decimal(digits):
+        raise _Ambiguous(
+            f"number {_start_of(digits)} has more digits than a 64-bit float holds: it would "
+            f"be kept as {number!r}"
         )
     return number
 

@@ -585,8 +585,13 @@ def test_malformed_json_is_400(
             b'{"type": "person.registered", "data": {"person": "a", "person": "b", "name": "N"}}',
             "the name 'person' appears twice in one object",
         ),
+        (
+            b'{"type": "person.registered", "data": {"person": "a", "name": "N"}, '
+            b'"meta": {"n": 12345678901234567890.5}}',
+            "number 12345678901234567890.5 has more digits than a 64-bit float holds",
+        ),
     ],
-    ids=["latin-1", "name-twice"],
+    ids=["latin-1", "name-twice", "float-digits"],
 )
 def test_a_400_says_what_is_wrong_with_the_json(
     running: Running, api: httpx.Client, body: bytes, message: str
