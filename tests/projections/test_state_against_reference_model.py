@@ -245,18 +245,6 @@ def disputed_together(claims: dict[str, Claim], start: str) -> set[str]:
     return found
 
 
-def linked(claims: dict[str, Claim], start: str) -> set[str]:
-    """Every claim linked to ``start`` by disputes, directly or through others."""
-    found = {start}
-    todo = [start]
-    while todo:
-        for other in claims[todo.pop()].links:
-            if other not in found:
-                found.add(other)
-                todo.append(other)
-    return found
-
-
 # ---------------------------------------------------------------------------------------------
 # Tenures and the state of a post on a day.
 
@@ -324,19 +312,34 @@ def _order(claim: Claim) -> tuple[Any, ...]:
     )
 
 
+def rival_departures(claims: dict[str, Claim], start: str) -> set[str]:
+    """The departures linked to departure ``start`` by disputes between departures of its
+    person from its post, directly or through others of them (not through a third claim
+    naming two of them: that says each conflicts with it, not that they report one end)."""
+    first = claims[start]
+
+    def rival(other: Claim) -> bool:
+        return (
+            other.kind == "departure" and other.person == first.person and other.post == first.post
+        )
+
+    found = {start}
+    todo = [start]
+    while todo:
+        for other in claims[todo.pop()].links:
+            if other not in found and rival(claims[other]):
+                found.add(other)
+                todo.append(other)
+    return found
+
+
 def _given_way(claims: dict[str, Claim], post: str) -> set[str]:
     """Departures of one person linked by disputes to a confirmed rival give way to it."""
     gone: set[str] = set()
     for claim in claims.values():
         if claim.post != post or claim.kind != "departure":
             continue
-        rivals = [
-            claims[other]
-            for other in linked(claims, claim.claim)
-            if claims[other].kind == "departure"
-            and claims[other].person == claim.person
-            and claims[other].post == post
-        ]
+        rivals = [claims[other] for other in rival_departures(claims, claim.claim)]
         if len(rivals) < 2:
             continue
         confirmed = [rival for rival in rivals if rival.confirmed]
@@ -458,7 +461,13 @@ def post_state(claims: dict[str, Claim], post: str, as_of: dt.date) -> PostState
         if not since:
             bearing |= tenure.claims()
     for claim in claims.values():
-        if claim.status == "disputed" and disputed_together(claims, claim.claim) & bearing:
+        # A departure that gave way to its confirmed rival has no effect, and its dispute
+        # of that rival was settled by the confirmation.
+        if (
+            claim.status == "disputed"
+            and claim.claim not in gone
+            and disputed_together(claims, claim.claim) & bearing
+        ):
             conflicts.add("disputed")
     return PostState(holders, pending, vacancy, conflicts)
 
@@ -737,3 +746,43 @@ def test_state_matches_the_reference_model_with_vague_dates_corrections_and_disp
     events: list[dict[str, Any]], asked: list[tuple[str, int]]
 ) -> None:
     _run(events, asked)
+
+
+def _reported(claim: str, kind: str, person: str, post: str, day: str) -> dict[str, Any]:
+    return record(
+        "claim.reported",
+        claim=claim,
+        source="s1",
+        kind=kind,
+        person=person,
+        post=post,
+        effective=_fuzzy(day),
+        capacity="permanent",
+        modality="occurred",
+        attribution={"kind": "outlet"},
+    )
+
+
+def _two_departures_and_an_appointment(dispute: dict[str, Any]) -> list[dict[str, Any]]:
+    """x leaves p on two days; y is appointed to q; then ``dispute``, and the later
+    departure is confirmed."""
+    return [
+        _reported("d1", "departure", "x", "p", "2025-04-15"),
+        _reported("d2", "departure", "x", "p", "2025-05-20"),
+        _reported("c", "appointment", "y", "q", "2025-02-01"),
+        record("claim.disputed", reason="no", **dispute),
+        record("claim.confirmed", claim="d2", source="s1", effective=_fuzzy("2025-05-20")),
+    ]
+
+
+def test_rival_departures_give_way_to_the_confirmed_one_and_leave_no_conflict() -> None:
+    # d1 gives way to the confirmed d2, and its dispute of d2 was settled by that confirmation
+    events = _two_departures_and_an_appointment({"claim": "d1", "conflicts_with": ["d2"]})
+    _run(events, [("2025-04-30", len(events)), ("2025-05-25", len(events))])
+
+
+def test_departures_named_together_by_a_third_claim_s_dispute_are_two_ends() -> None:
+    # c says it conflicts with each departure, not that they report one end: d1 stays in
+    # effect, and the dispute is a conflict while d2 is pending
+    events = _two_departures_and_an_appointment({"claim": "c", "conflicts_with": ["d1", "d2"]})
+    _run(events, [("2025-04-30", len(events)), ("2025-05-25", len(events)), ("2025-06-01", 4)])
