@@ -78,6 +78,9 @@ RENDERED = {
     # The feeds' version 21 quotes a date given only in the source's words, as the pages'
     # pending changes show it: "expected, date unknown (“soon”)".
     (7, 21, 11, 9, 2): "16ec9a6154a3bdca43e6b9de1c6c522555fbe2b1f737b7a40414ce0b0d9c2c65",
+    # Each organisation's heading links to its page, and an organisation's page links the
+    # organisations above it.
+    (8, 21, 11, 9, 2): "49ab3efed6322d8f199722e513c162f7eb74191abf2484a8c8e80c7f203910da",
 }
 
 BASE = "http://pages.test"

@@ -19,6 +19,7 @@ import hashlib
 import html
 import string
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Annotated, Any
 from urllib.parse import urlencode
 
@@ -75,7 +76,7 @@ router = APIRouter(tags=["pages"], dependencies=[Depends(given_once)])
 # match. Every page's ETag carries it, with the versions of what pages are also made of: the
 # feeds' rendering (recent changes, headlines, names), the projections they read and the
 # rules that work out the leadership from them.
-RENDER_VERSION = 7
+RENDER_VERSION = 8
 RECENT = 20
 HTML = "text/html; charset=utf-8"
 # Above this many posts (in the log, or in an organisation's subtree) a page lists
@@ -281,11 +282,26 @@ def _conflicts(answer: Mapping[str, Any], lang: Language) -> str:
     return "<br>".join(reasons)
 
 
+@dataclass(frozen=True, slots=True)
+class _OrgLinks:
+    """How a page links organisations' pages: in its language, and not to itself."""
+
+    base: str
+    link_lang: str | None
+    current: str | None
+
+    def heading(self, org_id: str, name: str) -> str:
+        if org_id == self.current:
+            return name
+        return f'<a href="{_e(page_url(self.base, org_id, lang=self.link_lang))}">{name}</a>'
+
+
 def _leadership(
     state: Mapping[str, Any],
     orgs: Sequence[tuple[str, dict[str, Any]]],
     post_labels: Mapping[str, Any],
     lang: Language,
+    links: _OrgLinks,
 ) -> str:
     by_org: dict[str, list[Mapping[str, Any]]] = {}
     for answer in state.get("posts", []):
@@ -308,7 +324,7 @@ def _leadership(
     parts = []
     for org_id in ordered:
         title = scope_name("org", known.get(org_id), org_id, lang)
-        parts.append(f'<h3 id="org-{_e(org_id)}">{_name(title)}</h3>')
+        parts.append(f'<h3 id="org-{_e(org_id)}">{links.heading(org_id, _name(title))}</h3>')
         # Named after the heading it follows: a screen reader going from table to table
         # would otherwise hear one alike to the next.
         parts.append(
@@ -840,6 +856,7 @@ async def _overview_page(
     beyond = page > pages
     first_org, first_post = (page - 1) * ORGS_PER_PAGE, (page - 1) * POSTS_PER_PAGE
     orgs_shown = listed[first_org : first_org + ORGS_PER_PAGE]
+    org_links = _OrgLinks(base, link_lang, org)
     queries = queries_of(request)
     state: dict[str, Any]
     unknown: UnknownEntity | None = None
@@ -897,7 +914,9 @@ async def _overview_page(
                     )
                 )
             # Its own posts only, under its own name.
-            parts.append(await _written(state, tree.subtree(org)[:1], post_labels, words))
+            parts.append(
+                await _written(state, tree.subtree(org)[:1], post_labels, words, org_links)
+            )
         if orgs_shown:
             parts.append(
                 _derived(
@@ -909,11 +928,11 @@ async def _overview_page(
                 )
             )
         if not parts:
-            parts.append(_leadership(state, orgs, post_labels, words))
+            parts.append(_leadership(state, orgs, post_labels, words, org_links))
         parts.append(_pager(base, org, link_lang, page, pages, words))
         leadership = "\n".join(part for part in parts if part)
     else:
-        leadership = await _written(state, orgs, post_labels, words)
+        leadership = await _written(state, orgs, post_labels, words, org_links)
     shown = None
     if org is not None and unknown is None and state.get("org"):
         # The id as stored, which is what the feed addresses use.
@@ -921,10 +940,20 @@ async def _overview_page(
         shown = (shown_id, tree.subtree(shown_id)[0][1] if shown_id in tree.positions else {})
     if org is not None:
         back = urlencode({"lang": link_lang}) if link_lang else ""
+        # Then the organisations above it, outermost first: a reader goes up a level at once
+        # (a slash reads the same way in right-to-left pages, where an arrow would not).
+        path = (shown[1].get("path") or []) if shown is not None else []
+        above = [
+            org_links.heading(ancestor, _name(scope_name("org", doc, ancestor, words)))
+            for ancestor in path[:-1]
+            for _, doc in tree.subtree(ancestor)[:1]
+        ]
         leadership = (
             f'<p><a href="{_e(base)}/{"?" + _e(back) if back else ""}">'
             + _e(words._(N_("All organisations")))
-            + "</a></p>\n"
+            + "</a>"
+            + "".join(f" / {link}" for link in above)
+            + "</p>\n"
             + leadership
         )
     said = words._(
@@ -984,8 +1013,9 @@ async def _written(
     orgs: Sequence[Entity],
     post_labels: Mapping[str, Any],
     words: Language,
+    links: _OrgLinks,
 ) -> str:
     """The leadership tables of ``state``'s posts; many are written on a worker thread."""
     if len(state["posts"]) > _OFF_LOOP_POSTS:
-        return await asyncio.to_thread(_leadership, state, orgs, post_labels, words)
-    return _leadership(state, orgs, post_labels, words)
+        return await asyncio.to_thread(_leadership, state, orgs, post_labels, words, links)
+    return _leadership(state, orgs, post_labels, words, links)
