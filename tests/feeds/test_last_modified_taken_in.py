@@ -60,3 +60,29 @@ async def test_a_new_server_dates_what_it_finds_by_the_events_stamps(sqlite_url:
         request = FeedRequest(Scope.parse("all"), "atom", "en", BASE, explicit_lang=True)
         (first,) = await log.events()
         assert (await service.describe(request)).last_modified == first.recorded_at
+
+
+async def test_a_document_says_its_event_s_stamp_whenever_the_server_took_it_in(
+    sqlite_url: str,
+) -> None:
+    # given a server that took a change in after its stamp
+    async with await EventLog.open(sqlite_url) as log:
+        await log.append_events([PersonRegistered(person="x", name="X")], actor="t")
+        runner = ProjectionRunner(log.store, [FeedEntriesProjection()])
+        await runner.catch_up()
+        service = FeedService(log.store, poll_interval=0)
+        request = FeedRequest(Scope.parse("all"), "atom", "en", BASE, explicit_lang=True)
+        await service.describe(request)
+        await log.append_events([PersonUpdated(person="x", name="Y")], actor="t")
+        await asyncio.sleep(0.05)
+        await runner.catch_up()
+        # when it and a server started since write the feed and the OPML
+        started_since = FeedService(log.store, poll_interval=0)
+        # then both write the same documents, dated by the stamp (only Last-Modified moves)
+        for one, other in (
+            (await service.render(request), await started_since.render(request)),
+            (await service.opml("en", BASE), await started_since.opml("en", BASE)),
+        ):
+            assert one.body == other.body
+            assert one.validators.etag == other.validators.etag
+            assert one.validators.last_modified > other.validators.last_modified

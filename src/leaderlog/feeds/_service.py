@@ -565,7 +565,9 @@ class FeedService:
                 )
             ),
             language=request.lang,
-            updated=validators.last_modified,
+            # The stamp, not a later Last-Modified (see _dated): every server writes the same
+            # document for a position.
+            updated=validators.last_modified if frozen_at is not None else head.recorded_at,
             self_url=feed_url(
                 request.base_url,
                 scope,
@@ -627,12 +629,16 @@ class FeedService:
             if generation == self._generation:
                 self._clock = clock
         position, stamp = clock
-        stamp = self._dated(position, stamp)
         key = ("opml", lang, base_url, fmt, explicit_lang, position)
         digest = hashlib.sha256(repr((_RENDERING, *key[:-1])).encode()).hexdigest()[:16]
-        validators = Validators(position, f'W/"{position}-{digest}"', stamp, SUBSCRIPTION_CACHE)
+        # Last-Modified may be later than the stamp (see _dated); the document itself says
+        # the stamp, so that every server writes the same bytes for a position.
+        last_modified = self._dated(position, stamp)
+        validators = Validators(
+            position, f'W/"{position}-{digest}"', last_modified, SUBSCRIPTION_CACHE
+        )
         return await self._rendered_once(
-            key, lambda: self._render_opml(lang, base_url, fmt, explicit_lang, validators)
+            key, lambda: self._render_opml(lang, base_url, fmt, explicit_lang, validators, stamp)
         )
 
     async def _render_opml(
@@ -642,6 +648,7 @@ class FeedService:
         fmt: FeedFormat,
         explicit_lang: bool,
         validators: Validators,
+        stamp: dt.datetime,
     ) -> Rendered:
         generation = self._generation
         # As known at the position its ETag names, however far the projection has moved.
@@ -663,9 +670,7 @@ class FeedService:
                 self._keep_outlines(outlines_key, parts)
         else:
             self._outlines.move_to_end(outlines_key)
-        body, gzipped = await asyncio.to_thread(
-            _dated_and_compressed, parts, validators.last_modified
-        )
+        body, gzipped = await asyncio.to_thread(_dated_and_compressed, parts, stamp)
         return Rendered(body, gzipped, "text/x-opml; charset=utf-8", validators, lang)
 
     def _opml_parts(
