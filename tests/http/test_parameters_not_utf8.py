@@ -110,3 +110,28 @@ def test_a_path_elsewhere_not_utf8_is_not_taken_for_a_parameter(tmp_path: Path) 
     with running(create_app(url)) as base:
         response = httpx.get(f"{base}/api/stat%E9", timeout=30)
     assert response.status_code == 404, response.text
+
+
+@pytest.mark.parametrize(
+    ("address", "where", "message"),
+    [
+        ("/?org=a%E9b", "query parameter org", f"org 'a\\udce9b' {NOT_UTF8}"),
+        ("/?lang=f%E9", "query parameter lang", f"lang 'f\\udce9' {NOT_UTF8}"),
+        ("/feeds/all.atom?lang=f%E9", "query parameter lang", f"lang 'f\\udce9' {NOT_UTF8}"),
+        (
+            "/feeds/person/ab%E9.atom",
+            "path parameter filename",
+            f"feed 'ab\\udce9.atom' {NOT_UTF8}",
+        ),
+    ],
+)
+def test_the_pages_and_feeds_refuse_what_is_not_utf8_as_the_api_does(
+    served: tuple[str, str], address: str, where: str, message: str
+) -> None:
+    # A page said there was no organisation "a?b", and a feed that there was no person
+    # "ab" and U+FFFD: ids nobody gave.
+    base, _ = served
+    response = httpx.get(f"{base}{address}", timeout=30)
+    assert response.status_code == 422, response.text
+    (problem,) = response.json()["problems"]
+    assert (problem["where"], problem["message"]) == (where, message)

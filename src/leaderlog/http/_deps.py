@@ -44,6 +44,7 @@ __all__ = [
     "check_public_url",
     "check_utf8_parameters",
     "feeds_of",
+    "in_utf8",
     "invalid_parameter",
     "log_of",
     "queries_of",
@@ -296,6 +297,12 @@ def check_utf8_parameters(request: Request, path_names: Mapping[str, str]) -> No
         except InvalidQuery as error:
             read = request.query_params if where == "query" else request.path_params
             raise invalid_parameter(str(error), read.get(name), name, where=where) from None
+
+
+async def in_utf8(request: Request) -> None:
+    """A dependency of the pages and feeds: :func:`check_utf8_parameters`, a feed's file
+    name called the feed."""
+    check_utf8_parameters(request, {"filename": "feed"})
 
 
 def _path_parameters_as_sent(request: Request) -> Iterator[tuple[str, str]]:

@@ -45,6 +45,7 @@ from leaderlog.http._deps import (
     base_url,
     check_parameters,
     feeds_of,
+    in_utf8,
     invalid_parameter,
     queries_of,
     redirect_root,
@@ -67,7 +68,7 @@ async def given_once(request: Request) -> None:
 
 router = APIRouter(
     tags=["feeds"],
-    dependencies=[Depends(given_once)],
+    dependencies=[Depends(given_once), Depends(in_utf8)],
     responses=documented(
         {
             422: "A bad parameter (unknown language, page below 1, one given twice with two "

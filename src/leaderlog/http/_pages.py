@@ -54,7 +54,14 @@ from leaderlog.feeds import (
 from leaderlog.feeds._i18n import Language
 from leaderlog.feeds._service import RENDER_VERSION as FEED_RENDER_VERSION
 from leaderlog.http._conditional import VARY, etag_matches, get_and_head, respond
-from leaderlog.http._deps import DIGITS_ONLY, base_url, feeds_of, queries_of, services_of
+from leaderlog.http._deps import (
+    DIGITS_ONLY,
+    base_url,
+    feeds_of,
+    in_utf8,
+    queries_of,
+    services_of,
+)
 from leaderlog.http._feeds import (
     CANONICAL_REDIRECT,
     LONGEST_ECHO,
@@ -69,8 +76,8 @@ from leaderlog.projections.leadership_rules import RULES_VERSION
 
 __all__ = ["router"]
 
-# A parameter given twice is refused, as on the feeds.
-router = APIRouter(tags=["pages"], dependencies=[Depends(given_once)])
+# A parameter given twice, or not in UTF-8, is refused, as on the feeds.
+router = APIRouter(tags=["pages"], dependencies=[Depends(given_once), Depends(in_utf8)])
 
 # Bump when the rendering of pages changes, so that validators handed out before no longer
 # match. Every page's ETag carries it, with the versions of what pages are also made of: the
