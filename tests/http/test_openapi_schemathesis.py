@@ -130,8 +130,10 @@ def test_the_document_states_what_each_text_parameter_takes() -> None:
     assert _parameter("/api/state", "as_of")["format"] == "date"
     for name in ("from", "to"):
         assert _parameter("/api/audit", name)["anyOf"] == formats[1:]
-    for path in ("/", "/opml", "/feeds/{filename}", "/feeds/{kind}/{filename}"):
+    for path in ("/opml", "/feeds/{filename}", "/feeds/{kind}/{filename}"):
         assert _parameter(path, "lang")["enum"] == list(LANGUAGES)
+    # The overview takes an empty one too, as a form with no language chosen sends it.
+    assert _parameter("/", "lang")["enum"] == ["", *LANGUAGES]
     assert _parameter("/api/audit", "status")["enum"] == list(CLAIM_STATUSES)
     assert "pattern" in _parameter("/api/state", "org")
 

@@ -689,11 +689,13 @@ async def overview(
     # Any length: one that names no offered language gets the page saying so, not a 422;
     # the schema states the offered tags, validation being the page's.
     lang: Annotated[
-        Annotated[str, Field(json_schema_extra={"enum": list(LANGUAGES)})] | None,
+        # Empty as well: a form with no language chosen sends it, leaving Accept-Language
+        # to decide.
+        Annotated[str, Field(json_schema_extra={"enum": ["", *LANGUAGES]})] | None,
         Query(
             description=f"Page language, one of {', '.join(LANGUAGES)}; another spelling of "
             "one (pt-BR) is redirected to it, and any other gets a 404 page saying which are "
-            "offered. Without it, Accept-Language decides.",
+            "offered. Without it, or empty, Accept-Language decides.",
         ),
     ] = None,
     org: Annotated[
