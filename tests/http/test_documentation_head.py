@@ -37,3 +37,16 @@ def test_the_documentation_lists_no_head_operations(
     paths = client.get(f"{base}/openapi.json").json()["paths"]
     assert "/docs" not in paths
     assert not [path for path, operations in paths.items() if "head" in operations]
+
+
+@pytest.mark.parametrize("path", ["/docs", "/redoc"])
+def test_a_documentation_page_says_its_language(
+    seeded_server: tuple[str, str], client: httpx.Client, path: str
+) -> None:
+    # as every other page does, for screen readers to read it in English
+    base, _ = seeded_server
+    got = client.get(f"{base}{path}")
+    assert got.status_code == 200
+    assert '<html lang="en" dir="ltr">' in got.text
+    head = client.head(f"{base}{path}")
+    assert head.headers["content-length"] == got.headers["content-length"]

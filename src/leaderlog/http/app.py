@@ -22,8 +22,8 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
 from fastapi_offline import FastAPIOffline
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.responses import RedirectResponse, Response
-from starlette.routing import BaseRoute, Match
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.routing import BaseRoute, Match, request_response
 
 from leaderlog.errors import (
     LogRemoved,
@@ -425,6 +425,23 @@ def _documentation_takes_head(app: FastAPI) -> None:
             methods = route.methods or set()
             if "GET" in methods:
                 methods.add("HEAD")
+            # fastapi-offline's own addresses (it leaves FastAPI's docs_url unset).
+            if route.path in ("/docs", "/redoc"):
+                route.app = request_response(_in_english(route.endpoint))
+
+
+def _in_english(
+    page: Callable[[Request], Awaitable[Response]],
+) -> Callable[[Request], Awaitable[Response]]:
+    """A documentation page that says its language, as every other page does (for screen
+    readers): fastapi-offline writes a bare ``<html>``."""
+
+    async def in_english(request: Request) -> Response:
+        written = await page(request)
+        body = bytes(written.body).replace(b"<html>", b'<html lang="en" dir="ltr">', 1)
+        return HTMLResponse(body, status_code=written.status_code)
+
+    return in_english
 
 
 async def _http_error(request: Request, error: Exception) -> Response:
