@@ -18,29 +18,38 @@ from leaderlog.projections.feed_entries import FeedEntriesProjection
 from leaderlog.projections.runner import ProjectionRunner
 from tests.feeds.logs import BASE
 
+REQUEST = FeedRequest(Scope.parse("all"), "atom", "en", BASE, explicit_lang=True)
+
+
+async def _serving(log: EventLog) -> tuple[FeedService, ProjectionRunner]:
+    """A server that has answered for the feed and the OPML of a log of one event."""
+    await log.append_events([PersonRegistered(person="x", name="X")], actor="t")
+    runner = ProjectionRunner(log.store, [FeedEntriesProjection()])
+    await runner.catch_up()
+    service = FeedService(log.store, poll_interval=0)
+    (first,) = await log.events()
+    assert (await service.describe(REQUEST)).last_modified == first.recorded_at
+    assert (await service.opml("en", BASE)).validators.last_modified == first.recorded_at
+    return service, runner
+
+
+async def _a_change_taken_in_late(log: EventLog, runner: ProjectionRunner) -> None:
+    """A change stamped a moment before the server's projection takes it in."""
+    await log.append_events([PersonUpdated(person="x", name="Y")], actor="t")
+    await asyncio.sleep(0.05)
+    await runner.catch_up()
+
 
 async def test_a_change_is_dated_no_earlier_than_when_the_server_took_it_in(
     sqlite_url: str,
 ) -> None:
     async with await EventLog.open(sqlite_url) as log:
         # given a server that has answered for a feed
-        await log.append_events([PersonRegistered(person="x", name="X")], actor="t")
-        runner = ProjectionRunner(log.store, [FeedEntriesProjection()])
-        await runner.catch_up()
-        service = FeedService(log.store, poll_interval=0)
-        request = FeedRequest(Scope.parse("all"), "atom", "en", BASE, explicit_lang=True)
-        (first,) = await log.events()
-        assert (await service.describe(request)).last_modified == first.recorded_at
-        opml = await service.opml("en", BASE)
-        assert opml.validators.last_modified == first.recorded_at
-
+        service, runner = await _serving(log)
         # when a change stamped a moment ago reaches it only now
-        await log.append_events([PersonUpdated(person="x", name="Y")], actor="t")
-        await asyncio.sleep(0.05)
-        await runner.catch_up()
+        await _a_change_taken_in_late(log, runner)
         taken_in = dt.datetime.now(dt.UTC)
-        moved = await service.describe(request)
-
+        moved = await service.describe(REQUEST)
         # then the feed and the OPML are dated when it took the change in, not earlier
         (_, last) = await log.events()
         assert moved.position == 2
@@ -53,34 +62,25 @@ async def test_a_new_server_dates_what_it_finds_by_the_events_stamps(sqlite_url:
     # given a log whose feeds are built, when a server starts on it, then it dates each
     # feed by its last event's stamp, as every server does (restarts change no date)
     async with await EventLog.open(sqlite_url) as log:
-        await log.append_events([PersonRegistered(person="x", name="X")], actor="t")
-        await ProjectionRunner(log.store, [FeedEntriesProjection()]).catch_up()
+        await _serving(log)
         await asyncio.sleep(0.05)
-        service = FeedService(log.store, poll_interval=0)
-        request = FeedRequest(Scope.parse("all"), "atom", "en", BASE, explicit_lang=True)
         (first,) = await log.events()
-        assert (await service.describe(request)).last_modified == first.recorded_at
+        started = FeedService(log.store, poll_interval=0)
+        assert (await started.describe(REQUEST)).last_modified == first.recorded_at
 
 
 async def test_a_document_says_its_event_s_stamp_whenever_the_server_took_it_in(
     sqlite_url: str,
 ) -> None:
-    # given a server that took a change in after its stamp
     async with await EventLog.open(sqlite_url) as log:
-        await log.append_events([PersonRegistered(person="x", name="X")], actor="t")
-        runner = ProjectionRunner(log.store, [FeedEntriesProjection()])
-        await runner.catch_up()
-        service = FeedService(log.store, poll_interval=0)
-        request = FeedRequest(Scope.parse("all"), "atom", "en", BASE, explicit_lang=True)
-        await service.describe(request)
-        await log.append_events([PersonUpdated(person="x", name="Y")], actor="t")
-        await asyncio.sleep(0.05)
-        await runner.catch_up()
+        # given a server that took a change in after its stamp
+        service, runner = await _serving(log)
+        await _a_change_taken_in_late(log, runner)
         # when it and a server started since write the feed and the OPML
         started_since = FeedService(log.store, poll_interval=0)
         # then both write the same documents, dated by the stamp (only Last-Modified moves)
         for one, other in (
-            (await service.render(request), await started_since.render(request)),
+            (await service.render(REQUEST), await started_since.render(REQUEST)),
             (await service.opml("en", BASE), await started_since.opml("en", BASE)),
         ):
             assert one.body == other.body
