@@ -122,7 +122,14 @@ def test_serve_refuses_a_public_url_whose_ipv6_host_lacks_a_bracket_as_any_other
 def test_serve_is_documented() -> None:
     result = CliRunner().invoke(main, ["serve", "--help"])
     assert result.exit_code == 0
-    for option in ("--host", "--port", "--no-seed", "--header-timeout", "--body-timeout"):
+    for option in (
+        "--host",
+        "--port",
+        "--no-seed",
+        "--header-timeout",
+        "--body-timeout",
+        "--send-timeout",
+    ):
         assert option in result.output
 
 
@@ -180,7 +187,7 @@ def test_a_host_that_names_no_address_is_a_usage_mistake(
     assert f"Error: Invalid value for '--host': {message}" in result.stderr
 
 
-@pytest.mark.parametrize("option", ["--header-timeout", "--body-timeout"])
+@pytest.mark.parametrize("option", ["--header-timeout", "--body-timeout", "--send-timeout"])
 @pytest.mark.parametrize("seconds", ["nan", "inf", "-inf", "1e400"])
 def test_a_time_limit_that_is_no_number_of_seconds_is_a_usage_mistake(
     option: str, seconds: str, tmp_path: Path

@@ -55,6 +55,8 @@ _BACKLOG = 2048
 HEADER_SECONDS = 10.0
 # How long a client may take to send a request's body once its headers are in (--body-timeout).
 BODY_SECONDS = 30.0
+# How long an answer may wait on a client that reads none of it (--send-timeout).
+SEND_SECONDS = 30.0
 # The most a request's line and headers may take (h11's and so uvicorn's limit).
 HEAD_BYTES = 16 * 1024
 
@@ -198,6 +200,12 @@ def _seconds_option(name: str, default: float, help: str) -> Callable[[FC], FC]:
     "Seconds a client has to send a request's body once its headers are in; a request "
     "still sending it then is answered 408 and its connection closed.",
 )
+@_seconds_option(
+    "--send-timeout",
+    SEND_SECONDS,
+    "Seconds an answer may wait on a client that reads none of it; its connection is then "
+    "closed and the answer dropped.",
+)
 @click.pass_obj
 def serve_command(
     context: Context,
@@ -209,6 +217,7 @@ def serve_command(
     public_url: str | None,
     header_timeout: float,
     body_timeout: float,
+    send_timeout: float,
 ) -> None:
     """Serve feeds, the JSON API and an HTML overview over HTTP.
 
@@ -221,7 +230,7 @@ def serve_command(
       # then open http://127.0.0.1:8000/ or subscribe to http://127.0.0.1:8000/feeds/all.atom
       leaderlog --db sqlite:///other.db serve --port 8080 --no-seed
       leaderlog serve --proxy-headers --public-url https://feeds.example.org
-      leaderlog serve --header-timeout 5 --body-timeout 120
+      leaderlog serve --header-timeout 5 --body-timeout 120 --send-timeout 60
     """
     # Imported here: the HTTP stack costs every other command half a second to load.
     import uvicorn
@@ -294,7 +303,7 @@ def serve_command(
                 log_level="info",
                 # A client that never finishes its request would otherwise hold a stop for good.
                 timeout_graceful_shutdown=GRACEFUL_STOP_SECONDS,
-                http=_with_deadlines(header_timeout, body_timeout),
+                http=_with_deadlines(header_timeout, body_timeout, send_timeout),
             )
             server = uvicorn.Server(config)
             # Large answers are worked out on worker threads; with Python's default 5 ms turns
@@ -372,8 +381,10 @@ GRACEFUL_STOP_SECONDS = 5
 SWITCH_INTERVAL = 0.001
 
 
-def _with_deadlines(header_seconds: float, body_seconds: float) -> type[asyncio.Protocol]:
-    """uvicorn's HTTP/1.1 protocol, holding clients to two deadlines (and refusing the
+def _with_deadlines(
+    header_seconds: float, body_seconds: float, send_seconds: float = SEND_SECONDS
+) -> type[asyncio.Protocol]:
+    """uvicorn's HTTP/1.1 protocol, holding clients to three deadlines (and refusing the
     request heads ``CheckedConnection`` says, each with its own answer).
 
     A request's line and headers must all arrive ``header_seconds`` after the connection
@@ -388,6 +399,11 @@ def _with_deadlines(header_seconds: float, body_seconds: float) -> type[asyncio.
     the application has not taken what came) is not held against the client.
     uvicorn does not time bodies either: a writer stopping partway through a Content-Length
     held its connection until it hung up.
+
+    An answer the client reads none of for ``send_seconds`` (the server's buffer full and not
+    shrinking) is dropped and the connection closed at once. The whole answer waits in that
+    buffer: clients asking for large answers and never reading them held the server's memory
+    for as long as they liked (a few hundred such clients could exhaust it).
     """
     # Imported here, as uvicorn is (see serve_command).
     import h11
@@ -516,6 +532,10 @@ def _with_deadlines(header_seconds: float, body_seconds: float) -> type[asyncio.
         # on, never for more bytes of the same headers or body.
         _timed: object = None
         _body_was_held_back = False
+        # While writing is paused: the timer for a client reading none of the answer, and
+        # the bytes unsent when it was set.
+        _unread: asyncio.TimerHandle | None = None
+        _unsent = 0
 
         def __init__(self, *arguments: Any, **options: Any) -> None:
             super().__init__(*arguments, **options)
@@ -536,7 +556,36 @@ def _with_deadlines(header_seconds: float, body_seconds: float) -> type[asyncio.
 
         def connection_lost(self, exc: Exception | None) -> None:
             self._stop_waiting()
+            self._stop_watching_the_reader()
             super().connection_lost(exc)
+
+        def pause_writing(self) -> None:
+            super().pause_writing()
+            if self._unread is None:
+                self._unsent = self.transport.get_write_buffer_size()
+                self._unread = self.loop.call_later(send_seconds, self._reader_too_slow)
+
+        def resume_writing(self) -> None:
+            super().resume_writing()
+            self._stop_watching_the_reader()
+
+        def _stop_watching_the_reader(self) -> None:
+            if self._unread is not None:
+                self._unread.cancel()
+                self._unread = None
+
+        def _reader_too_slow(self) -> None:
+            self._unread = None
+            if self.transport.is_closing():
+                return
+            unsent = self.transport.get_write_buffer_size()
+            if unsent < self._unsent:
+                # It read some, however slowly: another period from now.
+                self._unsent = unsent
+                self._unread = self.loop.call_later(send_seconds, self._reader_too_slow)
+                return
+            # Not close(), which would wait to send what is buffered first.
+            self.transport.abort()
 
         def _time_what_is_awaited(self) -> None:
             awaited = self.conn.their_state
