@@ -302,9 +302,13 @@ class ProjectionFailure:
         span = (
             f"event {self.first}" if self.first == self.last else f"events {self.first}-{self.last}"
         )
+        until = "that is fixed"
+        if isinstance(self.cause, RecordError) and self.cause.rule in ("schema_version", "type"):
+            # A stored event a newer leaderlog wrote: nothing here can fix it.
+            until = "the leaderlog version that wrote that event runs"
         return (
             f"projection {self.name} could not apply {span}: {cause}; "
-            f"it stays at position {self.first - 1} until that is fixed"
+            f"it stays at position {self.first - 1} until {until}"
         )
 
 

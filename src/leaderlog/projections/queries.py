@@ -21,12 +21,19 @@ from operator import itemgetter
 from typing import Any, Literal, TypeVar
 
 from leaderlog._json import canonical_bytes, loads
-from leaderlog.errors import BuiltByAnotherVersion, ProjectionError, StoreError
+from leaderlog.errors import (
+    BuiltByAnotherVersion,
+    ProjectionError,
+    RecordError,
+    StoreError,
+    UnreadableEvent,
+)
 from leaderlog.events import EVENT_TYPES, format_time
 from leaderlog.projections._collector import few_collections
 from leaderlog.projections._sql import chunks, marks
 from leaderlog.projections._words import TAIL_LENGTH, search_form
 from leaderlog.projections.audit import AuditProjection
+from leaderlog.projections.base import payload
 from leaderlog.projections.claim_versions import ClaimVersion
 from leaderlog.projections.leadership import OPEN, LeadershipProjection
 from leaderlog.projections.leadership_rules import (
@@ -177,6 +184,7 @@ class Queries:
             if wanted > head:
                 log_head, _ = await self.store.head()
                 if wanted <= log_head:
+                    await self._unless_stopped_after(head)
                     # Appended and answered already, but not yet applied: a moment's wait.
                     raise ProjectionError(
                         f"known-at position {wanted} is in the log but not projected yet "
@@ -346,6 +354,7 @@ class Queries:
         head, _ = await self.store.head()
         if applied >= head:
             return error
+        await self._unless_stopped_after(applied)
         return UnknownEntity(
             f"{error} (the {projection} projection has applied the log up to position "
             f"{applied} of {head}: what was appended since is not answered yet; "
@@ -1062,7 +1071,24 @@ class Queries:
         )
         events = [dict(zip(_AUDIT_KEYS, row, strict=True)) for row in rows[:limit]]
         next_after = events[-1]["position"] if len(rows) > limit else None
+        if next_after is None:
+            # The last page: not while the log goes on past an event the projection cannot
+            # read, which would look like the log's end.
+            await self._unless_stopped_after(await self._checkpoint("audit"))
         return {"filters": filters, "events": events, "next_after": next_after}
+
+    async def _unless_stopped_after(self, applied: int) -> None:
+        """:class:`UnreadableEvent` when the event after ``applied`` is one this version
+        cannot read (a newer leaderlog wrote it): the projections stopped before it, and
+        no wait gets them past it, as a lag of moments would."""
+        try:
+            for recorded in await self.store.read_all(after=applied, limit=1):
+                payload(recorded)
+        except RecordError as error:
+            raise UnreadableEvent(
+                applied + 1,
+                f"{error.message}; answers stop before it: run the leaderlog version that wrote it",
+            ) from None
 
     async def _check_source(self, source: str) -> None:
         if await self.store.query("SELECT 1 FROM p_audit_sources WHERE source = ?", (source,)):
