@@ -1013,7 +1013,7 @@ class Queries:
             after=after,
             limit=limit,
         )
-        await self._checkpoint("audit")
+        applied = await self._checkpoint("audit")
         # A misspelt source or publisher would answer "no events" as if there were none.
         try:
             if source is not None:
@@ -1074,7 +1074,7 @@ class Queries:
         if next_after is None:
             # The last page: not while the log goes on past an event the projection cannot
             # read, which would look like the log's end.
-            await self._unless_stopped_after(await self._checkpoint("audit"))
+            await self._unless_stopped_after(applied)
         return {"filters": filters, "events": events, "next_after": next_after}
 
     async def _unless_stopped_after(self, applied: int) -> None:
