@@ -81,6 +81,9 @@ RENDERED = {
     # Each organisation's heading links to its page, and an organisation's page links the
     # organisations above it.
     (8, 21, 11, 9, 2): "49ab3efed6322d8f199722e513c162f7eb74191abf2484a8c8e80c7f203910da",
+    # The rules' version 3: an incumbency whose vague date may mean a day of a tenure in
+    # effect is that tenure, not a change to come. These pages show no such incumbency.
+    (8, 21, 11, 9, 3): "49ab3efed6322d8f199722e513c162f7eb74191abf2484a8c8e80c7f203910da",
 }
 
 BASE = "http://pages.test"

@@ -404,6 +404,54 @@ def test_given_a_dated_departure_then_a_vaguer_incumbency_does_not_reopen_the_te
     assert [claim["claim"] for claim in tenure["evidence"]] == ["c2", "c1"]
 
 
+def test_given_a_vaguer_incumbency_of_a_tenure_in_effect_then_it_is_not_pending() -> None:
+    # given a holding "about May" and the retirement on 30 May that ended it
+    story = (
+        Story(published={"paper": "2025-05-01"})
+        .report("c1", kind="incumbency", effective="2025-05", qualifier="about")
+        .report("c2", kind="departure", effective="2025-05-30", cause="retirement")
+    )
+    # when the state on the day of the retirement is asked, then the holding is no change to
+    # come: it is the holding the retirement ended, as it is from 31 May on
+    for on in ("2025-05-30", "2025-05-31"):
+        state = story.state(on)
+        assert (state["vacancy"], state["pending"]) == ("vacant", []), on
+    # and an incumbency "about June" of a holder appointed in January is none either, on a
+    # day of June it may mean
+    story = (
+        Story(published={"paper": "2025-06-01"})
+        .report("c1", effective="2025-01-10")
+        .report("c2", kind="incumbency", effective="2025-06", qualifier="about")
+    )
+    assert story.pending("2025-06-10") == []
+    assert story.holders("2025-06-10") == [("ann", "permanent")]
+
+
+def test_given_an_incumbency_dated_after_the_day_then_it_is_still_pending() -> None:
+    # given a holder appointed in January, and a report that she holds the post from 15 June
+    story = (
+        Story(published={"paper": "2025-06-01"})
+        .report("c1", effective="2025-01-10")
+        .report("c2", kind="incumbency", effective="2025-06-15")
+    )
+    # when the state on 10 June is asked, then it is a change dated after that day
+    assert story.pending("2025-06-10") == ["c2"]
+
+
+def test_given_an_undated_holding_out_after_the_departure_then_its_start_stays_unknown() -> None:
+    # given a retirement on 1 March, and an appointment with no date from a source published
+    # on 1 June (it may have happened any day before: it is the tenure the retirement ended)
+    story = (
+        Story(published={"wire": "2025-02-01", "paper": "2025-06-01"})
+        .report("c1", kind="departure", effective="2025-03-01", source="wire", cause="retirement")
+        .report("c2", source="paper")
+    )
+    # when the history is asked, then the tenure does not start after it ends ("by 1 June")
+    (tenure,) = story.tenures()
+    assert (tenure["start"], tenure["end"]["date"]) == (None, "2025-03-01")
+    assert [claim["claim"] for claim in tenure["evidence"]] == ["c1", "c2"]
+
+
 def test_given_a_departure_then_a_change_certainly_after_it_opens_a_new_tenure() -> None:
     story = (
         Story(published={"paper": "2025-05"})

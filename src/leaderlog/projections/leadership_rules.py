@@ -60,7 +60,7 @@ __all__ = [
 # Bumped with every change to what these rules answer from the same stored claim versions:
 # the leadership projection's version moves only when its rows do, so validators of answers
 # worked out with the rules (the pages' ETags) carry this one too.
-RULES_VERSION = 2
+RULES_VERSION = 3
 
 ACTING_CAPACITIES = frozenset({"acting", "interim"})
 
@@ -301,9 +301,14 @@ def _fold(
             # departure ended ("X, who is leaving, heads..."): it is evidence of that tenure,
             # not a return. Only a change certainly after the departure opens a new one.
             previous.evidence.append(claim)
-            if previous.start is None:
-                previous.start = anchor
+            if previous.start_day is None:
                 previous.start_day = min(day, previous.end_day or day)
+                # Unless it can only mean a day after the end: an undated holding counted
+                # from a source out after the departure began some day before it, not "by"
+                # the day that source was out.
+                earliest = earliest_day(anchor)
+                if previous.end_day is None or earliest is None or earliest <= previous.end_day:
+                    previous.start = anchor
             continue
         if current is not None and claim.kind == "appointment" and _other_role(claim, current):
             current.end, current.end_day, current.ended_by = anchor, day, claim.claim
@@ -488,7 +493,7 @@ def _split_pending(
     versions = list(versions)
     claims = _pending_claims(versions, as_of)
     known: list[tuple[ClaimVersion, Tenure]] = []
-    if any(claim.kind in ("departure", "appointment") for claim in claims):
+    if any(claim.kind in ("departure", "appointment", "incumbency") for claim in claims):
         rivals = _rival_ends(versions) if superseded is None or folded is None else {}
         if superseded is None:
             superseded = _superseded_departures(versions, rivals)
@@ -496,7 +501,7 @@ def _split_pending(
             folded = _fold(_in_effect(versions, as_of, superseded), rivals)
         to_come = []
         for claim in claims:
-            started = _start_already_known(claim, folded)
+            started = _start_already_known(claim, folded, as_of)
             if started is None:
                 to_come.append(claim)
             else:
@@ -545,11 +550,16 @@ def _may_be_reported_again(claim: ClaimVersion) -> bool:
     return claim.modality != "rumored"
 
 
-def _start_already_known(claim: ClaimVersion, folded: Sequence[Tenure]) -> Tenure | None:
+def _start_already_known(
+    claim: ClaimVersion, folded: Sequence[Tenure], as_of: dt.date | None = None
+) -> Tenure | None:
     """The tenure whose start a pending appointment is, if it is one already in effect: a
     tenure of its person in its post and capacity began on a day its date may mean (an
     expected appointment that another report already shows happened). A tenure known only
-    from its end began some day up to that end, as the fold reads it (see :func:`_before_end`)."""
+    from its end began some day up to that end, as the fold reads it (see :func:`_before_end`).
+    For an incumbency, see :func:`_holding_already_known`."""
+    if claim.kind == "incumbency":
+        return _holding_already_known(claim, folded, as_of)
     if claim.kind != "appointment" or not _may_be_reported_again(claim):
         return None
     earliest = _earliest_meant(claim)
@@ -559,11 +569,43 @@ def _start_already_known(claim: ClaimVersion, folded: Sequence[Tenure]) -> Tenur
         (
             tenure
             for tenure in folded
-            if tenure.person == claim.person
-            and tenure.post == claim.post
+            if _of_its_holding(claim, tenure)
             and (latest_start := tenure.start_day or tenure.end_day) is not None
             and earliest <= latest_start
-            and claim.capacity in ("unspecified", tenure.capacity())
+        ),
+        None,
+    )
+
+
+def _of_its_holding(claim: ClaimVersion, tenure: Tenure) -> bool:
+    """Whether ``tenure`` is of the claim's person in its post, in a capacity it may mean."""
+    return (
+        tenure.person == claim.person
+        and tenure.post == claim.post
+        and claim.capacity in ("unspecified", tenure.capacity())
+    )
+
+
+def _holding_already_known(
+    claim: ClaimVersion, folded: Sequence[Tenure], as_of: dt.date | None
+) -> Tenure | None:
+    """The tenure a pending incumbency reports, if it took effect on a date that may mean a
+    day up to ``as_of`` that a tenure of its person in its post and capacity covers: a
+    holding "about May" next to the retirement on 30 May that ended it is that tenure on the
+    30th, as the fold reads it from the 31st on, not a change to come. One dated certainly
+    after ``as_of``, or only expected, still is."""
+    if as_of is None or not claim.takes_effect or claim.earliest_stated_day() is None:
+        return None
+    earliest = claim.earliest_effect_day()
+    if earliest is None or earliest > as_of:
+        return None
+    return next(
+        (
+            tenure
+            for tenure in folded
+            if _of_its_holding(claim, tenure)
+            and (tenure.start_day is None or tenure.start_day <= earliest)
+            and (tenure.open or (tenure.end_day is not None and earliest <= tenure.end_day))
         ),
         None,
     )
