@@ -6,10 +6,12 @@ projection is rebuilt by the server's version (what a restart does), it answers 
 from __future__ import annotations
 
 import asyncio
+import logging
 from pathlib import Path
 from typing import ClassVar
 
 import httpx
+import pytest
 
 from leaderlog.http import create_app
 from leaderlog.log import EventLog
@@ -68,3 +70,19 @@ def test_its_503s_say_to_restart_it_and_do_not_invite_retries(tmp_path: Path) ->
         # then it answers from them again
         assert client.get("/api/audit").status_code == 200
         assert client.get("/healthz").json()["ok"] is True
+
+
+def test_the_server_logs_it_once_not_at_every_request(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    url = seeded_database(tmp_path)
+    with running(create_app(url)) as base, httpx.Client(base_url=base, timeout=30) as client:
+        assert client.get("/api/audit").status_code == 200
+        _rebuild_as_another_version(url)
+        with caplog.at_level(logging.WARNING, logger="leaderlog"):
+            # when readers keep asking, then each gets the 503, and the server's log says it
+            # once (a condition no retry ends is no news at the next request)
+            for _ in range(3):
+                assert client.get("/api/audit").status_code == 503
+        said = [r for r in caplog.records if "built by another" in r.getMessage()]
+        assert len(said) == 1, [r.getMessage() for r in said]

@@ -16,6 +16,7 @@ import functools
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -26,6 +27,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Match, request_response
 
 from leaderlog.errors import (
+    BuiltByAnotherVersion,
     LogRemoved,
     ProjectionError,
     ProjectionFailed,
@@ -495,13 +497,29 @@ async def _applied_through(request: Request, position: int) -> bool:
 async def _unavailable(request: Request, error: Exception) -> Response:
     """The database is busy, unreachable or the log gone: its condition, not a server fault."""
     assert isinstance(error, StoreUnavailable)
+    app = request.scope.get("app")
     if isinstance(error, LogRemoved):
-        app = request.scope.get("app")
         services: Services | None = getattr(app.state, "services", None) if app else None
         if services is not None:
             services.log_removed(error)
-    logger.warning("%s %s: %s", request.method, request.url.path, error)
+    if _news(app, error):
+        logger.warning("%s %s: %s", request.method, request.url.path, error)
     return unavailable_response(error)
+
+
+def _news(app: Any, error: StoreUnavailable) -> bool:
+    """Whether the server's log is to say ``error``: a condition no retry ends (the log
+    removed, a projection another version rebuilt) is said once, not at every request it
+    answers until a restart; a busy or unreachable database each time."""
+    if not isinstance(error, (LogRemoved, BuiltByAnotherVersion)) or app is None:
+        return True
+    said: set[str] | None = getattr(app.state, "lasting_said", None)
+    if said is None:
+        said = app.state.lasting_said = set()
+    if str(error) in said:
+        return False
+    said.add(str(error))
+    return True
 
 
 async def _unreadable(request: Request, error: Exception) -> Response:
