@@ -382,7 +382,7 @@ SWITCH_INTERVAL = 0.001
 
 
 def _with_deadlines(
-    header_seconds: float, body_seconds: float, send_seconds: float = SEND_SECONDS
+    header_seconds: float, body_seconds: float, send_seconds: float
 ) -> type[asyncio.Protocol]:
     """uvicorn's HTTP/1.1 protocol, holding clients to three deadlines (and refusing the
     request heads ``CheckedConnection`` says, each with its own answer).

@@ -248,9 +248,10 @@ class FeedService:
         well after they were stamped: see :meth:`_dated`. What it finds at its first look
         (or after a rebuild) was there before it: no arrival of its own."""
         before = self._taken_through
-        if before is None or position > before:
-            self._taken_through = position
-        if before is not None and position > before:
+        if before is not None and position <= before:
+            return
+        self._taken_through = position
+        if before is not None:
             self._arrivals.append((before, position, dt.datetime.now(dt.UTC)))
             if len(self._arrivals) > 2 * _ARRIVALS_KEPT:
                 del self._arrivals[:-_ARRIVALS_KEPT]

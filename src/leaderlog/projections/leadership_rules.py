@@ -551,7 +551,7 @@ def _may_be_reported_again(claim: ClaimVersion) -> bool:
 
 
 def _start_already_known(
-    claim: ClaimVersion, folded: Sequence[Tenure], as_of: dt.date | None = None
+    claim: ClaimVersion, folded: Sequence[Tenure], as_of: dt.date | None
 ) -> Tenure | None:
     """The tenure whose start a pending appointment is, if it is one already in effect: a
     tenure of its person in its post and capacity began on a day its date may mean (an
