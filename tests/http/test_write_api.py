@@ -497,7 +497,26 @@ def test_every_problem_is_named_by_record_and_field(running: Running, api: httpx
     second_fields = {entry["field"] for entry in problems[1]["fields"]}
     assert {"data.source", "data.kind", "data.person", "data.post"} <= second_fields
     assert all(entry["problem"] for problem in problems for entry in problem["fields"])
-    assert "nothing was written" in body["detail"]
+    # a client showing only `detail` still says what to mend first
+    assert body["detail"] == (
+        f"record 0: {problems[0]['message']}; and 1 more problem; nothing was written"
+    )
+    assert log_head(api) == before
+
+
+def test_one_refused_record_is_named_in_the_detail(running: Running, api: httpx.Client) -> None:
+    before = log_head(api)
+    body = error_body(
+        post(
+            api,
+            {"type": "person.registered", "data": {"person": "Bad Slug", "name": "X"}},
+            running.token,
+        ),
+        422,
+    )
+    [problem] = body["problems"]
+    assert "Bad Slug" in problem["message"]
+    assert body["detail"] == f"record 0: {problem['message']}; nothing was written"
     assert log_head(api) == before
 
 
@@ -760,7 +779,8 @@ def test_a_write_with_a_query_parameter_is_422_naming_it(
     # shaped like every other refusal of a write, so a writer reads one kind of body
     assert error_body(response, 422) == {
         "error": "invalid",
-        "detail": "1 problem(s); nothing was written",
+        "detail": f"query parameter {name}: unknown parameter {name!r} for /api/events: it "
+        "takes none; nothing was written",
         "problems": [
             {
                 "where": f"query parameter {name}",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import copy
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from email.message import EmailMessage, Message
 from email.utils import collapse_rfc2231_value
 from typing import Annotated, Any
@@ -255,6 +255,17 @@ def _parse(raw: Any) -> list[Record]:
     return records
 
 
+def _refusal(problems: Sequence[Mapping[str, object]]) -> str:
+    """``detail`` of a refused write: its first problem, located, and how many more (a
+    client showing only ``detail`` still says what to mend; ``problems`` has them all)."""
+    first = problems[0]
+    detail = f"{first['where']}: {first['message']}" if first["where"] else str(first["message"])
+    if len(problems) > 1:
+        more = len(problems) - 1
+        detail += f"; and {more} more problem{'s' if more > 1 else ''}"
+    return f"{detail}; nothing was written"
+
+
 def _conflict_located(conflict: DuplicateEventError, records: list[Record]) -> str:
     """The conflict, naming the record of the batch that holds the id as the 422 names
     records (a batch may hold hundreds)."""
@@ -352,12 +363,8 @@ def write_router(
         try:
             check_parameters(request, lenient=False)
         except RequestValidationError as refused:
-            return error_response(
-                422,
-                "invalid",
-                f"{len(refused.errors())} problem(s); nothing was written",
-                problems=parameter_problems(refused.errors()),
-            )
+            problems = parameter_problems(refused.errors())
+            return error_response(422, "invalid", _refusal(problems), problems=problems)
         for name in _SINGLE_HEADERS:
             times = len(request.headers.getlist(name))
             if times > 1:
@@ -438,12 +445,8 @@ def write_router(
             labels = [f"record {index}" for index in range(len(records))]
             outcome = await log.append_records(records, actor=actor, labels=labels)
         except BatchError as error:
-            return error_response(
-                422,
-                "invalid",
-                f"{len(error.problems)} problem(s); nothing was written",
-                problems=[problem.as_dict() for problem in error.problems],
-            )
+            problems = [problem.as_dict() for problem in error.problems]
+            return error_response(422, "invalid", _refusal(problems), problems=problems)
         except ConcurrencyError as error:
             return error_response(409, "conflict", str(error))
         except DuplicateEventError as error:
