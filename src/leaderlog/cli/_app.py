@@ -762,6 +762,8 @@ def main(context: click.Context, db: str | None) -> None:
     \b
     Example:
       leaderlog import seeds/ice-leadership-2025-05.jsonl
+      leaderlog export > log.jsonl
+      leaderlog --db sqlite:///other.db import log.jsonl
       leaderlog --db sqlite:///other.db events --json
     """
     context.obj = Context(db)

@@ -259,9 +259,9 @@ def import_command(context: Context, files: Sequence[IO[bytes]], actor: str, as_
     """Append JSON Lines records (or an export) from each FILE, or - for stdin.
 
     Every record of every file is checked before anything is written: one bad record means
-    nothing is written, and the error names its file, line and rule. The files are appended
-    in the order given, as one transaction (each file once). Importing the same file again
-    appends nothing the second time.
+    nothing is written, and the error names its line (and its file, when several are given)
+    and rule. The files are appended in the order given, as one transaction (each file once).
+    Importing the same file again appends nothing the second time.
 
     \b
     Example:
@@ -550,6 +550,7 @@ def export_command(context: Context) -> None:
     \b
     Example:
       leaderlog export > log.jsonl
+      createdb -h 127.0.0.1 -U postgres leaderlog    # PostgreSQL's own tool, once
       leaderlog --db postgresql://postgres@127.0.0.1/leaderlog import log.jsonl
     """
 

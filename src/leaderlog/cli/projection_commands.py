@@ -860,7 +860,7 @@ def projections_command(context: Context, as_json: bool, forget: str | None) -> 
     Example:
       leaderlog projections
       leaderlog projections --json
-      leaderlog projections --forget turnover
+      leaderlog projections --forget turnover    # once projections/turnover.py is deleted
     """
     if forget is not None:
         _forget(context, forget, as_json=as_json)
