@@ -161,6 +161,25 @@ def test_a_claim_without_a_date_from_an_undated_source_counts_from_its_recording
     assert f'occurred "lately" (counted from {recorded}, when recorded)' in text
 
 
+def test_a_pending_claim_without_any_date_says_its_date_is_unknown(db: str, tmp_path: Path) -> None:
+    records = [
+        record(
+            "claim.reported",
+            claim="undated-rumour",
+            source="fox-ice-shakeup-2025-05",
+            kind="appointment",
+            person="derek-gordon",
+            post="ice-hsi-dsac",
+            capacity="acting",
+            modality="rumored",
+            attribution={"kind": "anonymous"},
+        ),
+    ]
+    import_records(db, tmp_path, records)
+    text = ok(invoke(db, "claim", "undated-rumour"))
+    assert "(ice-hsi-dsac), rumored, date unknown\n" in text
+
+
 def test_claim_shows_the_date_a_confirmation_gives_and_what_a_correction_changed(
     db: str, tmp_path: Path
 ) -> None:

@@ -400,10 +400,13 @@ def _print_claim(answer: Mapping[str, Any]) -> None:
     # A confirmation's date is the one that holds (until a correction gives another).
     confirmed = current.get("confirmed_effective")
     when = f", confirmed for {_when(confirmed)}" if confirmed else ""
+    effective = _undated(current) or _when(current["effective"])
+    # "rumored, date unknown", where "rumored about 2025-05" reads on
+    joined = ", " if effective.startswith("date unknown") else " "
     echo_line(
         f"  {current['kind']} of {_who(current)} as {capacity}"
         f"{current.get('post_title') or current['post']} ({current['post']}), "
-        f"{current['modality']} {_undated(current) or _when(current['effective'])}{when}"
+        f"{current['modality']}{joined}{effective}{when}"
     )
     # Who the claim rests on, as a correction of it is shown ("attribution -> named (Axios)").
     echo_line(f"  attribution: {_shown_change('attribution', current['attribution'])}")
