@@ -130,8 +130,8 @@ async def test_titles_and_summaries_are_translated_with_labels_and_local_dates(
     assert german.feed.title == "Führungswechsel: Einwanderungs- und Zollbehörde"
     titles = [entry.title for entry in german.entries]
     assert (
-        "Erwartet: Abgang von Robert Hammer als Exekutiver stellvertretender Direktor "
-        "(HSI) (Versetzung)" in titles
+        "Erwartet: Robert Hammer scheidet als Exekutiver stellvertretender Direktor "
+        "(HSI) aus (Versetzung)" in titles
     )
     summaries = " ".join(entry.summary for entry in german.entries)
     assert "etwa Mai 2025" in summaries and "anonyme Quellen: White House und ICE" in summaries

@@ -20,7 +20,7 @@ _CAUSE_EMPTIED = {
     "de": "Ge\u00e4ndert \u2013 Grund: Ruhestand \u2192 keine Angabe.",
     "es": "Cambio de causa: jubilaci\u00f3n \u2192 sin indicar.",
     "fr": "Modification \u2014 cause\u00a0: d\u00e9part \u00e0 la retraite \u2192 n\u00e9ant.",
-    "it": "Modifica di causa: pensionamento \u2192 assente.",
+    "it": "Modificato \u2013 causa: pensionamento \u2192 assente.",
     "pt": "Altera\u00e7\u00e3o de causa: aposentadoria \u2192 sem informa\u00e7\u00e3o.",
     "ru": "\u0418\u0437\u043c\u0435\u043d\u0435\u043d\u043e \u2014 "
     "\u043f\u0440\u0438\u0447\u0438\u043d\u0430: "

@@ -72,6 +72,10 @@ RENDERED = {
     (20, 11): "d778588467bcbaaa3fe8d5bf3d1f3b33f88f491d9d5e631efef1e73a79d8977e",
     # A date given only in the source's words is quoted as such: "date unknown (“soon”)".
     (21, 11): "2de47d0910a201b6d983591f0de996cff2a8b1a9654ba95d08a6b4a4956a6077",
+    # Translations mended (a Hindi transfer that read as a reappointment, French, Spanish,
+    # Portuguese and Italian capacities, German titles, ...) and the HTML content joins the
+    # status to the change as the title does, in the words of the language.
+    (22, 11): "92b2a60e50454d5f6a9bb2deebfd6a08d19dd20a14ac5e15e532f068c45c3f4f",
 }
 
 _RECORDED = dt.datetime(2025, 6, 1, 12, 0, tzinfo=dt.UTC)

@@ -339,11 +339,11 @@ def test_overview_refuses_unknown_or_malformed_organisations(
     hebrew = client.get(f"{base}/", params={"org": "\u05e9\u05dc\u05d5\u05dd 123"}).text
     assert "has the id <bdi>\u05e9\u05dc\u05d5\u05dd 123</bdi>." in hebrew
     arabic = client.get(f"{base}/", params={"lang": "\u0639\u0631\u0628\u064a 2"}).text
-    assert "not offered in <bdi>&#x27;\u0639\u0631\u0628\u064a 2&#x27;</bdi>:" in arabic
+    assert "not offered in \u201c<bdi>\u0639\u0631\u0628\u064a 2</bdi>\u201d:" in arabic
     assert 'href="?org=zzz&amp;lang=de"' in client.get(f"{base}/?org=zzz").text
     language = client.get(f"{base}/?lang={'x' * 20_000}")
     said = _leadership_text(language.text)
-    assert language.status_code == 404 and f"not offered in '{'x' * 59}\u2026'" in said, said
+    assert language.status_code == 404 and f"not offered in \u201c{'x' * 59}\u2026\u201d" in said
     assert len(language.text) < len(client.get(f"{base}/?lang=xx").text) + 200
     # and one holding what cannot be seen is written out, not shown as a real id
     for hidden, written in (("%E2%80%AEice", "\\u202eice"), ("%E2%80%8Bice", "\\u200bice")):
@@ -586,7 +586,11 @@ def test_a_language_not_offered_gets_a_page_saying_so_in_the_reader_s_language(
     assert response.status_code == 404
     assert response.headers["content-type"].startswith("text/html")
     assert response.headers["content-language"] == "fr"
-    assert "Ces pages ne sont pas proposées en <bdi>&#x27;xx-YY&#x27;</bdi>" in response.text
+    # in French quotation marks, with the spaces French sets inside them
+    assert (
+        "Ces pages ne sont pas proposées dans la langue \u00ab\u00a0<bdi>xx-YY</bdi>\u00a0\u00bb"
+        in response.text
+    )
     assert 'href="?lang=de" hreflang="de"' in response.text  # the languages to choose from
 
 

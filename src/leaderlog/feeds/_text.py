@@ -610,7 +610,10 @@ def _summary(doc: Mapping[str, Any], lang: Language, change: str, *, markup: boo
 def _content(doc: Mapping[str, Any], lang: Language, status: str) -> str:
     fields = doc.get("fields", {})
     change = _change(doc, lang, markup=True)
-    out = [f"<p><strong>{html.escape(status)}</strong> \u2014 {change}</p>", "<ul>"]
+    strong = Markup(f"<strong>{html.escape(status)}</strong>")
+    # Joined as the title joins them, in the words of the language (not an English dash).
+    headline = translated_html(lang, N_("{status}: {change}"), status=strong, change=Markup(change))
+    out = [f"<p>{headline}</p>", "<ul>"]
     out.extend(
         f"<li>{translated_html(lang, message, **values)}</li>"
         for message, values in _facts(doc, lang)

@@ -632,14 +632,13 @@ def _page_title(
     return title, heading
 
 
-def _echoed(value: str, *, quoted: bool = False) -> str:
+def _echoed(value: str) -> str:
     """``value`` as a 404 page repeats it: cut to its first characters with an ellipsis, and
     written out (quoted, escapes and all) when it holds what cannot be seen, a direction
-    override, a zero-width space or a space at either end, or when ``quoted``."""
+    override, a zero-width space or a space at either end."""
     # A space at an end is printable, yet a page shows "?org=ice%20" as if it said "ice".
     if value.isprintable() and value == value.strip():
-        shown = clean(value, LONGEST_ECHO)
-        return repr(shown) if quoted else shown
+        return clean(value, LONGEST_ECHO)
     shown = repr(value[:LONGEST_ECHO])
     return shown if len(value) <= LONGEST_ECHO else f"{shown}\u2026"
 
@@ -899,10 +898,16 @@ async def _overview_page(
         state = {"posts": [], "as_of": "", "known_at": {"position": 0}}
         whole = False
     if not_offered is not None:
+        echoed = _echoed(not_offered)
+        # In the page's own quotation marks, unless written out with Python's escapes to
+        # show what cannot be seen, which quote themselves.
+        named = Markup(_name(echoed))
+        if echoed == clean(not_offered, LONGEST_ECHO):
+            named = translated_html(words, N_("“{quote}”"), quote=named)
         asked = translated_html(
             words,
             N_("These pages are not offered in {asked}: choose one of the languages above."),
-            asked=Markup(_name(_echoed(not_offered, quoted=True))),
+            asked=named,
         )
         leadership = f"<p>{asked}</p>"
     elif unknown is not None and org is not None:
