@@ -23,7 +23,7 @@ from leaderlog.store import EventStore
 
 __all__ = ["EntityRow", "FeedReader", "Head", "PageInfo"]
 
-_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 
 
 def parse_time(text: str) -> dt.datetime:
@@ -53,6 +53,8 @@ class EntityRow:
     id: str
     doc: dict[str, Any]
     position: int
+    # The stamp of the event at ``position``, as the feeds date it.
+    at: dt.datetime
 
 
 class FeedReader:
@@ -88,7 +90,7 @@ class FeedReader:
     async def clock(self) -> tuple[int, dt.datetime]:
         """The position and stamp of the last event the feeds took in (0 and 1970 before any)."""
         rows = await self.store.query(f"SELECT position, stamp FROM {CLOCK} WHERE name = 'clock'")
-        return (int(rows[0][0]), parse_time(rows[0][1])) if rows else (0, _EPOCH)
+        return (int(rows[0][0]), parse_time(rows[0][1])) if rows else (0, EPOCH)
 
     async def head(self, scope: str) -> Head | None:
         """The scope's head; None for a subject the feeds do not know. The scope of every
@@ -137,14 +139,18 @@ class FeedReader:
         None), by kind then id, each with the position it was last changed at."""
         marks = ",".join("?" * len(kinds))
         rows = await self.store.query(
-            f"SELECT e.kind, e.id, e.doc, e.position FROM {ENTITIES} e WHERE e.kind IN ({marks}) "
+            f"SELECT e.kind, e.id, e.doc, e.position, e.recorded_at FROM {ENTITIES} e "
+            f"WHERE e.kind IN ({marks}) "
             f"AND e.position = (SELECT MAX(l.position) FROM {ENTITIES} l "
             "WHERE l.kind = e.kind AND l.id = e.id AND l.position <= ?)",
             (*kinds, at if at is not None else 2**62),
         )
         # Sorted here: ORDER BY would follow a PostgreSQL database's collation.
         rows = sorted(rows, key=lambda row: (str(row[0]), str(row[1])))
-        return [EntityRow(row[0], row[1], loads(row[2]), int(row[3])) for row in rows]
+        return [
+            EntityRow(row[0], row[1], loads(row[2]), int(row[3]), parse_time(row[4]))
+            for row in rows
+        ]
 
     async def recent(self, scope: str, limit: int) -> list[dict[str, Any]]:
         """The current docs of the ``limit`` entries of a scope changed most recently."""

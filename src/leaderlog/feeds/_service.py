@@ -47,7 +47,7 @@ from leaderlog.feeds._paging import (
     page_url,
     rank_range,
 )
-from leaderlog.feeds._read import FeedReader, Head
+from leaderlog.feeds._read import EPOCH, FeedReader, Head
 from leaderlog.feeds._render import render_atom, render_rss
 from leaderlog.projections.feed_entries import FeedEntriesProjection
 from leaderlog.store import EventStore
@@ -187,6 +187,8 @@ class Directory:
 
     position: int
     kinds: Mapping[str, Sequence[tuple[str, dict[str, Any]]]]
+    # The stamp of the event at ``position`` (1970 before any).
+    stamp: dt.datetime
     memo: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
 
 
@@ -613,7 +615,12 @@ class FeedService:
         # Dated by the rows themselves, which one statement reads as of one moment, not by
         # ``moved``: a rebuild begun between the two reads leaves fewer rows than ``moved``
         # had, and once through it changes them last at ``moved`` again.
-        found = Directory(max((row.position for row in rows), default=0), kinds)
+        last = max(rows, key=lambda row: row.position, default=None)
+        found = (
+            Directory(last.position, kinds, last.at)
+            if last is not None
+            else Directory(0, kinds, EPOCH)
+        )
         if generation == self._generation:
             self._directory = found
         return found
@@ -621,7 +628,8 @@ class FeedService:
     async def opml(
         self, lang: str, base_url: str, fmt: FeedFormat = "atom", explicit_lang: bool = False
     ) -> Rendered:
-        """Every feed as OPML; it changes when any organisation, person or post does."""
+        """Every feed as OPML; it changes when an organisation, person or post does, and is
+        dated by the last event that changed one: a claim leaves it as it was."""
         await self._fresh()
         clock = self._clock
         if clock is None:
@@ -629,7 +637,12 @@ class FeedService:
             clock = await self.reader.clock()
             if generation == self._generation:
                 self._clock = clock
-        position, stamp = clock
+        # As known at the position the feeds are served at, however far the projection has
+        # moved since.
+        directory = await self.directory(clock[0])
+        # As in render: outlines read while a rebuild began are neither sent nor kept.
+        await self._unless_rebuilding()
+        position, stamp = directory.position, directory.stamp
         key = ("opml", lang, base_url, fmt, explicit_lang, position)
         digest = hashlib.sha256(repr((_RENDERING, *key[:-1])).encode()).hexdigest()[:16]
         # Last-Modified may be later than the stamp (see _dated); the document itself says
@@ -639,7 +652,8 @@ class FeedService:
             position, f'W/"{position}-{digest}"', last_modified, SUBSCRIPTION_CACHE
         )
         return await self._rendered_once(
-            key, lambda: self._render_opml(lang, base_url, fmt, explicit_lang, validators, stamp)
+            key,
+            lambda: self._render_opml(lang, base_url, fmt, explicit_lang, validators, directory),
         )
 
     async def _render_opml(
@@ -649,15 +663,9 @@ class FeedService:
         fmt: FeedFormat,
         explicit_lang: bool,
         validators: Validators,
-        stamp: dt.datetime,
+        directory: Directory,
     ) -> Rendered:
         generation = self._generation
-        # As known at the position its ETag names, however far the projection has moved.
-        directory = await self.directory(validators.position)
-        # As in render: outlines read while a rebuild began are neither sent nor kept.
-        await self._unless_rebuilding()
-        # The document differs from one event to the next by its date alone, unless the event
-        # changed an organisation, person or post: the rest is kept as long as they stay.
         outlines_key = ("opml", lang, base_url, fmt, explicit_lang, directory.position)
         # Built and compressed on a worker thread: for every feed of a large log (100,000
         # organisations take seconds) the event loop would stand still, every other request
@@ -671,7 +679,7 @@ class FeedService:
                 self._keep_outlines(outlines_key, parts)
         else:
             self._outlines.move_to_end(outlines_key)
-        body, gzipped = await asyncio.to_thread(_dated_and_compressed, parts, stamp)
+        body, gzipped = await asyncio.to_thread(_dated_and_compressed, parts, directory.stamp)
         return Rendered(body, gzipped, "text/x-opml; charset=utf-8", validators, lang)
 
     def _opml_parts(
