@@ -803,6 +803,39 @@ class StoreContract(abc.ABC):
         await store.append([event("s3")], actor="t")
         assert not (await verify_log(store)).ok
 
+    async def test_two_runs_of_one_runner_at_once_do_not_take_the_log_for_another(
+        self, store: EventStore, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        # given a runner that has applied a log, whose head a first run reads and gets late
+        await store.append([event("s0"), event("s1")], actor="t")
+        runner = ProjectionRunner(store, [_Recording()])
+        await runner.catch_up()
+        read_head = store.head
+        late = asyncio.Event()
+
+        async def head_answered_late() -> tuple[int, str]:
+            answer = await read_head()
+            if not late.is_set():
+                late.set()
+                await asyncio.sleep(0.3)
+            return answer
+
+        store.head = head_answered_late  # type: ignore[method-assign]
+        try:
+            first = asyncio.create_task(runner.catch_up())
+            await late.wait()
+            # when an event is appended and a second run applies it meanwhile, as a writer
+            # waiting for its own event does beside a server's follower
+            await store.append([event("s2")], actor="t")
+            with caplog.at_level("WARNING", logger="leaderlog.projections"):
+                assert await runner.catch_up() == 3
+                await first
+        finally:
+            del store.head
+        # then neither run took the log for another one, and nothing was rebuilt
+        assert not [r for r in caplog.records if "no longer holds" in r.getMessage()]
+        assert [position for position, _ in await _recorded(store)] == [1, 2, 3]
+
     async def cut_short(self, store: EventStore, store_url: str, after: int) -> None:
         """Delete the events after position ``after`` behind the store's back."""
         await self.drop_append_only_guard(store_url)

@@ -641,11 +641,14 @@ class ProjectionRunner:
             return None
         position, hash = self._read_through
         found: str | None
-        if head is not None and position >= head[0]:
-            found = head[1] if position == head[0] else None  # beyond the head: cut short
+        if head is not None and position == head[0]:
+            found = head[1]
         elif page and 0 <= (index := position - page[0].position) < len(page):
             found = page[index].hash  # positions are gap-free: the page holds it there
         else:
+            # Also past a head just read: it is not cut short for that, since another run of
+            # this runner (a server's follower beside a writer waiting for its own event) may
+            # have read a later head while this one waited for its answer.
             event = await self.store.get(position)
             found = event.hash if event is not None else None
         return None if found == hash else position
