@@ -16,6 +16,7 @@ Hierarchy::
     │       ├── StoreBusy        another transaction held a lock longer than a write waits
     │       ├── StoreUnreachable nothing answers at the database's address, or it is restarting
     │       ├── LogRemoved       the log was dropped while open (a refused first import, by hand)
+    │       ├── StoreReadOnly    the database file may be read but not written here
     │       └── BuiltByAnotherVersion  a projection was rebuilt by another leaderlog version
     ├── ProjectionError          a projection cannot be loaded or answered
     │   ├── ProjectionFailed     projections could not apply some events; the others went on
@@ -71,6 +72,7 @@ __all__ = [
     "RecordedAtRefused",
     "StoreBusy",
     "StoreError",
+    "StoreReadOnly",
     "StoreUnavailable",
     "StoreUnreachable",
     "TokenError",
@@ -407,6 +409,12 @@ class LogRemoved(StoreUnavailable):
     process dropped the empty log it had created (nothing was written; trying again creates
     it again, and is answered on the records, not on a missing table), or its table or
     PostgreSQL schema was dropped by hand (restore it, then open it again)."""
+
+
+class StoreReadOnly(StoreUnavailable):
+    """The SQLite file, or its folder, may be read but not written by this process: not worth
+    trying again until its permissions change (a server then needs a restart, as SQLite keeps
+    a connection opened read-only so)."""
 
 
 class BuiltByAnotherVersion(StoreUnavailable):

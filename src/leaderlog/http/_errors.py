@@ -24,7 +24,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 
-from leaderlog.errors import BuiltByAnotherVersion, LogRemoved, StoreUnavailable
+from leaderlog.errors import BuiltByAnotherVersion, LogRemoved, StoreReadOnly, StoreUnavailable
 
 __all__ = [
     "LONGEST_ECHO",
@@ -157,9 +157,9 @@ def error_response(
 def unavailable_response(error: StoreUnavailable) -> JSONResponse:
     """The database's condition as a 503 saying only what anyone may be told (the full
     message can name the database's address). ``Retry-After: 1`` when trying again soon may
-    work (busy, unreachable); not when the log was removed, or a projection rebuilt by another
-    leaderlog version, which no retry brings back."""
-    lasting = isinstance(error, (LogRemoved, BuiltByAnotherVersion))
+    work (busy, unreachable, a full disk); not when the log was removed, a projection rebuilt
+    by another leaderlog version, or the file may not be written, which no retry mends."""
+    lasting = isinstance(error, (LogRemoved, BuiltByAnotherVersion, StoreReadOnly))
     headers = {} if lasting else {"Retry-After": "1"}
     return error_response(503, "unavailable", error.public, headers=headers)
 

@@ -30,6 +30,7 @@ from leaderlog.errors import (
     ProjectionError,
     StoreBusy,
     StoreError,
+    StoreReadOnly,
     StoreUnavailable,
 )
 from leaderlog.events import RecordedEvent
@@ -452,17 +453,9 @@ class _WriteConnection:
             ) from error
         try:
             return await running
-        except sqlite3.OperationalError as error:
-            _raise_if_log_removed(error)
-            # A file this user may read but not write opens fine (a log in WAL mode needs
-            # no write to open): the first write is where it shows.
-            if error.sqlite_errorcode & 0xFF != sqlite3.SQLITE_READONLY:
-                raise
-            raise StoreUnavailable(
-                f"cannot write to the SQLite database {self._path}: {error}; appending and "
-                "the commands that keep projections up to date need write access to the file "
-                "and its folder (verify, events and export only read)"
-            ) from error
+        except sqlite3.DatabaseError as error:
+            _raise_as_store_error(error, self._path)
+            raise
 
     async def run_or_interrupt(self, work: Callable[[sqlite3.Connection], _T]) -> _T:
         """``run``, except that a caller who stops waiting also stops the work: its statement
@@ -516,6 +509,52 @@ class _WriteConnection:
 
 
 _BUSY_CODES = (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+
+
+def _raise_as_store_error(error: sqlite3.DatabaseError, path: Path) -> None:
+    """Raise what ``error`` says of the log or the file, if anything; the caller raises
+    ``error`` itself otherwise (a statement's own fault)."""
+    if isinstance(error, sqlite3.OperationalError):
+        _raise_if_log_removed(error)
+    trouble = _file_trouble(error, path)
+    if trouble is not None:
+        raise trouble from error
+
+
+def _file_trouble(error: sqlite3.DatabaseError, path: Path) -> StoreError | None:
+    """What ``error`` says of the database file itself, for its user to mend, or None for
+    an error of the statement's own. Nothing of the transaction it ended was kept."""
+    code = getattr(error, "sqlite_errorcode", None)
+    primary = code & 0xFF if isinstance(code, int) else None
+    if primary == sqlite3.SQLITE_READONLY:
+        # A file this user may read but not write opens fine (a log in WAL mode needs no
+        # write to open): the first write is where it shows.
+        return StoreReadOnly(
+            f"cannot write to the SQLite database {path}: {error}; appending and the commands "
+            "that keep projections up to date need write access to the file and its folder "
+            "(verify, events and export only read)",
+            public="the database cannot be written to: it is read-only here; nothing was written",
+        )
+    if primary == sqlite3.SQLITE_FULL:
+        return StoreUnavailable(
+            f"the SQLite database {path} cannot grow: {error} (the disk holding it is full, "
+            "or the file reached a size limit); nothing of this was kept: free space, then "
+            "try again",
+            public="the database's disk is full; nothing was written",
+        )
+    if primary == sqlite3.SQLITE_IOERR:
+        return StoreUnavailable(
+            f"cannot read or write the SQLite database {path}: {error} (the disk failed, or "
+            "the file reached a size limit set for this program); nothing of this was kept",
+            public="the database's disk failed; nothing was written",
+        )
+    if primary in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB):
+        return StoreError(
+            f"the SQLite database {path} is damaged: {error}; `leaderlog verify` says whether "
+            "the log is whole: if it is, `leaderlog export` and an import into a new file "
+            "move it there; if not, restore the file from a backup"
+        )
+    return None
 
 
 def _raise_if_log_removed(error: sqlite3.OperationalError) -> None:
@@ -885,8 +924,8 @@ class SQLiteStore(EventStore):
         # execute_fetchall costs one thread hop where execute + fetchall cost two.
         try:
             return await self._reader.execute_fetchall(sql, parameters)
-        except sqlite3.OperationalError as error:
-            _raise_if_log_removed(error)
+        except sqlite3.DatabaseError as error:
+            _raise_as_store_error(error, self.path)
             raise
 
     # --- writing ---------------------------------------------------------------------------
