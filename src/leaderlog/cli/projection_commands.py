@@ -176,6 +176,14 @@ def _running(runner: ProjectionRunner) -> list[str]:
 async def _catch_up(runner: ProjectionRunner) -> None:
     running = set(_running(runner))
     statuses = [status for status in await runner.status() if status.name in running]
+    versions = {projection.name: projection.version for projection in runner.projections}
+    if statuses and all(
+        status.version == versions[status.name] and 0 < status.checkpoint == status.head
+        for status in statuses
+    ):
+        # Nothing to apply: no write transaction either, which would wait for (and, past the
+        # busy timeout, fail beside) another process writing, such as a long import.
+        return
     lag = max((status.lag for status in statuses), default=0)
     if lag < PROGRESS_THRESHOLD:
         await runner.catch_up()
