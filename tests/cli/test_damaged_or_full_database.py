@@ -9,6 +9,7 @@ import resource
 import sqlite3
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from click.testing import CliRunner
@@ -35,6 +36,20 @@ def _log_summary(database: Path) -> tuple[int, str]:
     return int(count), str(head)
 
 
+def _leaderlog(
+    database: Path, *arguments: str, preexec_fn: Callable[[], None] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """The command as a user runs it, in a process of its own."""
+    return subprocess.run(
+        [str(LEADERLOG), "--db", f"sqlite:///{database}", *arguments],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        preexec_fn=preexec_fn,
+    )
+
+
 def test_an_import_that_outgrows_the_file_size_allowed_is_one_clear_error(
     tmp_path: Path,
 ) -> None:
@@ -56,14 +71,7 @@ def test_an_import_that_outgrows_the_file_size_allowed_is_one_clear_error(
         resource.setrlimit(resource.RLIMIT_FSIZE, (room, room))
 
     # when they are imported with no more room than that
-    result = subprocess.run(
-        [str(LEADERLOG), "--db", f"sqlite:///{database}", "import", str(records)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-        preexec_fn=limited,
-    )
+    result = _leaderlog(database, "import", str(records), preexec_fn=limited)
     # then one error says the file could not be written, and nothing was
     assert result.returncode == 1, result.stderr
     assert "Traceback" not in result.stderr
@@ -88,13 +96,7 @@ def test_a_damaged_file_is_said_to_be_damaged_with_what_to_do(tmp_path: Path) ->
         file.seek(page_size)
         file.write(bytes((index * 7 + 13) % 256 for index in range(size - page_size)))
     # when a command reads it
-    result = subprocess.run(
-        [str(LEADERLOG), "--db", f"sqlite:///{database}", "state"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    result = _leaderlog(database, "state")
     # then one error says it is damaged and what to do, with no trace
     assert result.returncode == 1, result.stderr
     assert "Traceback" not in result.stderr
