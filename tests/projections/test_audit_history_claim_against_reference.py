@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from leaderlog.errors import UnknownEntity
@@ -385,9 +385,25 @@ async def _check(
             assert [{k: step[k] for k in keys} for step in answer["lifecycle"]] == steps
             assert answer["status"] == steps[-1]["status"]
             assert answer["known_at"]["position"] == position
+            # The other claims whose latest dispute, as known then, names this one.
+            disputed_by = sorted(
+                (
+                    {
+                        "claim": other.claim,
+                        "position": other.disputes[-1]["position"],
+                        "source": other.disputes[-1]["source"],
+                        "reason": other.disputes[-1]["reason"],
+                    }
+                    for other in reference.versions(position).values()
+                    if other.status == "disputed" and claim in other.disputes[-1]["conflicts_with"]
+                ),
+                key=lambda dispute: (dispute["position"], dispute["claim"]),
+            )
+            assert answer["disputed_by"] == disputed_by
             cited = {s for s in answer["current"]["sources"]} | {
                 step["source"] for step in steps if step["source"]
             }
+            cited |= {dispute["source"] for dispute in disputed_by if dispute["source"]}
             assert set(answer["sources"]) == cited
             assert answer["comments"] == reference.comments(cited, position)
             # Named as known then, the person and post the claim is about now.
@@ -478,8 +494,43 @@ async def _check_example(url: str, example: dict[str, Any]) -> None:
     await _check(url, batches, example["actors"], example["asked"], example["probe"])
 
 
+def _two_claims_one_disputing_the_other() -> dict[str, Any]:
+    """c2 disputes c1, then c3 disputes c1 and is retracted, probed at the head: only c2's
+    dispute of c1 holds."""
+
+    def reported(claim: str, person: str) -> dict[str, Any]:
+        return record(
+            "claim.reported",
+            claim=claim,
+            source="daily",
+            kind="incumbency",
+            person=person,
+            post="chief",
+            capacity="permanent",
+            modality="occurred",
+            attribution={"kind": "outlet"},
+        )
+
+    more = [
+        reported("c1", "ann"),
+        reported("c2", "bob"),
+        reported("c3", "cyd"),
+        record("claim.disputed", claim="c2", reason="no", source="weekly", conflicts_with=["c1"]),
+        record("claim.disputed", claim="c3", reason="not so", conflicts_with=["c1", "c2"]),
+        record("claim.retracted", claim="c3", reason="wrong"),
+    ]
+    return {
+        "more": more,
+        "cuts": [],
+        "actors": ["cli"],
+        "asked": [{"filters": {"type": "claim.disputed"}, "limit": 3}],
+        "probe": len(_base_records()) + len(more),
+    }
+
+
 @settings(_SETTINGS, max_examples=30)
 @given(example=_EXAMPLES)
+@example(example=_two_claims_one_disputing_the_other())
 def test_audit_history_and_claims_equal_a_reading_of_the_log(example: dict[str, Any]) -> None:
     with tempfile.TemporaryDirectory() as folder:
         asyncio.run(_check_example(f"sqlite:///{Path(folder) / 'log.db'}", example))

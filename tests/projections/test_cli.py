@@ -17,6 +17,7 @@ from tests.conftest import ROOT, invoke, ok
 from tests.projections.logs import (
     ANOTHER_CLAIM,
     GENALO_RETIREMENT,
+    HAMMER_BODY,
     HAMMER_CAPTION,
     SEED_FILE,
     record,
@@ -125,6 +126,10 @@ def test_claim_lifecycle(db: str) -> None:
     assert "against fox-ice-shakeup-2025-05-hammer-hsi-body; The photo caption" in text
     answer = as_json(invoke(db, "claim", HAMMER_CAPTION, "--json"))
     assert [step["type"] for step in answer["lifecycle"]] == ["claim.reported", "claim.disputed"]
+    # the claim the caption's dispute names shows that dispute too
+    body = ok(invoke(db, "claim", HAMMER_BODY))
+    assert f"disputed by claim {HAMMER_CAPTION} from Fox News <https://www.foxnews.com/" in body
+    assert ": The photo caption" in body.split("disputed by claim", 1)[1]
     # the date the state counts it from, and why; none for a change only expected
     assert answer["current"]["counts_from"] == {
         "date": "2025-05",

@@ -385,6 +385,29 @@ async def test_claim_lifecycle_with_every_source(seeded_log: EventLog) -> None:
     assert hsi["holders"][0]["claims"] == [HAMMER_BODY]
 
 
+async def test_a_claim_lists_the_disputes_of_other_claims_that_name_it_while_they_hold(
+    seeded_log: EventLog,
+) -> None:
+    # given the seeds, where the caption's claim (reported at 22) is disputed at 23 naming
+    # the body's claim
+    queries = await current(seeded_log)
+    # then the body's claim lists that dispute, with its source and reason
+    (dispute,) = (await queries.claim(HAMMER_BODY))["disputed_by"]
+    assert (dispute["claim"], dispute["position"], dispute["source"]) == (HAMMER_CAPTION, 23, FOX)
+    assert dispute["reason"].startswith("The photo caption")
+    assert FOX in (await queries.claim(HAMMER_BODY))["sources"]
+    # as known before the dispute, there was none; the disputing claim lists none of its own
+    assert (await queries.claim(HAMMER_BODY, known_at=22))["disputed_by"] == []
+    assert (await queries.claim(HAMMER_CAPTION))["disputed_by"] == []
+    # when the caption's claim is confirmed, its dispute no longer holds
+    await append(seeded_log, [record("claim.confirmed", claim=HAMMER_CAPTION, source=FOX)])
+    queries = await current(seeded_log)
+    assert (await queries.claim(HAMMER_BODY))["disputed_by"] == []
+    # ... but as known before the confirmation, it still did
+    (earlier,) = (await queries.claim(HAMMER_BODY, known_at=23))["disputed_by"]
+    assert earlier["claim"] == HAMMER_CAPTION
+
+
 async def test_an_org_move_moves_its_subtree(seeded_log: EventLog) -> None:
     await append(
         seeded_log,

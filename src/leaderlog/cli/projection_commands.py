@@ -430,6 +430,13 @@ def _print_claim(answer: Mapping[str, Any]) -> None:
         )
         if step.get("quote"):
             echo_line(f'            "{step["quote"]}"')
+    for dispute in answer.get("disputed_by", []):
+        source = answer["sources"].get(dispute["source"] or "", {})
+        origin = f" from {source.get('publisher')} <{source.get('url')}>" if source else ""
+        echo_line(
+            f"  {dispute['position']:>8}  disputed by claim {dispute['claim']}{origin}: "
+            f"{dispute['reason']}"
+        )
     for comment in answer.get("comments", []):
         source = answer["sources"].get(comment["source"], {})
         outcome = _OUTCOMES.get(comment["outcome"], comment["outcome"])

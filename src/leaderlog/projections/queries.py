@@ -921,9 +921,12 @@ class Queries:
              "lifecycle": [{"position", "type", "status", "recorded_at", "actor", "source",
                             ...details of the step: effective, quote, changes, reason,
                             conflicts_with}],
+             "disputed_by": [{"claim", "position", "source", "reason"}],
              "sources": {source id: {"source", "url", "publisher", "title", ...}},
              "comments": [{"position", "source", "org", "outcome"}]}
 
+        ``disputed_by`` are the other claims whose latest dispute, known then, names this
+        one (their own lifecycles hold the rest), in the order they were disputed.
         ``comments`` are the requests for comment its sources recorded ("did not respond").
         ``counts_from`` is the date the change takes effect from, as ``state`` counts it, with
         its ``basis`` (``effective``, ``confirmed``, or for a change without a date
@@ -945,8 +948,13 @@ class Queries:
         current["counts_from"] = latest.effect_date()
         await self._label(known["position"], [current])
         lifecycle = [version.step for version in versions]
+        disputed_by = _disputes_naming(claim_id, await self._naming([claim_id], known["position"]))
         sources = await self._sources(
-            [*latest.sources, *(step["source"] for step in lifecycle if step["source"])]
+            [
+                *latest.sources,
+                *(step["source"] for step in lifecycle if step["source"]),
+                *(dispute["source"] for dispute in disputed_by if dispute["source"]),
+            ]
         )
         return {
             "claim": claim_id,
@@ -954,6 +962,7 @@ class Queries:
             "known_at": known,
             "current": current,
             "lifecycle": lifecycle,
+            "disputed_by": disputed_by,
             "sources": sources,
             "comments": await self._comments(list(sources), known["position"]),
         }
@@ -1200,6 +1209,22 @@ def _beyond_the_head(wanted: int, head: int) -> InvalidQuery:
 
 def _as_is(value: Any) -> Any:
     return value
+
+
+def _disputes_naming(claim: str, disputing: Sequence[ClaimVersion]) -> list[dict[str, Any]]:
+    """The latest dispute of each of ``disputing`` that names ``claim``, oldest first."""
+    found = [
+        {
+            "claim": version.claim,
+            "position": dispute["position"],
+            "source": dispute["source"],
+            "reason": dispute["reason"],
+        }
+        for version in disputing
+        for dispute in version.disputes[-1:]
+        if claim in dispute["conflicts_with"]
+    ]
+    return sorted(found, key=lambda dispute: (dispute["position"], dispute["claim"]))
 
 
 def _pending_order(item: Mapping[str, Any]) -> tuple[str, str]:
