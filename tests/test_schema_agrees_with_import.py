@@ -85,6 +85,7 @@ REFUSED_WHATEVER_THE_LOG_HOLDS = [
     pytest.param(person(event_id="not-a-uuid"), id="event_id not a uuid"),
     pytest.param(person(event_id="00000000-0000-0000-0000-000000000000"), id="nil event_id"),
     pytest.param(person(event_id="ffffffff-ffff-ffff-ffff-ffffffffffff"), id="max event_id"),
+    pytest.param(person(expected_version=2**64), id="expected_version past 64 bits"),
     pytest.param({"type": "org.updated", "data": {"org": "ice"}}, id="org.updated of nothing"),
     pytest.param({"type": "post.updated", "data": {"post": "ice-hsi-ead"}}, id="post.updated"),
     pytest.param({"type": "person.updated", "data": {"person": "derek-gordon"}}, id="person"),

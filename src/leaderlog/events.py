@@ -897,9 +897,10 @@ def event_schema() -> dict[str, Any]:
                         "format": "uuid",
                         "pattern": _SCHEMA_EVENT_ID_PATTERN,
                     },
+                    # A reader of JSON input takes integers up to 64 bits, no more.
                     "expected_version": {
                         "anyOf": [
-                            {"type": "integer", "minimum": 0},
+                            {"type": "integer", "minimum": 0, "maximum": 2**64 - 1},
                             {"enum": ["no_stream", "any", None]},
                         ]
                     },
