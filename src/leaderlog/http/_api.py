@@ -119,7 +119,8 @@ TimeOrDay = Annotated[
     Annotated[str, Field(json_schema_extra=_TIME_OR_DAY)] | None,
     Query(
         description="An RFC 3339 time with its offset (2025-05-29T14:00:00Z) or a day "
-        "YYYY-MM-DD (UTC): `from` takes in the day from its start, `to` up to its end.",
+        "YYYY-MM-DD (UTC): `from` takes in the day from its start, `to` up to its end. "
+        "`from` after `to` is refused (422).",
         examples=["2025-05-29T14:00:00Z", "2025-05-29"],
     ),
 ]
