@@ -1,6 +1,7 @@
 """A feed's validators move with what it shows of its subject: an update of what no feed
 shows (a person's or post's aliases, an organisation's short name) leaves every subscriber's
-copy current, where it sent them all the same document again under a new ETag."""
+copy current, the list of every feed (/opml) included, where it sent them all the same
+document again under a new ETag."""
 
 from __future__ import annotations
 
@@ -19,6 +20,9 @@ async def _validators(service: FeedService) -> dict[str, tuple[Validators, bytes
     for scope in SCOPES:
         rendered = await service.render(FeedRequest(Scope.parse(scope), "atom", "en", BASE, None))
         answers[scope] = (rendered.validators, rendered.body)
+    # The list of every feed too, which names each organisation, post and person.
+    opml = await service.opml("en", BASE)
+    answers["opml"] = (opml.validators, opml.body)
     return answers
 
 
@@ -47,6 +51,6 @@ async def test_updates_of_what_a_feed_shows_move_its_validators(seeded_log: Even
     await _appended(seeded_log, PostUpdated(post="ice-hsi-ead", title="Director, HSI"))
     await _appended(seeded_log, OrgUpdated(org="ice", name="Immigration & Customs Enforcement"))
     after = await _validators(service)
-    for scope in ("person:robert-hammer", "post:ice-hsi-ead", "org:ice"):
+    for scope in ("person:robert-hammer", "post:ice-hsi-ead", "org:ice", "opml"):
         assert after[scope][0].etag != before[scope][0].etag, scope
         assert after[scope][1] != before[scope][1], scope

@@ -213,9 +213,9 @@ def apply_entity(page: Page, recorded: RecordedEvent, data: dict[str, Any]) -> N
     known = page.entities.get((kind, entity_id))
     doc = dict(known.doc) if known else {}
     if kind == "org":
-        for key in ("name", "short_name"):
-            if key in data:
-                doc[key] = as_text(data[key])
+        # A short name, like aliases, is shown by no feed, so it is not kept here either.
+        if "name" in data:
+            doc["name"] = as_text(data["name"])
         if "labels" in data:
             doc["labels"] = _labels(data["labels"])
         if "parent" in data or "path" not in doc:
@@ -241,6 +241,10 @@ def apply_entity(page: Page, recorded: RecordedEvent, data: dict[str, Any]) -> N
             doc[key] = as_text(data.get(key))
         published = data.get("published")
         doc["published"] = dict(published) if isinstance(published, Mapping) else None
+    if known is not None and known.doc == doc:
+        # Nothing the feeds keep changed (only aliases or a short name): no new version, so
+        # the list of every feed (/opml), dated by the last version, keeps its validators.
+        return
     at = page.clock.stamp(recorded)
     entity = Entity(kind, entity_id, recorded.position, at, doc)
     page.entities[(kind, entity_id)] = entity
@@ -287,7 +291,6 @@ def _org(page: Page, org: str | None) -> dict[str, Any] | None:
     return {
         "id": org,
         "name": doc.get("name"),
-        "short_name": doc.get("short_name"),
         "labels": doc.get("labels", {}),
         "path": list(doc.get("path", [org])),
     }
@@ -405,7 +408,7 @@ def _copy_names(page: Page, entry: Entry) -> None:
     if entry.org and org and ("org", entry.org) in page.entities:
         current_org = _org(page, entry.org)
         if current_org is not None:
-            names = {key: current_org[key] for key in ("name", "short_name", "labels")}
+            names = {key: current_org[key] for key in ("name", "labels")}
             doc["org"] = {**org, **names}
 
 

@@ -85,7 +85,7 @@ def _chunks(items: Sequence[Any]) -> Iterator[Sequence[Any]]:
 
 class FeedEntriesProjection(Projection):
     name: ClassVar[str] = "feed_entries"
-    version: ClassVar[int] = 12
+    version: ClassVar[int] = 13
 
     def schema(self) -> Sequence[str]:
         return (
