@@ -819,18 +819,52 @@ class _Created(NamedTuple):
     schema_created: bool
 
 
+# A network that stops carrying packets without closing the connection (a host or a NAT
+# entry gone) would otherwise hold a command for as long as the kernel retransmits (about 15
+# minutes), or for good while the connection waits for an answer. As libpq's keepalives and
+# tcp_user_timeout do, the kernel probes a connection with nothing on the way and gives up on
+# one whose sent bytes stay unacknowledged: a long statement on a live server goes on, since
+# its host answers the probes.
+KEEPALIVE_IDLE_SECONDS = 30
+KEEPALIVE_INTERVAL_SECONDS = 10
+KEEPALIVE_PROBES = 3
+UNACKNOWLEDGED_LIMIT_SECONDS = 60
+
+
+async def _give_up_on_a_dead_network(connection: asyncpg.Connection[asyncpg.Record]) -> None:
+    """Set the kernel's keepalive probes and limit on unacknowledged bytes on a TCP
+    connection (not on a Unix socket, which has neither)."""
+    # asyncpg offers no way to its socket but its transport's.
+    transport = getattr(connection, "_transport", None)
+    sock = transport.get_extra_info("socket") if transport is not None else None
+    if sock is None or sock.family not in (socket.AF_INET, socket.AF_INET6):
+        return
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+    for option, value in (
+        ("TCP_KEEPIDLE", KEEPALIVE_IDLE_SECONDS),
+        ("TCP_KEEPINTVL", KEEPALIVE_INTERVAL_SECONDS),
+        ("TCP_KEEPCNT", KEEPALIVE_PROBES),
+        ("TCP_USER_TIMEOUT", UNACKNOWLEDGED_LIMIT_SECONDS * 1000),
+    ):
+        # Linux has them all; another system keeps its own defaults for those it lacks.
+        if hasattr(socket, option):
+            sock.setsockopt(socket.IPPROTO_TCP, getattr(socket, option), value)
+
+
 async def _open_pool(
     dsn: str, settings: dict[str, str], timeout: float | None, shown: str
 ) -> asyncpg.Pool[asyncpg.Record]:
     try:
-        return await asyncpg.create_pool(
+        # None, no limit, is what asyncpg runs with as timeout (its annotation says float).
+        pool: asyncpg.Pool[asyncpg.Record] = await asyncpg.create_pool(  # type: ignore[call-overload]
             dsn,
             min_size=_POOL_MIN,
             max_size=_POOL_MAX,
-            # None, no limit, is what asyncpg runs with (its annotation says float).
-            timeout=timeout,  # type: ignore[arg-type]
+            timeout=timeout,
             server_settings=settings,
+            init=_give_up_on_a_dead_network,
         )
+        return pool
     except _OPEN_OR_URL_ERRORS as error:
         reason = _reason(error)
         if isinstance(error, TimeoutError) and timeout is not None:
@@ -1395,6 +1429,7 @@ class PostgresStore(EventStore):
                 await listener.close()
                 return False
             try:
+                await _give_up_on_a_dead_network(listener)
                 await listener.add_listener(CHANNEL, self._on_notification)
             except _LISTEN_ERRORS:
                 self._listen_again_at = loop.time() + _LISTEN_RETRY_DELAY
