@@ -267,6 +267,22 @@ def test_a_language_asked_for_another_way_redirects_to_the_offered_tag(
     assert client.get(f"{base}/feeds/org/ice.atom?lang=xx-YY").status_code == 422
 
 
+def test_a_redirect_keeps_the_other_parameters_as_written_and_so_can_be_followed(
+    seeded_server: tuple[str, str], client: httpx.Client
+) -> None:
+    """Thousands of parameters without a value ("x", as a reader's tracking may add) are
+    sent on as they were, not as "x=": the address sent back is no longer than the one
+    asked, so the server reads it when it is followed."""
+    base, _ = seeded_server
+    asked = "/feeds/all.atom?" + "x&" * 7000 + "utm=a%20b&lang=pt-BR"
+    moved = client.get(base + asked, follow_redirects=False)
+    assert moved.status_code == 308
+    location = moved.headers["location"]
+    assert location == "/feeds/all.atom?" + "x&" * 7000 + "utm=a%20b&lang=pt"
+    followed = client.get(base + location, headers=IDENTITY, follow_redirects=False)
+    assert followed.status_code == 200
+
+
 def test_an_archive_page_written_another_way_redirects_to_its_one_address(
     seeded_server: tuple[str, str], client: httpx.Client
 ) -> None:

@@ -151,7 +151,17 @@ def canonical_address(
     canonical += [(name, value) for name, value in spelled.items() if name in given]
     if canonical == items:
         return None
-    location = f"{redirect_root(request)}{path}?{urllib.parse.urlencode(canonical)}"
+    # The other parameters as they were written, not re-encoded: "x" would become "x=", so
+    # an address of thousands of them would be sent on longer than this server reads.
+    kept = [
+        piece
+        for piece in request.url.query.split("&")
+        if piece and urllib.parse.unquote_plus(piece.partition("=")[0]) not in spelled
+    ]
+    kept += [
+        urllib.parse.urlencode({name: value}) for name, value in spelled.items() if name in given
+    ]
+    location = f"{redirect_root(request)}{path}?{'&'.join(kept)}"
     return RedirectResponse(location, status_code=308)
 
 
