@@ -107,3 +107,24 @@ def test_every_language_has_its_own_words_for_the_status(
         # as text in the holder's own cell, not a colour or an attribute
         assert said in holders[holder][1], (lang, holder)
         assert html.escape(said) in holders[holder][0].split("</bdi>", 1)[1], (lang, holder)
+
+
+@pytest.mark.parametrize(
+    ("lang", "acting", "filled"),
+    [
+        ("en", "acting", "filled"),
+        ("de", "kommissarisch besetzt", "besetzt"),
+        ("ru", "временно занята", "занята"),
+        ("fr", "pourvu par intérim", "pourvu"),
+    ],
+)
+def test_a_post_filled_by_an_acting_holder_says_so_of_the_post(
+    base: str, client: httpx.Client, lang: str, acting: str, filled: str
+) -> None:
+    """The vacancy column says how the post is filled, in words of its own, where it used
+    the capacity's word for a person (German "kommissarisch", alone)."""
+    response = client.get(f"{base}/", params={"org": "ice", "lang": lang})
+    rows = re.findall(r'<tr><th scope="row">.*?</th><td>(.*?)</td><td>(.*?)</td>', response.text)
+    vacancy = {_text(re.findall(r"<bdi>(.*?)</bdi>", cell)[0]): _text(word) for cell, word in rows}
+    assert vacancy[GENALO] == acting
+    assert vacancy[HAMMER] == filled

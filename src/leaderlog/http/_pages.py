@@ -83,7 +83,7 @@ router = APIRouter(tags=["pages"], dependencies=[Depends(given_once), Depends(in
 # match. Every page's ETag carries it, with the versions of what pages are also made of: the
 # feeds' rendering (recent changes, headlines, names), the projections they read and the
 # rules that work out the leadership from them.
-RENDER_VERSION = 8
+RENDER_VERSION = 9
 RECENT = 20
 HTML = "text/html; charset=utf-8"
 # Above this many posts (in the log, or in an organisation's subtree) a page lists
@@ -101,7 +101,6 @@ POSTS_PER_PAGE = 200
 _OFF_LOOP_POSTS = 50
 VACANCY_LABELS = {
     "filled": N_("filled"),
-    "acting": N_("acting"),
     "vacant": N_("vacant"),
     "unknown": N_("unknown"),
 }
@@ -344,20 +343,27 @@ def _leadership(
                 "title": post.get("title"),
                 "labels": post_labels.get(str(post.get("post"))) or {},
             }
-            vacancy = VACANCY_LABELS.get(str(answer.get("vacancy")), VACANCY_LABELS["unknown"])
             # The post heads its row: a screen reader going down a column says whose
             # holder, vacancy or conflict each cell is.
             parts.append(
                 "<tr>"
                 f'<th scope="row">{_name(post_label(post_doc, lang))}</th>'
                 f"<td>{_holders(answer, lang)}</td>"
-                f"<td>{_e(lang._(vacancy))}</td>"
+                f"<td>{_e(_vacancy(answer.get('vacancy'), lang))}</td>"
                 f"<td>{_pending(answer, post_doc, lang)}</td>"
                 f"<td>{_conflicts(answer, lang)}</td>"
                 "</tr>"
             )
         parts.append("</tbody></table>")
     return "\n".join(parts)
+
+
+def _vacancy(value: object, lang: Language) -> str:
+    """The vacancy column's word. Its "acting" says how the post is filled ("temporarily
+    filled"), where a capacity's "acting" describes a person (German "kommissarisch")."""
+    if value == "acting":
+        return lang.in_context("vacancy", "acting")
+    return lang._(VACANCY_LABELS.get(str(value), VACANCY_LABELS["unknown"]))
 
 
 def _changes(entries: Sequence[RecentChange], lang: Language) -> str:
