@@ -403,9 +403,10 @@ async def _check(
             cited = {s for s in answer["current"]["sources"]} | {
                 step["source"] for step in steps if step["source"]
             }
+            # Requests for comment are those of the claim's own sources.
+            assert answer["comments"] == reference.comments(cited, position)
             cited |= {dispute["source"] for dispute in disputed_by if dispute["source"]}
             assert set(answer["sources"]) == cited
-            assert answer["comments"] == reference.comments(cited, position)
             # Named as known then, the person and post the claim is about now.
             version = reference.versions(position)[claim]
             assert answer["current"]["person"] == version.person
@@ -496,7 +497,7 @@ async def _check_example(url: str, example: dict[str, Any]) -> None:
 
 def _two_claims_one_disputing_the_other() -> dict[str, Any]:
     """c2 disputes c1, then c3 disputes c1 and is retracted, probed at the head: only c2's
-    dispute of c1 holds."""
+    dispute of c1 holds. The source of c2's dispute asks for comment."""
 
     def reported(claim: str, person: str) -> dict[str, Any]:
         return record(
@@ -518,6 +519,8 @@ def _two_claims_one_disputing_the_other() -> dict[str, Any]:
         record("claim.disputed", claim="c2", reason="no", source="weekly", conflicts_with=["c1"]),
         record("claim.disputed", claim="c3", reason="not so", conflicts_with=["c1", "c2"]),
         record("claim.retracted", claim="c3", reason="wrong"),
+        # asked by the disputing claim's source alone: not one of c1's requests for comment
+        record("comment.requested", source="weekly", org=ORGS[0][0], outcome="no_response"),
     ]
     return {
         "more": more,

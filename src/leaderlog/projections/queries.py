@@ -949,12 +949,9 @@ class Queries:
         await self._label(known["position"], [current])
         lifecycle = [version.step for version in versions]
         disputed_by = _disputes_naming(claim_id, await self._naming([claim_id], known["position"]))
+        own = [*latest.sources, *(step["source"] for step in lifecycle if step["source"])]
         sources = await self._sources(
-            [
-                *latest.sources,
-                *(step["source"] for step in lifecycle if step["source"]),
-                *(dispute["source"] for dispute in disputed_by if dispute["source"]),
-            ]
+            [*own, *(dispute["source"] for dispute in disputed_by if dispute["source"])]
         )
         return {
             "claim": claim_id,
@@ -964,7 +961,10 @@ class Queries:
             "lifecycle": lifecycle,
             "disputed_by": disputed_by,
             "sources": sources,
-            "comments": await self._comments(list(sources), known["position"]),
+            # Those of its own sources: another claim's dispute is that claim's story.
+            "comments": await self._comments(
+                [source for source in sources if source in own], known["position"]
+            ),
         }
 
     async def _comments(self, sources: Sequence[str], position: int) -> list[dict[str, Any]]:
