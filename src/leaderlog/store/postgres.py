@@ -820,20 +820,20 @@ class _Created(NamedTuple):
 
 
 # A network that stops carrying packets without closing the connection (a host or a NAT
-# entry gone) would otherwise hold a command for as long as the kernel retransmits (about 15
-# minutes), or for good while the connection waits for an answer. As libpq's keepalives and
-# tcp_user_timeout do, the kernel probes a connection with nothing on the way and gives up on
-# one whose sent bytes stay unacknowledged: a long statement on a live server goes on, since
-# its host answers the probes.
+# entry gone) would otherwise hold a command waiting for an answer for good. As libpq's
+# keepalives do, the kernel probes a connection with nothing on the way and gives up on one
+# whose probes go unanswered: a long statement on a live server goes on, since its host
+# answers them. (No limit on unacknowledged bytes, libpq's tcp_user_timeout: it would also
+# cut a live server that reads nothing for as long, and the kernel's retransmissions end a
+# send into a dead network anyway, in about 15 minutes.)
 KEEPALIVE_IDLE_SECONDS = 30
 KEEPALIVE_INTERVAL_SECONDS = 10
 KEEPALIVE_PROBES = 3
-UNACKNOWLEDGED_LIMIT_SECONDS = 60
 
 
 async def _give_up_on_a_dead_network(connection: asyncpg.Connection[asyncpg.Record]) -> None:
-    """Set the kernel's keepalive probes and limit on unacknowledged bytes on a TCP
-    connection (not on a Unix socket, which has neither)."""
+    """Set the kernel's keepalive probes on a TCP connection (not on a Unix socket, which
+    has none)."""
     # asyncpg offers no way to its socket but its transport's.
     transport = getattr(connection, "_transport", None)
     sock = transport.get_extra_info("socket") if transport is not None else None
@@ -844,7 +844,6 @@ async def _give_up_on_a_dead_network(connection: asyncpg.Connection[asyncpg.Reco
         ("TCP_KEEPIDLE", KEEPALIVE_IDLE_SECONDS),
         ("TCP_KEEPINTVL", KEEPALIVE_INTERVAL_SECONDS),
         ("TCP_KEEPCNT", KEEPALIVE_PROBES),
-        ("TCP_USER_TIMEOUT", UNACKNOWLEDGED_LIMIT_SECONDS * 1000),
     ):
         # Linux has them all; another system keeps its own defaults for those it lacks.
         if hasattr(socket, option):
