@@ -92,6 +92,8 @@ RENDERED = {
     # A post filled by an acting holder says so in the vacancy column in words of its own
     # ("kommissarisch besetzt", "временно занята"), not in the capacity's word for a person.
     (9, 22, 13, 9, 3): "198ab6a8add2a3f5c60394c9ff4921f08ec8b72a83396bdcc3f4fd15f42e3387",
+    # The feeds' version 23 changes JSON Feed alone: no page.
+    (9, 23, 13, 9, 3): "198ab6a8add2a3f5c60394c9ff4921f08ec8b72a83396bdcc3f4fd15f42e3387",
 }
 
 BASE = "http://pages.test"

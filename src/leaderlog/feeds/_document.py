@@ -43,6 +43,11 @@ class Entry:
         """The entry's web address: its first alternate link."""
         return next((link.href for link in self.links if link.rel == "alternate"), None)
 
+    @property
+    def own_url(self) -> str | None:
+        """The address of the claim itself (its JSON), which every entry has."""
+        return next((link.href for link in self.links if link.rel == "related"), None)
+
 
 @dataclass(frozen=True, slots=True)
 class RecentChange:
@@ -70,6 +75,8 @@ class Feed:
     generator_version: str
     entries: tuple[Entry, ...]
     archive: bool = False
+    # A full archive page: it never changes again.
+    final: bool = False
     complete: bool = False
     prev_archive: str | None = None
     next_archive: str | None = None

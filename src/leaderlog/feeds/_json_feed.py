@@ -29,8 +29,12 @@ VERSION = "https://jsonfeed.org/version/1.1"
 
 def _item(entry: Entry) -> dict[str, Any]:
     item: dict[str, Any] = {"id": entry.id}
-    if entry.url:
-        item["url"] = uri(entry.url)
+    # The source's page; for a source whose address cannot be linked, the claim's own, since
+    # the spec wants a url "regardless" and readers (Feedbin's) refuse a feed with an item
+    # without one.
+    url = entry.url or entry.own_url
+    if url:
+        item["url"] = uri(url)
     item.update(
         title=entry.title,
         summary=entry.summary,
@@ -58,10 +62,15 @@ def render_json(feed: Feed) -> bytes:
     older = feed.prev_archive
     if older:
         document["next_url"] = uri(older)
+    if feed.final:
+        # A full archive page never changes again: nothing to poll for.
+        document["expired"] = True
     document.update(
         {
             "language": feed.language,
             "authors": [{"name": feed.author}],
+            # JSON Feed 1.0's member too: readers of 1.0 (feedparser's, Feedbin's) read only it.
+            "author": {"name": feed.author},
             "_archive": {
                 "about": "https://www.rfc-editor.org/rfc/rfc5005",
                 "archive": feed.archive,

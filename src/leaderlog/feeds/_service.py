@@ -65,7 +65,7 @@ __all__ = [
 # Bump when the rendering changes, so validators handed out before no longer match. The
 # feed entries projection's version is part of every validator too: a change to what it
 # stores changes documents, and must change their validators with them.
-RENDER_VERSION = 22
+RENDER_VERSION = 23
 _RENDERING = (RENDER_VERSION, FeedEntriesProjection.version)
 SUBSCRIPTION_CACHE = "public, max-age=300"
 FULL_ARCHIVE_CACHE = "public, max-age=31536000, immutable"
@@ -589,6 +589,7 @@ class FeedService:
             generator_version=self._generator_version,
             entries=tuple(_text.entry(doc, lang, request.base_url) for doc in docs),
             archive=request.page is not None,
+            final=frozen_at is not None,
             complete=request.page is None and is_complete(head.entries),
             prev_archive=links.prev_archive,
             next_archive=links.next_archive,
