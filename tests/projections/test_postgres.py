@@ -109,6 +109,11 @@ async def test_answers_are_in_code_point_order_whatever_the_collation(postgres_u
             [record("post.defined", post=post, org="ice", title=post) for post in posts],
             recorded_at=later(),
         )
+        # and as many actors, of the same names, as an unknown one is answered with, and more
+        actors = ["a-c", "a-d", "a-e", "a1", "a2", "ab"]
+        for number, actor in enumerate(actors):
+            person = record("person.registered", person=f"by-{number}", name=actor)
+            await append(log, [person], recorded_at=later(), actor=actor)
         await (await runner_for(log.store)).catch_up()
         async with postgres_connection(url) as connection:
             # what glibc's en_US.UTF-8 does: punctuation counts only after letters and digits
@@ -118,6 +123,7 @@ async def test_answers_are_in_code_point_order_whatever_the_collation(postgres_u
             for table, column in (
                 ("p_leadership_posts", "post"),
                 ("p_feed_entries_entities", "id"),
+                ("p_audit_actors", "actor"),
             ):
                 await connection.execute(
                     f"ALTER TABLE {table} ALTER COLUMN {column} TYPE text COLLATE en_us_glibc_like"
@@ -134,6 +140,13 @@ async def test_answers_are_in_code_point_order_whatever_the_collation(postgres_u
         assert listed == sorted(listed) and set(posts) <= set(listed)
         entities = await FeedReader(log.store).entities(("post",))
         assert [row.id for row in entities] == sorted(row.id for row in entities)
+        # the first five actors, as SQLite names them
+        with pytest.raises(UnknownEntity) as unknown:
+            await Queries(log.store).audit(actor="zzzz")
+        assert str(unknown.value).endswith(
+            "; the actors are a-c (1 event), a-d (1 event), a-e (1 event), a1 (1 event), "
+            "a2 (1 event) and 3 more"
+        )
 
 
 async def test_postgres_projects_a_claim_deep_in_a_tree_of_long_organisation_ids(

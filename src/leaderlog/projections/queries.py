@@ -1144,8 +1144,10 @@ class Queries:
         if await self.store.query("SELECT 1 FROM p_audit_actors WHERE actor = ?", (actor,)):
             return
         # From the actors' own small table: grouping the events reads every one.
-        rows = await self.store.query("SELECT actor, events FROM p_audit_actors ORDER BY actor")
-        counted = _counted(rows, "event")
+        rows = await self.store.query("SELECT actor, events FROM p_audit_actors")
+        # In code-point order: ORDER BY would follow a PostgreSQL database's collation, and
+        # so name other actors first there than on SQLite.
+        counted = _counted(sorted(rows, key=lambda row: str(row[0])), "event")
         near = _near(actor, [(suggestion, (suggestion[0],)) for suggestion in counted])
         message = f"no event was appended by the actor {actor!r} (actors are matched exactly)"
         if near or not counted:
