@@ -84,6 +84,8 @@ RENDERED = {
     # JSON Feed gives 1.0's author too, an item whose source cannot be linked the claim's
     # address as its url, and a full archive page "expired".
     (23, 13): "bddb79d711143d8d28954adfdbc0abd6f63f25e57fdfe67234abcdd1a48a266a",
+    # A post's feed names its organisation's page as its web page, not the overview.
+    (24, 13): "abf5ae48b6912a72ede906568d3f34779434db9e8aa44dbf63d065e41e26596f",
 }
 
 _RECORDED = dt.datetime(2025, 6, 1, 12, 0, tzinfo=dt.UTC)

@@ -205,7 +205,12 @@ def test_a_feed_links_to_the_page_in_its_own_language(
     """Whether the language came from ?lang= or Accept-Language, the feed's home link opens
     the page in the feed's language, not one the browser would negotiate."""
     base, _ = seeded_server
-    for path, page in (("/feeds/all", "/?lang=fr"), ("/feeds/org/ice", "/?org=ice&lang=fr")):
+    for path, page in (
+        ("/feeds/all", "/?lang=fr"),
+        ("/feeds/org/ice", "/?org=ice&lang=fr"),
+        # a post's: its organisation's page, which lists its holders
+        ("/feeds/post/ice-hsi-ead", "/?org=ice-hsi&lang=fr"),
+    ):
         home = f"{base}{page}"
         for query, header in (("?lang=fr", "de"), ("", "fr")):
             asked = {"Accept-Language": header}
@@ -379,10 +384,12 @@ def test_opml_lists_every_feed(seeded_server: tuple[str, str], client: httpx.Cli
     assert f"{base}/feeds/all.rss" in urls and f"{base}/feeds/org/ice-hsi.rss" in urls
     for url in urls:
         assert client.get(url, headers=IDENTITY).status_code == 200
-    # an organisation's feed links to its own page, which shows it; the others to the overview
+    # an organisation's feed links to its own page, which shows it, a post's to its
+    # organisation's, the others to the overview
     pages = {o.get("xmlUrl"): o.get("htmlUrl") for o in root.iter("outline") if o.get("xmlUrl")}
     # in the language of the list, as the feed's own home link is
     assert pages[f"{base}/feeds/org/ice-hsi.rss"] == f"{base}/?org=ice-hsi&lang=en"
+    assert pages[f"{base}/feeds/post/ice-hsi-ead.rss"] == f"{base}/?org=ice-hsi&lang=en"
     assert pages[f"{base}/feeds/person/derek-gordon.rss"] == f"{base}/?lang=en"
     page = client.get(pages[f"{base}/feeds/org/ice-hsi.rss"])
     assert page.status_code == 200 and f'href="{base}/feeds/org/ice-hsi.rss?lang=en"' in page.text

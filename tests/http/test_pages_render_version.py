@@ -94,6 +94,8 @@ RENDERED = {
     (9, 22, 13, 9, 3): "198ab6a8add2a3f5c60394c9ff4921f08ec8b72a83396bdcc3f4fd15f42e3387",
     # The feeds' version 23 changes JSON Feed alone: no page.
     (9, 23, 13, 9, 3): "198ab6a8add2a3f5c60394c9ff4921f08ec8b72a83396bdcc3f4fd15f42e3387",
+    # The feeds' version 24 changes the web page a post's feed names: no page.
+    (9, 24, 13, 9, 3): "198ab6a8add2a3f5c60394c9ff4921f08ec8b72a83396bdcc3f4fd15f42e3387",
 }
 
 BASE = "http://pages.test"

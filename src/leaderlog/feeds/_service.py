@@ -65,7 +65,7 @@ __all__ = [
 # Bump when the rendering changes, so validators handed out before no longer match. The
 # feed entries projection's version is part of every validator too: a change to what it
 # stores changes documents, and must change their validators with them.
-RENDER_VERSION = 23
+RENDER_VERSION = 24
 _RENDERING = (RENDER_VERSION, FeedEntriesProjection.version)
 SUBSCRIPTION_CACHE = "public, max-age=300"
 FULL_ARCHIVE_CACHE = "public, max-age=31536000, immutable"
@@ -190,6 +190,18 @@ class Directory:
     # The stamp of the event at ``position`` (1970 before any).
     stamp: dt.datetime
     memo: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
+
+
+def _page_org(kind: str, entity_id: str | None, doc: Mapping[str, Any] | None) -> str | None:
+    """The organisation whose page (``/?org=``) shows a feed's subject: an organisation's
+    own, a post's organisation (which lists its holders, on a large log too, where the
+    overview lists only organisations); None, the overview, for a person or every claim."""
+    if kind == "org":
+        return entity_id
+    if kind == "post" and doc is not None:
+        org = doc.get("org")
+        return org if isinstance(org, str) and org else None
+    return None
 
 
 class FeedService:
@@ -580,9 +592,7 @@ class FeedService:
             ),
             # The page in the feed's own language, whatever the browser opening it would ask for.
             home_url=page_url(
-                request.base_url,
-                scope.id if scope.kind == "org" else None,
-                lang=request.lang,
+                request.base_url, _page_org(scope.kind, scope.id, subject), lang=request.lang
             ),
             author="leaderlog",
             generator="leaderlog",
@@ -696,9 +706,7 @@ class FeedService:
                     Outline(
                         text=_text.scope_name(kind, doc, entity_id, language_),
                         url=feed_url(base_url, scope, fmt, lang=link_lang),
-                        html_url=page_url(
-                            base_url, entity_id if kind == "org" else None, lang=lang
-                        ),
+                        html_url=page_url(base_url, _page_org(kind, entity_id, doc), lang=lang),
                         language=lang,
                     )
                 )
