@@ -31,6 +31,7 @@ from leaderlog.log import EventLog, load_seeds
 from leaderlog.projections import BUILTIN, Queries, runner_for
 from leaderlog.projections.audit import AuditProjection
 from leaderlog.store import VerifyReport
+from tests.answer_schemas import assert_documented
 from tests.conftest import SEEDS
 from tests.feeds.logs import FOX, HAMMER_CAPTION
 from tests.http.server import (
@@ -676,3 +677,39 @@ def test_a_server_starting_while_its_log_is_locked_waits_for_it(
             assert "lock timeout" in caplog.text
 
     asyncio.run(scenario())
+
+
+def test_the_answers_have_the_members_the_openapi_document_states(
+    seeded_server: tuple[str, str], client: httpx.Client
+) -> None:
+    """/openapi.json states each answer's members, so a generated client has typed answers;
+    the seeds' answers, of every query, have them."""
+    base, _ = seeded_server
+    paths = client.get(f"{base}/openapi.json").json()["paths"]
+    for path, name in (
+        ("/api/state", "StateAnswer"),
+        ("/api/history", "HistoryAnswer"),
+        ("/api/claims/{claim_id}", "ClaimAnswer"),
+        ("/api/audit", "AuditAnswer"),
+    ):
+        content = paths[path]["get"]["responses"]["200"]["content"]["application/json"]
+        assert content["schema"] == {"$ref": f"#/components/schemas/{name}"}, path
+    asked = [
+        ("StateAnswer", "/api/state", {}),
+        ("StateAnswer", "/api/state", {"org": "ice", "as_of": "2025-01-01", "known_at": "5"}),
+        ("HistoryAnswer", "/api/history", {"org": "dhs"}),
+        ("HistoryAnswer", "/api/history", {"person": "robert-hammer"}),
+        ("HistoryAnswer", "/api/history", {"post": "ice-hsi-ead"}),
+        ("AuditAnswer", "/api/audit", {"limit": "5"}),
+        ("AuditAnswer", "/api/audit", {"type": "comment.requested"}),
+    ]
+    events = client.get(f"{base}/api/events", params={"limit": "1000"}).json()
+    claims = {event["data"]["claim"] for event in events if event["type"] == "claim.reported"}
+    asked += [("ClaimAnswer", f"/api/claims/{claim}", {}) for claim in sorted(claims)]
+    for name, path, params in asked:
+        response = client.get(f"{base}{path}", params=params)
+        assert response.status_code == 200, (path, params)
+        assert_documented(name, response.json())
+    # and the check is no formality: an answer short of a member is caught
+    with pytest.raises(AssertionError):
+        assert_documented("StateAnswer", {"as_of": "2025-01-01", "posts": []})

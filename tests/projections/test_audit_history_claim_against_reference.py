@@ -35,6 +35,7 @@ from leaderlog.projections import queries as queries_module
 from leaderlog.projections.claim_versions import STATUS_AFTER, ClaimVersion, latest_versions
 from leaderlog.projections.leadership_rules import ordered_tenures
 from leaderlog.projections.queries import _pending_order
+from tests.answer_schemas import assert_documented
 from tests.projections.logs import append, record
 from tests.projections.test_property import ORGS, POSTS, base_records, claim_records
 from tests.store import postgres_schema
@@ -359,6 +360,7 @@ async def _check(
             finally:
                 queries_module._SCAN_FROM_CLAIMS = saved
             whole = await queries.audit(**filters, limit=10_000)
+            assert_documented("AuditAnswer", whole)
             assert whole["events"] == expected
             assert whole["next_after"] is None
             shown = {
@@ -381,6 +383,7 @@ async def _check(
                     continue
                 raise AssertionError(f"{claim} answered before it was reported")
             answer = await queries.claim(claim, known_at=position)
+            assert_documented("ClaimAnswer", answer)
             keys = ("position", "type", "status", "recorded_at", "actor", "source")
             assert [{k: step[k] for k in keys} for step in answer["lifecycle"]] == steps
             assert answer["status"] == steps[-1]["status"]
@@ -421,6 +424,7 @@ async def _check(
             named: dict[str, Any] = {kind: subject}
             expected_history = reference.history(position, **named)
             answer = await queries.history(**named, known_at=position)
+            assert_documented("HistoryAnswer", answer)
             assert answer["tenures"] == expected_history["tenures"], (kind, subject)
             assert answer["pending"] == expected_history["pending"], (kind, subject)
             assert set(answer["sources"]) == expected_history["sources"], (kind, subject)

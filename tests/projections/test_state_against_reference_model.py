@@ -26,6 +26,7 @@ from hypothesis import strategies as st
 
 from leaderlog.log import EventLog
 from leaderlog.projections import Queries
+from tests.answer_schemas import assert_documented
 from tests.projections.logs import append, current, record
 
 ORG = "a"
@@ -704,6 +705,7 @@ async def _compare(
         queries: Queries = await current(log)
         for as_of, known, states in expected:
             state = await queries.state(org=ORG, as_of=as_of, known_at=BASE + known)
+            assert_documented("StateAnswer", state)
             answered = {post["post"]["post"]: _answered(post) for post in state["posts"]}
             story = "\n".join(_brief(event) for event in events[:known])
             assert answered == states, f"as of {as_of}, known at {known}:\n{story}"

@@ -13,11 +13,12 @@ from dataclasses import asdict
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, HTTPException, Path, Query, Request
-from pydantic import Field
+from pydantic import BaseModel, Field
 from starlette.responses import Response
 
 from leaderlog.errors import ProjectionError
 from leaderlog.events import EVENT_TYPES
+from leaderlog.http._answers import AuditAnswer, ClaimAnswer, HistoryAnswer, StateAnswer
 from leaderlog.http._conditional import get_and_head, json_response
 from leaderlog.http._deps import (
     DIGITS_ONLY,
@@ -127,6 +128,13 @@ TimeOrDay = Annotated[
 
 
 _ERRORS = documented({404: "Unknown organisation, post, person or claim."})
+
+
+def _answered(answer: type[BaseModel]) -> dict[int | str, dict[str, Any]]:
+    """The route's documented responses: its answer's members (see ._answers), its errors."""
+    return {200: {"model": answer, "description": "The answer."}, **_ERRORS}
+
+
 MAX_EVENTS = 1000
 # A state or an org's history of thousands of posts takes the server tens of seconds and
 # hundreds of megabytes for an answer of as many (a history of 5,000 posts: 30 s, 220 MB).
@@ -157,7 +165,12 @@ async def _answer(
     return await json_response(request, value)
 
 
-@get_and_head(router, "/api/state", responses=_ERRORS, summary="Current or historical leadership")
+@get_and_head(
+    router,
+    "/api/state",
+    responses=_answered(StateAnswer),
+    summary="Current or historical leadership",
+)
 async def state(
     request: Request,
     org: Slug = None,
@@ -182,7 +195,10 @@ async def state(
 
 
 @get_and_head(
-    router, "/api/history", responses=_ERRORS, summary="Timelines of a person, post or org"
+    router,
+    "/api/history",
+    responses=_answered(HistoryAnswer),
+    summary="Timelines of a person, post or org",
 )
 async def history(
     request: Request,
@@ -204,7 +220,12 @@ async def history(
     )
 
 
-@get_and_head(router, "/api/claims/{claim_id}", responses=_ERRORS, summary="One claim's lifecycle")
+@get_and_head(
+    router,
+    "/api/claims/{claim_id}",
+    responses=_answered(ClaimAnswer),
+    summary="One claim's lifecycle",
+)
 async def claim(
     request: Request,
     claim_id: Annotated[Id, Path(description="A claim's id; not blank.")],
@@ -218,7 +239,12 @@ async def claim(
     )
 
 
-@get_and_head(router, "/api/audit", responses=_ERRORS, summary="Audit queries over recorded events")
+@get_and_head(
+    router,
+    "/api/audit",
+    responses=_answered(AuditAnswer),
+    summary="Audit queries over recorded events",
+)
 async def audit(
     request: Request,
     source: Slug = None,

@@ -1,0 +1,248 @@
+"""The members of the API's answers, for the OpenAPI document only.
+
+The routes send the queries' answers as they are (``leaderlog.projections.Queries``), not
+through these models: they state what a client can rely on, so that one generated from
+``/openapi.json`` has typed answers. Every object may hold members beyond those listed
+(``additionalProperties`` is left open), so a member added later breaks no client; a member
+listed without a default is required: always there, ``null`` where its type says so.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "AuditAnswer",
+    "ClaimAnswer",
+    "HistoryAnswer",
+    "StateAnswer",
+]
+
+
+class _Open(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+class KnownAt(_Open):
+    """The position the answer is as known at, and the time the log had recorded by then."""
+
+    position: int
+    recorded_through: str | None
+
+
+class FuzzyDate(_Open):
+    """A date as a source gives it: ``2025-05-29``, ``2025-05`` or ``2025`` (or null with
+    only words), how it is meant (``on``, ``about``, ``before``, ``after``) and its words."""
+
+    date: str | None
+    qualifier: str
+    text: str | None = None
+
+
+class CountedDate(FuzzyDate):
+    """A date the state counts from, and why: ``effective``, ``confirmed``, ``published`` or
+    ``recorded``."""
+
+    basis: str
+
+
+class Attribution(_Open):
+    kind: str = Field(description="official, named, anonymous or outlet")
+    parties: list[str] = []
+
+
+class Source(_Open):
+    source: str
+    url: str
+    publisher: str
+    title: str | None = None
+    published: FuzzyDate | None = None
+    language: str | None = None
+
+
+class Change(_Open):
+    """A change to come (expected, announced or rumored, and not yet confirmed)."""
+
+    claim: str
+    kind: str
+    person: str
+    name: str | None
+    capacity: str
+    cause: str | None = None
+    effective: FuzzyDate | None = None
+    modality: str
+    attribution: Attribution
+    reported: CountedDate | None = None
+    sources: list[str]
+    status: str
+
+
+class Holder(_Open):
+    person: str
+    name: str | None
+    capacity: str
+    since: CountedDate | None
+    status: str = Field(description="reported, confirmed or disputed")
+    claims: list[str]
+
+
+class Conflict(_Open):
+    kind: str
+    claims: list[str]
+    persons: list[str]
+    reason: str | None = None
+
+
+class PostOfState(_Open):
+    post: str
+    title: str | None
+    org: str | None
+    org_name: str | None = None
+
+
+class PostState(_Open):
+    post: PostOfState
+    holders: list[Holder]
+    pending: list[Change]
+    vacancy: str = Field(description="filled, acting, vacant or unknown")
+    conflicts: list[Conflict]
+
+
+class StateAnswer(_Open):
+    as_of: str
+    known_at: KnownAt
+    org: dict[str, Any] | None
+    posts: list[PostState]
+
+
+class Evidence(_Open):
+    claim: str
+    kind: str
+    capacity: str
+    modality: str
+    status: str
+    source: str
+    sources: list[str]
+    attribution: Attribution
+    quote: str | None = None
+    locator: str | None = None
+
+
+class _PersonAtPost(_Open):
+    """Who, at which post of which organisation, in which capacity."""
+
+    person: str
+    name: str | None
+    post: str
+    post_title: str | None
+    org: str | None
+    capacity: str
+
+
+class Tenure(_PersonAtPost):
+    start: CountedDate | None = Field(description="null when only the end is known")
+    end: CountedDate | None = Field(description="null while the tenure lasts")
+    cause: str | None
+    ended_by: str | None
+    status: str
+    evidence: list[Evidence]
+
+
+class ChangeOfHistory(Change):
+    post: str
+    post_title: str | None
+    org: str | None
+
+
+class HistoryAnswer(_Open):
+    subject: dict[str, Any] = Field(description="the person, post or organisation asked for")
+    known_at: KnownAt
+    tenures: list[Tenure]
+    pending: list[ChangeOfHistory]
+    sources: dict[str, Source]
+
+
+class Dispute(_Open):
+    claim: str
+    position: int
+    source: str | None
+    reason: str
+
+
+class Step(_Open):
+    """One event of the claim's life, with what it says: ``effective`` and ``quote`` of a
+    confirmation, ``changes`` of a correction, ``reason`` (and ``conflicts_with`` of a
+    dispute)."""
+
+    position: int
+    type: str
+    status: str
+    recorded_at: str
+    actor: str
+    source: str | None
+
+
+class Comment(_Open):
+    position: int
+    source: str
+    org: str
+    outcome: str
+
+
+class CurrentClaim(_PersonAtPost):
+    source: str
+    kind: str
+    cause: str | None
+    effective: FuzzyDate | None
+    modality: str
+    attribution: Attribution
+    quote: str | None
+    locator: str | None
+    confirmed: bool
+    confirmed_effective: FuzzyDate | None
+    sources: list[str]
+    disputes: list[dict[str, Any]]
+    reported_position: int
+    counts_from: CountedDate | None = Field(
+        description="the date the change takes effect from, as the state counts it; null "
+        "while it is only expected, or retracted"
+    )
+
+
+class ClaimAnswer(_Open):
+    claim: str
+    status: str = Field(description="reported, confirmed, corrected, disputed or retracted")
+    known_at: KnownAt
+    current: CurrentClaim
+    lifecycle: list[Step]
+    disputed_by: list[Dispute] = Field(
+        description="other claims whose latest dispute, known then, names this one"
+    )
+    sources: dict[str, Source]
+    comments: list[Comment]
+
+
+class AuditEvent(_Open):
+    position: int
+    event_id: str
+    type: str
+    stream: str
+    actor: str
+    recorded_at: str
+    claim: str | None
+    claim_status: str | None
+    attribution: str | None
+    source: str | None
+    publisher: str | None
+    url: str | None
+    title: str | None
+    org: str | None
+    outcome: str | None
+
+
+class AuditAnswer(_Open):
+    filters: dict[str, Any]
+    events: list[AuditEvent]
+    next_after: int | None = Field(description="the `after` of the next page; null at the end")
