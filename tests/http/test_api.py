@@ -683,7 +683,7 @@ def test_the_answers_have_the_members_the_openapi_document_states(
     seeded_server: tuple[str, str], client: httpx.Client
 ) -> None:
     """/openapi.json states each answer's members, so a generated client has typed answers;
-    the seeds' answers, of every query, have them."""
+    the seeds' answers, of every query and of the log's routes, have them."""
     base, _ = seeded_server
     paths = client.get(f"{base}/openapi.json").json()["paths"]
     for path, name in (
@@ -691,6 +691,9 @@ def test_the_answers_have_the_members_the_openapi_document_states(
         ("/api/history", "HistoryAnswer"),
         ("/api/claims/{claim_id}", "ClaimAnswer"),
         ("/api/audit", "AuditAnswer"),
+        ("/api/events/{position}", "Envelope"),
+        ("/api/verify", "Verification"),
+        ("/healthz", "Health"),
     ):
         content = paths[path]["get"]["responses"]["200"]["content"]["application/json"]
         assert content["schema"] == {"$ref": f"#/components/schemas/{name}"}, path
@@ -706,10 +709,17 @@ def test_the_answers_have_the_members_the_openapi_document_states(
     events = client.get(f"{base}/api/events", params={"limit": "1000"}).json()
     claims = {event["data"]["claim"] for event in events if event["type"] == "claim.reported"}
     asked += [("ClaimAnswer", f"/api/claims/{claim}", {}) for claim in sorted(claims)]
+    asked += [
+        ("Envelope", "/api/events/1", {}),
+        ("Verification", "/api/verify", {}),
+        ("Health", "/healthz", {}),
+    ]
     for name, path, params in asked:
         response = client.get(f"{base}{path}", params=params)
         assert response.status_code == 200, (path, params)
         assert_documented(name, response.json())
+    for envelope in events:
+        assert_documented("Envelope", envelope)
     # and the check is no formality: an answer short of a member is caught
     with pytest.raises(AssertionError):
         assert_documented("StateAnswer", {"as_of": "2025-01-01", "posts": []})

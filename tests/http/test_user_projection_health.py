@@ -16,6 +16,7 @@ from leaderlog.http import create_app
 from leaderlog.log import EventLog, load_seeds
 from leaderlog.projections import runner as runner_module
 from leaderlog.projections import runner_for
+from tests.answer_schemas import assert_documented
 from tests.conftest import SEEDS
 from tests.http.server import confirm_as_another_writer, running, wait_for_claim_status
 from tests.http.test_write_api import create_token
@@ -91,6 +92,7 @@ def test_a_user_projection_rebuilt_from_a_changed_module_stops_alone(
         # server is still sound (not "rebuilt by another leaderlog version")
         at_once = client.get(f"{base}/healthz").json()
         assert at_once["ok"] is True
+        assert_documented("Health", at_once)
         (entry,) = [p for p in at_once["projections"] if p["name"] == "claims_per_source"]
         assert entry["error"].startswith("left out: ")
         assert "but the database holds version 3" in entry["error"]

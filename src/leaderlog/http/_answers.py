@@ -16,8 +16,11 @@ from pydantic import BaseModel, ConfigDict, Field
 __all__ = [
     "AuditAnswer",
     "ClaimAnswer",
+    "Envelope",
+    "Health",
     "HistoryAnswer",
     "StateAnswer",
+    "Verification",
 ]
 
 
@@ -246,3 +249,47 @@ class AuditAnswer(_Open):
     filters: dict[str, Any]
     events: list[AuditEvent]
     next_after: int | None = Field(description="the `after` of the next page; null at the end")
+
+
+class Envelope(_Open):
+    """A stored event: its record's ``data`` and where and how the log holds it."""
+
+    position: int
+    event_id: str
+    stream: str
+    version: int = Field(description="the event's number in its stream, from 1")
+    type: str
+    schema_version: int
+    data: dict[str, Any]
+    recorded_at: str
+    actor: str
+    meta: dict[str, Any]
+    hash: str = Field(description="SHA-256 of the event chained to the one before, in hex")
+
+
+class Verification(_Open):
+    """``count`` events checked, the last at ``head_position`` with ``head_hash`` (the
+    log's head when ``ok``; else the last event before ``first_bad_position``)."""
+
+    ok: bool
+    count: int
+    head_position: int
+    head_hash: str
+    first_bad_position: int | None
+    problem: str | None
+
+
+class ProjectionHealth(_Open):
+    name: str
+    version: int
+    checkpoint: int
+    lag: int
+    error: str | None = Field(
+        default=None, description="why it is left out or could not apply the log, if so"
+    )
+
+
+class Health(_Open):
+    ok: bool
+    head: int
+    projections: list[ProjectionHealth]

@@ -18,7 +18,15 @@ from starlette.responses import Response
 
 from leaderlog.errors import ProjectionError
 from leaderlog.events import EVENT_TYPES
-from leaderlog.http._answers import AuditAnswer, ClaimAnswer, HistoryAnswer, StateAnswer
+from leaderlog.http._answers import (
+    AuditAnswer,
+    ClaimAnswer,
+    Envelope,
+    Health,
+    HistoryAnswer,
+    StateAnswer,
+    Verification,
+)
 from leaderlog.http._conditional import get_and_head, json_response
 from leaderlog.http._deps import (
     DIGITS_ONLY,
@@ -294,7 +302,12 @@ async def audit(
     )
 
 
-@get_and_head(router, "/api/events", summary="The raw log, envelopes included")
+@get_and_head(
+    router,
+    "/api/events",
+    responses={200: {"model": list[Envelope], "description": "The envelopes."}},
+    summary="The raw log, envelopes included",
+)
 async def events(
     request: Request,
     after: Annotated[int, Query(ge=0, description="Start after this position."), DIGITS_ONLY] = 0,
@@ -308,7 +321,10 @@ async def events(
 @get_and_head(
     router,
     "/api/events/{position}",
-    responses=documented({404: "No event at that position."}),
+    responses={
+        200: {"model": Envelope, "description": "The envelope."},
+        **documented({404: "No event at that position."}),
+    },
     summary="One event by position",
 )
 async def event(request: Request, position: Annotated[int, Path(ge=1), DIGITS_ONLY]) -> Response:
@@ -318,14 +334,24 @@ async def event(request: Request, position: Annotated[int, Path(ge=1), DIGITS_ON
     return await json_response(request, found.envelope())
 
 
-@get_and_head(router, "/api/verify", summary="Check the hash chain and counts")
+@get_and_head(
+    router,
+    "/api/verify",
+    responses={200: {"model": Verification, "description": "The report."}},
+    summary="Check the hash chain and counts",
+)
 async def verify(request: Request) -> Response:
     """The `leaderlog verify` report: `ok`, and the first bad position if any."""
     report = await services_of(request).verify()
     return await json_response(request, asdict(report))
 
 
-@get_and_head(router, "/healthz", summary="Liveness, log head and projection lag")
+@get_and_head(
+    router,
+    "/healthz",
+    responses={200: {"model": Health, "description": "The server's health."}},
+    summary="Liveness, log head and projection lag",
+)
 async def healthz(request: Request) -> Response:
     """``ok`` while the server runs, its projections are the versions it reads (not rebuilt
     by another leaderlog version) and the built-in ones apply the log; each projection's
