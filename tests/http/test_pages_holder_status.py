@@ -116,6 +116,9 @@ def test_every_language_has_its_own_words_for_the_status(
         ("de", "kommissarisch besetzt", "besetzt"),
         ("ru", "временно занята", "занята"),
         ("fr", "pourvu par intérim", "pourvu"),
+        # a label like the column's others, not a clipped sentence
+        ("ja", "代行者あり", "在任者あり"),
+        ("hi", "कार्यवाहक द्वारा भरा हुआ", "भरा हुआ"),
     ],
 )
 def test_a_post_filled_by_an_acting_holder_says_so_of_the_post(

@@ -96,6 +96,9 @@ RENDERED = {
     (9, 23, 13, 9, 3): "198ab6a8add2a3f5c60394c9ff4921f08ec8b72a83396bdcc3f4fd15f42e3387",
     # The feeds' version 24 changes the web page a post's feed names: no page.
     (9, 24, 13, 9, 3): "198ab6a8add2a3f5c60394c9ff4921f08ec8b72a83396bdcc3f4fd15f42e3387",
+    # Hindi and Japanese say a post filled by an acting holder as the column's other values
+    # are said ("कार्यवाहक द्वारा भरा हुआ", "代行者あり").
+    (10, 24, 13, 9, 3): "e960d8edf18f504d8cb67bfb68e00e00c8a8ffaf55f94bc06f1dc7a685d3a57a",
 }
 
 BASE = "http://pages.test"

@@ -83,7 +83,7 @@ router = APIRouter(tags=["pages"], dependencies=[Depends(given_once), Depends(in
 # match. Every page's ETag carries it, with the versions of what pages are also made of: the
 # feeds' rendering (recent changes, headlines, names), the projections they read and the
 # rules that work out the leadership from them.
-RENDER_VERSION = 9
+RENDER_VERSION = 10
 RECENT = 20
 HTML = "text/html; charset=utf-8"
 # Above this many posts (in the log, or in an organisation's subtree) a page lists
