@@ -409,6 +409,16 @@ def test_docs_describe_every_route(seeded_server: tuple[str, str], client: httpx
     # What no schema can state is said in words: a range that ends before it starts.
     for name in ("from", "to"):
         assert "`from` after `to` is refused (422)" in audit[name]["description"], name
+    # A generated client names its calls after the operations: short, as the CLI's commands.
+    operations = {
+        (path, method): operation["operationId"]
+        for path, item in paths.items()
+        for method, operation in item.items()
+    }
+    assert operations[("/api/state", "get")] == "state"
+    assert operations[("/api/claims/{claim_id}", "get")] == "claim"
+    assert operations[("/api/events", "post")] == "append_events"
+    assert len(set(operations.values())) == len(operations)
 
 
 _ASSET = re.compile(r"""(?:href|src|spec-url)="([^"]*)"|url: '([^']*)'""")

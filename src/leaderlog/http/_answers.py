@@ -9,7 +9,7 @@ listed without a default is required: always there, ``null`` where its type says
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -28,11 +28,16 @@ class _Open(BaseModel):
     model_config = ConfigDict(extra="allow")
 
 
+# An RFC 3339 time as the log records it (2025-05-29T14:00:00.123456Z), and a day.
+Time = Annotated[str, Field(json_schema_extra={"format": "date-time"})]
+Day = Annotated[str, Field(json_schema_extra={"format": "date"})]
+
+
 class KnownAt(_Open):
     """The position the answer is as known at, and the time the log had recorded by then."""
 
     position: int
-    recorded_through: str | None
+    recorded_through: Time | None
 
 
 class FuzzyDate(_Open):
@@ -41,7 +46,7 @@ class FuzzyDate(_Open):
 
     date: str | None
     qualifier: str
-    text: str | None = None
+    text: str | None
 
 
 class CountedDate(FuzzyDate):
@@ -53,16 +58,16 @@ class CountedDate(FuzzyDate):
 
 class Attribution(_Open):
     kind: str = Field(description="official, named, anonymous or outlet")
-    parties: list[str] = []
+    parties: list[str]
 
 
 class Source(_Open):
     source: str
     url: str
     publisher: str
-    title: str | None = None
-    published: FuzzyDate | None = None
-    language: str | None = None
+    title: str | None
+    published: FuzzyDate | None
+    language: str | None
 
 
 class Change(_Open):
@@ -73,11 +78,11 @@ class Change(_Open):
     person: str
     name: str | None
     capacity: str
-    cause: str | None = None
-    effective: FuzzyDate | None = None
+    cause: str | None
+    effective: FuzzyDate | None
     modality: str
     attribution: Attribution
-    reported: CountedDate | None = None
+    reported: CountedDate | None
     sources: list[str]
     status: str
 
@@ -95,14 +100,14 @@ class Conflict(_Open):
     kind: str
     claims: list[str]
     persons: list[str]
-    reason: str | None = None
+    reason: str | None
 
 
 class PostOfState(_Open):
     post: str
     title: str | None
     org: str | None
-    org_name: str | None = None
+    org_name: str | None
 
 
 class PostState(_Open):
@@ -113,10 +118,23 @@ class PostState(_Open):
     conflicts: list[Conflict]
 
 
+class Org(_Open):
+    org: str
+    name: str
+    short_name: str | None
+    parent: str | None
+
+
+class Person(_Open):
+    person: str
+    name: str
+    aliases: list[str]
+
+
 class StateAnswer(_Open):
-    as_of: str
+    as_of: Day
     known_at: KnownAt
-    org: dict[str, Any] | None
+    org: Org | None = Field(description="the organisation asked for; null for all of them")
     posts: list[PostState]
 
 
@@ -129,8 +147,8 @@ class Evidence(_Open):
     source: str
     sources: list[str]
     attribution: Attribution
-    quote: str | None = None
-    locator: str | None = None
+    quote: str | None
+    locator: str | None
 
 
 class _PersonAtPost(_Open):
@@ -159,8 +177,22 @@ class ChangeOfHistory(Change):
     org: str | None
 
 
+class PersonSubject(_Open):
+    person: Person
+
+
+class PostSubject(_Open):
+    post: PostOfState
+
+
+class OrgSubject(_Open):
+    org: Org
+
+
 class HistoryAnswer(_Open):
-    subject: dict[str, Any] = Field(description="the person, post or organisation asked for")
+    subject: PersonSubject | PostSubject | OrgSubject = Field(
+        description="the person, post or organisation asked for"
+    )
     known_at: KnownAt
     tenures: list[Tenure]
     pending: list[ChangeOfHistory]
@@ -177,14 +209,30 @@ class Dispute(_Open):
 class Step(_Open):
     """One event of the claim's life, with what it says: ``effective`` and ``quote`` of a
     confirmation, ``changes`` of a correction, ``reason`` (and ``conflicts_with`` of a
-    dispute)."""
+    dispute); members a step does not have are absent."""
 
     position: int
     type: str
     status: str
-    recorded_at: str
+    recorded_at: Time
     actor: str
     source: str | None
+    effective: FuzzyDate | None = None
+    quote: str | None = None
+    changes: dict[str, Any] | None = Field(
+        default=None, description="each field the correction set, with its new value"
+    )
+    reason: str | None = None
+    conflicts_with: list[str] | None = None
+
+
+class ClaimDispute(_Open):
+    """One of the claim's own disputes."""
+
+    position: int
+    source: str | None
+    reason: str
+    conflicts_with: list[str]
 
 
 class Comment(_Open):
@@ -206,7 +254,7 @@ class CurrentClaim(_PersonAtPost):
     confirmed: bool
     confirmed_effective: FuzzyDate | None
     sources: list[str]
-    disputes: list[dict[str, Any]]
+    disputes: list[ClaimDispute]
     reported_position: int
     counts_from: CountedDate | None = Field(
         description="the date the change takes effect from, as the state counts it; null "
@@ -233,7 +281,7 @@ class AuditEvent(_Open):
     type: str
     stream: str
     actor: str
-    recorded_at: str
+    recorded_at: Time
     claim: str | None
     claim_status: str | None
     attribution: str | None
@@ -261,7 +309,7 @@ class Envelope(_Open):
     type: str
     schema_version: int
     data: dict[str, Any]
-    recorded_at: str
+    recorded_at: Time
     actor: str
     meta: dict[str, Any]
     hash: str = Field(description="SHA-256 of the event chained to the one before, in hex")

@@ -396,6 +396,7 @@ def create_app(
         lifespan=lifespan,
         # Starlette's own redirect is absolute, built from the Host header (see _http_error).
         redirect_slashes=False,
+        generate_unique_id_function=_operation_id,
     )
     _documentation_takes_head(app)
     app.state.public_url = public
@@ -412,6 +413,13 @@ def create_app(
     app.add_exception_handler(Exception, unexpected_error)
     use_error_body_for_validation(app)
     return app
+
+
+def _operation_id(route: APIRoute) -> str:
+    """The route's function name (``state``, ``claim``, ``append_events``): what a client
+    generated from /openapi.json names its calls, where FastAPI's default spelled out the
+    path and method (``state_api_state_get``)."""
+    return route.name
 
 
 _METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE")
