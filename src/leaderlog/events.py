@@ -910,12 +910,40 @@ def event_schema() -> dict[str, Any]:
                 "additionalProperties": False,
             }
         )
-    return {
-        "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "title": "leaderlog record (vocabulary v1)",
-        "oneOf": branches,
-        "$defs": definitions,
-    }
+    whole: dict[str, Any] = _without_impossible_defaults(
+        {
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "title": "leaderlog record (vocabulary v1)",
+            "oneOf": branches,
+            "$defs": definitions,
+        }
+    )
+    return whole
+
+
+def _without_impossible_defaults(schema: Any) -> Any:
+    """``schema`` without the ``"default": null`` of fields that may be left out but not
+    given null (an update's name, a correction's person): pydantic writes the Python
+    default, which OpenAPI validators refuse as a value the field's own schema forbids."""
+    if isinstance(schema, list):
+        return [_without_impossible_defaults(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    kept = {key: _without_impossible_defaults(value) for key, value in schema.items()}
+    if "default" in kept and kept["default"] is None and not _takes_null(kept):
+        del kept["default"]
+    return kept
+
+
+def _takes_null(schema: Any) -> bool:
+    if not isinstance(schema, dict):
+        return False
+    kinds = schema.get("type")
+    if kinds == "null" or (isinstance(kinds, list) and "null" in kinds):
+        return True
+    if None in schema.get("enum", ()) or ("const" in schema and schema["const"] is None):
+        return True
+    return any(_takes_null(branch) for key in ("anyOf", "oneOf") for branch in schema.get(key, ()))
 
 
 # --- records and ids ---------------------------------------------------------------------------

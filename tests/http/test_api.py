@@ -733,3 +733,33 @@ def test_the_answers_have_the_members_the_openapi_document_states(
     # and the check is no formality: an answer short of a member is caught
     with pytest.raises(AssertionError):
         assert_documented("StateAnswer", {"as_of": "2025-01-01", "posts": []})
+
+
+def test_the_write_body_refers_to_record_components_titled_once() -> None:
+    """Generated clients name classes by title: the record types and their shared parts are
+    components of their own, each title used once in the document, so the write route is
+    generated (it was left out, its inlined parts clashing) and no default contradicts its
+    own schema (a field that may be left out but not be null has none)."""
+    document = create_app().openapi()
+    body = document["paths"]["/api/events"]["post"]["requestBody"]["content"]
+    record = {"$ref": "#/components/schemas/Record"}
+    assert body["application/json"]["schema"]["oneOf"][0] == record
+    assert body["application/json"]["schema"]["oneOf"][1]["items"] == record
+    schemas = document["components"]["schemas"]
+    mapping = schemas["Record"]["discriminator"]["mapping"]
+    assert mapping["claim.reported"] == "#/components/schemas/ClaimReportedRecord"
+    assert {"RecordFuzzyDate", "FuzzyDate", "RecordAttribution", "Attribution"} <= set(schemas)
+    titles = [schema.get("title", name) for name, schema in schemas.items()]
+    assert len(titles) == len(set(titles))
+
+    def defaults(value: object) -> list[object]:
+        if isinstance(value, list):
+            return [found for item in value for found in defaults(item)]
+        if not isinstance(value, dict):
+            return []
+        own = [value] if "default" in value and value["default"] is None else []
+        return own + [found for item in value.values() for found in defaults(item)]
+
+    for schema in defaults(document):
+        assert isinstance(schema, dict)
+        assert "anyOf" in schema or "null" in str(schema.get("type")), schema

@@ -55,7 +55,7 @@ from leaderlog.http._errors import (
     unexpected_error,
     use_error_body_for_validation,
 )
-from leaderlog.http.write_routes import write_router
+from leaderlog.http.write_routes import use_record_components, write_router
 from leaderlog.log import EventLog, load_seeds
 from leaderlog.projections import BUILTIN, ProjectionRunner, Queries, runner_for
 from leaderlog.projections.feed_entries import FeedEntriesProjection
@@ -412,6 +412,7 @@ def create_app(
     app.add_exception_handler(RequestValidationError, invalid_request)
     app.add_exception_handler(Exception, unexpected_error)
     use_error_body_for_validation(app)
+    use_record_components(app)
     return app
 
 

@@ -7,14 +7,13 @@ rules) → 409 (expected version or event id) → 201 appended / 200 already pre
 
 from __future__ import annotations
 
-import copy
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from email.message import EmailMessage, Message
 from email.utils import collapse_rfc2231_value
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Request, Security
+from fastapi import APIRouter, FastAPI, Request, Security
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
@@ -36,7 +35,7 @@ from leaderlog.errors import (
     StoreUnavailable,
     TokenError,
 )
-from leaderlog.events import Record, check_derived_id, event_schema, parse_record
+from leaderlog.events import EVENT_TYPES, Record, check_derived_id, event_schema, parse_record
 from leaderlog.http._deps import check_parameters
 from leaderlog.http._errors import (
     ErrorBody,
@@ -103,26 +102,64 @@ def _record_example() -> dict[str, Any]:
     }
 
 
-def _inline_definitions(schema: Any, definitions: Mapping[str, Any]) -> Any:
-    """``schema`` with every ``#/$defs/X`` reference replaced by X itself.
+_COMPONENTS = "#/components/schemas/"
 
-    In an OpenAPI document a reference resolves from the document's root, where the record
-    schema's own ``$defs`` are not; the definitions are small and not recursive.
-    """
-    if isinstance(schema, list):
-        return [_inline_definitions(item, definitions) for item in schema]
-    if not isinstance(schema, dict):
-        return schema
-    reference = schema.get("$ref")
-    if isinstance(reference, str) and reference.startswith("#/$defs/"):
-        target = copy.deepcopy(definitions[reference.removeprefix("#/$defs/")])
-        return _inline_definitions(target, definitions)
-    return {key: _inline_definitions(value, definitions) for key, value in schema.items()}
+
+def record_components() -> dict[str, Any]:
+    """The record schema (``leaderlog schema``) as OpenAPI components: each record type
+    (``ClaimReportedRecord``...), ``Record`` (one of them, told apart by ``type``) and the
+    parts they share (``RecordFuzzyDate``...), each titled by its name. Generated clients
+    name their classes by title: inlined in the request body twice (a record, a list of
+    them), the shared parts came out as two classes of one name and the route was left out,
+    and their names clashed with those of the answers (``FuzzyDate``)."""
+    schema = event_schema()
+    renamed = {name: f"Record{name}" for name in schema["$defs"]}
+
+    def referenced(value: Any) -> Any:
+        if isinstance(value, list):
+            return [referenced(item) for item in value]
+        if not isinstance(value, dict):
+            return value
+        reference = value.get("$ref")
+        if isinstance(reference, str) and reference.startswith("#/$defs/"):
+            return {**value, "$ref": _COMPONENTS + renamed[reference.removeprefix("#/$defs/")]}
+        return {key: referenced(item) for key, item in value.items()}
+
+    components = {
+        renamed[name]: {**referenced(part), "title": renamed[name]}
+        for name, part in schema["$defs"].items()
+    }
+    mapping = {}
+    for branch in schema["oneOf"]:
+        event_type = branch["title"]
+        name = f"{EVENT_TYPES[event_type].__name__}Record"
+        components[name] = {**referenced(branch), "title": name}
+        mapping[event_type] = _COMPONENTS + name
+    components["Record"] = {
+        "title": "Record",
+        "oneOf": [{"$ref": target} for target in mapping.values()],
+        "discriminator": {"propertyName": "type", "mapping": mapping},
+    }
+    return components
+
+
+def use_record_components(app: FastAPI) -> None:
+    """Add :func:`record_components` to the app's OpenAPI document, which the write route's
+    request body refers to."""
+    generate = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        document = generate()
+        schemas = document.setdefault("components", {}).setdefault("schemas", {})
+        for name, schema in record_components().items():
+            schemas.setdefault(name, schema)
+        return document
+
+    app.openapi = openapi  # type: ignore[method-assign]
 
 
 def _request_body_schema() -> dict[str, Any]:
-    schema = event_schema()
-    record = _inline_definitions({"oneOf": schema["oneOf"]}, schema["$defs"])
+    record = {"$ref": _COMPONENTS + "Record"}
     return {
         "required": True,
         "content": {
