@@ -151,8 +151,9 @@ def use_record_components(app: FastAPI) -> None:
     def openapi() -> dict[str, Any]:
         document = generate()
         schemas = document.setdefault("components", {}).setdefault("schemas", {})
-        for name, schema in record_components().items():
-            schemas.setdefault(name, schema)
+        # The document is generated once and kept: added to once.
+        if "Record" not in schemas:
+            schemas.update(record_components())
         return document
 
     app.openapi = openapi  # type: ignore[method-assign]
