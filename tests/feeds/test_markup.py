@@ -431,3 +431,34 @@ async def test_a_long_name_of_flags_shows_whole_flags_in_feeds_and_the_opml(
     opml = ElementTree.fromstring((await service.opml("en", BASE)).body)
     texts = [outline.get("text") for outline in opml.iter("outline")]
     assert shown in texts
+
+
+AMPERSAND_NAME = "Smith & Wesson of AT&T"
+
+
+async def test_a_bare_ampersand_is_text_to_every_reader(seeded_log: EventLog) -> None:
+    """A name holding "&" but nothing readers take for markup (no tag, no whole reference)
+    is plain text: Node's rss-parser and feedparser's ilk, which ignore an Atom title's type
+    or read an RSS title as text, showed "Smith &amp; Wesson" for the escaped HTML it was."""
+    await seeded_log.append_events(
+        [PersonRegistered(person="ampersand", name=AMPERSAND_NAME)], actor="test"
+    )
+    service = await project(seeded_log)
+    feed_title = f"Leadership changes: {AMPERSAND_NAME}"
+    atom = await _render(service, "person:ampersand", "atom")
+    assert atom_problems(atom) == []
+    title = etree.fromstring(atom).find(f"{ATOM}title")
+    assert title is not None and title.get("type") is None and title.text == feed_title
+    rss = await _render(service, "person:ampersand", "rss")
+    # one "&" each, as the RSS Profile's reference, and no escaped HTML
+    assert b"<title>Leadership changes: Smith &#x26; Wesson of AT&#x26;T</title>" in rss
+    for body in (atom, rss):
+        assert _shown(_parse(body).feed.title_detail) == feed_title
+    # The OPML, whose names the W3C validator reads as HTML, escapes the "&" of "AT&T" (the
+    # start of a reference to it) and no other.
+    await seeded_log.append_events(
+        [PersonRegistered(person="ampersand-alone", name="Smith & Wesson")], actor="test"
+    )
+    opml = (await project(seeded_log)).opml("en", BASE, "rss", True)
+    names = {str(o.get("text")) for o in ElementTree.fromstring((await opml).body).iter("outline")}
+    assert "Smith & Wesson" in names and html.escape(AMPERSAND_NAME) in names

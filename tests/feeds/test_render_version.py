@@ -86,6 +86,9 @@ RENDERED = {
     (23, 13): "bddb79d711143d8d28954adfdbc0abd6f63f25e57fdfe67234abcdd1a48a266a",
     # A post's feed names its organisation's page as its web page, not the overview.
     (24, 13): "abf5ae48b6912a72ede906568d3f34779434db9e8aa44dbf63d065e41e26596f",
+    # Text holding a bare "&" is plain text in Atom titles and the OPML, and one "&" in RSS
+    # titles (written &#x26;), not escaped HTML: these documents have none, so the same.
+    (25, 13): "abf5ae48b6912a72ede906568d3f34779434db9e8aa44dbf63d065e41e26596f",
 }
 
 _RECORDED = dt.datetime(2025, 6, 1, 12, 0, tzinfo=dt.UTC)

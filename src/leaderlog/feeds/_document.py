@@ -7,9 +7,19 @@ every date comes from an event, so rendering them twice gives the same bytes.
 from __future__ import annotations
 
 import datetime as dt
+import re
 from dataclasses import dataclass
 
-__all__ = ["Category", "Entry", "Feed", "Link"]
+__all__ = ["Category", "Entry", "Feed", "Link", "looks_like_markup"]
+
+# What readers take for markup in text, and so what the XML formats write as escaped HTML: a
+# tag, a comment or a declaration, or a whole character reference (``&amp;``, ``&#38;``). A
+# bare ``&`` ("Smith & Wesson", "AT&T") is text to every reader and validator.
+_MARKUP = re.compile(r"<[A-Za-z/!?]|&(?:[A-Za-z][A-Za-z0-9]*|#[0-9]+|#[xX][0-9A-Fa-f]+);")
+
+
+def looks_like_markup(text: str) -> bool:
+    return _MARKUP.search(text) is not None
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,19 +2,23 @@
 
 A group outline (Organisations, People, Posts) has only its ``text``: any other attribute
 would call for a ``type``. Outline texts and titles are read as HTML (the W3C validator checks
-them so), so a name holding ``<`` or ``&`` is HTML-escaped and shows as it was written.
+them so), so a name that looks like markup (a tag or a character reference), or holds an
+``&`` right before a letter or digit, is HTML-escaped and shows as it was written; another
+``&`` is left as it is, as importers that read the attribute as text would show its escape.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import html
+import re
 import xml.etree.ElementTree as ElementTree
 from collections.abc import Sequence
 from dataclasses import dataclass
 from email.utils import format_datetime
 
 from leaderlog.feeds._address import uri
+from leaderlog.feeds._document import looks_like_markup
 
 __all__ = ["Outline", "dated_opml", "opml_parts"]
 
@@ -33,8 +37,17 @@ class Outline:
     children: Sequence[Outline] = ()
 
 
+# An "&" right before a letter or digit ("AT&T"), which the W3C validator, reading these
+# attributes as HTML, takes for the start of a reference it calls invalid.
+_AMBIGUOUS_AMPERSAND = re.compile(r"&#?\w")
+
+
 def _text(value: str) -> str:
-    return html.escape(value, quote=False) if "<" in value or "&" in value else value
+    # Escaped HTML only where it must be: OPML importers show the attribute as it is, so an
+    # escaped "Smith & Wesson" showed as "Smith &amp; Wesson".
+    if looks_like_markup(value) or _AMBIGUOUS_AMPERSAND.search(value):
+        return html.escape(value, quote=False)
+    return value
 
 
 def _add(parent: ElementTree.Element, outline: Outline) -> None:

@@ -18,15 +18,18 @@ feedgen's defaults are unsafe for reproducible feeds, so this module always over
 
 Text is never passed as markup, and each format says so in its own way:
 
-- Atom: a title or summary holding ``<`` or ``&`` is ``type="html"`` with the text HTML-escaped
-  (otherwise the W3C validator, and readers, take ``Tom <b>Tag</b>`` for undeclared markup);
-  plain text stays ``type="text"`` (no attribute). Content is always ``type="html"``.
+- Atom: a title or summary that looks like markup (a tag or a character reference: see
+  :func:`looks_like_markup`) is ``type="html"`` with the text HTML-escaped (otherwise the W3C
+  validator, and readers, take ``Tom <b>Tag</b>`` for undeclared markup); other text stays
+  ``type="text"`` (no attribute), a bare ``&`` included, since readers that ignore ``type``
+  would show ``Smith &amp; Wesson``. Content is always ``type="html"``.
 - RSS: a description is HTML by convention, so the summary is HTML-escaped into it
-  (``<script>`` arrives as text). A title is read as HTML by readers that see a tag or an entity
-  in it (feedparser does), so one holding ``<`` or ``&`` is HTML-escaped too, and its ``&`` are
-  written ``&#x26;``: the RSS Profile's hexadecimal references, which the validator takes as
-  the sign of deliberate character data. Addresses are URIs (:func:`._address.uri`; sources'
-  addresses already are, in every format), and items carry ``atom:updated``.
+  (``<script>`` arrives as text). A title is read as HTML by readers that see a tag or a
+  reference in it (feedparser does), so one that looks like markup is HTML-escaped too; in
+  every title each ``&`` is written ``&#x26;``: the RSS Profile's hexadecimal references, which
+  the validator takes as the sign of deliberate character data, and every reader as one
+  ``&``. Addresses are URIs (:func:`._address.uri`; sources' addresses already are, in every
+  format), and items carry ``atom:updated``.
 """
 
 from __future__ import annotations
@@ -46,7 +49,7 @@ from feedgen.util import xml_elem  # type: ignore[import-untyped]
 from lxml import etree  # type: ignore[import-untyped]  # feedgen's XML library
 
 from leaderlog.feeds._address import uri
-from leaderlog.feeds._document import Entry, Feed, Link
+from leaderlog.feeds._document import Entry, Feed, Link, looks_like_markup
 from leaderlog.feeds._paging import MEDIA_TYPES, FeedFormat
 
 __all__ = ["render_atom", "render_rss"]
@@ -103,23 +106,24 @@ class ArchiveEntryExtension(BaseEntryExtension):  # type: ignore[misc]
     """Entries carry nothing of RFC 5005; feedgen still wants a class per extension."""
 
 
-def _looks_like_markup(text: str) -> bool:
-    return "<" in text or "&" in text
-
-
 def _atom_text(text: str) -> tuple[str, str | None]:
     """An Atom text construct's value and ``type``: plain text, or escaped HTML (see above)."""
-    if _looks_like_markup(text):
+    if looks_like_markup(text):
         return html.escape(text, quote=False), "html"
     return text, None
 
 
 def _rss_title(element: Any) -> None:
-    """Rewrite an RSS ``<title>`` whose text holds ``<`` or ``&`` as HTML-escaped text with
-    every ``&`` a ``&#x26;`` reference (see above); other titles are left as they are."""
-    if element is None or not element.text or not _looks_like_markup(element.text):
+    """Rewrite an RSS ``<title>``: HTML-escaped first when it looks like markup, then with
+    every ``&`` a ``&#x26;`` reference (see above); a title without one is left as it is."""
+    if element is None or not element.text:
         return
-    first, *rest = html.escape(element.text, quote=False).split("&")
+    text = element.text
+    if looks_like_markup(text):
+        text = html.escape(text, quote=False)
+    if "&" not in text:
+        return
+    first, *rest = text.split("&")
     element.text = first
     for piece in rest:
         reference = etree.Entity("#x26")
