@@ -462,3 +462,15 @@ async def test_a_bare_ampersand_is_text_to_every_reader(seeded_log: EventLog) ->
     opml = (await project(seeded_log)).opml("en", BASE, "rss", True)
     names = {str(o.get("text")) for o in ElementTree.fromstring((await opml).body).iter("outline")}
     assert "Smith & Wesson" in names and html.escape(AMPERSAND_NAME) in names
+
+
+async def test_an_atom_feed_s_first_link_is_its_web_page(seeded_log: EventLog) -> None:
+    """Readers that take a feed's first link for its web page (Node's feed-extractor) showed
+    the feed's own address; RSS keeps the web page as the channel's <link>."""
+    service = await project(seeded_log)
+    atom = etree.fromstring(await _render(service, "org:ice", "atom"))
+    links = [(link.get("rel"), link.get("href")) for link in atom.findall(f"{ATOM}link")]
+    assert links[0] == ("alternate", f"{BASE}/?org=ice&lang=en")
+    assert ("self", f"{BASE}/feeds/org/ice.atom?lang=en") in links
+    rss = etree.fromstring(await _render(service, "org:ice", "rss"))
+    assert rss.findtext("channel/link") == f"{BASE}/?org=ice&lang=en"

@@ -101,6 +101,8 @@ RENDERED = {
     (10, 24, 13, 9, 3): "e960d8edf18f504d8cb67bfb68e00e00c8a8ffaf55f94bc06f1dc7a685d3a57a",
     # The feeds' version 25 changes how feed titles carry a bare "&": no page.
     (10, 25, 13, 9, 3): "e960d8edf18f504d8cb67bfb68e00e00c8a8ffaf55f94bc06f1dc7a685d3a57a",
+    # The feeds' version 26 orders an Atom feed's links: no page.
+    (10, 26, 13, 9, 3): "e960d8edf18f504d8cb67bfb68e00e00c8a8ffaf55f94bc06f1dc7a685d3a57a",
 }
 
 BASE = "http://pages.test"

@@ -4,7 +4,8 @@ feedgen's defaults are unsafe for reproducible feeds, so this module always over
 
 - ``updated``/``lastBuildDate`` default to ``now()``: both are always set from events;
 - ``add_entry`` prepends: entries are added with ``order="append"`` in the order given;
-- the RSS channel ``<link>`` is the *last* feed link added, so the web page link goes last;
+- the RSS channel ``<link>`` is the *last* feed link added, so the web page link goes last
+  there (first in Atom, where some readers take the first link for it);
 - feedgen 1.0.0 dropped the attributes of an entry's links when it had more than one
   (issue #135); the ``feedgen2`` fork fixes it and ``tests/feeds`` checks it stays fixed;
 - it knows nothing of RFC 5005, so archive elements come from an extension (below), which is
@@ -237,9 +238,13 @@ def _generator(feed: Feed, fmt: FeedFormat) -> FeedGenerator:
     generator.updated(feed.updated)
     generator.author({"name": feed.author})
     generator.generator(feed.generator, version=feed.generator_version)
-    generator.link(href=address(feed.self_url), rel="self", type=MEDIA_TYPES[fmt])
-    # Last, because feedgen makes the last feed link the RSS channel's <link>.
-    generator.link(href=address(feed.home_url), rel="alternate", type="text/html")
+    self_link = {"href": address(feed.self_url), "rel": "self", "type": MEDIA_TYPES[fmt]}
+    home_link = {"href": address(feed.home_url), "rel": "alternate", "type": "text/html"}
+    # feedgen makes the last feed link the RSS channel's <link>, so the web page goes last
+    # there; in Atom it goes first, for readers that take the first link for it (Node's
+    # feed-extractor showed the feed's own address as its web page).
+    for link in (self_link, home_link) if fmt == "rss" else (home_link, self_link):
+        generator.link(**link)
     text: TextExtension = generator.text
     text.updated = feed.updated
     extension: ArchiveExtension = generator.archive
