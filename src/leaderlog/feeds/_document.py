@@ -10,7 +10,7 @@ import datetime as dt
 import re
 from dataclasses import dataclass
 
-__all__ = ["Category", "Entry", "Feed", "Link", "looks_like_markup"]
+__all__ = ["Category", "Entry", "Feed", "Link", "looks_like_markup", "may_read_as_markup"]
 
 # What readers take for markup in text, and so what the XML formats write as escaped HTML: a
 # tag, a comment or a declaration, or a whole character reference (``&amp;``, ``&#38;``). A
@@ -20,6 +20,15 @@ _MARKUP = re.compile(r"<[A-Za-z/!?]|&(?:[A-Za-z][A-Za-z0-9]*|#[0-9]+|#[xX][0-9A-
 
 def looks_like_markup(text: str) -> bool:
     return _MARKUP.search(text) is not None
+
+
+# Wider: what the W3C validator, reading an attribute as HTML, may take for markup: a tag,
+# or an "&" right before a letter, digit or "#" ("AT&T" could begin a reference).
+_READ_AS_MARKUP = re.compile(r"<[A-Za-z/!?]|&#?\w")
+
+
+def may_read_as_markup(text: str) -> bool:
+    return _READ_AS_MARKUP.search(text) is not None
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import datetime as dt
 import html
-import re
 import xml.etree.ElementTree as ElementTree
 from collections.abc import Sequence
 from dataclasses import dataclass
 from email.utils import format_datetime
 
 from leaderlog.feeds._address import uri
-from leaderlog.feeds._document import looks_like_markup
+from leaderlog.feeds._document import may_read_as_markup
 
 __all__ = ["Outline", "dated_opml", "opml_parts"]
 
@@ -37,17 +36,10 @@ class Outline:
     children: Sequence[Outline] = ()
 
 
-# An "&" right before a letter or digit ("AT&T"), which the W3C validator, reading these
-# attributes as HTML, takes for the start of a reference it calls invalid.
-_AMBIGUOUS_AMPERSAND = re.compile(r"&#?\w")
-
-
 def _text(value: str) -> str:
-    # Escaped HTML only where it must be: OPML importers show the attribute as it is, so an
-    # escaped "Smith & Wesson" showed as "Smith &amp; Wesson".
-    if looks_like_markup(value) or _AMBIGUOUS_AMPERSAND.search(value):
-        return html.escape(value, quote=False)
-    return value
+    # Escaped HTML only where the validator may read markup: OPML importers show the
+    # attribute as it is, so an escaped "Smith & Wesson" showed as "Smith &amp; Wesson".
+    return html.escape(value, quote=False) if may_read_as_markup(value) else value
 
 
 def _add(parent: ElementTree.Element, outline: Outline) -> None:

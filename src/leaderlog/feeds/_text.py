@@ -20,7 +20,13 @@ from typing import Any
 import regex
 
 from leaderlog.feeds._address import web_address, web_uri
-from leaderlog.feeds._document import Category, Entry, Link, RecentChange
+from leaderlog.feeds._document import (
+    Category,
+    Entry,
+    Link,
+    RecentChange,
+    may_read_as_markup,
+)
 from leaderlog.feeds._i18n import N_, Language, fill, has_iso_639_1_language
 
 __all__ = [
@@ -41,8 +47,6 @@ __all__ = [
 # a broken encoding (as of C1 controls): each of these is shown as "?".
 _UNSAFE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff\ufffd-\uffff]")
 _BIDI_CONTROLS = re.compile("[\u202a-\u202e\u2066-\u2069]")
-# What readers and validators take for markup in text: a tag, a comment or a reference.
-_MARKUP_LIKE = re.compile(r"<[A-Za-z/!?]|&#?\w")
 # A stored fuzzy date's parts. Read as leniently as early versions accepted them (any
 # script's digits, a final newline): what was stored is shown, never refused.
 _FUZZY_DATE = re.compile(r"^(\d{4})(?:-(\d{2})(?:-(\d{2}))?)?$")
@@ -661,7 +665,7 @@ def _links(doc: Mapping[str, Any], base_url: str) -> tuple[Link, ...]:
                 and _LANGUAGE_TAG.match(language)
                 and has_iso_639_1_language(language)
                 else None,
-                title=None if _MARKUP_LIKE.search(publisher) else publisher,
+                title=None if may_read_as_markup(publisher) else publisher,
             )
         )
     claim = urllib.parse.quote(str(doc.get("claim", "")), safe="")

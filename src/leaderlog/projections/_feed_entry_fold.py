@@ -249,22 +249,11 @@ def apply_entity(page: Page, recorded: RecordedEvent, data: dict[str, Any]) -> N
     entity = Entity(kind, entity_id, recorded.position, at, doc)
     page.entities[(kind, entity_id)] = entity
     page.entity_versions.append(entity)
-    # The feed of this entity is titled after it, so its head moves with what it shows of it;
-    # an update of what no feed shows (aliases, a short name) would send every subscriber
-    # the same document again under a new validator.
-    shown = _SHOWN.get(kind)
-    if shown is not None and (
-        known is None or any(known.doc.get(key) != doc.get(key) for key in shown)
-    ):
+    # The feed of this entity is titled after it, and its doc holds only what feeds show of
+    # it, so a new version moves its feed on (an update of aliases alone left the doc as it
+    # was, above). A source has no feed of its own.
+    if kind != "source":
         page.bump(f"{kind}:{entity_id}", recorded.position, at)
-
-
-# What a feed shows of each kind of entity: its title and entries read these, no more.
-_SHOWN = {
-    "org": ("name", "labels", "parent", "path"),
-    "post": ("org", "title", "labels"),
-    "person": ("name",),
-}
 
 
 def _person(page: Page, person: str) -> dict[str, Any]:
