@@ -13,6 +13,7 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
+from lxml import html as lxml_html
 
 from leaderlog.http import create_app
 from tests.http.server import running, seeded_database
@@ -77,3 +78,34 @@ def test_a_page_found_is_not_titled_as_not_found(base: str, client: httpx.Client
         assert response.status_code == 200
         assert "not found" not in _title(response.text).lower()
         assert "introuvable" not in _title(response.text)
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        {"org": "nothing-here"},
+        {"lang": "tlh"},
+        {"page": "9"},
+        {"org": "nothing-here", "lang": "fr"},
+    ],
+)
+def test_a_page_not_found_says_so_under_its_first_heading(
+    base: str, client: httpx.Client, query: dict[str, str]
+) -> None:
+    # One moving through a page by its headings heard "Current leadership", then the day
+    # and log position of a leadership the page does not show, before the message.
+    response = client.get(f"{base}/", params=query, headers={"Accept-Language": "en"})
+    assert response.status_code == 404
+    section = lxml_html.document_fromstring(response.text).get_element_by_id("leadership")
+    heading = section.find("h2")
+    said = "Page introuvable" if query.get("lang") == "fr" else "Page not found"
+    assert heading.text_content() == said
+    assert "log position" not in section.text_content()
+    assert "du journal" not in section.text_content()
+
+
+def test_a_page_found_keeps_its_heading_and_situation(base: str, client: httpx.Client) -> None:
+    page = client.get(f"{base}/", params={"org": "ice"}).text
+    section = lxml_html.document_fromstring(page).get_element_by_id("leadership")
+    assert section.find("h2").text_content() == "Current leadership"
+    assert "as known at log position" in section.text_content()

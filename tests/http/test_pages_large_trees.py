@@ -228,3 +228,30 @@ async def test_each_page_of_a_list_is_validated_as_a_page_of_its_own(database: s
         assert other.headers["location"] == "/?org=agency&page=2"
         # and the other languages of a page link to the same page in them
         assert 'href="?lang=de&amp;page=2"' in second.text
+
+
+def _title(page: str) -> str:
+    found = re.search(r"<title>(.*?)</title>", page)
+    assert found is not None
+    return html.unescape(found.group(1))
+
+
+async def test_each_page_of_a_list_says_which_in_its_title(database: str) -> None:
+    # Tabs, bookmarks and a browser's history have only the title to tell the pages of the
+    # overview apart: all were titled alike.
+    async with _client(database) as client:
+        first = await client.get("/")
+        third = await client.get("/?page=3")
+        agency = await client.get("/?org=agency&page=2")
+        german = await client.get("/?lang=de&page=2")
+        small = await client.get("/?org=ice")
+    assert _title(first.text) == "Page 1 of 3 \u2014 Who leads what, as reported"
+    assert _title(third.text) == "Page 3 of 3 \u2014 Who leads what, as reported"
+    assert _title(agency.text) == (
+        "Federal Agency \u2014 Page 2 of 2 \u2014 Who leads what, as reported"
+    )
+    assert _title(german.text).startswith("Seite 2 von 3 \u2014 ")
+    # a page that is not one of several is titled as before
+    assert _title(small.text) == (
+        "Immigration and Customs Enforcement \u2014 Who leads what, as reported"
+    )

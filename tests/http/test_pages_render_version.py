@@ -103,6 +103,10 @@ RENDERED = {
     (10, 25, 13, 9, 3): "e960d8edf18f504d8cb67bfb68e00e00c8a8ffaf55f94bc06f1dc7a685d3a57a",
     # The feeds' version 26 orders an Atom feed's links: no page.
     (10, 26, 13, 9, 3): "e960d8edf18f504d8cb67bfb68e00e00c8a8ffaf55f94bc06f1dc7a685d3a57a",
+    # Feed links named with the word they show first ("Atom: Everything"), each leadership
+    # table in a region of its own that scrolls, a page not found saying so under its first
+    # heading, and each page of a list numbered in its title.
+    (11, 26, 13, 9, 3): "c3c36fd033cfdf3d9e0f334006e4f75c9f7c7d4e3109f61c2a51e0ed50a1497f",
 }
 
 BASE = "http://pages.test"

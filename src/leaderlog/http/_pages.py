@@ -83,7 +83,7 @@ router = APIRouter(tags=["pages"], dependencies=[Depends(given_once), Depends(in
 # match. Every page's ETag carries it, with the versions of what pages are also made of: the
 # feeds' rendering (recent changes, headlines, names), the projections they read and the
 # rules that work out the leadership from them.
-RENDER_VERSION = 10
+RENDER_VERSION = 11
 RECENT = 20
 HTML = "text/html; charset=utf-8"
 # Above this many posts (in the log, or in an organisation's subtree) a page lists
@@ -130,7 +130,8 @@ PAGE = string.Template(
 $discovery
 <style>
 body{font-family:system-ui,sans-serif;max-width:72rem;margin:0 auto;padding:1rem;line-height:1.45}
-table{border-collapse:collapse;width:100%;margin-bottom:1.5rem}
+table{border-collapse:collapse;width:100%}
+.table{overflow-x:auto;margin-bottom:1.5rem}td ul{padding-inline-start:1.2rem}
 th,td{border-bottom:1px solid #ddd;padding:.3rem .5rem;text-align:start;vertical-align:top}
 nav a{margin-inline-end:.6rem}.feeds li,.orgs li{margin:.2rem 0}small{color:#555}
 .skip:not(:focus){position:absolute;width:1px;height:1px;overflow:hidden;clip-path:inset(50%);white-space:nowrap}
@@ -145,8 +146,7 @@ nav a{margin-inline-end:.6rem}.feeds li,.orgs li{margin:.2rem 0}small{color:#555
 <main id="content">
 <section id="leadership">
 <h2>$leadership_heading</h2>
-<p>$situation</p>
-$leadership
+$situation$leadership
 </section>
 <section id="changes">
 <h2>$changes_heading</h2>
@@ -332,9 +332,13 @@ def _leadership(
         title = scope_name("org", known.get(org_id), org_id, lang)
         parts.append(f'<h3 id="org-{_e(org_id)}">{links.heading(org_id, _name(title))}</h3>')
         # Named after the heading it follows: a screen reader going from table to table
-        # would otherwise hear one alike to the next.
+        # would otherwise hear one alike to the next. A table too wide for a narrow screen
+        # (or a page zoomed in) scrolls within its own region, which the keyboard can focus
+        # to scroll, rather than making the whole page scroll sideways (WCAG 1.4.10).
+        named = f'aria-labelledby="org-{_e(org_id)}"'
         parts.append(
-            f'<table aria-labelledby="org-{_e(org_id)}"><thead><tr>{header}</tr></thead><tbody>'
+            f'<div class="table" role="region" {named} tabindex="0">'
+            f"<table {named}><thead><tr>{header}</tr></thead><tbody>"
         )
         for answer in by_org[org_id]:
             post = answer["post"]
@@ -354,7 +358,7 @@ def _leadership(
                 f"<td>{_conflicts(answer, lang)}</td>"
                 "</tr>"
             )
-        parts.append("</tbody></table>")
+        parts.append("</tbody></table></div>")
     return "\n".join(parts)
 
 
@@ -388,9 +392,10 @@ def _changes(entries: Sequence[RecentChange], lang: Language) -> str:
 
 def _feed_line(base: str, scope: Scope, label: str, link_lang: str | None, lang: Language) -> str:
     # A screen reader lists links by their names alone, where dozens of "Atom" would lead to
-    # as many feeds: each is named whose feed it is, as its autodiscovery title says the
-    # format, holding the word it shows. An attribute cannot hold <bdi>: the name is isolated
-    # in its own direction by characters, as in the feeds' own titles.
+    # as many feeds: each is named whose feed it is. The name begins with the word the link
+    # shows, which speech input says to follow it (WCAG 2.5.3; a word in brackets is not
+    # taken for part of the name). An attribute cannot hold <bdi>: the name is isolated in
+    # its own direction by characters, as in the feeds' own titles.
     whose = isolated_text(clean(label))
     links = " · ".join(
         f'<a href="{_e(feed_url(base, scope, fmt, lang=link_lang))}" '
@@ -406,8 +411,8 @@ def _feed_line(base: str, scope: Scope, label: str, link_lang: str | None, lang:
 
 
 def _feed_link_name(whose: str, fmt: str, lang: Language) -> str:
-    """A feed link's accessible name, escaped: whose feed, the format in brackets."""
-    return html.escape(lang._(N_("{text} ({details})"), text=whose, details=_FORMAT_NAMES[fmt]))
+    """A feed link's accessible name, escaped: the format, then whose feed."""
+    return html.escape(lang._(N_("{format}: {name}"), format=_FORMAT_NAMES[fmt], name=whose))
 
 
 def _feeds(
@@ -613,7 +618,12 @@ def _offered(lang: str) -> bool:
 
 
 def _page_title(
-    shown: tuple[str, Mapping[str, Any]] | None, words: Language, *, found: bool = True
+    shown: tuple[str, Mapping[str, Any]] | None,
+    words: Language,
+    *,
+    found: bool = True,
+    page: int = 1,
+    pages: int = 1,
 ) -> tuple[str, str]:
     """The site's title, led by the organisation's name on its own page, so that tabs,
     bookmarks and a screen reader's list of pages tell one organisation's page from
@@ -624,13 +634,19 @@ def _page_title(
     there it is isolated by characters, as in the feeds' titles.
 
     A page not ``found`` says so first in its title, the one thing a tab or a screen reader
-    announcing the page goes by; its heading stays as it is, above what the page says."""
+    announcing the page goes by; its heading stays as it is, above what the page says. One
+    of a list's ``pages`` says which in its title, after the name, as its pager does."""
     site = _e(words._(N_("Who leads what, as reported")))
     title, heading = site, site
+    if found and pages > 1:
+        which = words._(
+            N_("Page {page} of {pages}"), page=_number(page, words), pages=_number(pages, words)
+        )
+        title = f"{_e(which)} \u2014 {site}"
     if shown is not None:
         org, info = shown
         name = scope_name("org", info, org, words)
-        title = f"{html.escape(isolated_text(clean(name)))} \u2014 {site}"
+        title = f"{html.escape(isolated_text(clean(name)))} \u2014 {title}"
         heading = f"{_name(name)} \u2014 {site}"
     if not found:
         said = _e(words._(N_("Page not found")))
@@ -999,7 +1015,7 @@ async def _overview_page(
     else:
         feeds = _feeds(base, _feed_entities(entities, orgs, org, state), words, link_lang)
     found = unknown is None and not_offered is None and not beyond
-    title, heading = _page_title(shown, words, found=found)
+    title, heading = _page_title(shown, words, found=found, page=page, pages=pages)
     document = PAGE.substitute(
         lang=_e(chosen),
         direction=_e((words.locale.character_order == "right-to-left" and "rtl") or "ltr"),
@@ -1013,8 +1029,10 @@ async def _overview_page(
         language_links=_language_links(
             chosen, org if unknown is None or len(org or "") <= LONGEST_ECHO else None, page
         ),
-        leadership_heading=_e(words._(N_("Current leadership"))),
-        situation=_e(said),
+        # A page not found says so under its first heading, where one moving by headings
+        # hears it, without a situation that belongs to no leadership shown.
+        leadership_heading=_e(words._(N_("Current leadership") if found else N_("Page not found"))),
+        situation=f"<p>{_e(said)}</p>\n" if found else "",
         leadership=leadership,
         changes_heading=_e(words._(N_("Recent changes"))),
         changes=_changes(recent, words),
