@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import html
 import json
 import re
@@ -554,7 +555,30 @@ async def test_dates_come_from_events_not_the_clock(seeded_log: EventLog) -> Non
     updated = str(root.findtext(f"{ATOM}updated"))
     # The seeds were recorded in one batch: stamps are the recorded time plus microseconds.
     assert updated[:19] == stamps[-1][:19]
-    assert len({entry.findtext(f"{ATOM}updated") for entry in root.iter(f"{ATOM}entry")}) == 10
+    written = [str(entry.findtext(f"{ATOM}updated")) for entry in root.iter(f"{ATOM}entry")]
+    assert len(written) == 10 and written == sorted(written, reverse=True)
+
+
+async def test_atom_dates_have_milliseconds_as_rome_reads_them(seeded_log: EventLog) -> None:
+    # ROME (CommaFeed's parser) reads the digits after the second as milliseconds, so
+    # ".912837" put an entry 912 seconds later, and out of order with the others; cut to
+    # milliseconds, never rounded up past a later date.
+    service = await project(seeded_log)
+    atom = etree.fromstring(await _render(service, "all"))
+    rss = etree.fromstring(await _render(service, "all", fmt="rss"))
+    dated = [
+        *atom.iter(f"{ATOM}updated", f"{ATOM}published"),
+        *rss.iter(f"{ATOM}updated"),
+    ]
+    assert len(dated) == 1 + 2 * 10 + 10
+    for element in dated:
+        assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}\+00:00", element.text), (
+            element.text
+        )
+    items = json.loads(await _render(service, "all", fmt="json"))["items"]
+    for entry, item in zip(atom.iter(f"{ATOM}entry"), items, strict=True):
+        exact = dt.datetime.fromisoformat(item["date_modified"])
+        assert entry.findtext(f"{ATOM}updated") == exact.isoformat(timespec="milliseconds")
 
 
 async def test_corrections_and_retractions_update_the_same_entry_and_say_what_changed(
@@ -886,7 +910,9 @@ async def test_the_feed_of_everything_before_any_claim_is_dated_by_the_log_not_1
         validators = await service.describe(request)
         assert (validators.position, validators.last_modified) == (1, last.recorded_at)
         root = etree.fromstring(await _render(service, "all"))
-        assert root.findtext(f"{ATOM}updated") == last.recorded_at.isoformat()
+        assert root.findtext(f"{ATOM}updated") == last.recorded_at.isoformat(
+            timespec="milliseconds"
+        )
         assert root.find(f"{HISTORY}complete") is not None and not root.findall(f"{ATOM}entry")
         rss = etree.fromstring(await _render(service, "all", "rss"))
         assert rss.findtext("channel/lastBuildDate") == format_datetime(last.recorded_at)

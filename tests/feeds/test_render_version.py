@@ -91,6 +91,8 @@ RENDERED = {
     (25, 13): "abf5ae48b6912a72ede906568d3f34779434db9e8aa44dbf63d065e41e26596f",
     # An Atom feed links its web page before its own address.
     (26, 13): "5b61e157a69cb176a4b341b7050e15d2a1bc0b0a5b7175464b7f05534332bd84",
+    # Atom dates, atom:updated in RSS included, with milliseconds, as ROME reads them.
+    (27, 13): "9eb807075bf005eeda5abdee07d34a4c2189c661b8613fcd97436865916d00e4",
 }
 
 _RECORDED = dt.datetime(2025, 6, 1, 12, 0, tzinfo=dt.UTC)

@@ -96,4 +96,4 @@ def test_a_feed_link_is_named_in_the_page_s_language(base: str, client: httpx.Cl
     names = {href: name for name, _, href in _links(page)}
     assert names[f"{base}/feeds/all.atom?lang=ja"] == "Atom\uff1a\u3059\u3079\u3066"
     french = {href: name for name, _, href in _links(client.get(f"{base}/?lang=fr").text)}
-    assert french[f"{base}/feeds/all.rss?lang=fr"].startswith("RSS : ")
+    assert french[f"{base}/feeds/all.rss?lang=fr"].startswith("RSS\u00a0: ")

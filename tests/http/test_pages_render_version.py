@@ -107,6 +107,9 @@ RENDERED = {
     # table in a region of its own that scrolls, a page not found saying so under its first
     # heading, and each page of a list numbered in its title.
     (11, 26, 13, 9, 3): "c3c36fd033cfdf3d9e0f334006e4f75c9f7c7d4e3109f61c2a51e0ed50a1497f",
+    # The feeds' version 27 writes Atom dates with milliseconds, which pages do not show;
+    # a French feed link's name keeps its colon on the line of the word before it.
+    (11, 27, 13, 9, 3): "c9d75053da52899c8dcce9ea0f88615dddd072c3900e474cadd434b24b175985",
 }
 
 BASE = "http://pages.test"

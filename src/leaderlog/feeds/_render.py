@@ -15,7 +15,12 @@ feedgen's defaults are unsafe for reproducible feeds, so this module always over
 - it writes RSS dates with ``strftime``, whose ``%Y`` gives year 999 as ``999`` and year 1 as
   ``1``: not an RFC 822 date at all, or one readers take for 2001. A log may hold events
   recorded in any year (an imported export keeps its recorded times), so the second extension
-  writes every RSS date again with the four-digit year RFC 2822 gives it.
+  writes every RSS date again with the four-digit year RFC 2822 gives it;
+- it writes Atom dates with ``isoformat()``, six digits after the second when there are
+  microseconds: valid RFC 3339, but ROME (the Java library behind CommaFeed and others) reads
+  the digits as milliseconds, so ``.912837`` put an entry 15 minutes later and out of order.
+  Atom dates, ``atom:updated`` in RSS included, are written with milliseconds, cut (not
+  rounded) so that no date moves past a later one.
 
 Text is never passed as markup, and each format says so in its own way:
 
@@ -132,6 +137,16 @@ def _rss_title(element: Any) -> None:
         element.append(reference)
 
 
+def _atom_date(element: Any, moment: dt.datetime | None) -> None:
+    """Write an Atom date again with milliseconds, as ROME reads it (see above)."""
+    if element is not None and moment is not None:
+        element.text = _atom_time(moment)
+
+
+def _atom_time(moment: dt.datetime) -> str:
+    return moment.isoformat(timespec="milliseconds")
+
+
 def _redate(element: Any, moment: dt.datetime | None) -> None:
     """Write an RSS date again as RFC 2822 writes RFC 822's, with a four-digit year (see
     above); every other date is written exactly as feedgen wrote it."""
@@ -154,6 +169,7 @@ class TextExtension(BaseExtension):  # type: ignore[misc]
             title.text = text
             if kind:
                 title.set("type", kind)
+        _atom_date(feed.find("updated"), self.updated)
         return feed
 
     def extend_rss(self, feed: Any) -> Any:
@@ -165,17 +181,23 @@ class TextExtension(BaseExtension):  # type: ignore[misc]
 class ItemExtension(BaseEntryExtension):  # type: ignore[misc]
     """An RSS item's title (escaped as the channel's), its ``pubDate`` with a four-digit year,
     and ``atom:updated``: RSS has only ``pubDate``, so without it readers show a corrected or
-    confirmed entry's first date."""
+    confirmed entry's first date. An Atom entry's dates with milliseconds."""
 
     def __init__(self) -> None:
         self.published: dt.datetime | None = None
         self.updated: dt.datetime | None = None
 
+    def extend_atom(self, entry: Any) -> Any:
+        # feedgen writes Atom elements without a namespace (see ArchiveExtension.extend_atom).
+        _atom_date(entry.find("published"), self.published)
+        _atom_date(entry.find("updated"), self.updated)
+        return entry
+
     def extend_rss(self, item: Any) -> Any:
         _rss_title(item.find("title"))
         _redate(item.find("pubDate"), self.published)
         if self.updated is not None:
-            xml_elem(f"{{{ATOM_NS}}}updated", item).text = self.updated.isoformat()
+            xml_elem(f"{{{ATOM_NS}}}updated", item).text = _atom_time(self.updated)
         return item
 
 
@@ -213,8 +235,6 @@ def _add_entry(generator: FeedGenerator, entry: Entry, fmt: FeedFormat) -> None:
     else:
         item.title(entry.title)
         item.summary(html.escape(entry.summary, quote=False))
-        item.text.published = entry.published
-        item.text.updated = entry.updated
         links = tuple(
             replace(link, href=uri(link.href)) for link in links if not _ip_literal(link.href)
         )
@@ -222,6 +242,8 @@ def _add_entry(generator: FeedGenerator, entry: Entry, fmt: FeedFormat) -> None:
     item.link([_attributes(link) for link in links])
     item.published(entry.published)
     item.updated(entry.updated)
+    item.text.published = entry.published
+    item.text.updated = entry.updated
     if entry.categories:
         item.category([{"term": c.term, "label": c.label} for c in entry.categories])
 
