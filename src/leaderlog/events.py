@@ -1413,6 +1413,12 @@ def parse_held_record(raw: object) -> HeldRecord:
 
 def _record_fields(raw: object, *, share_fields_sets: bool) -> RecordFields:
     if not isinstance(raw, Mapping):
+        if isinstance(raw, list):
+            # A file written as a JSON array, as the write API takes a body.
+            raise RecordError(
+                "a record must be a JSON object, not a list (in a file, one record per line)",
+                rule="schema",
+            )
         raise RecordError("a record must be a JSON object", rule="schema")
     exported = "position" in raw and "hash" in raw
     allowed = _RECORD_KEYS | (_EXPORT_KEYS if exported else set())
@@ -1428,6 +1434,12 @@ def _record_fields(raw: object, *, share_fields_sets: bool) -> RecordFields:
                 f" (an exported envelope needs both position and hash, and this one has {has}; "
                 f"a record without its envelope has only {', '.join(_RECORD_ORDER)})"
             )
+        elif "data" not in raw:
+            # The event's fields written beside its type, a first record's likely mistake.
+            fields = ", ".join(f'"{key}": ...' for key in unknown[:3])
+            more = ", ..." if len(unknown) > 3 else ""
+            inside = f'{{"type": ..., "data": {{{fields}{more}}}}}'
+            message += f' (an event\'s fields go inside "data": {inside})'
         raise RecordError(message, rule="schema")
     if "type" not in raw or "data" not in raw:
         raise RecordError("a record needs 'type' and 'data'", rule="schema")

@@ -1076,3 +1076,30 @@ def test_stopping_at_once_on_a_terminal_clears_the_bar_and_shows_the_cursor(
     assert written == [
         b"\r\x1b[2K\x1b[?25hinterrupted: nothing was written (again: stopped at once)\n"
     ]
+
+
+@pytest.mark.parametrize(
+    ("line", "said"),
+    [
+        (
+            {"type": "person.registered", "person": "zed", "name": "Zed"},
+            'unknown record field(s): name, person (an event\'s fields go inside "data": '
+            '{"type": ..., "data": {"name": ..., "person": ...}})',
+        ),
+        (
+            [{"type": "person.registered", "data": {"person": "zed", "name": "Zed"}}],
+            "a record must be a JSON object, not a list (in a file, one record per line)",
+        ),
+    ],
+    ids=["fields beside the type", "a JSON array"],
+)
+def test_a_first_record_written_in_another_shape_says_how_records_are_written(
+    tmp_path: Path, line: object, said: str
+) -> None:
+    path = tmp_path / "records.jsonl"
+    path.write_text(json.dumps(line) + "\n", encoding="utf-8")
+    database = tmp_path / "new.db"
+    result = CliRunner().invoke(main, ["--db", f"sqlite:///{database}", "import", str(path)])
+    assert result.exit_code == 1, result.output
+    assert f"line 1: {said} [rule: schema]" in result.stderr
+    assert not database.exists()

@@ -106,3 +106,13 @@ def test_a_file_name_with_a_line_break_is_shown_escaped_when_refused(
         assert result.exit_code == 2, result.stderr
         (said,) = [line for line in result.stderr.splitlines() if line.startswith("Error:")]
         assert given.replace("\n", "\\n") in said, result.stderr
+
+
+def test_db_after_serve_also_names_the_variable_scripts_run_reads() -> None:
+    # scripts/run passes its arguments to serve: "--db" before the command is out of reach.
+    result = CliRunner().invoke(main, ["serve", "--db", "sqlite:///x.db"])
+    assert result.exit_code == 2
+    assert (
+        "Error: --db goes before the command: leaderlog --db URL serve ..., "
+        "or set LEADERLOG_DB=URL (as in LEADERLOG_DB=URL scripts/run)"
+    ) in " ".join(result.stderr.split())

@@ -263,7 +263,9 @@ async def test_names_no_longer_current_are_not_suggested(seeded_log: EventLog) -
         ("post", "homeland security secretary", ()),
         ("post", "homeland minister", ("dhs-secretary",)),
         ("post", "secretary", ("dhs-secretary",)),
-        ("organisation", "white house", ()),
+        # (its id, which stays, is "white house" mistyped: suggested as such)
+        ("organisation", "white house", ("white-house",)),
+        ("organisation", "the white house", ()),
         ("organisation", "house", ("white-house",)),
         ("organisation", "mansion", ("white-house",)),
         ("organisation", "em", ("white-house",)),
@@ -346,3 +348,52 @@ async def test_a_word_many_entities_start_with_reads_a_bounded_few(
     # then a few of them are suggested, from no more rows than are read per word
     assert meant.suggestions == ("doe-00", "doe-01", "doe-02", "doe-03", "doe-04")
     assert read and max(read) <= 10
+
+
+@pytest.mark.parametrize(
+    ("kind", "given", "meant"),
+    [
+        ("organisation", "ice-hsii", ("ice-hsi",)),
+        ("organisation", "ice-er", ("ice-ero",)),
+        ("post", "ice-hsi-eda", ("ice-hsi-ead",)),
+        ("post", "ice-ero-eed", ("ice-ero-ead",)),
+        ("person", "robert-hamer", ("robert-hammer",)),
+        ("person", "kennet-genalo", ("kenneth-genalo",)),
+        ("person", "derek-gordn", ("derek-gordon",)),
+        ("person", "Robert Hamer", ("robert-hammer",)),
+    ],
+)
+async def test_a_mistyped_id_suggests_the_one_it_is_most_like(
+    seeded_log: EventLog, kind: EntityKind, given: str, meant: tuple[str, ...]
+) -> None:
+    # A letter doubled, dropped, swapped or wrong is the likeliest mistake, and no word
+    # starts with the text as typed: nothing was suggested for it.
+    queries = await current(seeded_log)
+    found = await _meant(queries, kind, given)
+    assert found.suggestions == meant
+    assert str(found).startswith(f"unknown {kind} {given!r}; did you mean {meant[0]} (")
+
+
+@pytest.mark.parametrize(
+    ("kind", "given"),
+    [
+        ("organisation", "xyzzy"),
+        ("organisation", "dhx"),
+        ("person", "robert-smith"),
+        ("post", "ice-chief-of-staff"),
+    ],
+)
+async def test_text_like_no_entity_suggests_nothing(
+    seeded_log: EventLog, kind: EntityKind, given: str
+) -> None:
+    queries = await current(seeded_log)
+    assert (await _meant(queries, kind, given)).suggestions == ()
+
+
+async def test_a_mistyped_id_is_looked_up_a_few_times_in_an_index(seeded_log: EventLog) -> None:
+    # An error anyone can ask for over HTTP: a bounded few indexed lookups, however long.
+    queries = await current(seeded_log)
+    statements = recording_statements(queries)
+    await _meant(queries, "person", "robert-" + "q" * 30 + "-zzzz" * 5)
+    lookups = [sql for sql, _ in statements if "p_leadership_tails" in sql]
+    assert 8 < len(lookups) <= 1 + 2 * 8

@@ -726,8 +726,10 @@ class _Commands(_Command, click.Group):
             root = ctx.find_root().command_path
             given = error.ctx.command_path if error.ctx is not None else ""
             command = given[len(root) :].strip() if given.startswith(root) else ""
+            # The variable is also the one way through scripts/run, which runs serve itself.
             raise click.UsageError(
-                f"--db goes before the command: leaderlog --db URL {command or 'COMMAND'} ...",
+                f"--db goes before the command: leaderlog --db URL {command or 'COMMAND'} ..., "
+                "or set LEADERLOG_DB=URL (as in LEADERLOG_DB=URL scripts/run)",
                 error.ctx,
             ) from None
         except KeyboardInterrupt:

@@ -641,8 +641,18 @@ class _AuditFilters(TypedDict):
 )
 @click.option("--status", metavar="S", help="Events of claims now in this status.")
 @click.option("--attribution", metavar="K", help="Events of claims attributed this way.")
-@click.option("--from", "recorded_from", metavar="TIME", help="Recorded at or after (RFC 3339).")
-@click.option("--to", "recorded_to", metavar="TIME", help="Recorded at or before (RFC 3339).")
+@click.option(
+    "--from",
+    "recorded_from",
+    metavar="TIME",
+    help="Recorded at or after: an RFC 3339 time, or a day (2025-05-29), from its start (UTC).",
+)
+@click.option(
+    "--to",
+    "recorded_to",
+    metavar="TIME",
+    help="Recorded at or before: an RFC 3339 time, or a day, to its end (UTC).",
+)
 @click.option("--after", type=WholeNumber(min=0), default=0, help="Start after this position.")
 @click.option("--limit", type=WholeNumber(min=1, max=10_000), default=500, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print the answer as JSON.")

@@ -14,8 +14,10 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import heapq
+import re
 from collections import defaultdict
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
+from difflib import SequenceMatcher
 from functools import partial
 from operator import itemgetter
 from typing import Any, Literal, TypeVar
@@ -117,6 +119,11 @@ _LOOKUPS: dict[EntityKind, tuple[str, str, tuple[str, ...]]] = {
     "person": ("p_leadership_persons", "person", ("name", "aliases")),
 }
 _SUGGESTIONS = 5
+# How alike (difflib's ratio) a mistyped id and an entity's id or name must be to suggest it:
+# one letter off in eight is 0.93, two in ten 0.8; "ice" and "dhs" are not alike at all.
+_LIKE_ENOUGH = 0.8
+_MISTYPED_CUTS = 8
+_WORDS = re.compile(r"[^\W_]+")
 # Ids or sources read per word of an unknown one, and the words (the longest) looked up: a
 # word common to more of them narrows the suggestions less, but never reads more.
 _CANDIDATES = 300
@@ -393,6 +400,21 @@ class Queries:
             or NOT_UTF8_TEXT.search(wanted)
         ):
             return UnknownEntity(message)
+        near: list[tuple[bool, str, str]] = []
+        for found, names, forms in await self._starting_with(kind, wanted):
+            if any(_at_a_word_start(wanted, form) for form in forms):
+                near.append((wanted not in forms, found, ", ".join(names)))
+        if near:
+            return _did_you_mean(
+                message, [(found, label) for _, found, label in sorted(near)[:_SUGGESTIONS]]
+            )
+        return _did_you_mean(message, await self._mistyped(kind, wanted))
+
+    async def _starting_with(
+        self, kind: EntityKind, wanted: str
+    ) -> list[tuple[str, list[str], list[str]]]:
+        """Current entities one of whose words starts with ``wanted``, a few hundred at
+        most: each id with its names, and those in :func:`search_form` after the id's."""
         table, id_column, label_columns = _LOOKUPS[kind]
         rows = await self.store.query(
             "SELECT DISTINCT entity FROM (SELECT entity FROM p_leadership_tails "
@@ -400,7 +422,7 @@ class Queries:
             "AS found",
             (id_column, *_tail_range(wanted)),
         )
-        near: list[tuple[bool, str, str]] = []
+        entities: list[tuple[str, list[str], list[str]]] = []
         for chunk in chunks(sorted(str(row[0]) for row in rows)):
             for found, *labels in await self.store.query(
                 f"SELECT {id_column}, {', '.join(label_columns)} FROM {table} "
@@ -408,12 +430,28 @@ class Queries:
                 (*chunk, OPEN),
             ):
                 names = _entity_names(dict(zip(label_columns, labels, strict=True)))
-                forms = [search_form(text) for text in (found, *names)]
-                if any(_at_a_word_start(wanted, form) for form in forms):
-                    near.append((wanted not in forms, found, ", ".join(names)))
-        return _did_you_mean(
-            message, [(found, label) for _, found, label in sorted(near)[:_SUGGESTIONS]]
-        )
+                entities.append((found, names, [search_form(text) for text in (found, *names)]))
+        return entities
+
+    async def _mistyped(self, kind: EntityKind, wanted: str) -> list[tuple[str, str]]:
+        """Entities ``wanted`` reads as a mistyping of (a letter doubled, dropped, swapped or
+        wrong: ``ice-hsii``, ``robert-hamer``, ``kennet-genalo``), found by a start they share
+        with it: its text cut by one letter at a time, down to the shortest start that still
+        tells most of it, then each of its later words. The entities whose id or a name is
+        most like it, closest first."""
+        shortest = max(3, -(-len(wanted) * 3 // 5))
+        words = [word for word in _WORDS.findall(wanted)[1:] if len(word) >= 3]
+        cuts = [wanted[:cut] for cut in range(len(wanted) - 1, shortest - 1, -1)]
+        # A few lookups at most, each indexed: an error answered to anyone, a 404 page too.
+        for start in [*cuts[:_MISTYPED_CUTS], *words[:_MISTYPED_CUTS]]:
+            scored = []
+            for found, names, forms in await self._starting_with(kind, start):
+                likeness = max(SequenceMatcher(None, wanted, form).ratio() for form in forms)
+                if likeness >= _LIKE_ENOUGH:
+                    scored.append((-likeness, found, ", ".join(names)))
+            if scored:
+                return [(found, label) for _, found, label in sorted(scored)[:_SUGGESTIONS]]
+        return []
 
     async def _unknown_claim(self, given: str, known: int) -> UnknownEntity:
         """The error for a claim id not known at position ``known``: when the claim was
