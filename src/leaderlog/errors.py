@@ -46,7 +46,7 @@ import traceback
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
     from leaderlog.feeds import Scope
@@ -179,7 +179,12 @@ class ConcurrencyError(StoreError):
     """A stream's version is not the one the writer expected."""
 
     def __init__(
-        self, stream: str, expected: object, actual: int | None, *, where: str | None = None
+        self,
+        stream: str,
+        expected: int | Literal["no_stream", "any"],
+        actual: int | None,
+        *,
+        where: str | None = None,
     ) -> None:
         self.stream = stream
         self.expected = expected
@@ -200,7 +205,7 @@ class AppendRefused(StoreError):
 class DuplicateEventError(StoreError):
     """An event id is already stored with different content."""
 
-    def __init__(self, event_id: object, position: int) -> None:
+    def __init__(self, event_id: uuid.UUID, position: int) -> None:
         self.event_id = event_id
         self.position = position
         super().__init__(

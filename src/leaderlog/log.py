@@ -19,7 +19,7 @@ from array import array
 from collections.abc import Callable, Iterable, Iterator, Mapping, MutableSequence, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, TypeVar, cast, overload
+from typing import IO, Any, Protocol, TypeVar, cast, overload
 
 from leaderlog._json import JSONDecodeError, canonical_bytes, described, loads, loads_input
 from leaderlog.domain import (
@@ -184,14 +184,16 @@ class _Request:
         return self.given_labels[index] if self.given_labels else f"record {index}"
 
 
-AppendProgress = Callable[[str, int, int], None]
-"""Called with (stage, steps done, steps in all) while a batch is appended, for a progress
-bar: stage ``"checking"`` (a step per record decided on the rules), then ``"writing"`` (two
-steps per record: chained, then inserted; records already stored count as done), each
-ending with every step done once the append is written; a refused one ends where it was.
-Steps never go backwards within a stage. An exception it raises goes to the event loop's
-exception handler and it is not called again: the append goes on, as do the others batched
-with it."""
+class AppendProgress(Protocol):
+    """Called with (stage, steps done, steps in all) while a batch is appended, for a
+    progress bar: stage ``"checking"`` (a step per record decided on the rules), then
+    ``"writing"`` (two steps per record: chained, then inserted; records already stored count
+    as done), each ending with every step done once the append is written; a refused one ends
+    where it was. Steps never go backwards within a stage. An exception it raises goes to the
+    event loop's exception handler and it is not called again: the append goes on, as do the
+    others batched with it. Any function taking those three arguments will do."""
+
+    def __call__(self, stage: str, done: int, total: int, /) -> None: ...
 
 
 class _Progress:
@@ -1500,7 +1502,7 @@ class EventLog:
         return await self.store.read_all(after=after, limit=limit)
 
 
-def seed_files(directory: Path) -> list[Path]:
+def seed_files(directory: Path | str) -> list[Path]:
     """The ``*.jsonl`` files of a seeds folder, in name order; a folder that is not there is
     an error (a mistyped one would otherwise load nothing without a word)."""
     directory = Path(directory)
@@ -1510,7 +1512,10 @@ def seed_files(directory: Path) -> list[Path]:
 
 
 async def load_seeds(
-    log: EventLog, directory: Path, *, on_file: Callable[[Path, AppendOutcome], None] | None = None
+    log: EventLog,
+    directory: Path | str,
+    *,
+    on_file: Callable[[Path, AppendOutcome], None] | None = None,
 ) -> AppendOutcome:
     """Import every ``*.jsonl`` file of a seeds folder, in name order, as actor ``seed``."""
     positions: list[int] = []

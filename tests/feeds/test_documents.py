@@ -892,8 +892,12 @@ async def test_a_feed_of_a_log_whose_feeds_were_never_built_says_so(sqlite_url: 
         await log.append_events([PersonRegistered(person="x", name="X")], actor="t")
         service = FeedService(log.store, poll_interval=0)
         request = FeedRequest(Scope.parse("all"), "atom", "en", BASE)
-        with pytest.raises(ProjectionError, match="has not been built; run `leaderlog rebuild`"):
+        with pytest.raises(
+            ProjectionError, match="has not been built; run `leaderlog rebuild`"
+        ) as raised:
             await service.render(request)
+        # and a library caller, who may have no command line, how to build them
+        assert "(from Python: await (await runner_for(store)).catch_up())" in str(raised.value)
 
 
 async def test_the_feed_of_everything_before_any_claim_is_dated_by_the_log_not_1970(

@@ -1,22 +1,27 @@
 """Atom, RSS and JSON feeds of the claims, one entry per claim, in ten languages.
 
+    await (await runner_for(store)).catch_up()   # the feed_entries read model, up to date
     service = FeedService(store)
     request = FeedRequest(Scope.parse("org:ice"), "atom", "fr", "https://example.org")
     rendered = await service.render(request)   # bytes, media type, ETag, Last-Modified
 
+(``runner_for`` from :mod:`leaderlog.projections`; a server keeps the read model current.)
+
 Documents are rendered from the ``feed_entries`` read model only, so the same log gives the
-same bytes on every host. See :mod:`._paging` for the RFC 5005 archive layout.
+same bytes on every host. Archive pages follow RFC 5005 (see :class:`Scope` and :func:`page_url`).
 """
 
 from __future__ import annotations
 
+from leaderlog.errors import FeedError
 from leaderlog.feeds._address import host_and_port, is_web_address, uri, with_lowercase_scheme
-from leaderlog.feeds._document import Entry, RecentChange
+from leaderlog.feeds._document import Category, Entry, Feed, Link, RecentChange
 from leaderlog.feeds._i18n import (
     DEFAULT_LANGUAGE,
     LANGUAGES,
     LONGEST_TAG,
     N_,
+    Language,
     OfferedLanguage,
     UnknownLanguage,
     header_quality,
@@ -33,6 +38,7 @@ from leaderlog.feeds._paging import (
     feed_url,
     page_url,
 )
+from leaderlog.feeds._read import Head
 from leaderlog.feeds._service import (
     FULL_ARCHIVE_CACHE,
     SUBSCRIPTION_CACHE,
@@ -68,12 +74,18 @@ __all__ = [
     "N_",
     "PAGE_SIZE",
     "SUBSCRIPTION_CACHE",
+    "Category",
     "Directory",
     "Entry",
+    "Feed",
+    "FeedError",
     "FeedFormat",
     "FeedNotFound",
     "FeedRequest",
     "FeedService",
+    "Head",
+    "Language",
+    "Link",
     "Markup",
     "OfferedLanguage",
     "RecentChange",
@@ -101,3 +113,11 @@ __all__ = [
     "uri",
     "with_lowercase_scheme",
 ]
+
+# What the package offers is documented as its own: help() and tracebacks name
+# leaderlog.feeds.FeedService, not the private module it is written in (as httpx does).
+for _name in __all__:
+    _offered = globals()[_name]
+    if getattr(_offered, "__module__", "").startswith("leaderlog.feeds._"):
+        _offered.__module__ = __name__
+del _name, _offered

@@ -323,11 +323,16 @@ def _compile(tag: str) -> gettext.NullTranslations:
     return Translations(compiled, domain=DOMAIN)
 
 
-@functools.cache
 def language(tag: str) -> Language:
     """The :class:`Language` for one of :data:`LANGUAGES`."""
-    if tag not in _BABEL_IDS:
-        raise UnknownLanguage(tag, LANGUAGES)
+    # Checked before the cache, whose wrapper a type checker cannot see through.
+    if not isinstance(tag, str) or tag not in _BABEL_IDS:
+        raise UnknownLanguage(tag if isinstance(tag, str) else repr(tag), LANGUAGES)
+    return _language(tag)
+
+
+@functools.cache
+def _language(tag: str) -> Language:
     return Language(tag, Locale.parse(_BABEL_IDS[tag]), _compile(tag))
 
 

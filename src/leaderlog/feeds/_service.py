@@ -49,6 +49,7 @@ from leaderlog.feeds._paging import (
 )
 from leaderlog.feeds._read import EPOCH, FeedReader, Head
 from leaderlog.feeds._render import render_atom, render_rss
+from leaderlog.projections.base import not_built
 from leaderlog.projections.feed_entries import FeedEntriesProjection
 from leaderlog.store import EventStore
 
@@ -128,6 +129,10 @@ def named_subject(text: str) -> FeedNotFound | None:
 
 @dataclass(frozen=True, slots=True)
 class FeedRequest:
+    """One feed document asked for: whose feed (``scope``), in which format (``atom``,
+    ``rss`` or ``json``) and language (one of :data:`LANGUAGES`), with its links made from
+    ``base_url``; ``page`` an archive page (None: the subscription document)."""
+
     scope: Scope
     format: FeedFormat
     lang: str
@@ -167,6 +172,9 @@ class Validators:
 
 @dataclass(frozen=True, slots=True)
 class Rendered:
+    """A feed document: its bytes (and gzipped), media type, the validators a conditional
+    GET is answered from, and the language it is written in."""
+
     body: bytes
     gzipped: bytes
     media_type: str
@@ -205,6 +213,11 @@ def _page_org(kind: str, entity_id: str | None, doc: Mapping[str, Any] | None) -
 
 
 class FeedService:
+    """Renders feed documents from the ``feed_entries`` read model of ``store`` (see
+    :meth:`render`, and :meth:`describe` for validators alone), keeping the documents it
+    rendered lately, up to ``cache_bytes``, until the log moves on; whether it has is read
+    at most every ``poll_interval`` seconds."""
+
     def __init__(
         self,
         store: EventStore,
@@ -302,10 +315,7 @@ class FeedService:
         checkpoint = await self.reader.checkpoint()
         if checkpoint is None and not self._served:
             # Never built: there are no tables to read (a server builds them before serving).
-            raise ProjectionError(
-                f"the {FeedEntriesProjection.name} projection has not been built; run "
-                "`leaderlog rebuild`"
-            )
+            raise ProjectionError(not_built(FeedEntriesProjection.name))
         if (checkpoint or 0) < self._served:
             # Reads that overlap may end out of order: a rebuild is one the log still shows
             # when read again.

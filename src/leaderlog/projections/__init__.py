@@ -28,7 +28,7 @@ from leaderlog.projections.loading import (
 from leaderlog.projections.queries import EntityKind, Queries
 from leaderlog.projections.query_input import InvalidQuery, UnknownEntity
 from leaderlog.projections.runner import NotLoaded, ProjectionRunner, ProjectionStatus
-from leaderlog.store.base import EventStore
+from leaderlog.store.base import EventStore, SQLValue
 
 __all__ = [
     "BUILTIN",
@@ -44,6 +44,7 @@ __all__ = [
     "ProjectionStatus",
     "ProjectionTransaction",
     "Queries",
+    "SQLValue",
     "UnknownEntity",
     "decode",
     "load_projection",

@@ -48,6 +48,7 @@ __all__ = [
     "chunks",
     "decode",
     "marks",
+    "not_built",
     "owner_of",
     "payload",
     "recorded_time",
@@ -56,6 +57,17 @@ __all__ = [
 ]
 
 CHECKPOINT_TABLE = "projection_checkpoints"
+
+
+def not_built(name: str) -> str:
+    """What to say of a projection never built in the database read, to a user of the
+    command line or of the library alike."""
+    return (
+        f"the {name} projection has not been built; run `leaderlog rebuild` "
+        "(from Python: await (await runner_for(store)).catch_up())"
+    )
+
+
 CHECKPOINT_SCHEMA = (
     f"CREATE TABLE IF NOT EXISTS {CHECKPOINT_TABLE} ("
     "name TEXT PRIMARY KEY, version BIGINT NOT NULL, position BIGINT NOT NULL)"

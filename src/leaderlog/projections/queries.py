@@ -35,7 +35,7 @@ from leaderlog.projections._collector import few_collections
 from leaderlog.projections._sql import chunks, marks
 from leaderlog.projections._words import TAIL_LENGTH, search_form
 from leaderlog.projections.audit import AuditProjection
-from leaderlog.projections.base import payload
+from leaderlog.projections.base import not_built, payload
 from leaderlog.projections.claim_versions import ClaimVersion
 from leaderlog.projections.leadership import OPEN, LeadershipProjection
 from leaderlog.projections.leadership_rules import (
@@ -156,13 +156,9 @@ class Queries:
         except StoreError:
             raise  # the store is closed, busy or gone: not a missing projection
         except Exception as error:  # the table itself is missing: nothing was ever projected
-            raise ProjectionError(
-                f"the {name} projection has not been built; run `leaderlog rebuild`"
-            ) from error
+            raise ProjectionError(not_built(name)) from error
         if not rows:
-            raise ProjectionError(
-                f"the {name} projection has not been built; run `leaderlog rebuild`"
-            )
+            raise ProjectionError(not_built(name))
         position, version = int(rows[0][0]), int(rows[0][1])
         if version != _VERSIONS_READ[name]:
             # Another leaderlog (older or newer, on the same database) rebuilt it its way:

@@ -43,6 +43,7 @@ __all__ = [
     "PlannedRow",
     "ProjectionTransaction",
     "RecordedAtRefused",
+    "SQLValue",
     "StoredText",
     "UnreadableEvent",
     "VerifyReport",
@@ -705,6 +706,11 @@ def _given_time(
     return text
 
 
+# What a projection's statement may be given: the values both backends store as they are
+# (a time is stored as text: leaderlog.events.format_time).
+SQLValue: TypeAlias = int | float | str | bytes | None
+
+
 class ProjectionTransaction(abc.ABC):
     """Projection writes and the checkpoint, committed together or not at all.
 
@@ -712,13 +718,18 @@ class ProjectionTransaction(abc.ABC):
     """
 
     @abc.abstractmethod
-    async def execute(self, sql: str, parameters: Sequence[Any] = ()) -> None: ...
+    async def execute(self, sql: str, parameters: Sequence[SQLValue] = ()) -> None:
+        """Run one statement with ``?`` placeholders, given ``parameters``."""
 
     @abc.abstractmethod
-    async def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None: ...
+    async def executemany(self, sql: str, rows: Sequence[Sequence[SQLValue]]) -> None:
+        """Run one statement once per row of parameters."""
 
     @abc.abstractmethod
-    async def fetchall(self, sql: str, parameters: Sequence[Any] = ()) -> list[tuple[Any, ...]]: ...
+    async def fetchall(
+        self, sql: str, parameters: Sequence[SQLValue] = ()
+    ) -> list[tuple[Any, ...]]:
+        """The rows one query answers."""
 
     @abc.abstractmethod
     async def lock_appends(self) -> None:
