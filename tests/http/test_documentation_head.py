@@ -3,8 +3,13 @@ a monitor asking for the headers of /docs must not be told that the page takes n
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import httpx
 import pytest
+
+from tests.http.server import running, seeded_database
 
 
 @pytest.mark.parametrize("path", ["/docs", "/redoc", "/docs/oauth2-redirect", "/openapi.json"])
@@ -50,3 +55,33 @@ def test_a_documentation_page_says_its_language(
     assert '<html lang="en" dir="ltr">' in got.text
     head = client.head(f"{base}{path}")
     assert head.headers["content-length"] == got.headers["content-length"]
+
+
+@pytest.mark.parametrize("path", ["/docs", "/redoc"])
+def test_a_documentation_page_under_a_public_path_loads_what_it_needs_from_there(
+    tmp_path: Path, client: httpx.Client, path: str
+) -> None:
+    # Behind a proxy serving the server under /leaders (and stripping it), the overview's
+    # link to /leaders/docs opened a blank page: it loaded its scripts, styles and schema
+    # from the host's root, where the proxy has nothing.
+    from leaderlog.http import create_app
+
+    app = create_app(seeded_database(tmp_path), public_url="https://example.org/leaders")
+    with running(app) as base:
+        page = client.get(f"{base}{path}").text
+        loaded = re.findall(r"""(?:src|href|url)[=:]\s*['"](/[^'"]+)['"]""", page)
+        assert loaded and all(address.startswith("/leaders/") for address in loaded), loaded
+        # and each is there once the proxy has taken the path off again
+        for address in loaded:
+            assert client.get(f"{base}{address[len('/leaders') :]}").status_code == 200, address
+        # Swagger UI's tries go to the API under the same path
+        assert client.get(f"{base}/openapi.json").json()["servers"] == [{"url": "/leaders"}]
+
+
+def test_at_the_root_of_a_host_the_documentation_loads_from_the_root(
+    seeded_server: tuple[str, str], client: httpx.Client
+) -> None:
+    base, _ = seeded_server
+    page = client.get(f"{base}/docs").text
+    assert "'/openapi.json'" in page and '"/static-offline-docs/swagger-ui.css"' in page
+    assert "servers" not in client.get(f"{base}/openapi.json").json()

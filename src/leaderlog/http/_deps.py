@@ -364,7 +364,8 @@ def base_url(request: Request) -> str:
 
 def redirect_root(request: Request) -> str:
     """What a redirect's path is prefixed with: the configured public address, else the
-    mount point the server was given (``--root-path``), else nothing.
+    ASGI root path the application is mounted at (set when another application mounts it,
+    or by ``uvicorn --root-path`` running it; ``leaderlog serve`` sets none), else nothing.
 
     Without a public address the redirect stays relative, so a forged Host header cannot send
     readers elsewhere; with one, a proxy that strips the public path (``--public-url

@@ -17,6 +17,7 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -387,7 +388,10 @@ def create_app(
     # /docs and /redoc load their scripts and styles from the package, not from a CDN, so
     # they work offline and behind a firewall (served under /static-offline-docs); Swagger
     # UI's validator badge, which would send the schema's address to swagger.io, is off.
+    # Served under a path of a public address, the API is there too, for Swagger UI's tries.
+    under = _public_path(public)
     app = FastAPIOffline(
+        servers=[{"url": under}] if under else None,
         title="leaderlog",
         summary="Who leads what, as reported.",
         description=DESCRIPTION,
@@ -441,13 +445,26 @@ def _documentation_takes_head(app: FastAPI) -> None:
                 route.app = request_response(_in_english(route.endpoint))
 
 
+def _public_path(public: str | None) -> str:
+    """The path of the public address the server is reached at (``/leaders`` for
+    ``https://example.org/leaders``), or "" at the root of its host."""
+    return urlsplit(public).path.rstrip("/") if public else ""
+
+
 def _in_english(
     page: Callable[[Request], Awaitable[Response]],
 ) -> Callable[[Request], Awaitable[Response]]:
     """A documentation page that says its language, as every other page does (for screen
-    readers): fastapi-offline writes a bare ``<html>``."""
+    readers): fastapi-offline writes a bare ``<html>``. Behind a proxy that serves the
+    server under a path of its public address, the page loads its scripts, styles and the
+    schema from under that path (fastapi-offline prefixes them with the request's root
+    path, which nothing else here sets): from the host's root they were not found, and the
+    page the overview links to came up blank."""
 
     async def in_english(request: Request) -> Response:
+        under = _public_path(request.app.state.public_url)
+        if under and not request.scope.get("root_path"):
+            request.scope["root_path"] = under
         written = await page(request)
         body = bytes(written.body).replace(b"<html>", b'<html lang="en" dir="ltr">', 1)
         return HTMLResponse(body, status_code=written.status_code)
