@@ -1,9 +1,9 @@
 """What a program written against the library needs to name, type and read about: each type a
-public function hands back is importable from a public module, and help() names it there."""
+public function hands back is importable from a public module."""
 
 from __future__ import annotations
 
-import pydoc
+import typing
 import uuid
 
 import pytest
@@ -19,8 +19,8 @@ def test_the_types_the_feed_service_hands_back_are_offered_by_the_package() -> N
     for name in ("Feed", "Head", "Language", "Link", "Category", "Entry", "FeedService"):
         offered = getattr(feeds, name)
         assert name in feeds.__all__
-        assert offered.__module__ == "leaderlog.feeds", name
-    assert "leaderlog.feeds._" not in pydoc.render_doc(feeds.FeedService)
+        # and its annotations still read where it is written (Sphinx, pydantic, FastAPI)
+        typing.get_type_hints(offered)
 
 
 def test_each_feed_class_a_program_makes_or_is_given_is_documented() -> None:

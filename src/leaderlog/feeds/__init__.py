@@ -113,11 +113,3 @@ __all__ = [
     "uri",
     "with_lowercase_scheme",
 ]
-
-# What the package offers is documented as its own: help() and tracebacks name
-# leaderlog.feeds.FeedService, not the private module it is written in (as httpx does).
-for _name in __all__:
-    _offered = globals()[_name]
-    if getattr(_offered, "__module__", "").startswith("leaderlog.feeds._"):
-        _offered.__module__ = __name__
-del _name, _offered
