@@ -246,6 +246,44 @@ def test_history_names_every_source_of_a_claim_the_one_that_confirmed_it_too(
     assert f"departure claim {GENALO_RETIREMENT} (expected, confirmed) from Fox News, ICE" in text
 
 
+def test_history_names_an_outlet_that_disputed_a_claim_apart_from_those_it_rests_on(
+    db: str, tmp_path: Path
+) -> None:
+    # It read "from Fox News, Daily Ledger", as if the outlet that said the opposite had
+    # reported it too.
+    records = [
+        source_record("ice-release", "https://www.ice.gov/r", "ICE"),
+        record(
+            "claim.confirmed",
+            claim=GENALO_RETIREMENT,
+            source="ice-release",
+            effective={"date": "2025-06-13"},
+        ),
+        source_record("ledger", "https://ledger.example/genalo", "Daily Ledger"),
+        record(
+            "claim.disputed",
+            claim=GENALO_RETIREMENT,
+            source="ledger",
+            reason="Genalo told the Ledger he is staying.",
+        ),
+    ]
+    import_records(db, tmp_path, records)
+    text = ok(invoke(db, "history", "--post", "ice-ero-ead"))
+    assert (
+        f"departure claim {GENALO_RETIREMENT} (expected, disputed) from Fox News, ICE; "
+        "disputed by Daily Ledger"
+    ) in text
+    answer = as_json(invoke(db, "history", "--post", "ice-ero-ead", "--json"))
+    (evidence,) = [
+        item
+        for tenure in answer["tenures"]
+        for item in tenure["evidence"]
+        if item["claim"] == GENALO_RETIREMENT
+    ]
+    assert evidence["disputed_by"] == ["ledger"]
+    assert evidence["sources"] == ["fox-ice-shakeup-2025-05", "ice-release", "ledger"]
+
+
 def test_audit_of_retracted_anonymous_claims(db: str, tmp_path: Path) -> None:
     retraction = {
         "type": "claim.retracted",

@@ -387,17 +387,28 @@ def _print_history(
             f"{start}{_until(tenure['end'])}{cause} [{tenure['status']}]"
         )
         for evidence in tenure["evidence"]:
-            # Every source that reported or confirmed it: a confirmation is evidence too.
-            publishers = [
-                answer["sources"].get(source, {}).get("publisher", source)
+            # Every source that reported, confirmed or corrected it: a confirmation is
+            # evidence too. One that only disputed it is said apart, not as a source of it.
+            disputing = evidence.get("disputed_by") or []
+            reporting = [
+                source
                 for source in evidence.get("sources") or [evidence["source"]]
+                if source not in disputing or source == evidence["source"]
             ]
+            disputed = [source for source in disputing if source not in reporting]
             echo_line(
                 f"      {evidence['kind']} claim {evidence['claim']} ({evidence['modality']}, "
-                f"{evidence['status']}) from {', '.join(dict.fromkeys(publishers))}"
+                f"{evidence['status']}) from {_publishers(answer, reporting)}"
+                + (f"; disputed by {_publishers(answer, disputed)}" if disputed else "")
             )
     for item in pending:
         echo_line(f"  pending   {item['post']}: {_change(item)}")
+
+
+def _publishers(answer: Mapping[str, Any], sources: Sequence[str]) -> str:
+    """The publishers of ``sources`` (each source's id where the answer lacks it), once each."""
+    named = [answer["sources"].get(source, {}).get("publisher", source) for source in sources]
+    return ", ".join(dict.fromkeys(named))
 
 
 def _print_claim(answer: Mapping[str, Any]) -> None:

@@ -145,7 +145,11 @@ class Evidence(_Open):
     modality: str
     status: str
     source: str
-    sources: list[str]
+    sources: list[str] = Field(
+        description="every source that spoke of the claim: reported, confirmed, corrected, "
+        "disputed or retracted it"
+    )
+    disputed_by: list[str] = Field(description="the sources of the claim's disputes")
     attribution: Attribution
     quote: str | None
     locator: str | None

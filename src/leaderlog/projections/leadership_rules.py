@@ -127,6 +127,11 @@ def _evidence(claim: ClaimVersion) -> dict[str, Any]:
         "status": doc["status"],
         "source": doc["source"],
         "sources": list(doc["sources"]),
+        # The sources that disputed it are among its sources too (every source that spoke of
+        # it), but not as ones that reported it: a reader must tell them apart.
+        "disputed_by": list(
+            dict.fromkeys(dispute["source"] for dispute in claim.disputes if dispute["source"])
+        ),
         "attribution": doc["attribution"],
         "quote": doc["quote"],
         "locator": doc["locator"],
