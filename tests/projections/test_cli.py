@@ -229,10 +229,8 @@ def test_the_article_s_requests_for_comment_are_shown_by_claim_and_audit(db: str
     assert "asked ice: no response" in ok(invoke(db, "audit", "--type", "comment.requested"))
 
 
-def test_history_names_every_source_of_a_claim_the_one_that_confirmed_it_too(
-    db: str, tmp_path: Path
-) -> None:
-    records = [
+def _genalo_retirement_confirmed_by_ice() -> list[dict[str, Any]]:
+    return [
         source_record("ice-release", "https://www.ice.gov/r", "ICE"),
         record(
             "claim.confirmed",
@@ -241,7 +239,12 @@ def test_history_names_every_source_of_a_claim_the_one_that_confirmed_it_too(
             effective={"date": "2025-06-13"},
         ),
     ]
-    import_records(db, tmp_path, records)
+
+
+def test_history_names_every_source_of_a_claim_the_one_that_confirmed_it_too(
+    db: str, tmp_path: Path
+) -> None:
+    import_records(db, tmp_path, _genalo_retirement_confirmed_by_ice())
     text = ok(invoke(db, "history", "--post", "ice-ero-ead"))
     assert f"departure claim {GENALO_RETIREMENT} (expected, confirmed) from Fox News, ICE" in text
 
@@ -252,13 +255,7 @@ def test_history_names_an_outlet_that_disputed_a_claim_apart_from_those_it_rests
     # It read "from Fox News, Daily Ledger", as if the outlet that said the opposite had
     # reported it too.
     records = [
-        source_record("ice-release", "https://www.ice.gov/r", "ICE"),
-        record(
-            "claim.confirmed",
-            claim=GENALO_RETIREMENT,
-            source="ice-release",
-            effective={"date": "2025-06-13"},
-        ),
+        *_genalo_retirement_confirmed_by_ice(),
         source_record("ledger", "https://ledger.example/genalo", "Daily Ledger"),
         record(
             "claim.disputed",
