@@ -19,7 +19,7 @@ from array import array
 from collections.abc import Callable, Iterable, Iterator, Mapping, MutableSequence, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Protocol, TypeVar, cast, overload
+from typing import IO, Any, TypeVar, cast, overload
 
 from leaderlog._json import JSONDecodeError, canonical_bytes, described, loads, loads_input
 from leaderlog.domain import (
@@ -184,16 +184,16 @@ class _Request:
         return self.given_labels[index] if self.given_labels else f"record {index}"
 
 
-class AppendProgress(Protocol):
-    """Called with (stage, steps done, steps in all) while a batch is appended, for a
-    progress bar: stage ``"checking"`` (a step per record decided on the rules), then
-    ``"writing"`` (two steps per record: chained, then inserted; records already stored count
-    as done), each ending with every step done once the append is written; a refused one ends
-    where it was. Steps never go backwards within a stage. An exception it raises goes to the
-    event loop's exception handler and it is not called again: the append goes on, as do the
-    others batched with it. Any function taking those three arguments will do."""
-
-    def __call__(self, stage: str, done: int, total: int, /) -> None: ...
+# A type alias rather than a protocol: a type checker then reads a lambda's arguments as
+# (str, int, int) and checks what it does with them.
+AppendProgress = Callable[[str, int, int], None]
+"""Called with (stage, steps done, steps in all) while a batch is appended, for a progress
+bar: stage ``"checking"`` (a step per record decided on the rules), then ``"writing"`` (two
+steps per record: chained, then inserted; records already stored count as done), each
+ending with every step done once the append is written; a refused one ends where it was.
+Steps never go backwards within a stage. An exception it raises goes to the event loop's
+exception handler and it is not called again: the append goes on, as do the others batched
+with it."""
 
 
 class _Progress:

@@ -85,3 +85,15 @@ def test_at_the_root_of_a_host_the_documentation_loads_from_the_root(
     page = client.get(f"{base}/docs").text
     assert "'/openapi.json'" in page and '"/static-offline-docs/swagger-ui.css"' in page
     assert "servers" not in client.get(f"{base}/openapi.json").json()
+
+
+def test_a_quote_in_the_public_path_cannot_end_a_string_of_the_documentation(
+    tmp_path: Path, client: httpx.Client
+) -> None:
+    from leaderlog.http import create_app
+
+    app = create_app(seeded_database(tmp_path), public_url="https://example.org/o'brien")
+    with running(app) as base:
+        page = client.get(f"{base}/docs").text
+    assert "url: '/o%27brien/openapi.json'" in page
+    assert "o'brien" not in page

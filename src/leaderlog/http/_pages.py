@@ -83,7 +83,7 @@ router = APIRouter(tags=["pages"], dependencies=[Depends(given_once), Depends(in
 # match. Every page's ETag carries it, with the versions of what pages are also made of: the
 # feeds' rendering (recent changes, headlines, names), the projections they read and the
 # rules that work out the leadership from them.
-RENDER_VERSION = 11
+RENDER_VERSION = 12
 RECENT = 20
 HTML = "text/html; charset=utf-8"
 # Above this many posts (in the log, or in an organisation's subtree) a page lists
@@ -130,6 +130,7 @@ PAGE = string.Template(
 $discovery
 <style>
 body{font-family:system-ui,sans-serif;max-width:72rem;margin:0 auto;padding:1rem;line-height:1.45}
+h1,h2,h3{overflow-wrap:break-word}
 table{border-collapse:collapse;width:100%}
 .table{overflow-x:auto;margin-bottom:1.5rem}td ul{padding-inline-start:1.2rem}
 th,td{border-bottom:1px solid #ddd;padding:.3rem .5rem;text-align:start;vertical-align:top}

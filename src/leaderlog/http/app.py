@@ -17,7 +17,7 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -448,7 +448,9 @@ def _documentation_takes_head(app: FastAPI) -> None:
 def _public_path(public: str | None) -> str:
     """The path of the public address the server is reached at (``/leaders`` for
     ``https://example.org/leaders``), or "" at the root of its host."""
-    return urlsplit(public).path.rstrip("/") if public else ""
+    # Written into the documentation's HTML and scripts as it is: a quote percent-encoded
+    # (an address means the same either way) cannot end a string there.
+    return quote(urlsplit(public).path.rstrip("/"), safe="/%:@!$&()*+,;=-._~") if public else ""
 
 
 def _in_english(

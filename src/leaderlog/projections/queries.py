@@ -122,7 +122,7 @@ _SUGGESTIONS = 5
 # How alike (difflib's ratio) a mistyped id and an entity's id or name must be to suggest it:
 # one letter off in eight is 0.93, two in ten 0.8; "ice" and "dhs" are not alike at all.
 _LIKE_ENOUGH = 0.8
-_MISTYPED_CUTS = 8
+_MISTYPED_LOOKUPS = 12
 _WORDS = re.compile(r"[^\W_]+")
 # Ids or sources read per word of an unknown one, and the words (the longest) looked up: a
 # word common to more of them narrows the suggestions less, but never reads more.
@@ -397,7 +397,8 @@ class Queries:
         ):
             return UnknownEntity(message)
         near: list[tuple[bool, str, str]] = []
-        for found, names, forms in await self._starting_with(kind, wanted):
+        entities, _ = await self._starting_with(kind, wanted)
+        for found, names, forms in entities:
             if any(_at_a_word_start(wanted, form) for form in forms):
                 near.append((wanted not in forms, found, ", ".join(names)))
         if near:
@@ -407,19 +408,21 @@ class Queries:
         return _did_you_mean(message, await self._mistyped(kind, wanted))
 
     async def _starting_with(
-        self, kind: EntityKind, wanted: str
-    ) -> list[tuple[str, list[str], list[str]]]:
+        self, kind: EntityKind, wanted: str, known: Mapping[str, object] = {}
+    ) -> tuple[list[tuple[str, list[str], list[str]]], bool]:
         """Current entities one of whose words starts with ``wanted``, a few hundred at
-        most: each id with its names, and those in :func:`search_form` after the id's."""
+        most, leaving out those ``known`` already: each id with its names, and those in
+        :func:`search_form` after the id's; and whether they are all there are (fewer were
+        found than a lookup reads at most)."""
         table, id_column, label_columns = _LOOKUPS[kind]
         rows = await self.store.query(
-            "SELECT DISTINCT entity FROM (SELECT entity FROM p_leadership_tails "
-            f"WHERE kind = ? AND tail >= ? AND tail < ? ORDER BY tail LIMIT {_CANDIDATES}) "
-            "AS found",
+            "SELECT entity FROM p_leadership_tails "
+            f"WHERE kind = ? AND tail >= ? AND tail < ? ORDER BY tail LIMIT {_CANDIDATES}",
             (id_column, *_tail_range(wanted)),
         )
         entities: list[tuple[str, list[str], list[str]]] = []
-        for chunk in chunks(sorted(str(row[0]) for row in rows)):
+        unseen = sorted({str(row[0]) for row in rows} - set(known))
+        for chunk in chunks(unseen):
             for found, *labels in await self.store.query(
                 f"SELECT {id_column}, {', '.join(label_columns)} FROM {table} "
                 f"WHERE {id_column} IN ({marks(len(chunk))}) AND known_to = ?",
@@ -427,27 +430,45 @@ class Queries:
             ):
                 names = _entity_names(dict(zip(label_columns, labels, strict=True)))
                 entities.append((found, names, [search_form(text) for text in (found, *names)]))
-        return entities
+        return entities, len(rows) < _CANDIDATES
 
     async def _mistyped(self, kind: EntityKind, wanted: str) -> list[tuple[str, str]]:
         """Entities ``wanted`` reads as a mistyping of (a letter doubled, dropped, swapped or
-        wrong: ``ice-hsii``, ``robert-hamer``, ``kennet-genalo``), found by a start they share
-        with it: its text cut by one letter at a time, down to the shortest start that still
-        tells most of it, then each of its later words. The entities whose id or a name is
-        most like it, closest first."""
-        shortest = max(3, -(-len(wanted) * 3 // 5))
+        wrong, a hyphen left out: ``ice-hsii``, ``robert-hamer``, ``kennet-genalo``,
+        ``whitehouse``), found by a start they share with it, then scored: those whose id or
+        a name is most like it, closest first.
+
+        Its first three letters are looked up first, then one more at a time until a lookup
+        finds every entity starting so (a longer start finds only some of those), then each
+        of its later words: a typo in one word leaves the others to find it by. A dozen
+        lookups at most, each an index range; most texts like no entity at all and are
+        told apart by their lengths alone, before any letter is compared."""
+        candidates: dict[str, tuple[list[str], list[str]]] = {}
         words = [word for word in _WORDS.findall(wanted)[1:] if len(word) >= 3]
-        cuts = [wanted[:cut] for cut in range(len(wanted) - 1, shortest - 1, -1)]
-        # A few lookups at most, each indexed: an error answered to anyone, a 404 page too.
-        for start in [*cuts[:_MISTYPED_CUTS], *words[:_MISTYPED_CUTS]]:
-            scored = []
-            for found, names, forms in await self._starting_with(kind, start):
-                likeness = max(SequenceMatcher(None, wanted, form).ratio() for form in forms)
-                if likeness >= _LIKE_ENOUGH:
-                    scored.append((-likeness, found, ", ".join(names)))
-            if scored:
-                return [(found, label) for _, found, label in sorted(scored)[:_SUGGESTIONS]]
-        return []
+        starts = [wanted[:cut] for cut in range(3, len(wanted))]
+        lookups = 0
+        for start in starts:
+            found, complete = await self._starting_with(kind, start, candidates)
+            candidates.update((entity, (names, forms)) for entity, names, forms in found)
+            lookups += 1
+            if complete or lookups >= _MISTYPED_LOOKUPS // 2:
+                break
+        for word in words[: _MISTYPED_LOOKUPS - lookups]:
+            found, _ = await self._starting_with(kind, word, candidates)
+            candidates.update((entity, (names, forms)) for entity, names, forms in found)
+        matcher = SequenceMatcher(b=wanted, autojunk=False)
+        scored = []
+        for entity, (names, forms) in candidates.items():
+            likeness = 0.0
+            for form in forms:
+                matcher.set_seq1(form)
+                if matcher.real_quick_ratio() >= _LIKE_ENOUGH and matcher.quick_ratio() >= (
+                    _LIKE_ENOUGH
+                ):
+                    likeness = max(likeness, matcher.ratio())
+            if likeness >= _LIKE_ENOUGH:
+                scored.append((-likeness, entity, ", ".join(names)))
+        return [(entity, label) for _, entity, label in sorted(scored)[:_SUGGESTIONS]]
 
     async def _unknown_claim(self, given: str, known: int) -> UnknownEntity:
         """The error for a claim id not known at position ``known``: when the claim was
