@@ -233,6 +233,36 @@ def test_unknown_data_field_is_refused(event_type: str) -> None:
     assert "colour: unknown field" in error.message
 
 
+def test_an_unknown_field_is_answered_with_the_fields_the_type_takes() -> None:
+    # An organisation update has no date of effect, and a post does not move: the error said
+    # only "unknown field", not what such a record can say.
+    error = refused("org.updated", {"org": "ice", "effective": {"date": "2026-10-01"}})
+    assert (
+        "data.effective: unknown field (org.updated takes org, name, short_name, parent, labels)"
+    ) in error.message
+    error = refused("post.updated", {"post": "ice-hsi-ead", "org": "ice"})
+    assert "(post.updated takes post, title, aliases, labels)" in error.message
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "said"),
+    [
+        ("effective", "2026-08-19", 'must be a JSON object such as {"date": "2025-05-29"'),
+        ("attribution", "anonymous", 'must be a JSON object such as {"kind": "official"'),
+        ("attribution", {"kind": "anonymous", "parties": "two officials"}, "must be a list"),
+        ("quote", 5, "must be text (a JSON string)"),
+    ],
+)
+def test_a_value_of_another_json_type_is_said_in_json_s_words(
+    field: str, value: object, said: str
+) -> None:
+    # pydantic's "a valid dictionary or instance of FuzzyDate", "a valid tuple": Python's
+    # words, for a value written in JSON
+    error = refused("claim.reported", with_(GOOD["claim.reported"], **{field: value}))
+    assert said in error.message
+    assert "instance of" not in error.message and "tuple" not in error.message
+
+
 @pytest.mark.parametrize(
     ("event_type", "field", "value"),
     [

@@ -763,7 +763,30 @@ def excerpt(value: object) -> str:
     return text if len(text) <= 60 else f"{text[:57]}..."
 
 
-def _field_problems(error: ValidationError) -> list[tuple[str, str]]:
+# pydantic's words for a value of the wrong JSON type name Python's types ("a valid
+# dictionary or instance of FuzzyDate", "a valid tuple"): said in JSON's instead, with the
+# shape of the objects a record holds.
+_WRONG_JSON_TYPE = {
+    "dict_type": "must be a JSON object",
+    "model_type": "must be a JSON object",
+    "model_attributes_type": "must be a JSON object",
+    "list_type": "must be a list",
+    "tuple_type": "must be a list",
+    "string_type": "must be text (a JSON string)",
+    "int_type": "must be a whole number",
+    "int_parsing": "must be a whole number",
+    "int_from_float": "must be a whole number",
+    "bool_type": "must be true or false",
+}
+_OBJECT_SHAPES = {
+    "FuzzyDate": '{"date": "2025-05-29" | "2025-05" | "2025" | null, '
+    '"qualifier": "on" | "about" | "before" | "after", '
+    '"text": "..."}',
+    "Attribution": '{"kind": "official" | "named" | "anonymous" | "outlet", "parties": [...]}',
+}
+
+
+def _field_problems(error: ValidationError, event_type: str) -> list[tuple[str, str]]:
     problems = []
     items = error.errors(include_url=False)
     for item in items:
@@ -774,6 +797,20 @@ def _field_problems(error: ValidationError) -> list[tuple[str, str]]:
         message = item["msg"]
         if item["type"] == "extra_forbidden":
             message = "unknown field"
+            if len(location) == 1:
+                # What the type takes, which says too what it cannot say (an organisation
+                # update has no date of effect, a post does not move to another organisation).
+                takes = [
+                    name
+                    for name in EVENT_TYPES[event_type].model_fields
+                    if name not in ("type", "schema_version")
+                ]
+                message += f" ({event_type} takes {', '.join(takes)})"
+        elif item["type"] in _WRONG_JSON_TYPE:
+            message = _WRONG_JSON_TYPE[item["type"]]
+            shape = _OBJECT_SHAPES.get(str((item.get("ctx") or {}).get("class_name", "")))
+            if shape is not None:
+                message += f" such as {shape}"
         elif item["type"] == "missing":
             message = "required field missing"
         elif item["type"] == "value_error":
@@ -827,7 +864,7 @@ def parse_event(event_type: object, data: object, *, stored: bool = False) -> Ev
             {**data, "type": event_type}, context=_STORED if stored else None
         )
     except ValidationError as error:
-        problems = _field_problems(error)
+        problems = _field_problems(error, event_type)
         text = "; ".join(f"{name}: {message}" for name, message in problems)
         raise RecordError(f"{event_type}: {text}", rule="schema", fields=problems) from None
 

@@ -22,6 +22,7 @@ from leaderlog.events import (
     FuzzyDate,
     PersonRegistered,
     PersonUpdated,
+    SourceRegistered,
 )
 from leaderlog.feeds import (
     FULL_ARCHIVE_CACHE,
@@ -634,6 +635,44 @@ async def test_a_confirmation_without_a_date_keeps_the_date_reported(
     assert "Effective: June 15, 2025." in entry.summary
     claim = await (await current(seeded_log)).claim(GENALO_RETIREMENT)
     assert claim["current"]["effective"]["date"] == "2025-06-15"
+
+
+@pytest.mark.parametrize(
+    ("published", "said"),
+    [
+        ({"date": "2025-06-13"}, "Confirmed on June 13, 2025 by ICE"),
+        # a month, or a day only about, is no day it happened on: the day it was recorded
+        ({"date": "2025-06"}, "Confirmed on {recorded} by ICE"),
+        ({"date": "2025-06-13", "qualifier": "about"}, "Confirmed on {recorded} by ICE"),
+        (None, "Confirmed on {recorded} by ICE"),
+    ],
+)
+async def test_a_step_is_dated_by_its_source_s_day_when_it_gives_one(
+    seeded_log: EventLog, published: dict[str, str] | None, said: str
+) -> None:
+    # Reporting entered later (a back-filled story) said "Confirmed on" the day someone
+    # typed it in, where its source had said so months before.
+    await seeded_log.append_events(
+        [
+            SourceRegistered(
+                source="ice-release",
+                url="https://www.ice.gov/r",
+                publisher="ICE",
+                published=published,
+            ),
+            ClaimConfirmed(claim=GENALO_RETIREMENT, source="ice-release"),
+        ],
+        actor="test",
+    )
+    service = await project(seeded_log)
+    recorded = (await seeded_log.events())[-1].recorded_at
+    (entry,) = [
+        e
+        for e in _parse(await _render(service, "all"), "atom").entries
+        if e.title.startswith("Confirmed: ")
+    ]
+    day = f"{recorded:%B} {recorded.day}, {recorded.year}"
+    assert said.format(recorded=day) in re.sub(r"<[^>]+>", "", entry.content[0].value)
 
 
 @pytest.mark.parametrize(

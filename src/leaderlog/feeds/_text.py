@@ -219,6 +219,21 @@ def _time(value: object) -> dt.datetime:
     return dt.datetime.fromisoformat(str(value).replace("Z", "+00:00")).astimezone(dt.UTC)
 
 
+def _step_day(step: Mapping[str, Any], lang: Language) -> str:
+    """The day a claim's confirmation, correction, dispute or retraction happened: its
+    source's publication day when the source gives one to the day, else the day it was
+    recorded. Reporting entered later (an archive, a back-filled story) would otherwise say
+    "Corrected on" the day someone typed it in."""
+    source = step.get("source")
+    published = source.get("published") if isinstance(source, Mapping) else None
+    if isinstance(published, Mapping) and published.get("qualifier", "on") == "on":
+        try:
+            return lang.date(dt.date.fromisoformat(str(published.get("date"))))
+        except ValueError:
+            pass  # a month, a year or words only: not a day
+    return lang.date(_time(step.get("at")))
+
+
 def _name(value: Mapping[str, Any] | None, key: str) -> str:
     if not value:
         return "?"
@@ -459,7 +474,7 @@ def _history(
     groups: list[list[str]] = []
     for step in doc.get("events", []):
         kind = step.get("type")
-        date = lang.date(_time(step.get("at")))
+        date = _step_day(step, lang)
         # The sentence's stop after the isolate, not in it: isolated with a right-to-left
         # reason, it would take the reason's direction and show at the reason's far end.
         written = clean(step.get("reason") or "")
