@@ -220,7 +220,7 @@ def test_claim_shows_the_date_a_confirmation_gives_and_what_a_correction_changed
 
 def test_the_article_s_requests_for_comment_are_shown_by_claim_and_audit(db: str) -> None:
     text = ok(invoke(db, "claim", GENALO_RETIREMENT))
-    assert "comment asked of ice by Fox News: no response" in text
+    assert "comment asked of ice for the report by Fox News: no response" in text
     answer = as_json(invoke(db, "claim", GENALO_RETIREMENT, "--json"))
     asked = [("ice", "no_response"), ("ice-hsi", "no_response")]
     assert [(c["org"], c["outcome"]) for c in answer["comments"]] == asked

@@ -451,9 +451,11 @@ def _print_claim(answer: Mapping[str, Any]) -> None:
     for comment in answer.get("comments", []):
         source = answer["sources"].get(comment["source"], {})
         outcome = _OUTCOMES.get(comment["outcome"], comment["outcome"])
+        # A request for comment names the report it was made for, not a claim of it: said
+        # so, lest a denial read as one of this claim when the report holds others.
         echo_line(
-            f"  {comment['position']:>8}  comment asked of {comment['org']} by "
-            f"{source.get('publisher') or comment['source']}: {outcome}"
+            f"  {comment['position']:>8}  comment asked of {comment['org']} for the report "
+            f"by {source.get('publisher') or comment['source']}: {outcome}"
         )
 
 
