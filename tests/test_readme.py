@@ -140,7 +140,7 @@ async def run_example(code: str, where: Path) -> dict[str, Any]:
 async def test_the_readme_python_examples_run(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    library, queries = python_blocks(README)
+    library, queries, feeds = python_blocks(README)
     monkeypatch.chdir(tmp_path)
     shutil.copytree(SEEDS, tmp_path / "seeds")
 
@@ -152,6 +152,10 @@ async def test_the_readme_python_examples_run(
     assert state["known_at"]["position"] == 22
     posts = {post["post"]["post"]: post for post in state["posts"]}
     assert posts["ice-ero-ead"]["holders"][0]["person"] == "kenneth-genalo"
+
+    capsys.readouterr()
+    await run_example(feeds, README)
+    assert capsys.readouterr().out.startswith("application/atom+xml; charset=utf-8 W/\"")
 
 
 def test_the_example_user_projection_is_built_and_kept_current(
