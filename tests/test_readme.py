@@ -155,7 +155,7 @@ async def test_the_readme_python_examples_run(
 
     capsys.readouterr()
     await run_example(feeds, README)
-    assert capsys.readouterr().out.startswith("application/atom+xml; charset=utf-8 W/\"")
+    assert capsys.readouterr().out.startswith('application/atom+xml; charset=utf-8 W/"')
 
 
 def test_the_example_user_projection_is_built_and_kept_current(

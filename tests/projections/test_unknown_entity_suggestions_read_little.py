@@ -381,6 +381,23 @@ async def test_a_mistyped_id_suggests_the_one_it_is_most_like(
     assert str(found).startswith(f"unknown {kind} {given!r}; did you mean {meant[0]} (")
 
 
+async def test_on_postgresql_a_mistyped_id_suggests_what_it_does_on_sqlite(
+    seeded_log: EventLog, seeded_postgres_log: EventLog
+) -> None:
+    asked: list[tuple[EntityKind, str]] = [
+        ("organisation", "whitehouse"),
+        ("post", "ice-hsi-eda"),
+        ("person", "kennet-genalo"),
+        ("person", "robert-ammer"),
+        ("person", "xyzzy-quux"),
+    ]
+    on_sqlite = await current(seeded_log)
+    on_postgres = await current(seeded_postgres_log)
+    for kind, given in asked:
+        expected = (await _meant(on_sqlite, kind, given)).suggestions
+        assert (await _meant(on_postgres, kind, given)).suggestions == expected, given
+
+
 @pytest.mark.parametrize(
     ("kind", "given"),
     [

@@ -111,7 +111,7 @@ _CODES = {
     406: "not_acceptable",
     409: "conflict",
     413: "too_large",
-    # RFC 9110's name; Python's is still RFC 2616's "Request-URI Too Long".
+    # RFC 9110's name, whichever Python's phrase ("Request-URI Too Long" before 3.13).
     414: "uri_too_long",
     415: "unsupported_media_type",
     422: "invalid",

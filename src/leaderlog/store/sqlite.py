@@ -236,7 +236,7 @@ def _stored_ids(
     return existing
 
 
-def _stop_abandoned(reader: aiosqlite.Connection, path: str) -> None:
+def _stop_abandoned(reader: aiosqlite.Connection, writer: _WriteConnection, path: str) -> None:
     # stop() answers on the current event loop, which may be closed by the time the thread
     # gets to it; called from a thread without a loop, it answers nobody.
     stopping = threading.Thread(target=reader.stop, name="leaderlog-sqlite-reader-stop")
@@ -244,6 +244,7 @@ def _stop_abandoned(reader: aiosqlite.Connection, path: str) -> None:
         stopping.start()
     except RuntimeError:
         reader.stop()  # the interpreter is exiting: no new thread may start
+    writer.close_abandoned()
     # Stopped first: a warning turned into an error (-W error) must not keep it running.
     warnings.warn(
         f"the SQLite store on {path} was not closed; use `async with` or `await store.close()`",
@@ -447,7 +448,7 @@ class _WriteConnection:
         except RuntimeError as error:
             # concurrent.futures stops its threads once the main thread has ended: a store
             # another thread still uses then can no longer write.
-            raise StoreUnavailable(
+            raise _ProgramEnding(
                 f"cannot use the SQLite database {self._path}: the program is ending "
                 "(its main thread has finished)"
             ) from error
@@ -489,6 +490,15 @@ class _WriteConnection:
                     self._connection.interrupt()
             raise
 
+    def close_abandoned(self) -> None:
+        """Close the connection on its own thread, without waiting, for a store dropped
+        unclosed (Python 3.13 warns of a connection collected open, besides the store's own
+        warning)."""
+        self.refuse_work()
+        with contextlib.suppress(RuntimeError):  # the interpreter is exiting: it goes with it
+            self._thread.submit(self._connection.close)
+        self._thread.shutdown(wait=False)
+
     def refuse_work(self) -> None:
         """Refuse work from now on (:class:`StoreUnavailable`); what was submitted before
         still runs, in order, before the connection is closed."""
@@ -500,12 +510,19 @@ class _WriteConnection:
             return
         self._closing = True
         try:
-            with contextlib.suppress(StoreUnavailable):
-                # Only when the program is ending: the connection goes with the process.
-                await self.run(sqlite3.Connection.close, closing=True)
+            await self.run(sqlite3.Connection.close, closing=True)
+        except _ProgramEnding:
+            # The thread takes no more work: once it has run what it was given, the
+            # connection is closed here (Python 3.13 warns of one collected open).
+            self._thread.shutdown(wait=True)
+            self._connection.close()
         finally:
             # Queued work, the close among it, still runs (a close cancelled meanwhile).
             self._thread.shutdown(wait=False)
+
+
+class _ProgramEnding(StoreUnavailable):
+    """The writer thread refuses work: the program's main thread has finished."""
 
 
 _BUSY_CODES = (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
@@ -579,8 +596,9 @@ def _pragmas() -> list[str]:
 
 def _connect_writer(path: Path, create: bool) -> tuple[sqlite3.Connection, bool]:
     """The write connection, and whether it created the log (see :meth:`SQLiteStore.open`)."""
-    # Runs on the writer thread, which is the only thread that ever touches the connection.
-    connection = sqlite3.connect(path, isolation_level=None)
+    # Runs on the writer thread, which is the only thread that uses the connection, but for
+    # its close once that thread has stopped, at the program's end (_WriteConnection.close).
+    connection = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
     try:
         created_log = _set_up(connection, path, create)
     except BaseException:
@@ -850,7 +868,7 @@ class SQLiteStore(EventStore):
         # The reader's thread is not a daemon and its last call keeps the reader alive, so a
         # store dropped without close() would hold the process open at exit: stop the thread
         # when the store is garbage collected, and warn as an unclosed file does.
-        self._abandoned = weakref.finalize(self, _stop_abandoned, reader, str(path))
+        self._abandoned = weakref.finalize(self, _stop_abandoned, reader, writer, str(path))
         self._abandoned.atexit = False
         self._opened_by = threading.current_thread()  # the thread of its event loop
         _open_stores.add(self)
