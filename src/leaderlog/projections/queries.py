@@ -16,7 +16,15 @@ import datetime as dt
 import heapq
 import re
 from collections import defaultdict
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import (
+    AsyncIterator,
+    Callable,
+    Collection,
+    Iterable,
+    Iterator,
+    Mapping,
+    Sequence,
+)
 from difflib import SequenceMatcher
 from functools import partial
 from operator import itemgetter
@@ -122,6 +130,8 @@ _SUGGESTIONS = 5
 # How alike (difflib's ratio) a mistyped id and an entity's id or name must be to suggest it:
 # one letter off in eight is 0.93, two in ten 0.8; "ice" and "dhs" are not alike at all.
 _LIKE_ENOUGH = 0.8
+# Index lookups for a mistyped id at most (half for its starts, the rest for its words): an
+# error anyone can ask for over HTTP, a 404 page's too.
 _MISTYPED_LOOKUPS = 12
 _WORDS = re.compile(r"[^\W_]+")
 # Ids or sources read per word of an unknown one, and the words (the longest) looked up: a
@@ -408,7 +418,7 @@ class Queries:
         return _did_you_mean(message, await self._mistyped(kind, wanted))
 
     async def _starting_with(
-        self, kind: EntityKind, wanted: str, known: Mapping[str, object] = {}
+        self, kind: EntityKind, wanted: str, known: Collection[str] = ()
     ) -> tuple[list[tuple[str, list[str], list[str]]], bool]:
         """Current entities one of whose words starts with ``wanted``, a few hundred at
         most, leaving out those ``known`` already: each id with its names, and those in
