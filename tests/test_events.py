@@ -245,6 +245,34 @@ def test_an_unknown_field_is_answered_with_the_fields_the_type_takes() -> None:
 
 
 @pytest.mark.parametrize(
+    ("event_type", "data", "said"),
+    [
+        (
+            "source.registered",
+            {"source": "s-1", "url": "", "publisher": "X"},
+            "data.url: '' is not a web address: http:// or https://, then the host",
+        ),
+        (
+            "source.registered",
+            {"source": "s-1", "url": "https://x.example/", "publisher": "X", "language": "arabic"},
+            "data.language: 'arabic' is not a language tag: en, fr, pt-BR, zh-Hans",
+        ),
+        (
+            "org.registered",
+            {"org": "o-1", "name": "X", "labels": {"zh_Hans": "X"}},
+            "'zh_Hans' is not a language tag",
+        ),
+    ],
+)
+def test_an_address_or_a_language_tag_of_another_form_is_said_in_a_sentence(
+    event_type: str, data: dict[str, Any], said: str
+) -> None:
+    # the pattern itself ('^[a-z]{2,3}(-[A-Za-z0-9]{2,8})*$') was the message
+    error = refused(event_type, data)
+    assert said in error.message and "pattern" not in error.message
+
+
+@pytest.mark.parametrize(
     ("field", "value", "said"),
     [
         ("effective", "2026-08-19", 'must be a JSON object such as {"date": "2025-05-29"'),

@@ -647,7 +647,10 @@ async def test_a_stream_holding_text_the_rules_now_refuse_can_still_be_appended_
             "claim.corrected",
             {"claim": "old-quote", "changes": {"kind": "appointment"}, "reason": "r"},
         )
-        with pytest.raises(BatchError, match="would have a cause but is not a departure"):
+        with pytest.raises(
+            BatchError,
+            match='would have a cause but is not a departure \\(clear it with "cause": null',
+        ):
             await log.append_events([wrong], actor="test")
         retracted = parse_event("claim.retracted", {"claim": "old-quote", "reason": "denied"})
         outcome = await log.append_events([fixed, retracted], actor="test")

@@ -369,7 +369,7 @@ def _correction_problems(knowledge: Knowledge, event: ClaimCorrected) -> list[Do
             problems.append(
                 DomainError(
                     f"claim.corrected: claim {claim.claim!r} would have a cause but is not a "
-                    "departure",
+                    'departure (clear it with "cause": null in changes)',
                     rule="cause_kind",
                 )
             )

@@ -197,14 +197,20 @@ def _names_a_host(value: str, info: ValidationInfo) -> str:
 
 
 _WITH_HOST = re.compile(r"^[A-Za-z]+://[^\s/?#]")
+_URL_PATTERN = r"^https?://[^\s]+$"
+_LANGUAGE_PATTERN = r"^[a-z]{2,3}(-[A-Za-z0-9]{2,8})*$"
+_PATTERN_RULES = {
+    _URL_PATTERN: "a web address: http:// or https://, then the host, without spaces",
+    _LANGUAGE_PATTERN: "a language tag: en, fr, pt-BR, zh-Hans (lower-case language first)",
+}
 Url = Annotated[
     str,
-    StringConstraints(strip_whitespace=True, max_length=2000, pattern=r"^https?://[^\s]+$"),
+    StringConstraints(strip_whitespace=True, max_length=2000, pattern=_URL_PATTERN),
     AfterValidator(_no_control_characters),
     AfterValidator(_names_a_host),
     WithJsonSchema({"type": "string", "maxLength": 2000, "pattern": r"^https?://[^\s/?#][^\s]*$"}),
 ]
-LanguageTag = Annotated[str, StringConstraints(pattern=r"^[a-z]{2,3}(-[A-Za-z0-9]{2,8})*$")]
+LanguageTag = Annotated[str, StringConstraints(pattern=_LANGUAGE_PATTERN)]
 # Only language tags as keys, in the JSON Schema too (patternProperties alone would let any
 # other key through).
 Labels = Annotated[
@@ -818,6 +824,9 @@ def _field_problems(error: ValidationError, event_type: str) -> list[tuple[str, 
             message = message.removeprefix("Value error, ")
         elif item["type"] == "string_pattern_mismatch" and item["ctx"]["pattern"] == SLUG_PATTERN:
             message = f"{excerpt(item['input'])} is not an id: {SLUG_RULE}"
+        elif item["type"] == "string_pattern_mismatch" and item["ctx"]["pattern"] in _PATTERN_RULES:
+            # A sentence, as for an id, rather than the pattern itself.
+            message = f"{excerpt(item['input'])} is not {_PATTERN_RULES[item['ctx']['pattern']]}"
         problems.append((".".join(["data", *location]), message))
     # An optional field's value that is wrong is also "not None" (the other branch of its
     # union): only worth saying when nothing else is said about the field.

@@ -911,3 +911,31 @@ def test_a_feed_scope_in_bytes_that_are_not_utf8_is_an_unknown_id_not_a_crash(db
     result = invoke(db, "feed", "--scope", "org:caf\udce9")
     assert result.exit_code == 1, result.output
     assert result.stderr == "error: unknown organisation 'caf\\udce9'\n"
+
+
+def test_claim_says_a_departure_s_cause(db: str) -> None:
+    # state, the feeds and --json said "retirement"; claim's own line left it out
+    text = ok(invoke(db, "claim", GENALO_RETIREMENT))
+    assert "(ice-ero-ead) (retirement), expected" in text
+
+
+def test_a_pending_change_of_unspecified_capacity_does_not_say_as_unspecified(
+    db: str, tmp_path: Path
+) -> None:
+    records = [
+        record(
+            "claim.reported",
+            claim="fox-ice-shakeup-2025-05-noem-stays",
+            source="fox-ice-shakeup-2025-05",
+            kind="appointment",
+            person="kristi-noem",
+            post="ice-hsi-dsac",
+            capacity="unspecified",
+            modality="expected",
+            attribution={"kind": "outlet"},
+        )
+    ]
+    import_records(db, tmp_path, records)
+    text = ok(invoke(db, "state", "--org", "ice-hsi"))
+    assert "pending   appointment of Kristi Noem (kristi-noem), expected" in text
+    assert "as unspecified" not in text

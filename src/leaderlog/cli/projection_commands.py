@@ -308,8 +308,10 @@ def _change(item: Mapping[str, Any]) -> str:
     attribution = item["attribution"]
     parties = ", ".join(attribution.get("parties") or [])
     told = f"{attribution['kind']}{f': {parties}' if parties else ''}"
+    # "appointment of X, expected": an unspecified capacity goes unsaid, as in `claim`.
+    capacity = "" if item["capacity"] == "unspecified" else f" as {item['capacity']}"
     return (
-        f"{what[item['kind']]} of {_who(item)} as {item['capacity']}{cause}, "
+        f"{what[item['kind']]} of {_who(item)}{capacity}{cause}, "
         f"{item['modality']} {_when(item.get('effective'))} [{item['status']}; {told}] "
         f"claim {item['claim']}"
     )
@@ -422,9 +424,10 @@ def _print_claim(answer: Mapping[str, Any]) -> None:
     effective = _undated(current) or _when(current["effective"])
     # "rumored, date unknown", where "rumored about 2025-05" reads on
     joined = ", " if effective.startswith("date unknown") else " "
+    cause = f" ({current['cause']})" if current.get("cause") else ""
     echo_line(
         f"  {current['kind']} of {_who(current)} as {capacity}"
-        f"{current.get('post_title') or current['post']} ({current['post']}), "
+        f"{current.get('post_title') or current['post']} ({current['post']}){cause}, "
         f"{current['modality']}{joined}{effective}{when}"
     )
     # Who the claim rests on, as a correction of it is shown ("attribution -> named (Axios)").
