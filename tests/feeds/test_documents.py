@@ -638,12 +638,41 @@ async def test_a_confirmation_without_a_date_keeps_the_date_reported(
 
 
 @pytest.mark.parametrize(
+    ("effective", "said"),
+    [
+        (
+            {"date": "2025-06", "text": "by early next month"},
+            "June 2025 (\u201cby early next month\u201d)",
+        ),
+        ({"date": "2025-06", "qualifier": "before"}, "before June 2025."),
+    ],
+)
+async def test_a_date_keeps_the_source_s_words_beside_it(
+    seeded_log: EventLog, effective: dict[str, str], said: str
+) -> None:
+    # "April 2026" alone, for "by early next month", suggested any day of April
+    await seeded_log.append_events(
+        [ClaimCorrected(claim=GENALO_RETIREMENT, changes={"effective": effective}, reason="r")],
+        actor="test",
+    )
+    service = await project(seeded_log)
+    (entry,) = [
+        e
+        for e in _parse(await _render(service, "all"), "atom").entries
+        if e.title.startswith("Corrected: ")
+    ]
+    assert f"Effective: {said}" in re.sub(r"<[^>]+>", "", entry.content[0].value)
+
+
+@pytest.mark.parametrize(
     ("published", "said"),
     [
         ({"date": "2025-06-13"}, "Confirmed on June 13, 2025 by ICE"),
-        # a month, or a day only about, is no day it happened on: the day it was recorded
-        ({"date": "2025-06"}, "Confirmed on {recorded} by ICE"),
-        ({"date": "2025-06-13", "qualifier": "about"}, "Confirmed on {recorded} by ICE"),
+        # a month, or a day only about, is no day it happened on: the source's name says
+        # its date, where the step was said confirmed the day it was typed in
+        ({"date": "2025-06"}, "Confirmed by ICE (June 2025)."),
+        ({"date": "2025-06-13", "qualifier": "about"}, "Confirmed by ICE (about June 13, 2025)."),
+        # a source that gives no date: the day it was recorded, for want of one
         (None, "Confirmed on {recorded} by ICE"),
     ],
 )

@@ -95,6 +95,9 @@ RENDERED = {
     (27, 13): "9eb807075bf005eeda5abdee07d34a4c2189c661b8613fcd97436865916d00e4",
     # A step is dated by its source's day when the source gives one: these have none later.
     (28, 13): "9eb807075bf005eeda5abdee07d34a4c2189c661b8613fcd97436865916d00e4",
+    # A date keeps the source's words beside it, and a confirmation by a source dated only
+    # roughly is dated by the source's name: these documents have neither.
+    (29, 13): "9eb807075bf005eeda5abdee07d34a4c2189c661b8613fcd97436865916d00e4",
 }
 
 _RECORDED = dt.datetime(2025, 6, 1, 12, 0, tzinfo=dt.UTC)

@@ -219,18 +219,22 @@ def _time(value: object) -> dt.datetime:
     return dt.datetime.fromisoformat(str(value).replace("Z", "+00:00")).astimezone(dt.UTC)
 
 
-def _step_day(step: Mapping[str, Any], lang: Language) -> str:
+def _step_day(step: Mapping[str, Any], lang: Language) -> str | None:
     """The day a claim's confirmation, correction, dispute or retraction happened: its
     source's publication day when the source gives one to the day, else the day it was
     recorded. Reporting entered later (an archive, a back-filled story) would otherwise say
-    "Corrected on" the day someone typed it in."""
+    "Corrected on" the day someone typed it in. None when the source dates itself only
+    roughly (a month, a year, about a day): no day is known, and the source's name, which
+    says its date, is the step's date."""
     source = step.get("source")
     published = source.get("published") if isinstance(source, Mapping) else None
-    if isinstance(published, Mapping) and published.get("qualifier", "on") == "on":
-        try:
-            return lang.date(dt.date.fromisoformat(str(published.get("date"))))
-        except ValueError:
-            pass  # a month, a year or words only: not a day
+    if isinstance(published, Mapping) and published.get("date"):
+        if published.get("qualifier", "on") == "on":
+            try:
+                return lang.date(dt.date.fromisoformat(str(published.get("date"))))
+            except ValueError:
+                pass  # a month or a year: not a day
+        return None
     return lang.date(_time(step.get("at")))
 
 
@@ -287,7 +291,14 @@ def fuzzy_date(value: object, lang: Language) -> str:
         return lang._(N_("date unknown"))
     qualifier = value.get("qualifier")
     if isinstance(qualifier, str) and qualifier in templates:
-        return lang._(templates[qualifier], **{placeholder: shown})
+        shown = lang._(templates[qualifier], **{placeholder: shown})
+    words = value.get("text")
+    if isinstance(words, str) and words.strip():
+        # The source's own words beside the date they were read as ("April 2026" for "by
+        # early next month"): the date alone suggests any day of it.
+        return lang._(
+            N_("{text} ({details})"), text=shown, details=_quote(clean(words, NAME_LIMIT), lang)
+        )
     return shown
 
 
@@ -474,7 +485,9 @@ def _history(
     groups: list[list[str]] = []
     for step in doc.get("events", []):
         kind = step.get("type")
-        date = _step_day(step, lang)
+        day = _step_day(step, lang)
+        # Steps that do not name their source say when they were recorded, for want of more.
+        date = day or lang.date(_time(step.get("at")))
         # The sentence's stop after the isolate, not in it: isolated with a right-to-left
         # reason, it would take the reason's direction and show at the reason's far end.
         written = clean(step.get("reason") or "")
@@ -484,7 +497,14 @@ def _history(
         source = step.get("source")
         lines: list[str] = []
         if kind == "claim.confirmed":
-            if source:
+            if source and day is None:
+                lines.append(
+                    say(
+                        N_("Confirmed by {source}."),
+                        source=_source_name(source, lang, markup=markup),
+                    )
+                )
+            elif source:
                 lines.append(
                     say(
                         N_("Confirmed on {date} by {source}."),
