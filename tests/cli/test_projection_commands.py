@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import io
 import os
 import re
 import select
@@ -17,6 +18,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from rich.console import Console
 
 import leaderlog.cli.projection_commands as projection_commands  # registers the commands
 from leaderlog._json import dumps
@@ -258,3 +260,20 @@ def test_sigterm_while_a_progress_bar_is_drawn_shows_the_cursor_again(tmp_path: 
     assert status == -signal.SIGTERM, shown
     after_the_bar = shown.rpartition(b"\x1b[?25l")[2]
     assert after_the_bar.endswith(b"\r\x1b[2K\x1b[?25h"), after_the_bar[-200:]
+
+
+def test_a_progress_bar_on_a_narrow_terminal_cuts_its_label_not_its_count(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # "rebuilding leadership, audit, feed_entries" on 80 columns cut "20000/500000" short
+    screen = io.StringIO()
+    narrow = Console(file=screen, force_terminal=True, width=60, color_system=None)
+    monkeypatch.setattr(projection_commands, "err_console", narrow)
+    bar = projection_commands.progress_bar("rebuilding leadership, audit, feed_entries")
+    bar.add_task("rebuilding", total=500_000, completed=20_000)
+    bar.start()
+    bar.refresh()
+    bar.stop()
+    drawn = re.sub(r"\x1b\[[0-9;?]*[a-zA-Z]", "", screen.getvalue())
+    assert "20000/500000 events" in drawn
+    assert "rebuildin... " in drawn

@@ -341,6 +341,33 @@ def test_serve_announces_its_address_then_serves_until_ctrl_c(sqlite_url: str) -
     assert "Application startup complete" in stderr
 
 
+def test_serve_runs_with_its_standard_output_closed(sqlite_url: str) -> None:
+    # A server logs to stderr: started with stdout closed (a service manager's choice), it
+    # was refused as a command whose output would be lost.
+    with occupied_port() as port:
+        pass
+    environment = {name: value for name, value in os.environ.items() if name != "LEADERLOG_DB"}
+    process = subprocess.Popen(
+        [str(LEADERLOG), "--db", sqlite_url, "serve", "--no-seed", "--port", str(port)],
+        cwd=ROOT,
+        env=environment,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: os.close(1),
+    )
+    try:
+        assert serving(process, port).status_code == 200
+        process.send_signal(signal.SIGINT)
+        _, stderr = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    assert process.returncode == 0, stderr
+    assert "standard output is closed" not in stderr
+
+
 def _ipv6_loopback_port() -> int:
     """A free port on ::1; the test is skipped on a machine that cannot listen there."""
     if not socket.has_ipv6:

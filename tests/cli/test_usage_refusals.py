@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -116,3 +119,50 @@ def test_db_after_serve_also_names_the_variable_scripts_run_reads() -> None:
         "Error: --db goes before the command: leaderlog --db URL serve ..., "
         "or set LEADERLOG_DB=URL (as in LEADERLOG_DB=URL scripts/run)"
     ) in " ".join(result.stderr.split())
+
+
+@pytest.mark.parametrize(
+    ("environment", "drawn"),
+    [
+        ({"FORCE_COLOR": "1"}, "False"),
+        ({"FORCE_COLOR": "0"}, "False"),
+        ({"TTY_COMPATIBLE": "1"}, "True"),
+    ],
+)
+def test_progress_bars_are_drawn_on_terminals_only_whatever_force_color_says(
+    environment: dict[str, str], drawn: str
+) -> None:
+    # rich takes FORCE_COLOR (any value) for a terminal: CI systems that set it for colours
+    # got bars, escape codes and carriage returns in their logs and pipes
+    program = "from leaderlog.cli._app import err_console as e; print(e.is_terminal)"
+    others = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "TTY_COMPATIBLE")}
+    finished = subprocess.run(
+        [sys.executable, "-c", program],
+        env={**others, **environment},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert finished.stdout.strip() == drawn
+
+
+def test_a_command_reading_a_file_runs_with_its_standard_input_closed(tmp_path: Path) -> None:
+    # import FILE looked at stdin to tell "-" from the files: with stdin closed it failed
+    # with a Python trace
+    records = tmp_path / "records.jsonl"
+    records.write_text(
+        '{"type": "person.registered", "data": {"person": "zed", "name": "Zed"}}\n',
+        encoding="utf-8",
+    )
+    leaderlog = Path(sys.executable).with_name("leaderlog")
+    finished = subprocess.run(
+        [str(leaderlog), "--db", f"sqlite:///{tmp_path / 'x.db'}", "import", str(records)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        stdin=subprocess.DEVNULL,
+        preexec_fn=lambda: os.close(0),
+    )
+    assert (finished.returncode, finished.stdout) == (0, "appended 1, already present 0\n")

@@ -61,8 +61,26 @@ __all__ = [
 ]
 
 T = TypeVar("T")
-out_console = Console(highlight=False, soft_wrap=True)
-err_console = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+def _a_terminal(stream: object) -> bool:
+    """Whether ``stream`` is a terminal that redraws a line, as a progress bar needs: rich
+    takes FORCE_COLOR for one too, and CI systems that set it for colours got bars, escape
+    codes and carriage returns in their logs and pipes. TTY_COMPATIBLE says so outright."""
+    said = os.environ.get("TTY_COMPATIBLE")
+    if said in ("0", "1"):
+        return said == "1"
+    isatty = getattr(stream, "isatty", None)
+    try:
+        return bool(isatty is not None and isatty())
+    except ValueError:  # closed
+        return False
+
+
+out_console = Console(highlight=False, soft_wrap=True, force_terminal=_a_terminal(sys.stdout))
+err_console = Console(
+    stderr=True, highlight=False, soft_wrap=True, force_terminal=_a_terminal(sys.stderr)
+)
 
 
 class WholeNumber(click.IntRange):
@@ -461,7 +479,7 @@ def _terminated(signum: int, frame: FrameType | None) -> None:
     143), once the terminal is put right (a progress bar drawn then left the cursor hidden
     in the shell the command returned to) and a new log being built under a temporary name
     is removed (nothing gave it its name: it would stay, hidden, beside the database)."""
-    os.write(sys.stderr.fileno(), _bar_put_away().encode())
+    _said_on_stderr(_bar_put_away())
     for draft in list(_DRAFTS):
         _remove_draft(draft)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
@@ -478,8 +496,16 @@ def _bar_put_away() -> str:
 
 def _stop_at_once(said: str) -> NoReturn:
     """End the process now, saying so on a line of its own."""
-    os.write(sys.stderr.fileno(), f"{_bar_put_away()}{said} (again: stopped at once)\n".encode())
+    _said_on_stderr(f"{_bar_put_away()}{said} (again: stopped at once)\n")
     os._exit(INTERRUPTED_STATUS)
+
+
+def _said_on_stderr(text: str) -> None:
+    """Write straight to stderr's file, from a signal handler; nothing when stderr is closed
+    (``2>&-``), where the signal must still end the process as it says."""
+    if text and sys.stderr is not None:
+        with contextlib.suppress(OSError, ValueError):
+            os.write(sys.stderr.fileno(), text.encode())
 
 
 def _stop_at_once_on_a_second_interrupt(
@@ -571,19 +597,13 @@ class _WholeWrites(io.RawIOBase):
 
 
 @contextlib.contextmanager
-def _standard_output(command: str | None) -> Iterator[None]:
+def _standard_output() -> Iterator[None]:
     """Standard output for one command: UTF-8 whatever the locale (records, exports and JSON
     are UTF-8, and an export must import again), and written whole (see
-    :class:`_WholeWrites`). A closed one refuses the command before it does anything (its
-    output would be lost without a word: a new token among it)."""
+    :class:`_WholeWrites`). A closed one is refused once the command is known
+    (:meth:`_Commands.resolve_command`)."""
     original = sys.stdout
-    if original is None:
-        if command == "serve":
-            yield  # a server started with its output closed logs to stderr all the same
-            return
-        click.echo("error: standard output is closed: nothing was done", err=True)
-        raise click.exceptions.Exit(1)
-    buffer = getattr(original, "buffer", None)
+    buffer = getattr(original, "buffer", None) if original is not None else None
     if buffer is None:
         yield
         return
@@ -716,7 +736,7 @@ class _Commands(_Command, click.Group):
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
-            with _unwritable_output_reported(), _standard_output(ctx.invoked_subcommand):
+            with _unwritable_output_reported(), _standard_output():
                 return super().invoke(ctx)
         except click.NoSuchOption as error:
             if error.option_name != "--db":
@@ -735,6 +755,23 @@ class _Commands(_Command, click.Group):
         except KeyboardInterrupt:
             click.echo("interrupted", err=True)
             ctx.exit(INTERRUPTED_STATUS)
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        name, command, rest = super().resolve_command(ctx, args)
+        # The command is known only now (invoked_subcommand is not set yet when invoke
+        # begins): a closed standard output refuses it before it does anything, as its
+        # output would be lost without a word (a new token among it), but for a server,
+        # which logs to stderr all the same.
+        if sys.stdout is None and name != "serve":
+            click.echo("error: standard output is closed: nothing was done", err=True)
+            raise click.exceptions.Exit(1)
+        if sys.stdout is None:
+            # Where its access log goes, lost as the closed output would lose it (uvicorn's
+            # logging cannot be set up on no stream at all).
+            sys.stdout = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115
+        return name, command, rest
 
     def make_context(
         self,

@@ -81,7 +81,7 @@ _EVENTS_PAGE = 2000
 
 def _size(file: IO[bytes]) -> int | None:
     """The file's size for the progress bar, when it can be known (not for a pipe)."""
-    if file is sys.stdin.buffer:
+    if sys.stdin is not None and file is sys.stdin.buffer:
         return _stdin_size(file)
     try:
         size = file.seek(0, 2)
@@ -204,7 +204,7 @@ def _each_file_once(
             status = os.fstat(file.fileno())
         except (OSError, ValueError):
             continue  # no file descriptor to tell it by
-        name = "-" if file is sys.stdin.buffer else str(file.name)
+        name = "-" if sys.stdin is not None and file is sys.stdin.buffer else str(file.name)
         earlier = seen.get((status.st_dev, status.st_ino))
         if earlier is not None:
             raise click.BadParameter(

@@ -75,7 +75,18 @@ class _Bar:
         )
 
 
+# Columns a bar's count, unit and time left take with the bar at its narrowest: what a
+# label may not take ("1000000/1000000 events 0:00:00" and a short bar).
+_BESIDE_A_LABEL = 48
+
+
 def progress_bar(label: str, unit: str = "events") -> Progress:
+    # On a narrow terminal the label gives way, ending in an ellipsis, never the count:
+    # "rebuilding leadership, audit, feed_entries" on 80 columns cut "20000/500000" short.
+    # Three dots, not an ellipsis, which a stderr that is not UTF-8 writes as "\u2026".
+    room = max(10, err_console.width - _BESIDE_A_LABEL)
+    if len(label) > room:
+        label = label[: room - 3] + "..."
     return Progress(
         TextColumn(label),
         BarColumn(),
@@ -84,8 +95,9 @@ def progress_bar(label: str, unit: str = "events") -> Progress:
         TimeRemainingColumn(),
         console=err_console,
         transient=True,
-        # Redrawn in place on a terminal; elsewhere (a log file, a pipe) it left a blank line.
-        disable=not err_console.is_terminal,
+        # Redrawn in place on a terminal; elsewhere (a log file, a pipe, a dumb terminal) it
+        # left a blank line.
+        disable=not err_console.is_terminal or err_console.is_dumb_terminal,
     )
 
 
