@@ -229,18 +229,21 @@ def occupied_port() -> Iterator[int]:
         yield int(other.getsockname()[1])
 
 
-def serve(url: str, *arguments: str, seeded: bool = False) -> subprocess.Popen[str]:
+def serve(
+    url: str, *arguments: str, seeded: bool = False, stdout_closed: bool = False
+) -> subprocess.Popen[str]:
     """``leaderlog serve`` in a child process; ``seeded``: with the seeds of this checkout,
-    loaded if the log is empty."""
+    loaded if the log is empty; ``stdout_closed``: started with its standard output closed."""
     environment = {name: value for name, value in os.environ.items() if name != "LEADERLOG_DB"}
     seeding = [] if seeded else ["--no-seed"]
     return subprocess.Popen(
         [str(LEADERLOG), "--db", url, "serve", *seeding, *arguments],
         cwd=ROOT,
         env=environment,
-        stdout=subprocess.PIPE,
+        stdout=subprocess.DEVNULL if stdout_closed else subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=(lambda: os.close(1)) if stdout_closed else None,
     )
 
 
@@ -346,16 +349,7 @@ def test_serve_runs_with_its_standard_output_closed(sqlite_url: str) -> None:
     # was refused as a command whose output would be lost.
     with occupied_port() as port:
         pass
-    environment = {name: value for name, value in os.environ.items() if name != "LEADERLOG_DB"}
-    process = subprocess.Popen(
-        [str(LEADERLOG), "--db", sqlite_url, "serve", "--no-seed", "--port", str(port)],
-        cwd=ROOT,
-        env=environment,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        preexec_fn=lambda: os.close(1),
-    )
+    process = serve(sqlite_url, "--port", str(port), stdout_closed=True)
     try:
         assert serving(process, port).status_code == 200
         process.send_signal(signal.SIGINT)
