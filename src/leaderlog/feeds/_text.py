@@ -486,7 +486,8 @@ def _history(
     for step in doc.get("events", []):
         kind = step.get("type")
         day = _step_day(step, lang)
-        # Steps that do not name their source say when they were recorded, for want of more.
+        # A step whose source gives no day (or that names no source) says when it was
+        # recorded, for want of more; a confirmation names its roughly dated source instead.
         date = day or lang.date(_time(step.get("at")))
         # The sentence's stop after the isolate, not in it: isolated with a right-to-left
         # reason, it would take the reason's direction and show at the reason's far end.
