@@ -19,6 +19,8 @@ from leaderlog.events import (
     ClaimConfirmed,
     ClaimCorrected,
     ClaimDisputed,
+    ClaimRetracted,
+    Event,
     FuzzyDate,
     PersonRegistered,
     PersonUpdated,
@@ -600,7 +602,8 @@ async def test_corrections_and_retractions_update_the_same_entry_and_say_what_ch
     hammer, genalo = parsed.entries[1], parsed.entries[0]
     assert hammer.title.startswith("Retracted: ")
     assert "Changed capacity: acting \u2192 permanent." in hammer.summary
-    assert "Retracted on " in hammer.summary and "withdrew the story" in hammer.summary
+    # (by the seeds' source, dated only "about May 2025": dated by the source alone)
+    assert "Retracted: " in hammer.summary and "withdrew the story" in hammer.summary
     assert hammer.published == before[hammer.id].published
     assert genalo.title.startswith("Confirmed: ")
     assert "Effective: June 2, 2025." in genalo.summary
@@ -638,6 +641,56 @@ async def test_a_confirmation_without_a_date_keeps_the_date_reported(
 
 
 @pytest.mark.parametrize(
+    ("step", "said"),
+    [
+        (
+            ClaimDisputed(claim=GENALO_RETIREMENT, reason="Not so.", source="chronicle"),
+            "Disputed: Not so.",
+        ),
+        (
+            ClaimCorrected(
+                claim=GENALO_RETIREMENT,
+                changes={"capacity": "permanent"},
+                reason="Permanent.",
+                source="chronicle",
+            ),
+            "Corrected: Permanent.",
+        ),
+        (
+            ClaimRetracted(claim=GENALO_RETIREMENT, reason="Withdrawn.", source="chronicle"),
+            "Retracted: Withdrawn.",
+        ),
+    ],
+)
+async def test_a_step_by_a_roughly_dated_source_is_dated_by_the_source_alone(
+    seeded_log: EventLog, step: Event, said: str
+) -> None:
+    # "Disputed on December 6, 2026" beside a source of June 2016
+    await seeded_log.append_events(
+        [
+            SourceRegistered(
+                source="chronicle",
+                url="https://chronicle.example/a",
+                publisher="The Chronicle",
+                published={"date": "2016-06"},
+            ),
+            step,
+        ],
+        actor="test",
+    )
+    service = await project(seeded_log)
+    recorded = (await seeded_log.events())[-1].recorded_at
+    (entry,) = [
+        e
+        for e in _parse(await _render(service, "all"), "atom").entries
+        if "Departure of Kenneth Genalo" in e.title
+    ]
+    text = re.sub(r"<[^>]+>", "", entry.content[0].value)
+    assert said in text and "The Chronicle (June 2016)" in text
+    assert f"{recorded:%B} {recorded.day}, {recorded.year}" not in text.split("History:")[1]
+
+
+@pytest.mark.parametrize(
     ("effective", "said"),
     [
         (
@@ -672,6 +725,12 @@ async def test_a_date_keeps_the_source_s_words_beside_it(
         # its date, where the step was said confirmed the day it was typed in
         ({"date": "2025-06"}, "Confirmed by ICE (June 2025)."),
         ({"date": "2025-06-13", "qualifier": "about"}, "Confirmed by ICE (about June 13, 2025)."),
+        (
+            {"date": None, "text": "last week"},
+            "Confirmed by ICE (date unknown (\u201clast week\u201d)).",
+        ),
+        # the source's words stand beside a date, but not within the brackets of its name
+        ({"date": "2025-06", "text": "mid-June"}, "Confirmed by ICE (June 2025)."),
         # a source that gives no date: the day it was recorded, for want of one
         (None, "Confirmed on {recorded} by ICE"),
     ],

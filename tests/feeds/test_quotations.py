@@ -16,16 +16,17 @@ from leaderlog.feeds._i18n import catalog_path
 from leaderlog.log import EventLog
 from tests.feeds.logs import BASE, FOX, GENALO_RETIREMENT, html_words, project
 
-# The end of the seeds' disputed caption quote, and the first words of the dispute after it.
+# The end of the seeds' disputed caption quote, and the first words of the dispute after it
+# (dated by its source alone, which the seeds date only "about May 2025").
 _CAPTION_END = "acting executive associate director"
 _DISPUTED = {
-    "en": "\u201d. Disputed on ",
-    "es": "\u00bb. Cuestionado el ",
-    "fr": "\u00a0\u00bb. Contest\u00e9 le ",
-    "de": "\u201c. Bestritten am ",
-    "it": "\u00bb. Contestato il ",
-    "pt": "\u201d. Contestado em ",
-    "ru": "\u00bb. \u041e\u0441\u043f\u043e\u0440\u0435\u043d\u043e ",
+    "en": "\u201d. Disputed: ",
+    "es": "\u00bb. Cuestionado: ",
+    "fr": "\u00a0\u00bb. Contest\u00e9\u00a0: ",
+    "de": "\u201c. Bestritten: ",
+    "it": "\u00bb. Contestato: ",
+    "pt": "\u201d. Contestado: ",
+    "ru": "\u00bb. \u041e\u0441\u043f\u043e\u0440\u0435\u043d\u043e: ",
     "zh-Hans": "\u201d\u3002",
     "hi": "\u201d\u0964 ",
     "ja": "\u300d\u3002",

@@ -98,6 +98,10 @@ RENDERED = {
     # A date keeps the source's words beside it, and a confirmation by a source dated only
     # roughly is dated by the source's name: these documents have neither.
     (29, 13): "9eb807075bf005eeda5abdee07d34a4c2189c661b8613fcd97436865916d00e4",
+    # A correction, dispute or retraction by a source dated only roughly (the seeds' "about
+    # May 2025") is dated by the source alone ("Disputed: ..."), and a source's name shows
+    # its date without the words beside it.
+    (30, 13): "f1907dc9cc5d6563f75449b9accf39ea918c501c4674bed9193e621198adc083",
 }
 
 _RECORDED = dt.datetime(2025, 6, 1, 12, 0, tzinfo=dt.UTC)

@@ -224,11 +224,11 @@ def _step_day(step: Mapping[str, Any], lang: Language) -> str | None:
     source's publication day when the source gives one to the day, else the day it was
     recorded. Reporting entered later (an archive, a back-filled story) would otherwise say
     "Corrected on" the day someone typed it in. None when the source dates itself only
-    roughly (a month, a year, about a day): no day is known, and the source's name, which
-    says its date, is the step's date."""
+    roughly (a month, a year, about a day, words alone): no day is known, and the source's
+    name, which says its date, is the step's date."""
     source = step.get("source")
     published = source.get("published") if isinstance(source, Mapping) else None
-    if isinstance(published, Mapping) and published.get("date"):
+    if isinstance(published, Mapping) and (published.get("date") or published.get("text")):
         if published.get("qualifier", "on") == "on":
             try:
                 return lang.date(dt.date.fromisoformat(str(published.get("date"))))
@@ -260,8 +260,9 @@ def _org_label(org: Mapping[str, Any] | None, lang: Language) -> str | None:
     return clean(lang.label(labels if isinstance(labels, Mapping) else None, fallback), NAME_LIMIT)
 
 
-def fuzzy_date(value: object, lang: Language) -> str:
-    """A fuzzy date as words: a day, a month or a year, qualified, or the source's words."""
+def fuzzy_date(value: object, lang: Language, *, with_words: bool = True) -> str:
+    """A fuzzy date as words: a day, a month or a year, qualified, with the source's words
+    beside it (unless not ``with_words``), or the source's words alone."""
     if not isinstance(value, Mapping):
         return lang._(N_("date unknown"))
     text = value.get("date")
@@ -293,7 +294,7 @@ def fuzzy_date(value: object, lang: Language) -> str:
     if isinstance(qualifier, str) and qualifier in templates:
         shown = lang._(templates[qualifier], **{placeholder: shown})
     words = value.get("text")
-    if isinstance(words, str) and words.strip():
+    if with_words and isinstance(words, str) and words.strip():
         # The source's own words beside the date they were read as ("April 2026" for "by
         # early next month"): the date alone suggests any day of it.
         return lang._(
@@ -327,7 +328,9 @@ def _source_name(source: Mapping[str, Any] | None, lang: Language, *, markup: bo
             N_("{publisher}: {title}"), publisher=name, title=isolate(clean(title, NAME_LIMIT))
         )
     if isinstance(source.get("published"), Mapping):
-        return say(N_("{source} ({date})"), source=name, date=fuzzy_date(source["published"], lang))
+        # The date alone: its words would stand in brackets within these ones.
+        published = fuzzy_date(source["published"], lang, with_words=False)
+        return say(N_("{source} ({date})"), source=name, date=published)
     return name
 
 
@@ -485,10 +488,9 @@ def _history(
     groups: list[list[str]] = []
     for step in doc.get("events", []):
         kind = step.get("type")
+        # None when its source dates itself only roughly: the source, named with its date,
+        # dates the step.
         day = _step_day(step, lang)
-        # A step whose source gives no day (or that names no source) says when it was
-        # recorded, for want of more; a confirmation names its roughly dated source instead.
-        date = day or lang.date(_time(step.get("at")))
         # The sentence's stop after the isolate, not in it: isolated with a right-to-left
         # reason, it would take the reason's direction and show at the reason's far end.
         written = clean(step.get("reason") or "")
@@ -509,12 +511,12 @@ def _history(
                 lines.append(
                     say(
                         N_("Confirmed on {date} by {source}."),
-                        date=date,
+                        date=day,
                         source=_source_name(source, lang, markup=markup),
                     )
                 )
             else:
-                lines.append(say(N_("Confirmed on {date}."), date=date))
+                lines.append(say(N_("Confirmed on {date}."), date=day))
             # The confirming source's own words: evidence, as the report's quote is.
             if isinstance(step.get("quote"), str):
                 lines.append(
@@ -527,7 +529,10 @@ def _history(
                     )
                 )
         elif kind == "claim.corrected":
-            lines.append(say(N_("Corrected on {date}: {reason}"), date=date, reason=reason))
+            if day is None:
+                lines.append(say(N_("Corrected: {reason}"), reason=reason))
+            else:
+                lines.append(say(N_("Corrected on {date}: {reason}"), date=day, reason=reason))
             changes = step.get("changes", [])
             # A quote is in the language of the source it quotes, before the correction
             # and after it, which may itself have changed the source.
@@ -557,13 +562,19 @@ def _history(
                     )
                 )
         elif kind == "claim.disputed":
-            lines.append(say(N_("Disputed on {date}: {reason}"), date=date, reason=reason))
+            if day is None:
+                lines.append(say(N_("Disputed: {reason}"), reason=reason))
+            else:
+                lines.append(say(N_("Disputed on {date}: {reason}"), date=day, reason=reason))
             conflicts = [clean(c, NAME_LIMIT) for c in step.get("conflicts_with", [])]
             if conflicts:
                 claims = _isolated_list(conflicts, lang, markup=markup)
                 lines.append(say(N_("Conflicts with: {claims}."), claims=claims))
         elif kind == "claim.retracted":
-            lines.append(say(N_("Retracted on {date}: {reason}"), date=date, reason=reason))
+            if day is None:
+                lines.append(say(N_("Retracted: {reason}"), reason=reason))
+            else:
+                lines.append(say(N_("Retracted on {date}: {reason}"), date=day, reason=reason))
         else:
             continue
         if source and kind != "claim.confirmed":
