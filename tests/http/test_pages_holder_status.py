@@ -131,3 +131,16 @@ def test_a_post_filled_by_an_acting_holder_says_so_of_the_post(
     vacancy = {_text(re.findall(r"<bdi>(.*?)</bdi>", cell)[0]): _text(word) for cell, word in rows}
     assert vacancy[GENALO] == acting
     assert vacancy[HAMMER] == filled
+
+
+def test_a_pending_change_says_when_it_is_to_take_effect(base: str, client: httpx.Client) -> None:
+    # an announcement of years ago read as today's news: the column gave no date
+    page = client.get(f"{base}/", params={"org": "ice-hsi"}).text
+    pending = re.findall(r"<li>(.*?)</li>", page.split("<tbody>", 1)[1].split("</tbody>", 1)[0])
+    gordon = [item for item in pending if "Derek Gordon" in item]
+    assert gordon, pending
+    assert "<br><small>Effective: date unknown (\u201csoon\u201d).</small>" in html.unescape(
+        gordon[0]
+    )
+    french = client.get(f"{base}/", params={"org": "ice-hsi", "lang": "fr"}).text
+    assert "<small>Date d\u2019effet\u00a0: date inconnue" in html.unescape(french)

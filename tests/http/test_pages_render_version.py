@@ -119,6 +119,8 @@ RENDERED = {
     # The feeds' version 30 dates the seeds' dispute by its source alone ("Disputed: ..."),
     # which the recent changes show.
     (12, 30, 13, 9, 3): "7ddae912bc743a3f327c1036c082bff66f77dd14ed0851102d60ddd91bf53322",
+    # A pending change says when it is to take effect, as the source put it.
+    (13, 30, 13, 9, 3): "8286698d01d3e2a25f70e06deb392c22ab974aeb96d7e21c662a2d6c7a400ec8",
 }
 
 BASE = "http://pages.test"

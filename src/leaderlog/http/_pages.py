@@ -42,6 +42,7 @@ from leaderlog.feeds import (
     UnknownLanguage,
     clean,
     feed_url,
+    fuzzy_date,
     headline_html,
     isolated_text,
     language,
@@ -83,7 +84,7 @@ router = APIRouter(tags=["pages"], dependencies=[Depends(given_once), Depends(in
 # match. Every page's ETag carries it, with the versions of what pages are also made of: the
 # feeds' rendering (recent changes, headlines, names), the projections they read and the
 # rules that work out the leadership from them.
-RENDER_VERSION = 12
+RENDER_VERSION = 13
 RECENT = 20
 HTML = "text/html; charset=utf-8"
 # Above this many posts (in the log, or in an organisation's subtree) a page lists
@@ -270,7 +271,14 @@ def _pending(answer: Mapping[str, Any], post: Mapping[str, Any], lang: Language)
             "person": {"id": item.get("person"), "name": item.get("name")},
             "post": post,
         }
-        items.append(f"<li>{headline_html(doc, lang)}</li>")
+        line: str = headline_html(doc, lang)
+        # When it is to take effect, as the source put it: an announcement of years ago read
+        # as today's news without it.
+        effective = item.get("effective")
+        if isinstance(effective, Mapping):
+            when = translated_html(lang, N_("Effective: {date}."), date=fuzzy_date(effective, lang))
+            line = f"{line}<br><small>{when}</small>"
+        items.append(f"<li>{line}</li>")
     return f"<ul>{''.join(items)}</ul>" if items else ""
 
 
