@@ -277,3 +277,17 @@ def test_a_progress_bar_on_a_narrow_terminal_cuts_its_label_not_its_count(
     drawn = re.sub(r"\x1b\[[0-9;?]*[a-zA-Z]", "", screen.getvalue())
     assert "20000/500000 events" in drawn
     assert "rebuildin... " in drawn
+
+
+def test_a_progress_bar_on_a_very_narrow_terminal_keeps_its_count(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    screen = io.StringIO()
+    narrow = Console(file=screen, force_terminal=True, width=40, color_system=None)
+    monkeypatch.setattr(projection_commands, "err_console", narrow)
+    bar = projection_commands.progress_bar("rebuilding leadership, audit, feed_entries")
+    bar.add_task("rebuilding", total=500_000, completed=20_000)
+    bar.start()
+    bar.refresh()
+    bar.stop()
+    assert "20000/500000 events" in re.sub(r"\x1b\[[0-9;?]*[a-zA-Z]", "", screen.getvalue())

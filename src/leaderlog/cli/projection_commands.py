@@ -87,9 +87,11 @@ def progress_bar(label: str, unit: str = "events") -> Progress:
     room = max(10, err_console.width - _BESIDE_A_LABEL)
     if len(label) > room:
         label = label[: room - 3] + "..."
+    # Narrower still, the bar itself gives way: the count says as much.
+    bar = [BarColumn()] if err_console.width >= _BESIDE_A_LABEL + 10 else []
     return Progress(
         TextColumn(label),
-        BarColumn(),
+        *bar,
         MofNCompleteColumn(),
         TextColumn(unit),
         TimeRemainingColumn(),
