@@ -166,3 +166,32 @@ def test_a_command_reading_a_file_runs_with_its_standard_input_closed(tmp_path: 
         preexec_fn=lambda: os.close(0),
     )
     assert (finished.returncode, finished.stdout) == (0, "appended 1, already present 0\n")
+
+
+def test_a_database_name_the_locale_cannot_write_is_refused_in_one_line(tmp_path: Path) -> None:
+    # a UTF-8 name in a C locale with UTF-8 mode off: import ended in a Python trace, and the
+    # other commands said the existing file did not exist
+    folder = tmp_path / "\u65e5"
+    folder.mkdir()
+    environment = {
+        **{k: v for k, v in os.environ.items() if not k.startswith(("LC_", "LANG"))},
+        "LC_ALL": "C",
+        "PYTHONUTF8": "0",
+    }
+    leaderlog = Path(sys.executable).with_name("leaderlog")
+    url = f"sqlite:///{tmp_path}/%E6%97%A5/n.db"
+    for command in (["import", str(SEEDS / "ice-leadership-2025-05.jsonl")], ["state"]):
+        finished = subprocess.run(
+            [str(leaderlog), "--db", url, *command],
+            env=environment,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert finished.returncode == 2, finished.stderr
+        assert "its name cannot be written in this system's encoding for file names" in (
+            finished.stderr
+        )
+        assert "Traceback" not in finished.stderr
+    assert list(folder.iterdir()) == []

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import sqlite3
+import sys
 import threading
 import time
 import uuid
@@ -334,6 +336,16 @@ def check_url(url: str) -> Path:
             "an in-memory SQLite database is not supported: each connection would see "
             "its own empty database; use a file"
         )
+    try:
+        os.fsencode(path)
+    except UnicodeEncodeError:
+        # Every file operation on it would fail so (a UTF-8 name in a C or Latin-1 locale).
+        shown = str(path).encode("unicode_escape").decode("ascii")
+        raise StoreUnavailable(
+            f"cannot use SQLite database {shown}: its name cannot be written in this "
+            f"system's encoding for file names ({sys.getfilesystemencoding()}); run with a "
+            "UTF-8 locale (LC_ALL=C.UTF-8) or choose a name it can write"
+        ) from None
     return path
 
 
