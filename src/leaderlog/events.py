@@ -200,6 +200,7 @@ _WITH_HOST = re.compile(r"^[A-Za-z]+://[^\s/?#]")
 _URL_PATTERN = r"^https?://[^\s]+$"
 _LANGUAGE_PATTERN = r"^[a-z]{2,3}(-[A-Za-z0-9]{2,8})*$"
 _PATTERN_RULES = {
+    SLUG_PATTERN: f"an id: {SLUG_RULE}",
     _URL_PATTERN: "a web address: http:// or https://, then the host, without spaces",
     _LANGUAGE_PATTERN: "a language tag: en, fr, pt-BR, zh-Hans (lower-case language first)",
 }
@@ -822,10 +823,8 @@ def _field_problems(error: ValidationError, event_type: str) -> list[tuple[str, 
         elif item["type"] == "value_error":
             # Our validators' own words, without pydantic's "Value error, " before them.
             message = message.removeprefix("Value error, ")
-        elif item["type"] == "string_pattern_mismatch" and item["ctx"]["pattern"] == SLUG_PATTERN:
-            message = f"{excerpt(item['input'])} is not an id: {SLUG_RULE}"
         elif item["type"] == "string_pattern_mismatch" and item["ctx"]["pattern"] in _PATTERN_RULES:
-            # A sentence, as for an id, rather than the pattern itself.
+            # A sentence rather than the pattern itself.
             message = f"{excerpt(item['input'])} is not {_PATTERN_RULES[item['ctx']['pattern']]}"
         problems.append((".".join(["data", *location]), message))
     # An optional field's value that is wrong is also "not None" (the other branch of its

@@ -56,6 +56,7 @@ __all__ = [
     "out_console",
     "print_json",
     "print_json_in_parts",
+    "redraws_lines",
     "reported",
     "run",
 ]
@@ -486,12 +487,16 @@ def _terminated(signum: int, frame: FrameType | None) -> None:
     signal.raise_signal(signal.SIGTERM)
 
 
+def redraws_lines(console: Console) -> bool:
+    """Whether ``console`` can draw a progress bar: a terminal that redraws a line in place.
+    A log file, a pipe or a dumb terminal gets no bar (at most a line saying what is done)."""
+    return console.is_terminal and not console.is_dumb_terminal
+
+
 def _bar_put_away() -> str:
     """On a terminal, what clears the line a progress bar may be drawn on, with the cursor
     hidden, and shows the cursor again, as the bar would have done on closing."""
-    if err_console.is_terminal and not err_console.is_dumb_terminal:
-        return "\r\x1b[2K\x1b[?25h"
-    return ""
+    return "\r\x1b[2K\x1b[?25h" if redraws_lines(err_console) else ""
 
 
 def _stop_at_once(said: str) -> NoReturn:

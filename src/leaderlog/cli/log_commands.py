@@ -35,6 +35,7 @@ from leaderlog.cli._app import (
     is_output_error,
     main,
     print_json,
+    redraws_lines,
     reported,
     run,
 )
@@ -147,7 +148,7 @@ def _bars(label: TextColumn, count: ProgressColumn) -> Progress:
         TimeRemainingColumn(),
         console=err_console,
         transient=True,
-        disable=not err_console.is_terminal or err_console.is_dumb_terminal,
+        disable=not redraws_lines(err_console),
     )
 
 
@@ -168,7 +169,7 @@ def _append_bar(records: int) -> Iterator[AppendProgress | None]:
     if records <= _APPEND_BAR_THRESHOLD:
         yield None
         return
-    if not err_console.is_terminal or err_console.is_dumb_terminal:
+    if not redraws_lines(err_console):
         # A log file, a pipe or a terminal that cannot redraw a line gets one line instead.
         err_console.print(f"appending {records} records in one transaction...")
         yield None

@@ -34,6 +34,7 @@ from leaderlog.cli._app import (
     main,
     print_json,
     print_json_in_parts,
+    redraws_lines,
     run,
 )
 from leaderlog.errors import ProjectionError, ProjectionFailed
@@ -97,9 +98,8 @@ def progress_bar(label: str, unit: str = "events") -> Progress:
         TimeRemainingColumn(),
         console=err_console,
         transient=True,
-        # Redrawn in place on a terminal; elsewhere (a log file, a pipe, a dumb terminal) it
-        # left a blank line.
-        disable=not err_console.is_terminal or err_console.is_dumb_terminal,
+        # Drawn elsewhere, it left a blank line.
+        disable=not redraws_lines(err_console),
     )
 
 

@@ -238,6 +238,21 @@ def _step_day(step: Mapping[str, Any], lang: Language) -> str | None:
     return lang.date(_time(step.get("at")))
 
 
+# A correction, dispute or retraction as its history says it: on the day its source gives,
+# or dated by its roughly dated source alone (named with its date on the next line).
+_CORRECTED = (N_("Corrected on {date}: {reason}"), N_("Corrected: {reason}"))
+_DISPUTED = (N_("Disputed on {date}: {reason}"), N_("Disputed: {reason}"))
+_RETRACTED = (N_("Retracted on {date}: {reason}"), N_("Retracted: {reason}"))
+
+
+def _said_when(
+    say: Callable[..., str], day: str | None, reason: str, on_a_day: str, undated: str
+) -> str:
+    if day is None:
+        return say(undated, reason=reason)
+    return say(on_a_day, date=day, reason=reason)
+
+
 def _name(value: Mapping[str, Any] | None, key: str) -> str:
     if not value:
         return "?"
@@ -529,10 +544,7 @@ def _history(
                     )
                 )
         elif kind == "claim.corrected":
-            if day is None:
-                lines.append(say(N_("Corrected: {reason}"), reason=reason))
-            else:
-                lines.append(say(N_("Corrected on {date}: {reason}"), date=day, reason=reason))
+            lines.append(_said_when(say, day, reason, *_CORRECTED))
             changes = step.get("changes", [])
             # A quote is in the language of the source it quotes, before the correction
             # and after it, which may itself have changed the source.
@@ -562,19 +574,13 @@ def _history(
                     )
                 )
         elif kind == "claim.disputed":
-            if day is None:
-                lines.append(say(N_("Disputed: {reason}"), reason=reason))
-            else:
-                lines.append(say(N_("Disputed on {date}: {reason}"), date=day, reason=reason))
+            lines.append(_said_when(say, day, reason, *_DISPUTED))
             conflicts = [clean(c, NAME_LIMIT) for c in step.get("conflicts_with", [])]
             if conflicts:
                 claims = _isolated_list(conflicts, lang, markup=markup)
                 lines.append(say(N_("Conflicts with: {claims}."), claims=claims))
         elif kind == "claim.retracted":
-            if day is None:
-                lines.append(say(N_("Retracted: {reason}"), reason=reason))
-            else:
-                lines.append(say(N_("Retracted on {date}: {reason}"), date=day, reason=reason))
+            lines.append(_said_when(say, day, reason, *_RETRACTED))
         else:
             continue
         if source and kind != "claim.confirmed":
