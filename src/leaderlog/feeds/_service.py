@@ -90,6 +90,9 @@ _CACHE_BYTES = 64 * 1024 * 1024
 _ARRIVALS_KEPT = 1024
 # Requests remembered between two moves of the log (each is a few hundred bytes).
 _DESCRIBED_LIMIT = 10_000
+# Twelve hex digits of the chain's hash tell apart two logs at one position (see log_hash).
+_HASH_IN_TAG = 12
+_HASHES_KEPT = 4096
 # What every feed is about: the OPML lists them, the overview links to them.
 _SUBJECTS = ("org", "person", "post")
 # Share of ``cache_bytes`` kept for the OPML's outlines, which outlive moves of the log.
@@ -247,12 +250,48 @@ class FeedService:
         self._outlines: OrderedDict[tuple[Any, ...], tuple[bytes, bytes]] = OrderedDict()
         self._outlines_bytes = 0
         self._generator_version = _generator_version()
+        # The chain's hash at each position an ETag names lately (see log_hash).
+        self._log_hashes: OrderedDict[int, str] = OrderedDict()
 
     # --- freshness ---------------------------------------------------------------------------
 
     def invalidate(self) -> None:
         """Look at the projection again on the next request (call after appending)."""
         self._checked = -1.0
+
+    def log_replaced(self, head: int) -> None:
+        """The log no longer holds what the feeds were read from: events were removed from
+        its end, or another log was put in its place (a runner found so and is rebuilding its
+        projections from this one, which ends at ``head``). Nothing read or rendered before is
+        served again, and the feeds say they are being rebuilt until the feed projection has
+        applied this log up to ``head``, however much shorter it is than what was served."""
+        self._served = head
+        self._rebuilding = True
+        self._checkpoint = None
+        self._checked = -1.0
+        self._forget(documents=True)
+
+    async def log_hash(self, position: int) -> str:
+        """A short form of the chain's hash at ``position``, which an ETag names beside the
+        position: the hash chain ties it to every event up to there, so two logs that differ
+        by then (one restored from an older copy and written again, or two servers' logs that
+        went apart) never give one tag to different documents."""
+        found = self._log_hashes.get(position)
+        if found is not None:
+            self._log_hashes.move_to_end(position)
+            return found
+        if position <= 0:
+            return "0"
+        event = await self.reader.store.get(position)
+        if event is None:
+            # Cut short, and no runner has found so yet: not kept, as the log may grow there
+            # again; what is there then gets its own hash.
+            return "gone"
+        found = event.hash[:_HASH_IN_TAG]
+        self._log_hashes[position] = found
+        while len(self._log_hashes) > _HASHES_KEPT:
+            self._log_hashes.popitem(last=False)
+        return found
 
     async def _fresh(self) -> None:
         now = time.monotonic()
@@ -348,6 +387,7 @@ class FeedService:
         if documents:
             self._arrivals.clear()
             self._taken_through = None
+            self._log_hashes.clear()
             self._frozen_pages.clear()
             self._rendered.clear()
             self._rendered_bytes = 0
@@ -456,7 +496,7 @@ class FeedService:
             if is_full(request.page, head.entries):
                 position, moment = await self._frozen(request.scope, request.page)
                 cache = FULL_ARCHIVE_CACHE
-        etag = f'W/"{position}-{self._variant(request)}"'
+        etag = f'W/"{position}-{await self.log_hash(position)}-{self._variant(request)}"'
         return Validators(position, etag, moment, cache)
 
     async def _frozen(self, scope: Scope, page: int) -> tuple[int, dt.datetime]:
@@ -669,9 +709,8 @@ class FeedService:
         # Last-Modified may be later than the stamp (see _dated); the document itself says
         # the stamp, so that every server writes the same bytes for a position.
         last_modified = self._dated(position, stamp)
-        validators = Validators(
-            position, f'W/"{position}-{digest}"', last_modified, SUBSCRIPTION_CACHE
-        )
+        etag = f'W/"{position}-{await self.log_hash(position)}-{digest}"'
+        validators = Validators(position, etag, last_modified, SUBSCRIPTION_CACHE)
         return await self._rendered_once(
             key,
             lambda: self._render_opml(lang, base_url, fmt, explicit_lang, validators, directory),

@@ -122,6 +122,9 @@ class Pages:
             self._kept.move_to_end(etag)
         return found
 
+    def clear(self) -> None:
+        self._kept.clear()
+
     def keep(self, etag: str, body: bytes, gzipped: bytes) -> None:
         self._kept[etag] = (body, gzipped)
         self._kept.move_to_end(etag)
@@ -154,6 +157,15 @@ class Services:
         reads it."""
         if self._removal.error is None:
             self._removal.error = error
+
+    def log_replaced(self, head: int) -> None:
+        """The log was cut short or replaced under this server (a runner found so, and is
+        rebuilding from it): the feeds and pages read from the other log are dropped, and a
+        writer's position is waited for again, since positions up to the old head now name
+        other events."""
+        self._applied.position = min(self._applied.position, head)
+        self.feeds.log_replaced(head)
+        self.pages.clear()
 
     def refuse_once_removed(self) -> None:
         """Raise, anew, the :class:`LogRemoved` met before, if any (raising the one object

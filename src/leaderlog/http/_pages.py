@@ -835,7 +835,10 @@ async def _overview_etag(
     )
     digest = hashlib.sha256(variant.encode()).hexdigest()[:16]
     position = situation["known_at"]["position"]
-    return f'W/"{position}-{feeds or 0}-{situation["as_of"]}-{digest}"', situation, feeds
+    # The hash at the later of the two positions pins the log up to both.
+    log_hash = await feeds_of(request).log_hash(max(position, feeds or 0))
+    tag = f'W/"{position}-{feeds or 0}-{log_hash}-{situation["as_of"]}-{digest}"'
+    return tag, situation, feeds
 
 
 def _derived(directory: Directory, key: tuple[Any, ...], make: Callable[[], Any]) -> Any:

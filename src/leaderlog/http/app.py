@@ -369,6 +369,8 @@ def create_app(
                 for runner in runners
             ]
             services = Services(log, runners, Queries(log.store), FeedService(log.store))
+            for runner in runners:
+                runner.on_another_log = services.log_replaced
             app.state.services = services
             tasks = [
                 asyncio.create_task(_follow(runner, services, stop, failure))

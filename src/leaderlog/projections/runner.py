@@ -258,6 +258,10 @@ class ProjectionRunner:
         # chain ties the hash at this position to every event up to it, so the log is still
         # the one the projections applied for as long as this position holds this hash.
         self._read_through: tuple[int, str] | None = None
+        #: Called with the log's head when this runner finds the log no longer holds what its
+        #: projections applied (cut short, or another log in its place) and starts rebuilding
+        #: them: whoever keeps what was read from them (a server's feeds and pages) drops it.
+        self.on_another_log: Callable[[int], None] | None = None
 
     @property
     def unprepared(self) -> Mapping[str, ProjectionFailure]:
@@ -665,6 +669,9 @@ class ProjectionRunner:
         rebuilt = []
         async with self.store.projection_transaction() as tx:
             await tx.lock_schema_changes()
+            # A copy of the log alone (a file an import wrote, say) put in place of the
+            # database comes without the projections' tables: they are made again.
+            await tx.execute(CHECKPOINT_SCHEMA)
             await self._lock(tx)
             stored = await self._checkpoints(tx)
             for projection in self.projections:
@@ -672,9 +679,9 @@ class ProjectionRunner:
                 if (
                     isinstance(projection, LeftOut)
                     or projection.name in self._unprepared
-                    or found is None
-                    or found[0] != projection.version  # not this runner's to write: _run says so
-                    or found[1] == 0
+                    # Not this runner's to write: _run says so.
+                    or (found is not None and found[0] != projection.version)
+                    or (found is not None and found[1] == 0)
                 ):
                     continue
                 try:
@@ -686,7 +693,11 @@ class ProjectionRunner:
                     failure = ProjectionFailure(projection.name, None, None, error)
                     self._unprepared[projection.name] = failure
                     continue
-                rebuilt.append(f"{projection.name} (up to position {found[1]})")
+                rebuilt.append(
+                    f"{projection.name} (up to position {found[1]})"
+                    if found is not None
+                    else f"{projection.name} (not in this database)"
+                )
         self._read_through = None
         logger.warning(
             "the log no longer holds at position %d the event the projections applied there "
@@ -696,6 +707,8 @@ class ProjectionRunner:
             head,
             ", ".join(rebuilt) or "nothing",
         )
+        if self.on_another_log is not None:
+            self.on_another_log(head)
 
     def _notice_rebuilds(
         self, projections: Sequence[Projection], stored: Mapping[str, tuple[int, int]]
