@@ -134,6 +134,17 @@ async def test_a_name_the_log_holds_as_an_actor_without_a_token_is_refused(
     assert await tokens.listing() == []
 
 
+async def test_a_name_the_log_holds_as_an_actor_gets_a_token_when_said_to_be_the_same_writer(
+    log: EventLog, tokens: Tokens
+) -> None:
+    # given events appended as bob with no token of that name (bob's own, in a log moved
+    # here by export and import)
+    await log.append_events([PersonRegistered(person="x1", name="X")], actor="bob")
+    # when bob is said to be the writer of those events, then bob gets a token
+    token = await tokens.create("bob", same_writer=True)
+    assert await tokens.check(token) == "bob"
+
+
 async def test_a_name_whose_revoked_token_wrote_events_gets_a_new_one(
     log: EventLog, tokens: Tokens
 ) -> None:
@@ -371,6 +382,30 @@ def test_a_token_cannot_take_the_name_an_import_was_recorded_under(sqlite_url: s
     assert ok(invoke(sqlite_url, "token", "list", "--json")).strip() == "[]"
     # and another name gets its token
     assert ok(invoke(sqlite_url, "token", "create", "carol")).startswith("ll_")
+
+
+def test_a_log_moved_by_export_and_import_gives_its_writers_tokens_again(
+    sqlite_url: str, tmp_path: Path
+) -> None:
+    # given a log with an event alice appended with her token
+    ok(invoke(sqlite_url, "token", "create", "alice"))
+    record = '{"type": "person.registered", "data": {"person": "x1", "name": "X"}}\n'
+    ok(invoke(sqlite_url, "import", "-", stdin=record))
+    # (recorded as hers, as a request made with her token would be)
+    moved_line = ok(invoke(sqlite_url, "export")).replace('"actor":"cli"', '"actor":"alice"')
+    assert '"actor":"alice"' in moved_line
+    # when it is moved to another database by export and import
+    moved = f"sqlite:///{tmp_path / 'moved.db'}"
+    ok(invoke(moved, "import", "-", stdin=moved_line))
+    # then the name is refused as another writer's, saying how to give it all the same
+    refused = invoke(moved, "token", "create", "alice")
+    assert refused.exit_code == 2
+    assert "say so with --same-writer" in refused.stderr
+    # and alice gets a new token once said to be the same writer, and writes with it
+    token = ok(invoke(moved, "token", "create", "alice", "--same-writer")).strip()
+    assert TOKEN.fullmatch(token)
+    listed = ok(invoke(moved, "token", "list", "--json"))
+    assert '"alice"' in listed
 
 
 def test_a_log_s_own_export_imports_again_with_its_token_s_events(

@@ -102,13 +102,16 @@ class Tokens:
                 await asyncio.sleep(0.05 * (attempt + 1))
         self._ready = True
 
-    async def create(self, name: str) -> str:
+    async def create(self, name: str, *, same_writer: bool = False) -> str:
         """Create a token for ``name`` and return it; it cannot be shown again.
 
         A name the log already holds as the actor of events no token of that name wrote
         (``import --actor NAME``, say) is refused: the token's requests would be mixed up
         with those events in the audit. A name that had a token before may have a new one
         (an import cannot take a token's name, so its events are all the tokens' own).
+        ``same_writer`` says those events are this writer's all the same: a log moved to
+        this database by export and import, which carry no tokens, holds the events its
+        tokens' writers appended.
         """
         check_token_name(name)
         await self._ensure_table()
@@ -119,7 +122,8 @@ class Tokens:
             # committed before (and they are counted) or checks for the token after (see
             # name_guard), never both unseen.
             await tx.lock_appends()
-            await _refuse_an_actor_of_other_writes(tx, name)
+            if not same_writer:
+                await _refuse_an_actor_of_other_writes(tx, name)
             # The revoked token the new one replaces stays listed. A concurrent create of the
             # same name retires the same row: the conflict clause makes that a no-op, and the
             # live-name check below then refuses the create that lost.
@@ -261,5 +265,7 @@ async def _refuse_an_actor_of_other_writes(tx: ProjectionTransaction, name: str)
         raise TokenNameRefused(
             f"the log holds {events} event(s) recorded as appended by {name!r} without a token "
             f"of that name (import --actor {name}, or a copy of another log): the token's "
-            "requests would be mixed up with them in the audit; choose another name"
+            "requests would be mixed up with them in the audit; choose another name, or, if "
+            "they are this writer's (a log moved here by export and import, which carry no "
+            "tokens), say so with --same-writer"
         )

@@ -40,23 +40,32 @@ def _token_name(context: click.Context, parameter: click.Parameter, name: str) -
 
 @token_group.command("create")
 @click.argument("name", callback=_token_name)
+@click.option(
+    "--same-writer",
+    is_flag=True,
+    help="The events the log holds as appended by NAME without a token are this writer's "
+    "(a log moved by export and import): give NAME a token all the same.",
+)
 @click.pass_obj
-def create_command(context: Context, name: str) -> None:
+def create_command(context: Context, name: str, same_writer: bool) -> None:
     """Create a token for NAME and print it once; appends made with it have actor NAME.
 
     NAME may not be one the log already holds as the actor of events no token of that name
-    wrote (an import --actor NAME, say): the audit could not tell them apart.
+    wrote (an import --actor NAME, say): the audit could not tell them apart. Give
+    --same-writer when they are this writer's: a log moved by export and import, which
+    carry no tokens, holds its writers' events without their tokens.
 
     \b
     Example:
       T=$(leaderlog token create alice)
+      T=$(leaderlog --db postgresql://127.0.0.1/test token create alice --same-writer)
     """
 
     async def go() -> None:
         async with context.log(create=True) as log:
             tokens = Tokens(log.store)
             try:
-                token = await tokens.create(name)
+                token = await tokens.create(name, same_writer=same_writer)
             except TokenNameRefused as error:
                 raise click.BadParameter(str(error), param_hint="'NAME'") from None
             try:
