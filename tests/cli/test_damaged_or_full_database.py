@@ -101,4 +101,57 @@ def test_a_damaged_file_is_said_to_be_damaged_with_what_to_do(tmp_path: Path) ->
     assert result.returncode == 1, result.stderr
     assert "Traceback" not in result.stderr
     assert f"the SQLite database {database} is damaged: " in result.stderr, result.stderr
-    assert "`leaderlog verify` says whether the log is whole" in result.stderr
+    assert "`leaderlog export` may still read every event" in result.stderr
+    # and how to restore a copy without the damaged file's last writes
+    assert "log.db-wal and log.db-shm files beside it removed" in result.stderr
+
+
+def _index_out_of_step(database: Path, tmp_path: Path) -> None:
+    """Put in ``database`` the page of its index on (stream, version) from a copy in which
+    position 22's version was changed: the index then no longer matches its table, whose
+    events are whole, as in a file copied while SQLite wrote it."""
+    edited = tmp_path / "edited.db"
+    with contextlib.closing(sqlite3.connect(database)) as source:
+        source.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        with contextlib.closing(sqlite3.connect(edited)) as target:
+            source.backup(target)
+    with contextlib.closing(sqlite3.connect(edited)) as connection:
+        (index,) = connection.execute(
+            "SELECT list.name FROM pragma_index_list('events') AS list, "
+            "pragma_index_info(list.name) AS info WHERE info.seqno = 1 AND info.name = 'version'"
+        ).fetchone()
+        ((root,),) = connection.execute(
+            "SELECT rootpage FROM sqlite_master WHERE name = ?", (index,)
+        )
+        page_size = int(connection.execute("PRAGMA page_size").fetchone()[0])
+        for (trigger,) in connection.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'events'"
+        ).fetchall():
+            connection.execute(f"DROP TRIGGER {trigger}")
+        connection.execute("UPDATE events SET version = 7 WHERE position = 22")
+        connection.commit()
+        connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    with edited.open("rb") as file:
+        file.seek((root - 1) * page_size)
+        page = file.read(page_size)
+    with database.open("r+b") as file:
+        file.seek((root - 1) * page_size)
+        file.write(page)
+
+
+def test_verify_of_a_chain_broken_in_a_damaged_file_says_the_file_is_damaged(
+    tmp_path: Path,
+) -> None:
+    # given a seeded log whose index of stream versions no longer matches its table
+    database = _seeded(tmp_path)
+    _index_out_of_step(database, tmp_path)
+    # when it is verified
+    result = _leaderlog(database, "verify")
+    # then the break is reported, with SQLite's finding that the file is damaged and what
+    # may still read the log whole
+    assert result.returncode == 1, result.stdout + result.stderr
+    said = result.stdout + result.stderr
+    assert "chain BROKEN at position 23" in said
+    assert "but the database itself is damaged (" in said
+    assert "missing from index" in said or "wrong # of entries in index" in said
+    assert "`leaderlog export` may still read every event" in said

@@ -13,7 +13,7 @@ import datetime as dt
 import hashlib
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal, NamedTuple, TypeAlias
 
 from leaderlog._json import Embedded, canonical_bytes, embed, loads
@@ -1008,6 +1008,38 @@ class EventStore(abc.ABC):
 
     async def verify(self, progress: Callable[[int, int], None] | None = None) -> VerifyReport:
         """Recompute the hash chain and check positions and versions are gap-free.
+
+        On a broken chain, the database's own check of its files is asked too: a damaged
+        file (a copy taken while SQLite wrote it, say) can read back as a chain broken at
+        some position, through an index that no longer matches its table, when the events
+        themselves are whole; the problem then says so.
+        """
+        report = await self._verify_chain(progress)
+        if report.ok:
+            return report
+        try:
+            damage = await self.damage()
+        except StoreError as error:
+            damage = str(error)
+        if damage is None:
+            return report
+        return replace(
+            report,
+            problem=f"{report.problem}; but the database itself is damaged ({damage}), so "
+            "this may be that damage rather than an edit: `leaderlog export` may still read "
+            "every event, and an import of it into a new database, verified there with its "
+            "head hash compared to one noted earlier, tells whether the log is whole",
+        )
+
+    async def damage(self) -> str | None:
+        """What the database's own check finds wrong with its files, or None (PostgreSQL
+        checks its pages as it reads them, and has no such check to ask)."""
+        return None
+
+    async def _verify_chain(
+        self, progress: Callable[[int, int], None] | None = None
+    ) -> VerifyReport:
+        """:meth:`verify`, the chain alone.
 
         It holds a page of events at a time, however long the log: each stream's versions are
         looked up on the log's index of them rather than remembered (unless that index was

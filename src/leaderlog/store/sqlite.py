@@ -579,9 +579,12 @@ def _file_trouble(error: sqlite3.DatabaseError, path: Path) -> StoreError | None
         )
     if primary in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB):
         return StoreError(
-            f"the SQLite database {path} is damaged: {error}; `leaderlog verify` says whether "
-            "the log is whole: if it is, `leaderlog export` and an import into a new file "
-            "move it there; if not, restore the file from a backup"
+            f"the SQLite database {path} is damaged: {error}; `leaderlog export` may still "
+            "read every event: imported into a new file, verified there and its head hash "
+            "compared to one noted earlier, it tells whether the log is whole; otherwise "
+            "restore the file from a backup, with every program using it stopped and the "
+            f"{path.name}-wal and {path.name}-shm files beside it removed (SQLite would apply "
+            "their writes, the damaged file's, to the copy)"
         )
     return None
 
@@ -1051,3 +1054,9 @@ class SQLiteStore(EventStore):
 
     async def query(self, sql: str, parameters: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         return [tuple(row) for row in await self._fetch(sql, parameters)]
+
+    async def damage(self) -> str | None:
+        """SQLite's integrity check of the file (indexes against their tables too), its
+        first few findings; None when it finds nothing wrong."""
+        found = [str(row[0]) for row in await self.query("PRAGMA integrity_check(3)")]
+        return None if found == ["ok"] else "; ".join(found)
