@@ -722,7 +722,8 @@ async def test_a_date_keeps_the_source_s_words_beside_it(
 @pytest.mark.parametrize(
     ("published", "said"),
     [
-        ({"date": "2025-06-13"}, "Confirmed on June 13, 2025 by ICE"),
+        # named without the day the step already says
+        ({"date": "2025-06-13"}, "Confirmed on June 13, 2025 by ICE."),
         # a month, or a day only about, is no day it happened on: the source's name says
         # its date, where the step was said confirmed the day it was typed in
         ({"date": "2025-06"}, "Confirmed by ICE (June 2025)."),
@@ -756,6 +757,47 @@ async def test_a_step_is_dated_by_its_source_s_day_when_it_gives_one(
     )
     text, recorded = await _genalo_retirement_text(seeded_log)
     assert said.format(recorded=recorded) in text
+
+
+@pytest.mark.parametrize(
+    "step",
+    [
+        ClaimConfirmed(claim=GENALO_RETIREMENT, source="ice-release"),
+        ClaimCorrected(
+            claim=GENALO_RETIREMENT,
+            changes={"cause": "resignation"},
+            reason="Resigned.",
+            source="ice-release",
+        ),
+        ClaimDisputed(claim=GENALO_RETIREMENT, reason="Not so.", source="ice-release"),
+    ],
+    ids=["confirmed", "corrected", "disputed"],
+)
+async def test_a_step_s_source_is_linked_as_the_report_s_is(
+    seeded_log: EventLog, step: ClaimConfirmed | ClaimCorrected | ClaimDisputed
+) -> None:
+    # given a step after the report, by a source with an address
+    await seeded_log.append_events(
+        [
+            SourceRegistered(
+                source="ice-release",
+                url="https://www.ice.gov/r",
+                publisher="ICE",
+                published={"date": "2025-06-13"},
+            ),
+            step,
+        ],
+        actor="test",
+    )
+    service = await project(seeded_log)
+    (entry,) = [
+        e
+        for e in _parse(await _render(service, "all"), "atom").entries
+        if "Departure of Kenneth Genalo" in e.title
+    ]
+    # then its history links that source (a reader could open the report's alone)
+    history = entry.content[0].value.partition("History:")[2]
+    assert '<a href="https://www.ice.gov/r">' in history
 
 
 @pytest.mark.parametrize(

@@ -102,6 +102,9 @@ RENDERED = {
     # May 2025") is dated by the source alone ("Disputed: ..."), and a source's name shows
     # its date without the words beside it.
     (30, 13): "f1907dc9cc5d6563f75449b9accf39ea918c501c4674bed9193e621198adc083",
+    # A confirmation's, correction's, dispute's or retraction's source is linked in HTML, and
+    # named without the published day the step is already dated by.
+    (31, 13): "c1b41c323e528477666692a581a7f3680ac5ca6d3a46109fa16577df03e6ce2e",
 }
 
 _RECORDED = dt.datetime(2025, 6, 1, 12, 0, tzinfo=dt.UTC)

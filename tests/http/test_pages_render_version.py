@@ -121,6 +121,8 @@ RENDERED = {
     (12, 30, 13, 9, 3): "7ddae912bc743a3f327c1036c082bff66f77dd14ed0851102d60ddd91bf53322",
     # A pending change says when it is to take effect, as the source put it.
     (13, 30, 13, 9, 3): "8286698d01d3e2a25f70e06deb392c22ab974aeb96d7e21c662a2d6c7a400ec8",
+    # The feeds' version 31 links a step's source, which the recent changes show.
+    (13, 31, 13, 9, 3): "56e422e17f5a611cdc7a5bf124324dca8bda3a39b7916620755e516a55baf8b4",
 }
 
 BASE = "http://pages.test"

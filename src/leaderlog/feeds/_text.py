@@ -332,7 +332,10 @@ def _attribution(value: object, lang: Language, *, markup: bool = False) -> str:
     return lang._(plain)
 
 
-def _source_name(source: Mapping[str, Any] | None, lang: Language, *, markup: bool = False) -> str:
+def _source_name(
+    source: Mapping[str, Any] | None, lang: Language, *, markup: bool = False, dated: bool = True
+) -> str:
+    """A source by publisher and title, then its published date unless not ``dated``."""
     if not source:
         return "?"
     say, isolate = _writers(lang, markup)
@@ -342,10 +345,24 @@ def _source_name(source: Mapping[str, Any] | None, lang: Language, *, markup: bo
         name = say(
             N_("{publisher}: {title}"), publisher=name, title=isolate(clean(title, NAME_LIMIT))
         )
-    if isinstance(source.get("published"), Mapping):
+    if dated and isinstance(source.get("published"), Mapping):
         # The date alone: its words would stand in brackets within these ones.
         published = fuzzy_date(source["published"], lang, with_words=False)
         return say(N_("{source} ({date})"), source=name, date=published)
+    return name
+
+
+def _step_source(
+    source: Mapping[str, Any] | None, lang: Language, *, markup: bool, dated: bool
+) -> str:
+    """The source of a step after the report (a confirmation, a correction...) by name; in
+    HTML a link to it, as the report's own source is linked, so that a reader can open the
+    confirming statement too. ``dated`` False leaves out its published date, which the
+    step's own date already says."""
+    name = _source_name(source, lang, markup=markup, dated=dated)
+    address = web_uri(source.get("url")) if markup and source else None
+    if address:
+        return Markup(f'<a href="{html.escape(address)}">{name}</a>')
     return name
 
 
@@ -519,7 +536,7 @@ def _history(
                 lines.append(
                     say(
                         N_("Confirmed by {source}."),
-                        source=_source_name(source, lang, markup=markup),
+                        source=_step_source(source, lang, markup=markup, dated=True),
                     )
                 )
             elif source:
@@ -527,7 +544,7 @@ def _history(
                     say(
                         N_("Confirmed on {date} by {source}."),
                         date=day,
-                        source=_source_name(source, lang, markup=markup),
+                        source=_step_source(source, lang, markup=markup, dated=False),
                     )
                 )
             else:
@@ -585,7 +602,10 @@ def _history(
             continue
         if source and kind != "claim.confirmed":
             lines.append(
-                say(N_("Source: {source}."), source=_source_name(source, lang, markup=markup))
+                say(
+                    N_("Source: {source}."),
+                    source=_step_source(source, lang, markup=markup, dated=day is None),
+                )
             )
         groups.append(lines)
     return groups
