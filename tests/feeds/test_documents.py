@@ -640,18 +640,35 @@ async def test_a_confirmation_without_a_date_keeps_the_date_reported(
     assert claim["current"]["effective"]["date"] == "2025-06-15"
 
 
-async def _genalo_retirement_text(log: EventLog) -> tuple[str, str]:
-    """The Atom content of the entry of Genalo's retirement, as text, and the day the log's
-    last event was recorded, as the feed writes a day."""
+async def _genalo_retirement_content(log: EventLog) -> str:
+    """The Atom content (HTML) of the entry of Genalo's retirement."""
     service = await project(log)
     (entry,) = [
         e
         for e in _parse(await _render(service, "all"), "atom").entries
         if "Departure of Kenneth Genalo" in e.title
     ]
+    return str(entry.content[0].value)
+
+
+async def _genalo_retirement_text(log: EventLog) -> tuple[str, str]:
+    """The Atom content of the entry of Genalo's retirement, as text, and the day the log's
+    last event was recorded, as the feed writes a day."""
+    content = await _genalo_retirement_content(log)
     recorded = (await log.events())[-1].recorded_at
     day = f"{recorded:%B} {recorded.day}, {recorded.year}"
-    return re.sub(r"<[^>]+>", "", entry.content[0].value), day
+    return re.sub(r"<[^>]+>", "", content), day
+
+
+def _ice_release(published: dict[str, str] | None) -> SourceRegistered:
+    return SourceRegistered(
+        source="ice-release", url="https://www.ice.gov/r", publisher="ICE", published=published
+    )
+
+
+async def _step_by(log: EventLog, step: Event, source: SourceRegistered) -> None:
+    """``source`` registered, then ``step`` of a claim by it."""
+    await log.append_events([source, step], actor="test")
 
 
 @pytest.mark.parametrize(
@@ -680,18 +697,13 @@ async def test_a_step_by_a_roughly_dated_source_is_dated_by_the_source_alone(
     seeded_log: EventLog, step: Event, said: str
 ) -> None:
     # "Disputed on December 6, 2026" beside a source of June 2016
-    await seeded_log.append_events(
-        [
-            SourceRegistered(
-                source="chronicle",
-                url="https://chronicle.example/a",
-                publisher="The Chronicle",
-                published={"date": "2016-06"},
-            ),
-            step,
-        ],
-        actor="test",
+    chronicle = SourceRegistered(
+        source="chronicle",
+        url="https://chronicle.example/a",
+        publisher="The Chronicle",
+        published={"date": "2016-06"},
     )
+    await _step_by(seeded_log, step, chronicle)
     text, recorded = await _genalo_retirement_text(seeded_log)
     assert said in text and "The Chronicle (June 2016)" in text
     assert recorded not in text.split("History:")[1]
@@ -743,17 +755,10 @@ async def test_a_step_is_dated_by_its_source_s_day_when_it_gives_one(
 ) -> None:
     # Reporting entered later (a back-filled story) said "Confirmed on" the day someone
     # typed it in, where its source had said so months before.
-    await seeded_log.append_events(
-        [
-            SourceRegistered(
-                source="ice-release",
-                url="https://www.ice.gov/r",
-                publisher="ICE",
-                published=published,
-            ),
-            ClaimConfirmed(claim=GENALO_RETIREMENT, source="ice-release"),
-        ],
-        actor="test",
+    await _step_by(
+        seeded_log,
+        ClaimConfirmed(claim=GENALO_RETIREMENT, source="ice-release"),
+        _ice_release(published),
     )
     text, recorded = await _genalo_retirement_text(seeded_log)
     assert said.format(recorded=recorded) in text
@@ -777,26 +782,9 @@ async def test_a_step_s_source_is_linked_as_the_report_s_is(
     seeded_log: EventLog, step: ClaimConfirmed | ClaimCorrected | ClaimDisputed
 ) -> None:
     # given a step after the report, by a source with an address
-    await seeded_log.append_events(
-        [
-            SourceRegistered(
-                source="ice-release",
-                url="https://www.ice.gov/r",
-                publisher="ICE",
-                published={"date": "2025-06-13"},
-            ),
-            step,
-        ],
-        actor="test",
-    )
-    service = await project(seeded_log)
-    (entry,) = [
-        e
-        for e in _parse(await _render(service, "all"), "atom").entries
-        if "Departure of Kenneth Genalo" in e.title
-    ]
+    await _step_by(seeded_log, step, _ice_release({"date": "2025-06-13"}))
     # then its history links that source (a reader could open the report's alone)
-    history = entry.content[0].value.partition("History:")[2]
+    history = (await _genalo_retirement_content(seeded_log)).partition("History:")[2]
     assert '<a href="https://www.ice.gov/r">' in history
 
 
