@@ -670,7 +670,11 @@ class _AuditFilters(TypedDict):
     "--type", "event_type", metavar="T", help="Events of this type, e.g. claim.retracted."
 )
 @click.option("--status", metavar="S", help="Events of claims now in this status.")
-@click.option("--attribution", metavar="K", help="Events of claims attributed this way.")
+@click.option(
+    "--attribution",
+    metavar="K",
+    help="Events of claims now attributed this way (as last corrected, if they were).",
+)
 @click.option(
     "--from",
     "recorded_from",

@@ -112,7 +112,8 @@ Id = Annotated[str, Field(json_schema_extra={**_not_blank(_CONTROL), "maxLength"
 Slug = Annotated[
     Id | None,
     Query(
-        description="An id (lower-case slug, such as ice): not blank, without control "
+        description="An id (a lower-case slug, such as ice, robert-hammer or "
+        "fox-ice-shakeup-2025-05): not blank, without control "
         "characters; one not recorded is a 404.",
     ),
 ]
@@ -266,19 +267,27 @@ async def audit(
     status: Annotated[
         Annotated[str, Field(json_schema_extra={"enum": list(CLAIM_STATUSES), "maxLength": 32})]
         | None,
-        Query(description=f"The claim's status: {', '.join(CLAIM_STATUSES)}."),
+        Query(
+            description="The claim's status now (its latest step, whenever the event was): "
+            f"{', '.join(CLAIM_STATUSES)}."
+        ),
     ] = None,
     attribution: Annotated[
         Annotated[str, Field(json_schema_extra={"enum": list(ATTRIBUTION_KINDS), "maxLength": 32})]
         | None,
-        Query(description=f"The claim's attribution: {', '.join(ATTRIBUTION_KINDS)}."),
+        Query(
+            description="The claim's attribution now (as last corrected, if it was): "
+            f"{', '.join(ATTRIBUTION_KINDS)}."
+        ),
     ] = None,
     recorded_from: Annotated[TimeOrDay, Query(alias="from")] = None,
     recorded_to: Annotated[TimeOrDay, Query(alias="to")] = None,
     after: Annotated[
         int, Query(ge=0, description="Page on: the previous `next_after`."), DIGITS_ONLY
     ] = 0,
-    limit: Annotated[int, Query(ge=1, le=10_000), DIGITS_ONLY] = 500,
+    limit: Annotated[
+        int, Query(ge=1, le=10_000, description="At most this many events."), DIGITS_ONLY
+    ] = 500,
 ) -> Response:
     """Events matching every filter given, oldest first (`leaderlog audit`).
 
@@ -311,7 +320,9 @@ async def audit(
 async def events(
     request: Request,
     after: Annotated[int, Query(ge=0, description="Start after this position."), DIGITS_ONLY] = 0,
-    limit: Annotated[int, Query(ge=1, le=MAX_EVENTS), DIGITS_ONLY] = 100,
+    limit: Annotated[
+        int, Query(ge=1, le=MAX_EVENTS, description="At most this many events."), DIGITS_ONLY
+    ] = 100,
 ) -> Response:
     """Envelopes in position order (`leaderlog events --json`); page on with `after`."""
     found = await log_of(request).events(after=after, limit=limit)
