@@ -234,6 +234,27 @@ async def test_claim_filters_answer_the_same_however_the_events_are_found(
             "unknown source 'fox'; did you mean fox-ice-shakeup-2025-05 (Fox News)?",
         ),
         ({"source": "nowhere"}, "unknown source 'nowhere'"),
+        # a letter dropped, doubled or wrong
+        (
+            {"source": "fox-ice-shakup-2025-05"},
+            "unknown source 'fox-ice-shakup-2025-05'; did you mean fox-ice-shakeup-2025-05 "
+            "(Fox News)?",
+        ),
+        (
+            {"source": "fox-ice-shakeup-2025-5"},
+            "unknown source 'fox-ice-shakeup-2025-5'; did you mean fox-ice-shakeup-2025-05 "
+            "(Fox News)?",
+        ),
+        (
+            {"publisher": "Fox  News"},
+            "no source has the publisher 'Fox  News' (publishers are matched exactly); "
+            "did you mean Fox News (1 source)?",
+        ),
+        (
+            {"publisher": "Fox Newz"},
+            "no source has the publisher 'Fox Newz' (publishers are matched exactly); "
+            "did you mean Fox News (1 source)?",
+        ),
         (
             {"publisher": "fox news"},
             "no source has the publisher 'fox news' (publishers are matched exactly); "

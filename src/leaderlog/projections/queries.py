@@ -18,6 +18,7 @@ import re
 from collections import defaultdict
 from collections.abc import (
     AsyncIterator,
+    Awaitable,
     Callable,
     Collection,
     Iterable,
@@ -148,6 +149,11 @@ _VERSIONS_READ = {
 
 _VERSIONS = "SELECT doc FROM p_leadership_claim_versions WHERE "
 _KNOWN = " AND known_from <= ? AND known_to > ?"
+
+
+# What a lookup of entities by a start of their words finds: each id with its labels and
+# its texts in search form; and whether that is all there are.
+_Found = tuple[list[tuple[str, list[str], list[str]]], bool]
 
 
 class Queries:
@@ -443,42 +449,32 @@ class Queries:
         return entities, len(rows) < _CANDIDATES
 
     async def _mistyped(self, kind: EntityKind, wanted: str) -> list[tuple[str, str]]:
-        """Entities ``wanted`` reads as a mistyping of (a letter doubled, dropped, swapped or
-        wrong, a hyphen left out: ``ice-hsii``, ``robert-hamer``, ``kennet-genalo``,
-        ``whitehouse``), found by a start they share with it, then scored: those whose id or
-        a name is most like it, closest first.
+        """Entities of ``kind`` ``wanted`` reads as a mistyping of: see :func:`_mistyped`."""
 
-        Its first three letters are looked up first, then one more at a time until a lookup
-        finds every entity starting so (a longer start finds only some of those), then each
-        of its later words: a typo in one word leaves the others to find it by. A dozen
-        lookups at most, each an index range; most texts like no entity at all and are
-        told apart by their lengths alone, before any letter is compared."""
-        candidates: dict[str, tuple[list[str], list[str]]] = {}
-        words = [word for word in _WORDS.findall(wanted)[1:] if len(word) >= 3]
-        starts = [wanted[:cut] for cut in range(3, len(wanted))]
-        lookups = 0
-        for start in starts:
-            found, complete = await self._starting_with(kind, start, candidates)
-            candidates.update((entity, (names, forms)) for entity, names, forms in found)
-            lookups += 1
-            if complete or lookups >= _MISTYPED_LOOKUPS // 2:
-                break
-        for word in words[: _MISTYPED_LOOKUPS - lookups]:
-            found, _ = await self._starting_with(kind, word, candidates)
-            candidates.update((entity, (names, forms)) for entity, names, forms in found)
-        matcher = SequenceMatcher(b=wanted, autojunk=False)
-        scored = []
-        for entity, (names, forms) in candidates.items():
-            likeness = 0.0
-            for form in forms:
-                matcher.set_seq1(form)
-                if matcher.real_quick_ratio() >= _LIKE_ENOUGH and matcher.quick_ratio() >= (
-                    _LIKE_ENOUGH
-                ):
-                    likeness = max(likeness, matcher.ratio())
-            if likeness >= _LIKE_ENOUGH:
-                scored.append((-likeness, entity, ", ".join(names)))
-        return [(entity, label) for _, entity, label in sorted(scored)[:_SUGGESTIONS]]
+        async def starting_with(start: str, known: Collection[str]) -> _Found:
+            return await self._starting_with(kind, start, known)
+
+        return await _mistyped(wanted, starting_with)
+
+    async def _sources_starting_with(self, wanted: str, known: Collection[str] = ()) -> _Found:
+        """As :meth:`_starting_with`, of sources (by id, publisher or title), labelled by
+        their publisher."""
+        rows = await self.store.query(
+            "SELECT DISTINCT source FROM (SELECT source FROM p_audit_source_tails "
+            f"WHERE tail >= ? AND tail < ? ORDER BY tail LIMIT {_CANDIDATES}) AS found",
+            _tail_range(wanted),
+        )
+        sources: list[tuple[str, list[str], list[str]]] = []
+        unseen = sorted({str(row[0]) for row in rows} - set(known))
+        for chunk in chunks(unseen):
+            for found, publisher, title in await self.store.query(
+                "SELECT source, publisher, title FROM p_audit_sources "
+                f"WHERE source IN ({marks(len(chunk))})",
+                chunk,
+            ):
+                texts = [str(text) for text in (found, publisher, title) if text]
+                sources.append((found, [str(publisher)], [search_form(text) for text in texts]))
+        return sources, len(rows) < _CANDIDATES
 
     async def _unknown_claim(self, given: str, known: int) -> UnknownEntity:
         """The error for a claim id not known at position ``known``: when the claim was
@@ -1173,21 +1169,14 @@ class Queries:
             raise UnknownEntity(message)
         # The sources with a word starting as the text given does (id, publisher or title),
         # through the index of where their words start: a bounded few, however many there are.
-        rows = await self.store.query(
-            "SELECT DISTINCT source FROM (SELECT source FROM p_audit_source_tails "
-            f"WHERE tail >= ? AND tail < ? ORDER BY tail LIMIT {_CANDIDATES}) AS found",
-            _tail_range(wanted),
-        )
-        near: list[tuple[str, str]] = []
-        for chunk in chunks(sorted(str(row[0]) for row in rows)):
-            for found, publisher, title in await self.store.query(
-                "SELECT source, publisher, title FROM p_audit_sources "
-                f"WHERE source IN ({marks(len(chunk))})",
-                chunk,
-            ):
-                texts = (found, publisher, title)
-                if any(_at_a_word_start(wanted, search_form(text)) for text in texts if text):
-                    near.append((found, publisher))
+        found, _ = await self._sources_starting_with(wanted)
+        near = [
+            (source, names[0])
+            for source, names, forms in found
+            if any(_at_a_word_start(wanted, form) for form in forms)
+        ]
+        if not near:
+            near = await _mistyped(wanted, self._sources_starting_with)
         raise _did_you_mean(message, sorted(near)[:_SUGGESTIONS])
 
     async def _check_publisher(self, publisher: str) -> None:
@@ -1364,20 +1353,76 @@ def _at(known: int | None) -> int:
     return OPEN - 1 if known is None else known
 
 
+async def _mistyped(
+    wanted: str, starting_with: Callable[[str, Collection[str]], Awaitable[_Found]]
+) -> list[tuple[str, str]]:
+    """What ``wanted`` reads as a mistyping of (a letter doubled, dropped, swapped or wrong, a
+    hyphen left out: ``ice-hsii``, ``robert-hamer``, ``kennet-genalo``, ``whitehouse``),
+    among what ``starting_with`` finds by a start of one of its words shared with it, then
+    scored: those whose id or a name is most like it, closest first.
+
+    Its first three letters are looked up first, then one more at a time until a lookup
+    finds every entity starting so (a longer start finds only some of those), then each
+    of its later words: a typo in one word leaves the others to find it by. A dozen
+    lookups at most, each an index range; most texts like no entity at all and are
+    told apart by their lengths alone, before any letter is compared."""
+    candidates: dict[str, tuple[list[str], list[str]]] = {}
+    words = [word for word in _WORDS.findall(wanted)[1:] if len(word) >= 3]
+    starts = [wanted[:cut] for cut in range(3, len(wanted))]
+    lookups = 0
+    for start in starts:
+        found, complete = await starting_with(start, candidates)
+        candidates.update((entity, (names, forms)) for entity, names, forms in found)
+        lookups += 1
+        if complete or lookups >= _MISTYPED_LOOKUPS // 2:
+            break
+    for word in words[: _MISTYPED_LOOKUPS - lookups]:
+        found, _ = await starting_with(word, candidates)
+        candidates.update((entity, (names, forms)) for entity, names, forms in found)
+    matcher = SequenceMatcher(b=wanted, autojunk=False)
+    scored = []
+    for entity, (names, forms) in candidates.items():
+        likeness = 0.0
+        for form in forms:
+            matcher.set_seq1(form)
+            if matcher.real_quick_ratio() >= _LIKE_ENOUGH and matcher.quick_ratio() >= (
+                _LIKE_ENOUGH
+            ):
+                likeness = max(likeness, matcher.ratio())
+        if likeness >= _LIKE_ENOUGH:
+            scored.append((-likeness, entity, ", ".join(names)))
+    return [(entity, label) for _, entity, label in sorted(scored)[:_SUGGESTIONS]]
+
+
 def _near(
     given: str, candidates: Sequence[tuple[tuple[str, str], Sequence[str | None]]]
 ) -> list[tuple[str, str]]:
     """The suggestions (id and label) one of whose texts contains ``given``, compared as
     names are (:func:`search_form`), the first few in code point order."""
-    wanted = search_form(given.strip())
+    wanted = _spaced_once(given)
     if not wanted:
         return []
     found = [
         suggestion
         for suggestion, texts in candidates
-        if any(wanted in search_form(text) for text in texts if text)
+        if any(wanted in _spaced_once(text) for text in texts if text)
     ]
+    if not found:
+        # "Fox Newz": as like one of its texts as a mistyped id is.
+        matcher = SequenceMatcher(b=wanted, autojunk=False)
+        for suggestion, texts in candidates:
+            for text in texts:
+                matcher.set_seq1(_spaced_once(text or ""))
+                if matcher.real_quick_ratio() >= _LIKE_ENOUGH and matcher.ratio() >= _LIKE_ENOUGH:
+                    found.append(suggestion)
+                    break
     return sorted(found)[:_SUGGESTIONS]
+
+
+def _spaced_once(text: str) -> str:
+    """``text`` as names are compared (:func:`search_form`), each run of spaces one space:
+    "Capitol  Ledger" is the one publisher "Capitol Ledger"."""
+    return " ".join(search_form(text).split())
 
 
 def _lookup_key(word: str) -> str:
