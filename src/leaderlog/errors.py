@@ -271,6 +271,13 @@ class InvalidQuery(ProjectionError):
         super().__init__(message)
         self.parameter = parameter
         self.against = against
+        #: The question's other refused values, when it had several (see ``all``).
+        self.others: tuple[InvalidQuery, ...] = ()
+
+    @property
+    def all(self) -> tuple[InvalidQuery, ...]:
+        """This refusal, then those of the question's other values refused with it."""
+        return (self, *self.others)
 
     def named_as(self, spelling: str, against_spelling: str | None = None) -> str:
         """The message with the parameter called as the caller knows it (``--known-at`` on

@@ -257,6 +257,26 @@ def test_a_422_locates_the_parameter_at_fault(
         assert (problem["where"], problem["input"]) == ("path parameter claim_id", given), problem
 
 
+def test_every_value_a_query_refuses_is_a_problem_of_its_422(
+    seeded_server: tuple[str, str], client: httpx.Client
+) -> None:
+    base, _ = seeded_server
+    cases = {
+        "/api/audit?status=bogus&from=x&attribution=zz": ["status", "attribution", "from"],
+        "/api/audit?publisher=%20&actor=%20&to=2025-13-01": ["publisher", "actor", "to"],
+        "/api/state?as_of=2025-13-01&known_at=abc": ["as_of", "known_at"],
+        "/api/history?person=%20&known_at=abc": ["person", "known_at"],
+    }
+    for path, parameters in cases.items():
+        response = client.get(base + path)
+        assert response.status_code == 422, (path, response.text)
+        problems = response.json()["problems"]
+        assert [problem["where"] for problem in problems] == [
+            f"query parameter {parameter}" for parameter in parameters
+        ], (path, problems)
+        assert response.json()["detail"].count("query parameter") == len(parameters)
+
+
 def test_a_position_written_with_a_plus_sign_is_refused_as_the_cli_does(
     seeded_server: tuple[str, str], client: httpx.Client
 ) -> None:

@@ -591,6 +591,17 @@ def test_errors_are_clear_and_exit_1(db: str, args: tuple[str, ...], message: st
         (("audit", "--status", "bogus"), "unknown status 'bogus'; known: reported,"),
         (("audit", "--type", "bogus"), "unknown event type 'bogus'; known: "),
         (("audit", "--attribution", "bogus"), "unknown attribution 'bogus'"),
+        # every value refused, each on a line of its own
+        (
+            ("audit", "--status", "bogus", "--from", "nope", "--attribution", "zz"),
+            "Error: unknown status 'bogus'; known: reported, confirmed, corrected, disputed, "
+            "retracted\nError: unknown attribution 'zz'; known: official, named, anonymous, "
+            "outlet\nError: --from must be an RFC 3339 time",
+        ),
+        (
+            ("state", "--as-of", "2025-13-01", "--known-at", "soon"),
+            "month must be in 1..12\nError: --known-at must be a log position",
+        ),
         (("audit", "--from", "nope"), "--from must be an RFC 3339 time such as"),
         # A day is taken too, and the message says so.
         (("audit", "--to", "nope"), "2025-05-29T14:00:00Z or a day (2025-05-29), got 'nope'"),

@@ -233,15 +233,18 @@ def _usage_mistakes() -> Iterator[None]:
     try:
         yield
     except InvalidQuery as error:
-        message = (
-            error.named_as(
-                _spelled(error.parameter),
-                None if error.against is None else _spelled(error.against),
-            )
-            if error.parameter
-            else str(error)
-        )
-        raise click.UsageError(message) from None
+        # Every value refused, not only the first, each on a line of its own as click says
+        # the first: one run tells of every mistake.
+        said = "\nError: ".join(map(_said_of_options, error.all))
+        raise click.UsageError(said) from None
+
+
+def _said_of_options(refusal: InvalidQuery) -> str:
+    """A refusal with the parameters it names called as the command's options."""
+    if not refusal.parameter:
+        return str(refusal)
+    against = None if refusal.against is None else _spelled(refusal.against)
+    return refusal.named_as(_spelled(refusal.parameter), against)
 
 
 # Query parameters the commands take as arguments, named as click names them.

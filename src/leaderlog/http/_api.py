@@ -13,6 +13,7 @@ from dataclasses import asdict
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, HTTPException, Path, Query, Request
+from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel, Field
 from starlette.responses import Response
 
@@ -162,16 +163,28 @@ async def _answer(
     except UnknownEntity as error:
         raise HTTPException(404, str(error)) from None
     except InvalidQuery as error:
-        path_name = (in_path or {}).get(error.parameter or "")
-        if path_name is not None:
-            given = request.path_params.get(path_name)
-            raise invalid_parameter(str(error), given, path_name, where="path") from None
-        given = request.query_params.get(error.parameter) if error.parameter else None
-        message = error.named_as(error.parameter) if error.parameter else str(error)
-        raise invalid_parameter(message, given, error.parameter) from None
+        raise _refused(request, error, in_path or {}) from None
     except ProjectionError as error:
         raise HTTPException(503, str(error), headers={"Retry-After": "1"}) from None
     return await json_response(request, value)
+
+
+def _refused(
+    request: Request, error: InvalidQuery, in_path: Mapping[str, str]
+) -> RequestValidationError:
+    """The 422 of every value the query refused, each located where the request has it."""
+    problems: list[Any] = []
+    for refusal in error.all:
+        path_name = in_path.get(refusal.parameter or "")
+        if path_name is not None:
+            given = request.path_params.get(path_name)
+            found = invalid_parameter(str(refusal), given, path_name, where="path")
+        else:
+            given = request.query_params.get(refusal.parameter) if refusal.parameter else None
+            message = refusal.named_as(refusal.parameter) if refusal.parameter else str(refusal)
+            found = invalid_parameter(message, given, refusal.parameter)
+        problems += found.errors()
+    return RequestValidationError(problems)
 
 
 @get_and_head(

@@ -59,6 +59,7 @@ from leaderlog.projections.query_input import (
     MAX_NAME_LENGTH,
     NOT_UTF8_TEXT,
     InvalidQuery,
+    Refusals,
     UnknownEntity,
     check_name_filters,
     check_names,
@@ -258,10 +259,12 @@ class Queries:
         as_of: dt.date | str | None = None,
         known_at: int | str | dt.date | None = None,
     ) -> None:
-        check_names(org=org)
+        refusals = Refusals()
+        refusals.check(check_names, org=org)
         if as_of is not None:
-            parse_day(as_of, "as-of")
-        parse_known_at(known_at)
+            refusals.check(parse_day, as_of, "as-of")
+        refusals.check(parse_known_at, known_at)
+        refusals.raise_any()
 
     @staticmethod
     def check_history(
@@ -271,17 +274,22 @@ class Queries:
         org: str | None = None,
         known_at: int | str | dt.date | None = None,
     ) -> None:
-        check_names(person=person, post=post, org=org)
+        refusals = Refusals()
+        for name, value in (("person", person), ("post", post), ("org", org)):
+            refusals.check(check_names, **{name: value})
+        refusals.check(parse_known_at, known_at)
+        refusals.raise_any()
         if sum(1 for value in (person, post, org) if value) != 1:
             raise InvalidQuery("give exactly one of person, post or org")
-        parse_known_at(known_at)
 
     @staticmethod
     def check_claim(claim_id: str, known_at: int | str | dt.date | None = None) -> None:
         if not isinstance(claim_id, str):
             raise InvalidQuery(f"claim must be text, got {claim_id!r:.80}", parameter="claim")
-        check_names(claim=claim_id)
-        parse_known_at(known_at)
+        refusals = Refusals()
+        refusals.check(check_names, claim=claim_id)
+        refusals.check(parse_known_at, known_at)
+        refusals.raise_any()
 
     @staticmethod
     def check_audit(
@@ -297,40 +305,33 @@ class Queries:
         after: int = 0,
         limit: int = 500,
     ) -> tuple[dt.datetime | None, dt.datetime | None]:
-        """As the others; returns the recorded range given (from, to), read."""
-        check_names(source=source)
+        """As the others; returns the recorded range given (from, to), read. Every value
+        is checked, and all those refused are said together (see :class:`Refusals`)."""
+        refusals = Refusals()
+        refusals.check(check_names, source=source)
         # An actor an earlier version let through may hold a line break, and is queried too.
-        check_name_filters(publisher=publisher, actor=actor)
+        refusals.check(check_name_filters, publisher=publisher)
+        refusals.check(check_name_filters, actor=actor)
+        known = {"type": EVENT_TYPES, "status": CLAIM_STATUSES, "attribution": ATTRIBUTION_KINDS}
         for name, value in (("type", type), ("status", status), ("attribution", attribution)):
-            # A list of them would otherwise fail as unhashable, or be "unknown" as a whole.
-            if value is not None and not isinstance(value, str):
-                raise InvalidQuery(f"{name} must be text, got {value!r:.80}", parameter=name)
-        if type is not None and type not in EVENT_TYPES:
-            raise InvalidQuery(
-                f"unknown event type {echoed(type)}; known: {', '.join(sorted(EVENT_TYPES))}",
-                parameter="type",
-            )
-        if status is not None and status not in CLAIM_STATUSES:
-            raise InvalidQuery(
-                f"unknown status {echoed(status)}; known: {', '.join(CLAIM_STATUSES)}",
-                parameter="status",
-            )
-        if attribution is not None and attribution not in ATTRIBUTION_KINDS:
-            raise InvalidQuery(
-                f"unknown attribution {echoed(attribution)}; known: {', '.join(ATTRIBUTION_KINDS)}",
-                parameter="attribution",
-            )
+            refusals.check(_check_one_of, name, value, known[name])
         for name, number in (("limit", limit), ("after", after)):
-            if isinstance(number, bool) or not isinstance(number, int):
-                raise InvalidQuery(f"{name} must be a whole number, got {number!r}", parameter=name)
-        if not 1 <= limit <= MAX_AUDIT_LIMIT:
-            raise InvalidQuery(f"limit must be between 1 and {MAX_AUDIT_LIMIT}", parameter="limit")
-        if after < 0:
-            raise InvalidQuery("after must be a position (0 or more)", parameter="after")
+            refusals.check(_check_whole_number, name, number)
+        if isinstance(limit, int) and not 1 <= limit <= MAX_AUDIT_LIMIT:
+            refusals.check(_refuse, f"limit must be between 1 and {MAX_AUDIT_LIMIT}", "limit")
+        if isinstance(after, int) and after < 0:
+            refusals.check(_refuse, "after must be a position (0 or more)", "after")
         start = (
-            None if recorded_from is None else parse_time(recorded_from, "from", end_of_day=False)
+            None
+            if recorded_from is None
+            else refusals.check(parse_time, recorded_from, "from", end_of_day=False)
         )
-        end = None if recorded_to is None else parse_time(recorded_to, "to", end_of_day=True)
+        end = (
+            None
+            if recorded_to is None
+            else refusals.check(parse_time, recorded_to, "to", end_of_day=True)
+        )
+        refusals.raise_any()
         if start is not None and end is not None and start > end:
             # Most likely the two were swapped; an empty answer would hide that.
             raise InvalidQuery(
@@ -1392,6 +1393,33 @@ async def _mistyped(
         if likeness >= _LIKE_ENOUGH:
             scored.append((-likeness, entity, ", ".join(names)))
     return [(entity, label) for _, entity, label in sorted(scored)[:_SUGGESTIONS]]
+
+
+def _check_one_of(name: str, value: object, known: Collection[str]) -> None:
+    """Refuse a filter ``value`` that is not one of the ``known`` values of ``name``."""
+    if value is None:
+        return
+    # A list of them would otherwise fail as unhashable, or be "unknown" as a whole.
+    if not isinstance(value, str):
+        raise InvalidQuery(f"{name} must be text, got {value!r:.80}", parameter=name)
+    if value not in known:
+        listed = sorted(known) if name == "type" else known
+        raise InvalidQuery(
+            f"unknown {_FILTER_WORDS[name]} {echoed(value)}; known: {', '.join(listed)}",
+            parameter=name,
+        )
+
+
+_FILTER_WORDS = {"type": "event type", "status": "status", "attribution": "attribution"}
+
+
+def _check_whole_number(name: str, number: object) -> None:
+    if isinstance(number, bool) or not isinstance(number, int):
+        raise InvalidQuery(f"{name} must be a whole number, got {number!r}", parameter=name)
+
+
+def _refuse(message: str, parameter: str) -> None:
+    raise InvalidQuery(message, parameter=parameter)
 
 
 def _near(

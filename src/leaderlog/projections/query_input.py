@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from collections.abc import Callable
+from typing import ParamSpec, TypeVar
 
 from leaderlog._rfc3339 import NO_OFFSET, NOT_A_DAY_TIME, NOT_A_TIME, read_rfc3339
 from leaderlog.errors import InvalidQuery, UnknownEntity
@@ -13,6 +15,7 @@ __all__ = [
     "NOT_UTF8_TEXT",
     "WHOLE_NUMBER",
     "InvalidQuery",
+    "Refusals",
     "UnknownEntity",
     "check_name_filters",
     "check_names",
@@ -48,6 +51,37 @@ MAX_TIME_LENGTH = 64
 # value can match nothing, and would make the suggestions' LIKE patterns needlessly heavy.
 MAX_ID_LENGTH = 64
 MAX_NAME_LENGTH = 300
+
+_Arguments = ParamSpec("_Arguments")
+_Read = TypeVar("_Read")
+
+
+class Refusals:
+    """The refusals of a question's values, each checked on its own, so that one with
+    several wrong values is told of them all at once (``?status=bogus&from=x``), not one at
+    a time: :meth:`raise_any` raises the first, the others in its ``others``."""
+
+    def __init__(self) -> None:
+        self._found: list[InvalidQuery] = []
+
+    def check(
+        self,
+        check: Callable[_Arguments, _Read],
+        *arguments: _Arguments.args,
+        **keywords: _Arguments.kwargs,
+    ) -> _Read | None:
+        """What ``check`` reads, or None once it refused (its refusal kept)."""
+        try:
+            return check(*arguments, **keywords)
+        except InvalidQuery as refusal:
+            self._found.append(refusal)
+            return None
+
+    def raise_any(self) -> None:
+        if self._found:
+            first, *others = self._found
+            first.others = tuple(others)
+            raise first
 
 
 def check_names(**given: str | None) -> None:
