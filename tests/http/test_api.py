@@ -31,6 +31,7 @@ from leaderlog.log import EventLog, load_seeds
 from leaderlog.projections import BUILTIN, Queries, runner_for
 from leaderlog.projections.audit import AuditProjection
 from leaderlog.store import VerifyReport
+from leaderlog.store import sqlite as sqlite_module
 from tests.answer_schemas import assert_documented
 from tests.conftest import SEEDS
 from tests.feeds.logs import FOX, HAMMER_CAPTION
@@ -548,6 +549,51 @@ def test_healthz_is_not_ok_while_a_row_edited_behind_the_store_stops_the_project
             "character, expected a string key: line 1 column 2 (char 1)); it stays at "
             "position 2 until that is fixed"
         )
+
+
+def test_healthz_says_the_projections_cannot_apply_the_log_while_the_database_refuses(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, client: httpx.Client
+) -> None:
+    monkeypatch.setattr(sqlite_module, "BUSY_TIMEOUT", 0.2)
+    (tmp_path / "served").mkdir()
+    (tmp_path / "more").mkdir()
+    url = seeded_database(tmp_path / "served")
+    # the next event of the same log, as another writer appends it
+    more = seeded_database(tmp_path / "more")
+    confirm_as_another_writer(more, GORDON_ACTING)
+    with running(create_app(url)) as base:
+        assert client.get(f"{base}/healthz").json()["ok"] is True
+        holder = sqlite3.connect(tmp_path / "served" / "leaderlog.db", isolation_level=None)
+        try:
+            holder.execute("ATTACH DATABASE ? AS more", (str(tmp_path / "more" / "leaderlog.db"),))
+            holder.execute("BEGIN IMMEDIATE")
+            holder.execute("INSERT INTO events SELECT * FROM more.events WHERE position = 30")
+            holder.execute("COMMIT")
+            # then another writer holds the write lock the projections need for that event
+            holder.execute("BEGIN IMMEDIATE")
+            deadline = time.monotonic() + 20
+            health = client.get(f"{base}/healthz").json()
+            # (each runner finds so at its next try)
+            while not all("error" in entry for entry in health["projections"]):
+                assert time.monotonic() < deadline, health
+                time.sleep(0.05)
+                health = client.get(f"{base}/healthz").json()
+            # then health is not ok, and says why for each projection, where it stayed ok
+            assert health["ok"] is False, health
+            for entry in health["projections"]:
+                assert entry["lag"] == 1, entry
+                assert entry["error"].startswith("cannot apply the log: the database is busy")
+        finally:
+            holder.execute("ROLLBACK")
+            holder.close()
+        # and once the writer lets go, the projections go on and health is ok again
+        deadline = time.monotonic() + 20
+        health = client.get(f"{base}/healthz").json()
+        while not health["ok"] and time.monotonic() < deadline:
+            time.sleep(0.05)
+            health = client.get(f"{base}/healthz").json()
+        assert health["ok"] is True, health
+        assert all("error" not in entry for entry in health["projections"]), health
 
 
 def test_healthz_answers_while_another_writer_holds_the_database(

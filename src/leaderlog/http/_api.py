@@ -380,7 +380,8 @@ async def healthz(request: Request) -> Response:
     """``ok`` while the server runs, its projections are the versions it reads (not rebuilt
     by another leaderlog version) and the built-in ones apply the log; each projection's
     checkpoint and lag behind the log, and ``error`` for one that is left out (its module
-    does not load, or changed) or could not apply the log at its last try.
+    does not load, or changed) or could not apply the log at its last try (its own failure,
+    or the database's: a full disk, say).
     """
     runners = runners_of(request)
     pairs = [
@@ -390,6 +391,13 @@ async def healthz(request: Request) -> Response:
     ]
     unprepared = {name: f for runner in runners for name, f in runner.unprepared.items()}
     failing = {name: f for runner in runners for name, f in runner.failing.items()}
+    # Each projection whose runner could not go on for the database's trouble (a full disk).
+    stalled = {
+        projection.name: runner.stalled
+        for runner in runners
+        if runner.stalled is not None
+        for projection in runner.projections
+    }
     head = max((s.head for _, s in pairs), default=(await log_of(request).store.head())[0])
     listed = []
     for projection, status in pairs:
@@ -404,6 +412,8 @@ async def healthz(request: Request) -> Response:
             entry["error"] = f"left out: {projection.reason}"
         elif (failure := unprepared.get(status.name) or failing.get(status.name)) is not None:
             entry["error"] = str(failure)
+        elif (trouble := stalled.get(status.name)) is not None:
+            entry["error"] = f"cannot apply the log: {trouble}"
         elif status.version != projection.version and is_builtin(projection):
             entry["error"] = (
                 f"rebuilt by another leaderlog version (version {status.version} in the "
@@ -429,7 +439,9 @@ async def healthz(request: Request) -> Response:
             and not any(
                 is_builtin(projection)
                 for projection, _ in pairs
-                if projection.name in unprepared or projection.name in failing
+                if projection.name in unprepared
+                or projection.name in failing
+                or projection.name in stalled
             ),
             "head": head,
             "projections": listed,

@@ -262,6 +262,9 @@ class ProjectionRunner:
         #: projections applied (cut short, or another log in its place) and starts rebuilding
         #: them: whoever keeps what was read from them (a server's feeds and pages) drops it.
         self.on_another_log: Callable[[int], None] | None = None
+        #: Why the last catch-up could not go on, in words anyone may be told (the database's
+        #: disk is full, it cannot be reached...); None once one got through.
+        self.stalled: str | None = None
 
     @property
     def unprepared(self) -> Mapping[str, ProjectionFailure]:
@@ -917,8 +920,17 @@ class ProjectionRunner:
 
     async def catch_up(self, progress: Progress | None = None) -> int:
         """Bring every projection to the current head of the log; returns that position."""
-        await self.prepare()
-        return await self._run(self.projections, progress)
+        try:
+            await self.prepare()
+            head = await self._run(self.projections, progress)
+        except StoreUnavailable as error:
+            self.stalled = error.public
+            raise
+        except ProjectionFailed:
+            self.stalled = None  # the database answered: the projections' own failures
+            raise
+        self.stalled = None
+        return head
 
     async def rebuild(
         self, names: Iterable[str] | None = None, progress: Progress | None = None
