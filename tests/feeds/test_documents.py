@@ -1078,3 +1078,13 @@ async def test_the_feed_of_everything_before_any_claim_is_dated_by_the_log_not_1
         service = await project(log)
         moved = await service.describe(request)
         assert moved.position == 2 and moved.etag != validators.etag
+
+
+async def test_an_rss_reader_finds_the_feed_s_author_as_in_atom(seeded_log: EventLog) -> None:
+    # RSS's <author> takes an email address, which the feeds have none of: feedgen left it
+    # out, and rss2email wrote "<author>" as the sender's name
+    service = await project(seeded_log)
+    atom = _parse(await _render(service, "all"), "atom")
+    rss = _parse(await _render(service, "all", "rss"), "rss")
+    assert rss.feed.author == atom.feed.author == "leaderlog"
+    assert b"<dc:creator>leaderlog</dc:creator>" in await _render(service, "all", "rss")

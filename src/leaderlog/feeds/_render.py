@@ -259,6 +259,11 @@ def _generator(feed: Feed, fmt: FeedFormat) -> FeedGenerator:
     generator.language(feed.language)
     generator.updated(feed.updated)
     generator.author({"name": feed.author})
+    if fmt == "rss":
+        # RSS's own <author> and <managingEditor> take an email address, which the feeds do
+        # not have (feedgen leaves them out): readers find the name in dc:creator.
+        generator.load_extension("dc", atom=False, rss=True)
+        generator.dc.dc_creator(feed.author)
     generator.generator(feed.generator, version=feed.generator_version)
     self_link = {"href": address(feed.self_url), "rel": "self", "type": MEDIA_TYPES[fmt]}
     home_link = {"href": address(feed.home_url), "rel": "alternate", "type": "text/html"}
