@@ -118,3 +118,47 @@ async def test_an_undated_occurred_appointment_may_still_be_the_holding_that_end
     # then it is evidence of the tenure that ended, not a return
     assert holders == []
     assert spans == [("2025-01-10", "2025-06-01")]
+
+
+async def test_an_undated_incumbency_against_a_disputed_departure_holds_the_post(
+    sqlite_url: str,
+) -> None:
+    # given x left on 1 June by one report, disputed by a source of 15 June saying, without
+    # a date, that x heads the post ("she remains deputy director")
+    records = _left_then_expected_back(SOON)
+    records[-1] = _claim("back", "rumour", "incumbency", modality="occurred")
+    records.append(
+        record(
+            "claim.disputed",
+            claim="left",
+            reason="x remains",
+            source="rumour",
+            conflicts_with=["back"],
+        )
+    )
+    async with await EventLog.open(sqlite_url) as log:
+        await append(log, records, recorded_at=at("2025-07-02T00:00:00Z"))
+        queries = await current(log)
+        state = await queries.state(org="acme", as_of="2025-07-05")
+    (post,) = state["posts"]
+    # then x holds the post when asked after that source was out, where it was vacant, and
+    # the dispute stands as a conflict
+    assert [holder["person"] for holder in post["holders"]] == ["x"]
+    assert post["vacancy"] == "filled"
+    assert [conflict["kind"] for conflict in post["conflicts"]] == ["disputed"]
+
+
+async def test_once_the_disputed_departure_is_confirmed_the_undated_incumbency_is_its_past(
+    sqlite_url: str,
+) -> None:
+    # given the same, then the departure confirmed by a source of 1 July
+    records = _left_then_expected_back(SOON)
+    records[-1] = _claim("back", "rumour", "incumbency", modality="occurred")
+    records += [
+        record("claim.disputed", claim="left", reason="x remains", conflicts_with=["back"]),
+        record("claim.confirmed", claim="left", source="later"),
+    ]
+    holders, spans = await _holders_and_history(sqlite_url, records, "2025-07-05")
+    # then the departure stands, and the incumbency describes the holding it ended
+    assert holders == []
+    assert spans == [("2025-01-10", "2025-06-01")]

@@ -277,10 +277,15 @@ class ClaimVersion:
         if anchor.get("basis") not in ("published", "recorded"):
             earliest = earliest_day(anchor) or latest
         if self.doc["modality"] != "occurred":
-            earliest = max(earliest, self._report_out_from())
+            earliest = max(earliest, self.report_out_from())
         return min(earliest, latest)
 
-    def _report_out_from(self) -> dt.date:
+    def dated_by_its_source(self) -> bool:
+        """Whether the change has no date of its own, and counts from its source's."""
+        anchor = self._effect_anchor()
+        return anchor is not None and anchor.get("basis") in ("published", "recorded")
+
+    def report_out_from(self) -> dt.date:
         """The first day the claim's report may have been out: its source's published date,
         when the source gives one (a recorded day only says it was out by then)."""
         reported = shown_anchor(self.doc["reported_anchor"])

@@ -11,7 +11,9 @@ at some T (see :mod:`.claim_versions` for how versions and their dates come abou
 - An appointment or incumbency opens a tenure for its person, a departure closes it. Nothing
   closes a tenure implicitly, so two permanent holders at once stay visible as a conflict.
   One that may have taken effect by the day a departure of its person ended a tenure (its
-  date is vaguer) is evidence of that tenure: only one certainly after it opens another.
+  date is vaguer) is evidence of that tenure: only one certainly after it opens another,
+  as does an incumbency without a date from a source out after a disputed departure (it
+  says the person holds the post then, against the departure).
   An appointment in another specific capacity (acting, then permanent) starts a new tenure.
   A departure that may be the end already known (reported again, or more vaguely) is
   evidence of it; one only announced or expected is then no longer pending either.
@@ -60,7 +62,7 @@ __all__ = [
 # Bumped with every change to what these rules answer from the same stored claim versions:
 # the leadership projection's version moves only when its rows do, so validators of answers
 # worked out with the rules (the pages' ETags) carry this one too.
-RULES_VERSION = 3
+RULES_VERSION = 4
 
 ACTING_CAPACITIES = frozenset({"acting", "interim"})
 
@@ -350,9 +352,25 @@ def _rival_of(claim: ClaimVersion, tenure: Tenure, rivals: Mapping[str, str]) ->
 
 
 def _before_end(claim: ClaimVersion, tenure: Tenure) -> bool:
-    """Whether ``claim`` may have taken effect by the day ``tenure`` ended, in its capacity."""
+    """Whether ``claim`` may have taken effect by the day ``tenure`` ended, in its capacity.
+
+    An incumbency without a date of its own, whose source was out only after a disputed
+    departure ended the tenure, did not: it says the person holds the post on the day it
+    was out ("she remains deputy director"), against that departure. Undisputed, the
+    departure stands, and the incumbency may describe the holding it ended, reported late.
+    """
     earliest = claim.earliest_effect_day()
     if earliest is None or tenure.end_day is None or earliest > tenure.end_day:
+        return False
+    if (
+        claim.kind == "incumbency"
+        and claim.dated_by_its_source()
+        and claim.report_out_from() > tenure.end_day
+        and any(
+            ender.claim == tenure.ended_by and ender.status == "disputed"
+            for ender in tenure.evidence
+        )
+    ):
         return False
     return not (claim.kind == "appointment" and _other_role(claim, tenure))
 
