@@ -304,6 +304,12 @@ class ProjectionFailure:
     last: int | None
     cause: Exception
 
+    @property
+    def at_a_newer_version_s_event(self) -> bool:
+        """Whether it stopped at a stored event a newer leaderlog wrote (a newer
+        ``schema_version``, or a type this version does not know): nothing here can fix it."""
+        return isinstance(self.cause, RecordError) and self.cause.rule in ("schema_version", "type")
+
     def __str__(self) -> str:
         # One line: a database's message may run over several ("...\nDETAIL: ...").
         reason = " ".join(str(self.cause).split())
@@ -317,8 +323,7 @@ class ProjectionFailure:
             f"event {self.first}" if self.first == self.last else f"events {self.first}-{self.last}"
         )
         until = "that is fixed"
-        if isinstance(self.cause, RecordError) and self.cause.rule in ("schema_version", "type"):
-            # A stored event a newer leaderlog wrote: nothing here can fix it.
+        if self.at_a_newer_version_s_event:
             until = "the leaderlog version that wrote that event runs"
         return (
             f"projection {self.name} could not apply {span}: {cause}; "

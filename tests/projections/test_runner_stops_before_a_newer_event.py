@@ -111,12 +111,14 @@ async def test_every_built_in_applies_the_events_before_it_and_names_it(
 
 def test_leaderlog_projections_shows_where_each_built_in_stopped(sqlite_url: str) -> None:
     position = asyncio.run(_seeds_then(sqlite_url, NEWER))
-    # a query brings the projections up to date, as far as they go, and says where they stop
-    answered = invoke(sqlite_url, "state")
-    assert answered.exit_code == 1
+    # a query brings the projections up to date, as far as they go, says where they stop,
+    # and answers as known before that event, as a server does (it failed, answering nothing)
+    answered = invoke(sqlite_url, "state", "--json")
+    assert answered.exit_code == 0, answered.stderr
+    assert json.loads(answered.stdout)["known_at"]["position"] == position - 1
     for name in BUILTIN:
         assert (
-            f"projection {name} could not apply event {position}: RecordError: event at "
+            f"warning: projection {name} could not apply event {position}: RecordError: event at "
             f"position {position}: org.updated schema_version 99 is newer than this leaderlog "
             f"understands (1); it stays at position {position - 1} until"
         ) in answered.stderr
@@ -126,6 +128,11 @@ def test_leaderlog_projections_shows_where_each_built_in_stopped(sqlite_url: str
         name: position - 1 for name in BUILTIN
     }
     assert {name: statuses[name]["lag"] for name in BUILTIN} == {name: 2 for name in BUILTIN}
+    # and an answer that needs that event names it
+    needing = invoke(sqlite_url, "state", "--known-at", str(position))
+    assert needing.exit_code == 1
+    assert f"event at position {position} cannot be read" in needing.stderr
+    assert "run the leaderlog version that wrote it" in needing.stderr
 
 
 async def test_a_user_projection_that_does_not_read_it_goes_on_and_one_that_does_stops(

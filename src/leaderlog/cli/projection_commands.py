@@ -148,7 +148,8 @@ async def catch_up_for_queries(runner: ProjectionRunner) -> None:
 
     Queries read the built-in projections only, so a user projection that fails is reported
     on stderr and left behind rather than refusing the answer; a built-in that fails is an
-    error.
+    error, unless it stopped before an event a newer leaderlog wrote: that is said on stderr,
+    and the answers stop before it (one that needs it names it), as a server's do.
     """
     # A query waits at most one time limit for a slow user projection (it reads only the
     # built-ins); `rebuild` and servers take it on with smaller pages.
@@ -157,7 +158,10 @@ async def catch_up_for_queries(runner: ProjectionRunner) -> None:
         with _runner_warnings_on_stderr():
             await _catch_up(runner)
     except ProjectionFailed as failed:
-        if any(name in BUILTIN for name in failed.names):
+        if any(
+            failure.name in BUILTIN and not failure.at_a_newer_version_s_event
+            for failure in failed.failures
+        ):
             raise
         for failure in failed.failures:
             # Escaped: the error a projection raised may quote stored text (a name holding
