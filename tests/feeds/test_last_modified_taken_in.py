@@ -86,3 +86,21 @@ async def test_a_document_says_its_event_s_stamp_whenever_the_server_took_it_in(
             assert one.body == other.body
             assert one.validators.etag == other.validators.etag
             assert one.validators.last_modified > other.validators.last_modified
+
+
+async def test_a_change_the_follower_applied_is_dated_then_not_when_a_reader_first_asks(
+    sqlite_url: str,
+) -> None:
+    # given a server that has answered, and a change its follower applied at once
+    async with await EventLog.open(sqlite_url) as log:
+        service, runner = await _serving(log)
+        await log.append_events([PersonUpdated(person="x", name="Y")], actor="t")
+        applied = await runner.catch_up()
+        service.applied(applied)
+        taken_in = dt.datetime.now(dt.UTC)
+        # when the first reader asks well after that
+        await asyncio.sleep(0.3)
+        modified = (await service.describe(REQUEST)).last_modified
+    # then the document is dated by when the change arrived, not by that first request
+    # (which also held Last-Modified back until its own second was over)
+    assert modified <= taken_in

@@ -259,6 +259,15 @@ class FeedService:
         """Look at the projection again on the next request (call after appending)."""
         self._checked = -1.0
 
+    def applied(self, position: int) -> None:
+        """The feed projection has applied the log up to ``position``, as its follower or a
+        writer waiting for its own event has just seen: those events arrive now, not when
+        the next reader asks (see :meth:`_dated`), and the projection is looked at again on
+        the next request."""
+        if not self._rebuilding:
+            self._took_in(position)
+        self._checked = -1.0
+
     def log_replaced(self, head: int) -> None:
         """The log no longer holds what the feeds were read from: events were removed from
         its end, or another log was put in its place (a runner found so and is rebuilding its

@@ -31,6 +31,7 @@ from leaderlog.feeds import (
 from leaderlog.http._errors import shortened
 from leaderlog.log import EventLog
 from leaderlog.projections import BUILTIN, InvalidQuery, ProjectionRunner, Queries, verify_log
+from leaderlog.projections.feed_entries import FeedEntriesProjection
 from leaderlog.projections.query_input import WHOLE_NUMBER, check_utf8
 from leaderlog.store import VerifyReport
 
@@ -198,7 +199,10 @@ class Services:
                 await runner.catch_up()
             except ProjectionFailed as failed:
                 failures += failed.failures
-        self.feeds.invalidate()
+        if any(failure.name == FeedEntriesProjection.name for failure in failures):
+            self.feeds.invalidate()
+        else:
+            self.feeds.applied(target)
         if not any(failure.name in BUILTIN for failure in failures):
             # What queries and feeds read is there.
             self._applied.position = max(self._applied.position, target)

@@ -289,6 +289,7 @@ async def _follow(
     it changes, not on every retry.
     """
     applied = -1
+    keeps_the_feeds = any(p.name == FeedEntriesProjection.name for p in runner.projections)
     while not stop.is_set():
         try:
             head = await runner.catch_up()
@@ -307,7 +308,10 @@ async def _follow(
         reported = ""
         if head != applied:
             applied = head
-            services.feeds.invalidate()
+            if keeps_the_feeds:
+                services.feeds.applied(head)
+            else:
+                services.feeds.invalidate()
         await runner.store.wait_for_events(head, _POLL_SECONDS)
 
 
