@@ -16,7 +16,7 @@ Hierarchy::
     │       ├── StoreBusy        another transaction held a lock longer than a write waits
     │       ├── StoreUnreachable nothing answers at the database's address, or it is restarting
     │       ├── LogRemoved       the log was dropped while open (a refused first import, by hand)
-    │       ├── StoreReadOnly    the database file may be read but not written here
+    │       ├── StoreReadOnly    the database may be read but not written here
     │       └── BuiltByAnotherVersion  a projection was rebuilt by another leaderlog version
     ├── ProjectionError          a projection cannot be loaded or answered
     │   ├── ProjectionFailed     projections could not apply some events; the others went on
@@ -429,9 +429,10 @@ class LogRemoved(StoreUnavailable):
 
 
 class StoreReadOnly(StoreUnavailable):
-    """The SQLite file, or its folder, may be read but not written by this process: not worth
-    trying again until its permissions change (a server then needs a restart, as SQLite keeps
-    a connection opened read-only so)."""
+    """The database may be read but not written here: a SQLite file or folder this process
+    may not write (a server then needs a restart, as SQLite keeps a connection opened
+    read-only so), or a PostgreSQL connection that may only read (a hot standby, or
+    ``default_transaction_read_only``). Not worth trying again until that changes."""
 
 
 class BuiltByAnotherVersion(StoreUnavailable):

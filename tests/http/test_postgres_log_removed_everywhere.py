@@ -13,7 +13,7 @@ import httpx
 
 from leaderlog.http import create_app
 from tests.conftest import SEEDS
-from tests.http.server import running
+from tests.http.server import create_token, running
 from tests.store import postgres_schema
 
 REMOVED = "the log was removed from the database"
@@ -111,5 +111,37 @@ async def test_a_log_restored_under_the_server_is_a_503_until_it_restarts(
                 await _first_removed(client, "/api/state")
                 with running(create_app(url, seeds=SEEDS)):
                     pass  # another server creates the log again, and stops
+                for route in ROUTES:
+                    _says_removed(await client.get(route), route)
+
+
+async def test_a_write_that_finds_the_log_replaced_has_every_route_say_so(
+    postgres_url: str,
+) -> None:
+    # given a server, and its events table replaced by a copy (a restore under it)
+    async with postgres_schema(postgres_url) as url:
+        token = await create_token(url, "alice")
+        with running(create_app(url, seeds=SEEDS)) as base_url:
+            async with httpx.AsyncClient(base_url=base_url, timeout=30) as client:
+                assert (await client.get("/api/state")).status_code == 200
+                schema = f'"{url.rsplit("schema=", 1)[1]}"'
+                connection = await asyncpg.connect(postgres_url)
+                try:
+                    await connection.execute(
+                        f"ALTER TABLE {schema}.events RENAME TO events_before;"
+                        f"CREATE TABLE {schema}.events (LIKE {schema}.events_before "
+                        "INCLUDING ALL);"
+                        f"INSERT INTO {schema}.events SELECT * FROM {schema}.events_before"
+                    )
+                finally:
+                    await connection.close()
+                # when a write is the first to find it
+                written = await client.post(
+                    "/api/events",
+                    json={"type": "person.registered", "data": {"person": "p1", "name": "P"}},
+                    headers={"Authorization": f"Bearer {token}"},
+                )
+                _says_removed(written, "POST")
+                # then every route says so, as when a read finds it first
                 for route in ROUTES:
                     _says_removed(await client.get(route), route)

@@ -16,7 +16,13 @@ import anyio
 import asyncpg
 import pytest
 
-from leaderlog.errors import LogRemoved, StoreError, StoreUnavailable, StoreUnreachable
+from leaderlog.errors import (
+    LogRemoved,
+    StoreError,
+    StoreReadOnly,
+    StoreUnavailable,
+    StoreUnreachable,
+)
 from leaderlog.projections import BUILTIN, ProjectionRunner
 from leaderlog.store import EventStore, open_store
 from leaderlog.store.postgres import (
@@ -871,9 +877,16 @@ async def test_a_connection_that_may_only_read_is_said_so_by_commands_that_write
     async with await open_store(read_only, create=False) as reader:
         assert (await reader.verify()).ok
         # when projections are to be kept up to date, then the refusal says why, in one line
-        with pytest.raises(StoreError, match="this connection may only read") as refused:
+        with pytest.raises(StoreReadOnly, match="this connection may only read") as refused:
             await ProjectionRunner(reader, [cls() for cls in BUILTIN.values()]).catch_up()
+        # and an append is refused so too: a condition of the database, which a server
+        # answers 503 and health names, not a fault of its own (a 500 with a trace)
+        with pytest.raises(StoreReadOnly) as appending:
+            await reader.append([event("b")], actor="t")
     assert "\n" not in str(refused.value)
+    assert appending.value.public == (
+        "the database cannot be written to: it is read-only here; nothing was written"
+    )
 
 
 @pytest.mark.parametrize(
@@ -987,3 +1000,32 @@ async def test_a_store_opened_before_its_log_was_dropped_and_created_anew_does_n
     finally:
         await opened_before.close()
         await created_anew.close()
+
+
+async def test_a_connection_lost_after_its_work_is_given_back_without_an_error(
+    schema_url: str,
+) -> None:
+    # An append committed, then its connection terminated (by an administrator, say) before
+    # it was given back: the release failed ("cannot switch to state 15"), and that failure
+    # answered the written batch as not written.
+    from leaderlog.store.postgres import _release
+
+    async with await open_store(schema_url) as store:
+        assert isinstance(store, PostgresStore)
+        pool = store._pool
+        connection = await pool.acquire()
+        pid = await connection.fetchval("SELECT pg_backend_pid()")
+        working = asyncio.ensure_future(connection.execute("SELECT pg_sleep(1)"))
+        await asyncio.sleep(0.1)
+        killer = await asyncpg.connect(schema_url.partition("?")[0])
+        try:
+            assert await killer.fetchval("SELECT pg_terminate_backend($1)", pid)
+        finally:
+            await killer.close()
+        # when it is given back (asyncpg's own release raises here), then nothing is raised
+        await _release(pool, connection)
+        with pytest.raises(asyncpg.ConnectionDoesNotExistError):
+            await working
+        # and the store goes on with another connection
+        await store.append([event("after")], actor="t")
+        assert (await store.head())[0] == 1

@@ -7,7 +7,6 @@ rules) → 409 (expected version or event id) → 201 appended / 200 already pre
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from email.message import EmailMessage, Message
 from email.utils import collapse_rfc2231_value
@@ -32,7 +31,6 @@ from leaderlog.errors import (
     ConcurrencyError,
     DuplicateEventError,
     RecordError,
-    StoreUnavailable,
     TokenError,
 )
 from leaderlog.events import EVENT_TYPES, Record, check_derived_id, event_schema, parse_record
@@ -42,14 +40,12 @@ from leaderlog.http._errors import (
     error_response,
     parameter_problems,
     shortened,
-    unavailable_response,
 )
 from leaderlog.log import MAX_LINE_BYTES, MAX_RECORD_BYTES, EventLog, too_large
 from leaderlog.tokens import Tokens
 
 __all__ = ["MAX_BODY_BYTES", "MAX_DEPTH", "MAX_RECORDS", "MAX_RECORD_BYTES", "write_router"]
 
-logger = logging.getLogger("leaderlog.http")
 
 # Headers a write takes one value of.
 _SINGLE_HEADERS = ("Authorization", "Content-Type", "Content-Length", "Content-Encoding")
@@ -489,9 +485,8 @@ def write_router(
             return error_response(409, "conflict", str(error))
         except DuplicateEventError as error:
             return error_response(409, "conflict", _conflict_located(error, records))
-        except StoreUnavailable as error:
-            logger.warning("POST /api/events: %s", error)
-            return unavailable_response(error)
+        # StoreUnavailable goes to the app's handler, as from every other route: a log found
+        # removed then answers so on every route, and is logged once.
         projected = True
         if outcome.positions:
             projected = await applied_through(request, max(outcome.positions))

@@ -52,6 +52,7 @@ from leaderlog.errors import (
     ProjectionError,
     StoreBusy,
     StoreError,
+    StoreReadOnly,
     StoreUnavailable,
     StoreUnreachable,
 )
@@ -314,6 +315,18 @@ _RIGHTS_NEEDED = (
 )
 
 
+async def _release(
+    pool: asyncpg.Pool[asyncpg.Record], connection: asyncpg.pool.PoolConnectionProxy[asyncpg.Record]
+) -> None:
+    """Give ``connection`` back to ``pool``. One the server has lost meanwhile (terminated by
+    an administrator, say) cannot be reset: the pool closes it and opens another when one
+    is needed. What was committed on it stands, and what failed on it was said already, so
+    the release's own failure ("cannot switch to state 15; another operation is in
+    progress") must neither replace that nor undo that."""
+    with contextlib.suppress(Exception):
+        await pool.release(connection)
+
+
 @contextlib.contextmanager
 def _unavailable_on_disconnect() -> Iterator[None]:
     try:
@@ -328,11 +341,14 @@ def _unavailable_on_disconnect() -> Iterator[None]:
         # Worded as SQLite's: scripts and users meet one message for one situation.
         raise StoreBusy(f"database is busy: {_reason(error)}") from error
     except asyncpg.ReadOnlySQLTransactionError as error:
-        raise StoreError(
+        # As SQLite's read-only file: a 503 with no Retry-After, and a projection held back
+        # by the database, which health says, rather than a fault of the server's own.
+        raise StoreReadOnly(
             f"PostgreSQL refused: {_reason(error)}; this connection may only read (a hot "
             "standby, or default_transaction_read_only): the commands that keep projections "
             "up to date, and appending, need a server and settings that allow writing "
-            "(verify, events, export and projections only read)"
+            "(verify, events, export and projections only read)",
+            public="the database cannot be written to: it is read-only here; nothing was written",
         ) from error
     except asyncpg.InsufficientPrivilegeError as error:
         # Not worth retrying: the role lacks a right. Which one depends on the command, and
@@ -1208,28 +1224,32 @@ class PostgresStore(EventStore):
         reporter = None if progress is None else WriteProgressReporter(progress, batches)
         async with self._write_lock:
             with _log_still_there(), _unavailable_on_disconnect():
-                async with (
-                    self._pool.acquire() as connection,
-                    # READ COMMITTED so the head is read after the lock, not from an older snapshot.
-                    connection.transaction(isolation="read_committed"),
-                ):
-                    await connection.execute(
-                        "SELECT pg_advisory_xact_lock($1)", self._append_lock_key
-                    )
-                    outcomes, rows = await self._plan(
-                        connection, batches, reporter, self._table_oid
-                    )
-                    for start in range(0, len(rows), _INSERT_CHUNK):
-                        chunk = rows[start : start + _INSERT_CHUNK]
-                        await connection.execute(_INSERT, *_rows_to_columns(chunk))
-                        if reporter is not None:
-                            reporter.inserted(start + len(chunk), len(rows))
-                    if rows:
+                connection = await self._pool.acquire()
+                try:
+                    # READ COMMITTED so the head is read after the lock, not from an older
+                    # snapshot.
+                    async with connection.transaction(isolation="read_committed"):
                         await connection.execute(
-                            "SELECT pg_notify($1, $2)",
-                            CHANNEL,
-                            f"{self.schema}:{rows[-1].position}",
+                            "SELECT pg_advisory_xact_lock($1)", self._append_lock_key
                         )
+                        outcomes, rows = await self._plan(
+                            connection, batches, reporter, self._table_oid
+                        )
+                        for start in range(0, len(rows), _INSERT_CHUNK):
+                            chunk = rows[start : start + _INSERT_CHUNK]
+                            await connection.execute(_INSERT, *_rows_to_columns(chunk))
+                            if reporter is not None:
+                                reporter.inserted(start + len(chunk), len(rows))
+                        if rows:
+                            await connection.execute(
+                                "SELECT pg_notify($1, $2)",
+                                CHANNEL,
+                                f"{self.schema}:{rows[-1].position}",
+                            )
+                finally:
+                    # Committed, the batches are written, whatever becomes of the connection
+                    # next: one lost just after must not answer them as not written.
+                    await _release(self._pool, connection)
         if reporter is not None:
             reporter.finished(outcomes)  # committed
         if rows:
@@ -1492,7 +1512,7 @@ class PostgresStore(EventStore):
             with _unavailable_on_disconnect():
                 await transaction.commit()
         finally:
-            await self._pool.release(connection)
+            await _release(self._pool, connection)
 
     async def query(self, sql: str, parameters: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         return [tuple(row) for row in await self._fetch(translate_placeholders(sql), *parameters)]
