@@ -1121,3 +1121,23 @@ def test_serve_shows_each_projection_group_s_progress_while_it_catches_up(
     drawn = screen.getvalue()
     assert "updating leadership, audit" in drawn and "updating feed_entries" in drawn
     assert f"{SEED_COUNT}/{SEED_COUNT}" in drawn
+
+
+def test_feed_is_written_for_a_role_that_may_only_read_once_the_feeds_are_current(
+    postgres_url: str,
+) -> None:
+    async def asked_twice() -> tuple[Result, Result]:
+        # given a PostgreSQL log whose feed entries are current
+        async with postgres_schema(postgres_url) as url:
+            await _seed(url)
+            built = await asyncio.to_thread(CliRunner().invoke, main, ["--db", url, "feed"])
+            # when asked again over a connection that may only read (a hot standby's)
+            read_only = f"{url}&default_transaction_read_only=on"
+            again = await asyncio.to_thread(CliRunner().invoke, main, ["--db", read_only, "feed"])
+        return built, again
+
+    built, again = asyncio.run(asked_twice())
+    assert built.exit_code == 0, built.stderr
+    # then the same document is written, where creating tables first refused it
+    assert again.exit_code == 0, again.stderr
+    assert again.stdout_bytes == built.stdout_bytes

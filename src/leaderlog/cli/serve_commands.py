@@ -819,7 +819,9 @@ def feed_command(
         async with context.log(create=False) as log:
             from leaderlog.http import feed_runner  # the HTTP stack, only when used
 
-            await feed_runner(log.store).catch_up()
+            # As the queries do: nothing written when the feed entries are current, so that
+            # a role that may only read (a hot standby's) gets its feed.
+            await catch_up_for_queries(feed_runner(log.store))
             try:
                 rendered = await FeedService(log.store).render(request)
             except FeedNotFound as error:
