@@ -1002,6 +1002,16 @@ async def test_a_store_opened_before_its_log_was_dropped_and_created_anew_does_n
         await created_anew.close()
 
 
+async def test_a_log_created_over_a_connection_that_may_only_read_is_refused_saying_why(
+    schema_url: str,
+) -> None:
+    # import, token create and serve create the log's tables first: they said only that
+    # CREATE TABLE was refused, where the other commands said what the connection lacks
+    with pytest.raises(StoreReadOnly, match="this connection may only read") as refused:
+        await open_store(f"{schema_url}&default_transaction_read_only=on")
+    assert str(refused.value).startswith("cannot prepare PostgreSQL database ")
+
+
 async def test_a_connection_lost_after_its_work_is_given_back_without_an_error(
     schema_url: str,
 ) -> None:

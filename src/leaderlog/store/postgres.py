@@ -327,6 +327,17 @@ async def _release(
         await pool.release(connection)
 
 
+def _read_only(refused: str) -> StoreReadOnly:
+    """What a connection that may only read is told when it writes, ``refused`` first."""
+    return StoreReadOnly(
+        f"{refused}; this connection may only read (a hot standby, or "
+        "default_transaction_read_only): the commands that keep projections up to date, and "
+        "appending, need a server and settings that allow writing (verify, events, export "
+        "and projections only read)",
+        public="the database cannot be written to: it is read-only here; nothing was written",
+    )
+
+
 @contextlib.contextmanager
 def _unavailable_on_disconnect() -> Iterator[None]:
     try:
@@ -343,13 +354,7 @@ def _unavailable_on_disconnect() -> Iterator[None]:
     except asyncpg.ReadOnlySQLTransactionError as error:
         # As SQLite's read-only file: a 503 with no Retry-After, and a projection held back
         # by the database, which health says, rather than a fault of the server's own.
-        raise StoreReadOnly(
-            f"PostgreSQL refused: {_reason(error)}; this connection may only read (a hot "
-            "standby, or default_transaction_read_only): the commands that keep projections "
-            "up to date, and appending, need a server and settings that allow writing "
-            "(verify, events, export and projections only read)",
-            public="the database cannot be written to: it is read-only here; nothing was written",
-        ) from error
+        raise _read_only(f"PostgreSQL refused: {_reason(error)}") from error
     except asyncpg.InsufficientPrivilegeError as error:
         # Not worth retrying: the role lacks a right. Which one depends on the command, and
         # a refused read (verify as a role that may not select) must not be told to create.
@@ -1135,6 +1140,11 @@ class PostgresStore(EventStore):
                     table_schema, table_oid = created.schema, created.table_oid
                 else:
                     table_schema, table_oid = await _existing_schema(connection, shown, schema)
+        except asyncpg.ReadOnlySQLTransactionError as error:
+            await pool.close()
+            raise _read_only(
+                f"cannot prepare PostgreSQL database {shown}: {_reason(error)}"
+            ) from error
         except _SERVER_ERRORS as error:
             await pool.close()
             reason = _reason(error)
