@@ -332,8 +332,8 @@ def _read_only(refused: str) -> StoreReadOnly:
     return StoreReadOnly(
         f"{refused}; this connection may only read (a hot standby, or "
         "default_transaction_read_only): the commands that keep projections up to date, and "
-        "appending, need a server and settings that allow writing (verify, events, export "
-        "and projections only read)",
+        "appending, need a server and settings that allow writing (verify, events, export, "
+        "projections and token list only read)",
         public="the database cannot be written to: it is read-only here; nothing was written",
     )
 

@@ -561,7 +561,7 @@ def _file_trouble(error: sqlite3.DatabaseError, path: Path) -> StoreError | None
         return StoreReadOnly(
             f"cannot write to the SQLite database {path}: {error}; appending and the commands "
             "that keep projections up to date need write access to the file and its folder "
-            "(verify, events and export only read)",
+            "(verify, events, export, projections and token list only read)",
             public="the database cannot be written to: it is read-only here; nothing was written",
         )
     if primary == sqlite3.SQLITE_FULL:
