@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import hmac
 import re
+import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -478,3 +480,22 @@ async def test_a_token_asked_for_after_an_import_under_its_name_committed_is_ref
     assert (await _person(log, "p-racer", "racer", guard)).appended == 1
     with pytest.raises(TokenNameRefused, match="recorded as appended by 'racer'"):
         await tokens.create("racer")
+
+
+async def test_a_token_checked_after_its_tables_went_with_a_replaced_log_is_unknown(
+    sqlite_url: str,
+) -> None:
+    # given a server's tokens, checked once (their tables found)
+    async with await EventLog.open(sqlite_url) as log:
+        await log.append_events([PersonRegistered(person="x1", name="X")], actor="t")
+        tokens = Tokens(log.store)
+        token = await tokens.create("alice")
+        assert await tokens.check(token) == "alice"
+        # when another log without tokens is put in its place (a copy restored under it)
+        with contextlib.closing(sqlite3.connect(sqlite_url.removeprefix("sqlite:///"))) as other:
+            other.execute("DROP TABLE write_tokens")
+            other.execute("DROP TABLE write_tokens_retired")
+            other.commit()
+        # then the token is unknown there, where the missing table was a 500 for good
+        with pytest.raises(TokenError, match="unknown token"):
+            await tokens.check(token)

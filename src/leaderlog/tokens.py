@@ -230,10 +230,20 @@ class Tokens:
             await self._store.head()
             raise TokenError("unknown token")
         digest = _digest(token)
-        rows = await self._store.query(
-            "SELECT name, token_hash, revoked_at FROM write_tokens WHERE token_hash = ?",
-            (digest,),
-        )
+        try:
+            rows = await self._store.query(
+                "SELECT name, token_hash, revoked_at FROM write_tokens WHERE token_hash = ?",
+                (digest,),
+            )
+        except StoreError:
+            raise
+        except Exception:
+            # Found before, the tables may have gone since: another log put in this one's
+            # place (a copy restored under a running server) need not have them.
+            self._ready = False
+            if await self._exists():
+                raise
+            raise TokenError("unknown token") from None
         # The lookup is by hash, so timing reveals nothing about the secret; the explicit
         # constant-time comparison guards against a collation ever matching loosely.
         if not rows:

@@ -3,13 +3,17 @@ the feeds and pages serve the log now in place, never what was read from the oth
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 
+from leaderlog.events import PersonRegistered
 from leaderlog.http import create_app
+from leaderlog.projections import BUILTIN
 from tests.http.server import confirm_as_another_writer, running, seeded_database
 
 FOX = "fox-ice-shakeup-2025-05"
@@ -116,3 +120,42 @@ def test_an_older_copy_restored_brings_the_feeds_back_without_what_it_lacks(
         # Written again, the log reaches the position served before with another event.
         confirm_as_another_writer(served, f"{FOX}-hammer-reassignment")
         assert _until(client, base, HAMMER_CONFIRMED)[0].startswith(HAMMER_CONFIRMED)
+
+
+def test_a_writer_on_a_log_replaced_during_a_catch_up_waits_for_its_own_event(
+    tmp_path: Path,
+) -> None:
+    # given a server on a log of 30 events, and a shorter log of 29 to restore under it
+    served = seeded_database(_folder(tmp_path / "served"))
+    confirm_as_another_writer(served, f"{FOX}-genalo-retirement")
+    shorter = seeded_database(_folder(tmp_path / "shorter"))
+
+    async def served_and_restored() -> tuple[int, bool, dict[str, int]]:
+        app = create_app(served)
+        async with app.router.lifespan_context(app):
+            services = app.state.services
+            runner = next(r for r in services.runners if r.projections[0].name in BUILTIN)
+            catch_up = runner.catch_up
+
+            async def restored_first(*arguments: Any, **keywords: Any) -> int:
+                runner.catch_up = catch_up
+                _restore(shorter, served)
+                return await catch_up(*arguments, **keywords)
+
+            # when the shorter log is restored while a writer's catch-up runs
+            runner.catch_up = restored_first
+            await services.catch_up()
+            # and a writer appends to it
+            log = services.log
+            written = await log.append_events([PersonRegistered(person="p1", name="P")], actor="t")
+            (position,) = written.positions
+            applied = await services.applied_through(position)
+            rows = await log.store.query("SELECT name, position FROM projection_checkpoints")
+            return position, applied, {str(name): int(at) for name, at in rows}
+
+    position, applied, checkpoints = asyncio.run(served_and_restored())
+    # then the writer of position 30 of this log waits until its event is applied, where
+    # the other log's 30 events counted as applied already
+    assert position == 30
+    assert applied
+    assert all(checkpoints[name] >= position for name in BUILTIN), checkpoints

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import sqlite3
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -1567,3 +1568,34 @@ async def test_a_user_projection_s_rows_given_as_a_generator_are_all_written(
     await runner.catch_up()
     rows = await seeded_log.store.query("SELECT COUNT(*) FROM p_generated_rows_seen")
     assert rows == [(SEED_COUNT,)]
+
+
+async def test_a_catch_up_the_database_refuses_says_why_until_one_gets_through(
+    sqlite_url: str,
+) -> None:
+    # given projections built, then the database refusing to move their checkpoints (a
+    # right revoked, say: here a trigger)
+    async with await EventLog.open(sqlite_url) as log:
+        await append(log, seed_records())
+        runner = ProjectionRunner(log.store, [cls() for cls in BUILTIN.values()])
+        await runner.catch_up()
+        assert runner.stalled is None
+        database = sqlite_url.removeprefix("sqlite:///")
+        with contextlib.closing(sqlite3.connect(database)) as other:
+            other.execute(
+                "CREATE TRIGGER no_moves BEFORE UPDATE ON projection_checkpoints "
+                "BEGIN SELECT RAISE(ABORT, 'checkpoints may not move'); END"
+            )
+            other.commit()
+        await log.append_events([PersonRegistered(person="x1", name="X")], actor="t")
+        # when a catch-up fails so, then the runner says it stalled (health lists it), in
+        # words that name no file
+        with pytest.raises(Exception, match="checkpoints may not move"):
+            await runner.catch_up()
+        assert runner.stalled == "IntegrityError (the server's log says more)"
+        # and once the database lets it through, it no longer does
+        with contextlib.closing(sqlite3.connect(database)) as other:
+            other.execute("DROP TRIGGER no_moves")
+            other.commit()
+        await runner.catch_up()
+        assert runner.stalled is None

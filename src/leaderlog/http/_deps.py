@@ -87,6 +87,9 @@ class _Applied:
 
     def __init__(self) -> None:
         self.position = 0
+        # Moved on when the log is found replaced: a catch-up begun before then must not
+        # set ``position`` from the other log's head.
+        self.generation = 0
         self.lock = asyncio.Lock()
         self.running: set[asyncio.Task[None]] = set()
 
@@ -165,6 +168,7 @@ class Services:
         writer's position is waited for again, since positions up to the old head now name
         other events."""
         self._applied.position = min(self._applied.position, head)
+        self._applied.generation += 1
         self.feeds.log_replaced(head)
         self.pages.clear()
 
@@ -191,6 +195,7 @@ class Services:
         holds back no writer). One that fails holds back neither the built-ins nor the other
         runners; :class:`ProjectionFailed` then comes last."""
         target, _ = await self.log.store.head()
+        generation = self._applied.generation
         failures: list[ProjectionFailure] = []
         for runner in self.runners:
             if not reads_builtins(runner):
@@ -199,11 +204,13 @@ class Services:
                 await runner.catch_up()
             except ProjectionFailed as failed:
                 failures += failed.failures
-        if any(failure.name == FeedEntriesProjection.name for failure in failures):
+        # A log replaced meanwhile makes ``target`` the other log's head.
+        replaced = generation != self._applied.generation
+        if replaced or any(failure.name == FeedEntriesProjection.name for failure in failures):
             self.feeds.invalidate()
         else:
             self.feeds.applied(target)
-        if not any(failure.name in BUILTIN for failure in failures):
+        if not replaced and not any(failure.name in BUILTIN for failure in failures):
             # What queries and feeds read is there.
             self._applied.position = max(self._applied.position, target)
         if failures:

@@ -278,9 +278,9 @@ class Queries:
         for name, value in (("person", person), ("post", post), ("org", org)):
             refusals.check(check_names, **{name: value})
         refusals.check(parse_known_at, known_at)
-        refusals.raise_any()
         if sum(1 for value in (person, post, org) if value) != 1:
-            raise InvalidQuery("give exactly one of person, post or org")
+            refusals.check(_refuse, "give exactly one of person, post or org", None)
+        refusals.raise_any()
 
     @staticmethod
     def check_claim(claim_id: str, known_at: int | str | dt.date | None = None) -> None:
@@ -331,15 +331,16 @@ class Queries:
             if recorded_to is None
             else refusals.check(parse_time, recorded_to, "to", end_of_day=True)
         )
-        refusals.raise_any()
         if start is not None and end is not None and start > end:
             # Most likely the two were swapped; an empty answer would hide that.
-            raise InvalidQuery(
+            refusals.check(
+                _refuse,
                 f"from ({format_time(start)}) is after to ({format_time(end)}): "
                 "no time is in that range",
-                parameter="from",
+                "from",
                 against="to",
             )
+        refusals.raise_any()
         return start, end
 
     # --- lookups -----------------------------------------------------------------------------
@@ -1418,8 +1419,8 @@ def _check_whole_number(name: str, number: object) -> None:
         raise InvalidQuery(f"{name} must be a whole number, got {number!r}", parameter=name)
 
 
-def _refuse(message: str, parameter: str) -> None:
-    raise InvalidQuery(message, parameter=parameter)
+def _refuse(message: str, parameter: str | None, *, against: str | None = None) -> None:
+    raise InvalidQuery(message, parameter=parameter, against=against)
 
 
 def _near(

@@ -263,7 +263,7 @@ class ProjectionRunner:
         #: them: whoever keeps what was read from them (a server's feeds and pages) drops it.
         self.on_another_log: Callable[[int], None] | None = None
         #: Why the last catch-up could not go on, in words anyone may be told (the database's
-        #: disk is full, it cannot be reached...); None once one got through.
+        #: disk is full, it cannot be reached, it refused...); None once one got through.
         self.stalled: str | None = None
 
     @property
@@ -923,11 +923,17 @@ class ProjectionRunner:
         try:
             await self.prepare()
             head = await self._run(self.projections, progress)
+        except ProjectionFailed:
+            self.stalled = None  # the database answered: the projections' own failures
+            raise
         except StoreUnavailable as error:
             self.stalled = error.public
             raise
-        except ProjectionFailed:
-            self.stalled = None  # the database answered: the projections' own failures
+        except Exception as error:
+            # A refusal of the database's (a right revoked, a damaged file), or another
+            # version's rebuild: said in the server's log, which may name what anyone may
+            # not be told (a file's path).
+            self.stalled = f"{type(error).__name__} (the server's log says more)"
             raise
         self.stalled = None
         return head

@@ -331,9 +331,9 @@ def _read_only(refused: str) -> StoreReadOnly:
     """What a connection that may only read is told when it writes, ``refused`` first."""
     return StoreReadOnly(
         f"{refused}; this connection may only read (a hot standby, or "
-        "default_transaction_read_only): the commands that keep projections up to date, and "
-        "appending, need a server and settings that allow writing (verify, events, export, "
-        "projections and token list only read)",
+        "default_transaction_read_only): appending, creating the log's or the tokens' tables "
+        "and keeping projections up to date need a server and settings that allow writing "
+        "(verify, events, export, projections and token list only read)",
         public="the database cannot be written to: it is read-only here; nothing was written",
     )
 
