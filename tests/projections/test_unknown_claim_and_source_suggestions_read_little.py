@@ -137,6 +137,14 @@ async def _sources_containing(queries: Queries, given: str) -> tuple[str, ...]:
             "ice-hsi-ead)?",
         ),
         (lambda q: q.claim("made-up-id"), "unknown claim 'made-up-id'"),
+        # a letter left out: the claim meant first, where none was suggested
+        (
+            lambda q: q.claim(f"{FOX}-genalo-retirment"),
+            f"unknown claim '{FOX}-genalo-retirment'; did you mean {FOX}-genalo-retirement "
+            f"(departure of kenneth-genalo at ice-ero-ead), {FOX}-genalo-ero-caption "
+            f"(incumbency of kenneth-genalo at ice-ero-ead) or {FOX}-genalo-ero-body "
+            "(incumbency of kenneth-genalo at ice-ero-ead)?",
+        ),
         (
             lambda q: q.claim("genalo RETIREMENT"),
             "unknown claim 'genalo RETIREMENT'; did you mean "

@@ -510,6 +510,21 @@ class Queries:
             ),
             key=lambda claim: (claim != exact, claim),
         )
+        if not meant and len(words) == 1:
+            # No id has parts starting so: a mistyped one ("fox-ice-shakup-...") is found as
+            # a mistyped person or source is.
+            async def starting_with(start: str, seen: Collection[str]) -> _Found:
+                rows = await self.store.query(
+                    "SELECT claim, reported FROM p_audit_claim_tails "
+                    f"WHERE tail >= ? AND tail < ? ORDER BY tail LIMIT {_CANDIDATES}",
+                    _tail_range(start),
+                )
+                ids = {str(claim) for claim, reported in rows if int(reported) <= known}
+                return [(claim, [claim], [claim]) for claim in sorted(ids - set(seen))], len(
+                    rows
+                ) < _CANDIDATES
+
+            meant = [claim for claim, _ in await _mistyped(exact, starting_with)]
         # The versions known then, a few at a time: a claim the leadership projection has
         # not applied yet (it may lag the audit one) has none, and is passed over.
         suggestions: list[tuple[str, str]] = []
