@@ -19,6 +19,7 @@ from tests.projections.logs import (
     append,
     at,
     current,
+    published_source,
     record,
     seed_records,
 )
@@ -372,3 +373,17 @@ async def test_an_actor_an_earlier_version_stored_with_a_line_break_can_be_filte
     # then the audit finds it by that actor
     answer = await queries.audit(actor="desk\nx")
     assert [event["stream"] for event in answer["events"]] == ["person-x1"]
+
+
+async def test_a_mistyped_source_id_is_answered_closest_first(seeded_log: EventLog) -> None:
+    # given two sources whose ids differ in their last character
+    await append(seeded_log, [published_source("fox-ice-shakeup-2025-06", "2025-06-01")])
+    queries = await current(seeded_log)
+    # when one is asked for with a letter left out
+    with pytest.raises(UnknownEntity) as caught:
+        await queries.audit(source="fox-ice-shakup-2025-06")
+    # then the one most like it comes first, not the first in alphabetical order
+    assert str(caught.value) == (
+        "unknown source 'fox-ice-shakup-2025-06'; did you mean fox-ice-shakeup-2025-06 (E) or "
+        f"{FOX} (Fox News)?"
+    )

@@ -520,9 +520,8 @@ class Queries:
                     _tail_range(start),
                 )
                 ids = {str(claim) for claim, reported in rows if int(reported) <= known}
-                return [(claim, [claim], [claim]) for claim in sorted(ids - set(seen))], len(
-                    rows
-                ) < _CANDIDATES
+                complete = len(rows) < _CANDIDATES
+                return [(claim, [claim], [claim]) for claim in sorted(ids - set(seen))], complete
 
             meant = [claim for claim, _ in await _mistyped(exact, starting_with)]
         # The versions known then, a few at a time: a claim the leadership projection has
@@ -1187,14 +1186,14 @@ class Queries:
         # The sources with a word starting as the text given does (id, publisher or title),
         # through the index of where their words start: a bounded few, however many there are.
         found, _ = await self._sources_starting_with(wanted)
-        near = [
+        near = sorted(
             (source, names[0])
             for source, names, forms in found
             if any(_at_a_word_start(wanted, form) for form in forms)
-        ]
+        )
         if not near:
-            near = await _mistyped(wanted, self._sources_starting_with)
-        raise _did_you_mean(message, sorted(near)[:_SUGGESTIONS])
+            near = await _mistyped(wanted, self._sources_starting_with)  # closest first
+        raise _did_you_mean(message, near[:_SUGGESTIONS])
 
     async def _check_publisher(self, publisher: str) -> None:
         # From the publishers' own small table: grouping the sources reads every one.
