@@ -567,6 +567,18 @@ async def _rename_as_another_writer(url: str, person: str, name: str) -> None:
     ],
 )
 def test_a_conflict_the_rules_find_is_said_in_the_page_language(tag: str, words: str) -> None:
+    acting = pages_module._conflicts(
+        {"conflicts": [{"kind": "overlapping_acting", "reason": "more than one acting..."}]},
+        language(tag),
+    )
+    assert (
+        acting
+        == {
+            "en": "more than one acting or interim holder at once",
+            "fr": "plus d\u2019un titulaire par intérim à la fois",
+            "ja": "代行または暫定の在任者が同時に複数いる",
+        }[tag]
+    )
     answer = {
         "conflicts": [
             {"kind": "overlapping_permanent", "reason": "more than one permanent holder at once"},

@@ -128,6 +128,9 @@ RENDERED = {
     # Rules version 4: an undated incumbency against a disputed departure holds the post;
     # the seeds hold no such pair.
     (13, 32, 13, 9, 4): "56e422e17f5a611cdc7a5bf124324dca8bda3a39b7916620755e516a55baf8b4",
+    # Rules version 5: two acting or interim holders at once are a conflict; the seeds hold
+    # none.
+    (13, 32, 13, 9, 5): "56e422e17f5a611cdc7a5bf124324dca8bda3a39b7916620755e516a55baf8b4",
 }
 
 BASE = "http://pages.test"

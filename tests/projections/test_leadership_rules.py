@@ -237,6 +237,23 @@ def test_given_a_permanent_holder_and_an_acting_one_then_there_is_no_conflict() 
     assert story.state("2025-02-01")["conflicts"] == []
 
 
+@pytest.mark.parametrize(("first", "second"), [("acting", "acting"), ("acting", "interim")])
+def test_given_two_acting_or_interim_holders_at_once_then_they_are_a_conflict(
+    first: str, second: str
+) -> None:
+    # two outlets naming different people acting head of one post: one is wrong
+    story = (
+        Story()
+        .report("c1", person="ann", capacity=first, effective="2024-01-01")
+        .report("c2", person="bob", capacity=second, effective="2025-01-01")
+    )
+    state = story.state("2025-02-01")
+    assert [conflict["kind"] for conflict in state["conflicts"]] == ["overlapping_acting"]
+    assert state["conflicts"][0]["persons"] == ["ann", "bob"]
+    assert state["conflicts"][0]["reason"] == "more than one acting or interim holder at once"
+    assert story.state("2024-06-01")["conflicts"] == []
+
+
 # --- departures and tenures --------------------------------------------------------------------
 
 

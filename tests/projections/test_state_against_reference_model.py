@@ -434,6 +434,8 @@ def post_state(claims: dict[str, Claim], post: str, as_of: dt.date) -> PostState
     conflicts: set[str] = set()
     if sum(1 for _, capacity in holders if capacity == "permanent") > 1:
         conflicts.add("overlapping_permanent")
+    if sum(1 for _, capacity in holders if capacity in ("acting", "interim")) > 1:
+        conflicts.add("overlapping_acting")
     bearing = set(pending)
     for tenure in open_tenure.values():
         bearing |= tenure.claims()

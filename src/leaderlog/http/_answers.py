@@ -97,6 +97,7 @@ class Holder(_Open):
 
 
 class Conflict(_Open):
+    # disputed, overlapping_permanent or overlapping_acting
     kind: str
     claims: list[str]
     persons: list[str]

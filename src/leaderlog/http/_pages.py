@@ -283,7 +283,10 @@ def _pending(answer: Mapping[str, Any], post: Mapping[str, Any], lang: Language)
 
 
 # Conflicts the rules find, said in the page's language; a dispute's reason is the writer's.
-_CONFLICT_KINDS = {"overlapping_permanent": N_("more than one permanent holder at once")}
+_CONFLICT_KINDS = {
+    "overlapping_permanent": N_("more than one permanent holder at once"),
+    "overlapping_acting": N_("more than one acting or interim holder at once"),
+}
 
 
 def _conflicts(answer: Mapping[str, Any], lang: Language) -> str:

@@ -29,7 +29,8 @@ at some T (see :mod:`.claim_versions` for how versions and their dates come abou
   incumbencies come first; a departure's capacity counts only when they give none.
 - A live claim whose latest step is a dispute is a conflict (while it bears on the state:
   about, or naming, a claim of a current holding, of a pending change, or of a holding
-  after which nobody took the post up), as are overlapping permanent holders. Claims
+  after which nobody took the post up), as are overlapping permanent holders, and
+  overlapping acting or interim ones. Claims
   linked by disputes are one conflict: every person involved, and the newest dispute's
   reason, whatever post the other claims are about.
 """
@@ -46,6 +47,7 @@ from leaderlog.projections.claim_versions import ClaimVersion, earliest_day, sho
 
 __all__ = [
     "ACTING_CAPACITIES",
+    "OVERLAPPING_REASONS",
     "RULES_VERSION",
     "DisputeLinks",
     "Tenure",
@@ -62,9 +64,18 @@ __all__ = [
 # Bumped with every change to what these rules answer from the same stored claim versions:
 # the leadership projection's version moves only when its rows do, so validators of answers
 # worked out with the rules (the pages' ETags) carry this one too.
-RULES_VERSION = 4
+RULES_VERSION = 5
 
 ACTING_CAPACITIES = frozenset({"acting", "interim"})
+# The conflicts of holders overlapping in one kind of capacity, and what each says.
+_OVERLAPPING = (
+    ("overlapping_permanent", frozenset({"permanent"})),
+    ("overlapping_acting", ACTING_CAPACITIES),
+)
+OVERLAPPING_REASONS = {
+    "overlapping_permanent": "more than one permanent holder at once",
+    "overlapping_acting": "more than one acting or interim holder at once",
+}
 
 
 @dataclass(slots=True)
@@ -785,7 +796,8 @@ def post_state(
     - ``vacancy``: ``filled`` (someone holds it not known to be acting), ``acting`` (only acting
       or interim holders), ``vacant`` (changes are known and nobody holds it), ``unknown``.
     - ``conflicts``: ``[{kind, claims, persons, reason}]`` with kind ``disputed`` (a live
-      claim whose latest step is a dispute) or ``overlapping_permanent``.
+      claim whose latest step is a dispute), ``overlapping_permanent`` or
+      ``overlapping_acting`` (two holders at once, each permanent, or each acting or interim).
     """
     rivals = _rival_ends(versions)
     superseded = _superseded_departures(versions, rivals)
@@ -842,14 +854,17 @@ def post_state(
     ]
     bearing += [claim for name in relevant for claim in links.naming.get(name, ())]
     conflicts = _disputes(_linked_to(bearing, links, superseded), by_claim)
-    permanent = [tenure for tenure in holding if tenure.capacity() == "permanent"]
-    if len(permanent) > 1:
-        conflicts.append(
-            {
-                "kind": "overlapping_permanent",
-                "claims": [claim.claim for tenure in permanent for claim in tenure.evidence],
-                "persons": [tenure.person for tenure in permanent],
-                "reason": "more than one permanent holder at once",
-            }
-        )
+    # A post has one permanent holder, and one standing in for it: two of either at once are
+    # reports at odds (an acting holder beside a permanent one on leave is not).
+    for kind, capacities in _OVERLAPPING:
+        overlapping = [tenure for tenure in holding if tenure.capacity() in capacities]
+        if len(overlapping) > 1:
+            conflicts.append(
+                {
+                    "kind": kind,
+                    "claims": [claim.claim for tenure in overlapping for claim in tenure.evidence],
+                    "persons": [tenure.person for tenure in overlapping],
+                    "reason": OVERLAPPING_REASONS[kind],
+                }
+            )
     return {"holders": holders, "pending": waiting, "vacancy": vacancy, "conflicts": conflicts}
