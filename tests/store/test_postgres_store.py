@@ -18,6 +18,7 @@ import pytest
 
 from leaderlog.errors import (
     LogRemoved,
+    StoreBusy,
     StoreError,
     StoreReadOnly,
     StoreUnavailable,
@@ -591,6 +592,17 @@ async def test_a_schema_whose_events_table_is_not_leaderlogs_is_refused_untouche
             "SELECT COUNT(*) FROM pg_proc WHERE pronamespace = $1::regnamespace", schema
         )
     assert (triggers, functions) == (0, 0)
+
+
+async def test_a_statement_cut_by_a_statement_timeout_says_where_that_limit_comes_from(
+    schema_url: str,
+) -> None:
+    # given a connection whose role or database sets a statement_timeout (here, its URL)
+    async with await open_store(f"{schema_url}&statement_timeout=1000") as store:
+        # when a statement outlasts it, then it is busy, saying what cut it and what to do
+        with pytest.raises(StoreBusy, match="statement timeout") as cut:
+            await store.query("SELECT pg_sleep(2)")
+    assert "a statement_timeout set for this role or database" in str(cut.value)
 
 
 def test_a_connection_the_server_terminated_is_unavailable_not_a_fault() -> None:

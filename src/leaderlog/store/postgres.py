@@ -350,7 +350,15 @@ def _unavailable_on_disconnect() -> Iterator[None]:
         raise StoreUnavailable(f"PostgreSQL is unavailable: {reason}") from error
     except _TRANSIENT_ERRORS as error:
         # Worded as SQLite's: scripts and users meet one message for one situation.
-        raise StoreBusy(f"database is busy: {_reason(error)}") from error
+        said = f"database is busy: {_reason(error)}"
+        if "statement timeout" in str(error):
+            # Set by an administrator, not by leaderlog (which sets only lock_timeout): a
+            # retry meets it again whenever the statement is as long.
+            said += (
+                " (a statement_timeout set for this role or database cuts leaderlog's "
+                "statements too: raise it, or unset it for the role leaderlog connects as)"
+            )
+        raise StoreBusy(said) from error
     except asyncpg.ReadOnlySQLTransactionError as error:
         # As SQLite's read-only file: a 503 with no Retry-After, and a projection held back
         # by the database, which health says, rather than a fault of the server's own.
