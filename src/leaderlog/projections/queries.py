@@ -279,7 +279,7 @@ class Queries:
             refusals.check(check_names, **{name: value})
         refusals.check(parse_known_at, known_at)
         if sum(1 for value in (person, post, org) if value) != 1:
-            refusals.check(_refuse, "give exactly one of person, post or org", None)
+            refusals.refuse("give exactly one of person, post or org")
         refusals.raise_any()
 
     @staticmethod
@@ -318,9 +318,9 @@ class Queries:
         for name, number in (("limit", limit), ("after", after)):
             refusals.check(_check_whole_number, name, number)
         if isinstance(limit, int) and not 1 <= limit <= MAX_AUDIT_LIMIT:
-            refusals.check(_refuse, f"limit must be between 1 and {MAX_AUDIT_LIMIT}", "limit")
+            refusals.refuse(f"limit must be between 1 and {MAX_AUDIT_LIMIT}", "limit")
         if isinstance(after, int) and after < 0:
-            refusals.check(_refuse, "after must be a position (0 or more)", "after")
+            refusals.refuse("after must be a position (0 or more)", "after")
         start = (
             None
             if recorded_from is None
@@ -333,8 +333,7 @@ class Queries:
         )
         if start is not None and end is not None and start > end:
             # Most likely the two were swapped; an empty answer would hide that.
-            refusals.check(
-                _refuse,
+            refusals.refuse(
                 f"from ({format_time(start)}) is after to ({format_time(end)}): "
                 "no time is in that range",
                 "from",
@@ -1431,10 +1430,6 @@ _FILTER_WORDS = {"type": "event type", "status": "status", "attribution": "attri
 def _check_whole_number(name: str, number: object) -> None:
     if isinstance(number, bool) or not isinstance(number, int):
         raise InvalidQuery(f"{name} must be a whole number, got {number!r}", parameter=name)
-
-
-def _refuse(message: str, parameter: str | None, *, against: str | None = None) -> None:
-    raise InvalidQuery(message, parameter=parameter, against=against)
 
 
 def _near(

@@ -77,6 +77,12 @@ class Refusals:
             self._found.append(refusal)
             return None
 
+    def refuse(
+        self, message: str, parameter: str | None = None, *, against: str | None = None
+    ) -> None:
+        """Keep a refusal of a rule over the values (one that no single check raises)."""
+        self._found.append(InvalidQuery(message, parameter=parameter, against=against))
+
     def raise_any(self) -> None:
         if self._found:
             first, *others = self._found
