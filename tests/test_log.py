@@ -440,6 +440,17 @@ async def test_meta_that_would_not_export_and_import_again_is_refused(
             "labels must name each record: 1 given for 2 records",
         ),
         (
+            lambda log: log.append_records(
+                [
+                    Record(event=claim("x"), event_id=uuid.uuid4()),
+                    Record(event=claim("y"), event_id=uuid.uuid4()),
+                ],
+                actor="t",
+                labels="ab",
+            ),
+            r"labels must be a list of str \(one per record\), not str",
+        ),
+        (
             lambda log: log.import_lines([{"type": "org.registered"}], actor="t"),
             "lines must be text or bytes .JSON Lines., not dict; append JSON values already "
             "read with append_raw",
@@ -452,6 +463,7 @@ async def test_meta_that_would_not_export_and_import_again_is_refused(
         "actor-none",
         "actor-malformed",
         "labels-short",
+        "labels-text",
         "lines-parsed",
         "import-actor-malformed",
     ],

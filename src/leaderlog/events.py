@@ -340,6 +340,9 @@ class FuzzyDate(_Frozen):
 
 
 class Attribution(_Frozen):
+    """Who a claim is attributed to: ``kind`` (``official``, ``named``, ``anonymous`` or
+    ``outlet``) and the ``parties`` named, e.g. anonymous with ``("White House", "ICE")``."""
+
     kind: Literal["official", "named", "anonymous", "outlet"]
     parties: Annotated[tuple[Name, ...], Field(max_length=20)] = ()
 
@@ -399,6 +402,9 @@ _UPDATE_SCHEMA = ConfigDict(json_schema_extra={"minProperties": 2})
 
 
 class OrgRegistered(_EventBase):
+    """An organisation: ``org`` (its id), ``name``, and optionally ``short_name``, ``parent``
+    (the id of the organisation it belongs to) and ``labels`` (its name per language)."""
+
     stream_key: ClassVar[tuple[str, str]] = ("org", "org")
     type: Literal["org.registered"] = "org.registered"
     org: Slug
@@ -419,6 +425,9 @@ _ORG_CLEARABLE = frozenset({"short_name", "parent"})
 
 
 class OrgUpdated(_EventBase):
+    """A change to an organisation: ``org``, and any of ``name``, ``short_name``, ``parent`` and
+    ``labels`` (``short_name`` and ``parent`` are cleared with null)."""
+
     model_config = _UPDATE_SCHEMA
 
     stream_key: ClassVar[tuple[str, str]] = ("org", "org")
@@ -455,6 +464,9 @@ class OrgUpdated(_EventBase):
 
 
 class PostDefined(_EventBase):
+    """A post, whoever holds it: ``post`` (its id), ``org``, ``title``, and optionally
+    ``aliases`` (informal names such as "HSI director") and ``labels`` (per language)."""
+
     stream_key: ClassVar[tuple[str, str]] = ("post", "post")
     type: Literal["post.defined"] = "post.defined"
     post: Slug
@@ -465,6 +477,8 @@ class PostDefined(_EventBase):
 
 
 class PostUpdated(_EventBase):
+    """A change to a post: ``post``, and any of ``title``, ``aliases`` and ``labels``."""
+
     model_config = _UPDATE_SCHEMA
 
     stream_key: ClassVar[tuple[str, str]] = ("post", "post")
@@ -481,6 +495,8 @@ class PostUpdated(_EventBase):
 
 
 class PersonRegistered(_EventBase):
+    """A person: ``person`` (their id), ``name``, and optionally ``aliases``."""
+
     stream_key: ClassVar[tuple[str, str]] = ("person", "person")
     type: Literal["person.registered"] = "person.registered"
     person: Slug
@@ -489,6 +505,8 @@ class PersonRegistered(_EventBase):
 
 
 class PersonUpdated(_EventBase):
+    """A change to a person: ``person``, and any of ``name`` and ``aliases``."""
+
     model_config = _UPDATE_SCHEMA
 
     stream_key: ClassVar[tuple[str, str]] = ("person", "person")
@@ -528,6 +546,11 @@ def _cause_only_for_departures_schema(*, kind_given: bool) -> dict[str, Any]:
 
 
 class ClaimReported(_EventBase):
+    """One thing a source said about a person and a post: ``claim`` (its id), ``source``,
+    ``kind`` (appointment, departure or incumbency), ``person``, ``post``, ``capacity``,
+    ``modality`` and ``attribution``; optionally ``cause`` (departures only), ``effective`` (a
+    fuzzy date), ``quote`` (the source's words) and ``locator`` (headline, body or caption)."""
+
     model_config = ConfigDict(json_schema_extra=_cause_only_for_departures_schema(kind_given=False))
 
     stream_key: ClassVar[tuple[str, str]] = ("claim", "claim")
@@ -595,6 +618,9 @@ class ClaimChanges(_Frozen):
 
 
 class ClaimConfirmed(_EventBase):
+    """A source confirming a claim: ``claim``, ``source``, and optionally ``effective`` (when
+    the change took effect) and ``quote``."""
+
     stream_key: ClassVar[tuple[str, str]] = ("claim", "claim")
     type: Literal["claim.confirmed"] = "claim.confirmed"
     claim: Slug
@@ -604,6 +630,9 @@ class ClaimConfirmed(_EventBase):
 
 
 class ClaimCorrected(_EventBase):
+    """A correction of a claim: ``claim``, ``changes`` (the reported fields that change),
+    ``reason``, and optionally the ``source`` of the correction."""
+
     stream_key: ClassVar[tuple[str, str]] = ("claim", "claim")
     type: Literal["claim.corrected"] = "claim.corrected"
     claim: Slug
@@ -626,6 +655,9 @@ class ClaimCorrected(_EventBase):
 
 
 class ClaimDisputed(_EventBase):
+    """A dispute of a claim: ``claim``, ``reason``, and optionally the ``source`` and
+    ``conflicts_with`` (the ids of the claims it disagrees with)."""
+
     stream_key: ClassVar[tuple[str, str]] = ("claim", "claim")
     type: Literal["claim.disputed"] = "claim.disputed"
     claim: Slug
@@ -641,6 +673,9 @@ class ClaimDisputed(_EventBase):
 
 
 class ClaimRetracted(_EventBase):
+    """A retraction of a claim, which is final: ``claim``, ``reason``, and optionally the
+    ``source``."""
+
     stream_key: ClassVar[tuple[str, str]] = ("claim", "claim")
     type: Literal["claim.retracted"] = "claim.retracted"
     claim: Slug
@@ -649,6 +684,9 @@ class ClaimRetracted(_EventBase):
 
 
 class CommentRequested(_EventBase):
+    """A request for comment a source reports: ``source``, the ``org`` asked, and the
+    ``outcome`` (no_response, declined, denied or confirmed)."""
+
     stream_key: ClassVar[tuple[str, str]] = ("source", "source")
     type: Literal["comment.requested"] = "comment.requested"
     source: Slug

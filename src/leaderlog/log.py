@@ -893,11 +893,16 @@ class EventLog:
     ) -> AppendOutcome:
         """Append validated records as one atomic batch (idempotent on their event ids).
 
-        ``guard`` is checked in the append's own transaction, under the writers' lock: a
-        row it finds refuses the batch (see :class:`AppendGuard`). ``progress`` is told how
-        far the append has got (see :data:`AppendProgress`).
+        ``labels`` name the records in errors (one each, such as ``line 3``; by default
+        ``record 0``, ``record 1``...). ``guard`` is checked in the append's own
+        transaction, under the writers' lock: a row it finds refuses the batch (see
+        :class:`AppendGuard`). ``progress`` is told how far the append has got (see
+        :data:`AppendProgress`).
         """
         records = _listed(records, Record, "records", "Record")
+        if labels is not None:
+            # A text would label each record with one of its characters.
+            labels = _listed(labels, str, "labels", "str (one per record)")
         if labels is not None and len(labels) != len(records):
             problem = RecordError(
                 f"labels must name each record: {len(labels)} given for {len(records)} records",

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import bisect
 import datetime as dt
+import functools
 import gzip
 import hashlib
 import time
@@ -28,8 +29,9 @@ from typing import Any
 
 from leaderlog.errors import FeedError, FeedNotFound, ProjectionError, StoreUnavailable
 from leaderlog.feeds import _text
+from leaderlog.feeds._address import web_uri, with_lowercase_scheme
 from leaderlog.feeds._document import Feed, RecentChange
-from leaderlog.feeds._i18n import N_, language
+from leaderlog.feeds._i18n import N_, language, resolve
 from leaderlog.feeds._json_feed import render_json
 from leaderlog.feeds._opml import Outline, dated_opml, opml_parts
 from leaderlog.feeds._paging import (
@@ -130,6 +132,19 @@ def named_subject(text: str) -> FeedNotFound | None:
     return FeedNotFound(f"unknown {entity} {named!r}", Scope(kind, named))  # type: ignore[arg-type]
 
 
+@functools.lru_cache(maxsize=64)
+def _feed_base(address: str) -> str:
+    """The address feed paths are appended to: an ``http(s)`` URI without a trailing slash,
+    or :class:`FeedError`."""
+    base = web_uri(with_lowercase_scheme(address).rstrip("/")) if isinstance(address, str) else None
+    if base is None or "?" in base or "#" in base:
+        raise FeedError(
+            f"feeds need the http:// or https:// address they are served under, without"
+            f" ?query or #fragment, as their base; not {address!r}"
+        )
+    return base
+
+
 @dataclass(frozen=True, slots=True)
 class FeedRequest:
     """One feed document asked for: whose feed (``scope``), in which format (``atom``,
@@ -147,6 +162,10 @@ class FeedRequest:
     def __post_init__(self) -> None:
         if self.format not in FORMATS:
             raise FeedError(f"unknown feed format {self.format!r}; known: {', '.join(FORMATS)}")
+        # Held to what --lang and --base-url take, for a request made without them: a tag in
+        # any case or with a region (RFC 5646, 2.1.1), an address with a trailing slash.
+        object.__setattr__(self, "lang", resolve(self.lang))
+        object.__setattr__(self, "base_url", _feed_base(self.base_url))
 
     @property
     def link_lang(self) -> str | None:

@@ -352,18 +352,22 @@ def services_of(request: Request) -> Services:
 
 
 def log_of(request: Request) -> EventLog:
+    """The app's :class:`~leaderlog.log.EventLog`: to read the log or append to it."""
     return services_of(request).log
 
 
 def runners_of(request: Request) -> tuple[ProjectionRunner, ...]:
+    """The app's projection runners: built-ins first, then any user projections."""
     return services_of(request).runners
 
 
 def queries_of(request: Request) -> Queries:
+    """The app's :class:`~leaderlog.projections.Queries` over the built-in projections."""
     return services_of(request).queries
 
 
 def feeds_of(request: Request) -> FeedService:
+    """The app's :class:`~leaderlog.feeds.FeedService`: feed documents and the OPML."""
     return services_of(request).feeds
 
 

@@ -343,8 +343,10 @@ def create_app(
     """The app over a database URL (default: ``LEADERLOG_DB`` or ./leaderlog.db) or a log.
 
     ``seeds``: a folder of ``*.jsonl`` files loaded first when the log is empty.
-    ``routers``: more routers to include (their handlers reach the log and the projections
-    through :mod:`leaderlog.http._deps`).
+    ``routers``: more routers to include (their handlers reach the log, the queries, the
+    feeds and the projection runners with :func:`~leaderlog.http.log_of`,
+    :func:`~leaderlog.http.queries_of`, :func:`~leaderlog.http.feeds_of` and
+    :func:`~leaderlog.http.runners_of`, given the request).
     ``public_url``: the address readers reach the server at (``https://feeds.example.org``),
     used in every link instead of the request's Host header; raises ValueError if it is not
     an http(s) URL without query or fragment.

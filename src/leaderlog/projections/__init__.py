@@ -27,7 +27,12 @@ from leaderlog.projections.loading import (
 )
 from leaderlog.projections.queries import EntityKind, Queries
 from leaderlog.projections.query_input import InvalidQuery, UnknownEntity
-from leaderlog.projections.runner import NotLoaded, ProjectionRunner, ProjectionStatus
+from leaderlog.projections.runner import (
+    NotLoaded,
+    Progress,
+    ProjectionRunner,
+    ProjectionStatus,
+)
 from leaderlog.store.base import EventStore, SQLValue
 
 __all__ = [
@@ -37,6 +42,8 @@ __all__ = [
     "FeedEntriesProjection",
     "InvalidQuery",
     "LeadershipProjection",
+    "NotLoaded",
+    "Progress",
     "Projection",
     "ProjectionError",
     "ProjectionFailed",

@@ -77,8 +77,8 @@ __all__ = [
 
 logger = logging.getLogger("leaderlog.projections")
 
-# Called after each applied page with (last applied position, head position).
 Progress = Callable[[int, int], None]
+"""Told after each applied page: the last position applied, and the log's head."""
 DEFAULT_PAGE = 2000
 # How long a user projection's apply may take on one page. It runs inside the page's write
 # transaction: on SQLite every writer waits for it meanwhile, on PostgreSQL every runner.

@@ -13,6 +13,7 @@ from leaderlog.store.base import (
     ExpectedVersion,
     NewEvent,
     PendingBatch,
+    StoredText,
     VerifyReport,
     WriteProgress,
 )
@@ -25,6 +26,7 @@ __all__ = [
     "ExpectedVersion",
     "NewEvent",
     "PendingBatch",
+    "StoredText",
     "VerifyReport",
     "WriteProgress",
     "check_database_url",
