@@ -9,6 +9,8 @@ import re
 import shlex
 import shutil
 import sqlite3
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -124,8 +126,54 @@ def test_the_readme_commands_run_as_shown(tmp_path: Path, monkeypatch: pytest.Mo
     )
 
 
+CHAIN_CHECK = "# check_chain.py"
+
+
 def python_blocks(path: Path) -> list[str]:
-    return re.findall(r"```python\n(.*?)```", path.read_text(encoding="utf-8"), re.DOTALL)
+    """The Python examples, but for the chain checker (a script, not a library example)."""
+    blocks = re.findall(r"```python\n(.*?)```", path.read_text(encoding="utf-8"), re.DOTALL)
+    return [block for block in blocks if not block.startswith(CHAIN_CHECK)]
+
+
+def test_the_readme_chain_check_recomputes_an_export_as_verify_does(tmp_path: Path) -> None:
+    (script,) = re.findall(
+        rf"```python\n({CHAIN_CHECK}.*?)```", README.read_text(encoding="utf-8"), re.DOTALL
+    )
+    (tmp_path / "check_chain.py").write_text(script, encoding="utf-8")
+    url = f"sqlite:///{tmp_path / 'log.db'}"
+    runner = CliRunner()
+    ok(runner.invoke(main, ["--db", url, "import", *map(str, sorted(SEEDS.glob("*.jsonl")))]))
+    hostile = {
+        "type": "claim.retracted",
+        "data": {
+            "claim": "fox-ice-shakeup-2025-05-genalo-retirement",
+            "reason": '</script>\t\u00e9 \U0001f600 \u2028 \u202e "quoted" \\',
+        },
+    }
+    (tmp_path / "more.jsonl").write_text(json.dumps(hostile) + "\n", encoding="utf-8")
+    ok(runner.invoke(main, ["--db", url, "import", str(tmp_path / "more.jsonl")]))
+    export = ok(runner.invoke(main, ["--db", url, "export"]))
+    verified = ok(runner.invoke(main, ["--db", url, "verify"]))
+
+    checked = subprocess.run(
+        [sys.executable, str(tmp_path / "check_chain.py")],
+        input=export,
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        check=True,
+    )
+    assert checked.stdout.strip() == verified.strip().splitlines()[-1]
+
+    edited = export.replace("</script>", "<script>", 1)
+    broken = subprocess.run(
+        [sys.executable, str(tmp_path / "check_chain.py")],
+        input=edited,
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+    )
+    assert broken.returncode == 1 and "chain BROKEN at position 30" in broken.stderr
 
 
 async def run_example(code: str, where: Path) -> dict[str, Any]:
