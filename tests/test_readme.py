@@ -155,24 +155,20 @@ def test_the_readme_chain_check_recomputes_an_export_as_verify_does(tmp_path: Pa
     export = ok(runner.invoke(main, ["--db", url, "export"]))
     verified = ok(runner.invoke(main, ["--db", url, "verify"]))
 
-    checked = subprocess.run(
-        [sys.executable, str(tmp_path / "check_chain.py")],
-        input=export,
-        capture_output=True,
-        text=True,
-        encoding="utf-8",
-        check=True,
-    )
+    def check(text: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, str(tmp_path / "check_chain.py")],
+            input=text,
+            capture_output=True,
+            text=True,
+            encoding="utf-8",
+        )
+
+    checked = check(export)
+    assert checked.returncode == 0, checked.stderr
     assert checked.stdout.strip() == verified.strip().splitlines()[-1]
 
-    edited = export.replace("</script>", "<script>", 1)
-    broken = subprocess.run(
-        [sys.executable, str(tmp_path / "check_chain.py")],
-        input=edited,
-        capture_output=True,
-        text=True,
-        encoding="utf-8",
-    )
+    broken = check(export.replace("</script>", "<script>", 1))
     assert broken.returncode == 1 and "chain BROKEN at position 30" in broken.stderr
 
 
