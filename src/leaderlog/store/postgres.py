@@ -31,7 +31,7 @@ import os
 import re
 import socket
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple, TypeVar
 from urllib.parse import (
@@ -363,6 +363,10 @@ def _unavailable_on_disconnect() -> Iterator[None]:
         # As SQLite's read-only file: a 503 with no Retry-After, and a projection held back
         # by the database, which health says, rather than a fault of the server's own.
         raise _read_only(f"PostgreSQL refused: {_reason(error)}") from error
+    except (asyncpg.InvalidSQLStatementNameError, asyncpg.DuplicatePreparedStatementError) as error:
+        # A pooler in transaction mode handing each transaction a server connection that
+        # does not know the statements asyncpg prepared on another: the setup, not leaderlog.
+        raise StoreUnavailable(f"PostgreSQL refused: {_reason(error)}") from error
     except asyncpg.InsufficientPrivilegeError as error:
         # Not worth retrying: the role lacks a right. Which one depends on the command, and
         # a refused read (verify as a role that may not select) must not be told to create.
@@ -413,6 +417,39 @@ def _check_version(version: tuple[int, ...], shown: str) -> None:
         )
 
 
+async def _check_settings_arrived(
+    connection: asyncpg.pool.PoolConnectionProxy[asyncpg.Record],
+    settings: Mapping[str, str],
+    shown: str,
+) -> None:
+    """Refuse a connection without the search_path and lock_timeout it was opened with (a
+    pooler told to ignore them): the log would be looked for, and created, in another
+    schema, and a held lock waited on for ever."""
+    arrived = await connection.fetchrow(
+        "SELECT current_setting('search_path'), current_setting('lock_timeout')"
+    )
+    assert arrived is not None
+    search_path, lock_timeout = str(arrived[0]), str(arrived[1])
+    wanted_path = settings.get("search_path")
+    # Quoted as leaderlog sends it, or bare as a role's own setting holds it.
+    if wanted_path is not None and search_path.replace('"', "") != wanted_path.replace('"', ""):
+        raise StoreUnavailable(
+            f"the PostgreSQL connection to {shown} has search_path {search_path}, not "
+            f"{wanted_path}: something between (a connection pooler ignoring startup "
+            "parameters?) dropped it, and the log would be looked for in another schema; "
+            f"set it on the role (ALTER ROLE ... SET search_path = {wanted_path}) and leave "
+            "?schema= out"
+        )
+    if "lock_timeout" in settings and lock_timeout == "0":
+        raise StoreUnavailable(
+            f"the PostgreSQL connection to {shown} has no lock_timeout, though leaderlog "
+            "asked for one: something between (a connection pooler ignoring startup "
+            "parameters?) dropped it, and a lock held elsewhere would be waited on for ever; "
+            f"set it on the role (ALTER ROLE ... SET lock_timeout = "
+            f"'{int(LOCK_TIMEOUT)}s'), or give ?lock_timeout=0 to wait"
+        )
+
+
 def _check_encoding(encoding: object, shown: str) -> None:
     if str(encoding).upper() not in _ENCODINGS:
         raise StoreError(
@@ -422,7 +459,42 @@ def _check_encoding(encoding: object, shown: str) -> None:
         )
 
 
+# What a connection pooler (PgBouncer) answers with where leaderlog's connections are not
+# what it takes, and what to change.
+_POOLER_ADVICE = (
+    (
+        "unsupported startup parameter",
+        "a connection pooler refuses the settings leaderlog opens connections with: let it "
+        "ignore them (PgBouncer: ignore_startup_parameters = lock_timeout, search_path) and "
+        "set search_path and lock_timeout on the role instead, leaving ?schema= out; see the "
+        "README's PostgreSQL section",
+    ),
+    (
+        "statement pooling mode",
+        "leaderlog needs a connection pooler's session or transaction mode, not statement mode",
+    ),
+    (
+        "prepared statement",
+        "a connection pooler in transaction mode must keep prepared statements (PgBouncer 1.21 "
+        "or later with max_prepared_statements above 0), or run in session mode",
+    ),
+    (
+        "query_wait_timeout",
+        f"the connection pooler's pool is full: each leaderlog process keeps up to "
+        f"{_POOL_MAX + 1} connections; raise the pooler's pool size",
+    ),
+)
+
+
 def _reason(error: BaseException) -> str:
+    said = _said(error)
+    for sign, advice in _POOLER_ADVICE:
+        if sign in said:
+            return f"{said} ({advice})"
+    return said
+
+
+def _said(error: BaseException) -> str:
     if isinstance(error, ConnectionRefusedError):
         # Its text is the socket's ("[Errno 111] Connect call failed (...)").
         return (
@@ -1143,6 +1215,7 @@ class PostgresStore(EventStore):
             async with pool.acquire() as connection:
                 _check_version(tuple(connection.get_server_version()[:2]), shown)
                 _check_encoding(await connection.fetchval("SHOW server_encoding"), shown)
+                await _check_settings_arrived(connection, settings, shown)
                 if create:
                     created = await _create_schema(connection, schema, shown)
                     table_schema, table_oid = created.schema, created.table_oid

@@ -1,0 +1,149 @@
+"""PostgreSQL through a connection pooler (PgBouncer): a pooler that drops the settings the
+store opens its connections with is found before anything is created, and what a pooler
+answers with in a mode leaderlog cannot work in says what to change."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import asyncpg
+import pytest
+
+from leaderlog.errors import StoreUnavailable
+from leaderlog.store import open_store
+from leaderlog.store import postgres as postgres_store
+from leaderlog.store.postgres import _reason, _unavailable_on_disconnect
+
+from . import _split_schema, postgres_schema
+from .contract import event
+
+# What PgBouncer with ignore_startup_parameters = lock_timeout, search_path does with them.
+_IGNORED = ("search_path", "lock_timeout")
+
+
+@pytest.fixture
+def pooler_ignoring_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    opened = postgres_store._open_pool
+
+    async def open_pool(dsn: str, settings: dict[str, str], *args: Any) -> Any:
+        kept = {name: value for name, value in settings.items() if name not in _IGNORED}
+        return await opened(dsn, kept, *args)
+
+    monkeypatch.setattr(postgres_store, "_open_pool", open_pool)
+
+
+@pytest.fixture
+async def schema_url(postgres_url: str) -> AsyncIterator[str]:
+    async with postgres_schema(postgres_url) as url:
+        yield url
+
+
+async def test_a_schema_the_pooler_drops_is_refused_before_anything_is_created(
+    schema_url: str, pooler_ignoring_settings: None
+) -> None:
+    server_url, schema = _split_schema(schema_url)
+    connection = await asyncpg.connect(server_url)
+    try:
+        public_log_before = await connection.fetchval("SELECT to_regclass('public.events')")
+        with pytest.raises(StoreUnavailable, match="search_path") as refused:
+            await open_store(schema_url)
+        assert "connection pooler" in str(refused.value)
+        assert f'SET search_path = "{schema}"' in str(refused.value)
+        assert not await connection.fetchval(
+            "SELECT 1 FROM pg_namespace WHERE nspname = $1", schema
+        )
+        assert await connection.fetchval("SELECT to_regclass('public.events')") == (
+            public_log_before
+        )
+    finally:
+        await connection.close()
+
+
+@pytest.fixture
+async def role_with_its_own_settings(postgres_url: str) -> AsyncIterator[tuple[str, str]]:
+    """A role whose search_path (its own schema) and lock_timeout are set on the role, as
+    behind a pooler that ignores startup parameters; the role's URL and its schema."""
+    role = f"t_role_{uuid.uuid4().hex[:12]}"
+    connection = await asyncpg.connect(postgres_url)
+    try:
+        await connection.execute(f'CREATE ROLE "{role}" LOGIN')
+        await connection.execute(f'CREATE SCHEMA "{role}" AUTHORIZATION "{role}"')
+        await connection.execute(f'ALTER ROLE "{role}" SET search_path = "{role}"')
+        parts = urlsplit(postgres_url)
+        yield urlunsplit(parts._replace(netloc=f"{role}@{parts.hostname}:{parts.port}")), role
+    finally:
+        await connection.execute(f'DROP SCHEMA IF EXISTS "{role}" CASCADE')
+        await connection.execute(f'DROP ROLE IF EXISTS "{role}"')
+        await connection.close()
+
+
+async def test_a_lock_timeout_the_pooler_drops_is_refused_rather_than_waited_for_ever(
+    role_with_its_own_settings: tuple[str, str], pooler_ignoring_settings: None
+) -> None:
+    role_url, _ = role_with_its_own_settings
+    with pytest.raises(StoreUnavailable, match="has no lock_timeout") as refused:
+        await open_store(role_url)
+    assert "ALTER ROLE ... SET lock_timeout = '10s'" in str(refused.value)
+
+
+async def test_behind_such_a_pooler_settings_on_the_role_keep_the_log_in_its_schema(
+    role_with_its_own_settings: tuple[str, str],
+    postgres_url: str,
+    pooler_ignoring_settings: None,
+) -> None:
+    role_url, schema = role_with_its_own_settings
+    owner = await asyncpg.connect(postgres_url)
+    try:
+        await owner.execute(f"ALTER ROLE \"{schema}\" SET lock_timeout = '10s'")
+    finally:
+        await owner.close()
+    store = await open_store(role_url)
+    try:
+        await store.append([event("claim-behind-a-pooler")], actor="test")
+        assert await store.count() == 1
+    finally:
+        await store.close()
+    owner = await asyncpg.connect(postgres_url)
+    try:
+        assert await owner.fetchval(f'SELECT count(*) FROM "{schema}".events') == 1
+    finally:
+        await owner.close()
+
+
+@pytest.mark.parametrize(
+    ("said", "advice"),
+    [
+        ("unsupported startup parameter: lock_timeout", "ignore_startup_parameters"),
+        (
+            "transaction blocks not allowed in statement pooling mode",
+            "session or transaction mode, not statement mode",
+        ),
+        ("query_wait_timeout", "each leaderlog process keeps up to 11 connections"),
+    ],
+)
+def test_what_a_pooler_answers_with_says_what_to_change(said: str, advice: str) -> None:
+    assert advice in _reason(asyncpg.ProtocolViolationError(said))
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        asyncpg.InvalidSQLStatementNameError(
+            'prepared statement "__asyncpg_stmt_1d__" does not exist'
+        ),
+        asyncpg.DuplicatePreparedStatementError(
+            'prepared statement "__asyncpg_stmt_1__" already exists'
+        ),
+    ],
+)
+def test_statements_a_pooler_in_transaction_mode_loses_are_unavailable_not_a_fault(
+    error: Exception,
+) -> None:
+    with (
+        pytest.raises(StoreUnavailable, match="max_prepared_statements above 0"),
+        _unavailable_on_disconnect(),
+    ):
+        raise error
