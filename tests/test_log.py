@@ -1607,6 +1607,17 @@ async def test_one_text_of_lines_is_split_at_line_feeds_only(
         assert stored.data["name"] == name
 
 
+@pytest.mark.parametrize("lines", ["{}\r{}\r", b"{}\r{}\r"], ids=["text", "bytes"])
+async def test_lines_ending_in_a_carriage_return_alone_are_named_as_such(
+    sqlite_url: str, lines: str | bytes
+) -> None:
+    async with await EventLog.open(sqlite_url) as log:
+        with pytest.raises(BatchError, match="end in a carriage return alone") as raised:
+            await log.import_lines(lines, actor="cli")
+        assert raised.value.problems[0].where == "line 1"
+        assert await log.store.count() == 0
+
+
 def test_an_integer_too_large_to_keep_is_refused_not_rounded() -> None:
     # orjson alone reads it as the float 1.2345678901234568e+29, silently
     record = {"type": "person.registered", "data": {"person": "big", "name": "B"}}

@@ -83,7 +83,8 @@ def described(error: JSONDecodeError, *, one_line: bool = False) -> str:
         # Its position is past the end, where nothing can be pointed at.
         ending = "; each record must be on one line" if one_line else ""
         return f"it ends before its JSON value does{ending}"
-    if message.startswith("Input is a zero-length"):
+    if message.startswith("Input is a zero-length") or message == "input data is empty":
+        # The second for a body or line of spaces and line ends alone.
         return "it is empty"
     if message.startswith("invalid literal"):
         # orjson names the literal it guessed from the first letter ("expected 'null'").

@@ -519,6 +519,13 @@ def _without_byte_order_mark(first_line: str | bytes) -> str | bytes:
     return first_line.removeprefix(b"\xef\xbb\xbf")
 
 
+def _holds_carriage_returns_alone(line: str | bytes) -> bool:
+    """Whether a line holds carriage returns before its end: a file whose lines end in CR
+    alone (as classic Mac OS wrote them) reads as one line holding every record."""
+    text = line.decode("utf-8", "replace") if isinstance(line, bytes) else line
+    return "\r" in text.rstrip("\r\n")
+
+
 def _unreadable(line: str | bytes, error: Exception, where: str) -> RecordError:
     """Why a line is not JSON; text in another encoding (Latin-1, say) is named as such."""
     if isinstance(line, bytes):
@@ -533,6 +540,11 @@ def _unreadable(line: str | bytes, error: Exception, where: str) -> RecordError:
                 rule="json",
             )
     problem = described(error, one_line=True) if isinstance(error, JSONDecodeError) else error
+    if _holds_carriage_returns_alone(line):
+        problem = (
+            f"{problem}; its lines seem to end in a carriage return alone: save the file "
+            "with LF or CRLF line ends"
+        )
     return RecordError(f"not valid JSON: {problem}", where=where, rule="json")
 
 

@@ -579,9 +579,10 @@ def test_envelope_fields_cannot_make_another_actor(running: Running, api: httpx.
         (b'{"type": "person.registered",}', "trailing comma is not allowed at line 1, column 29"),
         (b"\xff\xfe{}", "not UTF-8 text (byte 0xFF) at line 1, column 1"),
         (b"", "it is empty"),
+        (b"  \n ", "it is empty"),
         (b"nul\x00l", "unexpected text where a JSON value should be at line 1, column 1"),
     ],
-    ids=["unclosed", "trailing-comma", "not-utf8", "empty", "nul-byte"],
+    ids=["unclosed", "trailing-comma", "not-utf8", "empty", "blank", "nul-byte"],
 )
 def test_malformed_json_is_400(
     running: Running, api: httpx.Client, body: bytes, detail: str
