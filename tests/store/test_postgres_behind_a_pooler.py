@@ -7,7 +7,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import AsyncIterator
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import asyncpg
 import pytest
@@ -30,7 +30,9 @@ def pooler_ignoring_settings(monkeypatch: pytest.MonkeyPatch) -> None:
 
     async def open_pool(dsn: str, settings: dict[str, str], *args: Any) -> Any:
         kept = {name: value for name, value in settings.items() if name not in _IGNORED}
-        return await opened(dsn, kept, *args)
+        parts = urlsplit(dsn)
+        query = [(name, value) for name, value in parse_qsl(parts.query) if name not in _IGNORED]
+        return await opened(urlunsplit(parts._replace(query=urlencode(query))), kept, *args)
 
     monkeypatch.setattr(postgres_store, "_open_pool", open_pool)
 
@@ -51,7 +53,8 @@ async def test_a_schema_the_pooler_drops_is_refused_before_anything_is_created(
         with pytest.raises(StoreUnavailable, match="search_path") as refused:
             await open_store(schema_url)
         assert "connection pooler" in str(refused.value)
-        assert f'SET search_path = "{schema}"' in str(refused.value)
+        assert f"SET search_path = {schema}) and leave ?schema= out" in str(refused.value)
+        assert "RECONNECT" in str(refused.value)
         assert not await connection.fetchval(
             "SELECT 1 FROM pg_namespace WHERE nspname = $1", schema
         )
@@ -62,16 +65,19 @@ async def test_a_schema_the_pooler_drops_is_refused_before_anything_is_created(
         await connection.close()
 
 
-@pytest.fixture
-async def role_with_its_own_settings(postgres_url: str) -> AsyncIterator[tuple[str, str]]:
-    """A role whose search_path (its own schema) and lock_timeout are set on the role, as
-    behind a pooler that ignores startup parameters; the role's URL and its schema."""
+@pytest.fixture(params=["{role}", "{role}, public"], ids=["own-schema", "then-public"])
+async def role_with_its_own_settings(
+    postgres_url: str, request: pytest.FixtureRequest
+) -> AsyncIterator[tuple[str, str]]:
+    """A role whose search_path (its own schema first) is set on the role, as behind a pooler
+    that ignores startup parameters; the role's URL and its schema."""
     role = f"t_role_{uuid.uuid4().hex[:12]}"
     connection = await asyncpg.connect(postgres_url)
     try:
         await connection.execute(f'CREATE ROLE "{role}" LOGIN')
         await connection.execute(f'CREATE SCHEMA "{role}" AUTHORIZATION "{role}"')
-        await connection.execute(f'ALTER ROLE "{role}" SET search_path = "{role}"')
+        search_path = request.param.format(role=role)
+        await connection.execute(f'ALTER ROLE "{role}" SET search_path = {search_path}')
         parts = urlsplit(postgres_url)
         yield urlunsplit(parts._replace(netloc=f"{role}@{parts.hostname}:{parts.port}")), role
     finally:
@@ -86,7 +92,24 @@ async def test_a_lock_timeout_the_pooler_drops_is_refused_rather_than_waited_for
     role_url, _ = role_with_its_own_settings
     with pytest.raises(StoreUnavailable, match="has no lock_timeout") as refused:
         await open_store(role_url)
-    assert "ALTER ROLE ... SET lock_timeout = '10s'" in str(refused.value)
+    assert "ALTER ROLE ... SET lock_timeout = '10s'), then have the pooler open new" in str(
+        refused.value
+    )
+
+
+async def test_a_lock_timeout_the_url_gives_that_the_pooler_drops_is_refused(
+    role_with_its_own_settings: tuple[str, str],
+    postgres_url: str,
+    pooler_ignoring_settings: None,
+) -> None:
+    role_url, role = role_with_its_own_settings
+    owner = await asyncpg.connect(postgres_url)
+    try:
+        await owner.execute(f"ALTER ROLE \"{role}\" SET lock_timeout = '10s'")
+    finally:
+        await owner.close()
+    with pytest.raises(StoreUnavailable, match="did not get the lock_timeout its URL gives"):
+        await open_store(f"{role_url}?lock_timeout=3s")
 
 
 async def test_behind_such_a_pooler_settings_on_the_role_keep_the_log_in_its_schema(
@@ -128,6 +151,12 @@ def test_what_a_pooler_answers_with_says_what_to_change(said: str, advice: str) 
     assert advice in _reason(asyncpg.ProtocolViolationError(said))
 
 
+def test_a_setting_of_the_url_s_own_that_a_pooler_refuses_is_named() -> None:
+    reason = _reason(asyncpg.ProtocolViolationError("unsupported startup parameter: work_mem"))
+    assert "refuses the setting work_mem the URL gives: leave ?work_mem= out" in reason
+    assert "ignore_startup_parameters" not in reason
+
+
 @pytest.mark.parametrize(
     "error",
     [
@@ -143,7 +172,9 @@ def test_statements_a_pooler_in_transaction_mode_loses_are_unavailable_not_a_fau
     error: Exception,
 ) -> None:
     with (
-        pytest.raises(StoreUnavailable, match="max_prepared_statements above 0"),
+        pytest.raises(StoreUnavailable, match="max_prepared_statements above 0") as raised,
         _unavailable_on_disconnect(),
     ):
         raise error
+    assert "statement_cache_size" not in str(raised.value)
+    assert "connection pooler cannot run this server's statements" in raised.value.public

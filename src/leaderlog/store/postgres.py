@@ -366,7 +366,11 @@ def _unavailable_on_disconnect() -> Iterator[None]:
     except (asyncpg.InvalidSQLStatementNameError, asyncpg.DuplicatePreparedStatementError) as error:
         # A pooler in transaction mode handing each transaction a server connection that
         # does not know the statements asyncpg prepared on another: the setup, not leaderlog.
-        raise StoreUnavailable(f"PostgreSQL refused: {_reason(error)}") from error
+        raise StoreUnavailable(
+            f"PostgreSQL refused: {_reason(error)}",
+            public="the database's connection pooler cannot run this server's statements; "
+            "its operator must change its mode (see the server's log)",
+        ) from error
     except asyncpg.InsufficientPrivilegeError as error:
         # Not worth retrying: the role lacks a right. Which one depends on the command, and
         # a refused read (verify as a role that may not select) must not be told to create.
@@ -417,28 +421,48 @@ def _check_version(version: tuple[int, ...], shown: str) -> None:
         )
 
 
+# A role's settings reach only the server connections opened after they were set.
+_NEW_SERVER_CONNECTIONS = (
+    "then have the pooler open new server connections (PgBouncer: RECONNECT), as a role's "
+    "settings reach only those"
+)
+
+
 async def _check_settings_arrived(
     connection: asyncpg.pool.PoolConnectionProxy[asyncpg.Record],
     settings: Mapping[str, str],
+    schema: str | None,
     shown: str,
 ) -> None:
-    """Refuse a connection without the search_path and lock_timeout it was opened with (a
-    pooler told to ignore them): the log would be looked for, and created, in another
-    schema, and a held lock waited on for ever."""
-    arrived = await connection.fetchrow(
-        "SELECT current_setting('search_path'), current_setting('lock_timeout')"
-    )
-    assert arrived is not None
-    search_path, lock_timeout = str(arrived[0]), str(arrived[1])
-    wanted_path = settings.get("search_path")
-    # Quoted as leaderlog sends it, or bare as a role's own setting holds it.
-    if wanted_path is not None and search_path.replace('"', "") != wanted_path.replace('"', ""):
+    """Refuse a connection without the ``?schema=`` search_path or the lock_timeout it was
+    opened with (a connection pooler ignoring startup parameters): the log would be looked
+    for, and created, in another schema, and a held lock waited on for ever or for longer
+    than asked. A setting the server took from the connection's start has source
+    ``client``; one of the role's or the server's own does not."""
+    found = {
+        str(row[0]): (str(row[1]), str(row[2]))
+        for row in await connection.fetch(
+            "SELECT name, setting, source FROM pg_settings "
+            "WHERE name IN ('search_path', 'lock_timeout')"
+        )
+    }
+    path, path_source = found["search_path"]
+    first_on_path = path.split(",")[0].strip().strip('"')
+    if schema is not None and path_source != "client" and first_on_path != schema:
         raise StoreUnavailable(
-            f"the PostgreSQL connection to {shown} has search_path {search_path}, not "
-            f"{wanted_path}: something between (a connection pooler ignoring startup "
-            "parameters?) dropped it, and the log would be looked for in another schema; "
-            f"set it on the role (ALTER ROLE ... SET search_path = {wanted_path}) and leave "
-            "?schema= out"
+            f"the PostgreSQL connection to {shown} has search_path {path}, not {schema} as "
+            "?schema= asks: something between (a connection pooler ignoring startup "
+            "parameters?) dropped it, and the log would be looked for in another schema; set "
+            f"it on the role (ALTER ROLE ... SET search_path = {schema}) and leave ?schema= "
+            f"out, {_NEW_SERVER_CONNECTIONS}"
+        )
+    lock_timeout, lock_timeout_source = found["lock_timeout"]
+    if "lock_timeout" not in settings and lock_timeout_source != "client":
+        raise StoreUnavailable(
+            f"the PostgreSQL connection to {shown} did not get the lock_timeout its URL "
+            "gives: something between (a connection pooler ignoring startup parameters?) "
+            "dropped it; set it on the role (ALTER ROLE ... SET lock_timeout = ...) and leave "
+            f"it out of the URL, {_NEW_SERVER_CONNECTIONS}"
         )
     if "lock_timeout" in settings and lock_timeout == "0":
         raise StoreUnavailable(
@@ -446,7 +470,8 @@ async def _check_settings_arrived(
             "asked for one: something between (a connection pooler ignoring startup "
             "parameters?) dropped it, and a lock held elsewhere would be waited on for ever; "
             f"set it on the role (ALTER ROLE ... SET lock_timeout = "
-            f"'{int(LOCK_TIMEOUT)}s'), or give ?lock_timeout=0 to wait"
+            f"'{int(LOCK_TIMEOUT)}s'), {_NEW_SERVER_CONNECTIONS}; or give ?lock_timeout=0 "
+            "to wait"
         )
 
 
@@ -486,10 +511,24 @@ _POOLER_ADVICE = (
 )
 
 
+# PgBouncer's refusal of a parameter a connection starts with, naming it.
+_UNSUPPORTED_PARAMETER = re.compile(r"unsupported startup parameter: (\w+)")
+
+
 def _reason(error: BaseException) -> str:
     said = _said(error)
+    refused = _UNSUPPORTED_PARAMETER.search(said)
+    if refused is not None and refused[1] not in ("lock_timeout", "search_path"):
+        # One the URL gives: the advice for leaderlog's own two would change nothing.
+        return (
+            f"{said} (a connection pooler refuses the setting {refused[1]} the URL gives: "
+            f"leave ?{refused[1]}= out of it, and set it on the role if it is needed)"
+        )
     for sign, advice in _POOLER_ADVICE:
         if sign in said:
+            if sign == "prepared statement":
+                # asyncpg's hint names settings of its own, which leaderlog users cannot set.
+                said = said.split(" HINT:")[0]
             return f"{said} ({advice})"
     return said
 
@@ -1215,7 +1254,7 @@ class PostgresStore(EventStore):
             async with pool.acquire() as connection:
                 _check_version(tuple(connection.get_server_version()[:2]), shown)
                 _check_encoding(await connection.fetchval("SHOW server_encoding"), shown)
-                await _check_settings_arrived(connection, settings, shown)
+                await _check_settings_arrived(connection, settings, schema, shown)
                 if create:
                     created = await _create_schema(connection, schema, shown)
                     table_schema, table_oid = created.schema, created.table_oid
