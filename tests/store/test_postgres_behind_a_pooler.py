@@ -53,8 +53,13 @@ async def test_a_schema_the_pooler_drops_is_refused_before_anything_is_created(
         with pytest.raises(StoreUnavailable, match="search_path") as refused:
             await open_store(schema_url)
         assert "connection pooler" in str(refused.value)
-        assert f"SET search_path = {schema}) and leave ?schema= out" in str(refused.value)
-        assert "RECONNECT" in str(refused.value)
+        # Both settings it dropped are named at once, not one per try.
+        assert f"not {schema} as ?schema= asks and has no lock_timeout" in str(refused.value)
+        assert (
+            f"(ALTER ROLE ... SET search_path = {schema}; ALTER ROLE ... SET lock_timeout = "
+            "'10s') and leave it out of the URL, then have the pooler open new server "
+            "connections (PgBouncer: RECONNECT)"
+        ) in str(refused.value)
         assert not await connection.fetchval(
             "SELECT 1 FROM pg_namespace WHERE nspname = $1", schema
         )
@@ -92,9 +97,24 @@ async def test_a_lock_timeout_the_pooler_drops_is_refused_rather_than_waited_for
     role_url, _ = role_with_its_own_settings
     with pytest.raises(StoreUnavailable, match="has no lock_timeout") as refused:
         await open_store(role_url)
-    assert "ALTER ROLE ... SET lock_timeout = '10s'), then have the pooler open new" in str(
+    assert "(ALTER ROLE ... SET lock_timeout = '10s') and leave it out of the URL" in str(
         refused.value
     )
+
+
+async def test_no_lock_timeout_chosen_for_the_role_is_kept_behind_such_a_pooler(
+    role_with_its_own_settings: tuple[str, str],
+    postgres_url: str,
+    pooler_ignoring_settings: None,
+) -> None:
+    role_url, role = role_with_its_own_settings
+    owner = await asyncpg.connect(postgres_url)
+    try:
+        await owner.execute(f'ALTER ROLE "{role}" SET lock_timeout = 0')
+    finally:
+        await owner.close()
+    store = await open_store(role_url)
+    await store.close()
 
 
 async def test_a_lock_timeout_the_url_gives_that_the_pooler_drops_is_refused(

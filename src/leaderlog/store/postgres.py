@@ -421,11 +421,8 @@ def _check_version(version: tuple[int, ...], shown: str) -> None:
         )
 
 
-# A role's settings reach only the server connections opened after they were set.
-_NEW_SERVER_CONNECTIONS = (
-    "then have the pooler open new server connections (PgBouncer: RECONNECT), as a role's "
-    "settings reach only those"
-)
+# Where a setting comes from when an ALTER ROLE or ALTER DATABASE set it (pg_settings).
+_SET_FOR_THE_ROLE = frozenset({"user", "database", "database user"})
 
 
 async def _check_settings_arrived(
@@ -446,32 +443,30 @@ async def _check_settings_arrived(
             "WHERE name IN ('search_path', 'lock_timeout')"
         )
     }
+    dropped: list[str] = []
+    on_the_role: list[str] = []
     path, path_source = found["search_path"]
     first_on_path = path.split(",")[0].strip().strip('"')
     if schema is not None and path_source != "client" and first_on_path != schema:
-        raise StoreUnavailable(
-            f"the PostgreSQL connection to {shown} has search_path {path}, not {schema} as "
-            "?schema= asks: something between (a connection pooler ignoring startup "
-            "parameters?) dropped it, and the log would be looked for in another schema; set "
-            f"it on the role (ALTER ROLE ... SET search_path = {schema}) and leave ?schema= "
-            f"out, {_NEW_SERVER_CONNECTIONS}"
-        )
+        dropped.append(f"has search_path {path}, not {schema} as ?schema= asks")
+        on_the_role.append(f"SET search_path = {schema}")
     lock_timeout, lock_timeout_source = found["lock_timeout"]
     if "lock_timeout" not in settings and lock_timeout_source != "client":
+        dropped.append("did not get the lock_timeout its URL gives")
+        on_the_role.append("SET lock_timeout = ...")
+    elif lock_timeout == "0" and lock_timeout_source not in _SET_FOR_THE_ROLE:
+        # Not the 10 s leaderlog asked for, nor a 0 an operator chose for the role.
+        dropped.append("has no lock_timeout, though leaderlog asked for one")
+        on_the_role.append(f"SET lock_timeout = '{int(LOCK_TIMEOUT)}s'")
+    if dropped:
         raise StoreUnavailable(
-            f"the PostgreSQL connection to {shown} did not get the lock_timeout its URL "
-            "gives: something between (a connection pooler ignoring startup parameters?) "
-            "dropped it; set it on the role (ALTER ROLE ... SET lock_timeout = ...) and leave "
-            f"it out of the URL, {_NEW_SERVER_CONNECTIONS}"
-        )
-    if "lock_timeout" in settings and lock_timeout == "0":
-        raise StoreUnavailable(
-            f"the PostgreSQL connection to {shown} has no lock_timeout, though leaderlog "
-            "asked for one: something between (a connection pooler ignoring startup "
-            "parameters?) dropped it, and a lock held elsewhere would be waited on for ever; "
-            f"set it on the role (ALTER ROLE ... SET lock_timeout = "
-            f"'{int(LOCK_TIMEOUT)}s'), {_NEW_SERVER_CONNECTIONS}; or give ?lock_timeout=0 "
-            "to wait"
+            f"the PostgreSQL connection to {shown} {' and '.join(dropped)}: something "
+            "between (a connection pooler ignoring startup parameters?) dropped what the "
+            "connection was opened with, so the log would be looked for in another schema "
+            "or a held lock waited on for ever; set it on the role ("
+            + "; ".join(f"ALTER ROLE ... {setting}" for setting in on_the_role)
+            + ") and leave it out of the URL, then have the pooler open new server "
+            "connections (PgBouncer: RECONNECT), as a role's settings reach only those"
         )
 
 
