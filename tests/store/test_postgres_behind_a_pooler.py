@@ -91,6 +91,14 @@ async def role_with_its_own_settings(
         await connection.close()
 
 
+async def _set_on_the_role(postgres_url: str, role: str, setting: str) -> None:
+    owner = await asyncpg.connect(postgres_url)
+    try:
+        await owner.execute(f'ALTER ROLE "{role}" SET {setting}')
+    finally:
+        await owner.close()
+
+
 async def test_a_lock_timeout_the_pooler_drops_is_refused_rather_than_waited_for_ever(
     role_with_its_own_settings: tuple[str, str], pooler_ignoring_settings: None
 ) -> None:
@@ -108,11 +116,7 @@ async def test_no_lock_timeout_chosen_for_the_role_is_kept_behind_such_a_pooler(
     pooler_ignoring_settings: None,
 ) -> None:
     role_url, role = role_with_its_own_settings
-    owner = await asyncpg.connect(postgres_url)
-    try:
-        await owner.execute(f'ALTER ROLE "{role}" SET lock_timeout = 0')
-    finally:
-        await owner.close()
+    await _set_on_the_role(postgres_url, role, "lock_timeout = 0")
     store = await open_store(role_url)
     await store.close()
 
@@ -123,11 +127,7 @@ async def test_a_lock_timeout_the_url_gives_that_the_pooler_drops_is_refused(
     pooler_ignoring_settings: None,
 ) -> None:
     role_url, role = role_with_its_own_settings
-    owner = await asyncpg.connect(postgres_url)
-    try:
-        await owner.execute(f"ALTER ROLE \"{role}\" SET lock_timeout = '10s'")
-    finally:
-        await owner.close()
+    await _set_on_the_role(postgres_url, role, "lock_timeout = '10s'")
     with pytest.raises(StoreUnavailable, match="did not get the lock_timeout its URL gives"):
         await open_store(f"{role_url}?lock_timeout=3s")
 
@@ -138,11 +138,7 @@ async def test_behind_such_a_pooler_settings_on_the_role_keep_the_log_in_its_sch
     pooler_ignoring_settings: None,
 ) -> None:
     role_url, schema = role_with_its_own_settings
-    owner = await asyncpg.connect(postgres_url)
-    try:
-        await owner.execute(f"ALTER ROLE \"{schema}\" SET lock_timeout = '10s'")
-    finally:
-        await owner.close()
+    await _set_on_the_role(postgres_url, schema, "lock_timeout = '10s'")
     store = await open_store(role_url)
     try:
         await store.append([event("claim-behind-a-pooler")], actor="test")
