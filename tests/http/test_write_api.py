@@ -209,6 +209,7 @@ def test_no_token_is_401_with_a_challenge(api: httpx.Client) -> None:
     response = post(api, person(unique("no-token")), None)
     body = error_body(response, 401)
     assert response.headers["www-authenticate"].startswith("Bearer")
+    assert body["detail"].startswith("send Authorization: Bearer <token>")
     assert "leaderlog token create" in body["detail"]
     assert log_head(api) == before
 
@@ -224,7 +225,8 @@ def test_malformed_authorization_is_401(
     before = log_head(api)
     header = authorization.replace("{token}", running.token)
     response = post(api, person(unique("malformed")), None, headers={"Authorization": header})
-    error_body(response, 401)
+    detail = error_body(response, 401)["detail"]
+    assert detail.startswith("the Authorization header sent is not the word Bearer, a space and")
     assert "www-authenticate" in response.headers
     assert log_head(api) == before
 

@@ -408,10 +408,17 @@ def write_router(
                 )
         token = credentials.credentials.strip() if credentials is not None else ""
         if not token:
+            # One was sent, in another form ("Bearer<TAB>token", Basic): say it was seen.
+            sent = (
+                "the Authorization header sent is not the word Bearer, a space and a token: "
+                if request.headers.get("authorization", "").strip()
+                else ""
+            )
             return error_response(
                 401,
                 "unauthorized",
-                "send Authorization: Bearer <token> (create one with `leaderlog token create`)",
+                f"{sent}send Authorization: Bearer <token> (create one with `leaderlog token "
+                "create`)",
                 headers={"WWW-Authenticate": 'Bearer realm="leaderlog"'},
             )
         log = get_log(request)
