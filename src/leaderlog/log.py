@@ -18,6 +18,7 @@ import uuid
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Mapping, MutableSequence, Sequence
 from dataclasses import dataclass, field
+from importlib.resources import as_file, files
 from pathlib import Path
 from typing import IO, Any, TypeVar, cast, overload
 
@@ -89,6 +90,8 @@ __all__ = [
     "parse_lines",
     "parse_records",
     "read_lines",
+    "seed_files",
+    "seeds_folder",
     "stored_unchanged",
     "too_large",
 ]
@@ -1519,6 +1522,23 @@ class EventLog:
         return await self.store.read_all(after=after, limit=limit)
 
 
+def seeds_folder() -> Path | None:
+    """./seeds when it holds seed files, else the copy packaged with (or beside) leaderlog;
+    None when there is none."""
+    local = Path("seeds")
+    if local.is_dir() and any(local.glob("*.jsonl")):
+        return local
+    packaged = files("leaderlog").joinpath("_seeds")
+    if packaged.is_dir():
+        with as_file(packaged) as folder:
+            return Path(folder)
+    # An editable install runs from the source tree, whose seeds/ sits beside src/.
+    checkout = Path(__file__).resolve().parents[2] / "seeds"
+    if checkout.is_dir() and any(checkout.glob("*.jsonl")):
+        return checkout
+    return None
+
+
 def seed_files(directory: Path | str) -> list[Path]:
     """The ``*.jsonl`` files of a seeds folder, in name order; a folder that is not there is
     an error (a mistyped one would otherwise load nothing without a word)."""
@@ -1530,11 +1550,17 @@ def seed_files(directory: Path | str) -> list[Path]:
 
 async def load_seeds(
     log: EventLog,
-    directory: Path | str,
+    directory: Path | str | None = None,
     *,
     on_file: Callable[[Path, AppendOutcome], None] | None = None,
 ) -> AppendOutcome:
-    """Import every ``*.jsonl`` file of a seeds folder, in name order, as actor ``seed``."""
+    """Import every ``*.jsonl`` file of a seeds folder, in name order, as actor ``seed``
+    (by default the folder :func:`seeds_folder` finds: the seeds shipped with leaderlog
+    unless ./seeds has some)."""
+    if directory is None:
+        directory = seeds_folder()
+        if directory is None:
+            raise FileNotFoundError("no seeds folder: ./seeds holds none, nor does leaderlog")
     positions: list[int] = []
     appended = 0
     for path in seed_files(directory):

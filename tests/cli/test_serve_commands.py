@@ -26,7 +26,7 @@ from leaderlog.cli import projection_commands, serve_commands
 from leaderlog.cli._app import main
 from leaderlog.http import catch_up_before_serving
 from leaderlog.http.app import _RETRY_SECONDS as RETRY_SECONDS
-from leaderlog.log import EventLog, load_seeds
+from leaderlog.log import EventLog, load_seeds, seeds_folder
 from leaderlog.projections import runner_for
 from leaderlog.tokens import Tokens
 from tests.cli.terminal import drawn_on_a_terminal
@@ -90,11 +90,31 @@ def test_seeds_come_from_the_working_folder_when_it_has_them(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(ROOT)
-    assert serve_commands.seeds_folder() == Path("seeds")
+    assert seeds_folder() == Path("seeds")
     monkeypatch.chdir(tmp_path)
-    found = serve_commands.seeds_folder()
+    found = seeds_folder()
     # Elsewhere only a packaged copy can be used (an editable install has none).
     assert found is None or any(found.glob("*.jsonl"))
+
+
+async def test_the_library_loads_the_seeds_leaderlog_ships_when_given_no_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    async with await EventLog.open(f"sqlite:///{tmp_path / 'seeded.db'}") as log:
+        loaded = await load_seeds(log)
+        assert loaded.appended == 29
+        assert (await log.store.verify()).ok
+
+
+async def test_the_library_says_when_there_are_no_seeds_to_load(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("leaderlog.log.seeds_folder", lambda: None)
+    async with await EventLog.open(f"sqlite:///{tmp_path / 'empty.db'}") as log:
+        with pytest.raises(FileNotFoundError, match="no seeds folder"):
+            await load_seeds(log)
+        assert await log.store.count() == 0
 
 
 def _serve_refused(database: Path, *options: str) -> Result:

@@ -12,8 +12,6 @@ import re
 import socket
 import sys
 from collections.abc import Callable
-from importlib.resources import as_file, files
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 from urllib.parse import urlsplit
 
@@ -38,7 +36,7 @@ from leaderlog.feeds import (
     uri,
     with_lowercase_scheme,
 )
-from leaderlog.log import EventLog, load_seeds, seed_files
+from leaderlog.log import EventLog, load_seeds, seed_files, seeds_folder
 from leaderlog.projections import Queries, runner_for
 from leaderlog.projections.query_input import MAX_ID_LENGTH, NOT_UTF8_TEXT
 from leaderlog.store import without_password
@@ -59,22 +57,6 @@ BODY_SECONDS = 30.0
 SEND_SECONDS = 30.0
 # The most a request's line and headers may take (h11's and so uvicorn's limit).
 HEAD_BYTES = 16 * 1024
-
-
-def seeds_folder() -> Path | None:
-    """./seeds when it holds seed files, else the copy packaged with (or beside) leaderlog."""
-    local = Path("seeds")
-    if local.is_dir() and any(local.glob("*.jsonl")):
-        return local
-    packaged = files("leaderlog").joinpath("_seeds")
-    if packaged.is_dir():
-        with as_file(packaged) as folder:
-            return Path(folder)
-    # An editable install runs from the source tree, whose seeds/ sits beside src/.
-    checkout = Path(__file__).resolve().parents[3] / "seeds"
-    if checkout.is_dir() and any(checkout.glob("*.jsonl")):
-        return checkout
-    return None
 
 
 def _proxy_addresses(context: click.Context, parameter: click.Parameter, value: str) -> str:
