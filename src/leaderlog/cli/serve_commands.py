@@ -33,7 +33,6 @@ from leaderlog.feeds import (
     is_web_address,
     named_subject,
     resolve,
-    uri,
     with_lowercase_scheme,
 )
 from leaderlog.log import EventLog, load_seeds, seed_files, seeds_folder
@@ -791,8 +790,8 @@ def feed_command(
         chosen_scope,
         fmt,  # type: ignore[arg-type]
         chosen_lang,
-        # As the server links its --public-url: a URI, whatever letters it was given in.
-        uri(base_url).rstrip("/"),
+        # Made a URI without its trailing slash by FeedRequest, as the server's --public-url.
+        base_url,
         page,
         explicit_lang=lang is not None,
     )

@@ -483,13 +483,6 @@ def _check_encoding(encoding: object, shown: str) -> None:
 # what it takes, and what to change.
 _POOLER_ADVICE = (
     (
-        "unsupported startup parameter",
-        "a connection pooler refuses the settings leaderlog opens connections with: let it "
-        "ignore them (PgBouncer: ignore_startup_parameters = lock_timeout, search_path) and "
-        "set search_path and lock_timeout on the role instead, leaving ?schema= out; see the "
-        "README's PostgreSQL section",
-    ),
-    (
         "statement pooling mode",
         "leaderlog needs a connection pooler's session or transaction mode, not statement mode",
     ),
@@ -512,20 +505,29 @@ _UNSUPPORTED_PARAMETER = re.compile(r"unsupported startup parameter: (\w+)")
 
 def _reason(error: BaseException) -> str:
     said = _said(error)
+    advice = _pooler_advice(said)
+    # A hint asyncpg adds names settings of its own, which leaderlog users cannot set.
+    return f"{said.split(' HINT:')[0]} ({advice})" if advice else said
+
+
+def _pooler_advice(said: str) -> str | None:
+    """What to change, when ``said`` is a connection pooler's answer leaderlog cannot work
+    with; None otherwise."""
     refused = _UNSUPPORTED_PARAMETER.search(said)
-    if refused is not None and refused[1] not in ("lock_timeout", "search_path"):
+    if refused is not None and refused[1] in ("lock_timeout", "search_path"):
+        return (
+            "a connection pooler refuses the settings leaderlog opens connections with: let it "
+            "ignore them (PgBouncer: ignore_startup_parameters = lock_timeout, search_path) "
+            "and set search_path and lock_timeout on the role instead, leaving ?schema= out; "
+            "see the README's PostgreSQL section"
+        )
+    if refused is not None:
         # One the URL gives: the advice for leaderlog's own two would change nothing.
         return (
-            f"{said} (a connection pooler refuses the setting {refused[1]} the URL gives: "
-            f"leave ?{refused[1]}= out of it, and set it on the role if it is needed)"
+            f"a connection pooler refuses the setting {refused[1]} the URL gives: leave "
+            f"?{refused[1]}= out of it, and set it on the role if it is needed"
         )
-    for sign, advice in _POOLER_ADVICE:
-        if sign in said:
-            if sign == "prepared statement":
-                # asyncpg's hint names settings of its own, which leaderlog users cannot set.
-                said = said.split(" HINT:")[0]
-            return f"{said} ({advice})"
-    return said
+    return next((advice for sign, advice in _POOLER_ADVICE if sign in said), None)
 
 
 def _said(error: BaseException) -> str:
