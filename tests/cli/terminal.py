@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import io
-from types import ModuleType
 
 import pytest
 from rich.console import Console
 
+from leaderlog.cli import _terminal
 
-def drawn_on_a_terminal(monkeypatch: pytest.MonkeyPatch, module: ModuleType) -> io.StringIO:
-    """What ``module``'s stderr console draws from now on, as a 100-column terminal would
-    be sent it (escape sequences included)."""
+
+def drawn_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> io.StringIO:
+    """What the commands draw on stderr from now on, as a 100-column terminal would be sent
+    it (escape sequences included)."""
     screen = io.StringIO()
     terminal = Console(file=screen, force_terminal=True, width=100, highlight=False)
-    monkeypatch.setattr(module, "err_console", terminal)
+    monkeypatch.setattr(_terminal, "err_console", terminal)
     return screen

@@ -30,7 +30,7 @@ def test_import_from_a_pipe_shows_the_bytes_read_on_a_terminal(
 ) -> None:
     url = f"sqlite:///{tmp_path / 'leaderlog.db'}"
     lines = _seed_lines()
-    screen = drawn_on_a_terminal(monkeypatch, log_commands)
+    screen = drawn_on_a_terminal(monkeypatch)
     # given stdin counted as large enough for a bar, whose size cannot be known
     monkeypatch.setattr(log_commands, "_PROGRESS_THRESHOLD", len(lines) // 2)
     # when it is imported
@@ -47,7 +47,7 @@ def test_import_from_a_small_pipe_draws_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     url = f"sqlite:///{tmp_path / 'leaderlog.db'}"
-    screen = drawn_on_a_terminal(monkeypatch, log_commands)
+    screen = drawn_on_a_terminal(monkeypatch)
     result = CliRunner().invoke(main, ["--db", url, "import", "-"], input=_seed_lines())
     assert result.exit_code == 0, result.stderr
     assert screen.getvalue() == ""

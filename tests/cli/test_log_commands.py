@@ -26,7 +26,7 @@ from click.testing import CliRunner, Result
 from rich.console import Console
 
 from leaderlog._json import dumps
-from leaderlog.cli import _app, log_commands, main
+from leaderlog.cli import _app, _terminal, log_commands, main
 from leaderlog.cli._app import interruptible
 from leaderlog.errors import Interrupted
 from leaderlog.events import event_schema, format_time, parse_record
@@ -828,7 +828,7 @@ def test_ctrl_c_while_an_import_checks_its_rules_stops_the_check_and_writes_noth
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # given an import on a terminal, whose rules are checked in several turns of the event loop
-    drawn_on_a_terminal(monkeypatch, log_commands)
+    drawn_on_a_terminal(monkeypatch)
     monkeypatch.setattr(log_commands, "_APPEND_BAR_THRESHOLD", 10)
     monkeypatch.setattr("leaderlog.log._PROGRESS_STEP", 100)
     monkeypatch.setattr("leaderlog.log._DECIDED_BETWEEN_TURNS", 50)
@@ -1005,7 +1005,7 @@ def test_a_large_import_shows_bars_for_checking_its_rules_and_writing_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # given a terminal, and an import above the size that shows bars while it appends
-    screen = drawn_on_a_terminal(monkeypatch, log_commands)
+    screen = drawn_on_a_terminal(monkeypatch)
     monkeypatch.setattr(log_commands, "_APPEND_BAR_THRESHOLD", 10)
     big = organisations_file(tmp_path / "orgs.jsonl", 50)
     # when it is imported
@@ -1026,7 +1026,7 @@ def test_a_bar_shows_100_percent_only_once_every_step_is_done(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # given a terminal, and the bars of a large import
-    screen = drawn_on_a_terminal(monkeypatch, log_commands)
+    screen = drawn_on_a_terminal(monkeypatch)
     with log_commands._append_bar(30_001) as advance:
         assert advance is not None
         # when all but one of its records are checked
@@ -1046,7 +1046,7 @@ def test_a_terminal_that_cannot_redraw_gets_a_line_instead_of_bars(
     screen = io.StringIO()
     dumb = Console(file=screen, force_terminal=True, width=100, highlight=False)
     monkeypatch.setattr(type(dumb), "is_dumb_terminal", property(lambda _: True))
-    monkeypatch.setattr(log_commands, "err_console", dumb)
+    monkeypatch.setattr(_terminal, "err_console", dumb)
     monkeypatch.setattr(log_commands, "_APPEND_BAR_THRESHOLD", 10)
     records = organisations_file(tmp_path / "orgs.jsonl", 50)
     result = CliRunner().invoke(
@@ -1065,7 +1065,7 @@ def test_stopping_at_once_on_a_terminal_clears_the_bar_and_shows_the_cursor(
     def stop(status: int) -> None:
         raise SystemExit(status)
 
-    monkeypatch.setattr(_app, "err_console", Console(file=io.StringIO(), force_terminal=True))
+    monkeypatch.setattr(_terminal, "err_console", Console(file=io.StringIO(), force_terminal=True))
     monkeypatch.setattr(os, "write", lambda _, data: written.append(data))
     monkeypatch.setattr(os, "_exit", stop)
     # when a second Ctrl-C stops the command at once

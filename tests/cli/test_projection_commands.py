@@ -22,7 +22,7 @@ from rich.console import Console
 
 import leaderlog.cli.projection_commands as projection_commands  # registers the commands
 from leaderlog._json import dumps
-from leaderlog.cli import main
+from leaderlog.cli import _terminal, main
 from leaderlog.cli._app import print_json_in_parts
 from leaderlog.log import EventLog, load_seeds
 from leaderlog.projections import BUILTIN, ProjectionRunner, Queries
@@ -158,7 +158,7 @@ def test_a_large_org_history_shows_on_a_terminal_how_many_posts_are_worked_out(
             await load_seeds(log, SEEDS)
 
     asyncio.run(load())
-    screen = drawn_on_a_terminal(monkeypatch, projection_commands)
+    screen = drawn_on_a_terminal(monkeypatch)
     monkeypatch.setattr(queries_module, "_STATE_PART", 1)
     # when DHS's history is asked for, its posts few enough for no bar, then many enough
     quiet = CliRunner().invoke(main, ["--db", url, "history", "--org", "dhs"])
@@ -270,8 +270,8 @@ def test_a_progress_bar_on_a_narrow_terminal_cuts_its_label_not_its_count(
     # at 40 the bar itself gives way
     screen = io.StringIO()
     narrow = Console(file=screen, force_terminal=True, width=width, color_system=None)
-    monkeypatch.setattr(projection_commands, "err_console", narrow)
-    bar = projection_commands.progress_bar("rebuilding leadership, audit, feed_entries")
+    monkeypatch.setattr(_terminal, "err_console", narrow)
+    bar = _terminal.progress_bar("rebuilding leadership, audit, feed_entries")
     bar.add_task("rebuilding", total=500_000, completed=20_000)
     bar.start()
     bar.refresh()

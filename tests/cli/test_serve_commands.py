@@ -1112,7 +1112,7 @@ def test_serve_shows_each_projection_group_s_progress_while_it_catches_up(
     sqlite_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # given a log whose projections are not built yet, and serve's progress on a terminal
-    screen = drawn_on_a_terminal(monkeypatch, projection_commands)
+    screen = drawn_on_a_terminal(monkeypatch)
     monkeypatch.setattr(projection_commands, "PROGRESS_THRESHOLD", 1)
     reported: list[tuple[str, int, int]] = []
 

@@ -134,7 +134,7 @@ def test_progress_bars_are_drawn_on_terminals_only_whatever_force_color_says(
 ) -> None:
     # rich takes FORCE_COLOR (any value) for a terminal: CI systems that set it for colours
     # got bars, escape codes and carriage returns in their logs and pipes
-    program = "from leaderlog.cli._app import err_console as e; print(e.is_terminal)"
+    program = "from leaderlog.cli._terminal import err_console as e; print(e.is_terminal)"
     others = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "TTY_COMPATIBLE")}
     finished = subprocess.run(
         [sys.executable, "-c", program],

@@ -11,7 +11,6 @@ import pytest
 from click.testing import CliRunner
 
 import leaderlog.cli.log_commands as log_commands
-import leaderlog.cli.projection_commands as projection_commands
 from leaderlog.cli import main
 from leaderlog.log import EventLog, load_seeds
 from leaderlog.store import base as store_base
@@ -53,7 +52,7 @@ def test_verify_shows_a_bar_on_a_terminal_for_a_large_log(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     url = _seeded(tmp_path)
-    screen = drawn_on_a_terminal(monkeypatch, projection_commands)
+    screen = drawn_on_a_terminal(monkeypatch)
     # given a log too small for a bar, then one counted as large enough
     quiet = CliRunner().invoke(main, ["--db", url, "verify"])
     assert quiet.exit_code == 0, quiet.stderr

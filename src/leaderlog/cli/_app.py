@@ -22,10 +22,10 @@ from urllib.parse import quote
 
 import anyio
 import click
-from rich.console import Console
 
 from leaderlog._console import INTERRUPTED_STATUS
 from leaderlog._json import dumps
+from leaderlog.cli._terminal import bar_put_away
 from leaderlog.errors import (
     BatchError,
     ConcurrencyError,
@@ -47,41 +47,18 @@ __all__ = [
     "OutputLost",
     "WholeNumber",
     "console_main",
-    "err_console",
     "escaped",
     "is_output_error",
     "logged_on_stderr",
     "main",
     "missing_sqlite_file",
-    "out_console",
     "print_json",
     "print_json_in_parts",
-    "redraws_lines",
     "reported",
     "run",
 ]
 
 T = TypeVar("T")
-
-
-def _a_terminal(stream: object) -> bool:
-    """Whether ``stream`` is a terminal that redraws a line, as a progress bar needs: rich
-    takes FORCE_COLOR for one too, and CI systems that set it for colours got bars, escape
-    codes and carriage returns in their logs and pipes. TTY_COMPATIBLE says so outright."""
-    said = os.environ.get("TTY_COMPATIBLE")
-    if said in ("0", "1"):
-        return said == "1"
-    isatty = getattr(stream, "isatty", None)
-    try:
-        return bool(isatty is not None and isatty())
-    except ValueError:  # closed
-        return False
-
-
-out_console = Console(highlight=False, soft_wrap=True, force_terminal=_a_terminal(sys.stdout))
-err_console = Console(
-    stderr=True, highlight=False, soft_wrap=True, force_terminal=_a_terminal(sys.stderr)
-)
 
 
 class WholeNumber(click.IntRange):
@@ -480,28 +457,16 @@ def _terminated(signum: int, frame: FrameType | None) -> None:
     143), once the terminal is put right (a progress bar drawn then left the cursor hidden
     in the shell the command returned to) and a new log being built under a temporary name
     is removed (nothing gave it its name: it would stay, hidden, beside the database)."""
-    _said_on_stderr(_bar_put_away())
+    _said_on_stderr(bar_put_away())
     for draft in list(_DRAFTS):
         _remove_draft(draft)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.raise_signal(signal.SIGTERM)
 
 
-def redraws_lines(console: Console) -> bool:
-    """Whether ``console`` can draw a progress bar: a terminal that redraws a line in place.
-    A log file, a pipe or a dumb terminal gets no bar (at most a line saying what is done)."""
-    return console.is_terminal and not console.is_dumb_terminal
-
-
-def _bar_put_away() -> str:
-    """On a terminal, what clears the line a progress bar may be drawn on, with the cursor
-    hidden, and shows the cursor again, as the bar would have done on closing."""
-    return "\r\x1b[2K\x1b[?25h" if redraws_lines(err_console) else ""
-
-
 def _stop_at_once(said: str) -> NoReturn:
     """End the process now, saying so on a line of its own."""
-    _said_on_stderr(f"{_bar_put_away()}{said} (again: stopped at once)\n")
+    _said_on_stderr(f"{bar_put_away()}{said} (again: stopped at once)\n")
     os._exit(INTERRUPTED_STATUS)
 
 

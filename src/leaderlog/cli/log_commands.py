@@ -12,16 +12,6 @@ from dataclasses import asdict
 from typing import IO, Any
 
 import click
-from rich.progress import (
-    BarColumn,
-    DownloadColumn,
-    Progress,
-    ProgressColumn,
-    Task,
-    TextColumn,
-    TimeRemainingColumn,
-)
-from rich.text import Text
 
 from leaderlog._json import dumps
 from leaderlog.cli._app import (
@@ -29,17 +19,16 @@ from leaderlog.cli._app import (
     OutputLost,
     WholeNumber,
     echo_line,
-    err_console,
     escaped,
     interruptible,
     is_output_error,
     main,
     print_json,
-    redraws_lines,
     reported,
     run,
 )
-from leaderlog.cli.projection_commands import PROGRESS_THRESHOLD, bars
+from leaderlog.cli._terminal import bars, bytes_bar, stage_bars
+from leaderlog.cli.projection_commands import PROGRESS_THRESHOLD
 from leaderlog.errors import (
     BatchError,
     ConcurrencyError,
@@ -131,36 +120,10 @@ def _lines_with_progress(
             return
     else:
         read = 0
-    with _bars(TextColumn("reading"), DownloadColumn()) as progress:
-        task = progress.add_task("check", total=size, completed=read)
+    with bytes_bar("reading", total=size, completed=read) as advance:
         for line in lines:
-            progress.advance(task, len(line))
+            advance(len(line))
             yield line
-
-
-def _bars(label: TextColumn, count: ProgressColumn) -> Progress:
-    """Bars on stderr, redrawn in place and gone once done; none where a line cannot be
-    redrawn (a log file, a pipe, a dumb terminal)."""
-    return Progress(
-        label,
-        BarColumn(),
-        count,
-        TimeRemainingColumn(),
-        console=err_console,
-        transient=True,
-        disable=not redraws_lines(err_console),
-    )
-
-
-class _PercentDone(ProgressColumn):
-    """The share of the steps done, in whole percent rounded down: 100% only once every
-    step is done (rich's own column rounds, and shows 30,000 of 30,001 as 100%)."""
-
-    def render(self, task: Task) -> Text:
-        if task.total is None:
-            return Text("")
-        percent = 100 if task.total <= 0 else int(task.completed * 100 // task.total)
-        return Text(f"{min(max(percent, 0), 100):>3}%", style="progress.percentage")
 
 
 @contextlib.contextmanager
@@ -169,21 +132,11 @@ def _append_bar(records: int) -> Iterator[AppendProgress | None]:
     if records <= _APPEND_BAR_THRESHOLD:
         yield None
         return
-    if not redraws_lines(err_console):
-        # A log file, a pipe or a terminal that cannot redraw a line gets one line instead.
-        err_console.print(f"appending {records} records in one transaction...")
-        yield None
-        return
-    with _bars(TextColumn("{task.description}"), _PercentDone()) as bars:
-        labels = {"checking": "checking rules", "writing": "writing"}
-        stages = {"checking": bars.add_task(labels["checking"], total=records)}
-
-        def advance(stage: str, done: int, total: int) -> None:
-            if stage not in stages:
-                # Drawn once writing begins, not as an empty bar while rules are checked.
-                stages[stage] = bars.add_task(labels[stage], total=total, completed=done)
-            bars.update(stages[stage], completed=done, total=total)
-
+    with stage_bars(
+        {"checking": "checking rules", "writing": "writing"},
+        total=records,
+        instead=f"appending {records} records in one transaction...",
+    ) as advance:
         yield advance
 
 

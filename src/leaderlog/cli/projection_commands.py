@@ -14,29 +14,20 @@ from functools import partial
 from typing import Any, TypedDict
 
 import click
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TaskID,
-    TextColumn,
-    TimeRemainingColumn,
-)
 
 from leaderlog.cli._app import (
     Context,
     OutputLost,
     WholeNumber,
     echo_line,
-    err_console,
     is_output_error,
     logged_on_stderr,
     main,
     print_json,
     print_json_in_parts,
-    redraws_lines,
     run,
 )
+from leaderlog.cli._terminal import bars, count_bar
 from leaderlog.errors import ProjectionError, ProjectionFailed
 from leaderlog.projections import (
     BUILTIN,
@@ -60,70 +51,6 @@ from leaderlog.projections.runner import LeftOut, forget_projection
 PROGRESS_THRESHOLD = 5000
 # A history of fewer posts than this is worked out without a progress bar, in seconds.
 HISTORY_BAR_POSTS = 1000
-
-
-class _Bar:
-    """A rich progress bar on stderr fed by the runner's (position, head) callback."""
-
-    def __init__(self, progress: Progress, task: TaskID, start: int) -> None:
-        self._progress = progress
-        self._task = task
-        self._start = start
-
-    def __call__(self, position: int, head: int) -> None:
-        self._progress.update(
-            self._task, completed=position - self._start, total=max(head - self._start, 1)
-        )
-
-
-# Columns a bar's count, unit and time left take with the bar at its narrowest: what a
-# label may not take ("1000000/1000000 events 0:00:00" and a short bar).
-_BESIDE_A_LABEL = 48
-
-
-def progress_bar(label: str, unit: str = "events") -> Progress:
-    # On a narrow terminal the label gives way, ending in an ellipsis, never the count:
-    # "rebuilding leadership, audit, feed_entries" on 80 columns cut "20000/500000" short.
-    # Three dots, not an ellipsis, which a stderr that is not UTF-8 writes as "\u2026".
-    room = max(10, err_console.width - _BESIDE_A_LABEL)
-    if len(label) > room:
-        label = label[: room - 3] + "..."
-    # Narrower still, the bar itself gives way: the count says as much.
-    bar = [BarColumn()] if err_console.width >= _BESIDE_A_LABEL + 10 else []
-    return Progress(
-        TextColumn(label),
-        *bar,
-        MofNCompleteColumn(),
-        TextColumn(unit),
-        TimeRemainingColumn(),
-        console=err_console,
-        transient=True,
-        # Drawn elsewhere, it left a blank line.
-        disable=not redraws_lines(err_console),
-    )
-
-
-@contextmanager
-def bars(unit: str, threshold: int) -> Iterator[Callable[[str, int, int], None]]:
-    """A progress callback, (label, done, total), drawn on stderr (on a terminal) as a bar
-    for each label with a total of at least ``threshold`` ``unit``. Nothing is drawn, not
-    even the hidden cursor's escape codes, until a first bar is due."""
-    progress = progress_bar("{task.description}", unit)
-    tasks: dict[str, TaskID] = {}
-
-    def show(label: str, done: int, total: int) -> None:
-        if total < threshold:
-            return
-        if not tasks:
-            progress.start()
-        if label not in tasks:
-            tasks[label] = progress.add_task(label, total=total)
-        progress.update(tasks[label], completed=done, total=total)
-
-    try:
-        yield show
-    finally:
-        progress.stop()  # nothing to do when none was started
 
 
 @contextmanager
@@ -207,9 +134,8 @@ async def _catch_up(runner: ProjectionRunner) -> None:
         await runner.catch_up()
         return
     start = min(status.checkpoint for status in statuses)
-    with progress_bar("updating projections") as progress:
-        task = progress.add_task("catch-up", total=lag)
-        await runner.catch_up(_Bar(progress, task, start))
+    with count_bar("updating projections", start=start, total=lag) as advance:
+        await runner.catch_up(advance)
 
 
 @asynccontextmanager
@@ -780,11 +706,10 @@ def rebuild_command(context: Context, names: Sequence[str]) -> None:
             try:
                 with (
                     _runner_warnings_on_stderr(),
-                    progress_bar(f"rebuilding {', '.join(chosen)}") as progress,
+                    count_bar(f"rebuilding {', '.join(chosen)}", start=0, total=head) as advance,
                 ):
-                    task = progress.add_task("rebuild", total=max(head, 1))
                     try:
-                        position = await runner.rebuild(chosen, _Bar(progress, task, 0))
+                        position = await runner.rebuild(chosen, advance)
                     except ProjectionFailed as error:
                         # The others went on to the head: said below, before the error.
                         failed = error

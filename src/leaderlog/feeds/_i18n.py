@@ -25,6 +25,7 @@ from babel.dates import format_date, format_datetime, format_skeleton
 from babel.lists import format_list
 from babel.messages.mofile import write_mo
 from babel.messages.pofile import read_po
+from babel.numbers import format_decimal
 from babel.support import Translations
 
 from leaderlog.errors import UnknownLanguage
@@ -148,6 +149,10 @@ class Language:
                     for word, short in elided.items():
                         text = re.sub(rf"\b{word} \{{{name}\}}", f"{short}{{{name}}}", text)
         return text
+
+    def number(self, value: int) -> str:
+        """A count as the language writes it: "1,000", "1 000", "1.000", "1,00,000"."""
+        return format_decimal(value, locale=self.locale)
 
     def in_context(self, context: str, message: str) -> str:
         """``message`` translated as it reads in ``context``, where a language may need other

@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from typing import Annotated, Any
 from urllib.parse import urlencode
 
-from babel.numbers import format_decimal
 from fastapi import APIRouter, Depends, Query, Request
 from pydantic import Field
 from starlette.responses import HTMLResponse, Response
@@ -511,18 +510,13 @@ def _page_address(base: str, org: str | None, link_lang: str | None, page: int) 
     return f"{base}/" + (f"?{urlencode(query)}" if query else "")
 
 
-def _number(value: int, lang: Language) -> str:
-    """A count as the language writes it: "1,000", "1 000", "1.000", "1,00,000"."""
-    return format_decimal(value, locale=lang.locale)
-
-
 def _shown_range(message: str, first: int, shown: int, total: int, lang: Language) -> str:
     """Which of a list's items a page shows ("Organisations 201 to 400 of 1,000.")."""
     said = lang._(
         message,
-        first=_number(first, lang),
-        last=_number(first + shown - 1, lang),
-        count=_number(total, lang),
+        first=lang.number(first),
+        last=lang.number(first + shown - 1),
+        count=lang.number(total),
     )
     return f"<p>{_e(said)}</p>"
 
@@ -534,7 +528,7 @@ def _pager(
     if pages < 2:
         return ""
     where = _e(
-        lang._(N_("Page {page} of {pages}"), page=_number(page, lang), pages=_number(pages, lang))
+        lang._(N_("Page {page} of {pages}"), page=lang.number(page), pages=lang.number(pages))
     )
     parts = [where]
     if page > 1:
@@ -595,7 +589,7 @@ def _no_such_page(
 ) -> str:
     """What a 404 page says instead of a page of a list beyond its last."""
     last = (
-        f'<a href="{_e(_page_address(base, org, link_lang, pages))}">{_e(_number(pages, lang))}</a>'
+        f'<a href="{_e(_page_address(base, org, link_lang, pages))}">{_e(lang.number(pages))}</a>'
     )
     said = translated_html(
         lang,
@@ -652,7 +646,7 @@ def _page_title(
     title, heading = site, site
     if found and pages > 1:
         which = words._(
-            N_("Page {page} of {pages}"), page=_number(page, words), pages=_number(pages, words)
+            N_("Page {page} of {pages}"), page=words.number(page), pages=words.number(pages)
         )
         title = f"{_e(which)} \u2014 {site}"
     if shown is not None:
