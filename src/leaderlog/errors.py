@@ -20,6 +20,9 @@ Hierarchy::
     │       └── BuiltByAnotherVersion  a projection was rebuilt by another leaderlog version
     ├── ProjectionError          a projection cannot be loaded or answered
     │   ├── ProjectionFailed     projections could not apply some events; the others went on
+    │   ├── ProjectionTimedOut   a user projection's apply ran past its time limit on a page
+    │   │                        (the cause of its ProjectionFailure; it goes on with smaller
+    │   │                        pages where it can)
     │   ├── UnknownEntity        no such org, post, person or claim (with suggestions)
     │   └── InvalidQuery         a date, time, position or filter cannot be understood
     ├── TokenError               a write token is unknown, revoked or malformed, or its name
@@ -28,7 +31,9 @@ Hierarchy::
     │                            actor of events appended without one)
     └── FeedError                a feed cannot be made as asked (an unknown format)
         ├── FeedNotFound         no such organisation, person, post or archive page
+        │                        (also a LookupError)
         └── UnknownLanguage      a language asked for that the feeds are not offered in
+                                 (also a ValueError)
 
 Beside them, outside :class:`Exception`::
 
@@ -68,6 +73,7 @@ __all__ = [
     "ProjectionError",
     "ProjectionFailed",
     "ProjectionFailure",
+    "ProjectionTimedOut",
     "RecordError",
     "RecordedAtRefused",
     "StoreBusy",
@@ -358,6 +364,20 @@ def _where_raised(error: BaseException) -> str:
     if not frames:
         return ""
     return f" ({frames[-1].filename}, line {frames[-1].lineno})"
+
+
+class ProjectionTimedOut(ProjectionError):
+    """A user projection's ``apply`` ran past the runner's time limit for one page, and was
+    stopped: it runs inside the write transaction, which holds back every writer meanwhile.
+
+    ``seconds`` is the limit; ``next_page`` the smaller page it is tried on next, or None
+    when the page already held one event (it then stays where it is until fixed).
+    """
+
+    def __init__(self, seconds: float, next_page: int | None) -> None:
+        super().__init__(f"apply() took longer than {seconds:g} s")
+        self.seconds = seconds
+        self.next_page = next_page
 
 
 class TokenError(LeaderlogError):

@@ -12,6 +12,7 @@ from typing import Any, ClassVar
 
 import pytest
 
+import leaderlog
 from leaderlog.errors import (
     Interrupted,
     ProjectionError,
@@ -1312,6 +1313,10 @@ async def a_slow_user_projection_holds_back_nobody_for_long(
         "writer meanwhile; keep slow work (network calls, sleeps) out of apply; it stays at "
         "position 11 until that is fixed"
     )
+    # (a leaderlog error a library user can catch by its public name, with the limit it met)
+    timed_out = raised.value.failures[0].cause
+    assert isinstance(timed_out, leaderlog.ProjectionTimedOut)
+    assert (timed_out.seconds, timed_out.next_page) == (0.3, None)
     going_on = [r.getMessage() for r in caplog.records if "it goes on with pages" in r.getMessage()]
     assert going_on[0].startswith("projection sleeping could not apply events 11-20: ")
     assert going_on[0].endswith("; it goes on with pages of 5 events")

@@ -10,7 +10,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from leaderlog.errors import ProjectionError, ProjectionFailure
+from leaderlog.errors import ProjectionError, ProjectionFailure, ProjectionTimedOut
 from leaderlog.events import RecordedEvent
 from leaderlog.projections.base import (
     Projection,
@@ -25,7 +25,6 @@ __all__ = [
     "Escaped",
     "Explained",
     "LeftOut",
-    "TookTooLong",
     "Watched",
     "WentOn",
     "apply_failure",
@@ -348,16 +347,6 @@ class Escaped(Exception):
         return cls(raised, f"raised {type(raised).__name__}, a BaseException", "stopped leaderlog")
 
 
-class TookTooLong(Exception):
-    """``apply`` ran past the runner's time limit for a user projection's page."""
-
-    def __init__(self, seconds: float, next_page: int | None) -> None:
-        super().__init__(f"apply() took longer than {seconds:g} s")
-        self.seconds = seconds
-        # The smaller page it is tried on next, or None when it already had one event.
-        self.next_page = next_page
-
-
 def _location(error: BaseException, projection: Projection) -> str:
     """`` (file, line N)`` of the line of the projection's module that ``error`` went through
     last (for a statement the database refused: the line that ran it, not the driver's), else
@@ -405,7 +394,7 @@ def apply_failure(
         what = (
             f"it {error.did}{_location(error.raised, projection)}, which would have {error.would}"
         )
-    elif isinstance(error, TookTooLong):
+    elif isinstance(error, ProjectionTimedOut):
         cause = error
         what = (
             f"{error} and was stopped: it runs inside the database's write transaction, "

@@ -33,6 +33,7 @@ from leaderlog.errors import (
     ProjectionError,
     ProjectionFailed,
     ProjectionFailure,
+    ProjectionTimedOut,
     RecordError,
     StoreError,
     StoreUnavailable,
@@ -44,7 +45,6 @@ from leaderlog.projections._isolation import (
     RUNNER_SAVEPOINT,
     Escaped,
     LeftOut,
-    TookTooLong,
     Watched,
     WentOn,
     apply_failure,
@@ -605,7 +605,7 @@ class ProjectionRunner:
                 # Perhaps only slow on this many events: it goes on with smaller pages.
                 self._smaller_pages[projection.name] = smaller
                 self._slow_through[projection.name] = todo[-1].position
-            raise TookTooLong(limit, smaller) from error
+            raise ProjectionTimedOut(limit, smaller) from error
         except asyncio.CancelledError as cancelled:
             task = asyncio.current_task()
             if task is not None and task.cancelling():
@@ -625,7 +625,7 @@ class ProjectionRunner:
         stopping = []
         for failure in failed:
             cause = failure.cause
-            if isinstance(cause, TookTooLong) and cause.next_page is not None:
+            if isinstance(cause, ProjectionTimedOut) and cause.next_page is not None:
                 logger.warning("%s", failure)
             else:
                 stopping.append(failure)
