@@ -711,21 +711,8 @@ Event = Annotated[
     Field(discriminator="type"),
 ]
 
-_EVENT_CLASSES: tuple[type[_EventBase], ...] = (
-    OrgRegistered,
-    OrgUpdated,
-    PostDefined,
-    PostUpdated,
-    PersonRegistered,
-    PersonUpdated,
-    SourceRegistered,
-    ClaimReported,
-    ClaimConfirmed,
-    ClaimCorrected,
-    ClaimDisputed,
-    ClaimRetracted,
-    CommentRequested,
-)
+# From the union itself, so that a type added there is known everywhere it is looked up.
+_EVENT_CLASSES: tuple[type[_EventBase], ...] = get_args(get_args(Event)[0])
 EVENT_TYPES: dict[str, type[_EventBase]] = {
     cls.model_fields["type"].default: cls for cls in _EVENT_CLASSES
 }

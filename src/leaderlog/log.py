@@ -87,6 +87,7 @@ __all__ = [
     "AppendProgress",
     "EventLog",
     "ParsedRecords",
+    "load_seeds",
     "parse_lines",
     "parse_records",
     "read_lines",

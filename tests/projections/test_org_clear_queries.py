@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
+from leaderlog.errors import UnknownEntity
 from leaderlog.log import EventLog
 from leaderlog.projections import ProjectionRunner, runner_for
-from leaderlog.projections.query_input import UnknownEntity
 from tests.projections.logs import SEED_COUNT, append, current, record
 from tests.projections.test_runner import builtins, dump
 

@@ -330,7 +330,7 @@ def import_command(context: Context, files: Sequence[IO[bytes]], actor: str, as_
             click.echo("appended 0, already present 0 (no records)")
         return
 
-    async def go() -> None:
+    async def import_records() -> None:
         outcome = await context.append_to_log(lambda log: append(log, parsed))
         try:
             if as_json:
@@ -347,7 +347,7 @@ def import_command(context: Context, files: Sequence[IO[bytes]], actor: str, as_
             # Say what the import did: from the error alone, it would pass for refused.
             raise OutputLost(error, _what_was_appended(outcome)) from None
 
-    run(go, interrupted=_IMPORT_INTERRUPTED)
+    run(import_records, interrupted=_IMPORT_INTERRUPTED)
 
 
 def _stored_as_it_is(record: HeldRecord | RecordFields, stored: RecordedEvent | None) -> bool:
@@ -378,7 +378,7 @@ def events_command(context: Context, after: int, limit: int | None, as_json: boo
       leaderlog events --json
     """
 
-    async def go() -> None:
+    async def list_events() -> None:
         out = sys.stdout
         # Page by page, as export does: a whole large log would not fit in memory at once.
         async with context.log(create=False) as log:
@@ -401,7 +401,7 @@ def events_command(context: Context, after: int, limit: int | None, as_json: boo
         if empty:
             click.echo(f"(no events after position {after})" if after else "(no events)")
 
-    run(go)
+    run(list_events)
 
 
 async def _write_json_array(out: IO[str], events: AsyncGenerator[RecordedEvent, None]) -> None:
@@ -470,7 +470,7 @@ def verify_command(context: Context, as_json: bool) -> None:
       leaderlog verify
     """
 
-    async def go() -> bool:
+    async def verify_chain() -> bool:
         async with context.log(create=False) as log:
             # A large log takes a while (about a minute a million events): shown on a terminal.
             with bars("events", PROGRESS_THRESHOLD) as show:
@@ -489,7 +489,7 @@ def verify_command(context: Context, as_json: bool) -> None:
             )
         return report.ok
 
-    if not run(go):
+    if not run(verify_chain):
         sys.exit(1)
 
 
@@ -508,7 +508,7 @@ def export_command(context: Context) -> None:
       leaderlog --db postgresql://postgres@127.0.0.1/leaderlog import log.jsonl
     """
 
-    async def go() -> None:
+    async def export_events() -> None:
         out = sys.stdout
         async with context.log(create=False) as log:
             async for event in log.store.iterate():
@@ -516,7 +516,7 @@ def export_command(context: Context) -> None:
                 out.write("\n")
         out.flush()
 
-    run(go)
+    run(export_events)
 
 
 @main.command("schema")

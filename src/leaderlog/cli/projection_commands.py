@@ -487,7 +487,7 @@ def state_command(
       leaderlog state --as-of 2025-06-01 --known-at 2099-01-01T00:00:00Z
     """
 
-    async def go() -> None:
+    async def answer_state() -> None:
         check = partial(Queries.check_state, org, as_of, known_at)
         async with _current(context, check, known_at) as queries:
             # Printed a part at a time: the whole state of a large log is tens of megabytes
@@ -499,7 +499,7 @@ def state_command(
             else:
                 await _print_state(answer, parts, log_is_empty=head == 0)
 
-    run(go)
+    run(answer_state)
 
 
 @main.command("history")
@@ -529,7 +529,7 @@ def history_command(
     if sum(given is not None for given in (person, post, org)) != 1:
         raise click.UsageError("give exactly one of --person, --post or --org")
 
-    async def go() -> None:
+    async def answer_history() -> None:
         check = partial(Queries.check_history, person=person, post=post, org=org, known_at=known_at)
         async with _current(context, check, known_at) as queries:
             if org is not None:
@@ -550,7 +550,7 @@ def history_command(
         else:
             _print_history(rest, pending, tenures)
 
-    run(go)
+    run(answer_history)
 
 
 @main.command("claim")
@@ -567,7 +567,7 @@ def claim_command(context: Context, claim_id: str, known_at: str | None, as_json
       leaderlog claim fox-ice-shakeup-2025-05-genalo-retirement --json
     """
 
-    async def go() -> None:
+    async def answer_claim() -> None:
         check = partial(Queries.check_claim, claim_id, known_at)
         async with _current(context, check, known_at) as queries:
             answer = await queries.claim(claim_id, known_at=known_at)
@@ -576,7 +576,7 @@ def claim_command(context: Context, claim_id: str, known_at: str | None, as_json
         else:
             _print_claim(answer)
 
-    run(go)
+    run(answer_claim)
 
 
 class _AuditFilters(TypedDict):
@@ -663,7 +663,7 @@ def audit_command(
         "limit": limit,
     }
 
-    async def go() -> None:
+    async def answer_audit() -> None:
         async with _current(context, partial(Queries.check_audit, **filters)) as queries:
             answer = await queries.audit(**filters)
         if as_json:
@@ -671,7 +671,7 @@ def audit_command(
         else:
             _print_audit(answer)
 
-    run(go)
+    run(answer_audit)
 
 
 @main.command("rebuild")
@@ -696,7 +696,7 @@ def rebuild_command(context: Context, names: Sequence[str]) -> None:
         if name not in BUILTIN:
             _check_name(name, "'NAME'")
 
-    async def go() -> None:
+    async def rebuild_projections() -> None:
         async with context.log(create=False) as log:
             runner = await runner_for(log.store, also=tuple(names))
             chosen = list(dict.fromkeys(names)) or _running(runner)
@@ -756,7 +756,7 @@ def rebuild_command(context: Context, names: Sequence[str]) -> None:
             raise failed
 
     run(
-        go,
+        rebuild_projections,
         interrupted="each projection stays at the last page it applied; the next command or "
         "server that reads them carries on from there",
     )
@@ -860,7 +860,7 @@ def projections_command(context: Context, as_json: bool, forget: str | None) -> 
         _forget(context, forget, as_json=as_json)
         return
 
-    async def go() -> tuple[list[dict[str, Any]], list[str]]:
+    async def read_statuses() -> tuple[list[dict[str, Any]], list[str]]:
         async with context.log(create=False) as log:
             runner = await runner_for(log.store)
             statuses = []
@@ -909,7 +909,7 @@ def projections_command(context: Context, as_json: bool, forget: str | None) -> 
                 )
             return statuses, builtin_named_modules(builtin=BUILTIN)
 
-    statuses, warnings = run(go)
+    statuses, warnings = run(read_statuses)
     for warning in warnings:
         echo_line(f"warning: {warning}", err=True)
     if as_json:
@@ -938,7 +938,7 @@ def _forget(context: Context, name: str, *, as_json: bool) -> None:
     folder = user_projection_folder()
     module = None if folder is None else folder / f"{name}.py"
 
-    async def go() -> tuple[list[str], int | None]:
+    async def forget_tables() -> tuple[list[str], int | None]:
         async with context.log(create=False) as log:
             registered = await ProjectionRunner(log.store, []).registered()
             if name not in registered:
@@ -959,7 +959,7 @@ def _forget(context: Context, name: str, *, as_json: bool) -> None:
                 )
             return await forget_projection(log.store, name, set(registered) | set(BUILTIN))
 
-    tables, position = run(go)
+    tables, position = run(forget_tables)
     dropped = f"dropped {', '.join(tables)} and" if tables else "it had no tables; dropped"
     done = f"{dropped} its checkpoint (it was at position {position})"
     try:

@@ -796,7 +796,7 @@ def feed_command(
         explicit_lang=lang is not None,
     )
 
-    async def go() -> bytes:
+    async def render_feed() -> bytes:
         async with context.log(create=False) as log:
             from leaderlog.http import feed_runner  # the HTTP stack, only when used
 
@@ -809,7 +809,7 @@ def feed_command(
                 raise ProjectionError(await _explained(log, error)) from None
         return rendered.body
 
-    body = run(go)
+    body = run(render_feed)
     sys.stdout.buffer.write(body)
     sys.stdout.buffer.flush()
 
@@ -835,9 +835,9 @@ def _refuse_a_subject_too_long(error: FeedNotFound) -> None:
 def _explain(context: Context, error: FeedNotFound) -> NoReturn:
     """Say what a scope that names no id may have meant, and exit 1 as for an unknown id."""
 
-    async def go() -> str:
+    async def explain() -> str:
         async with context.log(create=False) as log:
             return await _explained(log, error)
 
-    echo_line(f"error: {run(go)}", err=True)
+    echo_line(f"error: {run(explain)}", err=True)
     sys.exit(1)

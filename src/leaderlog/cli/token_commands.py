@@ -61,7 +61,7 @@ def create_command(context: Context, name: str, same_writer: bool) -> None:
       T=$(leaderlog --db postgresql://127.0.0.1/test token create alice --same-writer)
     """
 
-    async def go() -> None:
+    async def create_token() -> None:
         async with context.log(create=True) as log:
             tokens = Tokens(log.store)
             try:
@@ -76,7 +76,7 @@ def create_command(context: Context, name: str, same_writer: bool) -> None:
                 raise OutputLost(error, await _withdraw_unshown(tokens, name)) from None
         click.echo(f"token for {name!r} created; it is shown only this once", err=True)
 
-    run(go)
+    run(create_token)
 
 
 async def _withdraw_unshown(tokens: Tokens, name: str) -> str:
@@ -115,7 +115,7 @@ def revoke_command(context: Context, name: str) -> None:
     except TokenNameRefused as error:
         refusal = click.BadParameter(str(error), param_hint="'NAME'")
 
-    async def go() -> None:
+    async def revoke_token() -> None:
         # A name create refuses is the same usage mistake here, unless an earlier version,
         # which let a name end in a newline, gave it a token: that one can still be revoked.
         if refusal is not None and not await _held_from_an_earlier_version(context, name):
@@ -130,7 +130,7 @@ def revoke_command(context: Context, name: str) -> None:
             # From the error alone, the token would pass for still live.
             raise OutputLost(error, f"the token for {name!r} was revoked all the same") from None
 
-    run(go)
+    run(revoke_token)
 
 
 async def _held_from_an_earlier_version(context: Context, name: str) -> bool:
@@ -157,7 +157,7 @@ def list_command(context: Context, as_json: bool) -> None:
       leaderlog token list --json
     """
 
-    async def go() -> None:
+    async def list_tokens() -> None:
         async with context.log(create=False) as log:
             tokens = await Tokens(log.store).listing()
         if as_json:
@@ -177,4 +177,4 @@ def list_command(context: Context, as_json: bool) -> None:
             # line early and leave its times on a line that passes for another token's.
             echo_line(f"{token.name:<24} created {token.created_at}  {state}")
 
-    run(go)
+    run(list_tokens)

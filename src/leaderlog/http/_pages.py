@@ -172,12 +172,13 @@ def _day(value: object, lang: Language) -> str:
         return clean(value)
 
 
-def _e(text: object) -> str:
+def _escaped(text: object) -> str:
+    """``text`` for HTML, without the characters ``clean`` takes out of all shown text."""
     return html.escape(clean(text))
 
 
 def _name(text: object) -> str:
-    return f"<bdi>{_e(text)}</bdi>"
+    return f"<bdi>{_escaped(text)}</bdi>"
 
 
 def _discovery(
@@ -202,10 +203,10 @@ def _discovery(
     }
     links = [
         f'<link rel="alternate" type="{MEDIA_TYPES[fmt]}" title="{titles[fmt]}" '
-        f'href="{_e(feed_url(base, scope, fmt, lang=link_lang))}">'
+        f'href="{_escaped(feed_url(base, scope, fmt, lang=link_lang))}">'
         for fmt in FORMATS
     ]
-    opml = _e(_opml_url(base, link_lang))
+    opml = _escaped(_opml_url(base, link_lang))
     links.append(f'<link rel="outline" type="text/x-opml" title="OPML" href="{opml}">')
     return "\n".join(links)
 
@@ -225,7 +226,10 @@ def _language_links(current: str, org: str | None, page: int = 1) -> str:
         name = locale.languages.get(str(locale)) or locale.display_name or tag
         marker = ' aria-current="true"' if tag == current else ""
         query = urlencode(_page_query(org, tag, page))
-        links.append(f'<a href="?{_e(query)}" hreflang="{tag}" lang="{tag}"{marker}>{_e(name)}</a>')
+        links.append(
+            f'<a href="?{_escaped(query)}" hreflang="{tag}" lang="{tag}"{marker}>'
+            f"{_escaped(name)}</a>"
+        )
     return " ".join(links)
 
 
@@ -244,7 +248,7 @@ def _holders(answer: Mapping[str, Any], lang: Language) -> str:
             )
         names.append(text)
     # Listed in the language's own way ("A、B" in Japanese); its patterns hold no markup.
-    return lang.list(names) if names else _e(lang._(N_("none")))
+    return lang.list(names) if names else _escaped(lang._(N_("none")))
 
 
 def _holder_details(holder: Mapping[str, Any], lang: Language) -> str | None:
@@ -290,7 +294,7 @@ _CONFLICT_KINDS = {
 
 def _conflicts(answer: Mapping[str, Any], lang: Language) -> str:
     reasons = [
-        _e(lang._(_CONFLICT_KINDS[c["kind"]]))
+        _escaped(lang._(_CONFLICT_KINDS[c["kind"]]))
         if c.get("kind") in _CONFLICT_KINDS
         # The writer's words, perhaps in a right-to-left script: isolated, as names are.
         else _name(c.get("reason") or c.get("kind") or "")
@@ -310,7 +314,7 @@ class _OrgLinks:
     def heading(self, org_id: str, name: str) -> str:
         if org_id == self.current:
             return name
-        return f'<a href="{_e(page_url(self.base, org_id, lang=self.link_lang))}">{name}</a>'
+        return f'<a href="{_escaped(page_url(self.base, org_id, lang=self.link_lang))}">{name}</a>'
 
 
 def _leadership(
@@ -324,12 +328,12 @@ def _leadership(
     for answer in state.get("posts", []):
         by_org.setdefault(str(answer["post"].get("org")), []).append(answer)
     if not by_org:
-        return "<p>" + _e(lang._(N_("No leadership has been recorded yet."))) + "</p>"
+        return "<p>" + _escaped(lang._(N_("No leadership has been recorded yet."))) + "</p>"
     known = {org_id: doc for org_id, doc in orgs}
     ordered = [org_id for org_id, _ in orgs if org_id in by_org]
     ordered += sorted(set(by_org) - set(ordered))
     header = "".join(
-        f'<th scope="col">{_e(lang._(label))}</th>'
+        f'<th scope="col">{_escaped(lang._(label))}</th>'
         for label in (
             N_("Post"),
             N_("Held by"),
@@ -341,12 +345,12 @@ def _leadership(
     parts = []
     for org_id in ordered:
         title = scope_name("org", known.get(org_id), org_id, lang)
-        parts.append(f'<h3 id="org-{_e(org_id)}">{links.heading(org_id, _name(title))}</h3>')
+        parts.append(f'<h3 id="org-{_escaped(org_id)}">{links.heading(org_id, _name(title))}</h3>')
         # Named after the heading it follows: a screen reader going from table to table
         # would otherwise hear one alike to the next. A table too wide for a narrow screen
         # (or a page zoomed in) scrolls within its own region, which the keyboard can focus
         # to scroll, rather than making the whole page scroll sideways (WCAG 1.4.10).
-        named = f'aria-labelledby="org-{_e(org_id)}"'
+        named = f'aria-labelledby="org-{_escaped(org_id)}"'
         parts.append(
             f'<div class="table" role="region" {named} tabindex="0">'
             f"<table {named}><thead><tr>{header}</tr></thead><tbody>"
@@ -364,7 +368,7 @@ def _leadership(
                 "<tr>"
                 f'<th scope="row">{_name(post_label(post_doc, lang))}</th>'
                 f"<td>{_holders(answer, lang)}</td>"
-                f"<td>{_e(_vacancy(answer.get('vacancy'), lang))}</td>"
+                f"<td>{_escaped(_vacancy(answer.get('vacancy'), lang))}</td>"
                 f"<td>{_pending(answer, post_doc, lang)}</td>"
                 f"<td>{_conflicts(answer, lang)}</td>"
                 "</tr>"
@@ -383,7 +387,7 @@ def _vacancy(value: object, lang: Language) -> str:
 
 def _changes(entries: Sequence[RecentChange], lang: Language) -> str:
     if not entries:
-        return "<p>" + _e(lang._(N_("No changes yet."))) + "</p>"
+        return "<p>" + _escaped(lang._(N_("No changes yet."))) + "</p>"
     items = []
     for entry in entries:
         title = entry.title_html
@@ -395,7 +399,8 @@ def _changes(entries: Sequence[RecentChange], lang: Language) -> str:
         # A valid HTML date has at most three digits after the second.
         when = entry.updated.isoformat(timespec="milliseconds")
         items.append(
-            f'<li><p>{title} <time datetime="{_e(when)}">{_e(lang.date(entry.updated))}</time>'
+            f'<li><p>{title} <time datetime="{_escaped(when)}">'
+            f"{_escaped(lang.date(entry.updated))}</time>"
             f"<br><small>{entry.summary_html}</small></p></li>"
         )
     return f"<ul>{''.join(items)}</ul>"
@@ -409,7 +414,7 @@ def _feed_line(base: str, scope: Scope, label: str, link_lang: str | None, lang:
     # its own direction by characters, as in the feeds' own titles.
     whose = isolated_text(clean(label))
     links = " · ".join(
-        f'<a href="{_e(feed_url(base, scope, fmt, lang=link_lang))}" '
+        f'<a href="{_escaped(feed_url(base, scope, fmt, lang=link_lang))}" '
         f'type="{MEDIA_TYPES[fmt]}" aria-label="{_feed_link_name(whose, fmt, lang)}">'
         f"{_FORMAT_NAMES[fmt]}</a>"
         for fmt in FORMATS
@@ -444,14 +449,14 @@ def _feeds(
     ):
         if not entities.get(kind):
             continue
-        parts.append(f'<h3>{_e(lang._(heading))}</h3><ul class="feeds">')
+        parts.append(f'<h3>{_escaped(lang._(heading))}</h3><ul class="feeds">')
         for entity_id, doc in entities[kind]:
             label = scope_name(kind, doc, entity_id, lang)
             parts.append(_feed_line(base, Scope(kind, entity_id), label, link_lang, lang))  # type: ignore[arg-type]
         parts.append("</ul>")
     parts.append(
-        f'<p><a href="{_e(_opml_url(base, link_lang))}">'
-        + _e(lang._(N_("Subscribe to every feed at once (OPML)")))
+        f'<p><a href="{_escaped(_opml_url(base, link_lang))}">'
+        + _escaped(lang._(N_("Subscribe to every feed at once (OPML)")))
         + "</a></p>"
     )
     return "\n".join(parts)
@@ -489,7 +494,8 @@ def _org_links(
     for org_id, doc in orgs:
         label = scope_name("org", doc, org_id, lang)
         parts.append(
-            f'<li><a href="{_e(page_url(base, org_id, lang=link_lang))}">{_name(label)}</a></li>'
+            f'<li><a href="{_escaped(page_url(base, org_id, lang=link_lang))}">'
+            f"{_name(label)}</a></li>"
         )
     parts.append("</ul>")
     return "\n".join(parts)
@@ -518,7 +524,7 @@ def _shown_range(message: str, first: int, shown: int, total: int, lang: Languag
         last=lang.number(first + shown - 1),
         count=lang.number(total),
     )
-    return f"<p>{_e(said)}</p>"
+    return f"<p>{_escaped(said)}</p>"
 
 
 def _pager(
@@ -527,17 +533,17 @@ def _pager(
     """Links to the page before and after this one of a list longer than a page."""
     if pages < 2:
         return ""
-    where = _e(
+    where = _escaped(
         lang._(N_("Page {page} of {pages}"), page=lang.number(page), pages=lang.number(pages))
     )
     parts = [where]
     if page > 1:
-        address = _e(_page_address(base, org, link_lang, page - 1))
-        words = _e(lang._(N_("Previous page")))
+        address = _escaped(_page_address(base, org, link_lang, page - 1))
+        words = _escaped(lang._(N_("Previous page")))
         parts.insert(0, f'<a href="{address}" rel="prev">{words}</a>')
     if page < pages:
-        address = _e(_page_address(base, org, link_lang, page + 1))
-        words = _e(lang._(N_("Next page")))
+        address = _escaped(_page_address(base, org, link_lang, page + 1))
+        words = _escaped(lang._(N_("Next page")))
         parts.append(f'<a href="{address}" rel="next">{words}</a>')
     return f'<nav class="pager" aria-label="{where}"><p>{" · ".join(parts)}</p></nav>'
 
@@ -573,7 +579,7 @@ def _org_index(
             "are listed on its page."
         )
     )
-    parts = ["<p>" + _e(lang._(choose)) + "</p>"]
+    parts = ["<p>" + _escaped(lang._(choose)) + "</p>"]
     if total > len(listed):
         parts.append(
             _shown_range(
@@ -589,7 +595,8 @@ def _no_such_page(
 ) -> str:
     """What a 404 page says instead of a page of a list beyond its last."""
     last = (
-        f'<a href="{_e(_page_address(base, org, link_lang, pages))}">{_e(lang.number(pages))}</a>'
+        f'<a href="{_escaped(_page_address(base, org, link_lang, pages))}">'
+        f"{_escaped(lang.number(pages))}</a>"
     )
     said = translated_html(
         lang,
@@ -642,20 +649,20 @@ def _page_title(
     A page not ``found`` says so first in its title, the one thing a tab or a screen reader
     announcing the page goes by; its heading stays as it is, above what the page says. One
     of a list's ``pages`` says which in its title, after the name, as its pager does."""
-    site = _e(words._(N_("Who leads what, as reported")))
+    site = _escaped(words._(N_("Who leads what, as reported")))
     title, heading = site, site
     if found and pages > 1:
         which = words._(
             N_("Page {page} of {pages}"), page=words.number(page), pages=words.number(pages)
         )
-        title = f"{_e(which)} \u2014 {site}"
+        title = f"{_escaped(which)} \u2014 {site}"
     if shown is not None:
         org, info = shown
         name = scope_name("org", info, org, words)
         title = f"{html.escape(isolated_text(clean(name)))} \u2014 {title}"
         heading = f"{_name(name)} \u2014 {site}"
     if not found:
-        said = _e(words._(N_("Page not found")))
+        said = _escaped(words._(N_("Page not found")))
         title = f"{said} \u2014 {title}"
     return title, heading
 
@@ -690,7 +697,7 @@ def _unknown_org(
     if suggestions:
         known = dict(orgs)
         meant = [(org_id, known.get(org_id, {})) for org_id in suggestions]
-        parts.append("<p>" + _e(lang._(N_("Did you mean:"))) + "</p>")
+        parts.append("<p>" + _escaped(lang._(N_("Did you mean:"))) + "</p>")
         parts.append(_org_links(base, meant, lang, link_lang))
     return "\n".join(parts)
 
@@ -994,8 +1001,8 @@ async def _overview_page(
             for _, doc in tree.subtree(ancestor)[:1]
         ]
         leadership = (
-            f'<p><a href="{_e(base)}/{"?" + _e(back) if back else ""}">'
-            + _e(words._(N_("All organisations")))
+            f'<p><a href="{_escaped(base)}/{"?" + _escaped(back) if back else ""}">'
+            + _escaped(words._(N_("All organisations")))
             + "</a>"
             + "".join(f" / {link}" for link in above)
             + "</p>\n"
@@ -1026,13 +1033,13 @@ async def _overview_page(
     found = unknown is None and not_offered is None and not beyond
     title, heading = _page_title(shown, words, found=found, page=page, pages=pages)
     document = PAGE.substitute(
-        lang=_e(chosen),
-        direction=_e((words.locale.character_order == "right-to-left" and "rtl") or "ltr"),
+        lang=_escaped(chosen),
+        direction=_escaped((words.locale.character_order == "right-to-left" and "rtl") or "ltr"),
         title=title,
         heading=heading,
-        skip=_e(words._(N_("Skip to the main content"))),
+        skip=_escaped(words._(N_("Skip to the main content"))),
         discovery=_discovery(base, words, link_lang, shown),
-        languages=_e(words._(N_("Languages"))),
+        languages=_escaped(words._(N_("Languages"))),
         # An unknown organisation's page in another language asks for it again, unless it
         # is longer than the page would repeat: such a link would be as long again ten times.
         language_links=_language_links(
@@ -1040,16 +1047,18 @@ async def _overview_page(
         ),
         # A page not found says so under its first heading, where one moving by headings
         # hears it, without a situation that belongs to no leadership shown.
-        leadership_heading=_e(words._(N_("Current leadership") if found else N_("Page not found"))),
-        situation=f"<p>{_e(said)}</p>\n" if found else "",
+        leadership_heading=_escaped(
+            words._(N_("Current leadership") if found else N_("Page not found"))
+        ),
+        situation=f"<p>{_escaped(said)}</p>\n" if found else "",
         leadership=leadership,
-        changes_heading=_e(words._(N_("Recent changes"))),
+        changes_heading=_escaped(words._(N_("Recent changes"))),
         changes=_changes(recent, words),
-        feeds_heading=_e(words._(N_("Feeds"))),
+        feeds_heading=_escaped(words._(N_("Feeds"))),
         feeds=feeds,
-        base=_e(base),
-        api_docs=_e(words._(N_("API documentation"))),
-        opml_url=_e(_opml_url(base, link_lang)),
+        base=_escaped(base),
+        api_docs=_escaped(words._(N_("API documentation"))),
+        opml_url=_escaped(_opml_url(base, link_lang)),
         opml="OPML",
     )
     return document.encode(), found, whole

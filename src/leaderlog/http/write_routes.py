@@ -41,10 +41,10 @@ from leaderlog.http._errors import (
     parameter_problems,
     shortened,
 )
-from leaderlog.log import MAX_LINE_BYTES, MAX_RECORD_BYTES, EventLog, too_large
+from leaderlog.log import MAX_LINE_BYTES, EventLog, too_large
 from leaderlog.tokens import Tokens
 
-__all__ = ["MAX_BODY_BYTES", "MAX_DEPTH", "MAX_RECORDS", "MAX_RECORD_BYTES", "write_router"]
+__all__ = ["MAX_BODY_BYTES", "MAX_DEPTH", "MAX_RECORDS", "write_router"]
 
 
 # Headers a write takes one value of.

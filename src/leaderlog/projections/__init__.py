@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from leaderlog.errors import ProjectionError, ProjectionFailed
+from leaderlog.errors import InvalidQuery, ProjectionError, ProjectionFailed, UnknownEntity
 from leaderlog.projections._integrity import verify_log
 from leaderlog.projections.audit import AuditProjection
 from leaderlog.projections.base import Projection, ProjectionTransaction, decode, payload
@@ -26,7 +26,6 @@ from leaderlog.projections.loading import (
     user_projection_folder,
 )
 from leaderlog.projections.queries import EntityKind, Queries
-from leaderlog.projections.query_input import InvalidQuery, UnknownEntity
 from leaderlog.projections.runner import (
     NotLoaded,
     Progress,

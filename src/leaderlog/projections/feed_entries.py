@@ -47,7 +47,6 @@ from leaderlog.projections._feed_entry_fold import (
     path_text,
     payload,
     referenced_entities,
-    scopes_of,
 )
 from leaderlog.projections.base import Projection, ProjectionTransaction
 
@@ -61,7 +60,6 @@ __all__ = [
     "SCOPES",
     "VERSIONS",
     "FeedEntriesProjection",
-    "scopes_of",
 ]
 
 ENTITIES = "p_feed_entries_entities"

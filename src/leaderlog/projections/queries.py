@@ -34,9 +34,11 @@ from typing import Any, Literal, TypeVar
 from leaderlog._json import canonical_bytes, loads
 from leaderlog.errors import (
     BuiltByAnotherVersion,
+    InvalidQuery,
     ProjectionError,
     RecordError,
     StoreError,
+    UnknownEntity,
     UnreadableEvent,
 )
 from leaderlog.events import EVENT_TYPES, format_time
@@ -58,9 +60,7 @@ from leaderlog.projections.query_input import (
     CONTROL_CHARACTERS,
     MAX_NAME_LENGTH,
     NOT_UTF8_TEXT,
-    InvalidQuery,
     Refusals,
-    UnknownEntity,
     check_name_filters,
     check_names,
     echoed,
@@ -70,7 +70,7 @@ from leaderlog.projections.query_input import (
 )
 from leaderlog.store.base import EventStore, storable
 
-__all__ = ["AUDIT_FILTERS", "EntityKind", "InvalidQuery", "Queries", "UnknownEntity"]
+__all__ = ["AUDIT_FILTERS", "EntityKind", "Queries"]
 
 # Each exact-match audit filter and the column it compares.
 _AUDIT_COLUMNS = {

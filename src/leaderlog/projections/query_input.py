@@ -8,15 +8,13 @@ from collections.abc import Callable
 from typing import ParamSpec, TypeVar
 
 from leaderlog._rfc3339 import NO_OFFSET, NOT_A_DAY_TIME, NOT_A_TIME, read_rfc3339
-from leaderlog.errors import InvalidQuery, UnknownEntity
+from leaderlog.errors import InvalidQuery
 
 __all__ = [
     "CONTROL_CHARACTERS",
     "NOT_UTF8_TEXT",
     "WHOLE_NUMBER",
-    "InvalidQuery",
     "Refusals",
-    "UnknownEntity",
     "check_name_filters",
     "check_names",
     "check_utf8",
