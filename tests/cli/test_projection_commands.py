@@ -36,7 +36,7 @@ def help_examples(command: str) -> list[list[str]]:
     text = CliRunner().invoke(main, [command, "--help"]).stdout
     lines = text.partition("Example:\n")[2].partition("\n\n")[0].splitlines()
     assert lines, f"leaderlog {command} --help shows no example"
-    return [shlex.split(line.partition(">")[0])[1:] for line in lines]
+    return [shlex.split(line.partition(">")[0], comments=True)[1:] for line in lines]
 
 
 @pytest.mark.parametrize("loaded_by", ["serve", "import"])

@@ -302,6 +302,10 @@ def test_audit_of_retracted_anonymous_claims(db: str, tmp_path: Path) -> None:
         )
     )
     assert "--after 5" in ok(invoke(db, "audit", "--limit", "5"))
+    # a page after a page says to run the command again with the next --after, not to add
+    # one to a command that has one already (it would be refused as given twice)
+    second_page = ok(invoke(db, "audit", "--after", "5", "--limit", "5"))
+    assert second_page.splitlines()[-1] == "... more: run it again with --after 10"
 
 
 def test_control_characters_in_stored_text_cannot_fake_or_hide_output_lines(

@@ -191,7 +191,7 @@ class _InputFile(click.File):
             ) from None
 
 
-@main.command("import")
+@main.command("import", short_help="Append records (or an export) from JSON Lines files.")
 @click.argument(
     "files",
     metavar="FILE...",
@@ -215,7 +215,8 @@ def import_command(context: Context, files: Sequence[IO[bytes]], actor: str, as_
     Every record of every file is checked before anything is written: one bad record means
     nothing is written, and the error names its line (and its file, when several are given)
     and rule. The files are appended in the order given, as one transaction (each file once).
-    Importing the same file again appends nothing the second time.
+    Importing the same file again appends nothing the second time. The seed article's records
+    are in seeds/ of leaderlog's repository (serve loads the copy shipped with leaderlog).
 
     \b
     Example:
@@ -364,13 +365,14 @@ def _what_was_appended(outcome: AppendOutcome) -> str:
     )
 
 
-@main.command("events")
+@main.command("events", short_help="Show the raw log, one event a line (or as JSON).")
 @click.option("--after", type=WholeNumber(min=0), default=0, help="Start after this position.")
 @click.option("--limit", type=WholeNumber(min=1), default=None, help="At most this many.")
 @click.option("--json", "as_json", is_flag=True, help="Print envelopes as a JSON array.")
 @click.pass_obj
 def events_command(context: Context, after: int, limit: int | None, as_json: bool) -> None:
-    """Show the raw log, envelopes included.
+    """Show the raw log: each event's position, time, type, id and actor a line; with
+    --json, each event's whole envelope and data.
 
     \b
     Example:
@@ -457,7 +459,7 @@ async def _at_most(
                 return
 
 
-@main.command("verify")
+@main.command("verify", short_help="Check the hash chain, positions and versions.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.pass_obj
 def verify_command(context: Context, as_json: bool) -> None:
@@ -493,7 +495,7 @@ def verify_command(context: Context, as_json: bool) -> None:
         sys.exit(1)
 
 
-@main.command("export")
+@main.command("export", short_help="Write the whole log as JSON Lines, envelopes included.")
 @click.pass_obj
 def export_command(context: Context) -> None:
     """Write the whole log as JSON Lines, envelopes included, to stdout.

@@ -455,7 +455,7 @@ def _print_audit(answer: Mapping[str, Any]) -> None:
     if not answer["events"]:
         echo_line("(no matching events)")
     if answer["next_after"] is not None:
-        echo_line(f"... more: add --after {answer['next_after']}")
+        echo_line(f"... more: run it again with --after {answer['next_after']}")
 
 
 # --- commands ------------------------------------------------------------------------------------
@@ -466,9 +466,11 @@ _KNOWN_AT_HELP = (
 )
 
 
-@main.command("state")
+@main.command("state", short_help="Who holds each post, as of a date, as known at a time.")
 @click.option("--org", metavar="ORG", help="Only this organisation and its sub-organisations.")
-@click.option("--as-of", "as_of", metavar="DATE", help="Effective date YYYY-MM-DD (default today).")
+@click.option(
+    "--as-of", "as_of", metavar="DATE", help="Effective date YYYY-MM-DD (default: today, in UTC)."
+)
 @click.option("--known-at", "known_at", metavar="TIME|POSITION", help=_KNOWN_AT_HELP)
 @click.option("--json", "as_json", is_flag=True, help="Print the answer as JSON.")
 @click.pass_obj
@@ -502,7 +504,7 @@ def state_command(
     run(answer_state)
 
 
-@main.command("history")
+@main.command("history", short_help="Every tenure of a post, a person or an organisation.")
 @click.option("--person", metavar="ID", help="Every tenure of this person.")
 @click.option("--post", metavar="ID", help="Every tenure of this post.")
 @click.option("--org", metavar="ID", help="Every tenure in this organisation's subtree.")
@@ -518,6 +520,8 @@ def history_command(
     as_json: bool,
 ) -> None:
     """Timelines: every tenure with its start, end, cause and evidence.
+
+    Give exactly one of --person, --post or --org.
 
     \b
     Example:
@@ -553,7 +557,7 @@ def history_command(
     run(answer_history)
 
 
-@main.command("claim")
+@main.command("claim", short_help="One claim's lifecycle, with its sources.")
 @click.argument("claim_id", metavar="ID")
 @click.option("--known-at", "known_at", metavar="TIME|POSITION", help=_KNOWN_AT_HELP)
 @click.option("--json", "as_json", is_flag=True, help="Print the answer as JSON.")
@@ -595,7 +599,7 @@ class _AuditFilters(TypedDict):
     limit: int
 
 
-@main.command("audit")
+@main.command("audit", short_help="Who recorded what, from which source, and when.")
 @click.option("--source", metavar="ID", help="Events citing this source.")
 @click.option("--publisher", metavar="P", help="Events citing a source from this publisher.")
 @click.option("--actor", metavar="A", help="Events appended by this actor.")
@@ -621,7 +625,13 @@ class _AuditFilters(TypedDict):
     help="Recorded at or before: an RFC 3339 time, or a day, to its end (UTC).",
 )
 @click.option("--after", type=WholeNumber(min=0), default=0, help="Start after this position.")
-@click.option("--limit", type=WholeNumber(min=1, max=10_000), default=500, show_default=True)
+@click.option(
+    "--limit",
+    type=WholeNumber(min=1, max=10_000),
+    default=500,
+    show_default=True,
+    help="At most this many events; the next ones with --after.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the answer as JSON.")
 @click.pass_obj
 def audit_command(
@@ -674,7 +684,7 @@ def audit_command(
     run(answer_audit)
 
 
-@main.command("rebuild")
+@main.command("rebuild", short_help="Rebuild projections from the log.")
 @click.argument("names", nargs=-1, metavar="[NAME]...")
 @click.pass_obj
 def rebuild_command(context: Context, names: Sequence[str]) -> None:
@@ -690,7 +700,7 @@ def rebuild_command(context: Context, names: Sequence[str]) -> None:
     Example:
       leaderlog rebuild
       leaderlog rebuild leadership
-      leaderlog rebuild turnover
+      leaderlog rebuild turnover    # projections/turnover.py, in leaderlog's repo
     """
     for name in names:
         if name not in BUILTIN:
@@ -828,7 +838,7 @@ def _pending(status: dict[str, Any], loaded: int) -> str:
     )
 
 
-@main.command("projections")
+@main.command("projections", short_help="List projections with their checkpoint and lag.")
 @click.option("--json", "as_json", is_flag=True, help="Print the list as JSON.")
 @click.option(
     "--forget",
@@ -854,7 +864,7 @@ def projections_command(context: Context, as_json: bool, forget: str | None) -> 
     Example:
       leaderlog projections
       leaderlog projections --json
-      leaderlog projections --forget turnover    # once projections/turnover.py is deleted
+      leaderlog projections --forget turnover    # its module deleted
     """
     if forget is not None:
         _forget(context, forget, as_json=as_json)

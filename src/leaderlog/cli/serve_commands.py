@@ -149,12 +149,13 @@ def _seconds_option(name: str, default: float, help: str) -> Callable[[FC], FC]:
     help="Address to listen on (an IPv6 address with or without brackets: ::1 or [::1]).",
 )
 @click.option("--port", default=8000, show_default=True, type=click.IntRange(1, 65535))
-@click.option("--no-seed", is_flag=True, help="Do not load seeds/ into an empty log.")
+@click.option("--no-seed", is_flag=True, help="Do not load the seeds into an empty log.")
 @click.option(
     "--proxy-headers",
     is_flag=True,
     is_eager=True,  # known when --forwarded-allow-ips is checked, wherever it is given
-    help="Trust X-Forwarded-Proto/For from --forwarded-allow-ips (a reverse proxy).",
+    help="Trust the X-Forwarded-Proto/For headers of the reverse proxies "
+    "--forwarded-allow-ips names.",
 )
 @click.option(
     "--forwarded-allow-ips",
@@ -208,7 +209,8 @@ def serve_command(
     \b
     Example:
       leaderlog serve
-      # then open http://127.0.0.1:8000/ or subscribe to http://127.0.0.1:8000/feeds/all.atom
+      # then open http://127.0.0.1:8000/
+      # or subscribe to http://127.0.0.1:8000/feeds/all.atom
       leaderlog --db sqlite:///other.db serve --port 8080 --no-seed
       leaderlog serve --proxy-headers --public-url https://feeds.example.org
       leaderlog serve --header-timeout 5 --body-timeout 120 --send-timeout 60
@@ -718,7 +720,7 @@ def cannot_listen(host: str, port: int, error: OSError) -> str:
     return f"{where}: {reason[:1].lower()}{reason[1:]}"
 
 
-@main.command("feed")
+@main.command("feed", short_help="Write a feed to stdout, as the server serves it.")
 @click.option(
     "--scope",
     default="all",

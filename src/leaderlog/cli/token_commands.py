@@ -38,7 +38,7 @@ def _token_name(context: click.Context, parameter: click.Parameter, name: str) -
         raise click.BadParameter(str(error)) from None
 
 
-@token_group.command("create")
+@token_group.command("create", short_help="Create a token for NAME and print it once.")
 @click.argument("name", callback=_token_name)
 @click.option(
     "--same-writer",
@@ -58,7 +58,7 @@ def create_command(context: Context, name: str, same_writer: bool) -> None:
     \b
     Example:
       T=$(leaderlog token create alice)
-      T=$(leaderlog --db postgresql://127.0.0.1/test token create alice --same-writer)
+      T=$(leaderlog --db sqlite:///moved.db token create alice --same-writer)
     """
 
     async def create_token() -> None:
@@ -146,7 +146,7 @@ async def _held_from_an_earlier_version(context: Context, name: str) -> bool:
         return False
 
 
-@token_group.command("list")
+@token_group.command("list", short_help="List token names, when created and revoked.")
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
 @click.pass_obj
 def list_command(context: Context, as_json: bool) -> None:
