@@ -80,3 +80,15 @@ def test_public_names_are_found_on_first_use_and_made_up_ones_are_not() -> None:
     assert set(leaderlog.__all__) <= set(dir(leaderlog))
     with pytest.raises(AttributeError, match="no attribute 'EventLogg'"):
         leaderlog.EventLogg  # type: ignore[attr-defined]  # noqa: B018
+
+
+def test_python_dash_m_leaderlog_runs_the_command_line() -> None:
+    # where the leaderlog script is not on PATH, the module runs the same commands
+    ran = subprocess.run(
+        [sys.executable, "-m", "leaderlog", "schema"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert ran.returncode == 0, ran.stderr
+    assert '"claim.reported"' in ran.stdout

@@ -5,7 +5,7 @@ The public library API::
     import leaderlog
 
     async with await leaderlog.EventLog.open("sqlite:///leaderlog.db") as log:
-        await log.import_file("seeds/ice-leadership-2025-05.jsonl", actor="cli")
+        await leaderlog.load_seeds(log)  # the seed article's records, shipped with leaderlog
         report = await log.store.verify()
 """
 

@@ -117,7 +117,7 @@ def test_db_after_serve_also_names_the_variable_scripts_run_reads() -> None:
     assert result.exit_code == 2
     assert (
         "Error: --db goes before the command: leaderlog --db URL serve ..., "
-        "or set LEADERLOG_DB=URL (as in LEADERLOG_DB=URL scripts/run)"
+        "or set LEADERLOG_DB=URL (as in LEADERLOG_DB=URL leaderlog serve)"
     ) in " ".join(result.stderr.split())
 
 

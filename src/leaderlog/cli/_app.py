@@ -719,7 +719,7 @@ class _Commands(_Command, click.Group):
             # The variable is also the one way through scripts/run, which runs serve itself.
             raise click.UsageError(
                 f"--db goes before the command: leaderlog --db URL {command or 'COMMAND'} ..., "
-                "or set LEADERLOG_DB=URL (as in LEADERLOG_DB=URL scripts/run)",
+                "or set LEADERLOG_DB=URL (as in LEADERLOG_DB=URL leaderlog serve)",
                 error.ctx,
             ) from None
         except KeyboardInterrupt:

@@ -1,6 +1,6 @@
 """The ASGI app: feeds, the read API, the HTML overview, and room for more routers.
 
-    app = create_app("sqlite:///leaderlog.db", seeds=Path("seeds"))
+    app = create_app("sqlite:///leaderlog.db", seeds=seeds_folder())  # leaderlog.log
     uvicorn.run(app, host="127.0.0.1", port=8000)
 
 At start-up the app opens the log (or uses the :class:`EventLog` it is given), loads the

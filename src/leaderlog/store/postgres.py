@@ -519,7 +519,7 @@ def _pooler_advice(said: str) -> str | None:
             "a connection pooler refuses the settings leaderlog opens connections with: let it "
             "ignore them (PgBouncer: ignore_startup_parameters = lock_timeout, search_path) "
             "and set search_path and lock_timeout on the role instead, leaving ?schema= out; "
-            "see the README's PostgreSQL section"
+            "see the README on running behind PgBouncer"
         )
     if refused is not None:
         # One the URL gives: the advice for leaderlog's own two would change nothing.
