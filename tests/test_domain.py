@@ -496,3 +496,14 @@ def test_a_correction_may_attribute_a_claim_to_another_registered_source() -> No
     assert states["claim-hammer-out"] == ClaimState(
         "hammer-out", "departure", "reassignment", "corrected"
     )
+
+
+# --- correction ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("field", ["kind", "person", "post", "capacity", "modality", "attribution"])
+def test_a_correction_cannot_clear_a_field_every_claim_has(field: str) -> None:
+    # given a reported claim; when a correction sets a field every claim has to null
+    error = then_refused(CLAIMS, corrected(**{field: None}), "correction")
+    # then it is refused, naming the field
+    assert f"{field} cannot be cleared" in error.message

@@ -12,6 +12,8 @@ The rules, checked for every append from every entry point:
   disputed or retracted (retraction is final).
 - ``org_cycle``: an organisation cannot end up among its own ancestors.
 - ``cause_kind``: a correction cannot leave a cause on a claim that is not a departure.
+- ``correction``: a correction cannot clear a field every claim has (kind, person, post,
+  capacity, modality, attribution; a null source the schema refuses already).
 """
 
 from __future__ import annotations
