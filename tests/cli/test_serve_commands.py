@@ -1021,6 +1021,52 @@ def test_a_token_in_a_query_string_is_not_kept_in_the_access_log() -> None:
     )
 
 
+TOKEN = "ll_" + "A1b_-" * 8 + "xyz"
+
+
+@pytest.mark.parametrize(
+    ("client", "target", "shown_client", "shown_target"),
+    [
+        # a write token by its shape, wherever it is put
+        (
+            "127.0.0.1:50000",
+            f"/feeds/all.atom?t={TOKEN}",
+            "127.0.0.1:50000",
+            "/feeds/all.atom?t=ll_***",
+        ),
+        ("127.0.0.1:50000", f"/feeds/{TOKEN}", "127.0.0.1:50000", "/feeds/ll_***"),
+        (
+            "127.0.0.1:50000",
+            "/api/events?Authorization=Bearer%20" + TOKEN.replace("_", "%5F", 1),
+            "127.0.0.1:50000",
+            "/api/events?Authorization=Bearer%20ll_***",
+        ),
+        # an X-Forwarded-For address, logged as the client sent it: its escape codes would
+        # clear the operator's screen and print a forged line
+        (
+            '\x1b[2J\x1b[1;1HINFO: 10.0.0.9:4431 - "GET / HTTP/1.1" 200 OK\r\n:0',
+            "/healthz",
+            '\\x1b[2J\\x1b[1;1HINFO: 10.0.0.9:4431 - "GET / HTTP/1.1" 200 OK\\r\\n:0',
+            "/healthz",
+        ),
+    ],
+)
+def test_an_access_line_hides_write_tokens_and_escapes_what_a_client_sent(
+    client: str, target: str, shown_client: str, shown_target: str
+) -> None:
+    record = logging.LogRecord(
+        "uvicorn.access",
+        logging.INFO,
+        __file__,
+        0,
+        '%s - "%s %s HTTP/%s" %d',
+        (client, "GET", target, "1.1", 200),
+        None,
+    )
+    assert all(keep(record) for keep in logging.getLogger("uvicorn.access").filters)
+    assert record.getMessage() == f'{shown_client} - "GET {shown_target} HTTP/1.1" 200'
+
+
 def test_a_server_shares_the_interpreter_lock_in_short_turns(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

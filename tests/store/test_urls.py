@@ -77,6 +77,11 @@ async def test_a_url_whose_scheme_lacks_its_colon_or_slashes_is_refused_not_take
         ("postgresql://app:pa/ss@db:5432/x", "postgresql://app:***@db:5432/x"),
         ("postgresql://app:pa#ss@db/x", "postgresql://app:***@db/x"),
         ("postgresql://app:p?a@ss@db/x", "postgresql://app:***@db/x"),
+        # the parameter's name percent-encoded, as the driver reads it all the same
+        (
+            "postgresql://app@db/x?schema=s&%70assword=TopSecret1",
+            "postgresql://app@db/x?schema=s&%70assword=***",
+        ),
         (
             "postgresql://app@db/x?application_name=a@b",
             "postgresql://app@db/x?application_name=a@b",

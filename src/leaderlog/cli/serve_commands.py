@@ -19,7 +19,15 @@ import click
 from click.core import ParameterSource
 from click.decorators import FC
 
-from leaderlog.cli._app import Context, WholeNumber, echo_line, logged_on_stderr, main, run
+from leaderlog.cli._app import (
+    Context,
+    WholeNumber,
+    echo_line,
+    escaped,
+    logged_on_stderr,
+    main,
+    run,
+)
 from leaderlog.cli.projection_commands import catch_up_bars, catch_up_for_queries
 from leaderlog.errors import ProjectionError, StoreBusy, StoreUnavailable, StoreUnreachable
 from leaderlog.feeds import (
@@ -313,12 +321,20 @@ def serve_command(
 # A token put in a query string by mistake (?token=..., ?access_token=...) is refused, but
 # the access log would keep the request line as sent.
 _SECRET_IN_QUERY = re.compile(r"(?i)([?&][^=&]*(?:token|key|secret|password)[^=&]*=)[^&\s]*")
+# A write token wherever it is put (?t=, a path, a header an access line shows), by its shape:
+# "ll_" and 43 URL-safe characters, percent-encoded or not.
+_WRITE_TOKEN = re.compile(r"ll(?:_|%5[Ff])(?:[A-Za-z0-9_-]|%[0-9A-Fa-f]{2}){43}")
 
 
 def _secrets_hidden(record: logging.LogRecord) -> bool:
+    """Hide secrets in an access line, and escape what a client sent: an X-Forwarded-For
+    address is logged as given, and escape codes in it would clear the screen or forge a
+    line of their own on the operator's terminal."""
     if isinstance(record.args, tuple):
         record.args = tuple(
-            _SECRET_IN_QUERY.sub(r"\1***", arg) if isinstance(arg, str) else arg
+            escaped(_WRITE_TOKEN.sub("ll_***", _SECRET_IN_QUERY.sub(r"\1***", arg)))
+            if isinstance(arg, str)
+            else arg
             for arg in record.args
         )
     return True

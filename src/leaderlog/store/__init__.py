@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+from urllib.parse import unquote
 
 from leaderlog.errors import StoreUnavailable
 from leaderlog.store.base import (
@@ -153,4 +154,14 @@ def without_password(url: str) -> str:
         user, colon, _ = user_part.partition(":")
         if colon and "/" not in user and "?" not in user:
             rest = f"{user}:***@{after}"
-    return re.sub(r"([?&](?:ssl)?password=)[^&#]*", r"\1***", f"{scheme}{separator}{rest}")
+    return _QUERY_PARAMETER.sub(_password_hidden, f"{scheme}{separator}{rest}")
+
+
+_QUERY_PARAMETER = re.compile(r"([?&])([^=&#]*)=([^&#]*)")
+
+
+def _password_hidden(parameter: re.Match[str]) -> str:
+    # By the name the driver reads: "%70assword" is "password" too.
+    if unquote(parameter[2]).lower() in ("password", "sslpassword"):
+        return f"{parameter[1]}{parameter[2]}=***"
+    return parameter[0]
