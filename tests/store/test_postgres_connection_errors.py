@@ -128,3 +128,42 @@ async def test_a_role_that_may_not_create_tables_is_told_what_the_log_needs_when
         "verify, events, export and projections need USAGE on the log's schema and SELECT"
         in message
     )
+
+
+async def test_a_login_refused_after_the_store_opened_is_unavailable_until_it_is_allowed(
+    schema_url: str, role: str
+) -> None:
+    # given a log, read by a store that connects as a role of its own
+    async with await open_store(schema_url) as store:
+        await store.append([event("a")], actor="t")
+    _, schema = _split_schema(schema_url)
+    admin = await _grant(
+        schema_url,
+        role,
+        f'GRANT USAGE ON SCHEMA "{schema}" TO "{role}"',
+        f'GRANT SELECT ON ALL TABLES IN SCHEMA "{schema}" TO "{role}"',
+    )
+    try:
+        async with await open_store(_as(role, schema_url), create=False) as reader:
+            assert (await reader.head())[0] == 1
+            # when the role may no longer log in, and its connections are ended
+            await admin.execute(f'ALTER ROLE "{role}" NOLOGIN')
+            await admin.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = $1", role
+            )
+            # then reading is unavailable, saying why (the connection lost first, then the
+            # new one refused), rather than an error no caller of the store expects
+            said = []
+            for _ in range(3):
+                with pytest.raises(StoreUnavailable) as refused:
+                    await reader.head()
+                said.append(str(refused.value))
+            assert said[-1].startswith(
+                f'PostgreSQL refuses this server\'s new connections: role "{role}" is not '
+                "permitted to log in"
+            ), said
+            # and once it may log in again, the same store reads again
+            await admin.execute(f'ALTER ROLE "{role}" LOGIN')
+            assert (await reader.head())[0] == 1
+    finally:
+        await _drop(admin, role)

@@ -338,6 +338,10 @@ def _read_only(refused: str) -> StoreReadOnly:
     )
 
 
+# What a new connection meets when the role, its password or the database changed.
+_LOGIN_REFUSED = (asyncpg.InvalidAuthorizationSpecificationError, asyncpg.InvalidCatalogNameError)
+
+
 @contextlib.contextmanager
 def _unavailable_on_disconnect() -> Iterator[None]:
     try:
@@ -359,6 +363,18 @@ def _unavailable_on_disconnect() -> Iterator[None]:
                 "statements too: raise it, or unset it for the role leaderlog connects as)"
             )
         raise StoreBusy(said) from error
+    except (
+        asyncpg.InvalidAuthorizationSpecificationError,
+        asyncpg.InvalidCatalogNameError,
+    ) as error:
+        # A new connection of the pool refused after the store opened: the role's login or
+        # password, pg_hba.conf, or the database changed meanwhile. Served again once they
+        # allow it, with no restart.
+        raise StoreUnavailable(
+            f"PostgreSQL refuses this server's new connections: {_reason(error)} (its role, "
+            "password, pg_hba.conf or database changed after it connected); it goes on once "
+            "they allow it again"
+        ) from error
     except asyncpg.ReadOnlySQLTransactionError as error:
         # As SQLite's read-only file: a 503 with no Retry-After, and a projection held back
         # by the database, which health says, rather than a fault of the server's own.

@@ -435,6 +435,7 @@ class _WriteConnection:
         self._closed = False
         self._closing = False
         self.created_log = created_log
+        self._identity = _file_identity(path)
 
     @classmethod
     async def open(cls, path: Path, *, create: bool) -> _WriteConnection:
@@ -447,6 +448,20 @@ class _WriteConnection:
             thread.shutdown(wait=False)
             raise
         return cls(connection, thread, path, created_log=created_log)
+
+    def check_same_file(self) -> None:
+        """Refuse to go on once the file at the path is no longer the one opened: removed, or
+        replaced by another (a copy moved over it). The connection would go on reading and
+        writing the old file, and what it wrote would be lost with it, with no error."""
+        now = _file_identity(self._path)
+        if now != self._identity:
+            what = "removed" if now is None else "replaced by another file"
+            raise LogRemoved(
+                f"the database file {self._path} was {what} while leaderlog had it open: "
+                "nothing more is written to the old one (it would be lost with it); restart "
+                "to open the file now at that path",
+                public="the database file was removed or replaced while this server had it open",
+            )
 
     async def run(self, work: Callable[[sqlite3.Connection], _T], *, closing: bool = False) -> _T:
         """``work`` on the writer thread; refused once closing has begun, but for the close
@@ -601,6 +616,15 @@ def _raise_if_log_removed(error: sqlite3.OperationalError) -> None:
             "an export, then restart)",
             public="the log was removed from the database while this server had it open",
         ) from error
+
+
+def _file_identity(path: Path) -> tuple[int, int] | None:
+    """The device and inode of the file at ``path``; None when there is none."""
+    try:
+        status = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return status.st_dev, status.st_ino
 
 
 def _pragmas() -> list[str]:
@@ -954,6 +978,8 @@ class SQLiteStore(EventStore):
     async def _fetch(self, sql: str, parameters: Sequence[Any] = ()) -> Iterable[Any]:
         if self._closed:
             raise StoreUnavailable(CLOSED)
+        # Answers from a file removed or replaced under the store would be the old file's.
+        self._writer.check_same_file()
         # execute_fetchall costs one thread hop where execute + fetchall cost two.
         try:
             return await self._reader.execute_fetchall(sql, parameters)
@@ -972,6 +998,7 @@ class SQLiteStore(EventStore):
         if progress is not None:
             reporter = WriteProgressReporter(progress, batches, asyncio.get_running_loop())
         async with self._write_lock:
+            self._writer.check_same_file()
             outcomes, appended = await self._writer.run(
                 lambda connection: _append(connection, batches, reporter)
             )
@@ -1043,6 +1070,7 @@ class SQLiteStore(EventStore):
     @contextlib.asynccontextmanager
     async def projection_transaction(self) -> AsyncIterator[ProjectionTransaction]:
         async with self._write_lock:
+            self._writer.check_same_file()
             await self._writer.run(_begin_immediate)
             try:
                 yield _SQLiteProjectionTransaction(self._writer)
