@@ -101,10 +101,11 @@ async def test_a_role_that_may_not_read_the_log_is_not_told_it_needs_to_create_t
     assert "\n" not in message
 
 
-async def test_a_role_that_may_not_create_tables_is_told_what_the_log_needs_when_it_opens(
+async def _a_log_and_its_reader(
     schema_url: str, role: str
-) -> None:
-    # given a log, and a role that may only read it
+) -> tuple[asyncpg.Connection[asyncpg.Record], str]:
+    """A log of one event, and ``role`` made able to read it only; the admin connection (to
+    drop the role with) and the log's schema."""
     async with await open_store(schema_url) as store:
         await store.append([event("a")], actor="t")
     _, schema = _split_schema(schema_url)
@@ -114,6 +115,14 @@ async def test_a_role_that_may_not_create_tables_is_told_what_the_log_needs_when
         f'GRANT USAGE ON SCHEMA "{schema}" TO "{role}"',
         f'GRANT SELECT ON ALL TABLES IN SCHEMA "{schema}" TO "{role}"',
     )
+    return admin, schema
+
+
+async def test_a_role_that_may_not_create_tables_is_told_what_the_log_needs_when_it_opens(
+    schema_url: str, role: str
+) -> None:
+    # given a log, and a role that may only read it
+    admin, schema = await _a_log_and_its_reader(schema_url, role)
     try:
         # when it opens the log to write (import, token create, serve)
         with pytest.raises(StoreUnavailable) as refused:
@@ -134,15 +143,7 @@ async def test_a_login_refused_after_the_store_opened_is_unavailable_until_it_is
     schema_url: str, role: str
 ) -> None:
     # given a log, read by a store that connects as a role of its own
-    async with await open_store(schema_url) as store:
-        await store.append([event("a")], actor="t")
-    _, schema = _split_schema(schema_url)
-    admin = await _grant(
-        schema_url,
-        role,
-        f'GRANT USAGE ON SCHEMA "{schema}" TO "{role}"',
-        f'GRANT SELECT ON ALL TABLES IN SCHEMA "{schema}" TO "{role}"',
-    )
+    admin, _ = await _a_log_and_its_reader(schema_url, role)
     try:
         async with await open_store(_as(role, schema_url), create=False) as reader:
             assert (await reader.head())[0] == 1
