@@ -38,9 +38,10 @@ from leaderlog.store.postgres import (
 
 from . import _split_schema, postgres_connection, postgres_schema
 from .contract import StoreContract, event
+from .contract_group_commit import GroupCommitContract
 
 
-class TestPostgresStore(StoreContract):
+class TestPostgresStore(StoreContract, GroupCommitContract):
     raw_error = asyncpg.RaiseError
     new_event_id_sql = "gen_random_uuid()"
 

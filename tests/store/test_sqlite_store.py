@@ -28,6 +28,7 @@ from leaderlog.store import sqlite as sqlite_backend
 from leaderlog.store.sqlite import PRAGMAS, SQLiteStore, path_from_url
 
 from .contract import StoreContract, event
+from .contract_group_commit import GroupCommitContract
 
 
 def _execute(path: Path, sql: str) -> None:
@@ -39,7 +40,7 @@ def _execute(path: Path, sql: str) -> None:
         connection.close()
 
 
-class TestSQLiteStore(StoreContract):
+class TestSQLiteStore(StoreContract, GroupCommitContract):
     raw_error = sqlite3.IntegrityError
     new_event_id_sql = "randomblob(16)"
 
