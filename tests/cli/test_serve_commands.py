@@ -352,6 +352,22 @@ def _serving_with(url: str, *arguments: str) -> Iterator[tuple[int, Any]]:
             process.communicate(timeout=60)
 
 
+@pytest.mark.parametrize("access_log", [True, False])
+def test_the_access_log_is_written_unless_turned_off(sqlite_url: str, access_log: bool) -> None:
+    # given a server started with or without --no-access-log
+    arguments = () if access_log else ("--no-access-log",)
+    with _server(sqlite_url, *arguments) as (port, process):
+        # when a feed reader polls it
+        assert serving(process, port).status_code == 200
+        httpx.get(f"http://127.0.0.1:{port}/feeds/all.atom", timeout=30)
+        process.send_signal(signal.SIGINT)
+        stdout, stderr = process.communicate(timeout=60)
+    # then each answer is a line on stdout, or none is; the server's own lines stay
+    assert process.returncode == 0, stderr
+    assert ('"GET /feeds/all.atom HTTP/1.1" 200' in stdout) is access_log, stdout
+    assert "Application startup complete." in stderr
+
+
 def test_serve_announces_its_address_then_serves_until_ctrl_c(sqlite_url: str) -> None:
     with _server(sqlite_url) as (port, process):
         assert serving(process, port).status_code == 200

@@ -219,13 +219,21 @@ def failing_server(tmp_path: Path) -> Iterator[str]:
 
 
 def test_an_unexpected_failure_is_a_500_in_the_same_shape_and_says_no_more(
-    failing_server: str, client: httpx.Client, error_body_validator: Any
+    failing_server: str,
+    client: httpx.Client,
+    error_body_validator: Any,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     body = one_shape(client.get(f"{failing_server}/broken"), 500, error_body_validator)
     assert body == {
         "error": "internal",
         "detail": "the server failed to answer this request; its log says why",
     }
+    # the server's log names the request the traceback after it belongs to
+    assert (
+        "GET /broken: the server failed to answer (RuntimeError; its traceback follows)"
+        in caplog.messages
+    )
     # the server goes on answering
     assert client.get(f"{failing_server}/healthz").status_code == 200
 

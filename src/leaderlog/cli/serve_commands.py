@@ -196,6 +196,12 @@ def _seconds_option(name: str, default: float, help: str) -> Callable[[FC], FC]:
     "Seconds an answer may wait on a client that reads none of it; its connection is then "
     "closed and the answer dropped.",
 )
+@click.option(
+    "--access-log/--no-access-log",
+    default=True,
+    show_default=True,
+    help="A line on stdout for each request answered (feed readers polling write many).",
+)
 @click.pass_obj
 def serve_command(
     context: Context,
@@ -208,6 +214,7 @@ def serve_command(
     header_timeout: float,
     body_timeout: float,
     send_timeout: float,
+    access_log: bool,
 ) -> None:
     """Serve feeds, the JSON API and an HTML overview over HTTP.
 
@@ -292,6 +299,7 @@ def serve_command(
                 proxy_headers=proxy_headers,
                 forwarded_allow_ips=forwarded_allow_ips if proxy_headers else None,
                 log_level="info",
+                access_log=access_log,
                 # A client that never finishes its request would otherwise hold a stop for good.
                 timeout_graceful_shutdown=GRACEFUL_STOP_SECONDS,
                 http=_with_deadlines(header_timeout, body_timeout, send_timeout),

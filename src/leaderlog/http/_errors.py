@@ -12,6 +12,7 @@ one shape whichever route or layer refused it.
 from __future__ import annotations
 
 import http
+import logging
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -231,6 +232,9 @@ def http_error_response(request: Request, error: HTTPException) -> Response:
     )
 
 
+logger = logging.getLogger("leaderlog.http")
+
+
 async def unexpected_error(request: Request, error: Exception) -> Response:
     """A fault of the server's own: a 500 in the one shape rather than a text body. The
     exception goes on to the server's log with its traceback; the client is told no more
@@ -239,6 +243,13 @@ async def unexpected_error(request: Request, error: Exception) -> Response:
     ``Connection: close``: the server closes the connection once the exception reaches it,
     and a client told so opens a new one for its next request rather than failing on this.
     """
+    # The traceback that follows in the server's log names no request: this line does.
+    logger.error(
+        "%s %s: the server failed to answer (%s; its traceback follows)",
+        request.method,
+        request.url.path,
+        type(error).__name__,
+    )
     return error_response(
         500,
         "internal",
