@@ -30,6 +30,7 @@ from leaderlog.log import EventLog, load_seeds, seeds_folder
 from leaderlog.projections import runner_for
 from leaderlog.tokens import Tokens
 from tests.cli.terminal import drawn_on_a_terminal
+from tests.cli.test_log_commands import organisations_file
 from tests.conftest import ROOT, SEEDS
 from tests.http.server import confirm_as_another_writer
 from tests.projections.logs import (
@@ -350,6 +351,26 @@ def _serving_with(url: str, *arguments: str) -> Iterator[tuple[int, Any]]:
         finally:
             process.terminate()
             process.communicate(timeout=60)
+
+
+def test_a_long_catch_up_before_serving_is_said_to_be_done(sqlite_url: str, tmp_path: Path) -> None:
+    # given a log of more events than a catch-up shows progress for, never projected
+    records = organisations_file(tmp_path / "orgs.jsonl", projection_commands.PROGRESS_THRESHOLD)
+    imported = CliRunner().invoke(main, ["--db", sqlite_url, "import", str(records)])
+    assert imported.exit_code == 0, imported.output
+    # when a server starts on it (its stderr a log file, where no progress bar is drawn)
+    with _server(sqlite_url) as (port, process):
+        assert serving(process, port).status_code == 200
+        process.send_signal(signal.SIGINT)
+        _, stderr = process.communicate(timeout=60)
+    # then the log says the catch-up is done, and how long it took, before it serves
+    done = [line for line in stderr.splitlines() if line.startswith("projections brought up")]
+    assert len(done) == 1, stderr
+    assert done[0].startswith(
+        f"projections brought up to date: {projection_commands.PROGRESS_THRESHOLD} events "
+        "applied in "
+    ), done
+    assert stderr.index(done[0]) < stderr.index("leaderlog serving "), stderr
 
 
 @pytest.mark.parametrize("access_log", [True, False])
@@ -825,7 +846,9 @@ def test_serve_says_warning_and_error_before_its_own_as_other_commands_do(
     assert any(
         line.startswith(f"error: projection failing could not apply event {SEED_COUNT + 1}: ")
         and "ValueError: not today" in line
-        and line.endswith("; retrying")
+        and line.endswith(
+            "; retrying (a change to its module takes effect when the server restarts)"
+        )
         for line in said
     ), stderr
     assert not [line for line in said if line.startswith("projection ")]

@@ -11,6 +11,7 @@ import math
 import re
 import socket
 import sys
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NoReturn
 from urllib.parse import urlsplit
@@ -28,7 +29,11 @@ from leaderlog.cli._app import (
     main,
     run,
 )
-from leaderlog.cli.projection_commands import catch_up_bars, catch_up_for_queries
+from leaderlog.cli.projection_commands import (
+    PROGRESS_THRESHOLD,
+    catch_up_bars,
+    catch_up_for_queries,
+)
 from leaderlog.errors import ProjectionError, StoreBusy, StoreUnavailable, StoreUnreachable
 from leaderlog.feeds import (
     FORMATS,
@@ -268,8 +273,7 @@ def serve_command(
                             f"from {files} file{'s' if files != 1 else ''} in {seeds}",
                             err=True,
                         )
-                    with catch_up_bars("updating") as shown:
-                        await catch_up_before_serving(log.store, shown)
+                    await _catch_up_saying_how_long(log)
                 return
             except StoreUnavailable as error:
                 if not isinstance(error, StoreBusy | StoreUnreachable):
@@ -279,6 +283,26 @@ def serve_command(
                     echo_line(f"warning: {error}; waiting for it", err=True)
                     said = True
                 await asyncio.sleep(1)
+
+    async def _catch_up_saying_how_long(log: EventLog) -> None:
+        # A long catch-up (an upgrade rebuilding a projection) is said to be done, and how
+        # long it took: without a terminal's bar, the log would show only that it began.
+        events = 0
+        started = time.monotonic()
+        with catch_up_bars("updating") as shown:
+
+            def noted(names: str, applied: int, total: int) -> None:
+                nonlocal events
+                events = max(events, total)
+                shown(names, applied, total)
+
+            await catch_up_before_serving(log.store, noted)
+        if events >= PROGRESS_THRESHOLD:
+            took = time.monotonic() - started
+            click.echo(
+                f"projections brought up to date: {events} events applied in {took:.0f} s",
+                err=True,
+            )
 
     # The address is taken first: uvicorn would start the application and only then find
     # the port taken, after its "startup complete", in a traceback-like log; and a server

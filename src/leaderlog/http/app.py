@@ -196,8 +196,14 @@ def _log_failure(runner: ProjectionRunner, error: Exception) -> None:
         for failure in error.failures:
             if failure.name in left:
                 logger.warning("%s", failure)
-            else:
+            elif failure.name in BUILTIN:
                 logger.error("%s; retrying", failure)
+            else:
+                # Retried as it is: a server loads user projection modules when it starts.
+                logger.error(
+                    "%s; retrying (a change to its module takes effect when the server restarts)",
+                    failure,
+                )
     elif isinstance(error, ProjectionError):
         # Another leaderlog version rebuilt a projection under this server: no retry can
         # mend that, only a restart (the message says so); not a bug, so no traceback.
