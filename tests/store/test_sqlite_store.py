@@ -7,6 +7,7 @@ import datetime as dt
 import gc
 import multiprocessing
 import random
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -14,6 +15,7 @@ import threading
 import time
 import warnings
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -666,3 +668,42 @@ async def test_a_log_dropped_while_open_is_said_to_be_removed(sqlite_url: str) -
             await store.append([event("b")], actor="t")
         with pytest.raises(LogRemoved):
             await store.verify()
+
+
+def _disk_with_free_bytes(monkeypatch: pytest.MonkeyPatch, free: int) -> None:
+    def usage(_: object) -> Any:
+        return SimpleNamespace(total=free + 1, used=1, free=free)
+
+    monkeypatch.setattr(shutil, "disk_usage", usage)
+
+
+# SQLite's "disk I/O error" when it could not grow the -shm file, as a full disk makes it.
+SQLITE_IOERR_SHMSIZE = sqlite3.SQLITE_IOERR | (19 << 8)
+
+
+@pytest.mark.parametrize(("free", "full"), [(0, True), (10 * 1024 * 1024, False)])
+async def test_an_io_error_on_a_full_disk_is_said_to_be_a_full_disk(
+    sqlite_url: str, monkeypatch: pytest.MonkeyPatch, free: int, full: bool
+) -> None:
+    # given a disk with no room left (or plenty), and SQLite failing to open the file with
+    # its I/O error, as it does when the -shm file beside the log cannot grow
+    _disk_with_free_bytes(monkeypatch, free)
+    failure = sqlite3.OperationalError("disk I/O error")
+    failure.sqlite_errorcode = SQLITE_IOERR_SHMSIZE
+
+    async def failing_open(*_: Any, **__: Any) -> Any:
+        raise failure
+
+    monkeypatch.setattr(sqlite_backend._WriteConnection, "open", failing_open)
+    # when a store opens it
+    with pytest.raises(StoreUnavailable) as refused:
+        await open_store(sqlite_url)
+    # then a full disk is named as the cause, with what to do; another I/O error is not
+    said = str(refused.value)
+    assert said.startswith(f"cannot open SQLite database {path_from_url(sqlite_url).absolute()}")
+    assert ("the disk holding it is full: free space, then try again" in said) is full, said
+    # and the same error while writing is said to be a full disk, not a failed one
+    trouble = sqlite_backend._file_trouble(failure, path_from_url(sqlite_url))
+    assert trouble is not None
+    assert ("cannot grow" in str(trouble)) is full, trouble
+    assert ("the disk failed" in str(trouble)) is not full, trouble

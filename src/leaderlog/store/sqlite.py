@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import shutil
 import sqlite3
 import sys
 import threading
@@ -579,7 +580,7 @@ def _file_trouble(error: sqlite3.DatabaseError, path: Path) -> StoreError | None
             "(verify, events, export, projections and token list only read)",
             public="the database cannot be written to: it is read-only here; nothing was written",
         )
-    if primary == sqlite3.SQLITE_FULL:
+    if primary == sqlite3.SQLITE_FULL or (primary == sqlite3.SQLITE_IOERR and _disk_full(path)):
         return StoreUnavailable(
             f"the SQLite database {path} cannot grow: {error} (the disk holding it is full, "
             "or the file reached a size limit); nothing of this was kept: free space, then "
@@ -602,6 +603,19 @@ def _file_trouble(error: sqlite3.DatabaseError, path: Path) -> StoreError | None
             "their writes, the damaged file's, to the copy)"
         )
     return None
+
+
+# Less free space than this beside the file: what SQLite reports as an I/O error (it could
+# not grow the -shm file, say) is a full disk.
+_NEARLY_FULL_BYTES = 1024 * 1024
+_DISK_FULL = " (the disk holding it is full: free space, then try again)"
+
+
+def _disk_full(path: Path) -> bool:
+    try:
+        return shutil.disk_usage(path.parent).free < _NEARLY_FULL_BYTES
+    except OSError:
+        return False
 
 
 def _raise_if_log_removed(error: sqlite3.OperationalError) -> None:
@@ -942,7 +956,10 @@ class SQLiteStore(EventStore):
                 for pragma in _pragmas()[1:]:
                     await reader.execute(pragma)
             except sqlite3.Error as error:
-                raise StoreUnavailable(f"cannot open SQLite database {path}: {error}") from error
+                full = _DISK_FULL if _disk_full(path) else ""
+                raise StoreUnavailable(
+                    f"cannot open SQLite database {path}: {error}{full}"
+                ) from error
             opened.pop_all()
         return cls(path, writer, reader)
 
