@@ -641,6 +641,38 @@ class StoreContract(abc.ABC):
         # Its head is the last event verified, before the bad one: what still holds.
         assert (report.head_position, report.head_hash) == (2, intact.hash)
 
+    async def test_verify_finds_a_rewritten_row_by_the_next_one_when_its_hash_is_redone(
+        self, store: EventStore, store_url: str
+    ) -> None:
+        # given a row rewritten with its own hash recomputed, so that it checks out alone
+        await store.append([event(f"s{i % 2}") for i in range(5)], actor="t")
+        before, row = (await store.read_all())[1:3]
+        forged = chain_hash(
+            before.hash,
+            envelope_bytes(
+                position=3,
+                stream=row.stream,
+                version=row.version,
+                event_id=row.event_id,
+                type=row.type,
+                schema_version=row.schema_version,
+                data={"n": -1},
+                recorded_at=format_time(row.recorded_at),
+                actor=row.actor,
+                meta=row.meta,
+            ),
+        )
+        await self.drop_append_only_guard(store_url)
+        await self.execute_raw(
+            store_url,
+            f"""UPDATE events SET data = '{{"n":-1}}', hash = '{forged}' WHERE position = 3""",
+        )
+        # when the chain is verified, then the next row gives it away: each hash chains
+        # the one before it, which the rewrite changed
+        report = await store.verify()
+        assert not report.ok
+        assert (report.first_bad_position, report.count) == (4, 3), report
+
     @pytest.mark.parametrize(
         "edit",
         [
