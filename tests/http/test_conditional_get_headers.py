@@ -1,0 +1,86 @@
+"""Conditional GET from the request's headers alone: which If-Modified-Since values are one
+HTTP-date (RFC 9110 13.1.3), what a 304 repeats, and when Last-Modified may be sent."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+from starlette.requests import Request
+
+from leaderlog.feeds import SUBSCRIPTION_CACHE
+from leaderlog.feeds._service import Validators
+from leaderlog.http._conditional import caching_headers, is_not_modified, not_modified
+
+# A Sunday, a quarter of a second into 12:00:00 UTC.
+CHANGED = dt.datetime(2025, 6, 1, 12, 0, 0, 250_000, tzinfo=dt.UTC)
+MODIFIED = "Sun, 01 Jun 2025 12:00:00 GMT"
+VALIDATORS = Validators(7, 'W/"7-atom"', CHANGED, SUBSCRIPTION_CACHE)
+
+
+def _request(*headers: tuple[str, str]) -> Request:
+    raw = [(name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in headers]
+    return Request({"type": "http", "method": "GET", "headers": raw})
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        MODIFIED,  # IMF-fixdate
+        "Sunday, 01-Jun-25 12:00:00 GMT",  # RFC 850
+        "Sun Jun  1 12:00:00 2025",  # asctime
+    ],
+)
+def test_each_http_date_form_of_the_copy_s_date_is_current(value: str) -> None:
+    # given a document last changed within the second the date names
+    # when a reader sends that date in any of the three HTTP-date forms
+    # then its copy is current (so the refusals below are of the form, not of the date)
+    assert is_not_modified(_request(("If-Modified-Since", value)), VALIDATORS)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "Sun, 01 Jun 2025, 12:00:00 GMT",  # a second comma
+        "Sun, 01 Jun 2025 12:00:00 GMT, GMT",
+        "Su, 01 Jun 2025 12:00:00 GMT",  # a day name cut below three letters
+        "S, 01 Jun 2025 12:00:00 GMT",
+    ],
+)
+def test_an_if_modified_since_that_is_not_one_http_date_is_ignored(value: str) -> None:
+    # given a document last changed within the second the value's date names
+    # when a reader sends a value Python's parser would read as that date, but which is no
+    # HTTP-date
+    # then it is ignored (RFC 9110 13.1.3): the document is sent, not a 304
+    assert not is_not_modified(_request(("If-Modified-Since", value)), VALIDATORS)
+
+
+def test_if_modified_since_sent_twice_is_ignored_though_each_line_is_current() -> None:
+    # given two If-Modified-Since lines, each the document's own date
+    twice = _request(("If-Modified-Since", MODIFIED), ("If-Modified-Since", MODIFIED))
+    # when the copy is judged, then two dates are not one HTTP-date: the document is sent
+    assert not is_not_modified(twice, VALIDATORS)
+
+
+def test_a_304_repeats_the_content_language() -> None:
+    # given a document in French
+    # when it is answered with a 304
+    answer = not_modified(VALIDATORS, "fr")
+    # then the 304 says its language, as the 200 did, so that a cache refreshes it whole
+    headers = {name.decode(): value.decode() for name, value in answer.raw_headers}
+    assert answer.status_code == 304 and answer.body == b""
+    assert headers["content-language"] == "fr"
+    assert headers["etag"] == 'W/"7-atom"'
+
+
+def test_last_modified_waits_for_the_second_of_a_change_made_on_the_second_itself() -> None:
+    # given a change made exactly as a second began (no fraction of a second)
+    changed = dt.datetime(2025, 6, 1, 12, 0, 0, tzinfo=dt.UTC)
+    validators = Validators(7, 'W/"7-atom"', changed, SUBSCRIPTION_CACHE)
+    # when the document is sent later within that second, then it has no Last-Modified:
+    # another change in the same second would share its date
+    during = caching_headers(validators, "en", now=changed + dt.timedelta(milliseconds=500))
+    assert "Last-Modified" not in during
+    # and once the second is over it has one
+    after = caching_headers(validators, "en", now=changed + dt.timedelta(seconds=1))
+    assert after["Last-Modified"] == MODIFIED
