@@ -15,7 +15,8 @@ Hierarchy::
     │   └── StoreUnavailable     the database cannot be reached or opened, or is busy
     │       ├── StoreBusy        another transaction held a lock longer than a write waits
     │       ├── StoreUnreachable nothing answers at the database's address, or it is restarting
-    │       ├── LogRemoved       the log was dropped while open (a refused first import, by hand)
+    │       ├── LogRemoved       the log was dropped while open (a refused first import, by
+    │       │                    hand), or its SQLite file removed or replaced
     │       ├── StoreReadOnly    the database may be read but not written here
     │       └── BuiltByAnotherVersion  a projection was rebuilt by another leaderlog version
     ├── ProjectionError          a projection cannot be loaded or answered
@@ -445,7 +446,9 @@ class LogRemoved(StoreUnavailable):
     """The log was removed while this store had it open: a first import refused in another
     process dropped the empty log it had created (nothing was written; trying again creates
     it again, and is answered on the records, not on a missing table), or its table or
-    PostgreSQL schema was dropped by hand (restore it, then open it again)."""
+    PostgreSQL schema was dropped by hand (restore it, then open it again), or its SQLite file
+    was removed or replaced by another (a copy moved over it): the store would go on with the
+    old file, and what it wrote would be lost with it, so it stops until opened again."""
 
 
 class StoreReadOnly(StoreUnavailable):

@@ -235,11 +235,12 @@ def _unreachable(error: BaseException) -> type[StoreUnavailable]:
     return StoreUnavailable
 
 
+# What a new connection meets when the role, its password or the database is refused.
+_LOGIN_REFUSED = (asyncpg.InvalidAuthorizationSpecificationError, asyncpg.InvalidCatalogNameError)
 # At open time a wrong database name or credentials also mean "cannot be reached".
 _OPEN_ERRORS: tuple[type[BaseException], ...] = (
     *_CONNECTION_ERRORS,
-    asyncpg.InvalidCatalogNameError,
-    asyncpg.InvalidAuthorizationSpecificationError,
+    *_LOGIN_REFUSED,
     asyncpg.InsufficientPrivilegeError,
 )
 # What a URL can get wrong that asyncpg only finds when it connects: a port that is not a
@@ -338,10 +339,6 @@ def _read_only(refused: str) -> StoreReadOnly:
     )
 
 
-# What a new connection meets when the role, its password or the database changed.
-_LOGIN_REFUSED = (asyncpg.InvalidAuthorizationSpecificationError, asyncpg.InvalidCatalogNameError)
-
-
 @contextlib.contextmanager
 def _unavailable_on_disconnect() -> Iterator[None]:
     try:
@@ -363,10 +360,7 @@ def _unavailable_on_disconnect() -> Iterator[None]:
                 "statements too: raise it, or unset it for the role leaderlog connects as)"
             )
         raise StoreBusy(said) from error
-    except (
-        asyncpg.InvalidAuthorizationSpecificationError,
-        asyncpg.InvalidCatalogNameError,
-    ) as error:
+    except _LOGIN_REFUSED as error:
         # A new connection of the pool refused after the store opened: the role's login or
         # password, pg_hba.conf, or the database changed meanwhile. Served again once they
         # allow it, with no restart.
