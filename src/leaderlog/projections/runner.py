@@ -929,10 +929,14 @@ class ProjectionRunner:
         except StoreUnavailable as error:
             self.stalled = error.public
             raise
+        except ProjectionError:
+            # Another version's rebuild, say: health reads that from the projections' own
+            # versions, and says what ends it; it is no trouble of the database's.
+            self.stalled = None
+            raise
         except Exception as error:
-            # A refusal of the database's (a right revoked, a damaged file), or another
-            # version's rebuild: said in the server's log, which may name what anyone may
-            # not be told (a file's path).
+            # A refusal of the database's (a right revoked, a damaged file): said in the
+            # server's log, which may name what anyone may not be told (a file's path).
             self.stalled = f"{type(error).__name__} (the server's log says more)"
             raise
         self.stalled = None
