@@ -700,7 +700,7 @@ def test_expected_version_values(expected: object) -> None:
     assert record.expected_version == expected
 
 
-def _envelope(**changes: Any) -> dict[str, Any]:
+def exported_envelope(**changes: Any) -> dict[str, Any]:
     envelope: dict[str, Any] = {
         "position": 7,
         "stream": "person-x",
@@ -718,13 +718,13 @@ def _envelope(**changes: Any) -> dict[str, Any]:
 
 
 def test_an_exported_envelope_without_an_actor_is_recorded_as_imported() -> None:
-    envelope = _envelope()
+    envelope = exported_envelope()
     del envelope["actor"]
     assert parse_record(envelope).actor == "import"
 
 
 def test_exported_envelope_keeps_id_time_and_actor() -> None:
-    envelope = _envelope()
+    envelope = exported_envelope()
     record = parse_record(envelope)
     assert str(record.event_id) == envelope["event_id"]
     assert record.recorded_at == dt.datetime(2025, 5, 29, 12, tzinfo=dt.UTC)
@@ -757,13 +757,13 @@ def test_exported_envelope_keeps_id_time_and_actor() -> None:
 )
 def test_bad_exported_envelopes_are_refused(changes: dict[str, Any], rule: str) -> None:
     with pytest.raises(RecordError) as caught:
-        parse_record(_envelope(**changes))
+        parse_record(exported_envelope(**changes))
     assert caught.value.rule == rule
 
 
 @pytest.mark.parametrize("lost", ["hash", "position"])
 def test_an_exported_envelope_missing_its_hash_or_position_says_so(lost: str) -> None:
-    envelope = _envelope()
+    envelope = exported_envelope()
     del envelope[lost]
     with pytest.raises(RecordError) as caught:
         parse_record(envelope)
@@ -946,7 +946,7 @@ def test_newer_schema_version_than_known_is_refused() -> None:
 
 def test_exported_old_shape_is_upcast_on_import() -> None:
     record = parse_record(
-        _envelope(
+        exported_envelope(
             stream="source-fox-2025-05",
             type="source.registered",
             schema_version=1,
