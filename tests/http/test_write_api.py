@@ -390,6 +390,13 @@ def test_the_same_record_again_is_200_with_the_same_positions(
     assert mixed.json()["appended"] == 1
     assert mixed.json()["already_present"] == 1
     assert mixed.json()["positions"][0] == first.json()["positions"][0]
+    # positions follow the records, not their order in the log: a new record before one
+    # already present gets the later position, listed first
+    count, _ = log_head(api)
+    latest = person(unique("latest"))
+    new_first = post(api, [latest, record], running.token)
+    assert new_first.status_code == 201, new_first.text
+    assert new_first.json()["positions"] == [count + 1, first.json()["positions"][0]]
 
 
 def test_a_list_is_one_batch_with_positions_in_record_order(
