@@ -1,0 +1,105 @@
+"""Given/when/then tests of the day a claim version counts from (:mod:`.claim_versions`):
+which date wins among the report's, a confirmation's, a correction's and the sources'."""
+
+from __future__ import annotations
+
+from tests.projections.story import Story
+
+
+def test_given_an_announced_date_when_confirmed_for_another_day_then_the_confirmed_day_counts() -> (
+    None
+):
+    # given a change announced for 1 July
+    story = Story().report("c1", modality="announced", effective="2025-07-01")
+    # when it is confirmed as taking effect on 15 June
+    story.confirm("c1", effective="2025-06-15")
+    # then it counts from the confirmation's own date, not the announced one
+    assert story.holders("2025-06-14") == []
+    assert story.holders("2025-06-15") == [("ann", "permanent")]
+    assert story.claims["c1"].effect_date() == {
+        "date": "2025-06-15",
+        "qualifier": "on",
+        "text": None,
+        "basis": "confirmed",
+    }
+
+
+def test_given_a_source_published_on_the_day_its_claim_is_recorded_then_it_shows_as_published() -> (
+    None
+):
+    # given a source published on 10 June, whose undated change the log records that same day
+    story = Story(published={"paper": "2025-06-10"}).report("c1", recorded="2025-06-10")
+    # then the change counts from the published date, shown as such (only a published date
+    # beginning after the recorded day is shown as the recorded day)
+    assert story.claims["c1"].effect_date() == {
+        "date": "2025-06-10",
+        "qualifier": "on",
+        "text": None,
+        "basis": "published",
+    }
+
+
+def test_given_a_source_published_only_in_words_then_an_undated_change_counts_from_recording() -> (
+    None
+):
+    # given a source published "spring 2025" (no date a calendar has)
+    story = Story(published={})
+    story.published["paper"] = {"date": None, "qualifier": "on", "text": "spring 2025"}
+    # when it reports an undated change, recorded on 10 June
+    story.report("c1", recorded="2025-06-10")
+    # then the change counts from the day it was recorded, as for a source without a date
+    assert story.holders("2025-06-09") == []
+    assert story.holders("2025-06-10") == [("ann", "permanent")]
+    assert story.claims["c1"].effect_date() == {
+        "date": "2025-06-10",
+        "qualifier": "on",
+        "text": None,
+        "basis": "recorded",
+    }
+
+
+def test_given_an_undated_change_when_another_source_confirms_it_then_the_report_counts() -> None:
+    # given an undated change from a paper out on 20 May
+    story = Story(published={"paper": "2025-05-20", "wire": "2025-06-05"}).report("c1")
+    # when a wire out on 5 June confirms it
+    story.confirm("c1", source="wire")
+    # then it still counts from the paper's date: it had happened by then
+    assert story.holders("2025-05-20") == [("ann", "permanent")]
+    assert story.claims["c1"].effect_date() == {
+        "date": "2025-05-20",
+        "qualifier": "on",
+        "text": None,
+        "basis": "published",
+    }
+
+
+def test_given_an_announced_change_corrected_to_occurred_by_a_source_then_that_source_counts() -> (
+    None
+):
+    # given an undated change announced by a paper out on 20 May
+    published: dict[str, str | None] = {"paper": "2025-05-20", "wire": "2025-06-05"}
+    story = Story(published=published).report("c1", modality="announced")
+    # when a wire out on 5 June corrects it: it has happened
+    story.correct("c1", source="wire", modality="occurred")
+    # then it counts from the wire's date, as a confirmation by the wire would
+    assert story.holders("2025-06-04") == []
+    assert story.holders("2025-06-05") == [("ann", "permanent")]
+    assert story.claims["c1"].effect_date() == {
+        "date": "2025-06-05",
+        "qualifier": "on",
+        "text": None,
+        "basis": "published",
+    }
+    # while a correction that names no source keeps the report's date
+    unsourced = Story(published=published).report("c1", modality="announced")
+    unsourced.correct("c1", modality="occurred")
+    assert unsourced.holders("2025-05-20") == [("ann", "permanent")]
+
+
+def test_given_a_claim_confirmed_by_its_own_source_then_that_source_is_named_once() -> None:
+    # given a claim reported by a paper
+    story = Story(published={"paper": "2025-05-20", "wire": "2025-06-05"}).report("c1")
+    # when the paper confirms it, then a wire confirms it twice
+    story.confirm("c1").confirm("c1", source="wire").confirm("c1", source="wire")
+    # then each source is named once, in the order it first spoke of the claim
+    assert story.claims["c1"].sources == ["paper", "wire"]
