@@ -4,24 +4,9 @@ one naming nothing (the projection links each dispute by the claims it names its
 
 from __future__ import annotations
 
-from typing import Any
-
 from leaderlog.log import EventLog
 from tests.projections.logs import append, at, current, published_source, record
-
-
-def _held(name: str, post: str, source: str) -> dict[str, Any]:
-    return record(
-        "claim.reported",
-        claim=name,
-        source=source,
-        kind="incumbency",
-        person="x",
-        post=post,
-        capacity="acting",
-        modality="occurred",
-        attribution={"kind": "outlet"},
-    )
+from tests.projections.test_conflicts_latest_dispute import held
 
 
 async def test_a_later_dispute_naming_a_claim_on_another_post_shows_in_that_posts_state(
@@ -36,8 +21,8 @@ async def test_a_later_dispute_naming_a_claim_on_another_post_shows_in_that_post
         record("person.registered", person="x", name="X"),
         published_source("early", "2025-03-10"),
         published_source("late", "2025-06-01"),
-        _held("holding", "p", "early"),
-        _held("elsewhere", "q", "late"),
+        held("holding", "early", post="p"),
+        held("elsewhere", "late", post="q"),
         # when the claim on q is disputed first naming nothing, then naming the one on p
         record("claim.disputed", claim="elsewhere", reason="first doubt"),
         record(

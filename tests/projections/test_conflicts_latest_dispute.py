@@ -11,14 +11,14 @@ from leaderlog.log import EventLog
 from tests.projections.logs import append, at, current, published_source, record
 
 
-def _held(name: str, source: str) -> dict[str, Any]:
+def held(name: str, source: str, post: str = "p") -> dict[str, Any]:
     return record(
         "claim.reported",
         claim=name,
         source=source,
         kind="incumbency",
         person="x",
-        post="p",
+        post=post,
         capacity="acting",
         modality="occurred",
         attribution={"kind": "outlet"},
@@ -33,8 +33,8 @@ def _world() -> list[dict[str, Any]]:
         record("person.registered", person="x", name="X"),
         published_source("early", "2025-03-10"),
         published_source("late", "2025-06-01"),
-        _held("holding", "early"),
-        _held("later-report", "late"),
+        held("holding", "early"),
+        held("later-report", "late"),
     ]
 
 
