@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import importlib.metadata
 import json
 import logging
 import os
@@ -239,6 +240,8 @@ def test_serve_names_the_seed_file_that_is_bad(
 
 
 LEADERLOG = Path(sys.executable).parent / "leaderlog"
+# The start-up line names the version pip installed, as `leaderlog --version` does.
+VERSION = importlib.metadata.version("leaderlog")
 
 
 @contextmanager
@@ -295,7 +298,8 @@ def test_serve_says_it_loaded_the_seeds_into_an_empty_log(tmp_path: Path) -> Non
         process.terminate()
         process.communicate(timeout=60)
     assert first == "the log was empty: loaded the seeds, 29 events from 1 file in seeds\n"
-    assert second.startswith(f"leaderlog serving {url} on http://127.0.0.1:{port}/"), second
+    announced = f"leaderlog {VERSION} serving {url} on http://127.0.0.1:{port}/"
+    assert second.startswith(announced), second
 
 
 def test_serve_on_a_port_in_use_says_so_in_one_line_before_announcing_anything(
@@ -370,7 +374,7 @@ def test_a_long_catch_up_before_serving_is_said_to_be_done(sqlite_url: str, tmp_
         f"projections brought up to date: {projection_commands.PROGRESS_THRESHOLD} events "
         "applied in "
     ), done
-    assert stderr.index(done[0]) < stderr.index("leaderlog serving "), stderr
+    assert stderr.index(done[0]) < stderr.index(f"leaderlog {VERSION} serving "), stderr
 
 
 @pytest.mark.parametrize("access_log", [True, False])
@@ -396,7 +400,7 @@ def test_serve_announces_its_address_then_serves_until_ctrl_c(sqlite_url: str) -
         _, stderr = process.communicate(timeout=60)
     assert process.returncode == 0, stderr
     assert stderr.startswith(
-        f"leaderlog serving {sqlite_url} on http://127.0.0.1:{port}/ (Ctrl+C to stop)\n"
+        f"leaderlog {VERSION} serving {sqlite_url} on http://127.0.0.1:{port}/ (Ctrl+C to stop)\n"
     )
     assert "Application startup complete" in stderr
 
@@ -438,7 +442,7 @@ def test_serve_takes_an_ipv6_address_in_brackets_as_copied_from_a_url(sqlite_url
         assert process.stderr is not None
         announced = process.stderr.readline()
         assert announced == (
-            f"leaderlog serving {sqlite_url} on http://[::1]:{port}/ (Ctrl+C to stop)\n"
+            f"leaderlog {VERSION} serving {sqlite_url} on http://[::1]:{port}/ (Ctrl+C to stop)\n"
         ), announced
         health = serving(process, port, "[::1]")
         assert health.status_code == 200, health.text

@@ -20,6 +20,7 @@ import click
 from click.core import ParameterSource
 from click.decorators import FC
 
+from leaderlog._version import leaderlog_version
 from leaderlog.cli._app import (
     Context,
     WholeNumber,
@@ -335,7 +336,7 @@ def serve_command(
             sys.setswitchinterval(SWITCH_INTERVAL)
             # Given sockets, uvicorn does not say where it listens: this line does.
             click.echo(
-                f"leaderlog serving {without_password(context.db)} on "
+                f"leaderlog {leaderlog_version()} serving {without_password(context.db)} on "
                 f"http://{host_and_port(host, port)}/ "
                 "(Ctrl+C to stop)",
                 err=True,

@@ -24,9 +24,9 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from email.utils import format_datetime
-from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
+from leaderlog._version import leaderlog_version
 from leaderlog.errors import FeedError, FeedNotFound, ProjectionError, StoreUnavailable
 from leaderlog.feeds import _text
 from leaderlog.feeds._address import web_uri, with_lowercase_scheme
@@ -99,13 +99,6 @@ _HASHES_KEPT = 4096
 _SUBJECTS = ("org", "person", "post")
 # Share of ``cache_bytes`` kept for the OPML's outlines, which outlive moves of the log.
 _OUTLINES_SHARE = 4
-
-
-def _generator_version() -> str:
-    try:
-        return version("leaderlog")
-    except PackageNotFoundError:
-        return "0"
 
 
 def _page_number(page: int) -> str:
@@ -268,7 +261,7 @@ class FeedService:
         self._directory: Directory | None = None
         self._outlines: OrderedDict[tuple[Any, ...], tuple[bytes, bytes]] = OrderedDict()
         self._outlines_bytes = 0
-        self._generator_version = _generator_version()
+        self._generator_version = leaderlog_version()
         # The chain's hash at each position an ETag names lately (see log_hash).
         self._log_hashes: OrderedDict[int, str] = OrderedDict()
 

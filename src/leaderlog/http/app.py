@@ -27,6 +27,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Match, request_response
 
+from leaderlog._version import leaderlog_version
 from leaderlog.errors import (
     BuiltByAnotherVersion,
     LogRemoved,
@@ -409,7 +410,7 @@ def create_app(
         title="leaderlog",
         summary="Who leads what, as reported.",
         description=DESCRIPTION,
-        version=_version(),
+        version=leaderlog_version(),
         swagger_ui_parameters={"validatorUrl": None},
         lifespan=lifespan,
         # Starlette's own redirect is absolute, built from the Host header (see _http_error).
@@ -570,12 +571,3 @@ async def _unreadable(request: Request, error: Exception) -> Response:
     way, said plainly."""
     logger.error("%s %s: %s", request.method, request.url.path, error)
     return error_response(500, "unreadable_event", str(error))
-
-
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("leaderlog")
-    except PackageNotFoundError:
-        return "0"
