@@ -482,6 +482,22 @@ class StoreContract(abc.ABC):
         assert {total_ for _, total_, _ in reports} == {total}
         assert {thread for _, _, thread in reports} == {threading.get_ident()}
 
+    async def test_a_group_s_inserts_are_reported_as_they_end_before_its_commit(
+        self, store: EventStore
+    ) -> None:
+        # given a group of two events: four steps, two to lay the rows out, two to insert them
+        reports: list[tuple[int, int]] = []
+        # when it is appended with a progress callback
+        (outcome,) = await store.append_batches(
+            [PendingBatch([event("a"), event("b")], {}, "t")],
+            lambda done, total: reports.append((done, total)),
+        )
+        await asyncio.sleep(0.01)  # (a SQLite store reports from its thread, via the loop)
+        # then the rows inserted are reported (one step short of the end) before the commit
+        # is: a bar does not stand still through the inserts, then jump to the end
+        assert succeeded(outcome).appended == 2
+        assert reports == [(3, 4), (4, 4)]
+
     async def test_a_group_refused_whole_is_not_reported_done(self, store: EventStore) -> None:
         await store.append([event("a")], actor="t")
         reports: list[tuple[int, int]] = []
@@ -1418,6 +1434,21 @@ class StoreContract(abc.ABC):
         with anyio.fail_after(5), pytest.raises(StoreUnavailable):
             await following
 
+    async def test_a_wait_for_a_commit_already_heard_of_ends_at_once_on_a_closed_store(
+        self, store_url: str
+    ) -> None:
+        # given a store that committed an event, then was closed (a server shutting down as
+        # its follower went from reading to waiting)
+        closing = await open_store(store_url)
+        await closing.append([event("a")], actor="t")
+        await closing.close()
+        # when its follower waits for events after one it has not read, then the wait ends
+        # at once, and the follower's next read says the store is closed
+        with anyio.fail_after(5):
+            await closing.wait_for_events(after=0, timeout=600)
+        with pytest.raises(StoreUnavailable):
+            await closing.read_all()
+
     async def test_a_follower_waits_out_a_moment_the_database_cannot_answer(
         self, store: EventStore, monkeypatch: pytest.MonkeyPatch
     ) -> None:
@@ -1436,6 +1467,20 @@ class StoreContract(abc.ABC):
             first = await anext(subscription)
         await subscription.aclose()
         assert first.position == 1
+
+    async def test_a_commit_heard_before_a_wait_ends_that_wait_at_once(
+        self, store: EventStore
+    ) -> None:
+        # given a follower that has waited once (on PostgreSQL it listens from then on)
+        await store.wait_for_events(after=0, timeout=0.01)
+        # and a commit made while it was not waiting (reading what it had been woken for),
+        # whose word has reached it (on PostgreSQL, the commit's notification)
+        await store.append([event("a")], actor="t")
+        await asyncio.sleep(0.3)
+        # when it then waits for events after what it last read, then it returns at once,
+        # rather than wait out its whole poll for a commit it has already heard of
+        with anyio.fail_after(5):
+            await store.wait_for_events(after=0, timeout=600)
 
     async def test_wait_for_events_returns_after_its_timeout(self, store: EventStore) -> None:
         with anyio.fail_after(10):

@@ -51,6 +51,8 @@ _APPEND_ONLY = "leaderlog_events_are_append_only"
         ),
         ("ALTER TABLE events DISABLE TRIGGER USER", "changing the triggers of events"),
         ("ALTER TABLE events ALTER COLUMN actor DROP NOT NULL", "changing the columns of events"),
+        # its first column too (the log's order)
+        ("ALTER TABLE events RENAME COLUMN position TO pos", "changing the columns of events"),
         ("ALTER TABLE events ALTER COLUMN actor SET DEFAULT 'x'", "changing the column defaults"),
         ("ALTER TABLE events ADD CHECK (position > 0) NOT VALID", "changing the constraints of e"),
         ("ALTER TABLE events ENABLE ROW LEVEL SECURITY", "changing the table events, which is"),
@@ -81,8 +83,16 @@ _APPEND_ONLY = "leaderlog_events_are_append_only"
             "AS 'BEGIN RETURN NULL; END'",
             f"changing the function {_APPEND_ONLY}, which is not its own",
         ),
+        # The log's trigger function, renamed into a name of the projection's own: the
+        # next store to open the log creates another, which its triggers do not call.
+        (
+            f"ALTER FUNCTION {_APPEND_ONLY}() RENAME TO p_overreaching_f",
+            "changing the function p_overreaching_f, which is not its own",
+        ),
         ("CREATE SCHEMA p_overreaching_space", "creating the schema p_overreaching_space"),
         ("SET search_path = pg_catalog", "changing the setting search_path (it would stay"),
+        # The role the runner's next statements would run as.
+        ("SET ROLE pg_read_all_data", "changing the setting role (it would stay"),
         ("SET session_replication_role = replica", "changing the setting session_replication_r"),
         ("SET LOCAL work_mem = '1MB'", "changing the setting work_mem"),
         (

@@ -27,6 +27,7 @@ from leaderlog.errors import (
 from leaderlog.projections import BUILTIN, ProjectionRunner
 from leaderlog.store import EventStore, open_store
 from leaderlog.store.postgres import (
+    _COLUMNS,
     _INSERT_CHUNK,
     CHANNEL,
     PostgresStore,
@@ -153,6 +154,59 @@ async def test_notification_wakes_a_waiter_of_another_store(
     # The first wait starts listening; the second can then only be woken by a notification.
     await store.wait_for_events(after=1, timeout=0.01)
     await _woken_by_an_append(store, writer, after=1)
+
+
+async def test_a_batch_another_store_committed_is_known_up_to_its_last_event(
+    store: PostgresStore, writer: PostgresStore
+) -> None:
+    # given a follower listening for commits
+    await store.wait_for_events(after=0, timeout=0.01)
+    # and a batch of three events another store committed while the follower was busy,
+    # whose notification has reached it
+    await writer.append([event("a"), event("b"), event("c")], actor="t")
+    await asyncio.sleep(0.3)
+    # when the follower, having read the first two (a page of two), waits for more, then it
+    # returns at once: the commit it heard of ends at the third
+    with anyio.fail_after(5):
+        await store.wait_for_events(after=2, timeout=600)
+
+
+async def test_a_follower_that_cannot_listen_is_still_woken_by_its_own_store_s_appends(
+    store: PostgresStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # given a follower whose listening connection cannot be opened (the server refuses
+    # connections beyond the pool's, say), so that no notification reaches it
+    async def refused(*args: object, **kwargs: object) -> None:
+        raise asyncpg.TooManyConnectionsError("sorry, too many clients already")
+
+    monkeypatch.setattr(asyncpg, "connect", refused)
+    with anyio.fail_after(10):
+        waiting = asyncio.create_task(store.wait_for_events(after=0, timeout=600))
+        await asyncio.sleep(0.1)
+        # when its own store appends, then it is woken at once, not at its next poll
+        await store.append([event("a")], actor="t")
+        await waiting
+    assert store._listener is None
+
+
+async def test_a_follower_that_cannot_listen_does_not_try_again_at_every_poll(
+    store: PostgresStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # given a server that refuses the follower's listening connection
+    tried: list[object] = []
+
+    async def refused(*args: object, **kwargs: object) -> None:
+        tried.append(args)
+        raise asyncpg.TooManyConnectionsError("sorry, too many clients already")
+
+    monkeypatch.setattr(asyncpg, "connect", refused)
+    # when the follower polls several times in quick succession
+    with anyio.fail_after(10):
+        for _ in range(5):
+            await store.wait_for_events(after=0, timeout=0.01)
+    # then it asked for a listening connection once: it tries again a while later, rather
+    # than add a refused connection to the server's load (and log) at every poll
+    assert len(tried) == 1
 
 
 async def test_follower_listens_again_after_losing_its_connection(
@@ -356,6 +410,15 @@ async def test_missing_database_is_unavailable(postgres_url: str) -> None:
 async def test_bad_schema_name_is_refused() -> None:
     with pytest.raises(StoreUnavailable, match="not a valid name"):
         await PostgresStore.open("postgresql://postgres@127.0.0.1:5432/test?schema=x;drop")
+
+
+def test_a_schema_name_longer_than_postgresql_keeps_is_refused_before_connecting() -> None:
+    # PostgreSQL cuts a name to 63 bytes: one of 64 would name the schema of another log
+    # that shares its first 63 characters
+    longest = "s" * 63
+    check_url(f"postgresql://postgres@127.0.0.1:5432/test?schema={longest}")
+    with pytest.raises(StoreUnavailable, match="is not a valid name"):
+        check_url(f"postgresql://postgres@127.0.0.1:5432/test?schema={longest}t")
 
 
 @pytest.mark.parametrize("schema", ["information_schema", "pg_catalog", "pg_temp", "pg_mine"])
@@ -706,6 +769,72 @@ async def test_a_lock_held_too_long_elsewhere_is_busy_not_a_hang(
         assert await reopened.count() == 1
 
 
+async def test_a_statement_without_parameters_keeps_its_question_marks_as_postgresql_s_own(
+    store: PostgresStore,
+) -> None:
+    # given a projection's statement with no parameters, using PostgreSQL's jsonb ?
+    # operator (which asks whether a key is there)
+    async with store.projection_transaction() as tx:
+        # when it is run, then its ? is the operator, not a placeholder with no value
+        await tx.execute(
+            "CREATE TABLE p_question (has_a BOOLEAN); "
+            """INSERT INTO p_question SELECT '{"a": 1}'::jsonb ? 'a'"""
+        )
+    assert await store.query("SELECT has_a FROM p_question") == [(True,)]
+
+
+async def test_a_deadlock_with_another_session_is_busy_not_a_fault(
+    store: PostgresStore, schema_url: str
+) -> None:
+    # given two tables, a projection's transaction holding the one, and another session
+    # holding the other (and leaving it to the projection's session to find the deadlock)
+    async with store.projection_transaction() as tx:
+        await tx.execute("CREATE TABLE p_deadlock_one (x INT); CREATE TABLE p_deadlock_two (x INT)")
+    async with postgres_connection(schema_url) as other:
+        await other.execute("SET deadlock_timeout = '60s'")
+        transaction = other.transaction()
+        await transaction.start()
+        try:
+            await other.execute("LOCK TABLE p_deadlock_two")
+            with anyio.fail_after(30), pytest.raises(StoreBusy) as raised:
+                async with store.projection_transaction() as tx:
+                    await tx.execute("LOCK TABLE p_deadlock_one")
+                    # when each then waits for the other's table
+                    locking = asyncio.create_task(tx.execute("LOCK TABLE p_deadlock_two"))
+                    await asyncio.sleep(0.1)
+                    other_locking = asyncio.create_task(other.execute("LOCK TABLE p_deadlock_one"))
+                    await locking
+            await other_locking
+        finally:
+            await transaction.rollback()
+    # then the projection's statement is told "busy", in SQLite's words, as a lock timeout
+    # is: a moment's trouble that trying again gets through, not an error of the server's
+    assert str(raised.value).startswith("database is busy: deadlock detected")
+
+
+@pytest.mark.parametrize(
+    ("condition", "said"),
+    [
+        # what a hot standby cancels a read with when replaying the primary's changes
+        ("serialization_failure", "canceling statement due to conflict with recovery"),
+        ("deadlock_detected", "deadlock detected"),
+        ("lock_not_available", "canceling statement due to lock timeout"),
+        ("query_canceled", "canceling statement due to user request"),
+        ("disk_full", "could not extend file: No space left on device"),
+        ("out_of_memory", "out of memory"),
+    ],
+)
+async def test_what_the_server_says_of_the_moment_not_the_request_is_busy(
+    store: PostgresStore, condition: str, said: str
+) -> None:
+    # given a statement the server fails for the moment it runs in, not for what it asks
+    statement = f"DO $$ BEGIN RAISE EXCEPTION '{said}' USING ERRCODE = '{condition}'; END $$"
+    # when it is run, then the database is said to be busy, as SQLite's is: trying again
+    # may get through (a follower waits it out, a server answers 503 with Retry-After)
+    with pytest.raises(StoreBusy, match=f"^database is busy: {said}"):
+        await store.query(statement)
+
+
 async def test_a_log_that_does_not_exist_is_refused_when_only_reading(schema_url: str) -> None:
     # given a URL naming a schema that holds no log
     with pytest.raises(StoreUnavailable, match="holds no leaderlog log"):
@@ -778,6 +907,55 @@ async def test_a_log_removed_under_an_open_store_is_said_to_be_gone(schema_url: 
             await other.find_event_ids([uuid.uuid4()])
         with pytest.raises(StoreUnavailable, match=r"the log is gone .*nothing was written"):
             await other.append([event("a")], actor="t")
+
+
+async def test_a_schema_goes_with_a_discarded_log_only_when_the_store_created_it(
+    schema_url: str,
+) -> None:
+    schema = schema_url.rpartition("schema=")[2]
+
+    async def schema_exists() -> bool:
+        async with postgres_connection(schema_url) as connection:
+            return bool(
+                await connection.fetchval(
+                    "SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)", schema
+                )
+            )
+
+    # given a log the store created in a ?schema= schema it created too
+    async with await open_store(schema_url) as creator:
+        # when the log is discarded, then its schema goes with it
+        assert await creator.discard_created_log()
+    assert not await schema_exists()
+    # given an empty schema made beforehand by hand (an operator's), where a store creates
+    # the log
+    async with postgres_connection(schema_url) as connection:
+        await connection.execute(f'CREATE SCHEMA "{schema}"')
+    async with await open_store(schema_url) as creator:
+        assert creator.created_log
+        # when the log is discarded, then the schema, which was not the store's, stays
+        assert await creator.discard_created_log()
+    assert await schema_exists()
+
+
+async def test_a_log_is_not_discarded_under_an_append_being_committed(schema_url: str) -> None:
+    # given a log a store created, and another store in the middle of an append to it
+    # (holding the lock appends take turns under, its row written and not yet committed)
+    async with await open_store(schema_url) as creator, await open_store(schema_url) as writer:
+        assert creator.created_log
+        async with writer.projection_transaction() as tx:
+            await tx.lock_appends()
+            await tx.execute(
+                f"INSERT INTO events ({_COLUMNS}) VALUES (1, gen_random_uuid(), 'org-a', 1, "
+                "'OrgCreated', 1, '{}', '2024-01-01T00:00:00.000Z', 't', '{}', 'h')"
+            )
+            # when the creator discards the log meanwhile (its first import was refused)
+            discarding = asyncio.create_task(creator.discard_created_log())
+            await asyncio.sleep(0.3)
+        # then it waits for the append, and keeps the log, with the event committed in it
+        with anyio.fail_after(10):
+            assert not await discarding
+        assert await writer.count() == 1
 
 
 def test_the_pool_s_reconnection_failures_are_logged_in_one_line(
@@ -868,6 +1046,24 @@ async def test_a_database_not_encoded_in_utf8_is_refused_when_opened(postgres_ur
             assert await connection.fetchval("SELECT to_regclass('events')") is None
         finally:
             await connection.close()
+
+
+async def test_a_database_encoded_in_sql_ascii_keeps_text_in_any_script(
+    postgres_url: str,
+) -> None:
+    # given a database in SQL_ASCII, which stores the bytes it is given as they are
+    sql_ascii = "ENCODING 'SQL_ASCII' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE template0"
+    names = {"name": "Zoë Ōsaka, Ελένη 李"}
+    # when a store opens it and appends names in other scripts
+    async with (
+        _database_of_its_own(postgres_url, sql_ascii) as url,
+        await open_store(url) as store,
+    ):
+        await store.append([event("person:zoë", names)], actor="Åsa")
+        # then they read back as they were written, and the chain verifies
+        (read,) = await store.read_all()
+        assert (read.stream, read.data, read.actor) == ("person:zoë", names, "Åsa")
+        assert (await store.verify()).ok
 
 
 def test_a_server_older_than_postgresql_13_is_refused_saying_what_is_needed() -> None:
