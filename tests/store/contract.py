@@ -1434,18 +1434,20 @@ class StoreContract(abc.ABC):
         with anyio.fail_after(5), pytest.raises(StoreUnavailable):
             await following
 
-    async def test_a_wait_for_a_commit_already_heard_of_ends_at_once_on_a_closed_store(
-        self, store_url: str
+    # The follower last read the event (1), or read nothing yet of one it has heard of (0).
+    @pytest.mark.parametrize("last_read", [1, 0])
+    async def test_a_wait_on_a_closed_store_ends_at_once(
+        self, store_url: str, last_read: int
     ) -> None:
-        # given a store that committed an event, then was closed (a server shutting down as
-        # its follower went from reading to waiting)
+        # given a store that committed an event, then was closed as its follower went from
+        # reading to waiting (a server shutting down)
         closing = await open_store(store_url)
         await closing.append([event("a")], actor="t")
         await closing.close()
-        # when its follower waits for events after one it has not read, then the wait ends
-        # at once, and the follower's next read says the store is closed
+        # when the follower waits for events after the last it read, then the wait ends at
+        # once, rather than at its next poll, and its next read says the store is closed
         with anyio.fail_after(5):
-            await closing.wait_for_events(after=0, timeout=600)
+            await closing.wait_for_events(after=last_read, timeout=600)
         with pytest.raises(StoreUnavailable):
             await closing.read_all()
 

@@ -954,9 +954,10 @@ class EventStore(abc.ABC):
         """Return once the head passes ``after`` or ``timeout`` elapses.
 
         Commits in this process wake waiters at once, whatever event loop they wait in;
-        other writers are seen by polling (and, on PostgreSQL, by LISTEN/NOTIFY).
+        other writers are seen by polling (and, on PostgreSQL, by LISTEN/NOTIFY). On a
+        closed store it returns at once: no commit will come, and the next read says why.
         """
-        if self._committed_head > after:
+        if self._closed or self._committed_head > after:
             return
         waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._waiting.add(waiter)

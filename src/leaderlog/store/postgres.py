@@ -1613,7 +1613,10 @@ class PostgresStore(EventStore):
 
     async def wait_for_events(self, after: int, timeout: float) -> None:
         """Return once a commit past ``after`` is known, or after ``timeout`` (polling), or at
-        once when listening has just (re)started."""
+        once when listening has just (re)started or the store is closed (its next read says
+        so)."""
+        if self._closed:
+            return
         wakeup = self._wakeup
         if await self._listen():
             # Commits made before LISTEN took effect sent no notification we could hear: the
