@@ -21,7 +21,7 @@ from leaderlog.events import (
     SourceRegistered,
     new_event_id,
 )
-from leaderlog.feeds import FeedService
+from leaderlog.feeds import FeedFormat, FeedRequest, FeedService, Scope
 from leaderlog.log import EventLog
 from leaderlog.projections.feed_entries import FeedEntriesProjection
 from leaderlog.projections.runner import ProjectionRunner
@@ -295,3 +295,21 @@ def claim_event_id(events: Sequence[Any], claim: str) -> uuid.UUID:
             found: uuid.UUID = event.event_id
             return found
     raise LookupError(claim)
+
+
+async def rendered(
+    service: FeedService,
+    scope: str,
+    fmt: FeedFormat = "atom",
+    lang: str = "en",
+    page: int | None = None,
+) -> bytes:
+    """A feed document as served at ``BASE``, its language asked for."""
+    request = FeedRequest(Scope.parse(scope), fmt, lang, BASE, page, explicit_lang=True)
+    return (await service.render(request)).body
+
+
+def shown(detail: Any) -> str:
+    """What a reader shows of a feedparser text construct: HTML is read as HTML."""
+    value = str(detail["value"])
+    return html.unescape(value) if detail["type"] == "text/html" else value
