@@ -16,7 +16,14 @@ import feedparser
 import httpx
 import pytest
 
-from leaderlog.events import OrgRegistered, PersonRegistered, PersonUpdated
+from leaderlog.events import (
+    Attribution,
+    ClaimReported,
+    FuzzyDate,
+    OrgRegistered,
+    PersonRegistered,
+    PersonUpdated,
+)
 from leaderlog.feeds import _text, clean
 from leaderlog.feeds._address import web_uri
 from leaderlog.feeds._document import RecentChange
@@ -36,7 +43,7 @@ from tests.http.server import (
     seeded_database,
     wait_for_claim_status,
 )
-from tests.projections.logs import GORDON_ACTING
+from tests.projections.logs import FOX, GORDON_ACTING
 
 
 class _Collector(HTMLParser):
@@ -489,6 +496,36 @@ def test_overview_lists_the_feeds_of_what_it_shows_and_leaves_the_rest_to_the_op
         assert "/feeds/person/bystander.atom" in client.get(f"{base}/opml").text
 
 
+def test_overview_lists_the_feed_of_a_person_it_names_only_in_a_pending_change(
+    tmp_path: Path, client: httpx.Client
+) -> None:
+    # given a person who holds no post, expected to be appointed to HSI's deputy special
+    # agent in charge
+    url = seeded_database(
+        tmp_path,
+        PersonRegistered(person="sam-nominee", name="Sam Nominee"),
+        ClaimReported(
+            claim="sam-nominee-expected",
+            source=FOX,
+            kind="appointment",
+            person="sam-nominee",
+            post="ice-hsi-dsac",
+            capacity="permanent",
+            modality="expected",
+            effective=FuzzyDate(text="next month"),
+            attribution=Attribution(kind="outlet"),
+        ),
+    )
+    with running(create_app(url)) as base:
+        # when a reader opens HSI's page, which names them among its pending changes
+        page = client.get(f"{base}/?org=ice-hsi").text
+    assert "Sam Nominee" in _leadership_text(page)
+    # then its feeds include theirs, as they include each holder's
+    feeds = _section(page, "feeds")
+    assert f'href="{base}/feeds/person/sam-nominee.atom"' in feeds
+    assert f'href="{base}/feeds/person/derek-gordon.atom"' in feeds
+
+
 def test_an_overview_after_a_person_is_renamed_names_them_anew_under_a_new_tag(
     tmp_path: Path, client: httpx.Client
 ) -> None:
@@ -692,3 +729,44 @@ def test_a_long_source_address_outside_ascii_is_linked_in_recent_changes() -> No
     change = RecentChange("A change", "", href, moment)
     # then the page links its title to the address, as the feeds do
     assert f'<a href="{href}">A change</a>' in pages_module._changes([change], language("en"))
+
+
+def test_the_footer_links_the_api_documentation_and_the_opml_of_every_feed(
+    seeded_server: tuple[str, str], client: httpx.Client
+) -> None:
+    base, _ = seeded_server
+    # when a reader opens the overview in French, as asked in the address
+    page = client.get(f"{base}/?lang=fr").text
+    footer = page.split("<footer>", 1)[1].split("</footer>", 1)[0]
+    links = [html.unescape(link) for link in re.findall(r'<a href="([^"]+)">', footer)]
+    # then its footer links the API's documentation, and the OPML of every feed in French
+    assert links == [f"{base}/docs", f"{base}/opml?lang=fr"]
+    # and both are there to follow
+    for link in links:
+        assert client.get(link).status_code == 200, link
+
+
+@pytest.mark.parametrize(
+    ("address", "headers", "opml"),
+    [
+        ("/?org=ice&lang=fr", {}, "/opml?lang=fr"),
+        ("/?lang=ja", {}, "/opml?lang=ja"),
+        # a language the reader's browser chose is left for it to choose again
+        ("/?org=ice", {"Accept-Language": "fr"}, "/opml"),
+    ],
+)
+def test_every_link_to_the_opml_keeps_the_language_asked_for_in_the_address(
+    seeded_server: tuple[str, str],
+    client: httpx.Client,
+    address: str,
+    headers: dict[str, str],
+    opml: str,
+) -> None:
+    base, _ = seeded_server
+    # when a reader opens a page
+    page = client.get(f"{base}{address}", headers=headers).text
+    # then its autodiscovery link, its feeds section and its footer each link the OPML of
+    # every feed in the language the address asked for
+    links = [html.unescape(link) for link in re.findall(r'href="([^"]*/opml[^"]*)"', page)]
+    assert len(links) == 3 and set(links) == {f"{base}{opml}"}
+    assert f'href="{html.escape(base + opml)}"' in _section(page, "feeds")

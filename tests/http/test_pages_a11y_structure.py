@@ -19,6 +19,7 @@ import httpx
 import pytest
 from lxml import html as lxml_html
 
+from leaderlog.feeds import LANGUAGES
 from leaderlog.http import _pages as pages
 from tests.http.server import running, seeded_database
 
@@ -131,3 +132,45 @@ def test_a_wide_table_scrolls_in_a_region_of_its_own_not_the_whole_page(
     assert "overflow-x:auto" in _rules()[".table"]
     # and a heading's long word ("Ermittlungsbehörde" at 32 px) breaks rather than overflow
     assert all("overflow-wrap:break-word" in _rules()[heading] for heading in ("h1", "h2", "h3"))
+
+
+@pytest.mark.parametrize(
+    ("query", "current", "label"),
+    [({}, "en", "Languages"), ({"org": "ice", "lang": "de"}, "de", "Sprachen")],
+)
+def test_the_language_menu_is_named_says_each_language_in_itself_and_marks_the_current_one(
+    base: str, client: httpx.Client, query: dict[str, str], current: str, label: str
+) -> None:
+    # given the seeds, when a reader opens a page in a language
+    document = lxml_html.document_fromstring(client.get(f"{base}/", params=query).text)
+    # then the menu of languages is a navigation landmark named in the page's language
+    menu = document.find(".//header/nav")
+    assert menu is not None and menu.get("aria-label") == label
+    # and each link's name is marked as in its own language, so that a screen reader says
+    # "Deutsch" as German and "日本語" as Japanese, not in the page's voice
+    links = list(menu.iter("a"))
+    assert [(link.get("hreflang"), link.get("lang")) for link in links] == [
+        (tag, tag) for tag in LANGUAGES
+    ]
+    # and the page's own language, and only it, is marked as the current one
+    assert [link.get("hreflang") for link in links if link.get("aria-current")] == [current]
+    assert all(link.get("aria-current") == "true" for link in links if link.get("aria-current"))
+
+
+@pytest.mark.parametrize("query", [{}, {"org": "ice", "lang": "ja"}, {"org": "no-such-org"}])
+def test_a_page_is_laid_out_for_the_width_of_the_screen_it_is_read_on(
+    base: str, client: httpx.Client, query: dict[str, str]
+) -> None:
+    # Without it a phone lays the page out 980 px wide and shrinks it: the tables' own
+    # scrolling regions and the text's reflow (WCAG 1.4.10) never come into play.
+    document = lxml_html.document_fromstring(client.get(f"{base}/", params=query).text)
+    viewport = document.find(".//head/meta[@name='viewport']")
+    assert viewport is not None
+    settings = {
+        key.strip(): value.strip()
+        for key, value in (part.split("=", 1) for part in viewport.get("content", "").split(","))
+    }
+    assert settings.get("width") == "device-width"
+    assert settings.get("initial-scale") == "1"
+    # and nothing keeps a reader from zooming in (WCAG 1.4.4)
+    assert "user-scalable" not in settings and "maximum-scale" not in settings

@@ -15,6 +15,7 @@ from contextlib import asynccontextmanager
 
 import httpx
 import pytest
+from lxml import html as lxml_html
 
 from leaderlog.events import (
     Attribution,
@@ -254,4 +255,36 @@ async def test_each_page_of_a_list_says_which_in_its_title(database: str) -> Non
     # a page that is not one of several is titled as before
     assert _title(small.text) == (
         "Immigration and Customs Enforcement \u2014 Who leads what, as reported"
+    )
+
+
+def _pager(page: str) -> tuple[str | None, dict[str | None, tuple[str, str | None]]]:
+    """A page's pager: its name, and each of its links' words and address by their rel."""
+    (pager,) = lxml_html.document_fromstring(page).find_class("pager")
+    assert pager.tag == "nav"
+    links = {link.get("rel"): (link.text_content(), link.get("href")) for link in pager.iter("a")}
+    return pager.get("aria-label"), links
+
+
+async def test_a_page_of_a_list_links_the_page_before_and_after_it_in_a_named_pager(
+    database: str,
+) -> None:
+    async with _client(database) as client:
+        # given the overview's three pages of organisations, and the agency's two
+        # when a reader opens the middle one in German, and the agency's last
+        middle = await client.get("/?lang=de&page=2")
+        last = await client.get("/?org=agency&page=2")
+    # then its pager is a landmark named after the page it is on, linking the page before
+    # (the first, without a number) and the one after, each in the language asked for
+    assert _pager(middle.text) == (
+        "Seite 2 von 3",
+        {
+            "prev": ("Vorherige Seite", f"{BASE}/?lang=de"),
+            "next": ("N\u00e4chste Seite", f"{BASE}/?lang=de&page=3"),
+        },
+    )
+    # and the last page links back only, to the same organisation's page before
+    assert _pager(last.text) == (
+        "Page 2 of 2",
+        {"prev": ("Previous page", f"{BASE}/?org=agency")},
     )

@@ -56,3 +56,26 @@ def test_an_organisation_s_page_links_its_parents_and_not_itself(
     assert trail == [f"{server}/", f"{server}/?org=dhs", f"{server}/?org=ice"]
     # and its own heading is not a link to the page the reader is on
     assert _heading_links(leadership) == {"ice-hsi": ""}
+
+
+@pytest.mark.parametrize(
+    ("org", "trail"),
+    [
+        (
+            "ice-hsi",
+            "All organisations / Department of Homeland Security / "
+            "Immigration and Customs Enforcement",
+        ),
+        ("ice", "All organisations / Department of Homeland Security"),
+        ("dhs", "All organisations"),
+    ],
+)
+def test_an_organisation_s_trail_names_those_above_it_and_ends_before_its_own_name(
+    server: str, client: httpx.Client, org: str, trail: str
+) -> None:
+    # when a reader opens an organisation's page
+    leadership = _section(client.get(f"{server}/", params={"org": org}).text, "leadership")
+    # then the line leading back to the overview names the organisations above it,
+    # outermost first, and not the one the page is about, whose name heads the page
+    (line,) = [part for part in leadership.split("</p>") if "All organisations" in part]
+    assert re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", line)).strip() == trail

@@ -10,7 +10,13 @@ from pathlib import Path
 import httpx
 import pytest
 
-from leaderlog.events import Attribution, ClaimReported, PersonRegistered
+from leaderlog.events import (
+    Attribution,
+    ClaimReported,
+    OrgRegistered,
+    PersonRegistered,
+    PostDefined,
+)
 from leaderlog.http import _pages as pages
 from leaderlog.http import create_app
 from tests.http.server import running, seeded_database
@@ -143,3 +149,65 @@ def test_an_organisation_s_page_is_titled_with_its_name_in_the_page_s_language(
     assert _title(client.get(f"{server}/?org=nothing-here").text) == (
         f"Page not found \u2014 {overview}"
     )
+
+
+def test_the_overview_shows_each_organisation_s_leadership_after_the_one_it_belongs_to(
+    tmp_path: Path, client: httpx.Client
+) -> None:
+    # given Customs and Border Protection under DHS, an id that sorts before DHS's own
+    url = seeded_database(
+        tmp_path,
+        OrgRegistered(org="cbp", name="Customs and Border Protection", parent="dhs"),
+        PostDefined(post="cbp-commissioner", org="cbp", title="Commissioner"),
+    )
+    with running(create_app(url)) as base:
+        # when a reader opens the overview
+        leadership = _section(client.get(f"{base}/").text, "leadership")
+    # then each organisation's table follows the one it belongs to, as the tree reads from
+    # the top: DHS, then what is under it, then the White House
+    order = re.findall(r'<h3 id="org-([^"]+)">', leadership)
+    assert order == ["dhs", "cbp", "ice-ero", "ice-hsi", "white-house"]
+
+
+@pytest.mark.parametrize(
+    ("per_page", "listed", "whole"),
+    [
+        (5, ["dhs", "ice", "ice-ero", "ice-hsi", "white-house"], True),
+        (4, ["dhs", "white-house"], False),
+    ],
+)
+def test_a_tree_that_just_fits_on_a_page_is_listed_whole_and_a_larger_one_by_its_top(
+    server: str,
+    client: httpx.Client,
+    monkeypatch: pytest.MonkeyPatch,
+    per_page: int,
+    listed: list[str],
+    whole: bool,
+) -> None:
+    # given the seeds' five organisations, their posts counted as many, and a page of five
+    # organisations (or of four)
+    monkeypatch.setattr(pages, "OVERVIEW_POSTS", 2)
+    monkeypatch.setattr(pages, "ORGS_PER_PAGE", per_page)
+    # when a reader opens the overview
+    page = client.get(f"{server}/").text
+    leadership = _section(page, "leadership")
+    # then five to a page lists every one of them, the whole tree; four, those at the top,
+    # each linking to the organisations within it
+    assert re.findall(r'<li><a href="[^"?]*\?org=([a-z-]+)">', leadership) == listed
+    assert ("listed on its page" not in leadership) is whole
+    # on one page either way, which needs no saying which of them it shows
+    assert 'class="pager"' not in page and "Organisations 1 to" not in leadership
+
+
+def test_a_large_organisation_with_none_below_it_lists_no_organisations(
+    server: str, client: httpx.Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # given HSI's two posts, counted as more than a page shows, and no organisation below it
+    monkeypatch.setattr(pages, "OVERVIEW_POSTS", 1)
+    # when a reader opens its page
+    leadership = _section(client.get(f"{server}/?org=ice-hsi").text, "leadership")
+    # then it shows its own posts' leadership
+    assert "Robert Hammer" in leadership and "Derek Gordon" in leadership
+    # and no list of organisations to choose from, which would hold only itself
+    assert "Choose an organisation" not in leadership and '<ul class="orgs">' not in leadership
+    assert "?org=ice-hsi" not in leadership
