@@ -725,20 +725,25 @@ def test_a_server_starting_while_its_log_is_locked_waits_for_it(
     """A lock held elsewhere at start (a migration, a long transaction) is waited out, as
     a restart of the database is, instead of ending the server with a traceback."""
 
-    async def hold_the_log_locked(url: str, locked: threading.Event, seconds: float) -> None:
+    def waited() -> bool:
+        return "the database cannot answer yet" in caplog.text
+
+    async def hold_the_log_locked(url: str, locked: threading.Event) -> None:
+        # Until the server has met the lock (a slow start would otherwise find it gone).
         async with postgres_connection(url) as holder, holder.transaction():
             await holder.execute("LOCK TABLE events IN ACCESS EXCLUSIVE MODE")
             locked.set()
-            await asyncio.sleep(seconds)
+            deadline = time.monotonic() + 30
+            while not waited() and time.monotonic() < deadline:
+                await asyncio.sleep(0.05)
+            await asyncio.sleep(0.3)
 
     async def scenario() -> None:
         async with postgres_schema(postgres_url) as url:
             async with await EventLog.open(url) as log:
                 await load_seeds(log, SEEDS)
             locked = threading.Event()
-            holder = threading.Thread(
-                target=asyncio.run, args=(hold_the_log_locked(url, locked, 1.0),)
-            )
+            holder = threading.Thread(target=asyncio.run, args=(hold_the_log_locked(url, locked),))
             holder.start()
             locked.wait(10)
             try:
@@ -751,7 +756,7 @@ def test_a_server_starting_while_its_log_is_locked_waits_for_it(
                     assert state.status_code == 200
             finally:
                 holder.join(10)
-            assert "the database cannot answer yet" in caplog.text
+            assert waited(), caplog.text
             assert "lock timeout" in caplog.text
 
     asyncio.run(scenario())
