@@ -8,12 +8,13 @@ import hashlib
 import hmac
 import re
 import sqlite3
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from leaderlog.cli import log_commands
 from leaderlog.errors import AppendRefused, TokenError, TokenNameRefused
 from leaderlog.events import PersonRegistered, parse_record
 from leaderlog.log import EventLog
@@ -499,3 +500,48 @@ async def test_a_token_checked_after_its_tables_went_with_a_replaced_log_is_unkn
         # then the token is unknown there, where the missing table was a 500 for good
         with pytest.raises(TokenError, match="unknown token"):
             await tokens.check(token)
+
+
+@pytest.mark.parametrize("other_token_first", [False, True])
+def test_a_token_created_while_an_import_is_checked_refuses_that_import(
+    sqlite_url: str, monkeypatch: pytest.MonkeyPatch, other_token_first: bool
+) -> None:
+    # given a log (with or without a token already), and an import under --actor racer, a
+    # name no token has yet
+    record = '{"type": "person.registered", "data": {"person": "x1", "name": "X"}}\n'
+    ok(invoke(sqlite_url, "import", "-", stdin=record.replace("x1", "x0")))
+    if other_token_first:
+        assert invoke(sqlite_url, "token", "create", "someone-else").exit_code == 0
+    before = ok(invoke(sqlite_url, "verify"))
+
+    class CreatedMeanwhile(Tokens):
+        async def name_guard(self, names: Iterable[str]) -> Any:
+            guard = await super().name_guard(names)
+            # token create racer, run by another process once the import checked the names
+            await self.create("racer")
+            return guard
+
+    monkeypatch.setattr(log_commands, "Tokens", CreatedMeanwhile)
+    # when the import appends
+    refused = invoke(sqlite_url, "import", "--actor", "racer", "-", stdin=record)
+    # then it is refused, and nothing is written under the token's name
+    assert refused.exit_code == 1, refused.output
+    assert refused.stderr.startswith("error: ")
+    assert "nothing was written" in refused.stderr
+    assert ok(invoke(sqlite_url, "verify")) == before
+
+
+def test_an_export_line_naming_a_token_for_an_event_stored_under_another_actor_is_refused(
+    sqlite_url: str,
+) -> None:
+    # given a log imported under cli, and a write token desk
+    record = '{"type": "person.registered", "data": {"person": "x1", "name": "X"}}\n'
+    ok(invoke(sqlite_url, "import", "-", stdin=record))
+    assert invoke(sqlite_url, "token", "create", "desk").exit_code == 0
+    # when its export comes back with desk as the actor of that very event
+    exported = ok(invoke(sqlite_url, "export")).replace('"actor":"cli"', '"actor":"desk"')
+    assert '"actor":"desk"' in exported
+    refused = invoke(sqlite_url, "import", "-", stdin=exported)
+    # then it is refused under desk's name, not answered as already present
+    assert refused.exit_code == 1, refused.output
+    assert "line 1: actor 'desk' is the name of a write token here" in refused.stderr

@@ -435,8 +435,10 @@ def console_main() -> None:
 
     A first Ctrl-C interrupts as Python's own handler does; another one, once the command
     has said so and the process is winding down (its database's threads joined, say),
-    ends it at once with the same status, rather than as killed by the signal. Only here:
-    :func:`main` run inside another program leaves that program's signal handling alone.
+    ends it at once with the same status, rather than as killed by the signal (in Python's
+    last moments, once it has given Ctrl-C back its default, one still ends the process as
+    killed by it, which a shell reports as the same 130). Only here: :func:`main` run inside
+    another program leaves that program's signal handling alone.
     """
     interrupts = 0
 
