@@ -70,7 +70,8 @@ def user_projection_folder(folder: Path | str | None = None) -> Path | None:
 
 def shown_path(path: Path | str) -> str:
     """``path`` as messages show it: relative to the current folder when it lies inside it
-    (``projections/thief.py``), else absolute, so that it is never ambiguous."""
+    or was given relative to it (``projections/thief.py``, ``../shared/thief.py``), else
+    absolute, so that it is never ambiguous."""
     absolute = Path(path).absolute()
     try:
         return str(absolute.relative_to(Path.cwd()))

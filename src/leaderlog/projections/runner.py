@@ -765,27 +765,8 @@ class ProjectionRunner:
                 failures.append(resting[2])
             elif version == projection.version:
                 runnable.append(projection)
-            elif is_builtin(projection):
-                # Rebuilt since this runner prepared it, by another leaderlog version on the
-                # same database: applying would write rows of one shape into tables of another.
-                raise ProjectionError(
-                    f"projection {projection.name} is at version {version} in this database, "
-                    f"rebuilt by another leaderlog version; this one has version "
-                    f"{projection.version}: run one version against a database (restarted, "
-                    "this one rebuilds it)"
-                )
             else:
-                # Rebuilt elsewhere from its module as it is now: only a process that loads
-                # the module again can apply to those tables; the others need not wait.
-                stand_in = left_out(
-                    projection.name,
-                    version,
-                    f"this process loaded its module ({module_name(projection)}) at version "
-                    f"{projection.version}, but the database holds version {version}, rebuilt "
-                    "since from the module as changed",
-                    until="the module is loaded again: restart the server to load it",
-                )
-                failures.append(self._replace(projection, stand_in).failure(position))
+                failures.append(self._rebuilt_elsewhere(projection, version, position))
         projections = runnable
         # The next page is read while this one is applied: turning rows into events and
         # writing projection rows then overlap (they run on different connections).
@@ -797,6 +778,23 @@ class ProjectionRunner:
             with few_collections(backlog):
                 while True:
                     stored = await self._stored()
+                    moved = [
+                        projection
+                        for projection in projections
+                        if stored.get(projection.name, (projection.version, 0))[0]
+                        != projection.version
+                    ]
+                    if moved:
+                        # Rebuilt at another version since this run began, by a process that
+                        # may have stopped part way: its checkpoint, the lowest, would have
+                        # this run read a page it may not apply, again and again.
+                        failures += [
+                            self._rebuilt_elsewhere(projection, *stored[projection.name])
+                            for projection in moved
+                        ]
+                        projections = [p for p in projections if p not in moved]
+                        if not projections:
+                            break
                     self._notice_rebuilds(projections, stored)
                     low = min((stored.get(p.name, (0, 0))[1] for p in projections), default=target)
                     if low >= target:
@@ -857,6 +855,32 @@ class ProjectionRunner:
         if failures:
             raise ProjectionFailed(failures, position=target)
         return target
+
+    def _rebuilt_elsewhere(
+        self, projection: Projection, version: int, position: int
+    ) -> ProjectionFailure:
+        """What becomes of ``projection`` found at another ``version`` in the database: a
+        built-in ends the run; a user projection is left out, failing at ``position``."""
+        if is_builtin(projection):
+            # Rebuilt since this runner prepared it, by another leaderlog version on the
+            # same database: applying would write rows of one shape into tables of another.
+            raise ProjectionError(
+                f"projection {projection.name} is at version {version} in this database, "
+                f"rebuilt by another leaderlog version; this one has version "
+                f"{projection.version}: run one version against a database (restarted, "
+                "this one rebuilds it)"
+            )
+        # Rebuilt elsewhere from its module as it is now: only a process that loads the
+        # module again can apply to those tables; the others need not wait.
+        stand_in = left_out(
+            projection.name,
+            version,
+            f"this process loaded its module ({module_name(projection)}) at version "
+            f"{projection.version}, but the database holds version {version}, rebuilt "
+            "since from the module as changed",
+            until="the module is loaded again: restart the server to load it",
+        )
+        return self._replace(projection, stand_in).failure(position)
 
     def _blocked_by(
         self,
