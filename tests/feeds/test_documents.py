@@ -62,6 +62,7 @@ from tests.feeds.logs import (
     correct,
     generated_claim,
     project,
+    rendered,
     retract,
 )
 from tests.projections.logs import GORDON_ACTING, current
@@ -69,17 +70,6 @@ from tests.projections.logs import GORDON_ACTING, current
 ATOM = "{http://www.w3.org/2005/Atom}"
 HISTORY = "{http://purl.org/syndication/history/1.0}"
 FEED = FeedEntriesProjection.name
-
-
-async def _render(
-    service: FeedService,
-    scope: str,
-    fmt: FeedFormat = "atom",
-    lang: str = "en",
-    page: int | None = None,
-) -> bytes:
-    request = FeedRequest(Scope.parse(scope), fmt, lang, BASE, page, explicit_lang=True)
-    return (await service.render(request)).body
 
 
 def _parse(body: bytes, fmt: FeedFormat) -> feedparser.FeedParserDict:
@@ -114,23 +104,23 @@ async def test_every_seed_feed_is_valid_in_every_language_and_format(
     assert len(scopes) == 16
     for scope in scopes:
         for lang in LANGUAGES:
-            atom = await _render(service, scope, "atom", lang)
+            atom = await rendered(service, scope, "atom", lang)
             assert atom_problems(atom) == [], (scope, lang)
             root = etree.fromstring(atom)
             assert root.get("{http://www.w3.org/XML/1998/namespace}lang") == lang
             parsed = _parse(atom, "atom")
             assert all(entry.get("id") and entry.get("updated_parsed") for entry in parsed.entries)
         for lang in ("en", "zh-Hans", "hi"):
-            rss = _parse(await _render(service, scope, "rss", lang), "rss")
+            rss = _parse(await rendered(service, scope, "rss", lang), "rss")
             assert rss.feed.get("language") == lang
-            _check_json_feed(await _render(service, scope, "json", lang))
+            _check_json_feed(await rendered(service, scope, "json", lang))
 
 
 async def test_titles_and_summaries_are_translated_with_labels_and_local_dates(
     seeded_log: EventLog,
 ) -> None:
     service = await project(seeded_log)
-    german = _parse(await _render(service, "org:ice", "atom", "de"), "atom")
+    german = _parse(await rendered(service, "org:ice", "atom", "de"), "atom")
     assert german.feed.title == "Führungswechsel: Einwanderungs- und Zollbehörde"
     titles = [entry.title for entry in german.entries]
     assert (
@@ -139,7 +129,7 @@ async def test_titles_and_summaries_are_translated_with_labels_and_local_dates(
     )
     summaries = " ".join(entry.summary for entry in german.entries)
     assert "etwa Mai 2025" in summaries and "anonyme Quellen: White House und ICE" in summaries
-    japanese = _parse(await _render(service, "all", "atom", "ja"), "atom")
+    japanese = _parse(await rendered(service, "all", "atom", "ja"), "atom")
     assert japanese.feed.title == "指導部の交代"
     assert any("2025年5月頃" in entry.summary for entry in japanese.entries)
 
@@ -148,7 +138,7 @@ async def test_an_entry_says_who_which_post_what_change_status_source_and_quote(
     seeded_log: EventLog,
 ) -> None:
     service = await project(seeded_log)
-    parsed = _parse(await _render(service, "person:kenneth-genalo"), "atom")
+    parsed = _parse(await rendered(service, "person:kenneth-genalo"), "atom")
     (entry,) = [e for e in parsed.entries if "retirement" in e.title]
     assert entry.title == (
         "Expected: Departure of Kenneth Genalo as Executive Associate Director (ERO) "
@@ -171,13 +161,13 @@ async def test_text_follows_each_language_s_punctuation_and_marks_only_the_quote
 ) -> None:
     await confirm(seeded_log, GORDON_ACTING)
     service = await project(seeded_log)
-    russian = _parse(await _render(service, "person:derek-gordon", "atom", "ru"), "atom")
+    russian = _parse(await rendered(service, "person:derek-gordon", "atom", "ru"), "atom")
     # A Russian long date ends in the abbreviation for "year", the sentence's full stop too.
     assert any("\u0433. " in entry.summary for entry in russian.entries)
     assert all(".." not in entry.summary for entry in russian.entries)
-    japanese = json.loads(await _render(service, "all", "json", "ja"))
+    japanese = json.loads(await rendered(service, "all", "json", "ja"))
     assert all("\u3002 " not in item["content_text"] for item in japanese["items"])
-    german = json.loads(await _render(service, "person:kenneth-genalo", "json", "de"))
+    german = json.loads(await rendered(service, "person:kenneth-genalo", "json", "de"))
     quoted = [item["content_html"] for item in german["items"]]
     assert all("<blockquote><p>Zitat" in html for html in quoted)
     assert all('\u201e<span lang="en" dir="auto">' in html for html in quoted)
@@ -186,7 +176,7 @@ async def test_text_follows_each_language_s_punctuation_and_marks_only_the_quote
 
 async def test_entry_links_keep_their_attributes_feedgen_issue_135(seeded_log: EventLog) -> None:
     service = await project(seeded_log)
-    root = etree.fromstring(await _render(service, "all"))
+    root = etree.fromstring(await rendered(service, "all"))
     for entry in root.iter(f"{ATOM}entry"):
         links = {link.get("rel"): dict(link.attrib) for link in entry.iter(f"{ATOM}link")}
         assert links["alternate"]["type"] == "text/html"
@@ -216,7 +206,7 @@ async def test_a_source_s_language_is_the_link_s_hreflang_only_in_a_code_validat
 ) -> None:
     await add_sourced_claim(seeded_log, "lang", "https://example.org/news", language)
     service = await project(seeded_log)
-    atom = await _render(service, "person:lang")
+    atom = await rendered(service, "person:lang")
     assert atom_problems(atom) == []
     (alternate,) = [
         link
@@ -234,19 +224,19 @@ async def test_same_log_gives_identical_bytes_and_ids_survive_rebuilds(
     first = await project(seeded_log)
     formats: tuple[FeedFormat, ...] = ("atom", "rss", "json")
     renders = {
-        (scope, fmt): await _render(first, scope, fmt)
+        (scope, fmt): await rendered(first, scope, fmt)
         for scope in ("all", "org:ice", "person:robert-hammer")
         for fmt in formats
     }
     await ProjectionRunner(seeded_log.store, [FeedEntriesProjection()]).rebuild()
     second = FeedService(seeded_log.store, poll_interval=0)
     for (scope, fmt), body in renders.items():
-        assert await _render(second, scope, fmt) == body
+        assert await rendered(second, scope, fmt) == body
     ids = _entry_ids(renders[("all", "atom")])
     guids = [item.id for item in _parse(renders[("all", "rss")], "rss").entries]
     json_ids = [item["id"] for item in json.loads(renders[("all", "json")])["items"]]
     assert ids == guids == json_ids
-    assert _entry_ids(await _render(second, "all", "atom", "hi")) == ids
+    assert _entry_ids(await rendered(second, "all", "atom", "hi")) == ids
 
 
 async def test_while_the_feeds_are_rebuilt_they_are_unavailable_not_partial(
@@ -255,16 +245,16 @@ async def test_while_the_feeds_are_rebuilt_they_are_unavailable_not_partial(
     # given a service that has served the feeds
     service = FeedService(seeded_log.store, poll_interval=0)
     await project(seeded_log)
-    served = await _render(service, "all")
+    served = await rendered(service, "all")
     # when a rebuild elsewhere has taken the feed projection back to its first events
     async with seeded_log.store.projection_transaction() as tx:
         await tx.execute("UPDATE projection_checkpoints SET position = 3 WHERE name = ?", (FEED,))
     # then the service says so instead of serving a partial feed
     with pytest.raises(StoreUnavailable, match="being rebuilt"):
-        await _render(service, "all")
+        await rendered(service, "all")
     # and once the rebuild is through, it serves again
     await ProjectionRunner(seeded_log.store, [FeedEntriesProjection()]).rebuild()
-    assert await _render(service, "all") == served
+    assert await rendered(service, "all") == served
 
 
 async def test_feeds_that_have_taken_in_no_event_of_a_log_are_unavailable_not_empty(
@@ -277,10 +267,10 @@ async def test_feeds_that_have_taken_in_no_event_of_a_log_are_unavailable_not_em
     # when a feed is asked for, then it is unavailable: empty and complete, it would tell
     # readers and caches that every entry is gone
     with pytest.raises(StoreUnavailable, match="catching up with the log"):
-        await _render(service, "all")
+        await rendered(service, "all")
     # and once the events are applied, it is served
     await ProjectionRunner(seeded_log.store, [FeedEntriesProjection()]).catch_up()
-    assert _entry_ids(await _render(service, "all"))
+    assert _entry_ids(await rendered(service, "all"))
 
 
 async def test_documents_read_while_a_rebuild_begins_are_neither_sent_nor_kept(
@@ -290,7 +280,7 @@ async def test_documents_read_while_a_rebuild_begins_are_neither_sent_nor_kept(
     await add_claims(seeded_log, 0, 2 * PAGE_SIZE)
     await project(seeded_log)
     service = FeedService(seeded_log.store, poll_interval=3600)
-    served = await _render(service, "all")
+    served = await rendered(service, "all")
     # when a rebuild begins (tables emptied, checkpoint back to 0) before the next check
     async with seeded_log.store.projection_transaction() as tx:
         for table in FeedEntriesProjection().tables():
@@ -299,14 +289,14 @@ async def test_documents_read_while_a_rebuild_begins_are_neither_sent_nor_kept(
     # then documents it had not read yet are refused rather than read half-built
     for scope, page in (("all", 1), ("org:ice", None), ("all", None)):
         with pytest.raises(StoreUnavailable, match="being rebuilt"):
-            await _render(service, scope, "rss" if page is None else "atom", page=page)
+            await rendered(service, scope, "rss" if page is None else "atom", page=page)
     # and after the rebuild it serves what a new service serves, nothing kept from meanwhile
     await ProjectionRunner(seeded_log.store, [FeedEntriesProjection()]).rebuild()
     fresh = FeedService(seeded_log.store, poll_interval=0)
-    assert await _render(service, "all") == served
+    assert await rendered(service, "all") == served
     for scope, page in (("all", 1), ("org:ice", None)):
         fmt: FeedFormat = "rss" if page is None else "atom"
-        assert await _render(service, scope, fmt, page=page) == await _render(
+        assert await rendered(service, scope, fmt, page=page) == await rendered(
             fresh, scope, fmt, page=page
         )
 
@@ -354,7 +344,7 @@ async def test_a_feed_that_never_holds_still_is_unavailable_rather_than_mixed(
 
     monkeypatch.setattr(service.reader, "recent", recent_while_claims_keep_arriving)
     with pytest.raises(StoreUnavailable, match="changing too fast"):
-        await _render(service, "all")
+        await rendered(service, "all")
 
 
 async def test_the_opml_lists_the_feeds_known_at_the_position_its_etag_names(
@@ -487,7 +477,7 @@ async def test_an_opml_read_as_a_rebuild_begins_is_neither_sent_nor_kept(
     # given a service that has served a feed, and a rebuild beginning once the OPML has
     # found where the subjects last changed
     service = await project(seeded_log)
-    await _render(service, "all")
+    await rendered(service, "all")
     _a_rebuild_begins_once_told_where_subjects_moved(service, seeded_log, monkeypatch)
     # when the OPML is asked for, then it is not read half-built
     with pytest.raises(StoreUnavailable, match="being rebuilt"):
@@ -503,7 +493,7 @@ async def test_a_checkpoint_read_that_ends_late_is_not_taken_for_a_rebuild(
 ) -> None:
     # given a service that has served the feeds at the projection's checkpoint
     service = await project(seeded_log)
-    served = await _render(service, "all")
+    served = await rendered(service, "all")
     read_checkpoint = service.reader.checkpoint
     late = [True]
 
@@ -517,7 +507,7 @@ async def test_a_checkpoint_read_that_ends_late_is_not_taken_for_a_rebuild(
     # when one read of the checkpoint answers from before the one that is served
     monkeypatch.setattr(service.reader, "checkpoint", one_read_from_before)
     # then the feed is still served, not refused as being rebuilt
-    assert await _render(service, "all", "rss") != served
+    assert await rendered(service, "all", "rss") != served
     assert not late
 
 
@@ -528,7 +518,7 @@ async def test_feeds_built_by_another_version_are_unavailable_not_misread(
     async with seeded_log.store.projection_transaction() as tx:
         await tx.execute("UPDATE projection_checkpoints SET version = 99 WHERE name = ?", (FEED,))
     with pytest.raises(StoreUnavailable, match="another leaderlog version"):
-        await _render(service, "all")
+        await rendered(service, "all")
 
 
 async def test_a_page_not_taken_in_yet_is_unavailable_not_missing(seeded_log: EventLog) -> None:
@@ -538,22 +528,22 @@ async def test_a_page_not_taken_in_yet_is_unavailable_not_missing(seeded_log: Ev
     await add_claims(seeded_log, 0, PAGE_SIZE)
     # then its first archive page is "not yet", not "does not exist"
     with pytest.raises(StoreUnavailable, match="catching up"):
-        await _render(service, "all", page=1)
+        await rendered(service, "all", page=1)
     # while one further on than those events could fill does not exist, as it never will
     with pytest.raises(FeedNotFound, match="archive page 99 does not exist"):
-        await _render(service, "all", page=99)
+        await rendered(service, "all", page=99)
     # and an unknown scope is still simply unknown
     with pytest.raises(FeedNotFound):
-        await _render(service, "person:nobody-at-all")
+        await rendered(service, "person:nobody-at-all")
     await project(seeded_log)
     service.invalidate()
-    assert await _render(service, "all", page=1)
+    assert await rendered(service, "all", page=1)
 
 
 async def test_dates_come_from_events_not_the_clock(seeded_log: EventLog) -> None:
     service = await project(seeded_log)
     events = await seeded_log.events()
-    root = etree.fromstring(await _render(service, "all"))
+    root = etree.fromstring(await rendered(service, "all"))
     stamps = [e.recorded_at.isoformat() for e in events]
     updated = str(root.findtext(f"{ATOM}updated"))
     # The seeds were recorded in one batch: stamps are the recorded time plus microseconds.
@@ -567,8 +557,8 @@ async def test_atom_dates_have_milliseconds_as_rome_reads_them(seeded_log: Event
     # ".912837" put an entry 912 seconds later, and out of order with the others; cut to
     # milliseconds, never rounded up past a later date.
     service = await project(seeded_log)
-    atom = etree.fromstring(await _render(service, "all"))
-    rss = etree.fromstring(await _render(service, "all", fmt="rss"))
+    atom = etree.fromstring(await rendered(service, "all"))
+    rss = etree.fromstring(await rendered(service, "all", fmt="rss"))
     dated = [
         *atom.iter(f"{ATOM}updated", f"{ATOM}published"),
         *rss.iter(f"{ATOM}updated"),
@@ -578,7 +568,7 @@ async def test_atom_dates_have_milliseconds_as_rome_reads_them(seeded_log: Event
         assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}\+00:00", element.text), (
             element.text
         )
-    items = json.loads(await _render(service, "all", fmt="json"))["items"]
+    items = json.loads(await rendered(service, "all", fmt="json"))["items"]
     for entry, item in zip(atom.iter(f"{ATOM}entry"), items, strict=True):
         exact = dt.datetime.fromisoformat(item["date_modified"])
         assert entry.findtext(f"{ATOM}updated") == exact.isoformat(timespec="milliseconds")
@@ -588,12 +578,12 @@ async def test_corrections_and_retractions_update_the_same_entry_and_say_what_ch
     seeded_log: EventLog,
 ) -> None:
     service = await project(seeded_log)
-    before = {e.id: e for e in _parse(await _render(service, "all"), "atom").entries}
+    before = {e.id: e for e in _parse(await rendered(service, "all"), "atom").entries}
     await correct(seeded_log, HAMMER_CAPTION, capacity="permanent")
     await retract(seeded_log, HAMMER_CAPTION)
     await confirm(seeded_log, GENALO_RETIREMENT)
     service = await project(seeded_log)
-    parsed = _parse(await _render(service, "all"), "atom")
+    parsed = _parse(await rendered(service, "all"), "atom")
     after = {e.id: e for e in parsed.entries}
     assert set(after) == set(before)
     changed = [e for e in parsed.entries if e.id in before and e.updated != before[e.id].updated]
@@ -631,7 +621,7 @@ async def test_a_confirmation_without_a_date_keeps_the_date_reported(
     service = await project(seeded_log)
     (entry,) = [
         e
-        for e in _parse(await _render(service, "all"), "atom").entries
+        for e in _parse(await rendered(service, "all"), "atom").entries
         if e.title.startswith("Confirmed: ")
     ]
     # then the entry still says the date, as the claim command does
@@ -645,7 +635,7 @@ async def _genalo_retirement_content(log: EventLog) -> str:
     service = await project(log)
     (entry,) = [
         e
-        for e in _parse(await _render(service, "all"), "atom").entries
+        for e in _parse(await rendered(service, "all"), "atom").entries
         if "Departure of Kenneth Genalo" in e.title
     ]
     return str(entry.content[0].value)
@@ -813,7 +803,7 @@ async def test_a_reason_without_a_full_stop_does_not_run_into_the_next_sentence(
     service = await project(seeded_log)
     (entry,) = [
         e
-        for e in _parse(await _render(service, "all", lang=tag), "atom").entries
+        for e in _parse(await rendered(service, "all", lang=tag), "atom").entries
         if "He resigned" in e.summary
     ]
     assert expected in entry.summary
@@ -832,7 +822,7 @@ async def test_an_entry_s_status_is_its_claim_s_latest_step_as_everywhere_else(
     service = await project(seeded_log)
     # then each entry shows the status the claim command shows
     queries = await current(seeded_log)
-    titles = {e.id: e.title for e in _parse(await _render(service, "all"), "atom").entries}
+    titles = {e.id: e.title for e in _parse(await rendered(service, "all"), "atom").entries}
     events = await seeded_log.events()
     for claim, title in ((GENALO_RETIREMENT, "Disputed: "), (HAMMER_BODY, "Corrected: ")):
         assert title.lower().startswith((await queries.claim(claim))["status"])
@@ -843,13 +833,13 @@ async def test_archives_are_linked_and_never_change_once_full(seeded_log: EventL
     await add_claims(seeded_log, 0, 2 * PAGE_SIZE + 5)
     service = await project(seeded_log)
     total = SEED_CLAIMS + 2 * PAGE_SIZE + 5
-    subscription = etree.fromstring(await _render(service, "all"))
+    subscription = etree.fromstring(await rendered(service, "all"))
     assert len(list(subscription.iter(f"{ATOM}entry"))) == PAGE_SIZE
     assert subscription.find(f"{HISTORY}complete") is None
     links = {link.get("rel"): link.get("href") for link in subscription.iter(f"{ATOM}link")}
     # the newest full page: page 3 is still filling, and its entries are all listed here
     assert links["prev-archive"] == f"{BASE}/feeds/all.atom?lang=en&page=2"
-    pages = [await _render(service, "all", page=page) for page in (1, 2, 3)]
+    pages = [await rendered(service, "all", page=page) for page in (1, 2, 3)]
     for number, body in enumerate(pages, start=1):
         assert atom_problems(body) == []
         root = etree.fromstring(body)
@@ -867,12 +857,12 @@ async def test_archives_are_linked_and_never_change_once_full(seeded_log: EventL
     await add_claims(seeded_log, 500, PAGE_SIZE)
     await correct(seeded_log, GENALO_RETIREMENT, capacity="permanent")
     service = await project(seeded_log)
-    assert await _render(service, "all", page=1) == pages[0]
-    assert await _render(service, "all", page=2) == pages[1]
+    assert await rendered(service, "all", page=1) == pages[0]
+    assert await rendered(service, "all", page=2) == pages[1]
     again = await service.describe(FeedRequest(Scope("all"), "atom", "en", BASE, 1, True))
     assert again.etag == frozen.etag and again.last_modified == frozen.last_modified
-    assert await _render(service, "all", page=3) != pages[2]
-    newest = _parse(await _render(service, "all"), "atom").entries
+    assert await rendered(service, "all", page=3) != pages[2]
+    newest = _parse(await rendered(service, "all"), "atom").entries
     assert "Changed capacity" in newest[0].summary and newest[0].id in first_ids
 
 
@@ -883,7 +873,7 @@ async def _walk_as_an_rfc_5005_reader(service: FeedService) -> dict[str, tuple[s
     seen: dict[str, tuple[str, str]] = {}
     page: int | None = None
     while True:
-        parsed = _parse(await _render(service, "all", page=page), "atom")
+        parsed = _parse(await rendered(service, "all", page=page), "atom")
         for entry in parsed.entries:
             if entry.id not in seen or seen[entry.id][0] < entry.updated:
                 seen[entry.id] = (entry.updated, entry.title)
@@ -904,7 +894,7 @@ async def test_a_reader_walking_the_archives_finds_every_entry_s_newest_version(
     await add_claims(seeded_log, 500, 2 * PAGE_SIZE)
     await retract(seeded_log, "gen-61")
     service = await project(seeded_log)
-    subscription = {e.id for e in _parse(await _render(service, "all"), "atom").entries}
+    subscription = {e.id for e in _parse(await rendered(service, "all"), "atom").entries}
     events = await seeded_log.events()
     corrected = [f"urn:uuid:{claim_event_id(events, c)}" for c in (GENALO_RETIREMENT, "gen-60")]
     assert not subscription & set(corrected)
@@ -913,7 +903,7 @@ async def test_a_reader_walking_the_archives_finds_every_entry_s_newest_version(
     pages = page_count((await service.head(Scope("all"))).entries)
     newest: dict[str, tuple[str, str]] = {}
     for number in (None, *range(1, pages + 1)):
-        for entry in _parse(await _render(service, "all", page=number), "atom").entries:
+        for entry in _parse(await rendered(service, "all", page=number), "atom").entries:
             if entry.id not in newest or newest[entry.id][0] < entry.updated:
                 newest[entry.id] = (entry.updated, entry.title)
     assert len(found) == SEED_CLAIMS + 4 * PAGE_SIZE + 5
@@ -940,29 +930,29 @@ async def test_a_page_that_has_just_filled_freezes_only_once_the_next_page_begin
     service = await project(seeded_log)
     frozen = await service.describe(request)
     assert frozen.cache_control == FULL_ARCHIVE_CACHE
-    page = await _render(service, "all", page=2)
+    page = await rendered(service, "all", page=2)
     rels = {link.get("rel") for link in etree.fromstring(page).iter(f"{ATOM}link")}
     assert "next-archive" in rels
     # then more pages and a correction leave its bytes and validators alone
     await add_claims(seeded_log, 600, 2 * PAGE_SIZE)
     await correct(seeded_log, "gen-60", capacity="permanent")
     service = await project(seeded_log)
-    assert await _render(service, "all", page=2) == page
+    assert await rendered(service, "all", page=2) == page
     assert await service.describe(request) == frozen
 
 
 async def test_small_feeds_are_complete_and_have_no_archive_pages(seeded_log: EventLog) -> None:
     service = await project(seeded_log)
     for fmt in ("atom", "rss"):
-        root = etree.fromstring(await _render(service, "all", fmt))
+        root = etree.fromstring(await rendered(service, "all", fmt))
         assert root.find(f".//{HISTORY}complete") is not None
         assert root.find(f".//{HISTORY}archive") is None
-    document = _check_json_feed(await _render(service, "all", "json"))
+    document = _check_json_feed(await rendered(service, "all", "json"))
     assert "next_url" not in document
     with pytest.raises(FeedNotFound):
-        await _render(service, "all", page=1)
+        await rendered(service, "all", page=1)
     with pytest.raises(FeedNotFound):
-        await _render(service, "org:nowhere")
+        await rendered(service, "org:nowhere")
 
 
 async def test_hostile_text_still_gives_valid_escaped_documents(seeded_log: EventLog) -> None:
@@ -971,9 +961,9 @@ async def test_hostile_text_still_gives_valid_escaped_documents(seeded_log: Even
     scopes: Sequence[str] = ["all", "post:ice-hsi-ead", *(f"person:{c[6:]}" for c in claims)]
     for scope in scopes:
         for lang in ("en", "ru", "ja"):
-            atom = await _render(service, scope, "atom", lang)
+            atom = await rendered(service, scope, "atom", lang)
             assert atom_problems(atom) == [], scope
-            rss = await _render(service, scope, "rss", lang)
+            rss = await rendered(service, scope, "rss", lang)
             pairs: tuple[tuple[bytes, FeedFormat], ...] = ((atom, "atom"), (rss, "rss"))
             for body, fmt in pairs:
                 parsed = _parse(body, fmt)
@@ -981,8 +971,8 @@ async def test_hostile_text_still_gives_valid_escaped_documents(seeded_log: Even
                 assert _validator_bad_characters(body) == [], (scope, lang, fmt)
                 texts = " ".join(e.title + e.summary for e in parsed.entries)
                 assert "\x00" not in texts and "\x07" not in texts
-            _check_json_feed(await _render(service, scope, "json", lang))
-    parsed = _parse(await _render(service, "all"), "atom")
+            _check_json_feed(await rendered(service, scope, "json", lang))
+    parsed = _parse(await rendered(service, "all"), "atom")
     # A title holding "<" or "&" is type="html", escaped: it shows the characters as stored.
     titles = " ".join(
         html.unescape(entry.title) if entry.title_detail.type == "text/html" else entry.title
@@ -992,13 +982,13 @@ async def test_hostile_text_still_gives_valid_escaped_documents(seeded_log: Even
     assert "Bad?Name?with" in titles
     assert "\u202e" not in titles and "\u05d3\u05d5\u05d3" in titles
     assert max(len(entry.title) for entry in parsed.entries) < 1000
-    assert "javascript:" not in (await _render(service, "all")).decode()
+    assert "javascript:" not in (await rendered(service, "all")).decode()
     summaries = " ".join(entry.summary for entry in parsed.entries)
     assert CONTROL not in summaries and "date unknown (\u201cBad?Name" in summaries
     contents = " ".join(entry.content[0].value for entry in parsed.entries)
     assert "Mis?read text" in html.unescape(contents)
     # a quote in a right-to-left script cannot reorder the quotation marks around it
-    document = json.loads(await _render(service, "person:hostile-rtl", "json"))
+    document = json.loads(await rendered(service, "person:hostile-rtl", "json"))
     quoted = f'\u201c<span lang="en" dir="auto">{html.escape(SCRIPT)} \u05d3\u05d5\u05d3'
     assert quoted in document["items"][0]["content_html"]
     # and so can a name in the change the entry opens with, isolated as the quote is
@@ -1013,10 +1003,10 @@ async def test_hostile_text_still_gives_valid_escaped_documents(seeded_log: Even
     assert f"Appointment of {isolated} as " in item["summary"]
     assert f", {isolated}, and " in item["summary"]  # among the attribution's parties
     assert document["title"] == f"Leadership changes: {isolated}"
-    atom = _parse(await _render(service, "person:hostile-rtl"), "atom")
+    atom = _parse(await rendered(service, "person:hostile-rtl"), "atom")
     assert f"Appointment of {isolated} as " in atom.entries[0].title
     # while left-to-right names are left as they are
-    plain = json.loads(await _render(service, "person:hostile-script", "json"))
+    plain = json.loads(await rendered(service, "person:hostile-script", "json"))
     assert "\u2068" not in plain["title"] + plain["items"][0]["title"]
 
 
@@ -1065,12 +1055,12 @@ async def test_the_feed_of_everything_before_any_claim_is_dated_by_the_log_not_1
         (last,) = await log.events()
         validators = await service.describe(request)
         assert (validators.position, validators.last_modified) == (1, last.recorded_at)
-        root = etree.fromstring(await _render(service, "all"))
+        root = etree.fromstring(await rendered(service, "all"))
         assert root.findtext(f"{ATOM}updated") == last.recorded_at.isoformat(
             timespec="milliseconds"
         )
         assert root.find(f"{HISTORY}complete") is not None and not root.findall(f"{ATOM}entry")
-        rss = etree.fromstring(await _render(service, "all", "rss"))
+        rss = etree.fromstring(await rendered(service, "all", "rss"))
         assert rss.findtext("channel/lastBuildDate") == format_datetime(last.recorded_at)
 
         # Each later event dates it anew, with a validator that moves with it.
@@ -1084,7 +1074,7 @@ async def test_an_rss_reader_finds_the_feed_s_author_as_in_atom(seeded_log: Even
     # RSS's <author> takes an email address, which the feeds have none of: feedgen left it
     # out, and rss2email wrote "<author>" as the sender's name
     service = await project(seeded_log)
-    atom = _parse(await _render(service, "all"), "atom")
-    rss = _parse(await _render(service, "all", "rss"), "rss")
+    atom = _parse(await rendered(service, "all"), "atom")
+    rss = _parse(await rendered(service, "all", "rss"), "rss")
     assert rss.feed.author == atom.feed.author == "leaderlog"
-    assert b"<dc:creator>leaderlog</dc:creator>" in await _render(service, "all", "rss")
+    assert b"<dc:creator>leaderlog</dc:creator>" in await rendered(service, "all", "rss")

@@ -19,7 +19,7 @@ import pytest
 from lxml import etree
 
 from leaderlog.events import PersonRegistered
-from leaderlog.feeds import FeedFormat, FeedRequest, FeedService, Scope
+from leaderlog.feeds import FeedService
 from leaderlog.feeds._address import is_web_address, web_address, web_uri
 from leaderlog.feeds._text import NAME_LIMIT, TEXT_LIMIT, clean
 from leaderlog.log import EventLog
@@ -37,17 +37,13 @@ from tests.feeds.logs import (
     generated_claim,
     project,
     rename,
+    rendered,
 )
 
 ATOM = "{http://www.w3.org/2005/Atom}"
 CONTENT = "{http://purl.org/rss/1.0/modules/content/}encoded"
 # RFC 3986 characters; the address must also have a scheme and a host.
 URI = re.compile(r"^https?://[A-Za-z0-9\-._~!$&'()*+,;=:@%/?#\[\]]+$")
-
-
-async def _render(service: FeedService, scope: str, fmt: FeedFormat, lang: str = "en") -> bytes:
-    request = FeedRequest(Scope.parse(scope), fmt, lang, BASE, None, explicit_lang=True)
-    return (await service.render(request)).body
 
 
 def _parse(body: bytes) -> feedparser.FeedParserDict:
@@ -74,9 +70,9 @@ async def test_rss_descriptions_are_escaped_html_so_every_format_shows_the_same_
     seeded_log: EventLog,
 ) -> None:
     service = await _markup_service(seeded_log)
-    rss = await _render(service, "person:markup-quote", "rss")
-    atom = await _render(service, "person:markup-quote", "atom")
-    document = json.loads(await _render(service, "person:markup-quote", "json"))
+    rss = await rendered(service, "person:markup-quote", "rss")
+    atom = await rendered(service, "person:markup-quote", "atom")
+    document = json.loads(await rendered(service, "person:markup-quote", "json"))
     item = etree.fromstring(rss).find("channel/item")
     assert item is not None
     description = str(item.findtext("description"))
@@ -92,7 +88,7 @@ async def test_rss_descriptions_are_escaped_html_so_every_format_shows_the_same_
     assert json_item["content_text"] == json_item["summary"]
     assert "&lt;script&gt;" in json_item["content_html"]
     # An address with "&" is text in the summary, escaped in the HTML description.
-    amp = await _render(service, "person:addr-amp", "rss")
+    amp = await rendered(service, "person:addr-amp", "rss")
     amp_description = str(etree.fromstring(amp).findtext("channel/item/description"))
     assert "a=1&amp;b=2" in amp_description
     assert "a=1&b=2" in _shown(_parse(amp).entries[0].summary_detail)
@@ -101,7 +97,7 @@ async def test_rss_descriptions_are_escaped_html_so_every_format_shows_the_same_
 async def test_atom_text_is_typed_by_what_it_holds(seeded_log: EventLog) -> None:
     service = await _markup_service(seeded_log)
     for scope, typed in (("person:markup-quote", "html"), ("person:addr-apos", None)):
-        root = etree.fromstring(await _render(service, scope, "atom"))
+        root = etree.fromstring(await rendered(service, scope, "atom"))
         entry = root.find(f"{ATOM}entry")
         assert entry is not None
         summary = entry.find(f"{ATOM}summary")
@@ -120,12 +116,12 @@ async def test_source_addresses_are_kept_as_uris_in_every_format(
     stored, expected = ADDRESSES[key]
     assert URI.match(expected) and expected.isascii()
     scope = f"person:addr-{key}"
-    atom = etree.fromstring(await _render(service, scope, "atom"))
+    atom = etree.fromstring(await rendered(service, scope, "atom"))
     links = {link.get("rel"): link.get("href") for link in atom.iter(f"{ATOM}link")}
     assert links["alternate"] == expected
-    rss = etree.fromstring(await _render(service, scope, "rss"))
+    rss = etree.fromstring(await rendered(service, scope, "rss"))
     assert rss.findtext("channel/item/link") == expected
-    (item,) = json.loads(await _render(service, scope, "json"))["items"]
+    (item,) = json.loads(await rendered(service, scope, "json"))["items"]
     assert item["url"] == expected
     # People read the address in the summary: letters stay letters, the rest is escaped.
     readable = web_address(stored)
@@ -138,7 +134,7 @@ async def test_source_addresses_are_kept_as_uris_in_every_format(
     assert href in (rss.findtext(f"channel/item/{CONTENT}") or "")
     if "@" in stored:
         for fmt in ("atom", "rss", "json"):
-            body = await _render(service, scope, fmt)
+            body = await rendered(service, scope, fmt)
             assert b"@" not in body.replace(b"@type", b""), fmt
 
 
@@ -162,7 +158,7 @@ async def test_an_ipv6_literal_address_is_linked_where_the_validator_accepts_it(
     summary and the content alone give it. JSON Feed links every one."""
     await add_sourced_claim(seeded_log, "six", address)
     service = await project(seeded_log)
-    body = await _render(service, "person:six", "atom")
+    body = await rendered(service, "person:six", "atom")
     assert atom_problems(body) == []
     atom = etree.fromstring(body)
     hrefs = [link.get("href") for link in atom.iter(f"{ATOM}link")]
@@ -170,10 +166,10 @@ async def test_an_ipv6_literal_address_is_linked_where_the_validator_accepts_it(
     assert f"{BASE}/api/claims/six" in hrefs
     assert address in (atom.findtext(f"{ATOM}entry/{ATOM}summary") or "")
     assert f'href="{html.escape(address)}"' in (atom.findtext(f"{ATOM}entry/{ATOM}content") or "")
-    rss = etree.fromstring(await _render(service, "person:six", "rss"))
+    rss = etree.fromstring(await rendered(service, "person:six", "rss"))
     assert rss.find("channel/item/link") is None
     assert address in (rss.findtext("channel/item/description") or "")
-    (item,) = json.loads(await _render(service, "person:six", "json"))["items"]
+    (item,) = json.loads(await rendered(service, "person:six", "json"))["items"]
     assert item["url"] == address
 
 
@@ -209,7 +205,7 @@ async def test_a_lookalike_host_is_read_in_its_ascii_form_in_summaries(
     seeded_log: EventLog,
 ) -> None:
     service = await _markup_service(seeded_log)
-    (item,) = json.loads(await _render(service, "person:addr-lookalike-mixed", "json"))["items"]
+    (item,) = json.loads(await rendered(service, "person:addr-lookalike-mixed", "json"))["items"]
     assert "https://xn--pypal-4ve.com/login" in item["summary"]
     assert "p\u0430ypal" not in item["summary"] + item["content_html"]
 
@@ -269,7 +265,7 @@ async def test_names_that_look_like_markup_are_declared_or_escaped(seeded_log: E
     feed_title = f"Leadership changes: {MARKUP_NAME}"
     entry_title = f"Reported: {MARKUP_NAME} serves as Executive Associate Director (HSI)"
 
-    atom = await _render(service, scope, "atom")
+    atom = await rendered(service, scope, "atom")
     assert atom_problems(atom) == []
     root = etree.fromstring(atom)
     titles = [root.find(f"{ATOM}title"), root.find(f"{ATOM}entry/{ATOM}title")]
@@ -281,7 +277,7 @@ async def test_names_that_look_like_markup_are_declared_or_escaped(seeded_log: E
     assert _shown(parsed.feed.title_detail) == feed_title
     assert _shown(parsed.entries[0].title_detail) == entry_title
 
-    rss = await _render(service, scope, "rss")
+    rss = await rendered(service, scope, "rss")
     # HTML-escaped (readers that see an entity read the title as HTML), with the RSS
     # Profile's hexadecimal references for "&" that tell validators it is character data.
     assert (
@@ -294,16 +290,16 @@ async def test_names_that_look_like_markup_are_declared_or_escaped(seeded_log: E
     assert _shown(parsed.entries[0].title_detail) == entry_title
 
     # JSON Feed titles are plain text.
-    document = json.loads(await _render(service, scope, "json"))
+    document = json.loads(await rendered(service, scope, "json"))
     assert document["title"] == feed_title and document["items"][0]["title"] == entry_title
 
 
 async def test_plain_titles_are_written_as_before(seeded_log: EventLog) -> None:
     service = await project(seeded_log)
-    atom = await _render(service, "person:robert-hammer", "atom")
+    atom = await rendered(service, "person:robert-hammer", "atom")
     assert b'<title type="html">' not in atom and b"<summary type=" not in atom
     assert b"<title>Leadership changes: Robert Hammer</title>" in atom
-    rss = await _render(service, "person:robert-hammer", "rss")
+    rss = await rendered(service, "person:robert-hammer", "rss")
     assert b"&#x26;" not in rss and b"<title>Leadership changes: Robert Hammer</title>" in rss
 
 
@@ -311,7 +307,7 @@ async def test_hostile_titles_show_their_characters_in_atom_and_rss(seeded_log: 
     await add_hostile(seeded_log)
     service = await project(seeded_log)
     for fmt in ("atom", "rss"):
-        parsed = _parse(await _render(service, "person:hostile-script", fmt))
+        parsed = _parse(await rendered(service, "person:hostile-script", fmt))
         (entry,) = parsed.entries
         assert SCRIPT in _shown(entry.title_detail), fmt
         assert SCRIPT in _shown(parsed.feed.title_detail), fmt
@@ -321,8 +317,8 @@ async def test_rss_items_carry_their_modification_time(seeded_log: EventLog) -> 
     service = await _markup_service(seeded_log)
     await confirm(seeded_log, "markup-quote")
     service = await project(seeded_log)
-    rss = await _render(service, "person:markup-quote", "rss")
-    atom = await _render(service, "person:markup-quote", "atom")
+    rss = await rendered(service, "person:markup-quote", "rss")
+    atom = await rendered(service, "person:markup-quote", "atom")
     item = etree.fromstring(rss).find("channel/item")
     assert item is not None
     atom_entry = etree.fromstring(atom).find(f"{ATOM}entry")
@@ -368,8 +364,8 @@ async def test_an_entry_changed_after_a_rename_shows_the_new_name(seeded_log: Ev
     await confirm(seeded_log, "addr-apos")
     await rename(seeded_log, "addr-amp", "Ann Renamed")  # no claim event after it
     service = await project(seeded_log)
-    (changed,) = json.loads(await _render(service, "person:addr-apos", "json"))["items"]
-    (untouched,) = json.loads(await _render(service, "person:addr-amp", "json"))["items"]
+    (changed,) = json.loads(await rendered(service, "person:addr-apos", "json"))["items"]
+    (untouched,) = json.loads(await rendered(service, "person:addr-amp", "json"))["items"]
     assert "Ann Amp" in untouched["title"]  # a rename alone leaves entries alone
     assert changed["title"].startswith("Confirmed: Abe Renamed serves as")
 
@@ -423,10 +419,10 @@ async def test_a_long_name_of_flags_shows_whole_flags_in_feeds_and_the_opml(
     )
     service = await project(seeded_log)
     shown = FLAG * 99 + "\u2026"
-    atom = _parse(await _render(service, "person:flags", "atom"))
+    atom = _parse(await rendered(service, "person:flags", "atom"))
     assert atom.feed.title == f"Leadership changes: {shown}"
     assert atom.entries[0].title.startswith(f"Reported: Appointment of {shown} as ")
-    document = json.loads(await _render(service, "person:flags", "json"))
+    document = json.loads(await rendered(service, "person:flags", "json"))
     assert document["title"] == f"Leadership changes: {shown}"
     opml = ElementTree.fromstring((await service.opml("en", BASE)).body)
     texts = [outline.get("text") for outline in opml.iter("outline")]
@@ -445,11 +441,11 @@ async def test_a_bare_ampersand_is_text_to_every_reader(seeded_log: EventLog) ->
     )
     service = await project(seeded_log)
     feed_title = f"Leadership changes: {AMPERSAND_NAME}"
-    atom = await _render(service, "person:ampersand", "atom")
+    atom = await rendered(service, "person:ampersand", "atom")
     assert atom_problems(atom) == []
     title = etree.fromstring(atom).find(f"{ATOM}title")
     assert title is not None and title.get("type") is None and title.text == feed_title
-    rss = await _render(service, "person:ampersand", "rss")
+    rss = await rendered(service, "person:ampersand", "rss")
     # one "&" each, as the RSS Profile's reference, and no escaped HTML
     assert b"<title>Leadership changes: Smith &#x26; Wesson of AT&#x26;T</title>" in rss
     for body in (atom, rss):
@@ -468,9 +464,9 @@ async def test_an_atom_feed_s_first_link_is_its_web_page(seeded_log: EventLog) -
     """Readers that take a feed's first link for its web page (Node's feed-extractor) showed
     the feed's own address; RSS keeps the web page as the channel's <link>."""
     service = await project(seeded_log)
-    atom = etree.fromstring(await _render(service, "org:ice", "atom"))
+    atom = etree.fromstring(await rendered(service, "org:ice", "atom"))
     links = [(link.get("rel"), link.get("href")) for link in atom.findall(f"{ATOM}link")]
     assert links[0] == ("alternate", f"{BASE}/?org=ice&lang=en")
     assert ("self", f"{BASE}/feeds/org/ice.atom?lang=en") in links
-    rss = etree.fromstring(await _render(service, "org:ice", "rss"))
+    rss = etree.fromstring(await rendered(service, "org:ice", "rss"))
     assert rss.findtext("channel/link") == f"{BASE}/?org=ice&lang=en"

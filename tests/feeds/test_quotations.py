@@ -11,10 +11,10 @@ import pytest
 from babel.messages.pofile import read_po
 
 from leaderlog.events import ClaimConfirmed
-from leaderlog.feeds import LANGUAGES, FeedFormat, FeedRequest, FeedService, Scope
+from leaderlog.feeds import LANGUAGES
 from leaderlog.feeds._i18n import catalog_path
 from leaderlog.log import EventLog
-from tests.feeds.logs import BASE, FOX, GENALO_RETIREMENT, html_words, project
+from tests.feeds.logs import FOX, GENALO_RETIREMENT, html_words, project, rendered
 
 # The end of the seeds' disputed caption quote, and the first words of the dispute after it
 # (dated by its source alone, which the seeds date only "about May 2025").
@@ -34,11 +34,6 @@ _DISPUTED = {
 _CONFIRMING_WORDS = "ICE confirmed Genalo retires at the end of June"
 
 
-async def _render(service: FeedService, scope: str, fmt: FeedFormat, lang: str = "en") -> bytes:
-    request = FeedRequest(Scope.parse(scope), fmt, lang, BASE, None, explicit_lang=True)
-    return (await service.render(request)).body
-
-
 def _items(body: bytes) -> list[dict[str, str]]:
     items: list[dict[str, str]] = json.loads(body)["items"]
     return items
@@ -52,7 +47,7 @@ async def test_a_quotation_ends_its_sentence_before_the_entry_s_history(
     service = await project(seeded_log)
     (item,) = [
         item
-        for item in _items(await _render(service, "person:robert-hammer", "json", tag))
+        for item in _items(await rendered(service, "person:robert-hammer", "json", tag))
         if _CAPTION_END in item["summary"]
     ]
     # then the quotation ends with the language's full stop, not running into the dispute
@@ -72,7 +67,7 @@ async def test_quoted_words_that_end_a_sentence_get_no_second_full_stop(
     # given the seeds, whose body quote about Hammer ends with its own full stop
     service = await project(seeded_log)
     for tag in ("en", "ja"):
-        for item in _items(await _render(service, "all", "json", tag)):
+        for item in _items(await rendered(service, "all", "json", tag)):
             summary = item["summary"]
             # then no quotation gets a second one after its closing mark
             assert ".\u201d." not in summary and "\u3002\u300d\u3002" not in summary
@@ -92,7 +87,7 @@ async def test_a_confirmation_shows_the_words_it_quotes_in_every_format(
     confirmed = f"by Fox News (about May 2025). Quote: \u201c{_CONFIRMING_WORDS}\u201d."
     (item,) = [
         item
-        for item in _items(await _render(service, "person:kenneth-genalo", "json"))
+        for item in _items(await rendered(service, "person:kenneth-genalo", "json"))
         if item["title"].startswith("Confirmed")
     ]
     assert confirmed in item["summary"] and confirmed in item["content_text"]
@@ -102,14 +97,14 @@ async def test_a_confirmation_shows_the_words_it_quotes_in_every_format(
         in (item["content_html"])
     )
     for fmt in ("atom", "rss"):
-        parsed = feedparser.parse(await _render(service, "person:kenneth-genalo", fmt))
+        parsed = feedparser.parse(await rendered(service, "person:kenneth-genalo", fmt))
         assert not parsed.bozo
         (entry,) = [e for e in parsed.entries if e.title.startswith("Confirmed")]
         assert confirmed in entry.summary and confirmed in html_words(entry.content[0].value)
     # and in each language, in its own quotation marks
     (french,) = [
         item
-        for item in _items(await _render(service, "person:kenneth-genalo", "json", "fr"))
+        for item in _items(await rendered(service, "person:kenneth-genalo", "json", "fr"))
         if item["title"].startswith("Confirm\u00e9")
     ]
     assert f"Citation\u00a0: \u00ab\u00a0{_CONFIRMING_WORDS}\u00a0\u00bb." in french["summary"]
