@@ -1,9 +1,7 @@
-"""Loading a user projection module: a built-in's name, who may write to its folder, and
-which line of it failed."""
+"""Loading a user projection module: a built-in's name, and which line of it failed."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -11,7 +9,6 @@ import pytest
 from leaderlog.errors import ProjectionError
 from leaderlog.projections import BUILTIN, load_user_projection
 from leaderlog.projections.loading import builtin_named_modules
-from tests.projections.test_loading_trusted_folder import _MARKER, _probe_module
 
 _MODULE = (
     "from leaderlog.projections import Projection\n"
@@ -29,51 +26,6 @@ def test_a_module_named_like_a_builtin_is_refused_by_the_library_too(tmp_path: P
     # when the library is asked to load it as a user projection, then it is refused by name
     with pytest.raises(ProjectionError, match="'leadership' is a built-in projection name"):
         load_user_projection("leadership", tmp_path, builtin=BUILTIN)
-
-
-def test_a_folder_and_module_its_group_may_write_to_are_imported(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # given the implicit ./projections made under umask 002: writable by its group, not by all
-    monkeypatch.delenv("LEADERLOG_PROJECTIONS", raising=False)
-    monkeypatch.chdir(tmp_path)
-    module = _probe_module(tmp_path / "projections")
-    module.chmod(0o664)
-    module.parent.chmod(0o775)
-    # when it is loaded, then it is imported
-    assert load_user_projection("probe", builtin=BUILTIN).name == "probe"
-    assert (tmp_path / _MARKER).exists()
-
-
-def test_a_module_every_user_may_write_to_is_refused_whatever_its_group_may_do(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # given a module of the implicit folder writable by every user, though not by its group
-    monkeypatch.delenv("LEADERLOG_PROJECTIONS", raising=False)
-    monkeypatch.chdir(tmp_path)
-    module = _probe_module(tmp_path / "projections")
-    module.chmod(0o646)
-    # when it is loaded, then it is refused before it is imported
-    with pytest.raises(ProjectionError, match="every user may write to it"):
-        load_user_projection("probe", builtin=BUILTIN)
-    assert not (tmp_path / _MARKER).exists()
-
-
-@pytest.mark.skipif(
-    not hasattr(os, "geteuid") or os.geteuid() != 0, reason="files owned by root need root"
-)
-def test_a_folder_and_module_root_owns_are_imported_by_another_user(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # given the implicit ./projections owned by root, writable by root alone
-    monkeypatch.delenv("LEADERLOG_PROJECTIONS", raising=False)
-    monkeypatch.chdir(tmp_path)
-    _probe_module(tmp_path / "projections")
-    # when another user loads it
-    monkeypatch.setattr(os, "geteuid", lambda: 4242)
-    # then it is imported: root could change anything of that user's anyway
-    assert load_user_projection("probe", builtin=BUILTIN).name == "probe"
-    assert (tmp_path / _MARKER).exists()
 
 
 def test_a_module_failing_inside_its_own_function_names_the_line_that_raised(

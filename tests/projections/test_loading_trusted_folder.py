@@ -107,13 +107,58 @@ def test_a_folder_named_in_the_environment_is_the_user_s_choice(
     assert load_user_projection("probe", folder, builtin=BUILTIN).name == "probe"
 
 
+def _implicit_probe(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The probe module in ./projections, the folder used when none is named, run from
+    ``tmp_path``."""
+    monkeypatch.delenv("LEADERLOG_PROJECTIONS", raising=False)
+    monkeypatch.chdir(tmp_path)
+    return _probe_module(tmp_path / "projections")
+
+
 def test_the_implicit_folder_is_checked_by_the_library_too(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.delenv("LEADERLOG_PROJECTIONS", raising=False)
-    monkeypatch.chdir(tmp_path)
-    _probe_module(tmp_path / "projections")
+    _implicit_probe(tmp_path, monkeypatch)
     (tmp_path / "projections").chmod(0o777)
     with pytest.raises(ProjectionError, match="every user may write to"):
         load_user_projection("probe", builtin=BUILTIN)
     assert not (tmp_path / _MARKER).exists()
+
+
+def test_a_folder_and_module_its_group_may_write_to_are_imported(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # given the implicit ./projections made under umask 002: writable by its group, not by all
+    module = _implicit_probe(tmp_path, monkeypatch)
+    module.chmod(0o664)
+    module.parent.chmod(0o775)
+    # when it is loaded, then it is imported
+    assert load_user_projection("probe", builtin=BUILTIN).name == "probe"
+    assert (tmp_path / _MARKER).exists()
+
+
+def test_a_module_every_user_may_write_to_is_refused_whatever_its_group_may_do(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # given a module of the implicit folder writable by every user, though not by its group
+    module = _implicit_probe(tmp_path, monkeypatch)
+    module.chmod(0o646)
+    # when it is loaded, then it is refused before it is imported
+    with pytest.raises(ProjectionError, match="every user may write to it"):
+        load_user_projection("probe", builtin=BUILTIN)
+    assert not (tmp_path / _MARKER).exists()
+
+
+@pytest.mark.skipif(
+    not hasattr(os, "geteuid") or os.geteuid() != 0, reason="files owned by root need root"
+)
+def test_a_folder_and_module_root_owns_are_imported_by_another_user(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # given the implicit ./projections owned by root, writable by root alone
+    _implicit_probe(tmp_path, monkeypatch)
+    # when another user loads it
+    monkeypatch.setattr(os, "geteuid", lambda: 4242)
+    # then it is imported: root could change anything of that user's anyway
+    assert load_user_projection("probe", builtin=BUILTIN).name == "probe"
+    assert (tmp_path / _MARKER).exists()

@@ -1337,6 +1337,19 @@ async def test_a_slow_user_projection_holds_back_nobody_for_long(
     await a_slow_user_projection_holds_back_nobody_for_long(seeded_log, caplog)
 
 
+def page_sizes(projection: Projection) -> list[int]:
+    """The number of events in each page ``projection`` applies from now on."""
+    applied: list[int] = []
+    apply = projection.apply
+
+    async def counted(tx: ProjectionTransaction, events: Sequence[RecordedEvent]) -> None:
+        applied.append(len(events))
+        await apply(tx, events)
+
+    projection.apply = counted  # type: ignore[method-assign]
+    return applied
+
+
 async def test_a_user_projection_slow_on_big_pages_goes_on_with_smaller_ones(
     seeded_log: EventLog,
 ) -> None:
@@ -1348,14 +1361,7 @@ async def test_a_user_projection_slow_on_big_pages_goes_on_with_smaller_ones(
     # and once it is quick again, its pages grow back to the runner's own
     sleeping.seconds_per_event = 0.0
     await add_persons(seeded_log, 45)
-    applied: list[int] = []
-    apply = sleeping.apply
-
-    async def counted(tx: ProjectionTransaction, events: Sequence[RecordedEvent]) -> None:
-        applied.append(len(events))
-        await apply(tx, events)
-
-    sleeping.apply = counted  # type: ignore[method-assign]
+    applied = page_sizes(sleeping)
     await runner.catch_up()
     assert applied == [10, 20, 15]
 

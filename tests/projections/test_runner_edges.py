@@ -44,6 +44,7 @@ from tests.projections.test_runner import (
     ProbeX,
     Sleeping,
     dump,
+    page_sizes,
 )
 
 
@@ -73,14 +74,7 @@ async def test_a_rebuild_lets_pages_grow_back_from_the_start_not_past_the_old_sl
         await runner.catch_up()
     # when its module is fixed and it is rebuilt from the log
     sleeping.seconds_at = 0.0
-    applied: list[int] = []
-    apply = sleeping.apply
-
-    async def counted(tx: ProjectionTransaction, events: Sequence[RecordedEvent]) -> None:
-        applied.append(len(events))
-        await apply(tx, events)
-
-    sleeping.apply = counted  # type: ignore[method-assign]
+    applied = page_sizes(sleeping)
     assert await runner.rebuild(["sleeping"]) == SEED_COUNT
     # then its pages grow back from the first event on, not only past where it was slow
     assert applied == [1, 2, 4, 8, 14]
