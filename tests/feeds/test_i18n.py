@@ -11,7 +11,7 @@ from babel.messages.extract import extract_from_dir
 from babel.messages.pofile import read_po
 
 from leaderlog.feeds import LANGUAGES, UnknownLanguage, language, negotiate, resolve
-from leaderlog.feeds._i18n import catalog_path
+from leaderlog.feeds._i18n import catalog_path, fill, has_iso_639_1_language
 from leaderlog.feeds._text import _history, fuzzy_date
 from tests.conftest import ROOT
 
@@ -318,3 +318,120 @@ def test_a_label_under_another_spelling_of_the_language_s_tag_is_used(
     tag: str, labels: dict[str, str], shown: str
 ) -> None:
     assert language(tag).label(labels, "Org") == shown
+
+
+@pytest.mark.parametrize(
+    ("tag", "text"),
+    [
+        # French quotation marks stand apart from their words
+        ("fr", "\u00ab\u202fIl part.\u202f\u00bb"),
+        # German closes a quotation with U+201C, an initial quotation mark
+        ("de", "\u201eEr geht.\u201c"),
+        # the end of an isolate set around right-to-left words
+        ("en", "\u2068\u05e9\u05d2\u05d5\u05d9.\u2069"),
+        # nothing to end
+        ("en", ""),
+    ],
+)
+def test_words_that_end_their_own_sentence_within_closing_marks_take_no_second_stop(
+    tag: str, text: str
+) -> None:
+    # given words that end with their own stop, then what closes them (or no words)
+    # when they are ended as a sentence
+    ended = language(tag).sentence(text)
+    # then no stop is added after the closing marks
+    assert ended == text
+
+
+@pytest.mark.parametrize(
+    ("labels", "shown"),
+    [
+        ({"fr": ""}, "Org"),
+        ({"fr": "", "fr-CA": "Organisation"}, "Organisation"),
+    ],
+)
+def test_an_empty_label_for_the_language_is_passed_over(labels: dict[str, str], shown: str) -> None:
+    # given data whose label in the language is empty
+    # when the label is asked for
+    # then another spelling's label, or the fallback, is shown rather than nothing
+    assert language("fr").label(labels, "Org") == shown
+
+
+@pytest.mark.parametrize(
+    ("header", "expected"),
+    [
+        # a range without a weight has q=1, ahead of any lower one before it
+        ("fr;q=0.8, de", "de"),
+        # four decimals are no qvalue either (RFC 9110: at most three): the range is dropped
+        ("fr;q=0.1234, de;q=0.1", "de"),
+    ],
+)
+def test_accept_language_weights_follow_rfc_9110(header: str, expected: str) -> None:
+    # given an Accept-Language header, when negotiated, then the best-weighted valid range wins
+    assert negotiate(header) == expected
+
+
+def test_explicit_languages_also_resolve_from_locale_identifiers() -> None:
+    # given a language asked for as a POSIX/Babel locale identifier, with "_"
+    # when it is resolved, then it names the offered language, as "pt-BR" does
+    assert resolve("pt_BR") == "pt"
+    assert resolve("zh_Hans_CN") == "zh-Hans"
+
+
+def test_a_language_not_offered_is_refused_by_name() -> None:
+    # given a tag that is no offered language
+    # when its Language is asked for
+    # then the error says it is not offered (not a bare KeyError)
+    with pytest.raises(UnknownLanguage, match="is not offered"):
+        language("xx")
+
+
+@pytest.mark.parametrize("tag", ["pt-BR", "PT-BR", "De", "EN-gb"])
+def test_a_two_letter_primary_subtag_counts_whatever_its_case(tag: str) -> None:
+    # given a language tag whose primary subtag is an ISO 639-1 code, in any case
+    # when it is checked, then it counts (tags ignore case)
+    assert has_iso_639_1_language(tag)
+
+
+@pytest.mark.parametrize(
+    ("header", "expected"),
+    [
+        # "*" at its own weight: ahead of a range weighted lower
+        ("*;q=0.5, de;q=0.1", "en"),
+        # a refused range refuses the tags under it, however they are asked for
+        ("zh;q=0, zh-CN", "en"),
+    ],
+)
+def test_accept_language_wildcards_and_refusals_weigh_as_written(
+    header: str, expected: str
+) -> None:
+    # given a header with a weighted wildcard or a refused prefix
+    # when it is negotiated, then the wildcard keeps its weight and the refusal its reach
+    assert negotiate(header) == expected
+
+
+def test_japanese_spaces_a_sentence_ending_in_a_closing_guillemet() -> None:
+    # given a Japanese text whose first sentence ends in French quoted words ("»", a
+    # punctuation mark of neutral width, as written with spaces)
+    sentences = ["\u00ab\u202fnon\u202f\u00bb", "\u6b21\u3002"]
+    # when the sentences are set one after another
+    joined = language("ja").sentences(sentences)
+    # then the next sentence does not run into it
+    assert joined == "\u00ab\u202fnon\u202f\u00bb \u6b21\u3002"
+
+
+def test_a_value_cut_short_stands_for_the_template_s_full_stop() -> None:
+    # given a template ending with a full stop, and a value ending in an ellipsis
+    # when it is filled in
+    filled = fill("Renamed {name}.", {"name": "Very Long Name\u2026"})
+    # then the ellipsis is not followed by a second stop
+    assert filled == "Renamed Very Long Name\u2026"
+
+
+def test_a_hindi_sentence_ended_with_its_danda_takes_no_second_stop() -> None:
+    # given a writer's reason in Hindi, ended with its own full stop (the danda)
+    reason = "\u0935\u0939 \u091a\u0932\u093e \u0917\u092f\u093e\u0964"
+    # when it is ended as a sentence, in Hindi or any other language
+    # then no second stop is added
+    assert language("hi").sentence(reason) == reason
+    assert language("en").sentence(reason) == reason

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import json
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -13,11 +14,13 @@ from hypothesis import strategies as st
 
 from leaderlog._json import loads
 from leaderlog.events import OrgRegistered, OrgUpdated, PersonRegistered, PostDefined
+from leaderlog.feeds import FeedRequest, Scope
 from leaderlog.log import EventLog, load_seeds
 from leaderlog.projections.feed_entries import (
     CURRENT_DOC,
     ENTRIES,
     HEADS,
+    PAGE_SIZE,
     SCOPES,
     VERSIONS,
     FeedEntriesProjection,
@@ -25,9 +28,11 @@ from leaderlog.projections.feed_entries import (
 from leaderlog.projections.runner import ProjectionRunner
 from tests.conftest import SEEDS
 from tests.feeds.logs import (
+    BASE,
     GENALO_RETIREMENT,
     HAMMER_CAPTION,
     SEED_CLAIMS,
+    _raw,
     add_claims,
     add_hostile,
     claim_event_id,
@@ -285,3 +290,161 @@ def test_refiling_is_the_same_whatever_the_pages_it_is_applied_in(
 
     with tempfile.TemporaryDirectory() as folder:
         asyncio.run(check(f"sqlite:///{Path(folder) / 'leaderlog.db'}"))
+
+
+async def test_an_organisation_moved_under_a_nested_parent_joins_every_new_ancestor(
+    seeded_log: EventLog,
+) -> None:
+    # given a parent that has a parent of its own
+    await seeded_log.append_events(
+        [OrgRegistered(org="top", name="Top"), OrgRegistered(org="mid", name="Mid", parent="top")],
+        actor="test",
+    )
+    await project(seeded_log)
+    # when an organisation with entries moves under it
+    await seeded_log.append_events([OrgUpdated(org="ice", parent="mid")], actor="test")
+    await project(seeded_log)
+    # then its path runs from the top, and its entries are in the grandparent's feed too
+    (doc,) = await seeded_log.store.query(
+        "SELECT doc FROM p_feed_entries_entities WHERE kind = 'org' AND id = 'ice' "
+        "ORDER BY position DESC LIMIT 1"
+    )
+    assert loads(doc[0])["path"] == ["top", "mid", "ice"]
+    ice = await seeded_log.store.query(f"SELECT COUNT(*) FROM {SCOPES} WHERE scope = 'org:ice'")
+    top = await seeded_log.store.query(f"SELECT COUNT(*) FROM {SCOPES} WHERE scope = 'org:top'")
+    assert top[0][0] == ice[0][0] > 0
+
+
+async def test_a_changed_entry_leads_the_recent_changes_of_its_feeds(
+    seeded_log: EventLog,
+) -> None:
+    # given three new entries, gen-0 the oldest
+    await add_claims(seeded_log, 0, 3)
+    await project(seeded_log)
+    # when the oldest is retracted
+    await retract(seeded_log, "gen-0")
+    service = await project(seeded_log)
+    # then it is the most recent change of the feeds it is in
+    for scope in ("all", "person:person-0"):
+        (latest,) = await service.recent(1, "en", scope)
+        assert "withdrew the story" in latest.summary_html, scope
+
+
+async def test_a_change_to_the_last_entry_of_a_full_open_page_is_not_filed_again(
+    seeded_log: EventLog,
+) -> None:
+    # given "all" holding exactly one page of entries, gen-39 the last on it
+    await add_claims(seeded_log, 0, 40)
+    await project(seeded_log)
+    (rank,) = await seeded_log.store.query(
+        f"SELECT rank FROM {SCOPES} WHERE scope = 'all' AND claim = 'gen-39'"
+    )
+    assert rank[0] == PAGE_SIZE
+    # when it changes while no later entry has frozen its page
+    await correct(seeded_log, "gen-39", capacity="permanent")
+    await project(seeded_log)
+    # then it keeps its one filing, and the page is still not full past its end
+    filings = await seeded_log.store.query(
+        f"SELECT rank, superseded FROM {SCOPES} WHERE scope = 'all' AND claim = 'gen-39'"
+    )
+    assert filings == [(PAGE_SIZE, 0)]
+    (entries,) = await seeded_log.store.query(f"SELECT entries FROM {HEADS} WHERE scope = 'all'")
+    assert entries[0] == PAGE_SIZE
+
+
+async def test_moving_an_organisation_leaves_one_whose_id_only_matches_as_a_pattern(
+    seeded_log: EventLog,
+) -> None:
+    # given, in a log written past the write path, an org whose id holds "_" (a LIKE
+    # wildcard), another whose id that pattern matches, and a child under each
+    await seeded_log.store.append(
+        [
+            _raw("org-a_b", "org.registered", {"org": "a_b", "name": "A B"}),
+            _raw("org-axb", "org.registered", {"org": "axb", "name": "AXB"}),
+            _raw("org-c", "org.registered", {"org": "c", "name": "C", "parent": "a_b"}),
+            _raw("org-d", "org.registered", {"org": "d", "name": "D", "parent": "axb"}),
+        ],
+        actor="test",
+    )
+    await seeded_log.append_events(
+        [
+            OrgRegistered(org="new-parent", name="New"),
+            PostDefined(post="d-head", org="d", title="Head"),
+            PersonRegistered(person="person-0", name="Person 0"),
+            generated_claim(0, post="d-head"),
+        ],
+        actor="test",
+    )
+    await project(seeded_log)
+    # when a_b moves
+    await seeded_log.store.append(
+        [_raw("org-a_b", "org.updated", {"org": "a_b", "parent": "new-parent"})], actor="test"
+    )
+    await project(seeded_log)
+    # then its child moves with it, and the other org's child stays where it was
+    paths = {
+        org: loads(doc)["path"]
+        for org, doc in await seeded_log.store.query(
+            "SELECT e.id, e.doc FROM p_feed_entries_entities e WHERE e.kind = 'org' "
+            "AND e.id IN ('c', 'd') AND e.position = (SELECT MAX(n.position) FROM "
+            "p_feed_entries_entities n WHERE n.kind = 'org' AND n.id = e.id)"
+        )
+    }
+    assert paths == {"c": ["new-parent", "a_b", "c"], "d": ["axb", "d"]}
+    # and the entry under the other org joins none of the moved org's new ancestors
+    scopes = {
+        row[0]
+        for row in await seeded_log.store.query(f"SELECT scope FROM {SCOPES} WHERE claim = 'gen-0'")
+    }
+    assert "org:new-parent" not in scopes
+
+
+async def test_an_entry_changed_on_a_frozen_page_is_filed_again_in_the_subscription_document(
+    seeded_log: EventLog,
+) -> None:
+    # given "all" past one full page, so that its first page is frozen
+    await add_claims(seeded_log, 0, 60)
+    await project(seeded_log)
+    (rank,) = await seeded_log.store.query(
+        f"SELECT rank FROM {SCOPES} WHERE scope = 'all' AND claim = 'gen-0'"
+    )
+    assert rank[0] <= PAGE_SIZE
+    # when an entry on the frozen page is corrected
+    await correct(seeded_log, "gen-0", capacity="permanent")
+    service = await project(seeded_log)
+    # then its old filing is kept, superseded, for the frozen page, and it is filed again
+    filings = await seeded_log.store.query(
+        f"SELECT rank, superseded FROM {SCOPES} WHERE scope = 'all' AND claim = 'gen-0' "
+        "ORDER BY rank"
+    )
+    assert [superseded for _, superseded in filings] == [1, 0]
+    (newest,) = await seeded_log.store.query(f"SELECT MAX(rank) FROM {SCOPES} WHERE scope = 'all'")
+    assert filings[1][0] == newest[0] > PAGE_SIZE
+    # and a reader of the subscription document sees the correction
+    request = FeedRequest(Scope.parse("all"), "json", "en", BASE, None, explicit_lang=True)
+    items = json.loads((await service.render(request)).body)["items"]
+    assert any("misread" in item["content_html"] for item in items)
+
+
+async def test_an_update_that_keeps_an_organisation_s_parent_still_renames_it(
+    seeded_log: EventLog,
+) -> None:
+    # given an organisation under a parent
+    await project(seeded_log)
+    (doc,) = await seeded_log.store.query(
+        "SELECT doc FROM p_feed_entries_entities WHERE kind = 'org' AND id = 'ice-hsi' "
+        "ORDER BY position DESC LIMIT 1"
+    )
+    parent = loads(doc[0])["parent"]
+    assert parent
+    # when an update names its parent again, with a new name
+    await seeded_log.append_events(
+        [OrgUpdated(org="ice-hsi", parent=parent, name="Renamed Investigations")], actor="test"
+    )
+    await project(seeded_log)
+    # then the new name is what later entries will copy
+    (doc,) = await seeded_log.store.query(
+        "SELECT doc FROM p_feed_entries_entities WHERE kind = 'org' AND id = 'ice-hsi' "
+        "ORDER BY position DESC LIMIT 1"
+    )
+    assert loads(doc[0])["name"] == "Renamed Investigations"

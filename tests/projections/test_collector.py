@@ -34,3 +34,15 @@ def test_what_long_work_kept_is_left_to_the_oldest_generation() -> None:
     assert not any(id(item) in young for item in kept[::1000])
     # and nothing stays frozen out of the collector's reach
     assert gc.get_freeze_count() == 0
+
+
+def test_work_of_exactly_the_bulk_holds_the_collector_back() -> None:
+    # given work of exactly ``bulk`` items
+    before = gc.get_threshold()
+    # when it runs
+    with few_collections(5, bulk=5):
+        # then the collector is held back, as it is for more
+        assert gc.get_threshold()[0] >= 100_000
+    # and restored after it
+    assert gc.get_threshold() == before
+    assert gc.get_freeze_count() == 0
