@@ -92,5 +92,7 @@ def test_the_server_logs_it_once_not_at_every_request(
             # once (a condition no retry ends is no news at the next request)
             for _ in range(3):
                 assert client.get("/api/audit").status_code == 503
-        said = [r for r in caplog.records if "built by another" in r.getMessage()]
+        # (the followers' own line, once they meet the other version's tables, is not one
+        # of these: whether it falls in this window depends on how busy the machine is)
+        said = [r for r in caplog.records if r.getMessage().startswith("GET /api/audit: ")]
         assert len(said) == 1, [r.getMessage() for r in said]

@@ -19,7 +19,7 @@ from click.testing import CliRunner
 from starlette.requests import Request
 
 from leaderlog.cli import main
-from leaderlog.errors import ProjectionFailed, StoreUnavailable
+from leaderlog.errors import ProjectionError, ProjectionFailed, StoreUnavailable
 from leaderlog.feeds import FeedService
 from leaderlog.http import _api as api_module
 from leaderlog.http import app as app_module
@@ -836,3 +836,40 @@ def test_the_write_body_refers_to_record_components_titled_once() -> None:
     for schema in defaults(document):
         assert isinstance(schema, dict)
         assert "anyOf" in schema or "null" in str(schema.get("type")), schema
+
+
+def test_a_query_the_projections_cannot_answer_yet_is_a_503_inviting_a_retry(
+    seeded_server: tuple[str, str], client: httpx.Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # given projections that cannot answer yet (an event appended but not applied, say)
+    base, _ = seeded_server
+
+    async def not_projected_yet(*_: object, **__: object) -> None:
+        raise ProjectionError("known-at position 99 is in the log but not projected yet")
+
+    monkeypatch.setattr(Queries, "state", not_projected_yet)
+    # when a client asks
+    answer = client.get(f"{base}/api/state")
+    # then it is told so in the one shape, and to try again in a second
+    assert answer.status_code == 503
+    assert answer.headers["retry-after"] == "1"
+    assert answer.json() == {
+        "error": "unavailable",
+        "detail": "known-at position 99 is in the log but not projected yet",
+    }
+
+
+def test_the_audit_answers_up_to_500_events_and_the_raw_log_100_unless_told(
+    archive_server: tuple[str, str], client: httpx.Client
+) -> None:
+    # given a log of more than 100 events (and fewer than 500)
+    base, _ = archive_server
+    head = client.get(f"{base}/healthz").json()["head"]
+    assert 100 < head < 500
+    # when the audit and the raw log are asked for without a limit
+    audit = client.get(f"{base}/api/audit").json()
+    events = client.get(f"{base}/api/events").json()
+    # then the audit answers every event in one page, and the raw log its first 100
+    assert [event["position"] for event in audit["events"]] == list(range(1, head + 1))
+    assert audit["next_after"] is None
+    assert [event["position"] for event in events] == list(range(1, 101))

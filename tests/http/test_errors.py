@@ -243,7 +243,9 @@ def test_the_openapi_document_declares_the_one_shape_for_every_json_error(
 ) -> None:
     base, _ = seeded_server
     document = client.get(f"{base}/openapi.json").json()
-    assert "HTTPValidationError" not in document["components"]["schemas"]
+    # FastAPI's own validation error schemas are gone, not left unused for clients to generate
+    schemas = document["components"]["schemas"]
+    assert "HTTPValidationError" not in schemas and "ValidationError" not in schemas
     declared = 0
     for path, operations in document["paths"].items():
         for method, operation in operations.items():
@@ -321,3 +323,59 @@ def test_a_long_value_gets_the_api_own_message_and_is_repeated_in_part(
     assert problem["message"].startswith(said), problem
     assert len(problem["message"]) < 400, problem["message"]
     assert len(body["detail"]) < 450, body["detail"]
+
+
+def test_a_404_for_an_event_names_the_position_not_found(
+    seeded_server: tuple[str, str], client: httpx.Client, error_body_validator: Any
+) -> None:
+    # given a log of fewer than 99,999 events
+    base, _ = seeded_server
+    # when the event at a position beyond its head is asked for
+    missing = client.get(f"{base}/api/events/99999")
+    # then the 404 says there is no event there, rather than that nothing is served there
+    body = one_shape(missing, 404, error_body_validator)
+    assert body == {"error": "not_found", "detail": "no event at position 99999"}
+
+
+def test_a_rule_over_several_parameters_is_a_problem_without_an_input(
+    seeded_server: tuple[str, str], client: httpx.Client, error_body_validator: Any
+) -> None:
+    # given a route that takes exactly one of three parameters
+    base, _ = seeded_server
+    # when none is given
+    refused = client.get(f"{base}/api/history")
+    # then the one problem is the query's, and carries no input (no value was given)
+    body = one_shape(refused, 422, error_body_validator)
+    assert body == {
+        "error": "invalid",
+        "detail": "query: give exactly one of person, post or org",
+        "problems": [
+            {
+                "where": "query",
+                "rule": "value_error",
+                "message": "give exactly one of person, post or org",
+            }
+        ],
+    }
+
+
+def test_a_422_detail_says_every_problem_in_order_separated_by_semicolons(
+    seeded_server: tuple[str, str], client: httpx.Client, error_body_validator: Any
+) -> None:
+    # given two parameters, each refused by the query's own check
+    base, _ = seeded_server
+    # when both are given
+    refused = client.get(f"{base}/api/state", params={"as_of": "x", "known_at": "y"})
+    # then the detail says each, located, in the order of the problems
+    body = one_shape(refused, 422, error_body_validator)
+    assert [problem["where"] for problem in body["problems"]] == [
+        "query parameter as_of",
+        "query parameter known_at",
+    ]
+    assert body["detail"] == "; ".join(
+        f"{problem['where']}: {problem['message']}" for problem in body["problems"]
+    )
+    assert body["detail"].startswith(
+        "query parameter as_of: as_of must be a calendar day YYYY-MM-DD, got 'x'; "
+        "query parameter known_at: known_at must be a log position"
+    )

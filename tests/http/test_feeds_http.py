@@ -24,7 +24,7 @@ from leaderlog.feeds import FULL_ARCHIVE_CACHE, SUBSCRIPTION_CACHE
 from leaderlog.feeds._service import Validators
 from leaderlog.http import check_public_url, create_app
 from leaderlog.http._conditional import caching_headers
-from leaderlog.http._deps import base_url
+from leaderlog.http._deps import base_url, redirect_root
 from leaderlog.log import EventLog
 from tests.conftest import SEEDS
 from tests.feeds.atom_schema import atom_problems
@@ -614,6 +614,9 @@ def test_every_link_under_a_public_url_with_an_international_host_is_a_uri(
         "https://exa mple.org",
         "https://x.org/a b",
         "https://x.org:99999",
+        "https://x.org:0",
+        "https://x.org/leaders?",
+        "https://x.org/leaders#",
     ],
 )
 def test_a_public_url_that_is_not_an_http_address_is_refused(public: str) -> None:
@@ -650,3 +653,22 @@ def test_links_fall_back_to_the_server_s_own_address_written_as_a_url(
     headers = [(b"host", host.encode())] if host else []
     scope = {"type": "http", "app": app, "server": server, "scheme": "http", "headers": headers}
     assert base_url(Request(scope)) == expected
+
+
+def test_links_and_redirects_stay_under_the_root_path_the_app_is_mounted_at() -> None:
+    # given the app mounted under /leaders (`uvicorn --root-path /leaders`, or another app
+    # mounting it), with no public URL configured
+    app = create_app("sqlite:///unused.db")
+    headers = [(b"host", b"x.example:8080")]
+    scope = {
+        "type": "http",
+        "app": app,
+        "server": ("127.0.0.1", 8000),
+        "scheme": "http",
+        "headers": headers,
+        "root_path": "/leaders/",
+    }
+    # when links and redirects are written
+    # then they start under that path (without a doubled slash)
+    assert base_url(Request(scope)) == "http://x.example:8080/leaders"
+    assert redirect_root(Request(scope)) == "/leaders"

@@ -131,6 +131,7 @@ def test_a_built_user_projection_that_no_longer_imports_is_said_at_start(
     assert health["ok"] is True
     assert (listed["seen"]["checkpoint"], listed["seen"]["lag"]) == (SEED_COUNT, 1)
     assert "No module named 'no_such_package_anywhere'" in listed["seen"]["error"]
+    assert listed["seen"]["error"].startswith("left out: it could not be loaded: ")
     assert "error" not in listed["leadership"]
 
 
