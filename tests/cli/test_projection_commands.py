@@ -28,7 +28,8 @@ from leaderlog.log import EventLog, load_seeds
 from leaderlog.projections import BUILTIN, ProjectionRunner, Queries
 from leaderlog.projections import queries as queries_module
 from tests.cli.terminal import drawn_on_a_terminal
-from tests.conftest import ROOT, SEEDS
+from tests.conftest import ROOT, SEEDS, invoke, ok
+from tests.projections.logs import SEED_COUNT, SEED_FILE, seen_projection_module
 
 
 def help_examples(command: str) -> list[list[str]]:
@@ -278,3 +279,21 @@ def test_a_progress_bar_on_a_narrow_terminal_cuts_its_label_not_its_count(
     bar.stop()
     drawn = re.sub(r"\x1b\[[0-9;?]*[a-zA-Z]", "", screen.getvalue())
     assert "20000/500000 events" in drawn and label in drawn
+
+
+def test_a_query_shows_a_bar_while_a_new_version_replays_the_whole_log(
+    sqlite_url: str, folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # given the seeds, a user projection built at version 1, bars for 10 events or more
+    ok(invoke(sqlite_url, "import", str(SEED_FILE)))
+    (folder / "seen.py").write_text(seen_projection_module("seen", version=1), encoding="utf-8")
+    ok(invoke(sqlite_url, "rebuild", "seen"))
+    monkeypatch.setattr(projection_commands, "PROGRESS_THRESHOLD", 10)
+    screen = drawn_on_a_terminal(monkeypatch)
+    # when its module says version 2 (every event to apply again) and a query is asked
+    (folder / "seen.py").write_text(seen_projection_module("seen", version=2), encoding="utf-8")
+    ok(invoke(sqlite_url, "state", "--org", "ice"))
+    # then a bar counts every event replayed, as serve's does (not the lag of 0)
+    drawn = re.sub(r"\x1b\[[0-9;?]*[a-zA-Z]", "", screen.getvalue())
+    assert "updating projections" in drawn, drawn
+    assert f"{SEED_COUNT}/{SEED_COUNT} events" in drawn, drawn

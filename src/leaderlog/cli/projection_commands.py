@@ -129,12 +129,20 @@ async def _catch_up(runner: ProjectionRunner) -> None:
         # Nothing to apply: no write transaction either, which would wait for (and, past the
         # busy timeout, fail beside) another process writing, such as a long import.
         return
-    lag = max((status.lag for status in statuses), default=0)
-    if lag < PROGRESS_THRESHOLD:
+    # From the checkpoint furthest behind, or 0 for one a new version replays from the
+    # start (its lag says nothing of that), as serve's bars count.
+    start = min(
+        (
+            0 if status.version != versions[status.name] else status.checkpoint
+            for status in statuses
+        ),
+        default=0,
+    )
+    to_apply = max((status.head - start for status in statuses), default=0)
+    if to_apply < PROGRESS_THRESHOLD:
         await runner.catch_up()
         return
-    start = min(status.checkpoint for status in statuses)
-    with count_bar("updating projections", start=start, total=lag) as advance:
+    with count_bar("updating projections", start=start, total=to_apply) as advance:
         await runner.catch_up(advance)
 
 
