@@ -13,6 +13,7 @@ from click.testing import CliRunner, Result
 import leaderlog.cli.projection_commands  # noqa: F401  (registers the commands on main)
 from leaderlog.cli import main
 from leaderlog.projections import BUILTIN, ProjectionRunner
+from leaderlog.projections.audit import AuditProjection
 from tests.conftest import ROOT, invoke, ok
 from tests.projections.logs import (
     ANOTHER_CLAIM,
@@ -954,3 +955,175 @@ def test_a_pending_change_of_unspecified_capacity_does_not_say_as_unspecified(
     text = ok(invoke(db, "state", "--org", "ice-hsi"))
     assert "pending   appointment of Kristi Noem (kristi-noem), expected" in text
     assert "as unspecified" not in text
+
+
+def test_history_of_a_person_without_a_tenure_says_there_is_none(db: str, tmp_path: Path) -> None:
+    # given a person registered, and no claim about them
+    import_records(db, tmp_path, [record("person.registered", person="nobody-yet", name="N")])
+    # when their history is asked for
+    text = ok(invoke(db, "history", "--person", "nobody-yet"))
+    # then it says there is none, rather than the heading alone
+    assert text.splitlines()[1:] == ["  (no tenures)"]
+
+
+def test_claim_shows_a_correction_that_clears_a_field_as_none(db: str, tmp_path: Path) -> None:
+    # given a correction that clears the retirement claim's cause
+    correction = record(
+        "claim.corrected", claim=GENALO_RETIREMENT, changes={"cause": None}, reason="No cause."
+    )
+    import_records(db, tmp_path, [correction])
+    # when the claim is shown
+    text = ok(invoke(db, "claim", GENALO_RETIREMENT))
+    # then the step says the cause became none, in the word the other values are shown in
+    assert "claim.corrected  by cli: cause -> none; No cause.\n" in text
+
+
+def test_a_declined_request_for_comment_is_said_in_words(db: str, tmp_path: Path) -> None:
+    # given the article reporting that DHS declined to comment
+    asked = record(
+        "comment.requested", source="fox-ice-shakeup-2025-05", org="dhs", outcome="declined"
+    )
+    import_records(db, tmp_path, [asked])
+    # when claim and audit show it
+    claim = ok(invoke(db, "claim", GENALO_RETIREMENT))
+    audit = ok(invoke(db, "audit", "--type", "comment.requested"))
+    # then both say "declined to comment", not the stored outcome's code
+    assert "comment asked of dhs for the report by Fox News: declined to comment\n" in claim
+    assert "asked dhs: declined to comment fox-ice-shakeup-2025-05 (Fox News)\n" in audit
+
+
+def test_state_says_up_to_when_the_log_it_believes_was_recorded(db: str) -> None:
+    # given the seeds, and the time their last event believed was recorded, from --json
+    known = as_json(invoke(db, "state", "--known-at", "29", "--json"))["known_at"]
+    assert known["recorded_through"]
+    # when the state is asked as known at that position, in text
+    text = ok(invoke(db, "state", "--known-at", "29"))
+    # then its heading says the position and the time it was recorded through
+    heading = text.splitlines()[0]
+    assert heading.endswith(
+        f", known at position 29, recorded through {known['recorded_through']}"
+    ), heading
+
+
+def test_a_failing_built_in_is_an_error_even_beside_a_failing_user_projection(
+    db: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # given a user projection that raises, built (and failing) with the built-ins
+    (tmp_path / "failing.py").write_text(FAILING_PROJECTION, encoding="utf-8")
+    monkeypatch.setenv("LEADERLOG_PROJECTIONS", str(tmp_path))
+    fails(invoke(db, "rebuild", "failing"), "error: projection failing could not apply")
+
+    # and the built-in audit projection raising on the next event appended
+    async def broken(self: AuditProjection, tx: object, events: object) -> None:
+        raise ValueError("audit cannot apply this")
+
+    monkeypatch.setattr(AuditProjection, "apply", broken)
+    ok(invoke(db, "import", "-", stdin=ANOTHER_CLAIM))
+    # when a query is asked
+    answered = invoke(db, "state", "--org", "ice")
+    # then it is refused, naming the built-in, rather than answered (its answers would be
+    # wrong) with both failures as warnings
+    fails(answered, "error: projection audit could not apply event 30")
+    assert answered.stdout == ""
+
+
+def test_history_says_a_tenure_known_only_from_its_end_began_at_an_unknown_time(
+    db: str, tmp_path: Path
+) -> None:
+    # given a departure of someone the log never said held the post
+    departure = record(
+        "claim.reported",
+        claim="miller-out",
+        source="fox-ice-shakeup-2025-05",
+        kind="departure",
+        person="stephen-miller",
+        post="ice-hsi-dsac",
+        capacity="unspecified",
+        modality="occurred",
+        effective={"date": "2025-06-01"},
+        attribution={"kind": "official", "parties": ["ICE"]},
+    )
+    import_records(db, tmp_path, [departure])
+    # when the person's history is shown
+    text = ok(invoke(db, "history", "--person", "stephen-miller"))
+    # then that tenure's start is said to be unknown
+    assert (
+        "  Deputy Special Agent in Charge (ice-hsi-dsac): Stephen Miller (stephen-miller), "
+        "unspecified, start unknown to 2025-06-01 [reported]\n"
+    ) in text
+
+
+NO_TABLES_PROJECTION = """
+from leaderlog.projections import Projection
+
+
+class Tableless(Projection):
+    name = "tableless"
+    version = 1
+
+    def schema(self):
+        return ()
+
+    def tables(self):
+        return ()
+
+    async def apply(self, tx, events):
+        pass
+
+
+PROJECTION = Tableless
+"""
+
+
+def test_forgetting_a_projection_that_had_no_tables_says_only_its_checkpoint_went(
+    db: str, folder: Path
+) -> None:
+    # given a user projection with no tables, built, then its module removed
+    (folder / "tableless.py").write_text(NO_TABLES_PROJECTION, encoding="utf-8")
+    ok(invoke(db, "rebuild", "tableless"))
+    (folder / "tableless.py").unlink()
+    # when it is forgotten
+    text = ok(invoke(db, "projections", "--forget", "tableless"))
+    # then it says there were no tables to drop, only its checkpoint
+    assert text == (
+        "forgot tableless: it had no tables; dropped its checkpoint (it was at position 29)\n"
+    )
+
+
+def test_forgetting_a_name_never_built_lists_the_user_projections_that_were(
+    db: str, folder: Path
+) -> None:
+    # given a user projection built besides the built-ins
+    (folder / "tableless.py").write_text(NO_TABLES_PROJECTION, encoding="utf-8")
+    ok(invoke(db, "rebuild", "tableless"))
+    # when a name never built is to be forgotten
+    refused = invoke(db, "projections", "--forget", "tabless")
+    # then the error names the user projections that were built, not the built-ins
+    assert refused.exit_code == 1, refused.output
+    assert refused.stderr == (
+        "error: no user projection 'tabless' was built in this database; built: tableless\n"
+    )
+
+
+def test_a_built_in_at_another_version_is_said_to_be_leaderlog_s_not_a_module_s(
+    db: str,
+) -> None:
+    # given the built-ins built, then leadership's checkpoint at another version (as an
+    # older leaderlog left it)
+    ok(invoke(db, "rebuild"))
+    database = sqlite3.connect(db.removeprefix("sqlite:///"))
+    with database:
+        database.execute("UPDATE projection_checkpoints SET version = 1 WHERE name = 'leadership'")
+    database.close()
+    version = BUILTIN["leadership"].version
+    # when the projections are listed, then another one rebuilt
+    listed = ok(invoke(db, "projections"))
+    rebuilt = ok(invoke(db, "rebuild", "audit"))
+    # then both say leaderlog has the new version (a built-in has no module to say so)
+    assert (
+        f"  version 1 in the database, leaderlog has {version}: rebuilt at the next query, "
+        "rebuild or server start\n"
+    ) in listed
+    assert rebuilt.endswith(
+        f"\nalso rebuilt leadership (version 1 in the database, leaderlog has {version})\n"
+    )
