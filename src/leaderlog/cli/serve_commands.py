@@ -711,6 +711,10 @@ def listening_sockets(host: str, port: int) -> list[socket.socket]:
         flags=socket.AI_PASSIVE,
     )
     addresses = list(dict.fromkeys((family, address) for family, _, _, _, address in found))
+    # "::" alone also takes IPv4 connections (as IPv4-mapped addresses), so that it listens
+    # on every interface as 0.0.0.0 does; beside an IPv4 address it would also claim that
+    # address's port, and is kept to IPv6.
+    both_families = {family for family, _ in addresses} >= {socket.AF_INET, socket.AF_INET6}
     sockets: list[socket.socket] = []
     unavailable: OSError | None = None
     try:
@@ -720,8 +724,9 @@ def listening_sockets(host: str, port: int) -> list[socket.socket]:
             # A restarted server need not wait for the old one's connections to time out.
             listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             if family == socket.AF_INET6:
-                # "::" would otherwise also claim the IPv4 port that 0.0.0.0 takes beside it.
-                listening.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+                listening.setsockopt(
+                    socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1 if both_families else 0
+                )
             try:
                 listening.bind(address)
             except OSError as error:
