@@ -7,6 +7,7 @@ import importlib.metadata
 import json
 import logging
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -375,6 +376,8 @@ def test_a_long_catch_up_before_serving_is_said_to_be_done(sqlite_url: str, tmp_
         "applied in "
     ), done
     assert stderr.index(done[0]) < stderr.index(f"leaderlog {VERSION} serving "), stderr
+    # (in whole seconds, never fewer than none)
+    assert re.fullmatch(r"projections brought up to date: \d+ events applied in \d+ s", done[0])
 
 
 @pytest.mark.parametrize("access_log", [True, False])
@@ -879,8 +882,12 @@ def _projection(health: dict[str, Any], name: str) -> dict[str, Any]:
 def test_serve_refuses_proxy_addresses_it_would_ignore(
     sqlite_url: str, arguments: list[str], said: str
 ) -> None:
-    result = CliRunner().invoke(main, ["--db", sqlite_url, "serve", "--no-seed", *arguments])
-    assert result.exit_code == 2
+    # (on a port taken, so that serve taking them would end at once, not serve for ever)
+    with occupied_port() as port:
+        result = CliRunner().invoke(
+            main, ["--db", sqlite_url, "serve", "--no-seed", "--port", str(port), *arguments]
+        )
+    assert result.exit_code == 2, result.stderr
     assert said in result.stderr
 
 
@@ -895,6 +902,12 @@ def test_serve_refuses_a_body_timeout_that_is_not_a_positive_number(
         assert "0.01" in result.stderr, result.stderr  # says the shortest it takes
     # refused before anything was opened or created
     assert not database.exists()
+
+
+async def _next_line(process: subprocess.Popen[str]) -> str:
+    """The next line the server says, failing (rather than hanging) if none comes in a minute."""
+    assert process.stderr is not None
+    return await asyncio.wait_for(asyncio.to_thread(process.stderr.readline), 60)
 
 
 @asynccontextmanager
@@ -923,7 +936,7 @@ def test_a_database_busy_at_start_is_waited_for(postgres_url: str) -> None:
                 try:
                     # when the server starts meanwhile, then it says it waits
                     assert process.stderr is not None
-                    line = await asyncio.to_thread(process.stderr.readline)
+                    line = await _next_line(process)
                     # (prefixed as every other warning of the command)
                     assert line.startswith("warning: database is busy: "), line
                     assert line.endswith("; waiting for it\n"), line
@@ -962,7 +975,7 @@ def test_a_server_bringing_its_projections_up_to_date_stops_at_once(
                 process = serve(f"{url}&lock_timeout=300ms", "--port", str(port))
                 try:
                     assert process.stderr is not None
-                    line = await asyncio.to_thread(process.stderr.readline)
+                    line = await _next_line(process)
                     assert line.startswith("warning: database is busy: "), line
                     assert line.endswith("; waiting for it\n"), line
                     # when the server is stopped meanwhile
@@ -996,7 +1009,7 @@ def test_a_database_server_not_answering_yet_at_start_is_waited_for(postgres_url
             try:
                 # when the server starts meanwhile, then it says it waits
                 assert process.stderr is not None
-                line = await asyncio.to_thread(process.stderr.readline)
+                line = await _next_line(process)
                 assert line.startswith("warning: "), line
                 assert "nothing answers there (connection refused)" in line, line
                 assert line.endswith("; waiting for it\n"), line

@@ -12,6 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from leaderlog.cli import main
+from tests.cli.test_serve_commands import occupied_port
 from tests.conftest import SEEDS, invoke, ok
 
 
@@ -77,7 +78,9 @@ def test_feed_refuses_a_base_url_on_port_0_as_serve_refuses_it(
     result = invoke(seeded_url, "feed", "--base-url", base_url)
     assert result.exit_code == 2, result.stdout
     assert "give a port from 1 to 65535, not 0" in result.stderr
-    served = invoke(seeded_url, "serve", "--port", "8749", "--public-url", base_url)
+    # (on a port taken, so that serve taking it would end at once, not serve for ever)
+    with occupied_port() as port:
+        served = invoke(seeded_url, "serve", "--port", str(port), "--public-url", base_url)
     assert served.exit_code == 2
     assert "is not an http(s) address" in served.stderr
 
