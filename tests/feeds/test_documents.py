@@ -14,7 +14,7 @@ import feedparser
 import pytest
 from lxml import etree
 
-from leaderlog.errors import FeedError, LeaderlogError, ProjectionError, StoreUnavailable
+from leaderlog.errors import FeedError, LeaderlogError, ProjectionError, StoreBusy, StoreUnavailable
 from leaderlog.events import (
     ClaimConfirmed,
     ClaimCorrected,
@@ -239,6 +239,12 @@ async def test_same_log_gives_identical_bytes_and_ids_survive_rebuilds(
     assert _entry_ids(await rendered(second, "all", "atom", "hi")) == ids
 
 
+async def _rebuild_begun(log: EventLog) -> None:
+    """The feed projection taken back to its first events, as a rebuild elsewhere does."""
+    async with log.store.projection_transaction() as tx:
+        await tx.execute("UPDATE projection_checkpoints SET position = 3 WHERE name = ?", (FEED,))
+
+
 async def test_while_the_feeds_are_rebuilt_they_are_unavailable_not_partial(
     seeded_log: EventLog,
 ) -> None:
@@ -247,8 +253,7 @@ async def test_while_the_feeds_are_rebuilt_they_are_unavailable_not_partial(
     await project(seeded_log)
     served = await rendered(service, "all")
     # when a rebuild elsewhere has taken the feed projection back to its first events
-    async with seeded_log.store.projection_transaction() as tx:
-        await tx.execute("UPDATE projection_checkpoints SET position = 3 WHERE name = ?", (FEED,))
+    await _rebuild_begun(seeded_log)
     # then the service says so instead of serving a partial feed
     with pytest.raises(StoreUnavailable, match="being rebuilt"):
         await rendered(service, "all")
@@ -1078,3 +1083,156 @@ async def test_an_rss_reader_finds_the_feed_s_author_as_in_atom(seeded_log: Even
     rss = _parse(await rendered(service, "all", "rss"), "rss")
     assert rss.feed.author == atom.feed.author == "leaderlog"
     assert b"<dc:creator>leaderlog</dc:creator>" in await rendered(service, "all", "rss")
+
+
+async def test_a_busy_database_at_the_checkpoint_is_said_busy_not_rebuilding(
+    seeded_log: EventLog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # given a service that has served the feed of everything
+    service = await project(seeded_log)
+    served = await rendered(service, "all")
+    # when the database is busy as the service reads the feeds' checkpoint
+    store = service.reader.store
+    query = store.query
+
+    async def busy_at_the_checkpoint(sql: str, parameters: Any = ()) -> list[tuple[Any, ...]]:
+        if "projection_checkpoints" in sql:
+            raise StoreBusy("database is busy: database is locked")
+        return await query(sql, parameters)
+
+    monkeypatch.setattr(store, "query", busy_at_the_checkpoint)
+    # then the request fails as busy (worth a retry), not as a rebuild or a missing build
+    with pytest.raises(StoreBusy):
+        await rendered(service, "all")
+    # and once the database answers again, the same document is served at once
+    monkeypatch.setattr(store, "query", query)
+    assert await rendered(service, "all") == served
+
+
+async def test_a_subject_s_feed_is_titled_by_its_latest_name(seeded_log: EventLog) -> None:
+    # given a person whose feed has been served, then renamed
+    service = await project(seeded_log)
+    first = json.loads(await rendered(service, "person:robert-hammer", "json"))
+    await seeded_log.append_events(
+        [PersonUpdated(person="robert-hammer", name="Bob Renamed")], actor="test"
+    )
+    # when the feed is read again once the rename is taken in
+    service = await project(seeded_log)
+    again = json.loads(await rendered(service, "person:robert-hammer", "json"))
+    # then its title names the person as now known, not as first registered
+    assert "Robert Hammer" in first["title"]
+    assert "Bob Renamed" in again["title"] and "Robert Hammer" not in again["title"]
+
+
+async def test_an_entry_changed_on_a_full_page_is_listed_once_in_the_subscription_document(
+    seeded_log: EventLog,
+) -> None:
+    # given the feed of everything with a full first archive page
+    await add_claims(seeded_log, 0, PAGE_SIZE + 1)
+    # when a claim filed on that full page changes (it is filed again under a new rank, its
+    # old filing kept for the frozen page)
+    await confirm(seeded_log, "gen-0")
+    service = await project(seeded_log)
+    # then the subscription document lists its entry once, every entry once
+    ids = _entry_ids(await rendered(service, "all"))
+    assert len(ids) == len(set(ids))
+    items = json.loads(await rendered(service, "all", "json"))["items"]
+    assert items[0]["title"].startswith("Confirmed: ")
+    assert len({item["id"] for item in items}) == len(items)
+
+
+async def test_an_archive_page_is_titled_as_the_feed_and_its_page_number(
+    seeded_log: EventLog,
+) -> None:
+    # given the feed of everything with more than one page of entries
+    await add_claims(seeded_log, 0, PAGE_SIZE + 1)
+    service = await project(seeded_log)
+    # when its first archive page is read, in Atom and JSON Feed
+    atom = etree.fromstring(await rendered(service, "all", page=1))
+    json_feed = json.loads(await rendered(service, "all", "json", page=1))
+    # then it is titled as the feed, naming the page (a reader lists it beside the feed)
+    assert atom.findtext(f"{ATOM}title") == "Leadership changes (archive page 1)"
+    assert json_feed["title"] == "Leadership changes (archive page 1)"
+
+
+async def test_a_replaced_log_s_feeds_are_unavailable_until_rebuilt_up_to_its_head(
+    seeded_log: EventLog,
+) -> None:
+    # given a service that has served the feeds, told the log was replaced by one ending at
+    # the head it has (a runner found so and rebuilds the projections from it)
+    service = await project(seeded_log)
+    served = await rendered(service, "all")
+    head = (await seeded_log.store.head())[0]
+    service.log_replaced(head)
+    # when the rebuild has taken the feeds through part of the new log only
+    await _rebuild_begun(seeded_log)
+    # then the feeds say they are being rebuilt rather than serve what is there
+    with pytest.raises(StoreUnavailable, match="being rebuilt"):
+        await rendered(service, "all")
+    # and once the rebuild reaches the new log's head, they are served again
+    await ProjectionRunner(seeded_log.store, [FeedEntriesProjection()]).rebuild()
+    assert await rendered(service, "all") == served
+
+
+async def test_validators_read_while_a_rebuild_begins_are_neither_given_nor_kept(
+    seeded_log: EventLog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # given a service whose read of a scope's head is overtaken by a rebuild's start
+    service = await project(seeded_log)
+    read_head = service.reader.head
+    begun: list[bool] = []
+
+    async def head_as_a_rebuild_begins(scope: str) -> Any:
+        found = await read_head(scope)
+        if not begun:
+            begun.append(True)
+            await _rebuild_begun(seeded_log)
+        return found
+
+    monkeypatch.setattr(service.reader, "head", head_as_a_rebuild_begins)
+    request = FeedRequest(Scope.parse("all"), "atom", "en", BASE)
+    # when the request is described, then it is refused as the feeds being rebuilt
+    with pytest.raises(StoreUnavailable, match="being rebuilt"):
+        await service.describe(request)
+    # and the validators read meanwhile are not kept: once rebuilt, it is described afresh
+    await ProjectionRunner(seeded_log.store, [FeedEntriesProjection()]).rebuild()
+    fresh = FeedService(seeded_log.store, poll_interval=0)
+    assert await service.describe(request) == await fresh.describe(request)
+
+
+async def test_a_document_read_while_a_rebuild_begins_is_neither_sent_nor_kept(
+    seeded_log: EventLog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # given a service whose read of a feed's entries is overtaken by a rebuild's start
+    service = await project(seeded_log)
+    served = await rendered(service, "org:ice")
+    read_entries = service.reader.recent
+    begun: list[bool] = []
+
+    async def recent_as_a_rebuild_begins(scope: str, limit: int) -> list[dict[str, Any]]:
+        found = await read_entries(scope, limit)
+        if not begun:
+            begun.append(True)
+            await _rebuild_begun(seeded_log)
+        return found
+
+    monkeypatch.setattr(service.reader, "recent", recent_as_a_rebuild_begins)
+    # when the feed of everything is rendered, then it is refused, not sent
+    with pytest.raises(StoreUnavailable, match="being rebuilt"):
+        await rendered(service, "all")
+    # and nothing rendered before the rebuild is served from memory after it
+    await ProjectionRunner(seeded_log.store, [FeedEntriesProjection()]).rebuild()
+    assert await rendered(service, "org:ice") == served
+
+
+async def test_the_recent_changes_a_page_lists_are_those_of_its_scope(
+    seeded_log: EventLog,
+) -> None:
+    # given the seeds' claims, some about Robert Hammer, more about others
+    service = await project(seeded_log)
+    # when the recent changes of everything and of his feed's scope are read
+    everything = await service.recent(PAGE_SIZE, "en")
+    his = await service.recent(PAGE_SIZE, "en", "person:robert-hammer")
+    # then his are his claims alone: each names him, and they are fewer than all of them
+    assert 0 < len(his) < len(everything)
+    assert all("Robert Hammer" in change.title_html for change in his)

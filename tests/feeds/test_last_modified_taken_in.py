@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 
-from leaderlog.events import PersonRegistered, PersonUpdated
+from leaderlog.events import PersonRegistered, PersonUpdated, SourceRegistered
 from leaderlog.feeds import FeedRequest, FeedService, Scope
 from leaderlog.log import EventLog
 from leaderlog.projections.feed_entries import FeedEntriesProjection
@@ -104,3 +104,27 @@ async def test_a_change_the_follower_applied_is_dated_then_not_when_a_reader_fir
     # then the document is dated by when the change arrived, not by that first request
     # (which also held Last-Modified back until its own second was over)
     assert modified <= taken_in
+
+
+async def test_a_document_the_late_change_left_alone_keeps_its_date(sqlite_url: str) -> None:
+    async with await EventLog.open(sqlite_url) as log:
+        # given a server that has answered for the OPML (the list of every feed)
+        service, runner = await _serving(log)
+        (first,) = await log.events()
+        # when an event that changes no organisation, person or post (a source registered)
+        # reaches it after its stamp
+        await log.append_events(
+            [
+                SourceRegistered(
+                    source="late-source", url="https://late.example/news", publisher="Late"
+                )
+            ],
+            actor="t",
+        )
+        await asyncio.sleep(0.05)
+        await runner.catch_up()
+        # then the OPML, still at the position it was at, keeps its event's stamp: only a
+        # document the change moved is dated by when the server took it in
+        opml = await service.opml("fr", BASE)  # not rendered before: dated afresh
+        assert opml.validators.position == first.position
+        assert opml.validators.last_modified == first.recorded_at

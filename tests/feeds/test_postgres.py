@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from leaderlog.events import OrgUpdated
+from leaderlog.events import OrgUpdated, PersonRegistered
 from leaderlog.feeds import FORMATS, FeedRequest, Scope
 from leaderlog.feeds._read import FeedReader
 from leaderlog.log import EventLog
@@ -77,3 +77,26 @@ async def test_a_scope_s_latest_entries_and_pages_are_read_through_its_index(
     for sql, parameters in statements:
         plan = "\n".join(str(row[0]) for row in await store.query(f"EXPLAIN {sql}", parameters))
         assert "Seq Scan" not in plan, (sql, plan)
+
+
+async def test_every_feed_is_listed_in_id_order_whatever_order_they_were_registered_in(
+    seeded_postgres_log: EventLog,
+) -> None:
+    # given people registered after the seeds, their ids sorting before and between theirs
+    # (PostgreSQL hands rows back in no particular order without ORDER BY)
+    await seeded_postgres_log.append_events(
+        [
+            PersonRegistered(person="zz-last-registered-first", name="Zed"),
+            PersonRegistered(person="aa-first-registered-last", name="Aa"),
+            PersonRegistered(person="m-middle", name="Em"),
+        ],
+        actor="test",
+    )
+    service = await project(seeded_postgres_log)
+    # when the list of every feed is read
+    directory = await service.directory()
+    # then each kind's subjects come in id order, as on SQLite
+    for kind in ("org", "person", "post"):
+        ids = [entity_id for entity_id, _ in directory.kinds[kind]]
+        assert ids == sorted(ids), kind
+    assert directory.kinds["person"][0][0] == "aa-first-registered-last"

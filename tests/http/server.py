@@ -115,3 +115,21 @@ def write_server(folder: Path) -> Iterator[WriteServer]:
     token = asyncio.run(create_token(url, "alice"))
     with running(create_app(url)) as base_url:
         yield WriteServer(base_url, token)
+
+
+def answer_to_a_head(base_url: str, token: str, headers: str) -> bytes:
+    """The head of what the server answers to a write's head alone, sent by a writer that
+    waits for 100 Continue before its body; ``headers`` are the request's other header lines."""
+    address = httpx.URL(base_url)
+    head = (
+        f"POST /api/events HTTP/1.1\r\nHost: {address.host}\r\n"
+        f"Authorization: Bearer {token}\r\n{headers}Expect: 100-continue\r\n\r\n"
+    )
+    with socket.create_connection((address.host, address.port), timeout=10) as connection:
+        connection.sendall(head.encode())
+        answer = b""
+        while b"\r\n\r\n" not in answer:
+            received = connection.recv(65536)
+            assert received, answer  # closed before a whole answer's head
+            answer += received
+    return answer

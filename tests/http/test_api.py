@@ -873,3 +873,18 @@ def test_the_audit_answers_up_to_500_events_and_the_raw_log_100_unless_told(
     assert [event["position"] for event in audit["events"]] == list(range(1, head + 1))
     assert audit["next_after"] is None
     assert [event["position"] for event in events] == list(range(1, 101))
+
+
+def test_every_record_component_is_titled_by_its_component_name() -> None:
+    # given the OpenAPI document (generated clients name their classes by title)
+    document = create_app().openapi()
+    schemas = document["components"]["schemas"]
+    # when the components the write body refers to are read: Record, one per record type,
+    # and the parts they share
+    mapping = schemas["Record"]["discriminator"]["mapping"]
+    names = ["Record", *(target.rsplit("/", 1)[1] for target in mapping.values())]
+    names += [name for name in schemas if name.startswith("Record")]
+    # then each is titled by its own name (ClaimReportedRecord, not "claim.reported")
+    assert "ClaimReportedRecord" in names and "RecordFuzzyDate" in names
+    for name in names:
+        assert schemas[name]["title"] == name, name

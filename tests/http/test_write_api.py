@@ -24,16 +24,18 @@ from typing import Any
 import httpx
 import pytest
 from click.testing import CliRunner
+from fastapi import FastAPI
 
 from leaderlog.cli import main
 from leaderlog.cli import projection_commands as _projection_commands
 from leaderlog.events import parse_event, parse_record
 from leaderlog.http import create_app
 from leaderlog.http._deps import Services
-from leaderlog.http.write_routes import MAX_BODY_BYTES, MAX_DEPTH, MAX_RECORDS
+from leaderlog.http.write_routes import MAX_BODY_BYTES, MAX_DEPTH, MAX_RECORDS, write_router
 from leaderlog.log import EventLog, load_seeds
 from leaderlog.tokens import Tokens
 from tests.cli.test_hostile_records import CASES, RETRACTED_CLAIM, SEED_FILE, Hostile
+from tests.http.server import answer_to_a_head
 from tests.http.server import running as serving
 
 del _projection_commands  # imported for the `audit` command it registers
@@ -723,18 +725,13 @@ def test_a_body_that_would_be_refused_by_its_headers_is_not_asked_for(
     running: Running, content_type: str, encoding: str
 ) -> None:
     # given a writer that waits for 100 Continue before sending a large body
-    address = httpx.URL(running.base_url)
-    head = (
-        f"POST /api/events HTTP/1.1\r\nHost: {address.host}\r\n"
-        f"Authorization: Bearer {running.token}\r\nContent-Type: {content_type}\r\n"
-        f"Content-Encoding: {encoding}\r\nContent-Length: 5000000\r\n"
-        "Expect: 100-continue\r\n\r\n"
+    # when it sends its head alone
+    answer = answer_to_a_head(
+        running.base_url,
+        running.token,
+        f"Content-Type: {content_type}\r\nContent-Encoding: {encoding}\r\n"
+        "Content-Length: 5000000\r\n",
     )
-    with socket.create_connection((address.host, address.port), timeout=10) as connection:
-        connection.sendall(head.encode())
-        answer = b""
-        while b"\r\n\r\n" not in answer:
-            answer += connection.recv(65536)
     # then the refusal comes first, without a 100 Continue asking for the body
     assert answer.startswith(b"HTTP/1.1 415 "), answer[:200]
 
@@ -1099,3 +1096,65 @@ def test_a_writer_hanging_up_mid_body_writes_nothing_and_logs_no_fault(
     )
     assert "ClientDisconnect" not in running.logs.text()
     assert "Traceback" not in running.logs.text()
+
+
+@pytest.mark.parametrize(
+    ("fields", "said"),
+    [
+        ({"actor": "seed"}, "actor is set by the log"),
+        ({"actor": "seed", "stream": "person-x"}, "stream, actor are set by the log"),
+    ],
+    ids=["one", "two"],
+)
+def test_envelope_fields_sent_are_named_in_the_detail_as_set_by_the_log(
+    running: Running, api: httpx.Client, fields: dict[str, str], said: str
+) -> None:
+    # given a record carrying envelope fields, which only the log sets
+    before = log_head(api)
+    record = person(unique("enveloped"), **fields)
+    # when it is posted
+    body = error_body(post(api, record, running.token), 422)
+    # then the detail names them, in the log's order, in a sentence of the right number
+    assert body["detail"] == f"record 0: {said}, not by a writer; nothing was written"
+    assert log_head(api) == before
+
+
+def test_openapi_bounds_a_batch_as_the_route_does(api: httpx.Client) -> None:
+    # given the write route's OpenAPI document
+    operation = api.get("/openapi.json").json()["paths"]["/api/events"]["post"]
+    # when its request body's list form is read
+    schema = operation["requestBody"]["content"][JSON]["schema"]
+    [batch] = [branch for branch in schema["oneOf"] if branch.get("type") == "array"]
+    # then it says what the route refuses: an empty list (422) and more than MAX_RECORDS (413)
+    assert batch["minItems"] == 1
+    assert batch["maxItems"] == MAX_RECORDS
+
+
+async def test_a_batch_is_answered_once_the_projections_applied_its_last_record(
+    seeded_log: EventLog,
+) -> None:
+    # given the write route over a seeded log, its wait for the projections recorded
+    token = await Tokens(seeded_log.store).create("alice")
+    waited: list[int] = []
+
+    async def applied_through(request: Any, position: int) -> bool:
+        waited.append(position)
+        return True
+
+    app = FastAPI()
+    app.include_router(write_router(lambda request: seeded_log, applied_through))
+    records = [person(unique("first")), person(unique("second")), person(unique("third"))]
+    # when a batch of three records is appended
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=app), base_url="http://test"
+    ) as client:
+        response = await client.post(
+            "/api/events",
+            content=json.dumps(records),
+            headers={"Authorization": f"Bearer {token}", "Content-Type": JSON},
+        )
+    # then it is answered after waiting for the last of them, so that a read sees them all
+    assert response.status_code == 201, response.text
+    positions = response.json()["positions"]
+    assert len(positions) == 3
+    assert waited == [max(positions)]

@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from leaderlog.http.write_routes import MAX_BODY_BYTES
-from tests.http.server import WriteServer, write_server
+from tests.http.server import WriteServer, answer_to_a_head, write_server
 
 
 @pytest.fixture(scope="module")
@@ -74,3 +74,17 @@ def test_a_body_one_byte_over_the_limit_is_413(server: WriteServer, chunked: boo
         "detail": f"the body is over {MAX_BODY_BYTES} bytes",
     }
     assert after == before
+
+
+def test_a_body_declared_over_the_limit_is_refused_before_it_is_asked_for(
+    server: WriteServer,
+) -> None:
+    # given a writer that declares a body over the limit and waits for 100 Continue
+    # when only the headers are sent
+    answer = answer_to_a_head(
+        server.base_url,
+        server.token,
+        f"Content-Type: application/json\r\nContent-Length: {MAX_BODY_BYTES + 1}\r\n",
+    )
+    # then the refusal comes first, without a 100 Continue asking for the body
+    assert answer.startswith(b"HTTP/1.1 413 "), answer[:200]
