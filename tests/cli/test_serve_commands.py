@@ -182,8 +182,8 @@ def test_an_empty_host_is_a_usage_mistake_not_every_interface(host: str, tmp_pat
     result = CliRunner().invoke(main, ["--db", f"sqlite:///{missing}", "serve", "--host", host])
     assert result.exit_code == 2, result.stderr
     assert result.stderr.endswith(
-        "Error: Invalid value for '--host': give an address to listen on (0.0.0.0 or :: for "
-        "every interface), not an empty one\n"
+        "Error: Invalid value for '--host': give an address to listen on (0.0.0.0 for every "
+        "IPv4 interface, :: for every IPv6 one), not an empty one\n"
     )
 
 

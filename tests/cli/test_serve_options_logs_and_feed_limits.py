@@ -352,17 +352,15 @@ def test_a_driver_warning_while_serving_is_said_as_the_server_s_own(
     assert "warning: Failed to restore the pool connection floor\n" in result.stderr, result.stderr
 
 
-def test_listening_on_every_interface_as_colon_colon_takes_ipv4_clients_too() -> None:
-    # given the sockets serve listens on for --host :: (which its refusal of an empty host
-    # offers, beside 0.0.0.0, "for every interface"); skipped on a machine without IPv6
+def test_listening_on_colon_colon_keeps_to_ipv6_as_the_refusal_of_an_empty_host_says() -> None:
+    # given the sockets serve listens on for --host :: (skipped on a machine without IPv6)
     _ipv6_loopback_port()
     sockets = serve_commands.listening_sockets("::", 0)
     try:
-        port = sockets[0].getsockname()[1]
-        # when an IPv4 client and an IPv6 client connect, then both are taken
-        with socket.create_connection(("127.0.0.1", port), timeout=5):
-            pass
-        with socket.create_connection(("::1", port), timeout=5):
+        # then they take IPv6 clients only, whatever the system's default: IPv4 ones would be
+        # shown as ::ffff:127.0.0.1, which no trusted proxy address matches
+        assert [s.getsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY) for s in sockets] == [1]
+        with socket.create_connection(("::1", sockets[0].getsockname()[1]), timeout=5):
             pass
     finally:
         for listening in sockets:

@@ -95,7 +95,8 @@ def _listening_host(context: click.Context, parameter: click.Parameter, host: st
     # went missing (--host "$HOST") than a wish to serve the whole network.
     if not host.strip():
         raise click.BadParameter(
-            "give an address to listen on (0.0.0.0 or :: for every interface), not an empty one"
+            "give an address to listen on (0.0.0.0 for every IPv4 interface, :: for every IPv6 "
+            "one), not an empty one"
         )
     if host.startswith("[") or host.endswith("]"):
         return _unbracketed(host)
@@ -711,10 +712,6 @@ def listening_sockets(host: str, port: int) -> list[socket.socket]:
         flags=socket.AI_PASSIVE,
     )
     addresses = list(dict.fromkeys((family, address) for family, _, _, _, address in found))
-    # "::" alone also takes IPv4 connections (as IPv4-mapped addresses), so that it listens
-    # on every interface as 0.0.0.0 does; beside an IPv4 address it would also claim that
-    # address's port, and is kept to IPv6.
-    both_families = {family for family, _ in addresses} >= {socket.AF_INET, socket.AF_INET6}
     sockets: list[socket.socket] = []
     unavailable: OSError | None = None
     try:
@@ -724,9 +721,10 @@ def listening_sockets(host: str, port: int) -> list[socket.socket]:
             # A restarted server need not wait for the old one's connections to time out.
             listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             if family == socket.AF_INET6:
-                listening.setsockopt(
-                    socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1 if both_families else 0
-                )
+                # "::" would otherwise also claim the IPv4 port that 0.0.0.0 takes beside it,
+                # and show IPv4 clients, a proxy at 127.0.0.1 among them, as ::ffff:127.0.0.1,
+                # which the trusted proxy addresses do not match.
+                listening.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
             try:
                 listening.bind(address)
             except OSError as error:
