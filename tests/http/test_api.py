@@ -112,6 +112,8 @@ def test_a_method_the_path_lacks_is_405_listing_every_method_it_has(
         ("/feeds/org/ice.atom/", "/feeds/org/ice.atom"),
         ("/api/state/?org=ice&as_of=2025-06-01", "/api/state?org=ice&as_of=2025-06-01"),
         ("/healthz/", "/healthz"),
+        # however many slashes end it
+        ("/feeds/all.atom///?lang=fr", "/feeds/all.atom?lang=fr"),
     ],
 )
 def test_a_trailing_slash_redirects_relatively_whatever_the_host_says(
@@ -888,3 +890,24 @@ def test_every_record_component_is_titled_by_its_component_name() -> None:
     assert "ClaimReportedRecord" in names and "RecordFuzzyDate" in names
     for name in names:
         assert schemas[name]["title"] == name, name
+
+
+def test_an_unreadable_event_is_a_500_coded_for_it_and_said_in_the_server_log(
+    tmp_path: Path, client: httpx.Client, caplog: pytest.LogCaptureFixture
+) -> None:
+    # given a log whose third row was edited behind the store's back
+    url = _seeded_with_row_3_edited(tmp_path)
+    # when that event is asked for
+    with (
+        caplog.at_level(logging.ERROR, logger="leaderlog.http"),
+        running(create_app(url)) as base,
+    ):
+        broken = client.get(f"{base}/api/events/3")
+    # then the answer's code says what went wrong, for a client to branch on
+    assert broken.status_code == 500
+    assert broken.json()["error"] == "unreadable_event"
+    # and the server's log names the request and the position, with no traceback
+    said = [r.getMessage() for r in caplog.records if r.getMessage().startswith("GET /api/")]
+    assert len(said) == 1, said
+    assert said[0].startswith("GET /api/events/3: event at position 3 cannot be read: ")
+    assert "Traceback" not in caplog.text

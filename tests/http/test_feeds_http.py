@@ -672,3 +672,57 @@ def test_links_and_redirects_stay_under_the_root_path_the_app_is_mounted_at() ->
     # then they start under that path (without a doubled slash)
     assert base_url(Request(scope)) == "http://x.example:8080/leaders"
     assert redirect_root(Request(scope)) == "/leaders"
+
+
+def test_a_language_parameter_whose_name_is_percent_encoded_is_sent_to_its_one_spelling(
+    seeded_server: tuple[str, str], client: httpx.Client
+) -> None:
+    base, _ = seeded_server
+    # given an address naming lang with an escaped letter (%6C is "l"), other parameters kept
+    cases = {
+        "/feeds/all.atom?%6Cang=pt-BR": "/feeds/all.atom?lang=pt",
+        "/feeds/all.atom?x=1&l%61ng=EN&y=2": "/feeds/all.atom?x=1&y=2&lang=en",
+    }
+    for path, canonical in cases.items():
+        # when it is asked for, then it is redirected to lang once, in its one spelling
+        response = client.get(base + path, follow_redirects=False)
+        assert response.status_code == 308, path
+        assert response.headers["location"] == canonical
+        # and that address is served
+        assert client.get(base + canonical, follow_redirects=False).status_code == 200
+
+
+@pytest.mark.parametrize(
+    "path", ["/feeds/all.atom?lang=fr", "/feeds/org/ice.rss?lang=fr", "/opml?lang=fr"]
+)
+def test_a_304_for_a_document_in_another_language_says_that_language(
+    seeded_server: tuple[str, str], client: httpx.Client, path: str
+) -> None:
+    base, _ = seeded_server
+    # given a reader holding the French document
+    first = client.get(base + path)
+    assert first.headers["content-language"] == "fr"
+    # when it asks whether its copy is current
+    again = client.get(base + path, headers={"If-None-Match": first.headers["etag"]})
+    # then the 304 says French, as the 200 did: a cache refreshes its stored headers from it
+    assert again.status_code == 304
+    assert again.headers["content-language"] == "fr"
+
+
+def test_an_opml_asked_for_in_a_language_subscribes_to_the_feeds_in_it(
+    seeded_server: tuple[str, str], client: httpx.Client
+) -> None:
+    base, _ = seeded_server
+    # given the OPML list asked for in French in its address
+    response = client.get(f"{base}/opml?lang=fr")
+    root = ElementTree.fromstring(response.content)
+    # when its feeds are read
+    urls = [str(o.get("xmlUrl")) for o in root.iter("outline") if o.get("xmlUrl")]
+    # then each is the French feed (in Atom, unless told), whatever a reader's client asks for
+    assert f"{base}/feeds/all.atom?lang=fr" in urls
+    assert all(url.endswith("?lang=fr") for url in urls), urls
+    # while the list asked for by Accept-Language alone subscribes to feeds that negotiate
+    negotiated = client.get(f"{base}/opml", headers={"Accept-Language": "fr"})
+    assert negotiated.headers["content-language"] == "fr"
+    outlines = ElementTree.fromstring(negotiated.content).iter("outline")
+    assert not [o for o in outlines if "?lang=" in str(o.get("xmlUrl", ""))]

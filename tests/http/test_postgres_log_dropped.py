@@ -4,6 +4,9 @@ server's log says what to do; none is a 500."""
 
 from __future__ import annotations
 
+import asyncio
+import time
+
 import asyncpg
 import httpx
 import pytest
@@ -97,3 +100,39 @@ async def test_the_library_says_a_dropped_postgres_log_is_gone(postgres_url: str
             await runner.status()
         with pytest.raises(LogRemoved):
             await runner.catch_up()
+
+
+async def test_a_dropped_log_is_said_on_routes_answered_from_projections_once_followed(
+    postgres_url: str,
+) -> None:
+    async with postgres_schema(postgres_url) as url:
+        with running(create_app(url, seeds=SEEDS)) as base_url:
+            async with httpx.AsyncClient(base_url=base_url, timeout=30) as client:
+                assert (await client.get("/api/state")).status_code == 200
+                # given the log's events table dropped by hand, its projections left in place
+                await _drop(postgres_url, url, "TABLE {schema}.events")
+                # when only routes answered from the projections are asked for, then, once
+                # the server's follower has met the missing log, they say it was removed too
+                deadline = time.monotonic() + 20
+                while (response := await client.get("/api/state")).status_code == 200:
+                    assert time.monotonic() < deadline, "the state was still answered"
+                    await asyncio.sleep(0.1)
+                assert response.status_code == 503, response.text
+                assert "the log was removed from the database" in response.text
+
+
+async def test_a_dropped_log_is_said_once_in_the_server_log_not_at_every_request(
+    postgres_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    async with postgres_schema(postgres_url) as url:
+        with running(create_app(url, seeds=SEEDS)) as base_url:
+            async with httpx.AsyncClient(base_url=base_url, timeout=30) as client:
+                # given a server whose log was dropped by hand
+                await _drop(postgres_url, url)
+                # when it is asked for the same answer again and again
+                for _ in range(3):
+                    assert (await client.get("/api/events")).status_code == 503
+    # then its log says so once: the log does not come back by itself, nor does the line
+    said = [r.getMessage() for r in caplog.records if r.getMessage().startswith("GET /api/")]
+    assert len(said) == 1, said
+    assert "the log is gone" in said[0]
