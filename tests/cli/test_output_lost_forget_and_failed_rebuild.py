@@ -4,12 +4,14 @@ change would pass for not made, or a failure among it would go unseen."""
 
 from __future__ import annotations
 
+import os
+import subprocess
 import textwrap
 from pathlib import Path
 
 import pytest
 
-from tests.cli.full_disk import to_a_full_disk
+from tests.cli.full_disk import LEADERLOG, to_a_full_disk
 from tests.conftest import SEEDS, invoke, ok
 
 PROBE = textwrap.dedent(
@@ -129,3 +131,52 @@ def test_a_rebuild_whose_report_cannot_be_written_still_names_the_projection_tha
         "error: cannot write the output: No space left on device; leadership, audit, "
         "feed_entries rebuilt all the same, to position 29"
     )
+
+
+def to_a_closed_pipe(*args: str) -> subprocess.CompletedProcess[str]:
+    """``leaderlog ARGS`` with its standard output a pipe nobody reads any more."""
+    reading, writing = os.pipe()
+    os.close(reading)
+    try:
+        return subprocess.run(
+            [str(LEADERLOG), *args],
+            stdout=writing,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    finally:
+        os.close(writing)
+
+
+def test_a_rebuild_into_a_closed_pipe_says_what_it_rebuilt_all_the_same(
+    seeded_url: str, folder: Path
+) -> None:
+    # given a log whose projections were built once
+    ok(invoke(seeded_url, "rebuild"))
+    # when one is rebuilt with its output going to a pipe whose reader has gone
+    rebuilt = to_a_closed_pipe("--db", seeded_url, "rebuild", "leadership")
+    # then it fails on the broken pipe, and says the rebuild was done all the same
+    assert rebuilt.returncode == 1
+    assert rebuilt.stderr == (
+        "error: cannot write the output: Broken pipe; leadership rebuilt all the same, "
+        "to position 29\n"
+    )
+
+
+def test_a_lost_report_of_a_rebuild_whose_named_projection_failed_claims_none_rebuilt(
+    seeded_url: str, folder: Path
+) -> None:
+    # given a user projection that raises, in a database where nothing was built yet (so the
+    # built-ins are built beside it, and the rebuild has a line to say of them)
+    (folder / "failing.py").write_text(FAILING, encoding="utf-8")
+    # when only that projection is rebuilt with the output on a full disk
+    rebuilt = to_a_full_disk("--db", seeded_url, "rebuild", "failing")
+    # then the failure is said, and the lost output, with no claim of a name rebuilt
+    assert rebuilt.returncode == 1
+    first, last = rebuilt.stderr.splitlines()
+    assert first.startswith(
+        "error: projection failing could not apply events 1-29: ValueError: no such column"
+    ), rebuilt.stderr
+    assert last == "error: cannot write the output: No space left on device"

@@ -297,3 +297,33 @@ def test_a_query_shows_a_bar_while_a_new_version_replays_the_whole_log(
     drawn = re.sub(r"\x1b\[[0-9;?]*[a-zA-Z]", "", screen.getvalue())
     assert "updating projections" in drawn, drawn
     assert f"{SEED_COUNT}/{SEED_COUNT} events" in drawn, drawn
+
+
+def test_a_rebuild_of_an_empty_log_gives_no_events_per_second(
+    sqlite_url: str, folder: Path
+) -> None:
+    # given a database whose log holds no event
+    async def create() -> None:
+        log = await EventLog.open(sqlite_url)
+        await log.close()
+
+    asyncio.run(create())
+    # when everything is rebuilt
+    first = ok(invoke(sqlite_url, "rebuild")).splitlines()[0]
+    # then it says it rebuilt to position 0, with no rate made of no events
+    assert re.fullmatch(rf"rebuilt {', '.join(BUILTIN)} to position 0 in \d+\.\d s", first), first
+    assert re.fullmatch(rf"rebuilt {', '.join(BUILTIN)} to position 0 in \d+\.\d s", first), first
+
+
+def test_a_rebuild_on_a_terminal_shows_a_bar_naming_the_projections_it_rebuilds(
+    sqlite_url: str, folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # given the seeds, on a terminal
+    ok(invoke(sqlite_url, "import", str(SEED_FILE)))
+    screen = drawn_on_a_terminal(monkeypatch)
+    # when two projections are rebuilt
+    ok(invoke(sqlite_url, "rebuild", "audit", "leadership"))
+    # then a bar names them and counts the events replayed
+    drawn = re.sub(r"\x1b\[[0-9;?]*[a-zA-Z]", "", screen.getvalue())
+    counted = rf"rebuilding audit, leadership .*{SEED_COUNT}/{SEED_COUNT} events"
+    assert re.search(counted, drawn), drawn

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from leaderlog._json import loads
@@ -20,6 +21,16 @@ HAMMER_BODY = f"{FOX}-hammer-hsi-body"
 GENALO_RETIREMENT = f"{FOX}-genalo-retirement"
 GORDON_ACTING = f"{FOX}-gordon-hsi-acting"
 HAMMER_REASSIGNMENT = f"{FOX}-hammer-reassignment"
+
+
+def failure_location(test_file: str, code: str) -> str:
+    """How a projection's failure names the line of ``test_file`` that holds ``code``."""
+    line = next(
+        number
+        for number, text in enumerate(Path(test_file).read_text().splitlines(), start=1)
+        if code in text
+    )
+    return f"{Path(test_file).name}, line {line}); it stays at position 0"
 
 
 def seed_records() -> list[dict[str, Any]]:

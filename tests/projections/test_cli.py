@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -1127,3 +1128,142 @@ def test_a_built_in_at_another_version_is_said_to_be_leaderlog_s_not_a_module_s(
     assert rebuilt.endswith(
         f"\nalso rebuilt leadership (version 1 in the database, leaderlog has {version})\n"
     )
+
+
+def test_projections_lines_up_each_column_under_its_header_and_the_problem_after_it(
+    db: str, folder: Path
+) -> None:
+    # given a user projection whose name is longer than any built-in's, built and then
+    # left without its module (so its row says why it is not loaded)
+    name = "seen_by_every_quarter"
+    (folder / f"{name}.py").write_text(seen_projection_module(name), encoding="utf-8")
+    ok(invoke(db, "rebuild", name))
+    (folder / f"{name}.py").unlink()
+    # when the projections are listed
+    header, *rows = ok(invoke(db, "projections")).splitlines()
+    # then the name column is as wide as the longest name, the others right-aligned to
+    # fixed widths under their labels
+    assert header == f"{'name':<{len(name)}} version   checkpoint         head        lag"
+    assert [row.split()[0] for row in rows] == [*BUILTIN, name]
+    for row in rows:
+        shown = row.split()[0]
+        assert row.startswith(f"{shown} "), row  # names are left-aligned
+        cells = row[: len(header)]
+        # each value after the name ends where its column's label ends
+        ends = [match.end() for match in re.finditer(r"\S+", header)][1:]
+        assert [match.end() for match in re.finditer(r"\S+", cells)][1:] == ends, row
+    # and a row's problem follows its lag after two spaces
+    assert rows[-1][len(header) :].startswith("  not loaded: unknown projection "), rows[-1]
+    assert all(len(row) == len(header) for row in rows[:-1])
+
+
+def test_projections_shows_a_dash_for_the_lag_of_one_beyond_the_log_s_end(db: str) -> None:
+    # given the projections built to position 29, then the log cut short to 27 behind
+    # their back (as a restore of an older copy of the events would)
+    ok(invoke(db, "rebuild"))
+    connection = sqlite3.connect(db.removeprefix("sqlite:///"))
+    try:
+        with connection:
+            connection.execute("DROP TRIGGER events_are_append_only_delete")
+            connection.execute("DELETE FROM events WHERE position > 27")
+    finally:
+        connection.close()
+    # when they are listed
+    header, *rows = ok(invoke(db, "projections")).splitlines()
+    # then none shows a lag (0 would pass it off as current): a dash under the lag label,
+    # and why after it
+    for row in rows:
+        assert row.split()[2:5] == ["29", "27", "-"], row
+        assert row[len(header) - 1] == "-", row
+        assert row[len(header) :].startswith("  applied the log up to position 29, beyond its end")
+
+
+def test_a_built_projection_whose_module_no_longer_imports_is_listed_with_its_lag(
+    db: str, folder: Path
+) -> None:
+    # given a user projection built to the head, whose module then no longer imports
+    (folder / "seen.py").write_text(seen_projection_module("seen"), encoding="utf-8")
+    ok(invoke(db, "rebuild", "seen"))
+    (folder / "seen.py").write_text("raise RuntimeError('half written')\n", encoding="utf-8")
+    # when the projections are listed, then it is listed as current (lag 0, not "-")...
+    (row,) = [s for s in as_json(invoke(db, "projections", "--json")) if s["name"] == "seen"]
+    assert (row["checkpoint"], row["head"], row["lag"]) == (29, 29, 0)
+    # ...and once the log has grown, behind the log's head by what it has not applied
+    ok(invoke(db, "import", "-", stdin=ANOTHER_CLAIM))
+    (row,) = [s for s in as_json(invoke(db, "projections", "--json")) if s["name"] == "seen"]
+    assert (row["checkpoint"], row["head"], row["lag"]) == (29, 30, 1)
+    # with why it is not loaded; its module is there, so no hint to forget it as gone
+    assert row["problem"].startswith(
+        f"not loaded: projection module {folder / 'seen.py'} failed to import: RuntimeError"
+    ), row["problem"]
+    assert "--forget" not in row["problem"]
+    last = ok(invoke(db, "projections")).splitlines()[-1]
+    assert last.split()[:5] == ["seen", "1", "29", "30", "1"]
+
+
+def test_user_projections_that_cannot_load_are_listed_by_name_with_no_lag_beyond_the_log_s_end(
+    db: str, folder: Path
+) -> None:
+    # given two user projections built to position 29, the later name first, whose modules
+    # are then gone, and the log then cut short to 27 behind their back
+    for name in ("zulu", "alpha"):
+        (folder / f"{name}.py").write_text(seen_projection_module(name), encoding="utf-8")
+        ok(invoke(db, "rebuild", name))
+        (folder / f"{name}.py").unlink()
+    connection = sqlite3.connect(db.removeprefix("sqlite:///"))
+    try:
+        with connection:
+            connection.execute("DROP TRIGGER events_are_append_only_delete")
+            connection.execute("DELETE FROM events WHERE position > 27")
+    finally:
+        connection.close()
+    # when the projections are listed
+    statuses = as_json(invoke(db, "projections", "--json"))
+    # then those it cannot load follow the built-ins in the order of their names, each with
+    # no lag (0 or a negative number would misstate it) and why it is not loaded
+    assert [s["name"] for s in statuses] == [*BUILTIN, "alpha", "zulu"]
+    for status in statuses[-2:]:
+        assert (status["checkpoint"], status["head"], status["lag"]) == (29, 27, None)
+        assert status["problem"].startswith("not loaded: unknown projection ")
+    rows = ok(invoke(db, "projections")).splitlines()[-2:]
+    assert [row.split()[:5] for row in rows] == [
+        ["alpha", "1", "29", "27", "-"],
+        ["zulu", "1", "29", "27", "-"],
+    ]
+
+
+def test_a_rebuild_of_only_a_projection_that_fails_prints_no_rebuilt_line(
+    db: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # given the built-ins built, and a user projection whose apply raises
+    ok(invoke(db, "rebuild"))
+    (tmp_path / "failing.py").write_text(FAILING_PROJECTION, encoding="utf-8")
+    monkeypatch.setenv("LEADERLOG_PROJECTIONS", str(tmp_path))
+    # when only that projection is rebuilt
+    rebuilt = invoke(db, "rebuild", "failing")
+    # then the error says it failed, and nothing claims a rebuild (not even of no names)
+    fails(rebuilt, "error: projection failing could not apply events 1-29: ValueError")
+    assert rebuilt.stdout == ""
+    assert rebuilt.stdout == ""
+
+
+def test_a_projection_named_twice_is_rebuilt_and_named_once(db: str) -> None:
+    # given the projections built
+    ok(invoke(db, "rebuild"))
+    # when one is named twice
+    text = ok(invoke(db, "rebuild", "audit", "audit", "leadership"))
+    # then it is named once, in the order given
+    assert text.startswith("rebuilt audit, leadership to position 29 in "), text
+
+
+def test_forgetting_as_json_gives_the_name_the_tables_dropped_and_the_position(
+    db: str, folder: Path
+) -> None:
+    # given a user projection built to position 29, whose module is then gone
+    (folder / "seen.py").write_text(seen_projection_module("seen"), encoding="utf-8")
+    ok(invoke(db, "rebuild", "seen"))
+    (folder / "seen.py").unlink()
+    # when it is forgotten with --json
+    answer = as_json(invoke(db, "projections", "--forget", "seen", "--json"))
+    # then the answer says which, the tables dropped, and where its checkpoint was
+    assert answer == {"forgot": "seen", "tables": ["p_seen_seen"], "position": 29}

@@ -42,6 +42,7 @@ from tests.projections.logs import (
     SEED_COUNT,
     append,
     current,
+    failure_location,
     record,
     seed_records,
 )
@@ -1189,17 +1190,20 @@ class UndoingDuplicates(Exploding):
                 await tx.execute("SAVEPOINT one_row")
                 try:
                     await tx.execute(
-                        "INSERT INTO p_undoing_duplicates_seen (position) VALUES (?)",
+                        f"INSERT INTO p_{self.name}_seen (position) VALUES (?)",
                         (event.position,),
                     )
                 except Exception:
-                    # the long form of ROLLBACK TO undoes the failure as well
-                    await tx.execute(
-                        "ROLLBACK TO SAVEPOINT one_row"
-                        if event.position % 2
-                        else "ROLLBACK TRANSACTION TO SAVEPOINT one_row"
-                    )
+                    await tx.execute(self.rollback_to(event.position))
                 await tx.execute("RELEASE SAVEPOINT one_row")
+
+    def rollback_to(self, position: int) -> str:
+        # the long form of ROLLBACK TO undoes the failure as well
+        return (
+            "ROLLBACK TO SAVEPOINT one_row"
+            if position % 2
+            else "ROLLBACK TRANSACTION TO SAVEPOINT one_row"
+        )
 
 
 async def a_caught_statement_error_stops_its_projection_alone(log: EventLog) -> None:
@@ -1487,12 +1491,8 @@ async def test_a_refused_statement_is_located_in_the_projection_s_code(
     runner = ProjectionRunner(seeded_log.store, [BadStatement()])
     with pytest.raises(ProjectionFailed) as raised:
         await runner.catch_up()
-    line = next(
-        number
-        for number, text in enumerate(Path(__file__).read_text().splitlines(), start=1)
-        if "INSERT INTO p_bad_statement_no_such_table" in text
-    )
-    assert f"{Path(__file__).name}, line {line}); it stays at position 0" in str(raised.value)
+    located = failure_location(__file__, "INSERT INTO p_bad_statement_no_such_table")
+    assert located in str(raised.value)
 
 
 async def test_a_user_projection_is_forgotten_with_its_own_tables_only(
