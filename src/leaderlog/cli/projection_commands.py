@@ -45,7 +45,7 @@ from leaderlog.projections.loading import (
     shown_path,
     user_projection_folder,
 )
-from leaderlog.projections.runner import LeftOut, forget_projection
+from leaderlog.projections.runner import LeftOut, events_to_apply, forget_projection
 
 # Catching up by fewer events than this shows no progress bar: it would only flicker.
 PROGRESS_THRESHOLD = 5000
@@ -119,8 +119,9 @@ def _running(runner: ProjectionRunner) -> list[str]:
 
 
 async def _catch_up(runner: ProjectionRunner) -> None:
+    every = await runner.status()
     running = set(_running(runner))
-    statuses = [status for status in await runner.status() if status.name in running]
+    statuses = [status for status in every if status.name in running]
     versions = {projection.name: projection.version for projection in runner.projections}
     if statuses and all(
         status.version == versions[status.name] and 0 < status.checkpoint == status.head
@@ -129,20 +130,11 @@ async def _catch_up(runner: ProjectionRunner) -> None:
         # Nothing to apply: no write transaction either, which would wait for (and, past the
         # busy timeout, fail beside) another process writing, such as a long import.
         return
-    # From the checkpoint furthest behind, or 0 for one a new version replays from the
-    # start (its lag says nothing of that), as serve's bars count.
-    start = min(
-        (
-            0 if status.version != versions[status.name] else status.checkpoint
-            for status in statuses
-        ),
-        default=0,
-    )
-    to_apply = max((status.head - start for status in statuses), default=0)
-    if to_apply < PROGRESS_THRESHOLD:
+    start, head = events_to_apply(runner, every)
+    if head - start < PROGRESS_THRESHOLD:
         await runner.catch_up()
         return
-    with count_bar("updating projections", start=start, total=to_apply) as advance:
+    with count_bar("updating projections", start=start, total=head - start) as advance:
         await runner.catch_up(advance)
 
 

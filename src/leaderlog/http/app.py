@@ -62,7 +62,7 @@ from leaderlog.log import EventLog, load_seeds
 from leaderlog.projections import BUILTIN, ProjectionRunner, Queries, runner_for
 from leaderlog.projections.feed_entries import FeedEntriesProjection
 from leaderlog.projections.loading import builtin_named_modules
-from leaderlog.projections.runner import LeftOut, ProjectionStatus, left_out
+from leaderlog.projections.runner import LeftOut, ProjectionStatus, events_to_apply, left_out
 from leaderlog.store import EventStore
 
 __all__ = ["create_app", "feed_runner", "projection_runners"]
@@ -146,7 +146,7 @@ async def catch_up_before_serving(
     for runner, status in zip(runners, statuses, strict=True):
         report = None
         if progress is not None:
-            start, head = _events_to_apply(runner, status)
+            start, head = events_to_apply(runner, status)
             names = ", ".join(p.name for p in runner.projections if not isinstance(p, LeftOut))
             report = functools.partial(_report_applied, progress, names, start, head)
         try:
@@ -155,21 +155,6 @@ async def catch_up_before_serving(
             raise
         except Exception:
             continue  # logged by the start that follows, as it fails there again
-
-
-def _events_to_apply(
-    runner: ProjectionRunner, statuses: Sequence[ProjectionStatus]
-) -> tuple[int, int]:
-    """(first, last) position of what the runner's projections have to apply: from the
-    checkpoint furthest behind (0 for one a new version rebuilds) to the head."""
-    spans = [
-        (0 if status.version != projection.version else status.checkpoint, status.head)
-        for projection, status in zip(runner.projections, statuses, strict=True)
-        if not isinstance(projection, LeftOut)
-    ]
-    if not spans:
-        return 0, 0
-    return min(start for start, _ in spans), max(head for _, head in spans)
 
 
 def _report_applied(

@@ -71,6 +71,7 @@ __all__ = [
     "Progress",
     "ProjectionRunner",
     "ProjectionStatus",
+    "events_to_apply",
     "forget_projection",
     "left_out",
 ]
@@ -189,6 +190,22 @@ class ProjectionStatus(NamedTuple):
     checkpoint: int
     head: int
     lag: int
+
+
+def events_to_apply(
+    runner: ProjectionRunner, statuses: Sequence[ProjectionStatus]
+) -> tuple[int, int]:
+    """(first, last) position of what the runner's projections have to apply, for a
+    progress bar: from the checkpoint furthest behind (0 for one a new version rebuilds,
+    whose lag says nothing of that) to the head. Left-out projections apply nothing."""
+    spans = [
+        (0 if status.version != projection.version else status.checkpoint, status.head)
+        for projection, status in zip(runner.projections, statuses, strict=True)
+        if not isinstance(projection, LeftOut)
+    ]
+    if not spans:
+        return 0, 0
+    return min(start for start, _ in spans), max(head for _, head in spans)
 
 
 class ProjectionRunner:
