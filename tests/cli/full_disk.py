@@ -17,11 +17,16 @@ def to_a_full_disk(*args: str) -> subprocess.CompletedProcess[str]:
     if not full.exists():
         pytest.skip("needs /dev/full")
     with full.open("w") as output:
-        return subprocess.run(
-            [str(LEADERLOG), *args],
-            stdout=output,
-            stderr=subprocess.PIPE,
-            text=True,
-            timeout=60,
-            check=False,
-        )
+        return writing_to(output.fileno(), *args)
+
+
+def writing_to(stdout: int, *args: str) -> subprocess.CompletedProcess[str]:
+    """``leaderlog ARGS`` with its standard output the file descriptor ``stdout``."""
+    return subprocess.run(
+        [str(LEADERLOG), *args],
+        stdout=stdout,
+        stderr=subprocess.PIPE,
+        text=True,
+        timeout=60,
+        check=False,
+    )

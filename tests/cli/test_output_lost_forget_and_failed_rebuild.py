@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli.full_disk import LEADERLOG, to_a_full_disk
+from tests.cli.full_disk import to_a_full_disk, writing_to
 from tests.conftest import SEEDS, invoke, ok
 
 PROBE = textwrap.dedent(
@@ -138,14 +138,7 @@ def to_a_closed_pipe(*args: str) -> subprocess.CompletedProcess[str]:
     reading, writing = os.pipe()
     os.close(reading)
     try:
-        return subprocess.run(
-            [str(LEADERLOG), *args],
-            stdout=writing,
-            stderr=subprocess.PIPE,
-            text=True,
-            timeout=60,
-            check=False,
-        )
+        return writing_to(writing, *args)
     finally:
         os.close(writing)
 

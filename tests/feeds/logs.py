@@ -313,3 +313,24 @@ def shown(detail: Any) -> str:
     """What a reader shows of a feedparser text construct: HTML is read as HTML."""
     value = str(detail["value"])
     return html.unescape(value) if detail["type"] == "text/html" else value
+
+
+async def a_claim_arrives(log: EventLog) -> None:
+    """A claim appended and its feed entry projected, as another server's write would be."""
+    await add_claims(log, 0, 1)
+    await ProjectionRunner(log.store, [FeedEntriesProjection()]).catch_up()
+
+
+def recent_read_as_a_claim_arrives(log: EventLog, service: FeedService) -> Any:
+    """The service's reader of recent entries, its first read overtaken by a claim arriving;
+    to set in place of ``service.reader.recent``."""
+    read_entries = service.reader.recent
+    moves = [1]
+
+    async def recent_while_a_claim_arrives(scope: str, limit: int) -> list[dict[str, Any]]:
+        if moves:
+            moves.pop()
+            await a_claim_arrives(log)
+        return await read_entries(scope, limit)
+
+    return recent_while_a_claim_arrives

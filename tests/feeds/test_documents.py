@@ -62,6 +62,7 @@ from tests.feeds.logs import (
     correct,
     generated_claim,
     project,
+    recent_read_as_a_claim_arrives,
     rendered,
     retract,
 )
@@ -312,18 +313,9 @@ async def test_a_document_whose_scope_moves_while_it_is_read_is_sent_as_it_is_at
     # given a service whose validators are read, then a claim appended and projected while
     # the entries are being read (another server's write, say)
     service = await project(seeded_log)
-    reader = service.reader
-    read_entries = reader.recent
-    moves = [1]
-
-    async def recent_while_a_claim_arrives(scope: str, limit: int) -> list[dict[str, Any]]:
-        if moves:
-            moves.pop()
-            await add_claims(seeded_log, 0, 1)
-            await ProjectionRunner(seeded_log.store, [FeedEntriesProjection()]).catch_up()
-        return await read_entries(scope, limit)
-
-    monkeypatch.setattr(reader, "recent", recent_while_a_claim_arrives)
+    monkeypatch.setattr(
+        service.reader, "recent", recent_read_as_a_claim_arrives(seeded_log, service)
+    )
     request = FeedRequest(Scope.parse("all"), "atom", "en", BASE, None, explicit_lang=True)
     stale = await service.describe(request)
     # when the document is rendered

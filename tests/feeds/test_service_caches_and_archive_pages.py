@@ -25,7 +25,16 @@ from leaderlog.log import EventLog, load_seeds
 from leaderlog.projections.feed_entries import FeedEntriesProjection
 from leaderlog.projections.runner import ProjectionRunner
 from tests.conftest import SEEDS
-from tests.feeds.logs import BASE, SEED_CLAIMS, add_claims, correct, project, rendered
+from tests.feeds.logs import (
+    BASE,
+    SEED_CLAIMS,
+    a_claim_arrives,
+    add_claims,
+    correct,
+    project,
+    recent_read_as_a_claim_arrives,
+    rendered,
+)
 
 ATOM = "{http://www.w3.org/2005/Atom}"
 
@@ -157,17 +166,9 @@ async def test_a_document_whose_scope_moves_while_it_is_read_is_read_again_betwe
     # read while a claim is appended and projected (another server's write, say)
     await project(seeded_log)
     service = FeedService(seeded_log.store, poll_interval=3600)
-    read_entries = service.reader.recent
-    moves = [1]
-
-    async def recent_while_a_claim_arrives(scope: str, limit: int) -> list[dict[str, Any]]:
-        if moves:
-            moves.pop()
-            await add_claims(seeded_log, 0, 1)
-            await ProjectionRunner(seeded_log.store, [FeedEntriesProjection()]).catch_up()
-        return await read_entries(scope, limit)
-
-    monkeypatch.setattr(service.reader, "recent", recent_while_a_claim_arrives)
+    monkeypatch.setattr(
+        service.reader, "recent", recent_read_as_a_claim_arrives(seeded_log, service)
+    )
     request = FeedRequest(Scope.parse("all"), "atom", "en", BASE, None, explicit_lang=True)
     # when the document is rendered
     document = await service.render(request)
@@ -190,8 +191,7 @@ async def test_a_head_read_while_the_log_moves_on_is_not_kept(
         found = await read_head(scope)
         if moves:
             moves.pop()
-            await add_claims(seeded_log, 0, 1)
-            await ProjectionRunner(seeded_log.store, [FeedEntriesProjection()]).catch_up()
+            await a_claim_arrives(seeded_log)
             other = FeedRequest(Scope.parse("org:ice"), "atom", "en", BASE, explicit_lang=True)
             await service.describe(other)
         return found

@@ -63,6 +63,12 @@ def fails(result: Result, message: str) -> None:
     assert message in result.stderr
 
 
+def build_user_projection(db: str, folder: Path, name: str) -> None:
+    """A user projection, seeing events, written to the projections folder and rebuilt."""
+    (folder / f"{name}.py").write_text(seen_projection_module(name), encoding="utf-8")
+    ok(invoke(db, "rebuild", name))
+
+
 def test_state_catches_up_and_shows_the_leadership(db: str) -> None:
     text = ok(invoke(db, "state", "--org", "ice", "--as-of", "2025-06-15"))
     assert "Leadership in Immigration and Customs Enforcement (ice) as of 2025-06-15" in text
@@ -687,8 +693,7 @@ def test_a_user_projection_clashing_with_another_is_left_out_and_the_rest_runs(
 ) -> None:
     # given two user projections built, then one edited to create a table of the other's
     for name in ("probe", "probe_x"):
-        (folder / f"{name}.py").write_text(seen_projection_module(name), encoding="utf-8")
-        ok(invoke(db, "rebuild", name))
+        build_user_projection(db, folder, name)
     clashing = seen_projection_module(
         "probe",
         more_schema="'CREATE TABLE IF NOT EXISTS p_probe_x_more (b TEXT)'",
@@ -728,8 +733,7 @@ def test_a_projection_listed_as_not_loaded_for_a_clash_can_be_forgotten(
 ) -> None:
     # given two user projections built, then one edited to create a table of the other's
     for name in ("probe", "probe_x"):
-        (folder / f"{name}.py").write_text(seen_projection_module(name), encoding="utf-8")
-        ok(invoke(db, "rebuild", name))
+        build_user_projection(db, folder, name)
     clashing = seen_projection_module(
         "probe",
         more_schema="'CREATE TABLE IF NOT EXISTS p_probe_x_more (b TEXT)'",
@@ -1136,8 +1140,7 @@ def test_projections_lines_up_each_column_under_its_header_and_the_problem_after
     # given a user projection whose name is longer than any built-in's, built and then
     # left without its module (so its row says why it is not loaded)
     name = "seen_by_every_quarter"
-    (folder / f"{name}.py").write_text(seen_projection_module(name), encoding="utf-8")
-    ok(invoke(db, "rebuild", name))
+    build_user_projection(db, folder, name)
     (folder / f"{name}.py").unlink()
     # when the projections are listed
     header, *rows = ok(invoke(db, "projections")).splitlines()
@@ -1207,8 +1210,7 @@ def test_user_projections_that_cannot_load_are_listed_by_name_with_no_lag_beyond
     # given two user projections built to position 29, the later name first, whose modules
     # are then gone, and the log then cut short to 27 behind their back
     for name in ("zulu", "alpha"):
-        (folder / f"{name}.py").write_text(seen_projection_module(name), encoding="utf-8")
-        ok(invoke(db, "rebuild", name))
+        build_user_projection(db, folder, name)
         (folder / f"{name}.py").unlink()
     connection = sqlite3.connect(db.removeprefix("sqlite:///"))
     try:
