@@ -198,3 +198,27 @@ def test_a_database_name_the_locale_cannot_write_is_refused_in_one_line(tmp_path
         )
         assert "Traceback" not in finished.stderr
     assert list(folder.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("arguments", "usage"),
+    [
+        (["state", "--org"], "Usage: leaderlog state [OPTIONS]"),
+        (["audit", "--status"], "Usage: leaderlog audit [OPTIONS]"),
+        (["import", "--actor"], "Usage: leaderlog import [OPTIONS] FILE..."),
+        (["feed", "--scope"], "Usage: leaderlog feed [OPTIONS]"),
+        (["--db"], "Usage: leaderlog [OPTIONS] COMMAND [ARGS]..."),
+    ],
+    ids=lambda value: " ".join(value) if isinstance(value, list) else "",
+)
+def test_an_option_given_without_its_value_is_shown_with_the_commands_usage(
+    arguments: list[str], usage: str
+) -> None:
+    # Forgetting a value is the commonest usage mistake; click's parser raises it without the
+    # command, so it came out as a bare "Error:" line, unlike every other usage mistake.
+    result = CliRunner().invoke(main, arguments, prog_name="leaderlog")
+    assert result.exit_code == 2
+    assert result.stderr.startswith(usage), result.stderr
+    assert "--help' for help." in result.stderr
+    assert "requires an argument" in result.stderr
+    assert result.stdout == ""

@@ -679,7 +679,15 @@ class _Command(click.Command):
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         if not ctx.resilient_parsing:
             _refuse_repeated_options(self, ctx, args)
-        return super().parse_args(ctx, args)
+        try:
+            return super().parse_args(ctx, args)
+        except click.UsageError as error:
+            # click's parser raises "Option '--org' requires an argument." without the
+            # context, so it would be shown without the command's usage, unlike every
+            # other usage mistake.
+            if error.ctx is not None:
+                raise
+            raise click.UsageError(error.message, ctx) from None
 
 
 def _refuse_repeated_options(command: click.Command, ctx: click.Context, args: list[str]) -> None:
