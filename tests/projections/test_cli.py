@@ -589,6 +589,11 @@ def test_errors_are_clear_and_exit_1(db: str, args: tuple[str, ...], message: st
             "--known-at position is written as a plain number, such as 22, without a plus sign; "
             "got '+22'",
         ),
+        (
+            ("state", "--known-at", "22.0"),
+            "--known-at position is a whole number, such as 22; got '22.0'",
+        ),
+        (("history", "--post", "ice-hsi-ead", "--known-at", "3."), "such as 3; got '3.'"),
         (("state", "--known-at", "9" * 4301), "--known-at is 4301 characters long; no log"),
         (("audit", "--from", "2025-06-01T00:00:00." + "0" * 60 + "Z"), "--from is 81 characters"),
         (("history", "--post", "ice-hsi-ead", "--known-at", "-3"), "must be 0 or more, got -3"),

@@ -32,6 +32,9 @@ WHOLE_NUMBER = re.compile(r"^-?\d+\Z", re.ASCII)
 # No position is written with a plus sign, and "+22" may be a time's offset typed alone:
 # taking it as position 22 would answer a question the user may not have asked.
 _PLUS_NUMBER = re.compile(r"^\+\d+\Z", re.ASCII)
+# "22.0" is a position written as a decimal, not a time typed wrong: said as such, rather
+# than with the RFC 3339 forms, which do not name positions.
+_DECIMAL_NUMBER = re.compile(r"^\d+\.\d*\Z", re.ASCII)
 CONTROL_CHARACTERS = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 # Names (a publisher's, say) may hold tab, line feed and carriage return: a filter on such a
 # name takes them too.
@@ -243,6 +246,12 @@ def parse_known_at(value: int | str | dt.date | None) -> int | dt.datetime | Non
             raise InvalidQuery(
                 f"known-at position is written as a plain number, such as "
                 f"{int(value.strip())}, without a plus sign; got {value!r}",
+                parameter="known_at",
+            )
+        if _DECIMAL_NUMBER.match(value.strip()):
+            raise InvalidQuery(
+                f"known-at position is a whole number, such as "
+                f"{int(value.strip().partition('.')[0])}; got {value!r}",
                 parameter="known_at",
             )
     if isinstance(value, str) and WHOLE_NUMBER.match(value.strip()):
