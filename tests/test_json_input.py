@@ -107,3 +107,36 @@ def test_bytes_that_are_not_utf8_are_named() -> None:
 def test_what_orjson_refuses_stays_refused(text: str) -> None:
     with pytest.raises(JSONDecodeError):
         loads_input(text)
+
+
+def test_nesting_beyond_what_orjson_itself_reads_is_refused_as_too_deep() -> None:
+    # Given a value nested past orjson's own limit (1024), far past ours
+    text = "[" * 5000 + "]" * 5000
+    # When it is read as input, then it is refused for its depth, as a shallower one is,
+    # not with orjson's "depth limit exceeded" and a column
+    with pytest.raises(InputTooDeep, match=f"^nested deeper than {MAX_INPUT_DEPTH} levels$"):
+        loads_input(text)
+
+
+def test_a_value_nested_exactly_to_the_limit_is_read_even_with_brackets_in_its_strings() -> None:
+    # Given a value exactly MAX_INPUT_DEPTH deep whose text holds more brackets than that
+    text = "[" * MAX_INPUT_DEPTH + '"[{"' + "]" * MAX_INPUT_DEPTH
+    # When it is read, then it is read: only nesting past the limit is refused
+    assert loads_input(text) == json.loads(text)
+
+
+def test_a_name_as_long_as_the_echo_limit_is_repeated_whole() -> None:
+    # Given a repeated name of exactly 60 characters (the most an error repeats)
+    name = "n" * 60
+    # When it is refused, then the error names it whole, without "..."
+    with pytest.raises(JSONDecodeError) as repeated:
+        loads_input(f'{{"{name}": 1, "{name}": 2}}')
+    assert f"the name {name!r} appears twice in one object" in str(repeated.value)
+
+
+def test_a_refusal_of_readable_json_says_why_without_a_position() -> None:
+    # Given JSON that parses but is refused (a name given twice)
+    # When it is read, then its message is the reason alone: no position is meant
+    with pytest.raises(JSONDecodeError) as refused:
+        loads_input(b'{"a": 1, "a": 2}')
+    assert str(refused.value) == "the name 'a' appears twice in one object"

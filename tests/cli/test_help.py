@@ -6,8 +6,10 @@ import re
 
 import click
 import pytest
+from click.shell_completion import ShellComplete
 from click.testing import CliRunner
 
+import leaderlog.cli.projection_commands  # noqa: F401  (registers the commands on main)
 from leaderlog.cli import main
 
 
@@ -48,3 +50,13 @@ def test_command_lists_show_whole_summaries(path: tuple[str, ...]) -> None:
     listing = _help(path).partition("Commands:\n")[2]
     assert listing.strip()
     assert "..." not in listing, listing
+
+
+def test_completion_after_an_option_given_twice_still_offers_the_options() -> None:
+    # given a command line that repeats an option (which a run refuses)
+    typed = ["state", "--org", "ice", "--org", "dhs"]
+    # when the shell asks what may follow "--"
+    completing = ShellComplete(main, {}, "leaderlog", "_LEADERLOG_COMPLETE")
+    offered = [item.value for item in completing.get_completions(typed, "--")]
+    # then the command's options are offered, not a usage error raised in the shell
+    assert "--json" in offered

@@ -19,16 +19,24 @@ import sys
 import time
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO, cast
 
 import pytest
 from click.testing import CliRunner, Result
 from rich.console import Console
 
+import leaderlog.cli.token_commands as token_commands
 from leaderlog._json import dumps
 from leaderlog.cli import _app, _terminal, log_commands, main
-from leaderlog.cli._app import interruptible
-from leaderlog.errors import Interrupted
+from leaderlog.cli._app import _WholeWrites, interruptible, reported
+from leaderlog.errors import (
+    ConcurrencyError,
+    DuplicateEventError,
+    Interrupted,
+    LeaderlogError,
+    RecordedAtRefused,
+    RecordError,
+)
 from leaderlog.events import event_schema, format_time, parse_record
 from leaderlog.log import EventLog, parse_records
 from leaderlog.store.base import GENESIS_HASH, chain_hash, envelope_bytes, utc_now
@@ -729,7 +737,9 @@ def test_ctrl_c_stops_an_import_waiting_for_stdin(tmp_path: Path) -> None:
 
 def test_ctrl_c_twice_stops_an_import_still_reading_and_writes_nothing(tmp_path: Path) -> None:
     status, stderr = _interrupted_waiting_for_stdin(tmp_path, 2)
-    assert status == 130
+    # The second may land once Python, ending, has given Ctrl-C back its default: then it
+    # ends the process as killed by it, which a shell reports as the same 130.
+    assert status in (130, -signal.SIGINT)
     assert stderr.startswith(b"interrupted: nothing was written: the records were still being")
     assert b"Traceback" not in stderr and b"Exception ignored" not in stderr
     assert list(tmp_path.iterdir()) == []
@@ -1384,3 +1394,112 @@ def test_ctrl_c_outside_the_command_s_event_loop_is_status_130(
     # then it says so, with the status a shell expects of Ctrl-C, and prints nothing else
     assert result.exit_code == 130, result.output
     assert (result.stdout, result.stderr) == ("", "interrupted\n")
+
+
+def test_a_total_of_exactly_the_threshold_gets_a_bar(monkeypatch: pytest.MonkeyPatch) -> None:
+    # given a terminal, and bars drawn from 100 events on
+    screen = drawn_on_a_terminal(monkeypatch)
+    # when a piece of work of exactly 100 events reports its progress
+    with _terminal.bars("events", 100) as show:
+        show("rebuilding", 50, 100)
+    # then its bar is drawn, as for anything larger
+    drawn = re.sub(r"\x1b\[[0-9;?]*[a-zA-Z]", "", screen.getvalue())
+    assert re.search(r"rebuilding .* 50/100 events", drawn), drawn
+
+
+def test_a_count_bar_on_no_terminal_writes_nothing_at_all(monkeypatch: pytest.MonkeyPatch) -> None:
+    # given stderr that is a file, not a terminal
+    screen = io.StringIO()
+    monkeypatch.setattr(
+        _terminal, "err_console", Console(file=screen, force_terminal=False, width=100)
+    )
+    # when a bar counts events there
+    with _terminal.count_bar("rebuilding", start=0, total=10) as advance:
+        advance(5, 10)
+    # then nothing is written: neither a bar nor a blank line
+    assert screen.getvalue() == ""
+
+
+class _TakesNothing(io.RawIOBase):
+    """An output whose reader has gone, as a pipe that takes no more bytes reports it."""
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: object) -> int:
+        return 0
+
+
+def test_output_that_takes_none_of_a_write_is_a_broken_pipe_not_silence() -> None:
+    # given standard output that accepts no more bytes
+    whole = _WholeWrites(cast(BinaryIO, _TakesNothing()))
+    # when a command writes to it, then the write fails as a broken pipe, never dropped
+    with pytest.raises(BrokenPipeError):
+        whole.write(b"{}\n")
+
+
+def test_ctrl_c_before_a_command_starts_its_work_says_interrupted_and_exits_130(
+    sqlite_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # given Ctrl-C pressed while a command checks its arguments, before it runs
+    def pressed(name: str) -> str:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(token_commands, "check_token_name", pressed)
+    # when the command is run
+    result = CliRunner().invoke(main, ["--db", sqlite_url, "token", "revoke", "alice"])
+    # then it says so and ends with the status a shell expects of Ctrl-C
+    assert result.exit_code == 130
+    assert result.stderr == "interrupted\n"
+
+
+def test_a_message_for_a_closed_stderr_is_dropped_without_an_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # given stderr closed (2>&-), where Python leaves sys.stderr None
+    monkeypatch.setattr(sys, "stderr", None)
+    # when a signal handler says something on it, then nothing is raised
+    _app._said_on_stderr("\r\x1b[2K\x1b[?25h")
+
+
+def test_output_is_utf8_whatever_encoding_python_was_given(sqlite_url: str) -> None:
+    # given a log holding text beyond ASCII
+    record = '{"type": "person.registered", "data": {"person": "zoe", "name": "Zo\u00eb"}}\n'
+    imported = CliRunner().invoke(main, ["--db", sqlite_url, "import", "-"], input=record)
+    assert imported.exit_code == 0, imported.output
+    # when it is exported by a process whose standard output Python would write in ASCII
+    exported = subprocess.run(
+        [str(LEADERLOG), "--db", sqlite_url, "export"],
+        env={**os.environ, "PYTHONIOENCODING": "ascii"},
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    # then it is written, in UTF-8, as an export must be to import again
+    assert exported.returncode == 0, exported.stderr
+    assert '"name":"Zo\u00eb"'.encode() in exported.stdout
+
+
+EVENT = uuid.UUID("00000000-0000-4000-8000-000000000001")
+
+
+@pytest.mark.parametrize(
+    ("error", "rule"),
+    [
+        (RecordError("a record needs 'type' and 'data'", where="line 1"), "schema"),
+        (ConcurrencyError("person-p1", 3, 4), "expected_version"),
+        (DuplicateEventError(EVENT, 7), "event_id"),
+        (RecordedAtRefused(EVENT, "recorded_at is in the past"), "recorded_at"),
+    ],
+    ids=["record", "concurrency", "duplicate", "recorded_at"],
+)
+def test_a_single_refusal_is_one_error_line_naming_its_rule_and_exit_1(
+    capsys: pytest.CaptureFixture[str], error: LeaderlogError, rule: str
+) -> None:
+    # given a command whose work is refused with one error, not a batch of them
+    # when it is reported
+    with pytest.raises(SystemExit) as ended, reported():
+        raise error
+    # then the command ends with status 1 and one line naming the rule broken
+    assert ended.value.code == 1
+    assert capsys.readouterr().err == f"error: {error} [rule: {rule}]\n"

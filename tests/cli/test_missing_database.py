@@ -375,3 +375,14 @@ def test_on_postgresql_an_import_whose_new_log_another_refused_import_dropped_is
     assert isinstance(outcome, BatchError)
     assert str(outcome).startswith("line 2: claim.retracted refers to claim 'nope'")
     assert events is None  # the log created anew is dropped in turn: nothing is left
+
+
+def test_a_read_of_a_missing_database_named_in_capitals_is_refused_too(tmp_path: Path) -> None:
+    # given a URL whose scheme is written in capitals, as the store takes it
+    missing = tmp_path / "typo.db"
+    # when a command that only reads is run on a file that does not exist
+    result = CliRunner().invoke(main, ["--db", f"SQLITE:///{missing}", "events"])
+    # then it is refused as a lower-case sqlite:/// URL is, and no empty database is left
+    assert result.exit_code == 1, result.output
+    assert result.stderr == refusal(missing)
+    assert list(tmp_path.iterdir()) == []

@@ -12,7 +12,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +22,7 @@ from rich.console import Console
 
 import leaderlog.cli.projection_commands as projection_commands  # registers the commands
 from leaderlog._json import dumps
-from leaderlog.cli import _terminal, main
+from leaderlog.cli import _app, _terminal, main
 from leaderlog.cli._app import print_json_in_parts
 from leaderlog.log import EventLog, load_seeds
 from leaderlog.projections import BUILTIN, ProjectionRunner, Queries
@@ -327,3 +327,16 @@ def test_a_rebuild_on_a_terminal_shows_a_bar_naming_the_projections_it_rebuilds(
     drawn = re.sub(r"\x1b\[[0-9;?]*[a-zA-Z]", "", screen.getvalue())
     counted = rf"rebuilding audit, leadership .*{SEED_COUNT}/{SEED_COUNT} events"
     assert re.search(counted, drawn), drawn
+
+
+def test_a_list_printed_in_parts_that_has_no_items_prints_as_an_empty_list(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # given a list whose parts hold no items
+    async def nothing() -> AsyncIterator[Sequence[Any]]:
+        yield []
+
+    # when it is printed in parts beside other members
+    asyncio.run(_app.print_json_in_parts({"org": "ice"}, {"posts": nothing()}))
+    # then the text is the same as print_json gives for the whole value: "[]"
+    assert capsys.readouterr().out == dumps({"org": "ice", "posts": []}, indent=True) + "\n"

@@ -6,13 +6,14 @@ import asyncio
 import json
 import sqlite3
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from click.testing import CliRunner, Result
 
 from leaderlog.cli import main
-from leaderlog.errors import TokenError
+from leaderlog.cli.token_commands import _withdraw_unshown
+from leaderlog.errors import StoreError, TokenError
 from leaderlog.log import EventLog
 from leaderlog.tokens import Tokens
 from tests.cli.full_disk import to_a_full_disk
@@ -294,3 +295,41 @@ def test_revoking_a_name_create_refuses_where_no_log_is_is_the_usage_mistake_too
     for result in results:
         assert result.exit_code == 2, result.output
         assert "Error: Invalid value for 'NAME': token name 'Bad-Name' must be" in result.stderr
+
+
+def test_list_lines_up_the_times_of_names_of_different_lengths(sqlite_url: str) -> None:
+    # given tokens with a short name and a longer one
+    for name in ("al", "bartholomew"):
+        assert leaderlog(sqlite_url, "token", "create", name).exit_code == 0
+    # when they are listed as text
+    listed = leaderlog(sqlite_url, "token", "list")
+    assert listed.exit_code == 0, listed.output
+    # then each name takes the same column width, so that the times line up
+    lines = listed.stdout.splitlines()
+    assert [line.split()[0] for line in lines] == ["al", "bartholomew"]
+    assert {line.index(" created ") for line in lines} == {24}
+
+
+def test_a_token_not_shown_whose_revocation_fails_says_how_to_revoke_it() -> None:
+    # given a token that could not be shown, and a store that refuses to revoke it
+    class FailingRevoke:
+        async def revoke(self, name: str) -> None:
+            raise StoreError("database is locked")
+
+    # when it is withdrawn
+    said = asyncio.run(_withdraw_unshown(cast(Tokens, cast(Any, FailingRevoke())), "alice"))
+    # then the user is told it is still live and how to put that right
+    assert said == (
+        "the token for 'alice' was created but not shown, and revoking it failed "
+        "(database is locked): revoke it with leaderlog token revoke alice, then create it again"
+    )
+
+
+def test_token_list_as_json_is_indented_as_every_json_answer_is(sqlite_url: str) -> None:
+    # given a token
+    assert CliRunner().invoke(main, ["--db", sqlite_url, "token", "create", "alice"]).exit_code == 0
+    # when tokens are listed as JSON
+    listed = CliRunner().invoke(main, ["--db", sqlite_url, "token", "list", "--json"])
+    # then the JSON is indented by two spaces, one member a line
+    assert listed.exit_code == 0, listed.output
+    assert listed.stdout.startswith('[\n  {\n    "created_at": ')

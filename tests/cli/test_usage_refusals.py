@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import os
 import sqlite3
 import subprocess
@@ -11,7 +12,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from leaderlog.cli import main
+from leaderlog.cli import _terminal, main
 from tests.cli.test_serve_commands import occupied_port
 from tests.conftest import SEEDS, invoke, ok
 
@@ -222,3 +223,12 @@ def test_an_option_given_without_its_value_is_shown_with_the_commands_usage(
     assert "--help' for help." in result.stderr
     assert "requires an argument" in result.stderr
     assert result.stdout == ""
+
+
+def test_a_closed_stream_is_no_terminal_to_draw_bars_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    # given no TTY_COMPATIBLE saying either way, and a stream that has been closed
+    monkeypatch.delenv("TTY_COMPATIBLE", raising=False)
+    closed = io.StringIO()
+    closed.close()
+    # when it is asked whether it redraws lines, then it does not (its isatty() raises)
+    assert _terminal._a_terminal(closed) is False

@@ -387,3 +387,11 @@ async def test_a_mistyped_source_id_is_answered_closest_first(seeded_log: EventL
         "unknown source 'fox-ice-shakup-2025-06'; did you mean fox-ice-shakeup-2025-06 (E) or "
         f"{FOX} (Fox News)?"
     )
+
+
+def test_a_leap_second_whose_utc_moment_is_before_year_1_is_no_real_time() -> None:
+    # given a leap second an hour ahead of UTC on the first day there is
+    # (its UTC moment would fall in year 0, which datetime cannot hold)
+    # when it is read as a bound, then it is refused as no real time, not an OverflowError
+    with pytest.raises(InvalidQuery, match="is not a real time of a calendar day"):
+        parse_time("0001-01-01T00:59:60+01:00", "from", end_of_day=False)

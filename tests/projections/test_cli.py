@@ -13,6 +13,7 @@ from click.testing import CliRunner, Result
 
 import leaderlog.cli.projection_commands  # noqa: F401  (registers the commands on main)
 from leaderlog.cli import main
+from leaderlog.cli._app import escaped
 from leaderlog.projections import BUILTIN, ProjectionRunner
 from leaderlog.projections.audit import AuditProjection
 from tests.conftest import ROOT, invoke, ok
@@ -1274,3 +1275,19 @@ def test_forgetting_as_json_gives_the_name_the_tables_dropped_and_the_position(
     answer = as_json(invoke(db, "projections", "--forget", "seen", "--json"))
     # then the answer says which, the tables dropped, and where its checkpoint was
     assert answer == {"forgot": "seen", "tables": ["p_seen_seen"], "position": 29}
+
+
+def test_c1_control_characters_in_stored_text_are_shown_escaped() -> None:
+    # given text holding C1 controls (0x9b is the one-byte CSI some terminals obey,
+    # 0x85 a line break to some readers) and DEL
+    text = "ice\x9b2Jhead\x85er\x7f"
+    # when it is printed by a command, then each is shown escaped, not sent raw
+    assert escaped(text) == "ice\\x9b2Jhead\\x85er\\x7f"
+
+
+def test_bidirectional_isolates_in_stored_text_are_shown_escaped() -> None:
+    # given text holding the bidirectional isolates (LRI, RLI, FSI, PDI), which reorder
+    # what follows them on the line as the overrides do
+    text = "a\u2066b\u2067c\u2068d\u2069e"
+    # when it is printed by a command, then each is shown escaped
+    assert escaped(text) == "a\\u2066b\\u2067c\\u2068d\\u2069e"
