@@ -836,7 +836,12 @@ class EventLog:
     @classmethod
     async def open(cls, url: str | None = None, *, create: bool = True) -> EventLog:
         """The log at ``url``; ``create=False`` refuses a log that does not exist (a missing
-        SQLite file, or a PostgreSQL database without the log's tables)."""
+        SQLite file, or a PostgreSQL database without the log's tables).
+
+        Raises :class:`StoreUnavailable` (or its kinds :class:`StoreBusy`,
+        :class:`StoreUnreachable`, :class:`StoreReadOnly`) when the log cannot be opened as
+        given, :class:`StoreError` for a damaged SQLite file, and TypeError for a URL that is
+        not text."""
         return cls(await open_store(url, create=create))
 
     async def close(self) -> None:
@@ -873,6 +878,11 @@ class EventLog:
         ``expected_version`` guards the stream of the first event (give events of other
         streams their own calls, or records with their own, to guard those). ``meta`` goes
         with every event; it must read back as given (:func:`check_meta`).
+
+        Returns an :class:`AppendOutcome`. Raises :class:`BatchError` for an event or
+        argument refused (its ``problems`` are :class:`RecordError` and
+        :class:`DomainError`), :class:`ConcurrencyError` for a stale ``expected_version``,
+        and :class:`StoreUnavailable` once the log is closed or its database cannot answer.
         """
         events = _listed(events, _EVENT_CLASSES, "events", "event models")
         for index, event in enumerate(events):
@@ -914,6 +924,9 @@ class EventLog:
         transaction, under the writers' lock: a row it finds refuses the batch (see
         :class:`AppendGuard`). ``progress`` is told how far the append has got (see
         :data:`AppendProgress`).
+
+        Raises as :meth:`append_events` does, and :class:`DuplicateEventError` for an
+        ``event_id`` already stored with other content.
         """
         records = _listed(records, Record, "records", "Record")
         if labels is not None:

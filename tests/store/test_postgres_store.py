@@ -9,7 +9,8 @@ import errno
 import socket
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Coroutine
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import anyio
@@ -1015,17 +1016,18 @@ async def test_runners_starting_together_on_a_new_log_list_its_projections(
             await opened.close()
 
 
+def _error_in_another_loop(call: Callable[[], Coroutine[Any, Any, object]]) -> BaseException | None:
+    """What ``call()`` raises when run in an event loop of its own."""
+    try:
+        asyncio.run(call())
+    except BaseException as error:
+        return error
+    return None
+
+
 async def test_a_store_used_from_another_event_loop_says_so(store: PostgresStore) -> None:
     await store.append([event("a")], actor="t")
-
-    def in_another_loop() -> BaseException | None:
-        try:
-            asyncio.run(store.count())
-        except BaseException as error:
-            return error
-        return None
-
-    failure = await asyncio.to_thread(in_another_loop)
+    failure = await asyncio.to_thread(_error_in_another_loop, store.count)
     assert isinstance(failure, RuntimeError)
     assert "opened in another event loop; open one store (or EventLog) per event loop" in str(
         failure
@@ -1248,3 +1250,40 @@ async def test_a_connection_lost_after_its_work_is_given_back_without_an_error(
         # and the store goes on with another connection
         await store.append([event("after")], actor="t")
         assert (await store.head())[0] == 1
+
+
+async def test_a_store_closed_from_another_event_loop_says_so(store: PostgresStore) -> None:
+    # given a store opened in this loop
+    await store.append([event("a")], actor="t")
+    # when another loop closes it, then it is told to close it in its own loop, as a read
+    # from there is (rather than asyncpg's error from deep in its pool)
+    failure = await asyncio.wait_for(asyncio.to_thread(_error_in_another_loop, store.close), 30)
+    assert isinstance(failure, RuntimeError)
+    assert "opened in another event loop; open one store (or EventLog) per event loop" in str(
+        failure
+    )
+    # and the store is left as it was, to be closed where it was opened
+    assert not store.closed
+    assert await store.count() == 1
+
+
+def test_a_store_whose_loop_has_ended_closed_from_another_says_so(postgres_url: str) -> None:
+    async def open_in_a_loop_that_ends(url: str) -> PostgresStore:
+        opened = await PostgresStore.open(url)
+        await opened.append([event("a")], actor="t")
+        return opened
+
+    async def scenario() -> BaseException | None:
+        async with postgres_schema(postgres_url) as url:
+            # given a store whose event loop has ended (asyncio.run in a thread)
+            opened = await asyncio.to_thread(asyncio.run, open_in_a_loop_that_ends(url))
+            # when this loop closes it, then the error says why, not "Event loop is closed"
+            try:
+                await opened.close()
+            except BaseException as error:
+                return error
+            return None
+
+    failure = asyncio.run(scenario())
+    assert isinstance(failure, RuntimeError)
+    assert "opened in another event loop" in str(failure)

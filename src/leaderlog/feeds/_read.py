@@ -20,6 +20,7 @@ from leaderlog.projections.feed_entries import (
     FeedEntriesProjection,
 )
 from leaderlog.store import EventStore
+from leaderlog.store.base import checked_store
 
 __all__ = ["EntityRow", "FeedReader", "Head", "PageInfo"]
 
@@ -59,7 +60,7 @@ class EntityRow:
 
 class FeedReader:
     def __init__(self, store: EventStore) -> None:
-        self.store = store
+        self.store = checked_store(store, "FeedService")
 
     async def checkpoint(self) -> int | None:
         """The feed entries' checkpoint (None before they were ever built); raises

@@ -142,7 +142,10 @@ def _feed_base(address: str) -> str:
 class FeedRequest:
     """One feed document asked for: whose feed (``scope``), in which format (``atom``,
     ``rss`` or ``json``) and language (one of :data:`LANGUAGES`), with its links made from
-    ``base_url``; ``page`` an archive page (None: the subscription document)."""
+    ``base_url``; ``page`` an archive page (None: the subscription document).
+
+    Raises :class:`FeedError` for an unknown format or a base that is no http(s) address,
+    and :class:`UnknownLanguage` for a language not offered, as it is made."""
 
     scope: Scope
     format: FeedFormat
@@ -153,6 +156,12 @@ class FeedRequest:
     explicit_lang: bool = False
 
     def __post_init__(self) -> None:
+        if not isinstance(self.scope, Scope):
+            # A text ("org:ice") would fail deep in the rendering, on its missing .key.
+            raise TypeError(
+                f"scope must be a Scope (Scope.parse({self.scope!r:.80})), "
+                f"not {type(self.scope).__name__}"
+            )
         if self.format not in FORMATS:
             raise FeedError(f"unknown feed format {self.format!r}; known: {', '.join(FORMATS)}")
         # Held to what --lang and --base-url take, for a request made without them: a tag in
@@ -540,7 +549,14 @@ class FeedService:
         Its entries are read over several queries while the projection may move on: a
         document whose scope moved meanwhile is read again at the new position, so that what
         is sent always matches its ETag (a subscription document marked complete and missing
-        an entry would make readers drop it)."""
+        an entry would make readers drop it).
+
+        Raises :class:`FeedNotFound` for a scope or archive page that does not exist,
+        :class:`ProjectionError` while the feed entries were never built, and
+        :class:`StoreUnavailable` when the database cannot answer (or the log keeps moving
+        while the document is read). A document asked for right after the projection
+        moved on may still be the one before for up to ``poll_interval`` seconds: call
+        :meth:`invalidate` after catching up to see it at once."""
         for _ in range(_RENDER_TRIES):
             try:
                 return await self._render_at_its_position(request)

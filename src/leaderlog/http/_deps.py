@@ -346,7 +346,15 @@ def _path_parameters_as_sent(request: Request) -> Iterator[tuple[str, str]]:
 def services_of(request: Request) -> Services:
     """The app's services, for a request about the log: a :class:`LogRemoved` once the log
     was found removed (every such route reaches the log through here)."""
-    services: Services = request.app.state.services
+    services: Services | None = getattr(request.app.state, "services", None)
+    if services is None:
+        # Made by the app's lifespan, which Starlette does not run for an app mounted in
+        # another (app.mount): the request would fail on app.state, saying nothing of why.
+        raise RuntimeError(
+            "leaderlog's app has not started: its lifespan has not run (an app mounted in "
+            "another one is not started by it; enter `leaderlog_app.router.lifespan_context("
+            "leaderlog_app)` in your app's lifespan)"
+        )
     services.refuse_once_removed()
     return services
 

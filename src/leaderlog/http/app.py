@@ -342,6 +342,11 @@ def create_app(
     ``public_url``: the address readers reach the server at (``https://feeds.example.org``),
     used in every link instead of the request's Host header; raises ValueError if it is not
     an http(s) URL without query or fragment.
+
+    The app opens the log (one given as a URL; a log given is left open), catches up and
+    follows the projections in its lifespan. Mounted in another app (``app.mount("/leaders",
+    leaderlog_app)``), whose server does not run a mounted app's lifespan, enter it from
+    yours: ``async with leaderlog_app.router.lifespan_context(leaderlog_app): yield``.
     """
     public = check_public_url(public_url) if public_url is not None else None
 

@@ -68,7 +68,7 @@ from leaderlog.projections.query_input import (
     parse_known_at,
     parse_time,
 )
-from leaderlog.store.base import EventStore, storable
+from leaderlog.store.base import EventStore, checked_store, storable
 
 __all__ = ["AUDIT_FILTERS", "EntityKind", "Queries"]
 
@@ -161,7 +161,7 @@ class Queries:
     """Answers over the built-in projections of one store."""
 
     def __init__(self, store: EventStore) -> None:
-        self.store = store
+        self.store = checked_store(store, "Queries")
 
     # --- the two time axes -------------------------------------------------------------------
 

@@ -63,7 +63,7 @@ from leaderlog.projections.base import (
     payload,
     shared_decoding,
 )
-from leaderlog.store.base import FOREIGN_KEYS_QUERY, TABLES_QUERY, EventStore
+from leaderlog.store.base import FOREIGN_KEYS_QUERY, TABLES_QUERY, EventStore, checked_store
 
 __all__ = [
     "LeftOut",
@@ -220,7 +220,7 @@ class ProjectionRunner:
         user_apply_seconds: float | None = None,
         rest_after_failure: bool = False,
     ) -> None:
-        self.store = store
+        self.store = checked_store(store, "ProjectionRunner")
         self.user_apply_seconds = (
             USER_APPLY_SECONDS if user_apply_seconds is None else user_apply_seconds
         )
@@ -960,7 +960,11 @@ class ProjectionRunner:
         return stand_in
 
     async def catch_up(self, progress: Progress | None = None) -> int:
-        """Bring every projection to the current head of the log; returns that position."""
+        """Bring every projection to the current head of the log; returns that position.
+
+        Raises :class:`ProjectionFailed` (its ``failures`` name each projection that raised)
+        once every other projection has reached the head, and :class:`StoreUnavailable` when
+        the database cannot answer or the store is closed."""
         try:
             await self.prepare()
             head = await self._run(self.projections, progress)

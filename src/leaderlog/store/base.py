@@ -49,6 +49,7 @@ __all__ = [
     "WriteProgressReporter",
     "call_progress",
     "chain_hash",
+    "checked_store",
     "plan_rows",
     "storable",
 ]
@@ -1200,6 +1201,18 @@ class EventStore(abc.ABC):
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.close()
+
+
+def checked_store(store: EventStore, taker: str) -> EventStore:
+    """``store``, once it is found to be an :class:`EventStore`: anything else (an
+    ``EventLog``, most likely) would fail only at its first query, as a projection never
+    built, whose advice to rebuild it mends nothing."""
+    if not isinstance(store, EventStore):
+        raise TypeError(
+            f"{taker} takes an EventStore (from open_store(), or an EventLog's .store), "
+            f"not {type(store).__name__}"
+        )
+    return store
 
 
 def utc_now() -> dt.datetime:

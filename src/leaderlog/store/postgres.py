@@ -1326,6 +1326,9 @@ class PostgresStore(EventStore):
         return True
 
     async def close(self) -> None:
+        """Close the connections, in the event loop that opened them: from another (or
+        once that loop has ended) asyncpg could only fail saying the loop is closed."""
+        self._in_its_loop()
         self._closed = True
         listener, self._listener = self._listener, None
         if listener is not None:
