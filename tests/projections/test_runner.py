@@ -450,6 +450,31 @@ async def test_follow_goes_on_with_the_others_when_a_projection_fails(
         await asyncio.wait_for(follower, timeout=10)
 
 
+async def test_a_run_reading_events_appended_after_its_head_says_the_others_stand_past_it(
+    seeded_log: EventLog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # given a projection failing on the last event, and the head read one event short of it,
+    # as when an event is appended between reading the head and reading the page
+    exploding = Exploding()
+    exploding.fail_at = SEED_COUNT
+    runner = ProjectionRunner(seeded_log.store, [LeadershipProjection(), exploding])
+    (one_short,) = await seeded_log.store.read_all(after=SEED_COUNT - 2, limit=1)
+
+    async def head_read_one_short() -> tuple[int, str]:
+        return one_short.position, one_short.hash
+
+    monkeypatch.setattr(seeded_log.store, "head", head_read_one_short)
+    # when it catches up, reading a page that holds that event too
+    with pytest.raises(ProjectionFailed) as raised:
+        await runner.catch_up()
+    # then it says the others stand at that event: a follower waiting for events past the
+    # head it read would have tried the failing projection again at once, with nothing new
+    assert raised.value.position == SEED_COUNT
+    monkeypatch.undo()
+    checkpoints = {status.name: status.checkpoint for status in await runner.status()}
+    assert checkpoints["leadership"] == SEED_COUNT
+
+
 class Trespassing(Exploding):
     """Declares the log's own table as one of its tables: a rebuild would drop it."""
 

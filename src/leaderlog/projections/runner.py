@@ -747,7 +747,8 @@ class ProjectionRunner:
         return {str(name): (int(version), int(position)) for name, version, position in rows}
 
     async def _run(self, projections: Sequence[Projection], progress: Progress | None) -> int:
-        """Apply pages until the named projections reach today's head; returns that head.
+        """Apply pages until the named projections reach today's head; returns where they
+        stand (past that head when a page read holds events appended since).
 
         A projection that raises is left where it was and the others go on; at the end,
         :class:`ProjectionFailed` names each one that stopped.
@@ -791,6 +792,9 @@ class ProjectionRunner:
         ahead_after = -1
         backlog = target - min((stored.get(p.name, (0, 0))[1] for p in projections), default=0)
         applied, next_refresh = 0, self.refresh_statistics_after
+        # A page may hold events appended after the head was read: the others stand there, and
+        # a follower waiting for events past the head would retry a failing projection at once.
+        reached = target
         try:
             with few_collections(backlog):
                 while True:
@@ -848,6 +852,7 @@ class ProjectionRunner:
                         await self._apply_page(projections, events)
                     )
                     self._read_through = (events[-1].position, events[-1].hash)
+                    reached = max(reached, events[-1].position)
                     if failed:
                         failures += failed
                         stopped = {failure.name for failure in failed}
@@ -870,8 +875,8 @@ class ProjectionRunner:
             self.failing.pop(projection.name, None)
         self.failing.update((failure.name, failure) for failure in failures)
         if failures:
-            raise ProjectionFailed(failures, position=target)
-        return target
+            raise ProjectionFailed(failures, position=reached)
+        return reached
 
     def _rebuilt_elsewhere(
         self, projection: Projection, version: int, position: int
