@@ -687,6 +687,19 @@ def test_a_refused_value_names_its_option_as_click_does(
     assert f"Error: Invalid value for {named}: " in result.stderr
 
 
+def probe_built_then_clashing_with_probe_x(db: str, folder: Path) -> None:
+    """User projections probe and probe_x built, then probe's module edited to create a table
+    of probe_x's."""
+    for name in ("probe", "probe_x"):
+        build_user_projection(db, folder, name)
+    clashing = seen_projection_module(
+        "probe",
+        more_schema="'CREATE TABLE IF NOT EXISTS p_probe_x_more (b TEXT)'",
+        more_tables="'p_probe_x_more'",
+    )
+    (folder / "probe.py").write_text(clashing, encoding="utf-8")
+
+
 @pytest.mark.parametrize("command", COMMANDS)
 def test_every_command_help_has_an_example(command: str) -> None:
     text = ok(CliRunner().invoke(main, [command, "--help"]))
@@ -698,14 +711,7 @@ def test_a_user_projection_clashing_with_another_is_left_out_and_the_rest_runs(
     db: str, folder: Path
 ) -> None:
     # given two user projections built, then one edited to create a table of the other's
-    for name in ("probe", "probe_x"):
-        build_user_projection(db, folder, name)
-    clashing = seen_projection_module(
-        "probe",
-        more_schema="'CREATE TABLE IF NOT EXISTS p_probe_x_more (b TEXT)'",
-        more_tables="'p_probe_x_more'",
-    )
-    (folder / "probe.py").write_text(clashing, encoding="utf-8")
+    probe_built_then_clashing_with_probe_x(db, folder)
     ok(invoke(db, "import", "-", stdin=ANOTHER_CLAIM))
     clash = (
         f"{folder / 'probe.py'}: table 'p_probe_x_more': it belongs to projection probe_x; its "
@@ -738,14 +744,7 @@ def test_a_projection_listed_as_not_loaded_for_a_clash_can_be_forgotten(
     db: str, folder: Path
 ) -> None:
     # given two user projections built, then one edited to create a table of the other's
-    for name in ("probe", "probe_x"):
-        build_user_projection(db, folder, name)
-    clashing = seen_projection_module(
-        "probe",
-        more_schema="'CREATE TABLE IF NOT EXISTS p_probe_x_more (b TEXT)'",
-        more_tables="'p_probe_x_more'",
-    )
-    (folder / "probe.py").write_text(clashing, encoding="utf-8")
+    probe_built_then_clashing_with_probe_x(db, folder)
     statuses = {s["name"]: s for s in as_json(invoke(db, "projections", "--json"))}
     assert statuses["probe"]["problem"].startswith("not loaded: ")
     # when it is forgotten, then its own tables go, not the other's, and the module is named
@@ -1291,3 +1290,30 @@ def test_bidirectional_isolates_in_stored_text_are_shown_escaped() -> None:
     text = "a\u2066b\u2067c\u2068d\u2069e"
     # when it is printed by a command, then each is shown escaped
     assert escaped(text) == "a\\u2066b\\u2067c\\u2068d\\u2069e"
+
+
+@pytest.mark.parametrize(
+    "query",
+    [("state", "--org", "ice-hsi"), ("history", "--org", "dhs"), ("audit", "--status", "disputed")],
+)
+def test_a_clashing_module_is_warned_about_by_a_query_with_nothing_to_apply(
+    db: str, folder: Path, query: tuple[str, ...]
+) -> None:
+    # given two user projections built to the head, then one edited to create a table of the
+    # other's, with no event appended since
+    probe_built_then_clashing_with_probe_x(db, folder)
+    statuses = json.loads(ok(invoke(db, "projections", "--json")))
+    assert all(status["lag"] == 0 for status in statuses)
+    # when a query runs, with nothing to apply
+    answered = invoke(db, *query)
+    # then it warns that probe is left out, as a run with events to apply does
+    ok(answered)
+    assert answered.stderr == (
+        f"warning: projection probe is left out: {folder / 'probe.py'}: table "
+        "'p_probe_x_more': it belongs to projection probe_x; its names start with p_probe_; "
+        "it stays at position 29 until that is fixed (a running server loads its module again "
+        "when restarted)\n"
+    )
+    # and nothing was written: probe stays where it was
+    statuses = json.loads(ok(invoke(db, "projections", "--json")))
+    assert {status["name"]: status["checkpoint"] for status in statuses}["probe"] == 29

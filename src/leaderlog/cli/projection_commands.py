@@ -128,7 +128,16 @@ async def _catch_up(runner: ProjectionRunner) -> None:
         for status in statuses
     ):
         # Nothing to apply: no write transaction either, which would wait for (and, past the
-        # busy timeout, fail beside) another process writing, such as a long import.
+        # busy timeout, fail beside) another process writing, such as a long import. Those
+        # left out are reported all the same, as a run with events to apply reports them.
+        checkpoints = {status.name: status.checkpoint for status in every}
+        left_out = [
+            projection.failure(checkpoints[projection.name])
+            for projection in runner.projections
+            if isinstance(projection, LeftOut) and projection.name in checkpoints
+        ]
+        if left_out:
+            raise ProjectionFailed(left_out, position=statuses[0].head)
         return
     start, head = events_to_apply(runner, every)
     if head - start < PROGRESS_THRESHOLD:

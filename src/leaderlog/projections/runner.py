@@ -55,6 +55,7 @@ from leaderlog.projections._isolation import (
 )
 from leaderlog.projections._sql import marks
 from leaderlog.projections.base import (
+    _DDL,
     CHECKPOINT_SCHEMA,
     Projection,
     ProjectionTransaction,
@@ -182,6 +183,17 @@ class NotLoaded(NamedTuple):
     version: int
     position: int
     error: ProjectionError
+
+
+def _schema_tables(projection: Projection) -> set[str]:
+    """The tables ``schema()`` creates (lower-case), as far as they are also listed."""
+    listed = {table.lower() for table in projection.tables()}
+    created = set()
+    for statement in projection.schema():
+        found = _DDL.match(statement)
+        if found is not None and found.group(1).upper() == "TABLE":
+            created.add(found.group(2).lower())
+    return created & listed
 
 
 class ProjectionStatus(NamedTuple):
@@ -423,6 +435,10 @@ class ProjectionRunner:
             stored = await self._checkpoints(tx)
             rows = await tx.fetchall("SELECT MAX(position) FROM events")
             head = int(rows[0][0] or 0)
+            existing = {
+                str(table).lower()
+                for (table,) in await tx.fetchall(TABLES_QUERY[self.store.dialect])
+            }
             for projection in self.projections:
                 if isinstance(projection, LeftOut):
                     continue
@@ -436,6 +452,22 @@ class ProjectionRunner:
                             or found[0] != projection.version
                             or not 0 < found[1] <= head
                         ):
+                            await self._reset(tx, projection)
+                            continue
+                        missing = sorted(_schema_tables(projection) - existing)
+                        if missing:
+                            # Created now, it would hold only the events after the
+                            # checkpoint: a table added or renamed without a new version, or
+                            # one dropped by hand. Built again, it holds the whole log.
+                            logger.warning(
+                                "projection %s is built again from the log: %s, which its "
+                                "schema() creates, was not in the database at position %d "
+                                "(a table added or renamed without a new version, or "
+                                "dropped)",
+                                projection.name,
+                                ", ".join(missing),
+                                found[1],
+                            )
                             await self._reset(tx, projection)
                             continue
                         async with self._confined(tx, projection):
