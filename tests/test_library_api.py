@@ -121,3 +121,13 @@ def test_a_feed_request_whose_scope_is_text_says_to_parse_it() -> None:
     assert FeedRequest(Scope.parse("org:ice"), "atom", "en", "https://example.org").scope.key == (
         "org:ice"
     )
+
+
+async def test_an_event_log_given_to_runner_for_is_refused_naming_runner_for(
+    seeded_log: EventLog,
+) -> None:
+    # given a log, when it is given to runner_for where its store is wanted
+    given: Any = seeded_log
+    # then the refusal names the function called, not a class the caller never named
+    with pytest.raises(TypeError, match=r"^runner_for takes an EventStore .*\.store"):
+        await runner_for(given)

@@ -97,3 +97,16 @@ async def test_a_tab_is_refused_in_an_id_but_taken_in_a_name_filter(seeded_log: 
     # when a name filter holds one, then it is looked up (no source has it here)
     with pytest.raises(UnknownEntity, match="no source has the publisher"):
         await queries.audit(publisher="Fox\tNews")
+
+
+@pytest.mark.parametrize(("given", "whole"), [(" 22.0 ", 22), ("22.5", 22), ("0.", 0)])
+def test_a_known_at_position_written_as_a_decimal_is_refused_naming_a_whole_number(
+    given: str, whole: int
+) -> None:
+    # given a position written with a decimal point (spaces around it, as a whole number
+    # may have), when it is read as a known-at, then it is named a whole number, not a time
+    with pytest.raises(InvalidQuery) as refused:
+        parse_known_at(given)
+    assert str(refused.value) == (
+        f"known-at position is a whole number, such as {whole}; got {given!r}"
+    )

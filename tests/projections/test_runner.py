@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import sqlite3
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
@@ -450,6 +451,25 @@ async def test_follow_goes_on_with_the_others_when_a_projection_fails(
         await asyncio.wait_for(follower, timeout=10)
 
 
+async def head_read_one_event_short(
+    log: EventLog, monkeypatch: pytest.MonkeyPatch, *, reads: int | None = None
+) -> None:
+    """The store's head read one event short of the log, as when an event is appended between
+    reading the head and reading the page: the first ``reads`` times, or every time."""
+    (one_short,) = await log.store.read_all(after=SEED_COUNT - 2, limit=1)
+    real_head = log.store.head
+    short = 0
+
+    async def head() -> tuple[int, str]:
+        nonlocal short
+        if reads is not None and short >= reads:
+            return await real_head()
+        short += 1
+        return one_short.position, one_short.hash
+
+    monkeypatch.setattr(log.store, "head", head)
+
+
 async def test_a_run_reading_events_appended_after_its_head_says_the_others_stand_past_it(
     seeded_log: EventLog, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -458,12 +478,7 @@ async def test_a_run_reading_events_appended_after_its_head_says_the_others_stan
     exploding = Exploding()
     exploding.fail_at = SEED_COUNT
     runner = ProjectionRunner(seeded_log.store, [LeadershipProjection(), exploding])
-    (one_short,) = await seeded_log.store.read_all(after=SEED_COUNT - 2, limit=1)
-
-    async def head_read_one_short() -> tuple[int, str]:
-        return one_short.position, one_short.hash
-
-    monkeypatch.setattr(seeded_log.store, "head", head_read_one_short)
+    await head_read_one_event_short(seeded_log, monkeypatch)
     # when it catches up, reading a page that holds that event too
     with pytest.raises(ProjectionFailed) as raised:
         await runner.catch_up()
@@ -1635,3 +1650,73 @@ async def test_a_catch_up_the_database_refuses_says_why_until_one_gets_through(
             other.commit()
         await runner.catch_up()
         assert runner.stalled is None
+
+
+class GoingOnSlowly(Exploding):
+    """Never fails; the runner has found it slow and gives it smaller pages."""
+
+    name: ClassVar[str] = "slowly"
+
+
+def failing_last_beside_one_in_smaller_pages(log: EventLog) -> ProjectionRunner:
+    """A runner over a projection failing on the seeds' last event and one the runner has
+    found slow, given pages one event short of the seeds (as after it ran out of time)."""
+    exploding = Exploding()
+    exploding.fail_at = SEED_COUNT
+    runner = ProjectionRunner(log.store, [exploding, GoingOnSlowly()])
+    runner._smaller_pages[GoingOnSlowly.name] = SEED_COUNT - 1
+    return runner
+
+
+async def test_a_failure_never_says_the_others_stand_past_one_going_on_in_smaller_pages(
+    seeded_log: EventLog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # given a projection failing on the last event, another going on in pages one event short
+    # of the log (as after it ran out of time), and the head read one event short, as when an
+    # event is appended between reading the head and reading the page
+    runner = failing_last_beside_one_in_smaller_pages(seeded_log)
+    await head_read_one_event_short(seeded_log, monkeypatch)
+    # when it catches up, reading a page that holds that event too
+    with pytest.raises(ProjectionFailed) as raised:
+        await runner.catch_up()
+    monkeypatch.undo()
+    # then the position it gives, which a follower waits to see passed before trying again,
+    # is one the projection going on has reached: else it would stay behind, with the events
+    # it lacks already in the log, until another event is appended
+    checkpoints = {status.name: status.checkpoint for status in await runner.status()}
+    assert checkpoints[GoingOnSlowly.name] >= raised.value.position
+
+
+async def test_a_follower_brings_one_going_on_in_smaller_pages_to_the_head_beside_a_failure(
+    seeded_log: EventLog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # given the same, followed
+    runner = failing_last_beside_one_in_smaller_pages(seeded_log)
+    await head_read_one_event_short(seeded_log, monkeypatch, reads=1)
+    stop = asyncio.Event()
+    follower = asyncio.create_task(runner.follow(poll_interval=0.05, stop=stop))
+    try:
+        # when it follows, with no event appended
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+            checkpoints = {s.name: s.checkpoint for s in await runner.status()}
+            if checkpoints[GoingOnSlowly.name] == SEED_COUNT:
+                break
+        # then the projection that goes on has reached the head
+        assert checkpoints[GoingOnSlowly.name] == SEED_COUNT
+    finally:
+        stop.set()
+        await asyncio.wait_for(follower, timeout=10)
+
+
+async def test_a_run_reading_events_appended_after_its_head_returns_where_they_stand(
+    seeded_log: EventLog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # given the head read one event short of the log, as when an event is appended between
+    # reading the head and reading the page
+    runner = ProjectionRunner(seeded_log.store, [GoingOnSlowly()])
+    await head_read_one_event_short(seeded_log, monkeypatch)
+    # when it catches up, reading a page that holds that event too, then it says it stands
+    # there (a follower then waits for events after it, not after the head it read)
+    assert await runner.catch_up() == SEED_COUNT

@@ -92,3 +92,53 @@ async def test_postgres_a_table_added_without_a_new_version_is_filled_from_the_w
     seeded_postgres_log: EventLog,
 ) -> None:
     await test_a_table_added_without_a_new_version_is_filled_from_the_whole_log(seeded_postgres_log)
+
+
+class CountingInCapitals(Counting):
+    """Its tables created in another case, with lower-case keywords after a line break."""
+
+    name: ClassVar[str] = "capitals"
+    names: ClassVar[tuple[str, ...]] = ("p_capitals_rows",)
+
+    def schema(self) -> Sequence[str]:
+        return tuple(
+            f"\n  create table if not exists {table.upper()} (position BIGINT PRIMARY KEY)"
+            for table in self.names
+        )
+
+
+class CountingInCapitalsInTwoTables(CountingInCapitals):
+    names: ClassVar[tuple[str, ...]] = ("p_capitals_rows", "p_capitals_more")
+
+
+async def a_table_named_in_another_case_rebuilds_only_when_it_is_missing(
+    log: EventLog, caplog: pytest.LogCaptureFixture
+) -> None:
+    # given a projection whose schema() names its tables in capitals, built to the head
+    with caplog.at_level("WARNING", logger="leaderlog.projections"):
+        await ProjectionRunner(log.store, [CountingInCapitals()]).catch_up()
+        (position,) = await append(log, [json.loads(ANOTHER_CLAIM)])
+        # when it catches up again with its tables all there
+        await ProjectionRunner(log.store, [CountingInCapitals()]).catch_up()
+    # then it goes on from its checkpoint: the tables are found whatever their case
+    assert "built again" not in caplog.text, caplog.text
+    # and when its module comes to create another table, at the same version
+    with caplog.at_level("WARNING", logger="leaderlog.projections"):
+        await ProjectionRunner(log.store, [CountingInCapitalsInTwoTables()]).catch_up()
+    # then that table is found missing, and filled from the whole log
+    assert "p_capitals_more" in caplog.text and "built again" in caplog.text
+    assert await _positions(log, "p_capitals_more") == list(range(1, position + 1))
+
+
+async def test_a_table_named_in_another_case_rebuilds_only_when_it_is_missing(
+    seeded_log: EventLog, caplog: pytest.LogCaptureFixture
+) -> None:
+    await a_table_named_in_another_case_rebuilds_only_when_it_is_missing(seeded_log, caplog)
+
+
+async def test_postgres_a_table_named_in_another_case_rebuilds_only_when_it_is_missing(
+    seeded_postgres_log: EventLog, caplog: pytest.LogCaptureFixture
+) -> None:
+    await a_table_named_in_another_case_rebuilds_only_when_it_is_missing(
+        seeded_postgres_log, caplog
+    )

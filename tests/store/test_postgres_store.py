@@ -1267,23 +1267,41 @@ async def test_a_store_closed_from_another_event_loop_says_so(store: PostgresSto
     assert await store.count() == 1
 
 
-def test_a_store_whose_loop_has_ended_closed_from_another_says_so(postgres_url: str) -> None:
-    async def open_in_a_loop_that_ends(url: str) -> PostgresStore:
+def _closed_from_this_loop(postgres_url: str, *, closed_there: bool) -> BaseException | None:
+    """What closing a store raises in a new event loop, the store opened (with an event
+    appended), or opened and closed, in a loop that has ended since."""
+
+    async def opened_in_a_loop_that_ends(url: str) -> PostgresStore:
         opened = await PostgresStore.open(url)
         await opened.append([event("a")], actor="t")
+        if closed_there:
+            await opened.close()
         return opened
 
     async def scenario() -> BaseException | None:
         async with postgres_schema(postgres_url) as url:
-            # given a store whose event loop has ended (asyncio.run in a thread)
-            opened = await asyncio.to_thread(asyncio.run, open_in_a_loop_that_ends(url))
-            # when this loop closes it, then the error says why, not "Event loop is closed"
+            opened = await asyncio.to_thread(asyncio.run, opened_in_a_loop_that_ends(url))
             try:
                 await opened.close()
             except BaseException as error:
                 return error
             return None
 
-    failure = asyncio.run(scenario())
+    return asyncio.run(scenario())
+
+
+def test_a_store_whose_loop_has_ended_closed_from_another_says_so(postgres_url: str) -> None:
+    # given a store whose event loop has ended, when this loop closes it
+    failure = _closed_from_this_loop(postgres_url, closed_there=False)
+    # then the error says why, not "Event loop is closed"
     assert isinstance(failure, RuntimeError)
     assert "opened in another event loop" in str(failure)
+
+
+def test_a_store_closed_in_its_own_loop_may_be_closed_again_from_another(
+    postgres_url: str,
+) -> None:
+    # given a store closed in its own event loop, which has ended since, when another loop
+    # closes it again (a second close, as from a shutdown hook), then nothing is refused:
+    # there is nothing left to close
+    assert _closed_from_this_loop(postgres_url, closed_there=True) is None

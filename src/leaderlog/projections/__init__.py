@@ -32,7 +32,7 @@ from leaderlog.projections.runner import (
     ProjectionRunner,
     ProjectionStatus,
 )
-from leaderlog.store.base import EventStore, SQLValue
+from leaderlog.store.base import EventStore, SQLValue, checked_store
 
 __all__ = [
     "BUILTIN",
@@ -85,6 +85,7 @@ async def runner_for(
     shows why.
     Names in ``also`` must load.
     """
+    checked_store(store, "runner_for")
     if isinstance(also, str):
         # Read as a tuple of its characters, it would be refused for a projection named "t".
         raise ProjectionError(f"also must be a tuple of projection names, not {also!r:.80}")

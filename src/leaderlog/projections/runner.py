@@ -824,8 +824,11 @@ class ProjectionRunner:
         ahead_after = -1
         backlog = target - min((stored.get(p.name, (0, 0))[1] for p in projections), default=0)
         applied, next_refresh = 0, self.refresh_statistics_after
-        # A page may hold events appended after the head was read: the others stand there, and
-        # a follower waiting for events past the head would retry a failing projection at once.
+        # A page may hold events appended after the head was read: the others may stand past
+        # it, and a follower waiting for events past the head would retry a failing projection
+        # at once. Where the slowest of them stands, though: one going on in smaller pages (or
+        # stopped before an event it cannot read) may not have reached the page's end, and a
+        # follower told that position would leave it there until another event is appended.
         reached = target
         try:
             with few_collections(backlog):
@@ -851,6 +854,7 @@ class ProjectionRunner:
                     self._notice_rebuilds(projections, stored)
                     low = min((stored.get(p.name, (0, 0))[1] for p in projections), default=target)
                     if low >= target:
+                        reached = low
                         break
                     try:
                         if ahead is not None and ahead_after == low:
@@ -884,12 +888,14 @@ class ProjectionRunner:
                         await self._apply_page(projections, events)
                     )
                     self._read_through = (events[-1].position, events[-1].hash)
-                    reached = max(reached, events[-1].position)
                     if failed:
                         failures += failed
                         stopped = {failure.name for failure in failed}
                         projections = [p for p in projections if p.name not in stopped]
                         if not projections:
+                            # None goes on: trying them again before an event follows this
+                            # page would read the same events.
+                            reached = max(reached, events[-1].position)
                             break
                     applied += len(events)
                     if applied >= next_refresh:

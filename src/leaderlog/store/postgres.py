@@ -1328,6 +1328,8 @@ class PostgresStore(EventStore):
     async def close(self) -> None:
         """Close the connections, in the event loop that opened them: from another (or
         once that loop has ended) asyncpg could only fail saying the loop is closed."""
+        if self._closed and self._pool.is_closing():
+            return  # closed already (its loop may have ended since): nothing is left to close
         self._in_its_loop()
         self._closed = True
         listener, self._listener = self._listener, None
