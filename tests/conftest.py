@@ -1,10 +1,14 @@
 from __future__ import annotations
 
+import asyncio
 import os
 import socket
-from collections.abc import AsyncIterator
+import uuid
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
+import asyncpg
 import pytest
 from click.testing import CliRunner, Result
 
@@ -18,6 +22,30 @@ POSTGRES_URL = os.environ.get(
 )
 
 
+def free_port(host: str = "127.0.0.1") -> int:
+    """A port on ``host`` for a server the caller starts next, which no other test's server
+    (another pytest-xdist worker's among them) is given meanwhile.
+
+    A port merely bound to learn it and let go is the kernel's to give to the next
+    ``bind((host, 0))`` while the server meant for it is still starting: another worker's
+    server then holds it ("address already in use"), or answers in its place. This one is
+    left in TIME_WAIT for a minute instead, which ``bind(0)`` and outgoing connections pass
+    over, while a server that sets SO_REUSEADDR (``leaderlog serve``, uvicorn and asyncio do)
+    listens on it at once.
+    """
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as listener:
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind((host, 0))
+        listener.listen(1)
+        address = listener.getsockname()
+        with socket.create_connection(address[:2]):
+            accepted, _ = listener.accept()
+            # Closed first on the port's own side: the TIME_WAIT is kept on that port.
+            accepted.close()
+    return int(address[1])
+
+
 def postgres_reachable() -> bool:
     try:
         with socket.create_connection(("127.0.0.1", 5432), timeout=1):
@@ -26,14 +54,44 @@ def postgres_reachable() -> bool:
         return False
 
 
+@pytest.fixture(scope="session")
+def postgres_database() -> Iterator[str]:
+    """The URL of a database of this test process's own on the test server, dropped at the
+    end.
+
+    What PostgreSQL shares across a database would otherwise reach from one pytest-xdist
+    worker's tests into another's: advisory locks above all, as the store takes the same one
+    around schema changes whatever the schema (opening a store, preparing or rebuilding
+    projections), so a rebuild in one worker timed out a test with a short lock_timeout in
+    the other; NOTIFY traffic too. (Roles are the whole server's: tests name theirs uniquely.)
+    """
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    name = f"leaderlog_{worker}_{uuid.uuid4().hex[:12]}"
+
+    async def administer(statement: str) -> None:
+        connection = await asyncpg.connect(POSTGRES_URL)
+        try:
+            await connection.execute(statement)
+        finally:
+            await connection.close()
+
+    asyncio.run(administer(f'CREATE DATABASE "{name}"'))
+    try:
+        yield urlunsplit(urlsplit(POSTGRES_URL)._replace(path=f"/{name}"))
+    finally:
+        asyncio.run(administer(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+
+
 @pytest.fixture
-def postgres_url() -> str:
-    """The test server's URL; skipped locally when it is down, but never in CI."""
+def postgres_url(request: pytest.FixtureRequest) -> str:
+    """The test server's URL, naming this process's own database; skipped locally when the
+    server is down, but never in CI."""
     if not postgres_reachable():
         if os.environ.get("CI") == "true":
             pytest.fail("PostgreSQL is not reachable at 127.0.0.1:5432 and CI=true")
         pytest.skip("PostgreSQL is not reachable at 127.0.0.1:5432")
-    return POSTGRES_URL
+    url: str = request.getfixturevalue("postgres_database")
+    return url
 
 
 @pytest.fixture

@@ -33,7 +33,7 @@ from leaderlog.projections import runner_for
 from leaderlog.tokens import Tokens
 from tests.cli.terminal import drawn_on_a_terminal
 from tests.cli.test_log_commands import organisations_file
-from tests.conftest import ROOT, SEEDS
+from tests.conftest import ROOT, SEEDS, free_port
 from tests.http.server import confirm_as_another_writer
 from tests.projections.logs import (
     ANOTHER_CLAIM,
@@ -167,7 +167,8 @@ def test_serve_help_examples_are_commands_or_comments() -> None:
 def test_serve_reports_a_database_it_cannot_open_in_one_line(tmp_path: Path) -> None:
     # No server starts: the database is opened (and seeded) before uvicorn is.
     missing = tmp_path / "no-such-folder" / "leaderlog.db"
-    result = CliRunner().invoke(main, ["--db", f"sqlite:///{missing}", "serve", "--port", "1"])
+    port = str(free_port())
+    result = CliRunner().invoke(main, ["--db", f"sqlite:///{missing}", "serve", "--port", port])
     assert result.exit_code == 1
     assert result.stderr.endswith(
         f"error: cannot create {missing}: folder {missing.parent} does not exist\n"
@@ -232,7 +233,10 @@ def test_serve_names_the_seed_file_that_is_bad(
     )
     (tmp_path / "seeds" / "b.jsonl").write_text('{"type": "org.registered"}\n')
     monkeypatch.chdir(tmp_path)
-    result = CliRunner().invoke(main, ["--db", "sqlite:///leaderlog.db", "serve", "--port", "1"])
+    # (on a port of its own: a fixed one is held meanwhile by this test in another worker,
+    # and below 1024 only root may listen)
+    port = str(free_port())
+    result = CliRunner().invoke(main, ["--db", "sqlite:///leaderlog.db", "serve", "--port", port])
     assert result.exit_code == 1
     assert "b.jsonl line 1: " in result.stderr, result.stderr
     # the whole of a.jsonl went in before b.jsonl was refused; b.jsonl wrote nothing
@@ -286,9 +290,7 @@ def serving(process: subprocess.Popen[str], port: int, host: str = "127.0.0.1") 
 
 
 def test_serve_says_it_loaded_the_seeds_into_an_empty_log(tmp_path: Path) -> None:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = int(probe.getsockname()[1])
+    port = free_port()
     url = f"sqlite:///{tmp_path / 'new.db'}"
     process = serve(url, "--port", str(port), seeded=True)
     try:
@@ -335,8 +337,7 @@ def test_serve_on_an_address_this_machine_does_not_have_says_so(sqlite_url: str)
 def _server(url: str, *arguments: str) -> Iterator[tuple[int, subprocess.Popen[str]]]:
     """A server started on a free port given ``arguments``: its port and process, which the
     block stops and reads; killed if it is still running when the block ends."""
-    with occupied_port() as port:
-        pass  # free again, and very likely still free a moment from now
+    port = free_port()
     process = serve(url, "--port", str(port), *arguments)
     try:
         yield port, process
@@ -418,8 +419,7 @@ def test_serve_announces_its_address_then_serves_until_ctrl_c(sqlite_url: str) -
 def test_serve_runs_with_its_standard_output_closed(sqlite_url: str) -> None:
     # A server logs to stderr: started with stdout closed (a service manager's choice), it
     # was refused as a command whose output would be lost.
-    with occupied_port() as port:
-        pass
+    port = free_port()
     process = serve(sqlite_url, "--port", str(port), stdout_closed=True)
     try:
         assert serving(process, port).status_code == 200
@@ -438,9 +438,7 @@ def _ipv6_loopback_port() -> int:
     if not socket.has_ipv6:
         pytest.skip("this Python has no IPv6 support")
     try:
-        with socket.socket(socket.AF_INET6, socket.SOCK_STREAM) as probe:
-            probe.bind(("::1", 0))
-            return int(probe.getsockname()[1])
+        return free_port("::1")
     except OSError as error:
         pytest.skip(f"this machine cannot listen on ::1 ({error})")
 
@@ -693,8 +691,7 @@ def test_a_body_trickled_past_its_time_is_answered_408_and_nothing_is_written(
     sqlite_url: str,
 ) -> None:
     token = _write_token(sqlite_url)
-    with occupied_port() as port:
-        pass
+    port = free_port()
     process = serve(sqlite_url, "--port", str(port), "--body-timeout", "1")
     try:
         serving(process, port)
@@ -788,8 +785,7 @@ def test_a_body_the_server_does_not_ask_for_yet_is_not_timed(postgres_url: str) 
         async with postgres_schema(postgres_url) as url:
             async with await EventLog.open(url) as log:
                 token = (await Tokens(log.store).create("writer")).encode()
-            with occupied_port() as port:
-                pass
+            port = free_port()
             process = serve(url, "--port", str(port), "--body-timeout", "1")
             try:
                 await _health_once_listening(port, process)
@@ -935,8 +931,7 @@ def test_a_database_busy_at_start_is_waited_for(postgres_url: str) -> None:
             async with await EventLog.open(url) as log:
                 await load_seeds(log, SEEDS)
             async with _locking(url, "events") as transaction:
-                with occupied_port() as port:
-                    pass
+                port = free_port()
                 # (with its seeds: loading them, if the log is empty, counts its events)
                 busy_url = f"{url}&lock_timeout=300ms"
                 process = serve(busy_url, "--port", str(port), seeded=True)
@@ -977,8 +972,7 @@ def test_a_server_bringing_its_projections_up_to_date_stops_at_once(
                 await load_seeds(log, SEEDS)
                 await (await runner_for(log.store)).catch_up()
             async with _locking(url, "projection_checkpoints") as transaction:
-                with occupied_port() as port:
-                    pass
+                port = free_port()
                 process = serve(f"{url}&lock_timeout=300ms", "--port", str(port))
                 try:
                     assert process.stderr is not None
@@ -1008,8 +1002,7 @@ def test_a_database_server_not_answering_yet_at_start_is_waited_for(postgres_url
             async with await EventLog.open(url) as log:
                 await load_seeds(log, SEEDS)
             real = urlsplit(url)
-            with occupied_port() as database_port, occupied_port() as port:
-                pass
+            database_port, port = free_port(), free_port()
             moved = urlunsplit(real._replace(netloc=f"{real.username}@127.0.0.1:{database_port}"))
             process = serve(moved, "--port", str(port), seeded=True)
             forwarder: asyncio.Server | None = None
@@ -1142,9 +1135,7 @@ def test_a_server_shares_the_interpreter_lock_in_short_turns(
         raise KeyboardInterrupt
 
     monkeypatch.setattr("uvicorn.Server.run", serving)
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     before = sys.getswitchinterval()
     try:
         result = CliRunner().invoke(
@@ -1171,8 +1162,7 @@ def _serve_with_a_broken_user_projection(url: str, folder: Path) -> str:
     asyncio.run(build())
     broken = seen_projection_module("seen", imports="import no_such_package_anywhere\n")
     (folder / "seen.py").write_text(broken, encoding="utf-8")
-    with occupied_port() as port:
-        pass
+    port = free_port()
     process = serve(url, "--port", str(port))
     try:
         serving(process, port)

@@ -19,6 +19,7 @@ from leaderlog.errors import StoreBusy
 from leaderlog.log import EventLog
 from tests.cli.terminal import drawn_on_a_terminal
 from tests.cli.test_serve_commands import _ipv6_loopback_port, _seed, _serving_with, occupied_port
+from tests.conftest import free_port
 from tests.store import postgres_schema
 
 
@@ -33,8 +34,7 @@ def _serve_in_this_process(
     """``serve`` run in this process on a free port, up to uvicorn's run, which is
     ``serving`` (by default: stopped by Ctrl-C before it starts)."""
     monkeypatch.setattr("uvicorn.Server.run", serving or _stopped_before_serving)
-    with occupied_port() as port:
-        pass
+    port = free_port()
     before = sys.getswitchinterval()
     try:
         return CliRunner().invoke(main, ["--db", url, "serve", "--port", str(port), *arguments])

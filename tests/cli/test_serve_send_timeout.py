@@ -14,7 +14,8 @@ from contextlib import contextmanager
 import pytest
 
 from leaderlog.log import EventLog
-from tests.cli.test_serve_commands import occupied_port, serve, serving
+from tests.cli.test_serve_commands import serve, serving
+from tests.conftest import free_port
 
 # Records of about 30 KB each: an answer of them all is far more than the kernel's buffers
 # between the server and a client that reads nothing.
@@ -46,8 +47,7 @@ async def _large_log(url: str) -> None:
 @contextmanager
 def _serving(url: str, *arguments: str) -> Iterator[int]:
     asyncio.run(_large_log(url))
-    with occupied_port() as port:
-        pass
+    port = free_port()
     process = serve(url, "--port", str(port), *arguments)
     try:
         serving(process, port)

@@ -21,23 +21,17 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, free_port
 from tests.http.server import seeded_database
 
 LEADERLOG = Path(sys.executable).parent / "leaderlog"
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 @pytest.fixture(scope="module")
 def port(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
     """The port of a ``leaderlog serve`` over the seeds, answering."""
     url = seeded_database(tmp_path_factory.mktemp("heads"))
-    chosen = _free_port()
+    chosen = free_port()
     environment = {name: value for name, value in os.environ.items() if name != "LEADERLOG_DB"}
     process = subprocess.Popen(
         [str(LEADERLOG), "--db", url, "serve", "--no-seed", "--port", str(chosen)],

@@ -8,7 +8,7 @@ import asyncio
 import contextlib
 import logging
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
 import pytest
@@ -470,6 +470,14 @@ async def test_a_rebuild_of_everything_leaves_a_left_out_projection_s_rows_alone
     assert await seeded_log.store.query("SELECT COUNT(*) FROM p_counting_seen") == [(SEED_COUNT,)]
 
 
+async def _until(condition: Callable[[], bool]) -> None:
+    """Wait until ``condition`` holds (a follower in this loop got that far), for up to 10 s:
+    however slowly a busy machine runs it, not for a fixed time it may need longer than."""
+    async with asyncio.timeout(10):
+        while not condition():
+            await asyncio.sleep(0.005)
+
+
 async def test_follow_says_a_failure_once_while_it_lasts_and_again_after_it_ended(
     seeded_log: EventLog, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -477,10 +485,21 @@ async def test_follow_says_a_failure_once_while_it_lasts_and_again_after_it_ende
     runner = ProjectionRunner(seeded_log.store, [LeadershipProjection()])
     await runner.catch_up()
     head = seeded_log.store.head
+    failed = 0  # polls that found the database unreachable
+    waited = 0  # polls that went through: the follower then waits for new events
+    wait_for_events = seeded_log.store.wait_for_events
 
     async def unreachable() -> tuple[int, str]:
+        nonlocal failed
+        failed += 1
         raise StoreUnavailable("the database cannot be reached")
 
+    async def waiting(after: int, timeout: float) -> None:
+        nonlocal waited
+        waited += 1
+        await wait_for_events(after, timeout)
+
+    monkeypatch.setattr(seeded_log.store, "wait_for_events", waiting)
     said = "projections cannot catch up now: the database cannot be reached; retrying"
 
     def times_said() -> int:
@@ -490,16 +509,20 @@ async def test_follow_says_a_failure_once_while_it_lasts_and_again_after_it_ende
     with caplog.at_level(logging.WARNING, logger="leaderlog.projections"):
         follower = asyncio.create_task(runner.follow(poll_interval=0.01, stop=stop))
         try:
-            await asyncio.sleep(0.05)
+            await _until(lambda: waited > 0)
             monkeypatch.setattr(seeded_log.store, "head", unreachable)
             # when it stays unreachable over many polls, then it is said once
-            await asyncio.sleep(0.2)
+            await _until(lambda: failed >= 5)
             assert times_said() == 1
-            # and when it answers again, then fails the same way again, it is said again
+            # and when it answers again (a poll goes through), then fails the same way
+            # again, it is said again
             monkeypatch.setattr(seeded_log.store, "head", head)
-            await asyncio.sleep(0.1)
+            went_through = waited
+            await _until(lambda: waited > went_through)
             monkeypatch.setattr(seeded_log.store, "head", unreachable)
-            await asyncio.sleep(0.1)
+            await _until(lambda: times_said() == 2)
+            failing_again = failed
+            await _until(lambda: failed >= failing_again + 5)
             assert times_said() == 2
         finally:
             monkeypatch.setattr(seeded_log.store, "head", head)
