@@ -53,6 +53,7 @@ __all__ = [
     "payload",
     "recorded_time",
     "shared_decoding",
+    "tables_created",
     "taken_names",
 ]
 
@@ -111,6 +112,19 @@ _DDL = re.compile(
     r"(?:\s+ON\s+(\w+)(?=[\s(]|$))?",
     re.IGNORECASE,
 )
+
+
+def tables_created(projection: Projection) -> set[str]:
+    """The tables ``schema()`` creates (lower-case), as far as ``tables()`` lists them."""
+    listed = {table.lower() for table in projection.tables()}
+    created = set()
+    for statement in projection.schema():
+        found = _DDL.match(statement)
+        if found is not None and found.group(1).upper() == "TABLE":
+            created.add(found.group(2).lower())
+    return created & listed
+
+
 _IF_NOT_EXISTS = re.compile(r"\bIF\s+NOT\s+EXISTS\b", re.IGNORECASE)
 _CREATE = re.compile(r"\s*CREATE\s+(?:UNIQUE\s+)?(?:TABLE|INDEX)\b", re.IGNORECASE)
 _QUOTED_NAME = re.compile(

@@ -55,7 +55,6 @@ from leaderlog.projections._isolation import (
 )
 from leaderlog.projections._sql import marks
 from leaderlog.projections.base import (
-    _DDL,
     CHECKPOINT_SCHEMA,
     Projection,
     ProjectionTransaction,
@@ -63,6 +62,7 @@ from leaderlog.projections.base import (
     owner_of,
     payload,
     shared_decoding,
+    tables_created,
 )
 from leaderlog.store.base import FOREIGN_KEYS_QUERY, TABLES_QUERY, EventStore, checked_store
 
@@ -183,17 +183,6 @@ class NotLoaded(NamedTuple):
     version: int
     position: int
     error: ProjectionError
-
-
-def _schema_tables(projection: Projection) -> set[str]:
-    """The tables ``schema()`` creates (lower-case), as far as they are also listed."""
-    listed = {table.lower() for table in projection.tables()}
-    created = set()
-    for statement in projection.schema():
-        found = _DDL.match(statement)
-        if found is not None and found.group(1).upper() == "TABLE":
-            created.add(found.group(2).lower())
-    return created & listed
 
 
 class ProjectionStatus(NamedTuple):
@@ -454,7 +443,7 @@ class ProjectionRunner:
                         ):
                             await self._reset(tx, projection)
                             continue
-                        missing = sorted(_schema_tables(projection) - existing)
+                        missing = sorted(tables_created(projection) - existing)
                         if missing:
                             # Created now, it would hold only the events after the
                             # checkpoint: a table added or renamed without a new version, or
