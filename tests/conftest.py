@@ -60,10 +60,9 @@ def postgres_database() -> Iterator[str]:
     end.
 
     What PostgreSQL shares across a database would otherwise reach from one pytest-xdist
-    worker's tests into another's: advisory locks above all, as the store takes the same one
-    around schema changes whatever the schema (opening a store, preparing or rebuilding
-    projections), so a rebuild in one worker timed out a test with a short lock_timeout in
-    the other; NOTIFY traffic too. (Roles are the whole server's: tests name theirs uniquely.)
+    worker's tests into another's: advisory locks (a test that holds one, or waits on one
+    with a short lock_timeout, meets only its own worker's) and NOTIFY traffic. (Roles are
+    the whole server's: tests name theirs uniquely.)
     """
     worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
     name = f"leaderlog_{worker}_{uuid.uuid4().hex[:12]}"

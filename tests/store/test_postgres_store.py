@@ -1305,3 +1305,25 @@ def test_a_store_closed_in_its_own_loop_may_be_closed_again_from_another(
     # closes it again (a second close, as from a shutdown hook), then nothing is refused:
     # there is nothing left to close
     assert _closed_from_this_loop(postgres_url, closed_there=True) is None
+
+
+async def test_a_log_changing_its_tables_holds_back_only_the_logs_of_its_own_schema(
+    postgres_url: str,
+) -> None:
+    # given a log in one schema whose projections' tables are being changed (as a rebuild
+    # does for its whole replay)
+    async with (
+        postgres_schema(postgres_url) as one,
+        postgres_schema(postgres_url) as other,
+        await PostgresStore.open(one) as changing,
+        changing.projection_transaction() as tx,
+    ):
+        await tx.lock_schema_changes()
+        # when logs are opened meanwhile, each ready to wait a moment only
+        # then a log in another schema of the database opens and changes its own tables
+        async with await PostgresStore.open(f"{other}&lock_timeout=200ms") as elsewhere:
+            runner = ProjectionRunner(elsewhere, [cls() for cls in BUILTIN.values()])
+            await runner.catch_up()
+        # and one in the same schema waits for it, as it must
+        with pytest.raises(StoreUnavailable, match="lock timeout"):
+            await PostgresStore.open(f"{one}&lock_timeout=200ms")

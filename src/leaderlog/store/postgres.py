@@ -31,6 +31,7 @@ import os
 import re
 import socket
 import uuid
+import zlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple, TypeVar
@@ -92,9 +93,21 @@ CHANNEL = "leaderlog_events"
 LOCK_TIMEOUT = 10.0
 
 # Advisory lock keys share a high half ("llog") so they do not collide with other users of the
-# database; the low half is 0 for schema changes, or the events table's oid for appends.
+# database; the low half is the events table's oid for appends. Schema changes take keys of
+# their own high half ("lloh"), one per schema: logs in other schemas of the database need
+# not wait for a log's rebuild, which holds it for its whole replay.
 _LOCK_SPACE = 0x6C6C6F67 << 32
-_DDL_LOCK = _LOCK_SPACE
+_SCHEMA_LOCK_SPACE = 0x6C6C6F68 << 32
+
+
+def _schema_lock_key(schema: str | None) -> int:
+    """The advisory lock tables are created or dropped in ``schema`` under (None: no schema
+    on the path exists yet, so the database's). Two schemas whose names share a CRC only
+    wait for each other."""
+    if schema is None:
+        return _SCHEMA_LOCK_SPACE
+    return _SCHEMA_LOCK_SPACE | (zlib.crc32(schema.encode()) or 1)
+
 
 # Data and meta are kept as canonical JSON text and recorded_at as the formatted time, so the
 # bytes the hash chain covers are exactly the bytes stored.
@@ -1052,7 +1065,11 @@ async def _create_schema(
 ) -> _Created:
     """Create what is missing, one process at a time."""
     async with connection.transaction():
-        await connection.execute("SELECT pg_advisory_xact_lock($1)", _DDL_LOCK)
+        # Where CREATE puts what it makes: the path's first schema that exists, or the
+        # ?schema= one about to be created.
+        current = await connection.fetchval("SELECT current_schema()")
+        key = _schema_lock_key(schema if current is None else str(current))
+        await connection.execute("SELECT pg_advisory_xact_lock($1)", key)
         created_schema = schema is not None and not await connection.fetchval(
             "SELECT 1 FROM pg_namespace WHERE nspname = $1", schema
         )
@@ -1105,10 +1122,12 @@ class _PostgresProjectionTransaction(ProjectionTransaction):
         self,
         connection: asyncpg.pool.PoolConnectionProxy[asyncpg.Record],
         append_lock_key: int,
+        schema_lock_key: int,
         log_gone: Callable[[], Awaitable[bool]],
     ) -> None:
         self._connection = connection
         self._append_lock_key = append_lock_key
+        self._schema_lock_key = schema_lock_key
         self._log_gone = log_gone
 
     async def _statement(self, work: Callable[[], Awaitable[_T]]) -> _T:
@@ -1190,7 +1209,9 @@ class _PostgresProjectionTransaction(ProjectionTransaction):
     async def lock_schema_changes(self) -> None:
         # The lock the log's own tables are created under: one process at a time.
         with _unavailable_on_disconnect():
-            await self._connection.execute("SELECT pg_advisory_xact_lock($1)", _DDL_LOCK)
+            await self._connection.execute(
+                "SELECT pg_advisory_xact_lock($1)", self._schema_lock_key
+            )
 
 
 class PostgresStore(EventStore):
@@ -1206,6 +1227,7 @@ class PostgresStore(EventStore):
         schema: str,
         table_oid: int,
         created: _Created | None = None,
+        tables_schema: str | None = None,
     ) -> None:
         super().__init__()
         self.schema = schema
@@ -1220,6 +1242,8 @@ class PostgresStore(EventStore):
         self._connect_timeout = connect_timeout
         self._table_oid = table_oid
         self._append_lock_key = _LOCK_SPACE | table_oid
+        # Projections' tables go where CREATE puts them, not always beside the events table.
+        self._schema_lock_key = _schema_lock_key(tables_schema or schema)
         # One writer per process waits on the advisory lock; the others wait here without
         # holding a pooled connection.
         self._write_lock = asyncio.Lock()
@@ -1267,6 +1291,7 @@ class PostgresStore(EventStore):
                     table_schema, table_oid = created.schema, created.table_oid
                 else:
                     table_schema, table_oid = await _existing_schema(connection, shown, schema)
+                current = await connection.fetchval("SELECT current_schema()")
         except asyncpg.ReadOnlySQLTransactionError as error:
             await pool.close()
             raise _read_only(
@@ -1293,6 +1318,7 @@ class PostgresStore(EventStore):
             schema=table_schema,
             table_oid=table_oid,
             created=created,
+            tables_schema=None if current is None else str(current),
         )
 
     async def discard_created_log(self) -> bool:
@@ -1306,7 +1332,9 @@ class PostgresStore(EventStore):
             with _unavailable_on_disconnect():
                 async with self._pool.acquire() as connection, connection.transaction():
                     # No store can be creating the log, nor appending to it, meanwhile.
-                    await connection.execute("SELECT pg_advisory_xact_lock($1)", _DDL_LOCK)
+                    await connection.execute(
+                        "SELECT pg_advisory_xact_lock($1)", self._schema_lock_key
+                    )
                     await connection.execute(
                         "SELECT pg_advisory_xact_lock($1)", self._append_lock_key
                     )
@@ -1648,7 +1676,7 @@ class PostgresStore(EventStore):
                 await transaction.start()
             try:
                 yield _PostgresProjectionTransaction(
-                    connection, self._append_lock_key, self._log_gone
+                    connection, self._append_lock_key, self._schema_lock_key, self._log_gone
                 )
             except BaseException:
                 with contextlib.suppress(*_CONNECTION_ERRORS, asyncpg.PostgresError):
