@@ -1165,17 +1165,23 @@ def test_projections_lines_up_each_column_under_its_header_and_the_problem_after
     assert all(len(row) == len(header) for row in rows[:-1])
 
 
-def test_projections_shows_a_dash_for_the_lag_of_one_beyond_the_log_s_end(db: str) -> None:
-    # given the projections built to position 29, then the log cut short to 27 behind
-    # their back (as a restore of an older copy of the events would)
-    ok(invoke(db, "rebuild"))
+def log_cut_short_behind_their_back(db: str, last: int) -> None:
+    """The SQLite log at ``db`` cut to its first ``last`` events, past its append-only guard,
+    as a restore of an older copy of the events would leave it."""
     connection = sqlite3.connect(db.removeprefix("sqlite:///"))
     try:
         with connection:
             connection.execute("DROP TRIGGER events_are_append_only_delete")
-            connection.execute("DELETE FROM events WHERE position > 27")
+            connection.execute("DELETE FROM events WHERE position > ?", (last,))
     finally:
         connection.close()
+
+
+def test_projections_shows_a_dash_for_the_lag_of_one_beyond_the_log_s_end(db: str) -> None:
+    # given the projections built to position 29, then the log cut short to 27 behind
+    # their back (as a restore of an older copy of the events would)
+    ok(invoke(db, "rebuild"))
+    log_cut_short_behind_their_back(db, 27)
     # when they are listed
     header, *rows = ok(invoke(db, "projections")).splitlines()
     # then none shows a lag (0 would pass it off as current): a dash under the lag label,
@@ -1217,13 +1223,7 @@ def test_user_projections_that_cannot_load_are_listed_by_name_with_no_lag_beyond
     for name in ("zulu", "alpha"):
         build_user_projection(db, folder, name)
         (folder / f"{name}.py").unlink()
-    connection = sqlite3.connect(db.removeprefix("sqlite:///"))
-    try:
-        with connection:
-            connection.execute("DROP TRIGGER events_are_append_only_delete")
-            connection.execute("DELETE FROM events WHERE position > 27")
-    finally:
-        connection.close()
+    log_cut_short_behind_their_back(db, 27)
     # when the projections are listed
     statuses = as_json(invoke(db, "projections", "--json"))
     # then those it cannot load follow the built-ins in the order of their names, each with

@@ -58,7 +58,7 @@ async def _positions(log: EventLog, table: str) -> list[int]:
     return [int(p) for (p,) in await log.store.query(f"SELECT position FROM {table} ORDER BY 1")]
 
 
-async def test_a_table_added_without_a_new_version_is_filled_from_the_whole_log(
+async def a_table_added_without_a_new_version_is_filled_from_the_whole_log(
     seeded_log: EventLog,
 ) -> None:
     # given the projection built to the head of the seeds
@@ -88,10 +88,16 @@ async def test_a_listed_table_that_schema_does_not_create_does_not_rebuild(
     assert "is built again" not in caplog.text
 
 
+async def test_a_table_added_without_a_new_version_is_filled_from_the_whole_log(
+    seeded_log: EventLog,
+) -> None:
+    await a_table_added_without_a_new_version_is_filled_from_the_whole_log(seeded_log)
+
+
 async def test_postgres_a_table_added_without_a_new_version_is_filled_from_the_whole_log(
     seeded_postgres_log: EventLog,
 ) -> None:
-    await test_a_table_added_without_a_new_version_is_filled_from_the_whole_log(seeded_postgres_log)
+    await a_table_added_without_a_new_version_is_filled_from_the_whole_log(seeded_postgres_log)
 
 
 class CountingInCapitals(Counting):
