@@ -232,3 +232,37 @@ def test_a_closed_stream_is_no_terminal_to_draw_bars_on(monkeypatch: pytest.Monk
     closed.close()
     # when it is asked whether it redraws lines, then it does not (its isatty() raises)
     assert _terminal._a_terminal(closed) is False
+
+
+@pytest.mark.parametrize(
+    ("arguments", "said"),
+    [
+        (
+            ["claim", "some-claim", "--as-of", "2025-06-01"],
+            "No such option '--as-of' for leaderlog claim: it is an option of state",
+        ),
+        (
+            ["audit", "--org", "ice"],
+            "No such option '--org' for leaderlog audit: it is an option of history and state",
+        ),
+        (
+            ["state", "--base-url", "http://example.com/"],
+            "No such option '--base-url' for leaderlog state: it is an option of feed",
+        ),
+    ],
+)
+def test_an_option_of_another_command_is_named_as_such_not_matched_by_its_spelling(
+    arguments: list[str], said: str
+) -> None:
+    # click alone guesses by spelling: "claim --as-of" got "Did you mean '--json'?".
+    result = CliRunner().invoke(main, arguments, prog_name="leaderlog")
+    assert result.exit_code == 2
+    assert f"Error: {said}\n" in result.stderr
+    assert "Did you mean" not in result.stderr
+    assert f"Usage: leaderlog {arguments[0]} [OPTIONS]" in result.stderr
+
+
+def test_an_option_no_command_takes_keeps_clicks_suggestion() -> None:
+    result = CliRunner().invoke(main, ["state", "--jsn"])
+    assert result.exit_code == 2
+    assert "Error: No such option '--jsn'. Did you mean '--json'?" in result.stderr

@@ -681,6 +681,17 @@ class _Command(click.Command):
             _refuse_repeated_options(self, ctx, args)
         try:
             return super().parse_args(ctx, args)
+        except click.NoSuchOption as error:
+            elsewhere = _commands_taking(ctx, error.option_name, besides=self)
+            if not elsewhere:
+                raise
+            # click would suggest the nearest option of this command by spelling alone
+            # (claim --as-of: "Did you mean '--json'?"), when the option is another's.
+            raise click.UsageError(
+                f"No such option '{error.option_name}' for {ctx.command_path}: "
+                f"it is an option of {_in_words(elsewhere)}",
+                ctx,
+            ) from None
         except click.UsageError as error:
             # click's parser raises "Option '--org' requires an argument." without the
             # context, so it would be shown without the command's usage, unlike every
@@ -688,6 +699,30 @@ class _Command(click.Command):
             if error.ctx is not None:
                 raise
             raise click.UsageError(error.message, ctx) from None
+
+
+def _commands_taking(ctx: click.Context, option: str, *, besides: click.Command) -> list[str]:
+    """The paths of the other commands that take ``option``, in the order help lists them."""
+    root = ctx.find_root()
+    found: list[str] = []
+
+    def visit(command: click.Command, path: str) -> None:
+        if isinstance(command, click.Group):
+            for name in command.list_commands(root):
+                subcommand = command.get_command(root, name)
+                if subcommand is not None:
+                    visit(subcommand, f"{path} {name}")
+        elif command is not besides and any(
+            option in parameter.opts for parameter in command.params
+        ):
+            found.append(path)
+
+    visit(root.command, "")
+    return [path.strip() for path in found]
+
+
+def _in_words(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
 
 
 def _refuse_repeated_options(command: click.Command, ctx: click.Context, args: list[str]) -> None:
