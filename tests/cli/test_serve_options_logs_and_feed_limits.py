@@ -98,6 +98,25 @@ def test_serve_trusts_forwarded_headers_only_from_the_proxies_it_is_given(
     assert ignored.startswith("http://"), ignored
 
 
+def test_a_forwarded_websocket_scheme_gives_https_links_not_a_server_error(
+    sqlite_url: str,
+) -> None:
+    # given a server trusting the proxy on this machine
+    with _serving_with(sqlite_url, "--proxy-headers") as (port, _):
+        # when the proxy forwards X-Forwarded-Proto: wss (uvicorn takes it for HTTP too)
+        answers = {
+            path: httpx.get(
+                f"http://127.0.0.1:{port}{path}", headers={"X-Forwarded-Proto": "wss"}, timeout=30
+            )
+            for path in ("/feeds/all.atom", "/feeds/all.json", "/opml", "/")
+        }
+    # then every document answers, its links https ones
+    for path, answer in answers.items():
+        assert answer.status_code == 200, (path, answer.status_code, answer.text[:300])
+        assert "wss://" not in answer.text, path
+        assert f"https://127.0.0.1:{port}/" in answer.text, path
+
+
 def test_serve_says_an_empty_log_stays_empty_when_it_finds_no_seeds(
     sqlite_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -643,6 +643,12 @@ def test_a_public_url_with_a_user_name_or_password_is_refused(public: str) -> No
         (("::1", 8000), "", "http://[::1]:8000"),
         (("127.0.0.1", 8000), "x.example:99999", "http://127.0.0.1:8000"),
         (("127.0.0.1", 8000), "x.example:8080", "http://x.example:8080"),
+        # Bracketed like an IPv6 address, but none: no feed can carry it as a link.
+        (("127.0.0.1", 8000), "[1:2]", "http://127.0.0.1:8000"),
+        (("127.0.0.1", 8000), "[1.2.3.4]:8080", "http://127.0.0.1:8000"),
+        (("127.0.0.1", 8000), "[::1::2]", "http://127.0.0.1:8000"),
+        (("127.0.0.1", 8000), "[2001:db8::1]:8080", "http://[2001:db8::1]:8080"),
+        (("127.0.0.1", 8000), "[::ffff:1.2.3.4]", "http://[::ffff:1.2.3.4]"),
     ],
 )
 def test_links_fall_back_to_the_server_s_own_address_written_as_a_url(
@@ -653,6 +659,36 @@ def test_links_fall_back_to_the_server_s_own_address_written_as_a_url(
     headers = [(b"host", host.encode())] if host else []
     scope = {"type": "http", "app": app, "server": server, "scheme": "http", "headers": headers}
     assert base_url(Request(scope)) == expected
+
+
+@pytest.mark.parametrize(
+    ("scheme", "expected"),
+    [("http", "http"), ("https", "https"), ("ws", "http"), ("wss", "https"), ("WSS", "https")],
+)
+def test_links_are_http_or_https_whatever_scheme_a_proxy_forwarded(
+    scheme: str, expected: str
+) -> None:
+    # given a request whose scheme a trusted proxy set (uvicorn's --proxy-headers takes
+    # X-Forwarded-Proto ws and wss for plain HTTP requests too)
+    app = create_app("sqlite:///unused.db")
+    headers = [(b"host", b"x.example")]
+    scope = {"type": "http", "app": app, "server": ("127.0.0.1", 8000), "headers": headers}
+    # when links are written, then they are http(s) links, secure when the proxy's was
+    assert base_url(Request({**scope, "scheme": scheme})) == f"{expected}://x.example"
+
+
+@pytest.mark.parametrize("path", ["/feeds/all.atom", "/feeds/all.json", "/opml", "/"])
+def test_a_host_header_in_brackets_that_is_no_ipv6_address_is_neither_linked_nor_a_500(
+    seeded_server: tuple[str, str], client: httpx.Client, path: str
+) -> None:
+    base, _ = seeded_server
+    # given a client sending a Host header shaped like an IPv6 literal that is none
+    # when it asks for a document
+    response = client.get(base + path, headers={"Host": "[1:2]"})
+    # then it is served (Host only says where links point), its links naming the server's
+    # own address, as for any other Host header that is no host and port
+    assert response.status_code == 200, response.text[:300]
+    assert "//[1:2]" not in response.text
 
 
 def test_links_and_redirects_stay_under_the_root_path_the_app_is_mounted_at() -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ipaddress
 import re
 import urllib.parse
 from collections import Counter, OrderedDict
@@ -394,7 +395,13 @@ def base_url(request: Request) -> str:
     if not _plain_host(host):
         address, port = scope.get("server") or ("127.0.0.1", 80)
         host = host_and_port(str(address), int(port))
-    return f"{scope.get('scheme', 'http')}://{host}{scope.get('root_path', '')}".rstrip("/")
+    # uvicorn's --proxy-headers takes X-Forwarded-Proto "ws" and "wss" too, for an HTTP
+    # request as well: links are http(s) whatever a proxy said.
+    scheme = _HTTP_SCHEMES.get(str(scope.get("scheme", "http")).lower(), "http")
+    return f"{scheme}://{host}{scope.get('root_path', '')}".rstrip("/")
+
+
+_HTTP_SCHEMES = {"http": "http", "https": "https", "ws": "http", "wss": "https"}
 
 
 def redirect_root(request: Request) -> str:
@@ -426,6 +433,13 @@ def _plain_host(host: str) -> bool:
     if found is None:
         return False
     port = found.group(1) or found.group(2)  # ":8000", in either alternative of _HOST
+    if host.startswith("["):
+        # The pattern admits any hex digits, colons and dots in brackets ("[1:2]"): only an
+        # IPv6 address makes a link feeds can carry.
+        try:
+            ipaddress.IPv6Address(host[1 : host.index("]")])
+        except ValueError:
+            return False
     return port is None or int(port[1:]) <= 65535
 
 
