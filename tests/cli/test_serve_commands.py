@@ -1102,9 +1102,20 @@ TOKEN = "ll_" + "A1b_-" * 8 + "xyz"
         (
             '\x1b[2J\x1b[1;1HINFO: 10.0.0.9:4431 - "GET / HTTP/1.1" 200 OK\r\n:0',
             "/healthz",
-            '\\x1b[2J\\x1b[1;1HINFO: 10.0.0.9:4431 - "GET / HTTP/1.1" 200 OK\\r\\n:0',
+            "\\x1b[2J\\x1b[1;1HINFO:%2010.0.0.9:4431%20-%20%22GET%20/%20HTTP/1.1%22%20200%20OK"
+            "\\r\\n:0",
             "/healthz",
         ),
+        # and its spaces and quotes, which would pass the rest off as a request of its own
+        # on the same line; a percent sign is encoded too, so that the encoding reads back
+        (
+            '9.9.9.9:0 - "GET /api/verify HTTP/1.1" 200 OK%20\t:0',
+            "/healthz",
+            "9.9.9.9:0%20-%20%22GET%20/api/verify%20HTTP/1.1%22%20200%20OK%2520%09:0",
+            "/healthz",
+        ),
+        # an address as uvicorn writes it, IPv6 ones included, unchanged
+        ("2001:db8::1:443", "/healthz", "2001:db8::1:443", "/healthz"),
     ],
 )
 def test_an_access_line_hides_write_tokens_and_escapes_what_a_client_sent(

@@ -371,7 +371,19 @@ def _secrets_hidden(record: logging.LogRecord) -> bool:
             else arg
             for arg in record.args
         )
+        client, *rest = record.args or (None,)
+        if isinstance(client, str):
+            # The client comes first, as one word: spaces and quotes in a forwarded one
+            # would pass the rest of it off as the request line of a line of its own.
+            record.args = (_SPACES_AND_QUOTES.sub(_percent_encoded, client), *rest)
     return True
+
+
+_SPACES_AND_QUOTES = re.compile(r'[\s"%]')
+
+
+def _percent_encoded(found: re.Match[str]) -> str:
+    return "".join(f"%{byte:02X}" for byte in found.group().encode())
 
 
 logging.getLogger("uvicorn.access").addFilter(_secrets_hidden)
