@@ -5,6 +5,7 @@ import os
 import socket
 import uuid
 from collections.abc import AsyncIterator, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
@@ -74,11 +75,17 @@ def postgres_database() -> Iterator[str]:
         finally:
             await connection.close()
 
-    asyncio.run(administer(f'CREATE DATABASE "{name}"'))
+    def run_apart(statement: str) -> None:
+        # In a thread of its own: the first test of a process to ask for the database may
+        # be an async one, whose event loop is running in this thread already.
+        with ThreadPoolExecutor(max_workers=1) as thread:
+            thread.submit(asyncio.run, administer(statement)).result()
+
+    run_apart(f'CREATE DATABASE "{name}"')
     try:
         yield urlunsplit(urlsplit(POSTGRES_URL)._replace(path=f"/{name}"))
     finally:
-        asyncio.run(administer(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        run_apart(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 @pytest.fixture
