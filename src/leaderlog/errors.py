@@ -18,6 +18,7 @@ Hierarchy::
     │       ├── LogRemoved       the log was dropped while open (a refused first import, by
     │       │                    hand), or its SQLite file removed or replaced
     │       ├── StoreReadOnly    the database may be read but not written here
+    │       ├── StoreDamaged     the SQLite file is damaged: restore it from a backup
     │       └── BuiltByAnotherVersion  a projection was rebuilt by another leaderlog version
     ├── ProjectionError          a projection cannot be loaded or answered
     │   ├── ProjectionFailed     projections could not apply some events; the others went on
@@ -78,6 +79,7 @@ __all__ = [
     "RecordError",
     "RecordedAtRefused",
     "StoreBusy",
+    "StoreDamaged",
     "StoreError",
     "StoreReadOnly",
     "StoreUnavailable",
@@ -456,6 +458,11 @@ class StoreReadOnly(StoreUnavailable):
     may not write (a server then needs a restart, as SQLite keeps a connection opened
     read-only so), or a PostgreSQL connection that may only read (a hot standby, or
     ``default_transaction_read_only``). Not worth trying again until that changes."""
+
+
+class StoreDamaged(StoreUnavailable):
+    """The database file is damaged (SQLite reports it malformed, or not a database): no
+    retry mends it; restore it from a backup, or export what still reads."""
 
 
 class BuiltByAnotherVersion(StoreUnavailable):

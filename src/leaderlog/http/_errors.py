@@ -25,7 +25,13 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 
-from leaderlog.errors import BuiltByAnotherVersion, LogRemoved, StoreReadOnly, StoreUnavailable
+from leaderlog.errors import (
+    BuiltByAnotherVersion,
+    LogRemoved,
+    StoreDamaged,
+    StoreReadOnly,
+    StoreUnavailable,
+)
 
 __all__ = [
     "LONGEST_ECHO",
@@ -160,7 +166,7 @@ def unavailable_response(error: StoreUnavailable) -> JSONResponse:
     message can name the database's address). ``Retry-After: 1`` when trying again soon may
     work (busy, unreachable, a full disk); not when the log was removed, a projection rebuilt
     by another leaderlog version, or the file may not be written, which no retry mends."""
-    lasting = isinstance(error, (LogRemoved, BuiltByAnotherVersion, StoreReadOnly))
+    lasting = isinstance(error, (LogRemoved, BuiltByAnotherVersion, StoreReadOnly, StoreDamaged))
     headers = {} if lasting else {"Retry-After": "1"}
     return error_response(503, "unavailable", error.public, headers=headers)
 

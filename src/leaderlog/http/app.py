@@ -34,6 +34,7 @@ from leaderlog.errors import (
     ProjectionError,
     ProjectionFailed,
     StoreBusy,
+    StoreDamaged,
     StoreError,
     StoreUnavailable,
     StoreUnreachable,
@@ -544,7 +545,7 @@ def _news(app: Any, error: StoreUnavailable) -> bool:
     """Whether the server's log is to say ``error``: a condition no retry ends (the log
     removed, a projection another version rebuilt) is said once, not at every request it
     answers until a restart; a busy or unreachable database each time."""
-    if not isinstance(error, (LogRemoved, BuiltByAnotherVersion)) or app is None:
+    if not isinstance(error, (LogRemoved, BuiltByAnotherVersion, StoreDamaged)) or app is None:
         return True
     said: set[str] | None = getattr(app.state, "lasting_said", None)
     if said is None:

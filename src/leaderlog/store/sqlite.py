@@ -32,6 +32,7 @@ from leaderlog.errors import (
     LogRemoved,
     ProjectionError,
     StoreBusy,
+    StoreDamaged,
     StoreError,
     StoreReadOnly,
     StoreUnavailable,
@@ -594,13 +595,14 @@ def _file_trouble(error: sqlite3.DatabaseError, path: Path) -> StoreError | None
             public="the database's disk failed; nothing was written",
         )
     if primary in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB):
-        return StoreError(
+        return StoreDamaged(
             f"the SQLite database {path} is damaged: {error}; `leaderlog export` may still "
             "read every event: imported into a new file, verified there and its head hash "
             "compared to one noted earlier, it tells whether the log is whole; otherwise "
             "restore the file from a backup, with every program using it stopped and the "
             f"{path.name}-wal and {path.name}-shm files beside it removed (SQLite would apply "
-            "their writes, the damaged file's, to the copy)"
+            "their writes, the damaged file's, to the copy)",
+            public="the database file is damaged; the server's log says what to do",
         )
     return None
 
