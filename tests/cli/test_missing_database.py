@@ -213,6 +213,35 @@ def test_a_refused_import_leaves_no_database_behind(tmp_path: Path) -> None:
     assert (verified.exit_code, verified.stderr) == (1, refusal(database))
 
 
+def test_a_new_log_s_hidden_file_that_cannot_be_removed_is_named_with_what_to_do(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # given a folder in which the new log's hidden file cannot be removed once built (made
+    # read-only meanwhile, say)
+    folder = tmp_path / "databases"
+    folder.mkdir()
+    database = folder / "new.db"
+    unlink = Path.unlink
+
+    def refusing(path: Path, missing_ok: bool = False) -> None:
+        if path.name.endswith(".leaderlog-new"):
+            raise PermissionError(13, "Permission denied", str(path))
+        unlink(path, missing_ok=missing_ok)
+
+    monkeypatch.setattr(Path, "unlink", refusing)
+    # when a first import into it commits
+    seeds = sorted(SEEDS.glob("*.jsonl"))
+    result = CliRunner().invoke(main, ["--db", f"sqlite:///{database}", "import", *map(str, seeds)])
+    # then the log is there, and the file left behind is named, with what to do
+    assert result.exit_code == 0, result.output
+    (hidden,) = [path for path in folder.iterdir() if path.name.endswith(".leaderlog-new")]
+    assert (
+        f"warning: could not remove {hidden} (Permission denied), left by the new log being "
+        "built: it holds nothing the log has; delete it\n"
+    ) in result.stderr
+    assert sorted(path.name for path in folder.iterdir()) == sorted(["new.db", hidden.name])
+
+
 def test_a_new_database_may_have_a_name_as_long_as_the_system_allows(tmp_path: Path) -> None:
     """The log is built under a temporary name beside it first, which must stay within the
     255 bytes a file name may have however long the database's own name is."""

@@ -197,9 +197,22 @@ _DRAFTS: set[Path] = set()
 
 
 def _remove_draft(draft: Path) -> None:
+    """Remove a new log's hidden files, saying which stayed (a folder made read-only
+    meanwhile, say): they hold nothing the log has, and the README says to delete them."""
+    kept: list[str] = []
     for leftover in (draft, *(Path(f"{draft}{suffix}") for suffix in _SQLITE_COMPANIONS)):
-        with contextlib.suppress(OSError):
+        try:
             leftover.unlink()
+        except FileNotFoundError:
+            pass
+        except OSError as error:
+            kept.append(f"{leftover} ({error.strerror or error})")
+    if kept:
+        echo_line(
+            f"warning: could not remove {', '.join(kept)}, left by the new log being built: "
+            "it holds nothing the log has; delete it",
+            err=True,
+        )
 
 
 async def _append_to_a_new_sqlite_file(
