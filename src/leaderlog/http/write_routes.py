@@ -1,8 +1,9 @@
 """``POST /api/events``: append one record or a list of them (one atomic batch), with a token.
 
 Checks run cheapest first and nothing is written unless every record passes:
-401/403 (token) → 415 (media type) → 413 (size) → 400 (JSON, nesting) → 422 (records and
-rules) → 409 (expected version or event id) → 201 appended / 200 already present.
+422 (a query parameter: the route takes none) → 401/403 (token) → 415 (media type) →
+413 (size) → 400 (JSON, nesting) → 422 (records and rules) → 409 (expected version or
+event id) → 201 appended / 200 already present.
 """
 
 from __future__ import annotations
