@@ -11,8 +11,10 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 
+import pytest
+
 from leaderlog.events import PersonRegistered, PersonUpdated, SourceRegistered
-from leaderlog.feeds import FeedRequest, FeedService, Scope
+from leaderlog.feeds import FeedRequest, FeedService, Scope, _service
 from leaderlog.log import EventLog
 from leaderlog.projections.feed_entries import FeedEntriesProjection
 from leaderlog.projections.runner import ProjectionRunner
@@ -128,3 +130,53 @@ async def test_a_document_the_late_change_left_alone_keeps_its_date(sqlite_url: 
         opml = await service.opml("fr", BASE)  # not rendered before: dated afresh
         assert opml.validators.position == first.position
         assert opml.validators.last_modified == first.recorded_at
+
+
+PERSON = FeedRequest(Scope.parse("person:x"), "atom", "en", BASE, explicit_lang=True)
+
+
+async def _many_arrivals_after(
+    log: EventLog, runner: ProjectionRunner, service: FeedService, count: int
+) -> None:
+    """Arrivals of events that change no person: each source registered, taken in at once."""
+    for number in range(count):
+        await log.append_events(
+            [
+                SourceRegistered(
+                    source=f"s{number}", url=f"https://e.example/{number}", publisher="P"
+                )
+            ],
+            actor="t",
+        )
+        service.applied(await runner.catch_up())
+
+
+async def test_a_late_change_s_date_never_moves_back_however_many_arrivals_follow(
+    sqlite_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # (a server keeps this many arrivals apart before merging the older ones)
+    monkeypatch.setattr(_service, "_ARRIVALS_KEPT", 4)
+    async with await EventLog.open(sqlite_url) as log:
+        # given a server that dated a person's feed by when it took a change in, after the
+        # change's stamp (a reader holds that date)
+        service, runner = await _serving(log)
+        await _a_change_taken_in_late(log, runner)
+        first = await service.describe(PERSON)
+        copy = await service.render(PERSON)
+        (_, change) = await log.events()
+        assert change.recorded_at < first.last_modified == copy.validators.last_modified
+        # when many later arrivals, none of them about that person, are taken in
+        await _many_arrivals_after(log, runner, service, 20)
+        # then the feed, unchanged, is dated no earlier than before: its stamp again (as
+        # when older arrivals were forgotten) could share a second with an earlier
+        # version's date, and answer 304 to a reader that never saw the change
+        later = await service.describe(PERSON)
+        assert later.position == first.position
+        assert later.last_modified >= first.last_modified
+        # and the document kept from before is sent with that date, its bytes unchanged, as
+        # a 304 would give it: a reader holding the earlier date gets it once, not every time
+        validators, kept = await service.lookup(PERSON)
+        assert kept is not None
+        assert kept.validators == validators == later
+        assert kept.body == copy.body
+        assert (await service.render(PERSON)).validators == later

@@ -22,7 +22,7 @@ import time
 import uuid
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from email.utils import format_datetime
 from typing import Any
 
@@ -350,7 +350,13 @@ class FeedService:
         if before is not None:
             self._arrivals.append((before, position, dt.datetime.now(dt.UTC)))
             if len(self._arrivals) > 2 * _ARRIVALS_KEPT:
-                del self._arrivals[:-_ARRIVALS_KEPT]
+                # Merged, not forgotten: dated by its stamp again, a change that arrived after
+                # its second was over would share that second with the copy a reader got
+                # before it, and be answered 304. The merged arrival dates each position it
+                # covers by the latest of their moments: later, never earlier.
+                dropped = self._arrivals[:-_ARRIVALS_KEPT]
+                merged = (dropped[0][0], dropped[-1][1], dropped[-1][2])
+                self._arrivals[:] = [merged, *self._arrivals[-_ARRIVALS_KEPT:]]
 
     def _dated(self, position: int, stamp: dt.datetime) -> dt.datetime:
         """A document's Last-Modified: its last event's stamp, or the moment this service
@@ -360,10 +366,11 @@ class FeedService:
         about a second after its stamp, when the stamp's second may be over and already sent
         as another version's Last-Modified: dated by the stamp alone, the changed document
         would be answered ``304`` to that If-Modified-Since. What was there when the service
-        started keeps its stamp, as a restart should not move every date; a date forgotten
-        here (only the latest arrivals are kept) moves back to the stamp, which only answers
-        ``304`` to a reader whose copy is current. A position read beyond the projection's
-        checkpoint as last polled (it moved on meanwhile) arrives now.
+        started keeps its stamp, as a restart should not move every date. Older arrivals are
+        merged (see :meth:`_took_in`), so a date may move later, never earlier: a document
+        kept from before is sent with its new date (see :meth:`_kept`). A position read
+        beyond the projection's checkpoint as last polled (it moved on meanwhile) arrives
+        now.
         """
         self._took_in(position)
         index = bisect.bisect_left(self._arrivals, position, key=lambda arrival: arrival[1])
@@ -462,7 +469,7 @@ class FeedService:
     async def lookup(self, request: FeedRequest) -> tuple[Validators, Rendered | None]:
         """The request's validators and, when cached, its document: the warm path."""
         validators = await self.describe(request)
-        return validators, self._rendered.get((request, validators.position))
+        return validators, self._kept((request, validators.position), validators)
 
     async def describe(self, request: FeedRequest) -> Validators:
         """Validators of the document a request gets; raises :class:`FeedNotFound`."""
@@ -573,16 +580,18 @@ class FeedService:
             await self._unless_rebuilding()
             return rendered
 
-        return await self._rendered_once((request, validators.position), render)
+        return await self._rendered_once((request, validators.position), validators, render)
 
     async def _rendered_once(
-        self, key: tuple[Any, ...], render: Callable[[], Awaitable[Rendered]]
+        self,
+        key: tuple[Any, ...],
+        validators: Validators,
+        render: Callable[[], Awaitable[Rendered]],
     ) -> Rendered:
         """The document kept under ``key``, else ``render``'s, kept: requests arriving while
         it is rendered share that one rendering rather than each render it again."""
-        cached = self._rendered.get(key)
+        cached = self._kept(key, validators)
         if cached is not None:
-            self._rendered.move_to_end(key)
             return cached
         pending = self._inflight.get(key)
         if pending is not None:
@@ -600,6 +609,19 @@ class FeedService:
         future.set_result(rendered)
         self._remember(key, rendered)
         return rendered
+
+    def _kept(self, key: tuple[Any, ...], validators: Validators) -> Rendered | None:
+        """The document kept under ``key``, with ``validators``: dated later since it was
+        rendered (see :meth:`_dated`), it is sent with the date a ``304`` gives, or a reader
+        holding the earlier date would be sent it again at every poll. Its bytes say the
+        stamp, not that date, and stay as they are."""
+        cached = self._rendered.get(key)
+        if cached is None:
+            return None
+        if cached.validators != validators:
+            cached = self._rendered[key] = replace(cached, validators=validators, memo={})
+        self._rendered.move_to_end(key)
+        return cached
 
     def _remember(self, key: tuple[Any, ...], rendered: Rendered) -> None:
         size = len(rendered.body) + len(rendered.gzipped)
@@ -750,6 +772,7 @@ class FeedService:
         validators = Validators(position, etag, last_modified, SUBSCRIPTION_CACHE)
         return await self._rendered_once(
             key,
+            validators,
             lambda: self._render_opml(lang, base_url, fmt, explicit_lang, validators, directory),
         )
 
