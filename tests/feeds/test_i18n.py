@@ -398,6 +398,11 @@ def test_a_two_letter_primary_subtag_counts_whatever_its_case(tag: str) -> None:
     [
         # "*" at its own weight: ahead of a range weighted lower
         ("*;q=0.5, de;q=0.1", "en"),
+        # and for the languages no other range names only: one named lower stays lower
+        ("en;q=0.5, *", "es"),
+        ("en;q=0.1, *;q=0.5", "es"),
+        ("en;q=0.1, es;q=0.1, *;q=0.5", "fr"),
+        ("zh;q=0.1, en;q=0.2, *;q=0.5", "es"),
         # a refused range refuses the tags under it, however they are asked for
         ("zh;q=0, zh-CN", "en"),
     ],
@@ -408,6 +413,25 @@ def test_accept_language_wildcards_and_refusals_weigh_as_written(
     # given a header with a weighted wildcard or a refused prefix
     # when it is negotiated, then the wildcard keeps its weight and the refusal its reach
     assert negotiate(header) == expected
+
+
+@pytest.mark.parametrize("tag", ["zh-cmn-Hant", "zh-cmn-Hant-TW", "zh-yue-HK"])
+def test_traditional_chinese_written_with_an_extended_language_subtag_is_not_simplified(
+    tag: str,
+) -> None:
+    # given Traditional Chinese (or Cantonese) written with an extended language subtag
+    # (RFC 5646: "zh-cmn-Hant-TW" is "cmn-Hant-TW"), which is not offered
+    # when it is asked for, then it is not served as Simplified Chinese, as its
+    # shortened form "zh" would be
+    assert negotiate(tag) == "en"
+    with pytest.raises(UnknownLanguage):
+        resolve(tag)
+
+
+@pytest.mark.parametrize("tag", ["zh-cmn-Hans-CN", "zh-cmn", "ZH-CMN-HANS"])
+def test_simplified_chinese_written_with_an_extended_language_subtag_is_served(tag: str) -> None:
+    assert resolve(tag) == "zh-Hans"
+    assert negotiate(tag) == "zh-Hans"
 
 
 def test_japanese_spaces_a_sentence_ending_in_a_closing_guillemet() -> None:

@@ -350,6 +350,11 @@ def _lookup_forms(tag: str) -> list[str]:
         (subtags[:index] for index, subtag in enumerate(subtags) if index and len(subtag) == 1),
         subtags,
     )
+    # An extended language subtag names the language itself, in place of its prefix
+    # (RFC 5646 4.5: "zh-cmn-Hant-TW" is "cmn-Hant-TW", "zh-yue-HK" is "yue-HK"); shortened
+    # as written, it would lose its script before its prefix ("zh", Simplified here).
+    if len(kept) > 1 and len(kept[1]) == 3 and kept[1].isalpha():
+        kept = kept[1:]
     return ["-".join(kept[:length]) for length in range(len(kept), 0, -1)]
 
 
@@ -427,6 +432,7 @@ def _accept_language(header: str) -> tuple[list[str], set[str]]:
     lower case); ``*`` stands for every offered language the header does not refuse."""
     weighted: list[tuple[float, int, int, str]] = []
     refused: set[str] = set()
+    named: set[str] = set()
     wildcard: tuple[float, int] | None = None
     for index, part in enumerate(header.split(",")):
         tag, *parameters = (piece.strip() for piece in part.split(";"))
@@ -439,12 +445,15 @@ def _accept_language(header: str) -> tuple[list[str], set[str]]:
             wildcard = (-quality, index)
         else:
             weighted.append((-quality, index, 0, tag))
+            named.add(tag.lower())
     if wildcard is not None:
-        # In the order offered; a refused range refuses what it covers ("zh;q=0": zh-Hans).
+        # In the order offered; a refused range refuses what it covers ("zh;q=0": zh-Hans),
+        # and one named at a weight of its own keeps it ("en;q=0.5, *": English last), as
+        # "*" matches only the tags no other range matches (RFC 4647 3.3.1, RFC 2616 14.4).
         weighted += [
             (*wildcard, order, offered)
             for order, offered in enumerate(LANGUAGES)
-            if not _refused(offered, refused)
+            if not _refused(offered, refused) and not _refused(offered, named)
         ]
     return [tag for *_, tag in sorted(weighted) if tag.lower() not in refused], refused
 
