@@ -340,3 +340,39 @@ def test_a_list_printed_in_parts_that_has_no_items_prints_as_an_empty_list(
     asyncio.run(_app.print_json_in_parts({"org": "ice"}, {"posts": nothing()}))
     # then the text is the same as print_json gives for the whole value: "[]"
     assert capsys.readouterr().out == dumps({"org": "ice", "posts": []}, indent=True) + "\n"
+
+
+def test_audit_lines_up_its_columns_beside_an_actor_longer_than_ten(
+    sqlite_url: str, tmp_path: Path
+) -> None:
+    # given the seeds, and an event appended by an actor with a long (valid) name
+    for seed_file in sorted(SEEDS.glob("*.jsonl")):
+        ok(invoke(sqlite_url, "import", str(seed_file)))
+    records = tmp_path / "one.jsonl"
+    records.write_text(
+        '{"type": "person.registered", "data": {"person": "zz", "name": "ZZ"}}\n',
+        encoding="utf-8",
+    )
+    actor = "desk-of-the-international-editor"
+    ok(invoke(sqlite_url, "import", "--actor", actor, str(records)))
+    # when the audit lists it beside events appended by cli
+    lines = ok(invoke(sqlite_url, "audit", "--after", str(SEED_COUNT - 2))).splitlines()
+    # then the types start in one column on every line, after the longest actor
+    assert len(lines) == 3
+    starts = {line.index(line.split()[3]) for line in lines}
+    assert starts == {lines[-1].index(actor) + len(actor) + 1}
+
+
+@pytest.mark.parametrize("option", ["--person", "--post", "--org"])
+def test_history_given_one_option_empty_says_only_that_it_is_empty(
+    sqlite_url: str, option: str
+) -> None:
+    # given exactly one of the three options, given empty
+    for seed_file in sorted(SEEDS.glob("*.jsonl")):
+        ok(invoke(sqlite_url, "import", str(seed_file)))
+    result = invoke(sqlite_url, "history", option, "")
+    # then it is a usage mistake naming that option, and nothing else: the user gave exactly
+    # one, which "give exactly one of person, post or org" would contradict
+    assert result.exit_code == 2
+    assert f"{option} must not be empty" in result.stderr
+    assert "give exactly one" not in result.stderr

@@ -310,6 +310,16 @@ def test_list_lines_up_the_times_of_names_of_different_lengths(sqlite_url: str) 
     assert {line.index(" created ") for line in lines} == {24}
 
 
+def test_list_lines_up_the_times_beside_a_name_longer_than_its_column(sqlite_url: str) -> None:
+    # given a token whose name is longer than the 24 characters shown for most
+    long_name = "desk-of-the-international-editor"
+    for name in ("al", long_name):
+        assert leaderlog(sqlite_url, "token", "create", name).exit_code == 0
+    # when they are listed as text, then the times still line up, after the longest name
+    lines = leaderlog(sqlite_url, "token", "list").stdout.splitlines()
+    assert {line.index(" created ") for line in lines} == {len(long_name)}
+
+
 def test_a_token_not_shown_whose_revocation_fails_says_how_to_revoke_it() -> None:
     # given a token that could not be shown, and a store that refuses to revoke it
     class FailingRevoke:

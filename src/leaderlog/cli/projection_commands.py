@@ -451,6 +451,8 @@ _OUTCOMES = {
 
 
 def _print_audit(answer: Mapping[str, Any]) -> None:
+    # Wide enough for the longest actor shown, so that the types stay in one column.
+    width = max([10, *(len(event["actor"]) for event in answer["events"])])
     for event in answer["events"]:
         subject = event["claim"] or event["stream"].partition("-")[2]
         if event.get("outcome"):
@@ -458,7 +460,7 @@ def _print_audit(answer: Mapping[str, Any]) -> None:
         status = f" [{event['claim_status']}, {event['attribution']}]" if event["claim"] else ""
         source = f" {event['source']} ({event['publisher']})" if event["source"] else ""
         echo_line(
-            f"{event['position']:>8}  {event['recorded_at']}  {event['actor']:<10} "
+            f"{event['position']:>8}  {event['recorded_at']}  {event['actor']:<{width}} "
             f"{event['type']:<18} {subject}{status}{source}"
         )
     if not answer["events"]:

@@ -171,10 +171,13 @@ def list_command(context: Context, as_json: bool) -> None:
         if not tokens:
             # Said, as the other listings say they found nothing, rather than print nothing.
             click.echo("(no tokens: create one with leaderlog token create NAME)")
+        # Wide enough for the longest name (64 characters may be given), so that the times
+        # stay in one column.
+        width = max([24, *(len(token.name) for token in tokens)])
         for token in tokens:
             state = f"revoked {token.revoked_at}" if token.revoked_at else "live"
             # Escaped: an earlier version let a name end in a newline, which would end the
             # line early and leave its times on a line that passes for another token's.
-            echo_line(f"{token.name:<24} created {token.created_at}  {state}")
+            echo_line(f"{token.name:<{width}} created {token.created_at}  {state}")
 
     run(list_tokens)

@@ -278,7 +278,7 @@ class Queries:
         for name, value in (("person", person), ("post", post), ("org", org)):
             refusals.check(check_names, **{name: value})
         refusals.check(parse_known_at, known_at)
-        if sum(1 for value in (person, post, org) if value) != 1:
+        if sum(1 for value in (person, post, org) if value is not None) != 1:
             refusals.refuse("give exactly one of person, post or org")
         refusals.raise_any()
 
