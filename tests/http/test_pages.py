@@ -766,7 +766,33 @@ def test_every_link_to_the_opml_keeps_the_language_asked_for_in_the_address(
     # when a reader opens a page
     page = client.get(f"{base}{address}", headers=headers).text
     # then its autodiscovery link, its feeds section and its footer each link the OPML of
-    # every feed in the language the address asked for
+    # every feed in the language the address asked for (the feeds section in each format)
     links = [html.unescape(link) for link in re.findall(r'href="([^"]*/opml[^"]*)"', page)]
-    assert len(links) == 3 and set(links) == {f"{base}{opml}"}
+    in_formats = [
+        opml.replace("/opml", f"/opml?format={fmt}", 1).replace("?lang", "&lang")
+        for fmt in ("rss", "json")
+    ]
+    assert sorted(links) == sorted([f"{base}{opml}"] * 3 + [f"{base}{url}" for url in in_formats])
     assert f'href="{html.escape(base + opml)}"' in _section(page, "feeds")
+    for url in in_formats:
+        assert f'href="{html.escape(base + url)}"' in _section(page, "feeds")
+        # each in the form the server keeps, answered without a redirect
+        assert client.get(f"{base}{url}", follow_redirects=False).status_code == 200, url
+
+
+def test_the_feeds_of_a_person_on_no_page_are_linked_in_every_format(tmp_path: Path) -> None:
+    # given a person who holds no post and is named in no change (on no page's table)
+    app = create_app(seeded_database(tmp_path, PersonRegistered(person="new-person", name="N")))
+    with running(app) as base, httpx.Client(timeout=30) as client:
+        # when a reader follows the links of the overview, the OPML documents they lead to
+        # included
+        page = client.get(f"{base}/").text
+        opml_links = {html.unescape(link) for link in re.findall(r'href="([^"]*/opml[^"]*)"', page)}
+        reached = {
+            html.unescape(link)
+            for opml in opml_links
+            for link in re.findall(r'xmlUrl="([^"]*)"', client.get(opml).text)
+        }
+    # then that person's feed is reached in each format, not in Atom alone
+    for fmt in ("atom", "rss", "json"):
+        assert f"{base}/feeds/person/new-person.{fmt}" in reached, fmt

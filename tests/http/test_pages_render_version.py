@@ -131,6 +131,8 @@ RENDERED = {
     # Rules version 5: two acting or interim holders at once are a conflict; the seeds hold
     # none.
     (13, 32, 13, 9, 5): "56e422e17f5a611cdc7a5bf124324dca8bda3a39b7916620755e516a55baf8b4",
+    # The OPML of every feed linked in each format from the feeds section, as each feed is.
+    (14, 32, 13, 9, 5): "5a4a11c4eb5c88de9aac7b731166c2edfd5b624b2277997eba55827009dbc184",
 }
 
 BASE = "http://pages.test"

@@ -35,6 +35,7 @@ from leaderlog.feeds import (
     MEDIA_TYPES,
     N_,
     Directory,
+    FeedFormat,
     Markup,
     RecentChange,
     Scope,
@@ -83,7 +84,7 @@ router = APIRouter(tags=["pages"], dependencies=[Depends(given_once), Depends(in
 # match. Every page's ETag carries it, with the versions of what pages are also made of: the
 # feeds' rendering (recent changes, headlines, names), the projections they read and the
 # rules that work out the leadership from them.
-RENDER_VERSION = 13
+RENDER_VERSION = 14
 RECENT = 20
 HTML = "text/html; charset=utf-8"
 # Above this many posts (in the log, or in an organisation's subtree) a page lists
@@ -211,8 +212,12 @@ def _discovery(
     return "\n".join(links)
 
 
-def _opml_url(base: str, link_lang: str | None) -> str:
-    return f"{base}/opml" + (f"?lang={link_lang}" if link_lang else "")
+def _opml_url(base: str, link_lang: str | None, fmt: str = "atom") -> str:
+    # In the order the server writes its parameters in (another is redirected to it).
+    query = ([f"format={fmt}"] if fmt != "atom" else []) + (
+        [f"lang={link_lang}"] if link_lang else []
+    )
+    return f"{base}/opml" + (f"?{'&'.join(query)}" if query else "")
 
 
 def _language_links(current: str, org: str | None, page: int = 1) -> str:
@@ -407,23 +412,32 @@ def _changes(entries: Sequence[RecentChange], lang: Language) -> str:
 
 
 def _feed_line(base: str, scope: Scope, label: str, link_lang: str | None, lang: Language) -> str:
-    # A screen reader lists links by their names alone, where dozens of "Atom" would lead to
-    # as many feeds: each is named whose feed it is. The name begins with the word the link
-    # shows, which speech input says to follow it (WCAG 2.5.3; a word in brackets is not
-    # taken for part of the name). An attribute cannot hold <bdi>: the name is isolated in
-    # its own direction by characters, as in the feeds' own titles.
-    whose = isolated_text(clean(label))
-    links = " · ".join(
-        f'<a href="{_escaped(feed_url(base, scope, fmt, lang=link_lang))}" '
-        f'type="{MEDIA_TYPES[fmt]}" aria-label="{_feed_link_name(whose, fmt, lang)}">'
-        f"{_FORMAT_NAMES[fmt]}</a>"
-        for fmt in FORMATS
-    )
-    # The language's own colon: "Nom : Atom" in French, full-width in Chinese and Japanese.
-    line = translated_html(
-        lang, N_("{name}: {formats}"), name=Markup(_name(label)), formats=Markup(links)
+    line = _in_each_format(
+        Markup(_name(label)),
+        isolated_text(clean(label)),
+        {fmt: (feed_url(base, scope, fmt, lang=link_lang), MEDIA_TYPES[fmt]) for fmt in FORMATS},
+        lang,
     )
     return f"<li>{line}</li>"
+
+
+def _in_each_format(
+    name: Markup, whose: str, links: Mapping[FeedFormat, tuple[str, str]], lang: Language
+) -> Markup:
+    """``name``, then a link in each format (``links``: its address and media type by format).
+
+    A screen reader lists links by their names alone, where dozens of "Atom" would lead to
+    as many feeds: each is named whose feed it is (``whose``). The name begins with the word
+    the link shows, which speech input says to follow it (WCAG 2.5.3; a word in brackets is
+    not taken for part of the name). An attribute cannot hold <bdi>: ``whose`` is isolated in
+    its own direction by characters, as in the feeds' own titles."""
+    shown = " · ".join(
+        f'<a href="{_escaped(url)}" type="{media_type}" '
+        f'aria-label="{_feed_link_name(whose, fmt, lang)}">{_FORMAT_NAMES[fmt]}</a>'
+        for fmt, (url, media_type) in links.items()
+    )
+    # The language's own colon: "Nom : Atom" in French, full-width in Chinese and Japanese.
+    return translated_html(lang, N_("{name}: {formats}"), name=name, formats=Markup(shown))
 
 
 def _feed_link_name(whose: str, fmt: str, lang: Language) -> str:
@@ -454,11 +468,12 @@ def _feeds(
             label = scope_name(kind, doc, entity_id, lang)
             parts.append(_feed_line(base, Scope(kind, entity_id), label, link_lang, lang))  # type: ignore[arg-type]
         parts.append("</ul>")
-    parts.append(
-        f'<p><a href="{_escaped(_opml_url(base, link_lang))}">'
-        + _escaped(lang._(N_("Subscribe to every feed at once (OPML)")))
-        + "</a></p>"
-    )
+    # In each format, as every feed is: the feeds of people on no page here (no longer
+    # holding a post, say) are linked from the OPML alone.
+    every_feed = lang._(N_("Subscribe to every feed at once (OPML)"))
+    opml = {fmt: (_opml_url(base, link_lang, fmt), "text/x-opml") for fmt in FORMATS}
+    line = _in_each_format(Markup(_escaped(every_feed)), isolated_text(every_feed), opml, lang)
+    parts.append(f"<p>{line}</p>")
     return "\n".join(parts)
 
 
