@@ -229,3 +229,54 @@ def test_a_server_with_a_slow_user_projection_behind_serves_at_once(
     lags = {item["name"]: item["lag"] for item in health["projections"]}
     assert (lags["leadership"], lags["audit"], lags["feed_entries"]) == (0, 0, 0)
     assert lags["slow"] == 5
+
+
+def test_a_user_projection_at_a_new_version_is_not_said_left_out_while_the_server_rebuilds_it(
+    tmp_path: Path,
+    folder: Path,
+    client: httpx.Client,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # given a user projection built at version 1, whose module is at version 2 (an upgrade,
+    # or an edit) when the server starts, and whose replay takes a moment
+    url = f"sqlite:///{tmp_path / 'leaderlog.db'}"
+    (folder / "seen.py").write_text(seen_projection_module("seen", version=1), encoding="utf-8")
+    _seeded_with(url, "seen")
+    slow = seen_projection_module("seen", version=2, imports="import asyncio\n").replace(
+        "    async def apply(self, tx, events):\n",
+        "    async def apply(self, tx, events):\n        await asyncio.sleep(2)\n",
+    )
+    (folder / "seen.py").write_text(slow, encoding="utf-8")
+    # (the user projections' runner starts a moment after the server answers, as on a busy
+    # machine: the first request meets the projection before that runner has looked)
+    prepare = runner_module.ProjectionRunner.prepare
+
+    async def later(self: runner_module.ProjectionRunner) -> None:
+        if any(p.name == "seen" for p in self.projections):
+            await asyncio.sleep(1)
+        await prepare(self)
+
+    monkeypatch.setattr(runner_module.ProjectionRunner, "prepare", later)
+    caplog.set_level(logging.WARNING, logger="leaderlog.http")
+    # when the server has started and /healthz is asked while it replays that projection
+    with running(create_app(url)) as base:
+        health = client.get(f"{base}/healthz").json()
+        (entry,) = [p for p in health["projections"] if p["name"] == "seen"]
+        # then it is not said to be left out, nor a restart asked for: this server is
+        # rebuilding it at the version it loaded, and a restart would only start that again
+        assert "left out" not in entry.get("error", ""), entry
+        assert "restart" not in entry.get("error", ""), entry
+        # and once replayed it stands at the version the server loaded
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and (entry["version"], entry["lag"]) != (2, 0):
+            time.sleep(0.2)
+            health = client.get(f"{base}/healthz").json()
+            (entry,) = [p for p in health["projections"] if p["name"] == "seen"]
+        assert (entry["version"], entry["lag"], entry.get("error")) == (2, 0, None)
+    # and the server's log said it would bring it up to date once serving, not before
+    said = [r.getMessage() for r in caplog.records if r.getMessage().startswith("bringing")]
+    assert said == [
+        f"bringing projections up to date once serving: seen (rebuilt: version 1 to 2, "
+        f"{SEED_COUNT} events)"
+    ]

@@ -389,6 +389,15 @@ async def healthz(request: Request) -> Response:
         for runner in runners
         for projection, status in zip(runner.projections, await runner.status(), strict=True)
     ]
+    # Projections of a runner that has not prepared them yet (the user projections, which
+    # catch up once the server answers): one found at another version is about to be
+    # rebuilt by this server, not rebuilt since by another process.
+    to_prepare = {
+        projection.name
+        for runner in runners
+        if not runner.prepared
+        for projection in runner.projections
+    }
     unprepared = {name: f for runner in runners for name, f in runner.unprepared.items()}
     failing = {name: f for runner in runners for name, f in runner.failing.items()}
     # Each projection whose runner could not go on for the database's trouble (a full disk).
@@ -419,6 +428,8 @@ async def healthz(request: Request) -> Response:
                 f"rebuilt by another leaderlog version (version {status.version} in the "
                 f"database; this server reads version {projection.version}): restart it"
             )
+        elif status.version != projection.version and status.name in to_prepare:
+            pass  # this server rebuilds it at the version it loaded, as it starts following
         elif status.version != projection.version:
             # A command rebuilt it from its module as changed, and this server has not yet
             # looked (it notices on its next catch-up): left out, as it will then say.

@@ -213,20 +213,23 @@ async def _say_if_catching_up_takes_a_while(
     ``statuses``: each runner's, when already read."""
     if statuses is None:
         statuses = [await runner.status() for runner in runners]
-    behind: list[str] = []
+    # The answers wait for the built-ins; user projections catch up once serving.
+    behind: dict[str, list[str]] = {"before serving": [], "once serving": []}
     for runner, of_runner in zip(runners, statuses, strict=True):
+        when = "before serving" if reads_builtins(runner) else "once serving"
         for projection, status in zip(runner.projections, of_runner, strict=True):
             if isinstance(projection, LeftOut):
                 continue  # not brought up to date: its failure is logged next
             if status.version != projection.version:
-                behind.append(
+                behind[when].append(
                     f"{status.name} (rebuilt: version {status.version} to "
                     f"{projection.version}, {status.head} events)"
                 )
             elif status.lag >= _LONG_CATCH_UP:
-                behind.append(f"{status.name} ({status.lag} events behind)")
-    if behind:
-        logger.warning("bringing projections up to date before serving: %s", ", ".join(behind))
+                behind[when].append(f"{status.name} ({status.lag} events behind)")
+    for when, names in behind.items():
+        if names:
+            logger.warning("bringing projections up to date %s: %s", when, ", ".join(names))
 
 
 async def _once_the_database_answers(
@@ -367,7 +370,7 @@ def create_app(
 
         try:
             runners = await _once_the_database_answers(start)
-            # The answers wait for the built-ins; user projections catch up once serving.
+            # As said above: the answers wait for the built-ins alone.
             reported = [
                 await (_catch_up(runner) if reads_builtins(runner) else _say_left_out(runner))
                 for runner in runners

@@ -387,6 +387,12 @@ class ProjectionRunner:
             ", ".join(owners) or "owner not loaded",
         )
 
+    @property
+    def prepared(self) -> bool:
+        """Whether :meth:`prepare` has run since this runner began or last rebuilt: until
+        then a projection found at another version is this runner's to rebuild."""
+        return self._prepared
+
     async def prepare(self) -> None:
         """Create missing tables; rebuild (from 0) any projection whose version changed."""
         if self._prepared:
