@@ -1282,6 +1282,21 @@ class EventLog:
                 if not request.ids_are_fresh:
                     prepared.ids.update(event.event_id for event in decision.new_events)
             prepared.decided.append((request, decision))
+        unseen = [
+            entry.event_id
+            for request, _ in prepared.refused
+            if not request.ids_are_fresh
+            for entry in request.entries
+            if entry.event_id not in stored
+        ]
+        if unseen and await self._stored(unseen):
+            # Another writer stored some of these records after their ids were looked up,
+            # and the refusal may rest on what it wrote (the streams were loaded later):
+            # decided again, records stored as given are answered as already present.
+            for request, tries in zip(group, attempts, strict=True):
+                request.attempts = tries
+            self._head_is_current = False
+            return await self._prepare(group)
         if on_own_head and prepared.refused:
             known_head = self._known_head
             self._head_is_current = False
