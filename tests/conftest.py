@@ -105,6 +105,19 @@ def sqlite_url(tmp_path: Path) -> str:
     return f"sqlite:///{tmp_path / 'leaderlog.db'}"
 
 
+@pytest.fixture(params=["sqlite", "postgresql"])
+async def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[str]:
+    """A new log's URL on each backend in turn: a SQLite file, then a PostgreSQL schema of its
+    own (dropped after)."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'leaderlog.db'}"
+        return
+    from tests.store import postgres_schema
+
+    async with postgres_schema(request.getfixturevalue("postgres_url")) as url:
+        yield url
+
+
 @pytest.fixture
 async def seeded_log(sqlite_url: str) -> AsyncIterator[EventLog]:
     from leaderlog.log import load_seeds

@@ -4,24 +4,12 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from leaderlog.events import parse_record
 from leaderlog.log import EventLog
-from tests.store import postgres_schema
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-async def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[str]:
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'leaderlog.db'}"
-        return
-    async with postgres_schema(request.getfixturevalue("postgres_url")) as url:
-        yield url
 
 
 async def test_a_resend_racing_the_original_commit_is_answered_as_already_present(

@@ -4,24 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from collections.abc import AsyncIterator
-from pathlib import Path
 
 import pytest
 
 from leaderlog.errors import StoreUnavailable
 from leaderlog.events import PersonRegistered
 from leaderlog.log import AppendOutcome, EventLog
-from tests.store import postgres_schema
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-async def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[str]:
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'leaderlog.db'}"
-        return
-    async with postgres_schema(request.getfixturevalue("postgres_url")) as url:
-        yield url
 
 
 def person(name: str) -> PersonRegistered:

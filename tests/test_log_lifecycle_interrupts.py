@@ -7,8 +7,6 @@ from __future__ import annotations
 import asyncio
 import gc
 import uuid
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,18 +14,8 @@ import pytest
 from leaderlog.errors import StoreError
 from leaderlog.events import PersonRegistered, Record
 from leaderlog.log import AppendOutcome, EventLog
-from tests.store import postgres_schema
 
 Interrupt = type[KeyboardInterrupt] | type[SystemExit]
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-async def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[str]:
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'leaderlog.db'}"
-        return
-    async with postgres_schema(request.getfixturevalue("postgres_url")) as url:
-        yield url
 
 
 def people(count: int) -> list[Record]:

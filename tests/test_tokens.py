@@ -21,19 +21,8 @@ from leaderlog.log import EventLog
 from leaderlog.store import open_store
 from leaderlog.tokens import Tokens
 from tests.conftest import invoke, ok
-from tests.store import postgres_schema
 
 TOKEN = re.compile(r"ll_[A-Za-z0-9_-]{43}")
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-async def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[str]:
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'leaderlog.db'}"
-        return
-    server_url: str = request.getfixturevalue("postgres_url")
-    async with postgres_schema(server_url) as url:
-        yield url
 
 
 @pytest.fixture

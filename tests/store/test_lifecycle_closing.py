@@ -3,25 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-from pathlib import Path
 
 import pytest
 
 from leaderlog.errors import StoreUnavailable
 from leaderlog.store import open_store
 
-from . import postgres_schema
 from .contract import event
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-async def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[str]:
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'leaderlog.db'}"
-        return
-    async with postgres_schema(request.getfixturevalue("postgres_url")) as url:
-        yield url
 
 
 async def test_an_append_begun_while_the_store_closes_is_refused_and_not_written(
