@@ -1293,21 +1293,23 @@ class EventLog:
             # Another writer stored some of these records after their ids were looked up,
             # and the refusal may rest on what it wrote (the streams were loaded later):
             # decided again, records stored as given are answered as already present.
-            for request, tries in zip(group, attempts, strict=True):
-                request.attempts = tries
-            self._head_is_current = False
-            return await self._prepare(group)
+            return await self._prepare_again(group, attempts)
         if on_own_head and prepared.refused:
             known_head = self._known_head
             self._head_is_current = False
             await self._catch_up()
             if self._known_head != known_head:
                 # Other writers have appended meanwhile: decided again on what they wrote.
-                for request, tries in zip(group, attempts, strict=True):
-                    request.attempts = tries
-                return await self._prepare(group)
+                return await self._prepare_again(group, attempts)
             self._head_is_current = True
         return prepared
+
+    async def _prepare_again(self, group: list[_Request], attempts: list[int]) -> _Prepared:
+        """The group decided again from the start, on every event stored by now."""
+        for request, tries in zip(group, attempts, strict=True):
+            request.attempts = tries
+        self._head_is_current = False
+        return await self._prepare(group)
 
     def _unknown_streams(self, request: _Request, given: Mapping[int, int]) -> set[str]:
         """The streams the request's records name that the cache does not hold (but for

@@ -428,11 +428,10 @@ async def healthz(request: Request) -> Response:
                 f"rebuilt by another leaderlog version (version {status.version} in the "
                 f"database; this server reads version {projection.version}): restart it"
             )
-        elif status.version != projection.version and status.name in to_prepare:
-            pass  # this server rebuilds it at the version it loaded, as it starts following
-        elif status.version != projection.version:
+        elif status.version != projection.version and status.name not in to_prepare:
             # A command rebuilt it from its module as changed, and this server has not yet
-            # looked (it notices on its next catch-up): left out, as it will then say.
+            # looked (it notices on its next catch-up): left out, as it will then say. (One
+            # still to prepare is this server's to rebuild, as it starts following.)
             entry["error"] = (
                 f"left out: this server loaded its module at version {projection.version}, "
                 f"but the database holds version {status.version}, rebuilt since from the "
