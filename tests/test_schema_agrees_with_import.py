@@ -55,6 +55,10 @@ def source(url: str) -> dict[str, Any]:
     return {"type": "source.registered", "data": data}
 
 
+def named(name: str) -> dict[str, Any]:
+    return person(data={"person": "new-person", "name": name})
+
+
 def org_updated(**changes: Any) -> dict[str, Any]:
     return {"type": "org.updated", "data": {"org": "ice-hsi", **changes}}
 
@@ -118,6 +122,16 @@ REFUSED_WHATEVER_THE_LOG_HOLDS = [
     pytest.param(source("https:///example.org/story"), id="url with a slash too many"),
     pytest.param(source("https://?story=1"), id="url with a query and no host"),
     pytest.param(source("http://#top"), id="url with a fragment and no host"),
+    # control characters and noncharacters, in an address as in any text
+    pytest.param(source("https://example.org/a\x7fb"), id="url with DEL"),
+    pytest.param(source("https://example.org/a\x00b"), id="url with NUL"),
+    pytest.param(source("https://example.org/a\x80b"), id="url with a C1 control"),
+    pytest.param(source("https://example.org/a\ufffeb"), id="url with a noncharacter"),
+    # text checked as given, not after its ends are stripped
+    pytest.param(named("N" * 300 + "\n"), id="300-character name and a newline"),
+    pytest.param(named(" " + "N" * 300), id="300-character name after a space"),
+    pytest.param(named("N\x0b"), id="name ending in a vertical tab"),
+    pytest.param(named("N\x85"), id="name ending in NEL"),
 ]
 
 
@@ -149,6 +163,9 @@ ACCEPTED = [
     pytest.param(org_updated(parent=None, short_name=None), id="org parent and short name"),
     pytest.param(source("https://example.org/story?id=1#top"), id="url"),
     pytest.param(source("http://[2001:db8::1]:8080/x"), id="url with an IPv6 host"),
+    # surrounding spaces, which import strips
+    pytest.param(source(" https://example.org/a "), id="url between spaces"),
+    pytest.param(named(" " + "N" * 298 + "\n"), id="name of 300 characters with its ends"),
 ]
 
 

@@ -34,6 +34,7 @@ import uuid_utils.compat
 from pydantic import (
     AfterValidator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     StringConstraints,
@@ -171,11 +172,29 @@ _TEXT_PATTERN = (
     "\\ufdd0-\\ufdef\\ufffe\\uffff]*$"
 )
 Slug = Annotated[str, StringConstraints(pattern=SLUG_PATTERN)]
+
+
+def _unstripped(limit: int) -> BeforeValidator:
+    """Controls and length checked on the text as given, as the JSON Schema checks them:
+    stripping would otherwise take a control character or a size the schema refuses."""
+
+    def check(value: Any, info: ValidationInfo) -> Any:
+        if not isinstance(value, str) or (info.context and info.context.get("stored")):
+            return value
+        _no_control_characters(value)
+        if len(value) > limit:
+            raise ValueError(f"text is longer than {limit} characters")
+        return value
+
+    return BeforeValidator(check)
+
+
 Name = Annotated[
     str,
     StringConstraints(strip_whitespace=True, max_length=300),
     AfterValidator(_no_control_characters),
     AfterValidator(_visible),
+    _unstripped(300),
     WithJsonSchema({"type": "string", "minLength": 1, "maxLength": 300, "pattern": _TEXT_PATTERN}),
 ]
 Text = Annotated[
@@ -183,6 +202,7 @@ Text = Annotated[
     StringConstraints(strip_whitespace=True, max_length=5000),
     AfterValidator(_no_control_characters),
     AfterValidator(_visible),
+    _unstripped(5000),
     WithJsonSchema({"type": "string", "minLength": 1, "maxLength": 5000, "pattern": _TEXT_PATTERN}),
 ]
 
@@ -196,6 +216,11 @@ def _names_a_host(value: str, info: ValidationInfo) -> str:
     raise ValueError(f"{value[:60]!r} names no host: write it as https://example.org/path")
 
 
+# As the Text pattern: no C0/C1 control character nor noncharacter of the basic plane.
+_SCHEMA_URL_PATTERN = (
+    "^[^\\S\\u000b\\u000c]*https?://[^\\s/?#\\u0000-\\u001f\\u007f-\\u009f\\ufdd0-\\ufdef\\ufffe\\uffff]"
+    "[^\\s\\u0000-\\u001f\\u007f-\\u009f\\ufdd0-\\ufdef\\ufffe\\uffff]*[^\\S\\u000b\\u000c]*$"
+)
 _WITH_HOST = re.compile(r"^[A-Za-z]+://[^\s/?#]")
 _URL_PATTERN = r"^https?://[^\s]+$"
 _LANGUAGE_PATTERN = r"^[a-z]{2,3}(-[A-Za-z0-9]{2,8})*$"
@@ -209,7 +234,8 @@ Url = Annotated[
     StringConstraints(strip_whitespace=True, max_length=2000, pattern=_URL_PATTERN),
     AfterValidator(_no_control_characters),
     AfterValidator(_names_a_host),
-    WithJsonSchema({"type": "string", "maxLength": 2000, "pattern": r"^https?://[^\s/?#][^\s]*$"}),
+    _unstripped(2000),
+    WithJsonSchema({"type": "string", "maxLength": 2000, "pattern": _SCHEMA_URL_PATTERN}),
 ]
 LanguageTag = Annotated[str, StringConstraints(pattern=_LANGUAGE_PATTERN)]
 # Only language tags as keys, in the JSON Schema too (patternProperties alone would let any
