@@ -176,10 +176,11 @@ Slug = Annotated[str, StringConstraints(pattern=SLUG_PATTERN)]
 
 def _unstripped(limit: int) -> BeforeValidator:
     """Controls and length checked on the text as given, as the JSON Schema checks them:
-    stripping would otherwise take a control character or a size the schema refuses."""
+    stripping would otherwise take a control character or a size the schema refuses.
+    (Stored text was stored stripped: it reads as it did.)"""
 
-    def check(value: Any, info: ValidationInfo) -> Any:
-        if not isinstance(value, str) or (info.context and info.context.get("stored")):
+    def check(value: Any) -> Any:
+        if not isinstance(value, str):
             return value
         _no_control_characters(value)
         if len(value) > limit:
@@ -192,7 +193,6 @@ def _unstripped(limit: int) -> BeforeValidator:
 Name = Annotated[
     str,
     StringConstraints(strip_whitespace=True, max_length=300),
-    AfterValidator(_no_control_characters),
     AfterValidator(_visible),
     _unstripped(300),
     WithJsonSchema({"type": "string", "minLength": 1, "maxLength": 300, "pattern": _TEXT_PATTERN}),
@@ -200,7 +200,6 @@ Name = Annotated[
 Text = Annotated[
     str,
     StringConstraints(strip_whitespace=True, max_length=5000),
-    AfterValidator(_no_control_characters),
     AfterValidator(_visible),
     _unstripped(5000),
     WithJsonSchema({"type": "string", "minLength": 1, "maxLength": 5000, "pattern": _TEXT_PATTERN}),
@@ -232,7 +231,6 @@ _PATTERN_RULES = {
 Url = Annotated[
     str,
     StringConstraints(strip_whitespace=True, max_length=2000, pattern=_URL_PATTERN),
-    AfterValidator(_no_control_characters),
     AfterValidator(_names_a_host),
     _unstripped(2000),
     WithJsonSchema({"type": "string", "maxLength": 2000, "pattern": _SCHEMA_URL_PATTERN}),

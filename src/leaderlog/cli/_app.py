@@ -202,9 +202,7 @@ def _remove_draft(draft: Path) -> None:
     kept: list[str] = []
     for leftover in (draft, *(Path(f"{draft}{suffix}") for suffix in _SQLITE_COMPANIONS)):
         try:
-            leftover.unlink()
-        except FileNotFoundError:
-            pass
+            leftover.unlink(missing_ok=True)
         except OSError as error:
             kept.append(f"{leftover} ({error.strerror or error})")
     if kept:
