@@ -549,6 +549,20 @@ async def test_dates_come_from_events_not_the_clock(seeded_log: EventLog) -> Non
     assert len(written) == 10 and written == sorted(written, reverse=True)
 
 
+async def test_atom_entries_of_one_batch_have_distinct_updated_dates(
+    seeded_log: EventLog,
+) -> None:
+    # Given the seeds, whose claims were all appended in one batch (one recorded instant)
+    service = await project(seeded_log)
+    # When the Atom feed (and RSS's atom:updated) is rendered, dates cut to milliseconds
+    atom = etree.fromstring(await rendered(service, "all"))
+    rss = etree.fromstring(await rendered(service, "all", fmt="rss"))
+    # Then no two entries share an updated date (the W3C validator's DuplicateUpdated warning)
+    for feed, entry_tag in ((atom, f"{ATOM}entry"), (rss, "item")):
+        dates = [str(entry.findtext(f"{ATOM}updated")) for entry in feed.iter(entry_tag)]
+        assert len(dates) == 10 and len(set(dates)) == len(dates), dates
+
+
 async def test_atom_dates_have_milliseconds_as_rome_reads_them(seeded_log: EventLog) -> None:
     # ROME (CommaFeed's parser) reads the digits after the second as milliseconds, so
     # ".912837" put an entry 912 seconds later, and out of order with the others; cut to

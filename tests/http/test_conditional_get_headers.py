@@ -8,7 +8,7 @@ import datetime as dt
 import pytest
 from starlette.requests import Request
 
-from leaderlog.feeds import SUBSCRIPTION_CACHE
+from leaderlog.feeds import FULL_ARCHIVE_CACHE, SUBSCRIPTION_CACHE
 from leaderlog.feeds._service import Validators
 from leaderlog.http._conditional import caching_headers, is_not_modified, not_modified
 
@@ -83,4 +83,16 @@ def test_last_modified_waits_for_the_second_of_a_change_made_on_the_second_itsel
     assert "Last-Modified" not in during
     # and once the second is over it has one
     after = caching_headers(validators, "en", now=changed + dt.timedelta(seconds=1))
+    assert after["Last-Modified"] == MODIFIED
+
+
+def test_a_full_archive_page_dated_ahead_of_the_clock_waits_for_its_date() -> None:
+    # given a full archive page (it never changes again) whose last change was stamped ahead
+    # of the clock, as after a burst of more than a thousand changes a second
+    validators = Validators(7, 'W/"7-atom"', CHANGED, FULL_ARCHIVE_CACHE)
+    # when it is sent before that date, then it has no Last-Modified (never a date to come)
+    before = caching_headers(validators, "en", now=CHANGED - dt.timedelta(seconds=5))
+    assert "Last-Modified" not in before
+    # and from that moment on it has one, at once, as no other change can share its second
+    after = caching_headers(validators, "en", now=CHANGED)
     assert after["Last-Modified"] == MODIFIED

@@ -59,7 +59,7 @@ REPORTED_FIELDS = (
     "quote",
     "locator",
 )
-TICK = dt.timedelta(microseconds=1)
+TICK = dt.timedelta(milliseconds=1)
 
 
 def as_text(value: object) -> str | None:
@@ -88,15 +88,21 @@ def path_text(path: Sequence[str]) -> str:
     return "/" + "".join(f"{org}/" for org in path) if path else "/"
 
 
+def _millisecond(moment: dt.datetime) -> dt.datetime:
+    return moment.replace(microsecond=moment.microsecond // 1000 * 1000)
+
+
 @dataclass
 class Clock:
     """The time entries are stamped with: the recorded time, made strictly increasing.
 
     Events appended in one batch share their recorded time to the microsecond; entries need
-    distinct instants (readers sort and de-duplicate by them), so each event is stamped
-    ``max(recorded_at, previous stamp + 1 µs)``. The stamp depends only on the log up to the
-    event, so rebuilds give the same stamps, and it equals the recorded time whenever events
-    were recorded at different instants.
+    distinct instants (readers sort and de-duplicate by them) in every format, and Atom writes
+    them to the millisecond (the W3C Feed Validator warns of two entries with one
+    ``atom:updated``), so an event recorded within the previous stamp's millisecond is stamped
+    at the start of the next one. The stamp depends only on the log up to the event, so
+    rebuilds give the same stamps, and it equals the recorded time whenever events were
+    recorded in different milliseconds.
     """
 
     last: dt.datetime | None = None
@@ -107,8 +113,8 @@ class Clock:
         if recorded.position == self.position:
             return self.text
         moment = recorded.recorded_at.astimezone(dt.UTC)
-        if self.last is not None and moment <= self.last:
-            moment = self.last + TICK
+        if self.last is not None and _millisecond(moment) <= _millisecond(self.last):
+            moment = _millisecond(self.last) + TICK
         self.last, self.position, self.text = moment, recorded.position, format_time(moment)
         return self.text
 
