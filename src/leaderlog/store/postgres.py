@@ -1196,9 +1196,24 @@ class _PostgresProjectionTransaction(ProjectionTransaction):
     async def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         if not rows:
             return
-        await self._statement(
-            lambda: self._connection.executemany(translate_placeholders(sql), rows)
-        )
+        await self._statement(lambda: self._executemany(translate_placeholders(sql), rows))
+
+    async def _executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        """asyncpg's executemany, which cancelled while it waits to send more rows (the
+        server reading slower than it writes) waits for good for an answer the server never
+        sends, as it waits for the rest of the rows: the page, and a catch-up, rebuild or
+        shutdown cancelled with it, hung. Cancelled, the connection is closed first, which
+        rolls the transaction back (the page is given up anyway) and answers that wait, and
+        only then is the driver cancelled: closed alone, it would go on waiting to write."""
+        running = asyncio.ensure_future(self._connection.executemany(sql, rows))
+        try:
+            await asyncio.shield(running)
+        except asyncio.CancelledError:
+            self._connection.terminate()
+            running.cancel()
+            with contextlib.suppress(BaseException):
+                await running
+            raise
 
     async def fetchall(self, sql: str, parameters: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         rows = await self._statement(
@@ -1268,7 +1283,10 @@ class PostgresStore(EventStore):
                 # under the role's name would come first on the default search_path.
                 async with pool.acquire() as connection:
                     found = await _default_schema(connection, shown)
-                await pool.close()
+                # Idle now, so closed at once: an awaited close cut short by a cancellation
+                # (Ctrl-C) leaves the pool closing, its connections open, and a second close
+                # returns without closing them.
+                pool.terminate()
                 if found is not None:
                     settings = {**settings, "search_path": f'"{found}"'}
                 pool = await _open_pool(dsn, settings, timeout, shown)
@@ -1278,7 +1296,7 @@ class PostgresStore(EventStore):
                 f"cannot prepare PostgreSQL database {shown}: {_reason(error)}"
             ) from error
         except BaseException:
-            await pool.close()
+            pool.terminate()  # cancelled: see above
             raise
         try:
             created: _Created | None = None
@@ -1308,7 +1326,7 @@ class PostgresStore(EventStore):
                 f"cannot prepare PostgreSQL database {shown}: {reason}"
             ) from error
         except BaseException:
-            await pool.close()
+            pool.terminate()  # cancelled: see above
             raise
         return cls(
             pool,
