@@ -8,7 +8,7 @@ unknown org, post, person, claim or position, 422 (``invalid``, each parameter r
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import asdict
 from typing import Annotated, Any
 
@@ -152,21 +152,25 @@ MAX_STATE_POSTS = 1000
 
 
 async def _answer(
-    request: Request, query: Awaitable[Any], in_path: Mapping[str, str] | None = None
+    request: Request,
+    query: Callable[[], Awaitable[Any]],
+    in_path: Mapping[str, str] | None = None,
 ) -> Response:
-    """The query's answer as JSON, or its error as the status it stands for.
+    """The answer of ``query()`` as JSON, or its error as the status it stands for; asked
+    only while fewer than ``ANSWERS_AT_ONCE`` others are worked out (``Services.answering``).
 
     ``in_path`` maps a query's parameter names to the path parameters that carry them
     (``claim`` to ``claim_id``), so that a refused one is located in the path."""
-    try:
-        value = await query
-    except UnknownEntity as error:
-        raise HTTPException(404, str(error)) from None
-    except InvalidQuery as error:
-        raise _refused(request, error, in_path or {}) from None
-    except ProjectionError as error:
-        raise HTTPException(503, str(error), headers={"Retry-After": "1"}) from None
-    return await json_response(request, value)
+    async with services_of(request).answering:
+        try:
+            value = await query()
+        except UnknownEntity as error:
+            raise HTTPException(404, str(error)) from None
+        except InvalidQuery as error:
+            raise _refused(request, error, in_path or {}) from None
+        except ProjectionError as error:
+            raise HTTPException(503, str(error), headers={"Retry-After": "1"}) from None
+        return await json_response(request, value)
 
 
 def _refused(
@@ -212,7 +216,7 @@ async def state(
     At most 1,000 posts are answered at once (422 beyond): on a large log, ask per `org`.
     """
     return await _answer(
-        request, queries_of(request).state(org, as_of, known_at, max_posts=MAX_STATE_POSTS)
+        request, lambda: queries_of(request).state(org, as_of, known_at, max_posts=MAX_STATE_POSTS)
     )
 
 
@@ -236,7 +240,7 @@ async def history(
     """
     return await _answer(
         request,
-        queries_of(request).history(
+        lambda: queries_of(request).history(
             person=person, post=post, org=org, known_at=known_at, max_posts=MAX_STATE_POSTS
         ),
     )
@@ -256,7 +260,7 @@ async def claim(
     """Reported, then confirmed / corrected / disputed / retracted, with every source."""
     return await _answer(
         request,
-        queries_of(request).claim(claim_id, known_at),
+        lambda: queries_of(request).claim(claim_id, known_at),
         in_path={called: name for name, called in _PATH_NAMES.items()},
     )
 
@@ -309,7 +313,7 @@ async def audit(
     """
     return await _answer(
         request,
-        queries_of(request).audit(
+        lambda: queries_of(request).audit(
             source=source,
             publisher=publisher,
             actor=actor,
