@@ -967,6 +967,9 @@ async def _overview_page(
         leadership = _unknown_org(base, org, unknown.suggestions, orgs, words, link_lang)
     elif beyond:
         leadership = _no_such_page(base, org, link_lang, page, pages, words)
+    elif not whole:
+        unreadable = N_("The leadership cannot be read at the moment; try again shortly.")
+        leadership = f"<p>{_escaped(words._(unreadable))}</p>"
     elif by_org:
         parts = []
         if state["posts"] and org is not None:
@@ -1065,7 +1068,7 @@ async def _overview_page(
         leadership_heading=_escaped(
             words._(N_("Current leadership") if found else N_("Page not found"))
         ),
-        situation=f"<p>{_escaped(said)}</p>\n" if found else "",
+        situation=f"<p>{_escaped(said)}</p>\n" if found and whole else "",
         leadership=leadership,
         changes_heading=_escaped(words._(N_("Recent changes"))),
         changes=_changes(recent, words),
