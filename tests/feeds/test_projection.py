@@ -107,6 +107,26 @@ async def test_stamps_are_strictly_increasing_even_within_one_batch(
         assert recorded <= stamp < recorded + dt.timedelta(milliseconds=len(events))
 
 
+async def test_a_burst_of_people_does_not_date_the_claim_after_it_ahead_of_the_clock(
+    seeded_log: EventLog,
+) -> None:
+    # Given 3,000 people registered in one batch with a claim after them (only entries need
+    # a millisecond of their own, for Atom's dates; the rest a microsecond)
+    people = [PersonRegistered(person=f"many-{n}", name=f"Many {n}") for n in range(3000)]
+    await seeded_log.append_events([*people, generated_claim(0, person="many-0")], actor="t")
+    # When the feed entries are projected
+    await project(seeded_log)
+    # Then the claim is stamped within milliseconds of when it was recorded, not seconds
+    rows = await seeded_log.store.query(
+        f"SELECT c.reported_position, v.doc FROM {ENTRIES} c {CURRENT_DOC} WHERE c.claim = ?",
+        ["gen-0"],
+    )
+    ((position, doc),) = rows
+    (recorded,) = [e.recorded_at for e in await seeded_log.events() if e.position == position]
+    stamp = dt.datetime.fromisoformat(loads(doc)["published"].replace("Z", "+00:00"))
+    assert recorded <= stamp < recorded + dt.timedelta(milliseconds=100)
+
+
 async def test_a_correction_moves_the_entry_but_it_stays_in_the_first_persons_feed(
     seeded_log: EventLog,
 ) -> None:

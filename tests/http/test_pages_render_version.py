@@ -133,8 +133,8 @@ RENDERED = {
     (13, 32, 13, 9, 5): "56e422e17f5a611cdc7a5bf124324dca8bda3a39b7916620755e516a55baf8b4",
     # The OPML of every feed linked in each format from the feeds section, as each feed is.
     (14, 32, 13, 9, 5): "5a4a11c4eb5c88de9aac7b731166c2edfd5b624b2277997eba55827009dbc184",
-    # Entries of one batch are stamped a millisecond apart.
-    (14, 32, 14, 9, 5): "ae9f2ec7c1137bdddb9b4865e390bc19fd2acb9105a7c380ea06b100642da52c",
+    # Claims of one batch are stamped a millisecond apart (other events a microsecond).
+    (14, 32, 14, 9, 5): "b6d22346e253c37feefcd94cc121d941a88377d6d69ca1f76eb7184484079308",
 }
 
 BASE = "http://pages.test"

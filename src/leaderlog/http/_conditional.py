@@ -211,7 +211,7 @@ def _second_is_over(validators: Validators, now: dt.datetime | None = None) -> b
     or the document never changes again, so that no second change can share its date.
 
     Either way, a date yet to come is not sent (RFC 9110 §8.8.2.1): stamps run ahead of the
-    clock after a burst of more than a thousand changes a second (see the feed projection's
+    clock after a burst of more than a thousand claims a second (see the feed projection's
     ``Clock``)."""
     now = now or dt.datetime.now(dt.UTC)
     if validators.final:

@@ -59,7 +59,8 @@ REPORTED_FIELDS = (
     "quote",
     "locator",
 )
-TICK = dt.timedelta(milliseconds=1)
+TICK = dt.timedelta(microseconds=1)
+ENTRY_TICK = dt.timedelta(milliseconds=1)
 
 
 def as_text(value: object) -> str | None:
@@ -94,27 +95,38 @@ def _millisecond(moment: dt.datetime) -> dt.datetime:
 
 @dataclass
 class Clock:
-    """The time entries are stamped with: the recorded time, made strictly increasing.
+    """The time entries and feeds are stamped with: the recorded time, made strictly
+    increasing.
 
-    Events appended in one batch share their recorded time to the microsecond; entries need
-    distinct instants (readers sort and de-duplicate by them) in every format, and Atom writes
-    them to the millisecond (the W3C Feed Validator warns of two entries with one
-    ``atom:updated``), so an event recorded within the previous stamp's millisecond is stamped
-    at the start of the next one. The stamp depends only on the log up to the event, so
+    Events appended in one batch share their recorded time to the microsecond; feeds need
+    distinct instants (readers sort and de-duplicate by them), so each event is stamped
+    ``max(recorded_at, previous stamp + 1 µs)``. An entry's (a claim event's) stamp is
+    moreover in a later millisecond than the entry before it: Atom writes dates to the
+    millisecond, and the W3C Feed Validator warns of two entries with one ``atom:updated``.
+    So claims recorded faster than one a millisecond (a large import) are dated ahead of the
+    clock, a second for a thousand of them; other events (people, posts, organisations) are
+    only ever a microsecond apart. The stamp depends only on the log up to the event, so
     rebuilds give the same stamps, and it equals the recorded time whenever events were
-    recorded in different milliseconds.
+    recorded at different instants (and claims in different milliseconds).
     """
 
     last: dt.datetime | None = None
+    last_entry: dt.datetime | None = None
     position: int = 0
     text: str = ""
 
-    def stamp(self, recorded: RecordedEvent) -> str:
+    def stamp(self, recorded: RecordedEvent, *, entry: bool = False) -> str:
         if recorded.position == self.position:
             return self.text
         moment = recorded.recorded_at.astimezone(dt.UTC)
-        if self.last is not None and _millisecond(moment) <= _millisecond(self.last):
-            moment = _millisecond(self.last) + TICK
+        if self.last is not None and moment <= self.last:
+            moment = self.last + TICK
+        if entry:
+            if self.last_entry is not None and _millisecond(moment) <= _millisecond(
+                self.last_entry
+            ):
+                moment = _millisecond(self.last_entry) + ENTRY_TICK
+            self.last_entry = moment
         self.last, self.position, self.text = moment, recorded.position, format_time(moment)
         return self.text
 
@@ -303,7 +315,7 @@ def apply_claim(page: Page, recorded: RecordedEvent, data: dict[str, Any]) -> No
     if claim is None:
         return
     entry = page.entries.get(claim)
-    at = page.clock.stamp(recorded)
+    at = page.clock.stamp(recorded, entry=True)
     step: dict[str, Any] = {"type": recorded.type, "position": recorded.position, "at": at}
     joins_before = len(page.joins)
     if recorded.type == "claim.reported":

@@ -33,7 +33,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any, ClassVar
 
 from leaderlog._json import dumps, loads
-from leaderlog.events import RecordedEvent
+from leaderlog.events import RecordedEvent, format_time
 from leaderlog.projections._feed_entry_fold import (
     CLAIM_EVENTS,
     ENTITY_EVENTS,
@@ -124,11 +124,15 @@ class FeedEntriesProjection(Projection):
         relevant = [e for e in events if e.type in ENTITY_EVENTS or e.type in CLAIM_EVENTS]
         if not relevant:
             return
-        rows = await tx.fetchall(f"SELECT position, stamp FROM {CLOCK} WHERE name = 'clock'")
         clock = Clock()
-        if rows:
-            clock.position, clock.text = int(rows[0][0]), rows[0][1]
-            clock.last = dt.datetime.fromisoformat(clock.text.replace("Z", "+00:00"))
+        for name, position, stamp in await tx.fetchall(
+            f"SELECT name, position, stamp FROM {CLOCK} WHERE name IN ('clock', 'entry_clock')"
+        ):
+            moment = dt.datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+            if name == "clock":
+                clock.position, clock.text, clock.last = int(position), stamp, moment
+            else:
+                clock.last_entry = moment
         # A move in the organisation tree rewrites paths across the subtree, so it is applied
         # on its own, between the runs of ordinary events around it.
         run: list[RecordedEvent] = []
@@ -142,10 +146,13 @@ class FeedEntriesProjection(Projection):
         await self._apply_run(tx, run, clock)
         if not clock.text:
             return
-        await tx.execute(
-            f"INSERT INTO {CLOCK} (name, position, stamp) VALUES ('clock', ?, ?) "
+        kept = [("clock", clock.position, clock.text)]
+        if clock.last_entry is not None:
+            kept.append(("entry_clock", clock.position, format_time(clock.last_entry)))
+        await tx.executemany(
+            f"INSERT INTO {CLOCK} (name, position, stamp) VALUES (?, ?, ?) "
             "ON CONFLICT (name) DO UPDATE SET position = excluded.position, stamp = excluded.stamp",
-            (clock.position, clock.text),
+            kept,
         )
 
     # --- ordinary events -------------------------------------------------------------------
