@@ -1004,9 +1004,15 @@ async def _overview_page(
     else:
         leadership = await _written(state, orgs, post_labels, words, org_links)
     shown = None
+    shown_id: str | None = None
     if org is not None and unknown is None and state.get("org"):
         # The id as stored, which is what the feed addresses use.
         shown_id = str(state["org"]["org"])
+    elif not whole and org is not None and org in tree.positions:
+        # The leadership cannot be read, but the feeds know the organisation: its page still
+        # lists its own changes and feeds, under its own name, as its feed does.
+        shown_id = org
+    if shown_id is not None:
         shown = (shown_id, tree.subtree(shown_id)[0][1] if shown_id in tree.positions else {})
     if org is not None:
         back = urlencode({"lang": link_lang}) if link_lang else ""
