@@ -5,6 +5,7 @@ clients asking at once took a server's memory from 70 MB to 900 MB on a 20,000-e
 from __future__ import annotations
 
 import asyncio
+import socket
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -82,3 +83,30 @@ def test_a_few_answers_are_worked_out_at_once_and_the_rest_wait_their_turn(
     assert [answer.status_code for answer in answers] == [200] * CLIENTS
     assert len({answer.content for answer in answers}) == 1
     assert overlap.most == ANSWERS_AT_ONCE
+
+
+def test_a_request_given_up_while_it_waits_its_turn_is_not_worked_out(
+    server: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a server, and a count of the state answers it works out
+    overlap = _counted(monkeypatch, "state")
+    worked_out = 0
+    counted = Queries.state
+
+    async def counting(self: Queries, *arguments: Any, **options: Any) -> Any:
+        nonlocal worked_out
+        worked_out += 1
+        return await counted(self, *arguments, **options)
+
+    monkeypatch.setattr(Queries, "state", counting)
+    # When more clients than it works out at once ask, and each gives up at once
+    host, port = httpx.URL(server).host, httpx.URL(server).port
+    for _ in range(CLIENTS):
+        with socket.create_connection((host, port)) as connection:
+            connection.sendall(b"GET /api/state HTTP/1.1\r\nHost: test\r\n\r\n")
+    # Then those still waiting their turn are not worked out for no one, and a client that
+    # stays is answered
+    answer = httpx.get(f"{server}/api/state", timeout=60)
+    assert answer.status_code == 200
+    assert worked_out <= ANSWERS_AT_ONCE + 1, worked_out
+    assert overlap.most <= ANSWERS_AT_ONCE

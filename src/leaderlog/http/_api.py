@@ -162,6 +162,10 @@ async def _answer(
     ``in_path`` maps a query's parameter names to the path parameters that carry them
     (``claim`` to ``claim_id``), so that a refused one is located in the path."""
     async with services_of(request).answering:
+        if await request.is_disconnected():
+            # Given up while it waited its turn: worked out, it would only hold back the
+            # answers still awaited behind it.
+            return Response(status_code=204)
         try:
             value = await query()
         except UnknownEntity as error:
