@@ -122,10 +122,9 @@ class Clock:
         if self.last is not None and moment <= self.last:
             moment = self.last + TICK
         if entry:
-            if self.last_entry is not None and _millisecond(moment) <= _millisecond(
-                self.last_entry
-            ):
-                moment = _millisecond(self.last_entry) + ENTRY_TICK
+            latest = self.last_entry
+            if latest is not None and _millisecond(moment) <= _millisecond(latest):
+                moment = _millisecond(latest) + ENTRY_TICK
             self.last_entry = moment
         self.last, self.position, self.text = moment, recorded.position, format_time(moment)
         return self.text

@@ -1283,9 +1283,10 @@ class PostgresStore(EventStore):
                 # under the role's name would come first on the default search_path.
                 async with pool.acquire() as connection:
                     found = await _default_schema(connection, shown)
-                # Idle now, so closed at once: an awaited close cut short by a cancellation
-                # (Ctrl-C) leaves the pool closing, its connections open, and a second close
-                # returns without closing them.
+                # Idle now, so closed at once: an awaited close that a Ctrl-C interrupts (a
+                # KeyboardInterrupt, which asyncpg does not clean up after, as it does after a
+                # cancellation) leaves its connections open, and a second close returns
+                # without closing them.
                 pool.terminate()
                 if found is not None:
                     settings = {**settings, "search_path": f'"{found}"'}
@@ -1296,7 +1297,7 @@ class PostgresStore(EventStore):
                 f"cannot prepare PostgreSQL database {shown}: {_reason(error)}"
             ) from error
         except BaseException:
-            pool.terminate()  # cancelled: see above
+            pool.terminate()  # cancelled or interrupted: nothing to wait for
             raise
         try:
             created: _Created | None = None
@@ -1326,7 +1327,7 @@ class PostgresStore(EventStore):
                 f"cannot prepare PostgreSQL database {shown}: {reason}"
             ) from error
         except BaseException:
-            pool.terminate()  # cancelled: see above
+            pool.terminate()  # cancelled or interrupted: nothing to wait for
             raise
         return cls(
             pool,
