@@ -953,7 +953,11 @@ class SQLiteStore(EventStore):
             try:
                 writer = await _WriteConnection.open(path, create=create)
                 opened.push_async_callback(writer.close)
-                reader = await aiosqlite.connect(path, isolation_level=None)
+                connecting = aiosqlite.connect(path, isolation_level=None)
+                # Its thread (not a daemon) starts with the await: stopped whatever ends the
+                # open, even a Ctrl-C landing as the await returns, or it holds the exit.
+                opened.callback(connecting.stop)
+                reader = await connecting
                 opened.push_async_callback(reader.close)
                 for pragma in _pragmas()[1:]:
                     await reader.execute(pragma)
@@ -962,8 +966,11 @@ class SQLiteStore(EventStore):
                 raise StoreUnavailable(
                     f"cannot open SQLite database {path}: {error}{full}"
                 ) from error
+            # Made before the connections are let go of: once it is, its finalizer and
+            # _open_stores stop them, should Ctrl-C land before its owner holds it.
+            store = cls(path, writer, reader)
             opened.pop_all()
-        return cls(path, writer, reader)
+        return store
 
     async def discard_created_log(self) -> bool:
         """See :meth:`EventStore.discard_created_log`. The file itself stays: another
