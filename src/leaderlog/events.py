@@ -176,8 +176,9 @@ Slug = Annotated[str, StringConstraints(pattern=SLUG_PATTERN)]
 
 def _unstripped(limit: int) -> BeforeValidator:
     """Controls and length checked on the text as given, as the JSON Schema checks them:
-    stripping would otherwise take a control character or a size the schema refuses.
-    (Stored text was stored stripped: it reads as it did.)"""
+    stripping would otherwise take a control character or a size the schema refuses. The
+    one length check: the stripped text is never longer. (Stored text was stored stripped:
+    it reads as it did.)"""
 
     def check(value: Any) -> Any:
         if not isinstance(value, str):
@@ -192,14 +193,14 @@ def _unstripped(limit: int) -> BeforeValidator:
 
 Name = Annotated[
     str,
-    StringConstraints(strip_whitespace=True, max_length=300),
+    StringConstraints(strip_whitespace=True),
     AfterValidator(_visible),
     _unstripped(300),
     WithJsonSchema({"type": "string", "minLength": 1, "maxLength": 300, "pattern": _TEXT_PATTERN}),
 ]
 Text = Annotated[
     str,
-    StringConstraints(strip_whitespace=True, max_length=5000),
+    StringConstraints(strip_whitespace=True),
     AfterValidator(_visible),
     _unstripped(5000),
     WithJsonSchema({"type": "string", "minLength": 1, "maxLength": 5000, "pattern": _TEXT_PATTERN}),
@@ -230,7 +231,7 @@ _PATTERN_RULES = {
 }
 Url = Annotated[
     str,
-    StringConstraints(strip_whitespace=True, max_length=2000, pattern=_URL_PATTERN),
+    StringConstraints(strip_whitespace=True, pattern=_URL_PATTERN),
     AfterValidator(_names_a_host),
     _unstripped(2000),
     WithJsonSchema({"type": "string", "maxLength": 2000, "pattern": _SCHEMA_URL_PATTERN}),
