@@ -262,6 +262,8 @@ class FeedService:
         self._clock: tuple[int, dt.datetime] | None = None
         # (position before, position after, when this service first saw them), oldest first.
         self._arrivals: list[tuple[int, int, dt.datetime]] = []
+        # The latest time the wall clock has said (see _now).
+        self._clock_reached: dt.datetime | None = None
         self._taken_through: int | None = None
         self._frozen_pages: dict[tuple[str, int], tuple[int, dt.datetime]] = {}
         self._rendered: OrderedDict[tuple[Any, ...], Rendered] = OrderedDict()
@@ -323,7 +325,24 @@ class FeedService:
             self._log_hashes.popitem(last=False)
         return found
 
+    def _now(self) -> dt.datetime:
+        """The wall clock, never earlier than it has said before.
+
+        A clock stepped back (NTP, say) leaves the log's head ahead of it, and the store
+        stamps new events with the head's time: in the second of the last Last-Modified sent
+        (see :meth:`_dated`). Dated by when they arrive on a clock that never goes back, they
+        fall after every date this service may have sent."""
+        now = dt.datetime.now(dt.UTC)
+        reached = self._clock_reached
+        if reached is not None and now < reached:
+            return reached
+        self._clock_reached = now
+        return now
+
     async def _fresh(self) -> None:
+        # Read on every request, as each may send a Last-Modified whose second is over by
+        # the clock's time then (see _now).
+        self._now()
         now = time.monotonic()
         # While a rebuild runs, every request looks again: its end is served at once.
         if now - self._checked < self.poll_interval and not self._rebuilding:
@@ -348,7 +367,7 @@ class FeedService:
             return
         self._taken_through = position
         if before is not None:
-            self._arrivals.append((before, position, dt.datetime.now(dt.UTC)))
+            self._arrivals.append((before, position, self._now()))
             if len(self._arrivals) > 2 * _ARRIVALS_KEPT:
                 # Merged, not forgotten: dated by its stamp again, a change that arrived after
                 # its second was over would share that second with the copy a reader got
