@@ -24,6 +24,7 @@ import httpx
 import pytest
 from click.testing import CliRunner, Result
 
+import leaderlog.http
 from leaderlog.cli import projection_commands, serve_commands
 from leaderlog.cli._app import main
 from leaderlog.http import catch_up_before_serving
@@ -1271,3 +1272,39 @@ def test_feed_is_written_for_a_role_that_may_only_read_once_the_feeds_are_curren
     # then the same document is written, where creating tables first refused it
     assert again.exit_code == 0, again.stderr
     assert again.stdout_bytes == built.stdout_bytes
+
+
+def test_ctrl_c_that_python_drops_while_the_application_is_made_stops_serve(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # given Ctrl-C pressed while the application is made, where it lands in a finalizer,
+    # whose errors Python prints as "Exception ignored" and drops
+    class Finalized:
+        def __del__(self) -> None:
+            os.kill(os.getpid(), signal.SIGINT)
+            sum(range(1000))  # where the signal's handler runs, raising inside __del__
+
+    made = leaderlog.http.create_app
+
+    def made_with_a_dropped_ctrl_c(*args: Any, **kwargs: Any) -> Any:
+        Finalized()
+        return made(*args, **kwargs)
+
+    served: list[bool] = []
+
+    def serving(server: object, sockets: object = None) -> None:
+        served.append(True)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(leaderlog.http, "create_app", made_with_a_dropped_ctrl_c)
+    monkeypatch.setattr("uvicorn.Server.run", serving)
+    # when serve is started
+    result = CliRunner().invoke(
+        main,
+        ["--db", f"sqlite:///{tmp_path / 'l.db'}", "serve", f"--port={free_port()}", "--no-seed"],
+    )
+    # then it stops before serving, saying so, and nothing of the dropped error is printed
+    assert served == []
+    assert result.exit_code == 130, result.output
+    assert "interrupted: stopped before serving" in result.output
+    assert "Exception ignored" not in result.output

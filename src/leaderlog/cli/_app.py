@@ -326,21 +326,28 @@ def run(function: Callable[[], Awaitable[T]], *, interrupted: str = "") -> T:
     """
     said = _interrupted_message(interrupted)
 
-    installed: list[tuple[_InterruptHandler, _InterruptHandler]] = []
     unraisable_hook = sys.unraisablehook
+    held = _HeldCtrlC()
+    installed = _stop_at_once_on_a_second_interrupt(said, held)
 
     async def guarded() -> T:
-        installed.extend(_stop_at_once_on_a_second_interrupt(said))
         loop = asyncio.get_running_loop()
         loop.set_exception_handler(_quiet_about_ctrl_c)
         sys.unraisablehook = _ctrl_c_delivered_again(loop, unraisable_hook)
-        return await function()
+        held.started(loop)
+        try:
+            return await function()
+        finally:
+            held.finished()
 
     try:
         # The PostgreSQL driver's pool warns while it reconnects (the server restarted under
         # the command): said as the command's own warnings, not bare.
         with reported(interrupted), logged_on_stderr("asyncpg"):
-            return anyio.run(guarded)
+            result = anyio.run(guarded)
+            # Held while the event loop was being made or wound down, and not raised since.
+            held.deliver()
+            return result
     finally:
         sys.unraisablehook = unraisable_hook
         # The handler that was there before takes over again (console_main's, which ends
@@ -348,6 +355,61 @@ def run(function: Callable[[], Awaitable[T]], *, interrupted: str = "") -> T:
         for ours, before in installed:
             if signal.getsignal(signal.SIGINT) is ours:
                 signal.signal(signal.SIGINT, before)
+
+
+# Code that Ctrl-C must not be raised in the middle of: the event loop's own, and the
+# drivers'. Raised there, it left their state half changed: asyncpg's connect or pool
+# release left a coroutine never awaited or a future whose error no one retrieved (printed
+# after "interrupted"), a protocol cut in the middle of reading crashed the process, and
+# asyncio's own loop or runner, cut while made or closed, printed their errors at exit.
+# pydantic too: cut while it builds a model's validator, it raised its own SchemaError.
+_HELD_IN = frozenset(
+    {"asyncio", "asyncpg", "aiosqlite", "anyio", "selectors", "concurrent", "pydantic"}
+)
+
+
+def _in_the_machinery(frame: FrameType | None) -> bool:
+    """Whether the innermost code that is either the command's or the machinery's (a helper
+    it called, such as socket's, is neither) is the machinery's."""
+    while frame is not None:
+        name = frame.f_globals.get("__name__")
+        top = name.partition(".")[0] if isinstance(name, str) else ""
+        if top in _HELD_IN:
+            return True
+        if top == "leaderlog":
+            return False
+        frame = frame.f_back
+    return False
+
+
+class _HeldCtrlC:
+    """A Ctrl-C pressed while the event loop's or a driver's code runs, held until it can be
+    raised where the command's own code is: from a callback of the loop (between two of its
+    steps, where the command's tasks are then cancelled as the drivers expect), else once
+    the loop has ended."""
+
+    def __init__(self) -> None:
+        self.pending = False
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def hold(self) -> None:
+        self.pending = True
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(self.deliver)
+
+    def started(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self.deliver()
+
+    def finished(self) -> None:
+        # Winding the loop down is left to finish: what was held is raised once it has.
+        self._loop = None
+
+    def deliver(self) -> None:
+        if self.pending:
+            self.pending = False
+            raise Interrupted
 
 
 def _ctrl_c_delivered_again(
@@ -434,11 +496,21 @@ def interruptible(interrupted: str = "") -> Iterator[Callable[[], bool]]:
     if threading.current_thread() is not threading.main_thread():
         yield lambda: noted
         return
+
+    def unraisable(error: Any) -> None:
+        # Dropped where it was raised, and noted: printed as "Exception ignored", it would
+        # stand under the command's own "interrupted".
+        if not isinstance(error.exc_value, KeyboardInterrupt):
+            hook(error)
+
+    hook = sys.unraisablehook
+    sys.unraisablehook = unraisable
     previous = signal.signal(signal.SIGINT, on_interrupt)
     try:
         yield lambda: noted
     finally:
         signal.signal(signal.SIGINT, previous)
+        sys.unraisablehook = hook
 
 
 def console_main() -> None:
@@ -492,12 +564,13 @@ def _said_on_stderr(text: str) -> None:
 
 
 def _stop_at_once_on_a_second_interrupt(
-    said: str,
+    said: str, held: _HeldCtrlC
 ) -> list[tuple[_InterruptHandler, _InterruptHandler]]:
     """The first Ctrl-C cancels the command, which then closes its database; a second one
     pressed meanwhile interrupted the closing itself and left threads waiting on each other
     for good. It ends the process at once instead: transactions make that as safe as a crash
-    (what was committed stays, what was not is not)."""
+    (what was committed stays, what was not is not). A first one pressed while the event
+    loop's or a driver's code runs is ``held`` until it can be raised in the command's."""
     if threading.current_thread() is not threading.main_thread():
         return []
     first = signal.getsignal(signal.SIGINT)
@@ -510,6 +583,9 @@ def _stop_at_once_on_a_second_interrupt(
         interrupts += 1
         if interrupts > 1:
             _stop_at_once(said)
+        if _in_the_machinery(frame):
+            held.hold()
+            return
         first(signum, frame)
 
     signal.signal(signal.SIGINT, on_interrupt)

@@ -26,8 +26,10 @@ from leaderlog.cli._app import (
     WholeNumber,
     echo_line,
     escaped,
+    interruptible,
     logged_on_stderr,
     main,
+    reported,
     run,
 )
 from leaderlog.cli.projection_commands import (
@@ -316,21 +318,28 @@ def serve_command(
         sys.exit(1)
     try:
         with logged_on_stderr(*_SERVER_LOGGERS):
-            run(open_and_seed, interrupted="stopped before serving")
-            app = create_app(context.db, seeds=seeds, public_url=public_url)
-            config = uvicorn.Config(
-                app,
-                host=host,
-                port=port,
-                proxy_headers=proxy_headers,
-                forwarded_allow_ips=forwarded_allow_ips if proxy_headers else None,
-                log_level="info",
-                access_log=access_log,
-                # A client that never finishes its request would otherwise hold a stop for good.
-                timeout_graceful_shutdown=GRACEFUL_STOP_SECONDS,
-                http=_with_deadlines(header_timeout, body_timeout, send_timeout),
-            )
-            server = uvicorn.Server(config)
+            before_serving = "stopped before serving"
+            run(open_and_seed, interrupted=before_serving)
+            with reported(before_serving), interruptible(before_serving) as interrupted:
+                app = create_app(context.db, seeds=seeds, public_url=public_url)
+                config = uvicorn.Config(
+                    app,
+                    host=host,
+                    port=port,
+                    proxy_headers=proxy_headers,
+                    forwarded_allow_ips=forwarded_allow_ips if proxy_headers else None,
+                    log_level="info",
+                    access_log=access_log,
+                    # A client that never finishes its request would otherwise hold a stop
+                    # for good.
+                    timeout_graceful_shutdown=GRACEFUL_STOP_SECONDS,
+                    http=_with_deadlines(header_timeout, body_timeout, send_timeout),
+                )
+                server = uvicorn.Server(config)
+                if interrupted():
+                    # Pressed where Python drops it (a finalizer's code, while the
+                    # application was made): the server would have started regardless.
+                    raise KeyboardInterrupt
             # Large answers are worked out on worker threads; with Python's default 5 ms turns
             # at the interpreter lock, every other request waited up to 5 ms per step meanwhile
             # (a /healthz took 0.3-0.8 s during a 500-post state; 0.1-0.2 s with 1 ms turns).
