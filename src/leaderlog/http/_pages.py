@@ -84,7 +84,7 @@ router = APIRouter(tags=["pages"], dependencies=[Depends(given_once), Depends(in
 # match. Every page's ETag carries it, with the versions of what pages are also made of: the
 # feeds' rendering (recent changes, headlines, names), the projections they read and the
 # rules that work out the leadership from them.
-RENDER_VERSION = 14
+RENDER_VERSION = 15
 RECENT = 20
 HTML = "text/html; charset=utf-8"
 # Above this many posts (in the log, or in an organisation's subtree) a page lists
@@ -121,6 +121,11 @@ _TREE = ("tree",)
 # thousand of each take the best part of a second.
 _OFF_LOOP_ENTITIES = 5_000
 
+# Every text breaks a word too long for its line at the edge of a narrow screen (a source's
+# address shown in recent changes, a name), rather than widen the page past it so that all
+# of it scrolls sideways (WCAG 1.4.10). A table's columns still take their longest word, in
+# the table's own region that scrolls. A menu of links that wraps on a narrow screen keeps
+# its lines further apart than text's: 24 px targets one above the other (WCAG 2.5.8).
 PAGE = string.Template(
     """<!DOCTYPE html>
 <html lang="$lang" dir="$direction">
@@ -130,12 +135,13 @@ PAGE = string.Template(
 <title>$title</title>
 $discovery
 <style>
-body{font-family:system-ui,sans-serif;max-width:72rem;margin:0 auto;padding:1rem;line-height:1.45}
-h1,h2,h3{overflow-wrap:break-word}
+body{font-family:system-ui,sans-serif;max-width:72rem;margin:0 auto;padding:1rem;
+line-height:1.45;overflow-wrap:break-word}
 table{border-collapse:collapse;width:100%}
 .table{overflow-x:auto;margin-bottom:1.5rem}td ul{padding-inline-start:1.2rem}
 th,td{border-bottom:1px solid #ddd;padding:.3rem .5rem;text-align:start;vertical-align:top}
-nav a{margin-inline-end:.6rem}.feeds li,.orgs li{margin:.2rem 0}small{color:#555}
+nav{line-height:1.7}nav a{margin-inline-end:.6rem}
+.feeds li,.orgs li{margin:.2rem 0}small{color:#555}
 .skip:not(:focus){position:absolute;width:1px;height:1px;overflow:hidden;clip-path:inset(50%);white-space:nowrap}
 </style>
 </head>
