@@ -21,8 +21,8 @@ import pytest
 from lxml import html as lxml_html
 
 from leaderlog.events import Attribution, ClaimReported, SourceRegistered
-from leaderlog.http import _pages as pages
 from tests.http.server import running, seeded_database
+from tests.http.test_pages_a11y_structure import _rules
 
 ARTICLE = "Immigration_and_Customs_Enforcement_leadership_changes_in_2025"
 ADDRESS = f"https://en.wikipedia.org/wiki/{ARTICLE}"
@@ -48,16 +48,6 @@ def base(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     )
     with running(create_app(url)) as address:
         yield address
-
-
-def _rules() -> dict[str, str]:
-    """The pages' style sheet: each selector's declarations."""
-    style = pages.PAGE.template.split("<style>", 1)[1].split("</style>", 1)[0]
-    return {
-        selector.strip(): body
-        for selectors, body in re.findall(r"([^{}]+)\{([^}]*)\}", style)
-        for selector in selectors.split(",")
-    }
 
 
 @pytest.mark.parametrize("query", [{}, {"org": "dhs", "lang": "ru"}])
