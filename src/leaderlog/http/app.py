@@ -187,33 +187,59 @@ def _report_applied(
     progress(names, max(0, min(position, last) - start), last - start)
 
 
-def _log_failure(runner: ProjectionRunner, error: Exception) -> None:
-    if isinstance(error, StoreError):
-        # Busy, deadlocked or gone: the database's condition, in one line; not a bug.
-        logger.warning("projections cannot catch up now: %s; retrying", error)
-    elif isinstance(error, ProjectionFailed):
-        # It names each projection that stopped, its events and the line that raised; the
-        # runner's own stack would add nothing, and the other projections went on. One left
-        # out (its module does not load, or changed) waits for a restart, not a retry.
-        left = {p.name for p in runner.projections if isinstance(p, LeftOut)}
-        for failure in error.failures:
-            if failure.name in left:
+class _Said:
+    """What a runner's follower has logged, so that each failure is logged once rather than
+    at every retry: the last catch-up's failures (one that comes back after a catch-up without
+    it is logged again), and every left-out projection's, which stays out until a restart
+    whatever the others do meanwhile (another user projection failing, then getting through,
+    must not log it again each time)."""
+
+    def __init__(self) -> None:
+        self.last: frozenset[str] = frozenset()
+        self.left_out: set[str] = set()
+
+
+def _log_failure(runner: ProjectionRunner, error: Exception, said: _Said | None = None) -> _Said:
+    """Log what ``error`` says that ``said`` has not; returns what is said now."""
+    said = _Said() if said is None else said
+    last = said.last
+    if not isinstance(error, ProjectionFailed):
+        said.last = frozenset([str(error)])
+        if str(error) in last:
+            return said
+        if isinstance(error, StoreError):
+            # Busy, deadlocked or gone: the database's condition, in one line; not a bug.
+            logger.warning("projections cannot catch up now: %s; retrying", error)
+        elif isinstance(error, ProjectionError):
+            # Another leaderlog version rebuilt a projection under this server: no retry can
+            # mend that, only a restart (the message says so); not a bug, so no traceback.
+            logger.error("%s", error)
+        else:
+            names = ", ".join(p.name for p in runner.projections)
+            logger.exception("applying events to %s failed; retrying", names)
+        return said
+    # It names each projection that stopped, its events and the line that raised; the
+    # runner's own stack would add nothing, and the other projections went on. One left
+    # out (its module does not load, or changed) waits for a restart, not a retry.
+    said.last = frozenset(str(failure) for failure in error.failures)
+    left = {p.name for p in runner.projections if isinstance(p, LeftOut)}
+    for failure in error.failures:
+        line = str(failure)
+        if failure.name in left:
+            if line not in said.left_out:
+                said.left_out.add(line)
                 logger.warning("%s", failure)
-            elif failure.name in BUILTIN:
-                logger.error("%s; retrying", failure)
-            else:
-                # Retried as it is: a server loads user projection modules when it starts.
-                logger.error(
-                    "%s; retrying (a change to its module takes effect when the server restarts)",
-                    failure,
-                )
-    elif isinstance(error, ProjectionError):
-        # Another leaderlog version rebuilt a projection under this server: no retry can
-        # mend that, only a restart (the message says so); not a bug, so no traceback.
-        logger.error("%s", error)
-    else:
-        names = ", ".join(p.name for p in runner.projections)
-        logger.exception("applying events to %s failed; retrying", names)
+        elif line in last:
+            continue
+        elif failure.name in BUILTIN:
+            logger.error("%s; retrying", failure)
+        else:
+            # Retried as it is: a server loads user projection modules when it starts.
+            logger.error(
+                "%s; retrying (a change to its module takes effect when the server restarts)",
+                failure,
+            )
+    return said
 
 
 # Events behind at start from which catching up is said to be under way (about a second).
@@ -265,7 +291,7 @@ async def _once_the_database_answers(
             await asyncio.sleep(_RETRY_SECONDS)
 
 
-async def _say_left_out(runner: ProjectionRunner) -> str:
+async def _say_left_out(runner: ProjectionRunner) -> _Said:
     """Log at start each projection the runner leaves out, as a catch-up would report it;
     returns what was logged (the follower, meeting the same, does not log it again)."""
     statuses = await runner.status()
@@ -275,30 +301,27 @@ async def _say_left_out(runner: ProjectionRunner) -> str:
         if isinstance(projection, LeftOut)
     ]
     if not failures:
-        return ""
-    error = ProjectionFailed(failures)
-    _log_failure(runner, error)
-    return str(error)
+        return _Said()
+    return _log_failure(runner, ProjectionFailed(failures))
 
 
-async def _catch_up(runner: ProjectionRunner) -> str:
+async def _catch_up(runner: ProjectionRunner) -> _Said:
     """Catch up before serving; returns the failure logged, if any (serving goes on with
     what is projected, and the follower retries)."""
     try:
         await runner.catch_up()
     except Exception as error:
-        _log_failure(runner, error)
-        return str(error)
-    return ""
+        return _log_failure(runner, error)
+    return _Said()
 
 
 async def _follow(
-    runner: ProjectionRunner, services: Services, stop: asyncio.Event, reported: str
+    runner: ProjectionRunner, services: Services, stop: asyncio.Event, said: _Said
 ) -> None:
     """``runner.follow()``, unrolled so the feeds learn at once that projections moved.
 
-    ``reported`` is the failure already logged, if any: a failure is logged again only when
-    it changes, not on every retry.
+    ``said`` is what was already logged: a failure is logged again only when it changes,
+    not on every retry.
     """
     applied = -1
     keeps_the_feeds = any(p.name == FeedEntriesProjection.name for p in runner.projections)
@@ -312,12 +335,10 @@ async def _follow(
                 services.log_removed(error)
             # A failing page must not end the server: it is retried (a user projection that
             # keeps failing, less and less often: see ProjectionRunner).
-            if str(error) != reported:
-                reported = str(error)
-                _log_failure(runner, error)
+            _log_failure(runner, error, said)
             await _until_more_events_or_a_while(runner, stop)
             continue
-        reported = ""
+        said.last = frozenset()
         if head != applied:
             applied = head
             if keeps_the_feeds:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from leaderlog.errors import InvalidQuery, ProjectionError, ProjectionFailed, UnknownEntity
 from leaderlog.projections._integrity import verify_log
+from leaderlog.projections._isolation import older_than_stored
 from leaderlog.projections.audit import AuditProjection
 from leaderlog.projections.base import Projection, ProjectionTransaction, decode, payload
 from leaderlog.projections.feed_entries import FeedEntriesProjection
@@ -82,7 +83,8 @@ async def runner_for(
     A user projection joins once it has been built (``leaderlog rebuild NAME``); from then on
     every runner made here keeps it current. One whose module is gone or no longer loads is
     left out (and lags) so that a broken user module never stops queries; ``rebuild NAME``
-    shows why.
+    shows why. So is one whose module is at an older version than the database holds
+    (another folder's older copy): only naming it in ``also`` rebuilds it at that version.
     Names in ``also`` must load.
     """
     checked_store(store, "runner_for")
@@ -97,11 +99,14 @@ async def runner_for(
         if name in names or name in also:
             continue
         try:
-            projections.append(load_user_projection(name, folder, builtin=BUILTIN))
+            loaded = load_user_projection(name, folder, builtin=BUILTIN)
         except ProjectionError as error:
             if module_is_there(name, folder):
                 not_loaded[name] = NotLoaded(*registered[name], error)
             continue
+        stored = registered[name][0]
+        # Named in ``also``, it is rebuilt at its module's version all the same: asked for.
+        projections.append(older_than_stored(loaded, stored) if stored > loaded.version else loaded)
         names.add(name)
     for name in also:
         if name not in names:

@@ -32,6 +32,7 @@ __all__ = [
     "leave_out_clashes",
     "left_out",
     "module_name",
+    "older_than_stored",
 ]
 
 # Until when a stand-in stays out: a running server loads projection modules only at start.
@@ -96,6 +97,23 @@ def left_out(name: str, version: int, reason: str, until: str = _UNTIL_FIXED) ->
     StandIn.name = name
     StandIn.version = version
     return StandIn(reason, until)
+
+
+def older_than_stored(projection: Projection, stored: int) -> LeftOut:
+    """A stand-in for the user projection ``projection`` whose module is at an older version
+    than the ``stored`` one: another folder's older copy of a module (two checkouts on one
+    log), or a module taken back. Rebuilt, each would drop what the other built at every
+    command, so the older leaves the newer as it is until asked by name."""
+    return left_out(
+        projection.name,
+        stored,
+        f"its module {module_name(projection)} is at version {projection.version}, but the "
+        f"database holds version {stored}, built from a newer one (another folder's copy, "
+        "say); an older version is not rebuilt over a newer one",
+        until=f"its module is at version {stored} or later (a running server loads it again "
+        f"when restarted), or `leaderlog rebuild {projection.name}` builds version "
+        f"{projection.version} over it",
+    )
 
 
 def is_builtin(projection: Projection) -> bool:

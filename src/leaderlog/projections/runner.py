@@ -9,12 +9,15 @@ Before reading checkpoints, a runner's transaction touches the checkpoint rows i
 which makes concurrent runners on PostgreSQL wait for each other as they do on SQLite.
 
 A projection whose stored version differs from its class's ``version`` is dropped and rebuilt
-from position 0. A rebuild creates a projection's ``query_indexes()`` only once the replay has
+from position 0, except a user projection stored at a newer version than its module's (another
+folder's older copy): that one is left out until :meth:`ProjectionRunner.rebuild` names it. A
+rebuild creates a projection's ``query_indexes()`` only once the replay has
 reached the head of the log.
 
-A user projection the runner cannot run (its names clash with another's, or it was rebuilt at
-another version since this runner loaded it) is replaced by a :class:`LeftOut` stand-in: it
-stays listed with its checkpoint and is reported at every run, while the others go on.
+A user projection the runner cannot run (its names clash with another's, it was rebuilt at
+another version since this runner loaded it, or its module is older than the version stored)
+is replaced by a :class:`LeftOut` stand-in: it stays listed with its checkpoint and is reported
+at every run, while the others go on.
 """
 
 from __future__ import annotations
@@ -52,6 +55,7 @@ from leaderlog.projections._isolation import (
     leave_out_clashes,
     left_out,
     module_name,
+    older_than_stored,
 )
 from leaderlog.projections._sql import marks
 from leaderlog.projections.base import (
@@ -437,9 +441,18 @@ class ProjectionRunner:
             for projection in self.projections:
                 if isinstance(projection, LeftOut):
                     continue
+                found = stored.get(projection.name)
+                if (
+                    found is not None
+                    and found[0] > projection.version
+                    and not is_builtin(projection)
+                ):
+                    # Built since runner_for looked, from a newer copy of its module: rebuilt
+                    # here, the two would drop each other's tables at every command.
+                    self._replace(projection, older_than_stored(projection, found[0]))
+                    continue
                 try:
                     async with _alone(tx):
-                        found = stored.get(projection.name)
                         # A checkpoint beyond the head was made from another log (the events
                         # table was replaced): what it projected is not this log's.
                         if (
