@@ -138,6 +138,10 @@ RENDERED = {
     # Every text breaks a word too long for a narrow screen, and the language menu's lines
     # stand a target's height apart when it wraps.
     (15, 32, 14, 9, 5): "810bc1b9a54ba101f6324724b74fa9758208b99882e1532c9975264d39112b07",
+    # The source's own words in a date ("soon"), in pending changes and (the feeds' version
+    # 33) recent changes, isolated, and marked with the source's language where it is not
+    # the page's.
+    (16, 33, 14, 9, 5): "a50db15309cd45230f4eea8a8e79f485a40eb71b13e4694734aa554712d0c78d",
 }
 
 BASE = "http://pages.test"

@@ -25,6 +25,8 @@ from leaderlog.store.base import checked_store
 __all__ = ["EntityRow", "FeedReader", "Head", "PageInfo"]
 
 EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+# Keep IN (...) lists well under every backend's parameter limit.
+_CHUNK = 500
 
 
 def parse_time(text: str) -> dt.datetime:
@@ -168,6 +170,19 @@ class FeedReader:
             (scope, limit),
         )
         return [loads(row[0]) for row in rows]
+
+    async def current(self, claims: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """The current doc of each of ``claims`` the feeds know, by claim."""
+        found: dict[str, dict[str, Any]] = {}
+        for first in range(0, len(claims), _CHUNK):
+            chunk = claims[first : first + _CHUNK]
+            rows = await self.store.query(
+                f"SELECT c.claim, v.doc FROM {ENTRIES} c {CURRENT_DOC} "
+                f"WHERE c.claim IN ({','.join('?' * len(chunk))})",
+                tuple(chunk),
+            )
+            found.update((str(claim), loads(doc)) for claim, doc in rows)
+        return found
 
     async def page_info(self, scope: str, first: int, last: int) -> PageInfo | None:
         rows = await self.store.query(

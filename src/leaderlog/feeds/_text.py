@@ -32,6 +32,7 @@ from leaderlog.feeds._i18n import N_, Language, fill, has_iso_639_1_language
 __all__ = [
     "Markup",
     "clean",
+    "effective_language",
     "entry",
     "fuzzy_date",
     "headline",
@@ -275,11 +276,25 @@ def _org_label(org: Mapping[str, Any] | None, lang: Language) -> str | None:
     return clean(lang.label(labels if isinstance(labels, Mapping) else None, fallback), NAME_LIMIT)
 
 
-def fuzzy_date(value: object, lang: Language, *, with_words: bool = True) -> str:
+def fuzzy_date(
+    value: object,
+    lang: Language,
+    *,
+    with_words: bool = True,
+    markup: bool = False,
+    language: str | None = None,
+) -> str:
     """A fuzzy date as words: a day, a month or a year, qualified, with the source's words
-    beside it (unless not ``with_words``), or the source's words alone."""
+    beside it (unless not ``with_words``), or the source's words alone. With ``markup``, as
+    HTML whose source's words are quoted as :func:`_quote` quotes them: isolated in their own
+    direction and marked with ``language``, the source's (see :func:`_quote_language`)."""
+    say: Callable[..., str] = functools.partial(translated_html, lang) if markup else lang._
+
+    def quoted(words: str) -> str:
+        return _quote(clean(words, NAME_LIMIT), lang, markup=markup, language=language)
+
     if not isinstance(value, Mapping):
-        return lang._(N_("date unknown"))
+        return say(N_("date unknown"))
     text = value.get("date")
     match = _FUZZY_DATE.match(text) if isinstance(text, str) else None
     try:
@@ -301,21 +316,40 @@ def fuzzy_date(value: object, lang: Language, *, with_words: bool = True) -> str
         if isinstance(words, str) and words.strip():
             # The source's own words ("soon"), quoted as such: in another language's sentence
             # they would otherwise read as a word of it.
-            return lang._(
-                N_("date unknown ({words})"), words=_quote(clean(words, NAME_LIMIT), lang)
-            )
-        return lang._(N_("date unknown"))
+            return say(N_("date unknown ({words})"), words=quoted(words))
+        return say(N_("date unknown"))
     qualifier = value.get("qualifier")
     if isinstance(qualifier, str) and qualifier in templates:
-        shown = lang._(templates[qualifier], **{placeholder: shown})
+        shown = say(templates[qualifier], **{placeholder: shown})
+    elif markup:
+        shown = Markup(html.escape(shown))
     words = value.get("text")
     if with_words and isinstance(words, str) and words.strip():
         # The source's own words beside the date they were read as ("April 2026" for "by
         # early next month"): the date alone suggests any day of it.
-        return lang._(
-            N_("{text} ({details})"), text=shown, details=_quote(clean(words, NAME_LIMIT), lang)
-        )
+        return say(N_("{text} ({details})"), text=shown, details=quoted(words))
     return shown
+
+
+def effective_language(doc: Mapping[str, Any]) -> str | None:
+    """The language of the words in a feed entry's effective date (``fields.effective``):
+    its claim's source's, but for words a dated confirmation gave, which are the confirming
+    source's; None when not known. A correction's words are its claim's source's, as a
+    quote corrected is (see :func:`_history`)."""
+    words_from: object = doc.get("source")
+    for step in doc.get("events", []):
+        kind = step.get("type")
+        if kind == "claim.confirmed":
+            effective = step.get("effective")
+            # Only a dated confirmation replaces the date (see the feed entries projection).
+            if isinstance(effective, Mapping) and effective.get("date") is not None:
+                words_from = step.get("source")
+        elif kind == "claim.corrected" and any(
+            change.get("field") == "effective" and change.get("before") != change.get("after")
+            for change in step.get("changes", [])
+        ):
+            words_from = doc.get("source")
+    return _source_language(words_from if isinstance(words_from, Mapping) else None)
 
 
 def _attribution(value: object, lang: Language, *, markup: bool = False) -> str:
@@ -333,9 +367,16 @@ def _attribution(value: object, lang: Language, *, markup: bool = False) -> str:
 
 
 def _source_name(
-    source: Mapping[str, Any] | None, lang: Language, *, markup: bool = False, dated: bool = True
+    source: Mapping[str, Any] | None,
+    lang: Language,
+    *,
+    markup: bool = False,
+    dated: bool = True,
+    own_too: bool = False,
 ) -> str:
-    """A source by publisher and title, then its published date unless not ``dated``."""
+    """A source by publisher and title, then its published date unless not ``dated``; in
+    HTML, the date's words (a source dated by words alone) marked with the source's language
+    (with ``own_too`` even where it is ``lang``'s: see :func:`_quote_language`)."""
     if not source:
         return "?"
     say, isolate = _writers(lang, markup)
@@ -346,20 +387,37 @@ def _source_name(
             N_("{publisher}: {title}"), publisher=name, title=isolate(clean(title, NAME_LIMIT))
         )
     if dated and isinstance(source.get("published"), Mapping):
-        # The date alone: its words would stand in brackets within these ones.
-        published = fuzzy_date(source["published"], lang, with_words=False)
+        published = _published(source, lang, markup=markup, own_too=own_too)
         return say(N_("{source} ({date})"), source=name, date=published)
     return name
 
 
+def _published(source: Mapping[str, Any], lang: Language, *, markup: bool, own_too: bool) -> str:
+    """A source's published date; in HTML, its words (a date given in words alone) marked
+    with the source's language, as a quote is."""
+    return fuzzy_date(
+        source["published"],
+        lang,
+        # The date alone: its words would stand in brackets within the source's name.
+        with_words=False,
+        markup=markup,
+        language=_quote_language(source, lang, own_too=own_too) if markup else None,
+    )
+
+
 def _step_source(
-    source: Mapping[str, Any] | None, lang: Language, *, markup: bool, dated: bool
+    source: Mapping[str, Any] | None,
+    lang: Language,
+    *,
+    markup: bool,
+    dated: bool,
+    own_too: bool = False,
 ) -> str:
     """The source of a step after the report (a confirmation, a correction...) by name; in
     HTML a link to it, as the report's own source is linked, so that a reader can open the
     confirming statement too. ``dated`` False leaves out its published date, which the
-    step's own date already says."""
-    name = _source_name(source, lang, markup=markup, dated=dated)
+    step's own date already says; ``own_too`` as for :func:`_source_name`."""
+    name = _source_name(source, lang, markup=markup, dated=dated, own_too=own_too)
     address = web_uri(source.get("url")) if markup and source else None
     if address:
         return Markup(f'<a href="{html.escape(address)}">{name}</a>')
@@ -367,12 +425,16 @@ def _step_source(
 
 
 def _source_html(source: Mapping[str, Any] | None, lang: Language) -> Markup:
-    text = _source_name(source, lang)
+    text = Markup(html.escape(_source_name(source, lang, dated=False)))
+    if source and isinstance(source.get("published"), Mapping):
+        # Marked even where the source's language is the feed's, as the content's quote is.
+        published = _published(source, lang, markup=True, own_too=True)
+        text = translated_html(lang, N_("{source} ({date})"), source=text, date=published)
     # The link's text is the source's name, so its href can be the unambiguous URI form.
     address = web_uri(source.get("url")) if source else None
     if address:
-        return Markup(f'<a href="{html.escape(address)}">{html.escape(text)}</a>')
-    return Markup(html.escape(text))
+        return Markup(f'<a href="{html.escape(address)}">{text}</a>')
+    return text
 
 
 def _source_language(source: Mapping[str, Any] | None) -> str | None:
@@ -536,7 +598,9 @@ def _history(
                 lines.append(
                     say(
                         N_("Confirmed by {source}."),
-                        source=_step_source(source, lang, markup=markup, dated=True),
+                        source=_step_source(
+                            source, lang, markup=markup, dated=True, own_too=mark_own_language
+                        ),
                     )
                 )
             elif source:
@@ -544,7 +608,9 @@ def _history(
                     say(
                         N_("Confirmed on {date} by {source}."),
                         date=day,
-                        source=_step_source(source, lang, markup=markup, dated=False),
+                        source=_step_source(
+                            source, lang, markup=markup, dated=False, own_too=mark_own_language
+                        ),
                     )
                 )
             else:
@@ -604,7 +670,13 @@ def _history(
             lines.append(
                 say(
                     N_("Source: {source}."),
-                    source=_step_source(source, lang, markup=markup, dated=day is None),
+                    source=_step_source(
+                        source,
+                        lang,
+                        markup=markup,
+                        dated=day is None,
+                        own_too=mark_own_language,
+                    ),
                 )
             )
         groups.append(lines)
@@ -618,15 +690,26 @@ def _changed_value(
     quoted words, isolated and marked with its ``language`` by :func:`_quote`."""
     if markup and field == "quote" and isinstance(value, str):
         return _quote(value, lang, markup=True, language=language)
+    if markup and field == "effective" and value is not None:
+        # The date's words are its source's, as a quote is.
+        shown = fuzzy_date(value, lang, markup=True, language=language)
+        return Markup(f'<span dir="auto">{shown}</span>')
     _, isolate = _writers(lang, markup)
     return isolate(_value(field, value, lang))
 
 
 def _facts(
-    doc: Mapping[str, Any], lang: Language, *, markup: bool = False
+    doc: Mapping[str, Any],
+    lang: Language,
+    *,
+    markup: bool = False,
+    words_markup: bool = False,
+    own_too: bool = False,
 ) -> list[tuple[str, dict[str, str]]]:
     """(message, values) pairs shared by the summary and the content, in reading order;
-    with ``markup``, the names in the values are HTML, each isolated."""
+    with ``markup``, the names in the values are HTML, each isolated; with ``markup`` or
+    ``words_markup``, the effective date's words are HTML, marked with their source's
+    language (with ``own_too`` even where it is ``lang``'s: see :func:`_quote_language`)."""
     fields = doc.get("fields", {})
     facts: list[tuple[str, dict[str, str]]] = []
     _, isolate = _writers(lang, markup)
@@ -634,7 +717,12 @@ def _facts(
     if org:
         facts.append((N_("Organisation: {org}."), {"org": isolate(org)}))
     if "effective" in fields:
-        facts.append((N_("Effective: {date}."), {"date": fuzzy_date(fields["effective"], lang)}))
+        html_words = markup or words_markup
+        language = effective_language(doc) if html_words else None
+        if language is not None and not own_too and language.lower() == lang.tag.lower():
+            language = None
+        date = fuzzy_date(fields["effective"], lang, markup=html_words, language=language)
+        facts.append((N_("Effective: {date}."), {"date": date}))
     modality = fields.get("modality")
     if modality in MODALITY_LABELS:
         facts.append((N_("Modality: {modality}."), {"modality": lang._(MODALITY_LABELS[modality])}))
@@ -693,7 +781,7 @@ def _content(doc: Mapping[str, Any], lang: Language, status: str) -> str:
     out = [f"<p>{headline}</p>", "<ul>"]
     out.extend(
         f"<li>{translated_html(lang, message, **values)}</li>"
-        for message, values in _facts(doc, lang)
+        for message, values in _facts(doc, lang, words_markup=True, own_too=True)
     )
     source = doc.get("source")
     out.append(

@@ -36,11 +36,13 @@ from leaderlog.feeds import (
     N_,
     Directory,
     FeedFormat,
+    FeedService,
     Markup,
     RecentChange,
     Scope,
     UnknownLanguage,
     clean,
+    effective_language,
     feed_url,
     fuzzy_date,
     headline_html,
@@ -84,7 +86,7 @@ router = APIRouter(tags=["pages"], dependencies=[Depends(given_once), Depends(in
 # match. Every page's ETag carries it, with the versions of what pages are also made of: the
 # feeds' rendering (recent changes, headlines, names), the projections they read and the
 # rules that work out the leadership from them.
-RENDER_VERSION = 15
+RENDER_VERSION = 16
 RECENT = 20
 HTML = "text/html; charset=utf-8"
 # Above this many posts (in the log, or in an organisation's subtree) a page lists
@@ -276,7 +278,14 @@ def _holder_details(holder: Mapping[str, Any], lang: Language) -> str | None:
     return said_capacity or said_status
 
 
-def _pending(answer: Mapping[str, Any], post: Mapping[str, Any], lang: Language) -> str:
+def _pending(
+    answer: Mapping[str, Any],
+    post: Mapping[str, Any],
+    lang: Language,
+    words_languages: Mapping[str, str],
+) -> str:
+    """A post's changes to come; the source's words in a date marked with their language
+    (``words_languages``, by claim) where it is not the page's."""
     items = []
     for item in answer.get("pending", []):
         doc = {
@@ -290,7 +299,11 @@ def _pending(answer: Mapping[str, Any], post: Mapping[str, Any], lang: Language)
         # as today's news without it.
         effective = item.get("effective")
         if isinstance(effective, Mapping):
-            when = translated_html(lang, N_("Effective: {date}."), date=fuzzy_date(effective, lang))
+            language = words_languages.get(str(item.get("claim")))
+            if language is not None and language.lower() == lang.tag.lower():
+                language = None  # the page says its own language once for all
+            date = fuzzy_date(effective, lang, markup=True, language=language)
+            when = translated_html(lang, N_("Effective: {date}."), date=date)
             line = f"{line}<br><small>{when}</small>"
         items.append(f"<li>{line}</li>")
     return f"<ul>{''.join(items)}</ul>" if items else ""
@@ -334,6 +347,7 @@ def _leadership(
     post_labels: Mapping[str, Any],
     lang: Language,
     links: _OrgLinks,
+    words_languages: Mapping[str, str],
 ) -> str:
     by_org: dict[str, list[Mapping[str, Any]]] = {}
     for answer in state.get("posts", []):
@@ -380,7 +394,7 @@ def _leadership(
                 f'<th scope="row">{_name(post_label(post_doc, lang))}</th>'
                 f"<td>{_holders(answer, lang)}</td>"
                 f"<td>{_escaped(_vacancy(answer.get('vacancy'), lang))}</td>"
-                f"<td>{_pending(answer, post_doc, lang)}</td>"
+                f"<td>{_pending(answer, post_doc, lang, words_languages)}</td>"
                 f"<td>{_conflicts(answer, lang)}</td>"
                 "</tr>"
             )
@@ -956,6 +970,7 @@ async def _overview_page(
     except ProjectionError:
         state = {"posts": [], "as_of": "", "known_at": {"position": 0}}
         whole = False
+    words_languages = await _words_languages(service, state)
     if not_offered is not None:
         echoed = _echoed(not_offered)
         # In the page's own quotation marks, unless written out with Python's escapes to
@@ -991,7 +1006,9 @@ async def _overview_page(
                 )
             # Its own posts only, under its own name.
             parts.append(
-                await _written(state, tree.subtree(org)[:1], post_labels, words, org_links)
+                await _written(
+                    state, tree.subtree(org)[:1], post_labels, words, org_links, words_languages
+                )
             )
         if orgs_shown:
             parts.append(
@@ -1004,11 +1021,11 @@ async def _overview_page(
                 )
             )
         if not parts:
-            parts.append(_leadership(state, orgs, post_labels, words, org_links))
+            parts.append(_leadership(state, orgs, post_labels, words, org_links, words_languages))
         parts.append(_pager(base, org, link_lang, page, pages, words))
         leadership = "\n".join(part for part in parts if part)
     else:
-        leadership = await _written(state, orgs, post_labels, words, org_links)
+        leadership = await _written(state, orgs, post_labels, words, org_links, words_languages)
     shown = None
     shown_id: str | None = None
     if org is not None and unknown is None and state.get("org"):
@@ -1100,8 +1117,39 @@ async def _written(
     post_labels: Mapping[str, Any],
     words: Language,
     links: _OrgLinks,
+    words_languages: Mapping[str, str],
 ) -> str:
     """The leadership tables of ``state``'s posts; many are written on a worker thread."""
     if len(state["posts"]) > _OFF_LOOP_POSTS:
-        return await asyncio.to_thread(_leadership, state, orgs, post_labels, words, links)
-    return _leadership(state, orgs, post_labels, words, links)
+        return await asyncio.to_thread(
+            _leadership, state, orgs, post_labels, words, links, words_languages
+        )
+    return _leadership(state, orgs, post_labels, words, links, words_languages)
+
+
+async def _words_languages(service: FeedService, state: Mapping[str, Any]) -> dict[str, str]:
+    """The language of the source's words in each pending change's date, by claim, where
+    it is known. The leadership names a change's sources but not which one's words its date
+    holds (a dated confirmation's, or the report's) nor their languages: the claim's feed
+    entry says both. One whose date is not the entry's (the feeds behind the leadership, a
+    moment) is left unmarked, as its words' language is not known."""
+    dates = {
+        str(item.get("claim")): effective
+        for answer in state.get("posts", [])
+        for item in answer.get("pending", [])
+        if isinstance(effective := item.get("effective"), Mapping)
+        and isinstance(effective.get("text"), str)
+        and effective["text"].strip()
+    }
+    if not dates:
+        return {}
+    found: dict[str, str] = {}
+    for claim, doc in (await service.reader.current(sorted(dates))).items():
+        entry_date = doc.get("fields", {}).get("effective")
+        if not isinstance(entry_date, Mapping):
+            continue
+        same = all(entry_date.get(key) == dates[claim].get(key) for key in ("date", "text"))
+        language = effective_language(doc) if same else None
+        if language is not None:
+            found[claim] = language
+    return found
