@@ -58,6 +58,7 @@ from leaderlog.http._errors import (
     unexpected_error,
     use_error_body_for_validation,
 )
+from leaderlog.http._public_path import serve_under_public_path
 from leaderlog.http.write_routes import use_record_components, write_router
 from leaderlog.log import EventLog, load_seeds
 from leaderlog.projections import BUILTIN, ProjectionRunner, Queries, runner_for
@@ -382,7 +383,9 @@ def create_app(
     :func:`~leaderlog.http.runners_of`, given the request).
     ``public_url``: the address readers reach the server at (``https://feeds.example.org``),
     used in every link instead of the request's Host header; raises ValueError if it is not
-    an http(s) URL without query or fragment.
+    an http(s) URL without query or fragment. When it has a path (``/leaders``), requests
+    under that path are served as at the root too, unless it begins as one of the app's own
+    addresses (``/feeds``): see :func:`~leaderlog.http._public_path.serve_under_public_path`.
 
     The app opens the log (one given as a URL; a log given is left open), catches up and
     follows the projections in its lifespan. Mounted in another app (``app.mount("/leaders",
@@ -463,6 +466,7 @@ def create_app(
     app.add_exception_handler(Exception, unexpected_error)
     use_error_body_for_validation(app)
     use_record_components(app)
+    serve_under_public_path(app, public, routers)
     return app
 
 
