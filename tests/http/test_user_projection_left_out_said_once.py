@@ -8,13 +8,17 @@ import asyncio
 import logging
 import time
 from pathlib import Path
-from typing import Any
+from types import SimpleNamespace
+from typing import Any, cast
 
 import httpx
 import pytest
 
+from leaderlog.errors import ProjectionFailed
 from leaderlog.http import create_app
+from leaderlog.http.app import _log_failure
 from leaderlog.log import EventLog
+from leaderlog.projections.runner import ProjectionRunner, left_out, older_than_stored
 from tests.http.server import confirm_as_another_writer, running
 from tests.http.test_user_projection_health import _said, _seeded_with
 from tests.projections.logs import GORDON_ACTING, SEED_COUNT, seen_projection_module
@@ -127,3 +131,20 @@ def test_a_server_started_beside_an_older_copy_leaves_the_newer_build_as_it_is(
             ]
 
     assert asyncio.run(stored()) == [(2, SEED_COUNT)]
+
+
+def test_a_left_out_projection_kept_current_elsewhere_is_said_once_as_its_checkpoint_moves(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # given a server's user runner leaving seen out (an older copy of its module), whose
+    # leaving out it has said once
+    seen = older_than_stored(left_out("seen", 1, "its module is older"), 2)
+    runner = cast(ProjectionRunner, SimpleNamespace(projections=[seen]))
+    with caplog.at_level(logging.WARNING, logger="leaderlog.http"):
+        said = _log_failure(runner, ProjectionFailed([seen.failure(SEED_COUNT)]))
+        # when the newer copy's process keeps seen current, so that its checkpoint moves on
+        # between the server's catch-ups
+        for position in range(SEED_COUNT + 1, SEED_COUNT + 4):
+            said = _log_failure(runner, ProjectionFailed([seen.failure(position)]), said)
+    # then the server has said it is left out once, not once per position
+    assert len(_said(caplog, "projection seen is left out")) == 1

@@ -197,7 +197,9 @@ class _Said:
 
     def __init__(self) -> None:
         self.last: frozenset[str] = frozenset()
-        self.left_out: set[str] = set()
+        # By name and reason: the line names its checkpoint too, which moves on while another
+        # process keeps it current (the newer copy of its module, say).
+        self.left_out: set[tuple[str, str]] = set()
 
 
 def _log_failure(runner: ProjectionRunner, error: Exception, said: _Said | None = None) -> _Said:
@@ -227,8 +229,9 @@ def _log_failure(runner: ProjectionRunner, error: Exception, said: _Said | None 
     for failure in error.failures:
         line = str(failure)
         if failure.name in left:
-            if line not in said.left_out:
-                said.left_out.add(line)
+            why = (failure.name, str(failure.cause))
+            if why not in said.left_out:
+                said.left_out.add(why)
                 logger.warning("%s", failure)
         elif line in last:
             continue
