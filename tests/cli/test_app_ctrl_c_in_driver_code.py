@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from types import FrameType
 
 import pytest
@@ -106,3 +106,35 @@ def _as_asyncio_code(function: Callable[[], asyncio.AbstractEventLoop]) -> Calla
     namespace: dict[str, object] = {"__name__": "asyncio.making", "function": function}
     exec("def made():\n    return function()\n", namespace)
     return namespace["made"]  # type: ignore[return-value]
+
+
+def test_given_ctrl_c_in_driver_code_as_the_command_ends_when_run_then_the_loop_winds_down(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # Given a command whose last step, a driver's, is pressed Ctrl-C in, leaving an
+    # asynchronous generator for the loop to close as it winds down
+    closed: list[bool] = []
+    kept: list[AsyncIterator[int]] = []  # open until the loop winds down
+
+    async def rows() -> AsyncIterator[int]:
+        try:
+            yield 1
+            yield 2
+        finally:
+            closed.append(True)
+
+    async def command() -> None:
+        reading = rows()
+        await anext(reading)
+        kept.append(reading)
+        _driver_step([])()
+
+    # When it is run as the command line runs it
+    with pytest.raises(SystemExit) as stopped:
+        run(command)
+
+    # Then the loop wound down whole (the generator closed by it) before the command
+    # stopped, saying only that it was interrupted
+    assert closed == [True]
+    assert stopped.value.code == 130
+    assert capsys.readouterr().err == "interrupted\n"

@@ -391,20 +391,25 @@ class _HeldCtrlC:
     def __init__(self) -> None:
         self.pending = False
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._delivery: asyncio.Handle | None = None
 
     def hold(self) -> None:
         self.pending = True
         loop = self._loop
         if loop is not None and not loop.is_closed():
-            loop.call_soon_threadsafe(self.deliver)
+            self._delivery = loop.call_soon_threadsafe(self.deliver)
 
     def started(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
         self.deliver()
 
     def finished(self) -> None:
-        # Winding the loop down is left to finish: what was held is raised once it has.
+        # Winding the loop down is left to finish (its generators closed, its threads
+        # joined): what was held is raised once it has, not from a step of the winding down.
         self._loop = None
+        if self._delivery is not None:
+            self._delivery.cancel()
+            self._delivery = None
 
     def deliver(self) -> None:
         if self.pending:
