@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import signal
 import sys
+from collections.abc import Callable
 from types import FrameType
 from typing import Any
 
-__all__ = ["INTERRUPTED_STATUS", "console_main"]
+__all__ = ["INTERRUPTED_STATUS", "console_main", "dropping_ctrl_c"]
 
 # What a shell reports for a command stopped by Ctrl-C (128 + SIGINT).
 INTERRUPTED_STATUS = 130
@@ -24,13 +25,9 @@ def console_main() -> None:
         pressed.append(True)
         raise KeyboardInterrupt
 
-    def unraisable(error: Any) -> None:
-        # Raised where it cannot go on (an import lock's callback): already noted.
-        if not isinstance(error.exc_value, KeyboardInterrupt):
-            hook(error)
-
+    # Raised where it cannot go on (an import lock's callback): already noted.
     hook = sys.unraisablehook
-    sys.unraisablehook = unraisable
+    sys.unraisablehook = dropping_ctrl_c(hook)
     previous = signal.signal(signal.SIGINT, on_interrupt)
     try:
         from leaderlog.cli import console_main as run_command
@@ -44,3 +41,15 @@ def console_main() -> None:
         sys.stderr.write("interrupted\n")
         sys.exit(INTERRUPTED_STATUS)
     run_command()
+
+
+def dropping_ctrl_c(hook: Callable[[Any], object]) -> Callable[[Any], None]:
+    """``hook`` for what Python cannot raise (in a finalizer, a callback), but Ctrl-C: where
+    it is dropped, the handler that raised it has noted it, and printed as "Exception
+    ignored" it would stand under the command's own "interrupted"."""
+
+    def unraisable(error: Any) -> None:
+        if not isinstance(error.exc_value, KeyboardInterrupt):
+            hook(error)
+
+    return unraisable

@@ -23,7 +23,7 @@ from urllib.parse import quote
 import anyio
 import click
 
-from leaderlog._console import INTERRUPTED_STATUS
+from leaderlog._console import INTERRUPTED_STATUS, dropping_ctrl_c
 from leaderlog._json import dumps
 from leaderlog.cli._terminal import bar_put_away
 from leaderlog.errors import (
@@ -502,14 +502,8 @@ def interruptible(interrupted: str = "") -> Iterator[Callable[[], bool]]:
         yield lambda: noted
         return
 
-    def unraisable(error: Any) -> None:
-        # Dropped where it was raised, and noted: printed as "Exception ignored", it would
-        # stand under the command's own "interrupted".
-        if not isinstance(error.exc_value, KeyboardInterrupt):
-            hook(error)
-
     hook = sys.unraisablehook
-    sys.unraisablehook = unraisable
+    sys.unraisablehook = dropping_ctrl_c(hook)
     previous = signal.signal(signal.SIGINT, on_interrupt)
     try:
         yield lambda: noted
