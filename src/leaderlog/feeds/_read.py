@@ -95,6 +95,14 @@ class FeedReader:
         rows = await self.store.query(f"SELECT position, stamp FROM {CLOCK} WHERE name = 'clock'")
         return (int(rows[0][0]), parse_time(rows[0][1])) if rows else (0, EPOCH)
 
+    async def latest_stamp(self) -> dt.datetime:
+        """The latest time any document of the feeds is dated by: the last event's stamp, or
+        the last entry's, which a burst of claims puts ahead of it (1970 before any)."""
+        rows = await self.store.query(
+            f"SELECT stamp FROM {CLOCK} WHERE name IN ('clock', 'entry_clock')"
+        )
+        return max((parse_time(row[0]) for row in rows), default=EPOCH)
+
     async def head(self, scope: str) -> Head | None:
         """The scope's head; None for a subject the feeds do not know. The scope of every
         claim is there before its first claim: empty, and dated by the last event the feeds

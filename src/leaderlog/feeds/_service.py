@@ -264,6 +264,7 @@ class FeedService:
         self._arrivals: list[tuple[int, int, dt.datetime]] = []
         # The latest time the wall clock has said (see _now).
         self._clock_reached: dt.datetime | None = None
+        self._floor: dt.datetime | None = None
         self._taken_through: int | None = None
         self._frozen_pages: dict[tuple[str, int], tuple[int, dt.datetime]] = {}
         self._rendered: OrderedDict[tuple[Any, ...], Rendered] = OrderedDict()
@@ -339,6 +340,19 @@ class FeedService:
         self._clock_reached = now
         return now
 
+    async def _arrivals_floor(self) -> None:
+        """Set the earliest an arrival is dated (see :meth:`_dated`) at a first look (a start,
+        or once a rebuild is through) that finds the log dated ahead of the clock: the second
+        after its latest date. That second may have been sent as Last-Modified before, by this
+        server before a restart or by another, and with the clock stepped back since, the
+        store stamps what comes next within it; dated by the clock, it would stay there."""
+        if self._floor is not None:
+            return
+        latest = await self.reader.latest_stamp()
+        self._floor = EPOCH
+        if self._now() < latest:
+            self._floor = latest.replace(microsecond=0) + dt.timedelta(seconds=1)
+
     async def _fresh(self) -> None:
         # Read on every request, as each may send a Last-Modified whose second is over by
         # the clock's time then (see _now).
@@ -351,6 +365,7 @@ class FeedService:
         checkpoint = await self._unless_rebuilding()
         if checkpoint is not None:
             self._took_in(checkpoint)
+            await self._arrivals_floor()
         if checkpoint != self._checkpoint:
             self._checkpoint = checkpoint
             # Reads begun before this point may be older than the checkpoint: they are not
@@ -379,7 +394,7 @@ class FeedService:
 
     def _dated(self, position: int, stamp: dt.datetime) -> dt.datetime:
         """A document's Last-Modified: its last event's stamp, or the moment this service
-        took that event in, whichever is later.
+        took that event in (no earlier than :meth:`_arrivals_floor`), whichever is later.
 
         Another process's write reaches this service only as it polls the projection, up to
         about a second after its stamp, when the stamp's second may be over and already sent
@@ -396,7 +411,7 @@ class FeedService:
         if index < len(self._arrivals):
             before, _, seen = self._arrivals[index]
             if before < position:
-                return max(stamp, seen)
+                return max(stamp, seen, self._floor or EPOCH)
         return stamp
 
     async def _unless_rebuilding(self) -> int | None:
@@ -443,6 +458,7 @@ class FeedService:
         if documents:
             self._arrivals.clear()
             self._taken_through = None
+            self._floor = None
             self._log_hashes.clear()
             self._frozen_pages.clear()
             self._rendered.clear()
