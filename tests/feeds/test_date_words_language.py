@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from leaderlog.events import ClaimConfirmed, FuzzyDate
+from leaderlog.events import ClaimConfirmed, Event, FuzzyDate
 from leaderlog.feeds import FeedRequest, Scope
 from leaderlog.feeds._i18n import language
 from leaderlog.feeds._text import entry
@@ -21,6 +21,19 @@ from leaderlog.log import EventLog
 from tests.feeds.logs import BASE, FRENCH_SOURCE, GENALO_RETIREMENT, correct, project
 
 FRENCH_DATE_WORDS = "d\u00e9but juillet"
+
+
+def french_dated_confirmation() -> list[Event]:
+    """A French source confirming the seeds' English report of Genalo's retirement, dated in
+    its own words."""
+    return [
+        FRENCH_SOURCE,
+        ClaimConfirmed(
+            claim=GENALO_RETIREMENT,
+            source=FRENCH_SOURCE.source,
+            effective=FuzzyDate(date="2025-07", text=FRENCH_DATE_WORDS),
+        ),
+    ]
 
 
 async def _genalo_item(log: EventLog, lang: str) -> dict[str, Any]:
@@ -66,14 +79,7 @@ async def test_a_french_confirmation_s_date_words_are_marked_french(
 ) -> None:
     # given a French source confirming the English report with a date in its own words
     await seeded_log.append_events(
-        [
-            FRENCH_SOURCE,
-            ClaimConfirmed(
-                claim=GENALO_RETIREMENT,
-                source=FRENCH_SOURCE.source,
-                effective=FuzzyDate(date="2025-07", text=FRENCH_DATE_WORDS),
-            ),
-        ],
+        french_dated_confirmation(),
         actor="test",
     )
     # when the entry is read in English

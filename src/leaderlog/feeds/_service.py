@@ -68,7 +68,7 @@ __all__ = [
 # Bump when the rendering changes, so validators handed out before no longer match. The
 # feed entries projection's version is part of every validator too: a change to what it
 # stores changes documents, and must change their validators with them.
-RENDER_VERSION = 33
+RENDER_VERSION = 34
 _RENDERING = (RENDER_VERSION, FeedEntriesProjection.version)
 SUBSCRIPTION_CACHE = "public, max-age=300"
 FULL_ARCHIVE_CACHE = "public, max-age=31536000, immutable"

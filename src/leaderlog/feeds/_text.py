@@ -28,6 +28,11 @@ from leaderlog.feeds._document import (
     may_read_as_markup,
 )
 from leaderlog.feeds._i18n import N_, Language, fill, has_iso_639_1_language
+from leaderlog.projections._feed_entry_fold import (
+    HISTORY_KEPT,
+    LIFECYCLE_STEPS,
+    effective_words_from,
+)
 
 __all__ = [
     "Markup",
@@ -336,20 +341,15 @@ def effective_language(doc: Mapping[str, Any]) -> str | None:
     its claim's source's, but for words a dated confirmation gave, which are the confirming
     source's; None when not known. A correction's words are its claim's source's, as a
     quote corrected is (see :func:`_history`)."""
-    words_from: object = doc.get("source")
-    for step in doc.get("events", []):
-        kind = step.get("type")
-        if kind == "claim.confirmed":
-            effective = step.get("effective")
-            # Only a dated confirmation replaces the date (see the feed entries projection).
-            if isinstance(effective, Mapping) and effective.get("date") is not None:
-                words_from = step.get("source")
-        elif kind == "claim.corrected" and any(
-            change.get("field") == "effective" and change.get("before") != change.get("after")
-            for change in step.get("changes", [])
-        ):
-            words_from = doc.get("source")
+    from_claim, source = effective_words_from(doc.get("events", []), _earlier(doc))
+    words_from = doc.get("source") if from_claim else source
     return _source_language(words_from if isinstance(words_from, Mapping) else None)
+
+
+def _earlier(doc: Mapping[str, Any]) -> Mapping[str, Any]:
+    """What the feed entries projection kept of the steps it no longer stores."""
+    earlier = doc.get("earlier")
+    return earlier if isinstance(earlier, Mapping) else {}
 
 
 def _attribution(value: object, lang: Language, *, markup: bool = False) -> str:
@@ -574,13 +574,31 @@ def _history(
     *,
     markup: bool = False,
     mark_own_language: bool = False,
+    full_history: str | None = None,
 ) -> list[list[str]]:
     """One group of sentences per lifecycle event after the report, oldest first; with
     ``markup``, as HTML whose quoted words are marked with their source's language (with
-    ``mark_own_language``, even where it is ``lang``'s: see :func:`_quote_language`)."""
+    ``mark_own_language``, even where it is ``lang``'s: see :func:`_quote_language`).
+
+    Only the latest ``HISTORY_KEPT`` are told, after a line counting the earlier ones (in
+    HTML a link to ``full_history``, the claim's answer, which has them all): an entry of
+    every step would grow without end in every feed and page showing it."""
     say, isolate = _writers(lang, markup)
     groups: list[list[str]] = []
-    for step in doc.get("events", []):
+    steps = [
+        step
+        for step in doc.get("events", [])
+        if isinstance(step, Mapping) and step.get("type") in LIFECYCLE_STEPS
+    ]
+    stored_earlier = _earlier(doc).get("steps")
+    earlier = stored_earlier if isinstance(stored_earlier, int) and stored_earlier > 0 else 0
+    earlier += max(0, len(steps) - HISTORY_KEPT)
+    if earlier:
+        count = lang.number(earlier)
+        if markup and full_history:
+            count = Markup(f'<a href="{html.escape(full_history)}">{html.escape(count)}</a>')
+        groups.append([say(N_("Earlier steps not shown: {count}."), count=count)])
+    for step in steps[-HISTORY_KEPT:]:
         kind = step.get("type")
         # None when its source dates itself only roughly: the source, named with its date,
         # dates the step.
@@ -772,7 +790,7 @@ def _summary(doc: Mapping[str, Any], lang: Language, change: str, *, markup: boo
     return Markup(text) if markup else text
 
 
-def _content(doc: Mapping[str, Any], lang: Language, status: str) -> str:
+def _content(doc: Mapping[str, Any], lang: Language, status: str, base_url: str) -> str:
     fields = doc.get("fields", {})
     change = _change(doc, lang, markup=True)
     strong = Markup(f"<strong>{html.escape(status)}</strong>")
@@ -796,7 +814,9 @@ def _content(doc: Mapping[str, Any], lang: Language, status: str) -> str:
         quoted = _quote(fields["quote"], lang, markup=True, language=language)
         text = translated_html(lang, _quote_message(fields), quote=quoted)
         out.append(f"<blockquote><p>{text}</p></blockquote>")
-    history = _history(doc, lang, markup=True, mark_own_language=True)
+    history = _history(
+        doc, lang, markup=True, mark_own_language=True, full_history=_claim_address(doc, base_url)
+    )
     if history:
         out.append("<p>" + translated_html(lang, N_("History:")) + "</p><ul>")
         out.extend(f"<li>{lang.sentences(group, markup=True)}</li>" for group in history)
@@ -829,11 +849,16 @@ def _links(doc: Mapping[str, Any], base_url: str) -> tuple[Link, ...]:
                 title=None if may_read_as_markup(publisher) else publisher,
             )
         )
-    claim = urllib.parse.quote(str(doc.get("claim", "")), safe="")
     links.append(
-        Link(href=f"{base_url}/api/claims/{claim}", rel="related", media_type="application/json")
+        Link(href=_claim_address(doc, base_url), rel="related", media_type="application/json")
     )
     return tuple(links)
+
+
+def _claim_address(doc: Mapping[str, Any], base_url: str) -> str:
+    """The claim's JSON answer, which holds its whole lifecycle."""
+    claim = urllib.parse.quote(str(doc.get("claim", "")), safe="")
+    return f"{base_url}/api/claims/{claim}"
 
 
 def _categories(doc: Mapping[str, Any], lang: Language) -> tuple[Category, ...]:
@@ -887,7 +912,7 @@ def entry(doc: Mapping[str, Any], lang: Language, base_url: str) -> Entry:
         id=clean(doc.get("id") or f"urn:leaderlog:claim:{doc.get('claim')}"),
         title=_headline(status, change, lang),
         summary=_summary(doc, lang, change),
-        content_html=_content(doc, lang, status),
+        content_html=_content(doc, lang, status, base_url),
         published=_time(doc.get("published")),
         updated=_time(doc.get("updated")),
         links=_links(doc, base_url),

@@ -20,6 +20,8 @@ from leaderlog.projections.claim_versions import STATUS_AFTER
 __all__ = [
     "CLAIM_EVENTS",
     "ENTITY_EVENTS",
+    "HISTORY_KEPT",
+    "LIFECYCLE_STEPS",
     "Clock",
     "Entity",
     "Entry",
@@ -27,6 +29,7 @@ __all__ = [
     "apply_claim",
     "apply_entity",
     "as_text",
+    "effective_words_from",
     "path_text",
     "payload",
     "referenced_entities",
@@ -49,6 +52,14 @@ CLAIM_EVENTS = {
     "claim.disputed",
     "claim.retracted",
 }
+# The steps after a claim's report, which an entry's history shows.
+LIFECYCLE_STEPS = CLAIM_EVENTS - {"claim.reported"}
+# An entry's doc keeps only its claim's latest steps, and counts the ones before them: every
+# version of the entry is stored whole, so a claim confirmed from article after article would
+# otherwise take storage, and time to apply each step, growing with the square of its steps
+# (1,000 steps: 212 MB of docs), and every feed holding it an entry of every step ever (the
+# claim's API answer gives them all). The feeds show as many as are kept.
+HISTORY_KEPT = 10
 REPORTED_FIELDS = (
     "kind",
     "capacity",
@@ -351,6 +362,7 @@ def apply_claim(page: Page, recorded: RecordedEvent, data: dict[str, Any]) -> No
             if isinstance(conflicts, list):
                 step["conflicts_with"] = [str(other) for other in conflicts]
     entry.doc["events"].append(step)
+    _keep_recent(entry.doc)
     entry.doc["updated"] = at
     entry.doc["position"] = recorded.position
     page.versions.append((claim, recorded.position, dumps(entry.doc)))
@@ -361,6 +373,55 @@ def apply_claim(page: Page, recorded: RecordedEvent, data: dict[str, Any]) -> No
         page.bump(scope, recorded.position, at)
         if scope not in joined_now:
             page.changes.append((scope, claim, recorded.position, at))
+
+
+def _keep_recent(doc: dict[str, Any]) -> None:
+    """Drop the steps before the latest ``HISTORY_KEPT``, keeping in ``doc["earlier"]`` how
+    many lifecycle steps they were and what of them the entry still shows: whose words its
+    effective date is in (``effective_source`` when a step's, see :func:`effective_words_from`)."""
+    events: list[dict[str, Any]] = doc["events"]
+    shown = sum(1 for step in events if step.get("type") in LIFECYCLE_STEPS)
+    if shown <= HISTORY_KEPT:
+        return
+    cut = len(events)
+    for _ in range(HISTORY_KEPT):
+        cut -= 1
+        while events[cut].get("type") not in LIFECYCLE_STEPS:
+            cut -= 1
+    dropped, doc["events"] = events[:cut], events[cut:]
+    earlier: dict[str, Any] = doc.setdefault("earlier", {"steps": 0})
+    earlier["steps"] += sum(1 for step in dropped if step.get("type") in LIFECYCLE_STEPS)
+    from_claim, source = effective_words_from(dropped, earlier)
+    if from_claim:
+        earlier.pop("effective_source", None)
+    else:
+        earlier["effective_source"] = source
+
+
+def effective_words_from(
+    steps: Iterable[Mapping[str, Any]], earlier: Mapping[str, Any]
+) -> tuple[bool, object]:
+    """Whose words an entry's effective date is in after ``steps``, from what the steps
+    ``earlier`` than them left: (True, None) for its claim's source (as it is by then), else
+    (False, the source of the dated confirmation that gave the date, None if it named none).
+    Only a dated confirmation replaces the date; a correction's words are its claim's
+    source's, as a quote corrected is."""
+    from_claim = "effective_source" not in earlier
+    source: object = earlier.get("effective_source")
+    for step in steps:
+        kind = step.get("type")
+        if kind == "claim.confirmed":
+            effective = step.get("effective")
+            if isinstance(effective, Mapping) and effective.get("date") is not None:
+                from_claim, source = False, step.get("source")
+        elif kind == "claim.corrected" and any(
+            isinstance(change, Mapping)
+            and change.get("field") == "effective"
+            and change.get("before") != change.get("after")
+            for change in step.get("changes", [])
+        ):
+            from_claim, source = True, None
+    return from_claim, source
 
 
 def _report(

@@ -83,7 +83,7 @@ def _chunks(items: Sequence[Any]) -> Iterator[Sequence[Any]]:
 
 class FeedEntriesProjection(Projection):
     name: ClassVar[str] = "feed_entries"
-    version: ClassVar[int] = 14
+    version: ClassVar[int] = 15
 
     def schema(self) -> Sequence[str]:
         return (
