@@ -35,10 +35,10 @@ from leaderlog.projections import (
     ProjectionRunner,
     Queries,
     load_projection,
+    modules_not_found,
     runner_for,
 )
 from leaderlog.projections.loading import (
-    NO_FOLDER,
     builtin_named_modules,
     check_projection_name,
     module_is_there,
@@ -816,19 +816,10 @@ def _modules_not_found(
     """User projections built in this database whose module is not in the folder (a command
     run from another folder, or a module removed): a rebuild of everything leaves them as
     they are, and says so rather than pass for having rebuilt everything."""
-    known = {*BUILTIN, *(p.name for p in runner.projections), *runner.not_loaded}
-    folder = user_projection_folder()
-
-    def why(name: str) -> str:
-        if folder is None:
-            return NO_FOLDER
-        return f"its module {(folder / f'{name}.py').absolute()} is not there"
-
     return [
-        f"projection {name} is not rebuilt: {why(name)}; it stays at position {position} (if "
-        f"it is gone for good, `leaderlog projections --forget {name}` removes it)"
-        for name, (_, position) in sorted(registered.items())
-        if name not in known
+        f"projection {name} is not rebuilt: {why}; it stays at position {registered[name][1]} "
+        f"(if it is gone for good, `leaderlog projections --forget {name}` removes it)"
+        for name, why in modules_not_found(runner, registered).items()
     ]
 
 

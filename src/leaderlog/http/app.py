@@ -61,9 +61,15 @@ from leaderlog.http._errors import (
 from leaderlog.http._public_path import serve_under_public_path
 from leaderlog.http.write_routes import use_record_components, write_router
 from leaderlog.log import EventLog, load_seeds
-from leaderlog.projections import BUILTIN, ProjectionRunner, Queries, runner_for
+from leaderlog.projections import (
+    BUILTIN,
+    ProjectionRunner,
+    Queries,
+    modules_not_found,
+    runner_for,
+)
 from leaderlog.projections.feed_entries import FeedEntriesProjection
-from leaderlog.projections.loading import NO_FOLDER, builtin_named_modules, user_projection_folder
+from leaderlog.projections.loading import builtin_named_modules
 from leaderlog.projections.runner import LeftOut, ProjectionStatus, events_to_apply, left_out
 from leaderlog.store import EventStore
 
@@ -122,22 +128,15 @@ async def projection_runners(store: EventStore) -> tuple[ProjectionRunner, ...]:
     # folder, or the module removed): runner_for skips such a name, which would leave it
     # behind in silence, missing from the start's log and from /healthz, where its lag is
     # what tells that it is not kept up to date.
-    known = {*BUILTIN, *(p.name for p in loaded.projections), *loaded.not_loaded}
-    folder = user_projection_folder()
-    for name, (version, _) in sorted((await loaded.registered()).items()):
-        if name not in known:
-            where = NO_FOLDER if folder is None else _missing_module(folder / f"{name}.py")
-            users.append(left_out(name, version, where))
+    registered = await loaded.registered()
+    users += [
+        left_out(name, registered[name][0], why)
+        for name, why in modules_not_found(loaded, registered).items()
+    ]
     runners = [ProjectionRunner(store, builtins), feed_runner(store)]
     if users:
         runners.append(ProjectionRunner(store, users, rest_after_failure=True))
     return tuple(runners)
-
-
-def _missing_module(path: Path) -> str:
-    """Why a user projection built in the database is not run: no module where it is looked for
-    (absolute, since the folder is most often what is wrong)."""
-    return f"its module {path.absolute()} is not there"
 
 
 async def catch_up_before_serving(

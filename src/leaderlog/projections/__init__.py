@@ -12,6 +12,7 @@ current; :class:`Queries` answers from their tables.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 from leaderlog.errors import InvalidQuery, ProjectionError, ProjectionFailed, UnknownEntity
@@ -22,6 +23,7 @@ from leaderlog.projections.base import Projection, ProjectionTransaction, decode
 from leaderlog.projections.feed_entries import FeedEntriesProjection
 from leaderlog.projections.leadership import LeadershipProjection
 from leaderlog.projections.loading import (
+    NO_FOLDER,
     load_user_projection,
     module_is_there,
     user_projection_folder,
@@ -55,6 +57,7 @@ __all__ = [
     "UnknownEntity",
     "decode",
     "load_projection",
+    "modules_not_found",
     "payload",
     "runner_for",
     "user_projection_folder",
@@ -115,3 +118,23 @@ async def runner_for(
     runner = ProjectionRunner(store, projections)
     runner.not_loaded = not_loaded
     return runner
+
+
+def modules_not_found(
+    runner: ProjectionRunner, registered: Mapping[str, tuple[int, int]]
+) -> dict[str, str]:
+    """The user projections built in the database (``registered``, as
+    :meth:`ProjectionRunner.registered` gives them) that a runner from :func:`runner_for`
+    neither runs nor failed to load, each with why, in name order: no module where they are
+    looked for (the command or server run from another folder, or the module removed), which
+    ``runner_for`` skips rather than hold every query to."""
+    known = {*BUILTIN, *(p.name for p in runner.projections), *runner.not_loaded}
+    folder = user_projection_folder()
+    return {
+        name: NO_FOLDER
+        if folder is None
+        # Absolute, since the folder is most often what is wrong.
+        else f"its module {(folder / f'{name}.py').absolute()} is not there"
+        for name in sorted(registered)
+        if name not in known
+    }
