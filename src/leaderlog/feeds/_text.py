@@ -42,6 +42,7 @@ __all__ = [
     "fuzzy_date",
     "headline",
     "isolated_text",
+    "marked_language",
     "post_label",
     "scope_name",
     "translated_html",
@@ -457,6 +458,13 @@ def _quote_language(source: object, lang: Language, *, own_too: bool = False) ->
     ``lang``'s, which the page says once for all (unless ``own_too``: the feeds' content may
     be shown away from the feed that says its language)."""
     language = _source_language(source if isinstance(source, Mapping) else None)
+    return marked_language(language, lang, own_too=own_too)
+
+
+def marked_language(language: str | None, lang: Language, *, own_too: bool = False) -> str | None:
+    """``language``, to mark words in ``lang``'s text with, but None for ``lang``'s own, which
+    the page says once for all (unless ``own_too``: the feeds' content may be shown away from
+    the feed that says its language)."""
     if not own_too and language is not None and language.lower() == lang.tag.lower():
         return None
     return language
@@ -736,9 +744,9 @@ def _facts(
         facts.append((N_("Organisation: {org}."), {"org": isolate(org)}))
     if "effective" in fields:
         html_words = markup or words_markup
-        language = effective_language(doc) if html_words else None
-        if language is not None and not own_too and language.lower() == lang.tag.lower():
-            language = None
+        language = (
+            marked_language(effective_language(doc), lang, own_too=own_too) if html_words else None
+        )
         date = fuzzy_date(fields["effective"], lang, markup=html_words, language=language)
         facts.append((N_("Effective: {date}."), {"date": date}))
     modality = fields.get("modality")

@@ -48,6 +48,7 @@ from leaderlog.feeds import (
     headline_html,
     isolated_text,
     language,
+    marked_language,
     page_url,
     post_label,
     resolve,
@@ -299,9 +300,7 @@ def _pending(
         # as today's news without it.
         effective = item.get("effective")
         if isinstance(effective, Mapping):
-            language = words_languages.get(str(item.get("claim")))
-            if language is not None and language.lower() == lang.tag.lower():
-                language = None  # the page says its own language once for all
+            language = marked_language(words_languages.get(str(item.get("claim"))), lang)
             date = fuzzy_date(effective, lang, markup=True, language=language)
             when = translated_html(lang, N_("Effective: {date}."), date=date)
             line = f"{line}<br><small>{when}</small>"
