@@ -294,7 +294,7 @@ def fuzzy_date(
     beside it (unless not ``with_words``), or the source's words alone. With ``markup``, as
     HTML whose source's words are quoted as :func:`_quote` quotes them: isolated in their own
     direction and marked with ``language``, the source's (see :func:`_quote_language`)."""
-    say: Callable[..., str] = functools.partial(translated_html, lang) if markup else lang._
+    say, _ = _writers(lang, markup)
 
     def quoted(words: str) -> str:
         return _quote(clean(words, NAME_LIMIT), lang, markup=markup, language=language)
