@@ -20,6 +20,7 @@ from click.testing import CliRunner
 
 import leaderlog.cli.projection_commands  # noqa: F401  (registers the commands on main)
 from leaderlog.cli import main
+from leaderlog.errors import StoreUnavailable
 from leaderlog.log import EventLog
 from tests.conftest import ROOT, SEEDS, ok
 
@@ -187,6 +188,13 @@ async def test_the_readme_python_examples_run(
     library, queries, feeds = python_blocks(README)
     monkeypatch.chdir(tmp_path)
     shutil.copytree(SEEDS, tmp_path / "seeds")
+
+    # Run before the log is written (or in another folder), the reading examples say
+    # so rather than make an empty log and answer from it.
+    for reading in (queries, feeds):
+        with pytest.raises(StoreUnavailable, match="does not exist"):
+            await run_example(reading, README)
+    assert not (tmp_path / "leaderlog.db").exists()
 
     await run_example(library, README)
     assert "ok=True, count=30" in capsys.readouterr().out

@@ -53,7 +53,7 @@ import traceback
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
     from leaderlog.feeds import Scope
@@ -102,6 +102,21 @@ class Interrupted(KeyboardInterrupt):
 
 class LeaderlogError(Exception):
     """Base class of every error leaderlog raises on purpose."""
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Pickled (a process pool handing a worker's error back) as it is: its message and
+        # attributes, made again without calling __init__, since most of these errors are
+        # made from other arguments than their message (a stream and versions, a list of
+        # problems). The default, cls(*args), could not make a ConcurrencyError again (the
+        # pool then says it broke) and read a BatchError's message as its problems, one per
+        # character.
+        return (_made_again, (type(self), self.args), self.__dict__)
+
+
+def _made_again(kind: type[LeaderlogError], args: tuple[object, ...]) -> LeaderlogError:
+    """An error of ``kind`` with these ``args``, its ``__init__`` not called (unpickling sets
+    its attributes next)."""
+    return kind.__new__(kind, *args)
 
 
 class RecordError(LeaderlogError):
