@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import bz2
 import datetime as dt
+import gzip
 import io
 import json
+import lzma
 import threading
 import uuid
 from pathlib import Path
@@ -1428,6 +1431,33 @@ def test_a_line_in_another_encoding_is_named_as_not_utf8() -> None:
     assert str(problem) == (
         f"line 2: not UTF-8 text (byte 0xEB at column {column}); save the file as UTF-8"
     )
+
+
+@pytest.mark.parametrize(
+    ("compress", "tool"),
+    [(gzip.compress, "gzip"), (bz2.compress, "bzip2"), (lzma.compress, "xz")],
+)
+def test_a_compressed_file_is_named_as_such_not_as_another_encoding(
+    compress: Any, tool: str
+) -> None:
+    # given an export kept compressed, read line by line as import reads a file
+    text = (line("person.registered", person="x", name="X") + "\n").encode() * 50
+    lines = io.BytesIO(compress(text)).readlines()
+    # when it is parsed
+    with pytest.raises(BatchError) as raised:
+        parse_lines(lines)
+    # then the error says it is compressed and how to import it, not to save it as UTF-8
+    (problem,) = raised.value.problems
+    assert str(problem) == (
+        f"line 1: the file is {tool}-compressed; decompress it first "
+        f"({tool} -dc FILE | leaderlog import -)"
+    )
+
+
+def test_text_that_merely_starts_like_a_compressed_file_is_refused_as_json() -> None:
+    with pytest.raises(BatchError) as raised:
+        parse_lines([b"BZh9 is not JSON\n"])
+    assert "not valid JSON" in str(raised.value.problems[0])
 
 
 async def test_events_from_a_generator_are_all_appended(seeded_log: EventLog) -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import re
 import uuid
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Mapping, MutableSequence, Sequence
@@ -520,7 +521,23 @@ def _without_byte_order_mark(first_line: str | bytes) -> str | bytes:
     if first_line.startswith((b"\xff\xfe", b"\xfe\xff")):
         problem = "the file is UTF-16 text; JSON Lines must be UTF-8"
         raise BatchError([RecordError(problem, where="line 1", rule="json")])
+    if compressed := _COMPRESSED.match(first_line):
+        # "Not UTF-8: save the file as UTF-8" would send the user to an editor.
+        tool = compressed.lastgroup  # named after the tool that reads it
+        problem = (
+            f"the file is {tool}-compressed; decompress it first "
+            f"({tool} -dc FILE | leaderlog import -)"
+        )
+        raise BatchError([RecordError(problem, where="line 1", rule="json")])
     return first_line.removeprefix(b"\xef\xbb\xbf")
+
+
+# What compressed files start with (none can start a line of JSON): an export is often kept
+# compressed, and its bytes would be refused as text in another encoding.
+_COMPRESSED = re.compile(
+    rb"(?P<gzip>\x1f\x8b)|(?P<bzip2>BZh[1-9](?:1AY&SY|\x17rE8P\x90))"
+    rb"|(?P<xz>\xfd7zXZ\x00)|(?P<zstd>\x28\xb5\x2f\xfd)"
+)
 
 
 def _holds_carriage_returns_alone(line: str | bytes) -> bool:

@@ -590,6 +590,46 @@ def test_importing_a_missing_file(tmp_path: Path) -> None:
     assert not (tmp_path / "leaderlog.db").exists()
 
 
+@pytest.mark.skipif(not Path("/proc/self/mem").exists(), reason="Linux's /proc alone")
+def test_a_file_that_fails_while_read_is_named_as_the_input(seeded_url: str) -> None:
+    # given a file whose reading fails with an I/O error (as a failing disk's does)
+    before = invoke("--db", seeded_url, "verify")
+    # when it is imported, after a good file
+    result = subprocess.run(
+        [str(LEADERLOG), "--db", seeded_url, "import", str(SEED_FILE), "/proc/self/mem"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    # then the input is named, not the output, and nothing is written
+    assert result.returncode == 1
+    assert result.stderr == (
+        "error: cannot read /proc/self/mem: Input/output error; nothing was written\n"
+    )
+    assert invoke("--db", seeded_url, "verify") == before
+
+
+def test_a_read_error_of_any_kind_is_a_clear_error_not_a_traceback(
+    seeded_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # given a file on a network file system that goes away while it is read
+    path = tmp_path / "records.jsonl"
+    path.write_bytes(SEED_FILE.read_bytes())
+    before = invoke("--db", seeded_url, "verify")
+
+    def stale(handle: BinaryIO) -> Any:
+        yield handle.readline()
+        raise OSError(116, "Stale file handle")
+
+    monkeypatch.setattr(log_commands, "read_lines", stale)
+    # when it is imported
+    result = CliRunner().invoke(main, ["--db", seeded_url, "import", str(path)])
+    # then the error names the file and the reason, and nothing is written
+    assert result.exit_code == 1
+    assert result.stderr == (f"error: cannot read {path}: Stale file handle; nothing was written\n")
+    assert invoke("--db", seeded_url, "verify") == before
+
+
 def test_output_that_cannot_be_written_is_a_clear_error(seeded_url: str) -> None:
     for command in (["export"], ["schema"], ["verify"], ["events", "--json"]):
         result = to_a_full_disk("--db", seeded_url, *command)

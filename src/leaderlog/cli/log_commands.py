@@ -33,6 +33,7 @@ from leaderlog.errors import (
     BatchError,
     ConcurrencyError,
     DuplicateEventError,
+    LeaderlogError,
     RecordedAtRefused,
     RecordError,
     StoreError,
@@ -103,7 +104,7 @@ def _in_file(problem: RecordError, file: IO[bytes]) -> RecordError:
 def _lines_with_progress(
     handle: IO[bytes], size: int | None, interrupted: Callable[[], bool]
 ) -> Generator[bytes, None, None]:
-    lines = _until_interrupted(read_lines(handle), interrupted)
+    lines = _until_interrupted(_read_lines_of(handle), interrupted)
     if size is not None and size < _PROGRESS_THRESHOLD:
         yield from lines
         return
@@ -138,6 +139,22 @@ def _append_bar(records: int) -> Iterator[AppendProgress | None]:
         instead=f"appending {records} records in one transaction...",
     ) as advance:
         yield advance
+
+
+def _read_lines_of(handle: IO[bytes]) -> Iterator[bytes]:
+    """:func:`read_lines`, with a file that fails while it is read named as the input.
+
+    A disk's I/O error, a network file system gone or a socket reset on stdin is not the
+    output failing (EIO would pass for it), nor a traceback: it is said with the file's name.
+    """
+    try:
+        yield from read_lines(handle)
+    except OSError as error:
+        stdin = sys.stdin is not None and handle is sys.stdin.buffer
+        name = "standard input" if stdin else handle.name
+        raise LeaderlogError(
+            f"cannot read {name}: {error.strerror or error}; nothing was written"
+        ) from None
 
 
 def _until_interrupted(lines: Iterator[bytes], interrupted: Callable[[], bool]) -> Iterator[bytes]:
