@@ -96,3 +96,40 @@ def test_a_full_archive_page_dated_ahead_of_the_clock_waits_for_its_date() -> No
     # and from that moment on it has one, at once, as no other change can share its second
     after = caching_headers(validators, "en", now=CHANGED)
     assert after["Last-Modified"] == MODIFIED
+
+
+# A log moved with times in the first century (an export dated with Go's zero time, say):
+# five seconds into 1 January of the year 1, a Monday, as 1 January 2001 is.
+FIRST_CENTURY = Validators(
+    8, 'W/"8-atom"', dt.datetime(1, 1, 1, 0, 0, 5, tzinfo=dt.UTC), SUBSCRIPTION_CACHE
+)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "Mon, 01 Jan 0001 00:00:00 GMT",  # IMF-fixdate, as this server sent it
+        "Mon Jan  1 00:00:00 0001",  # asctime
+    ],
+)
+def test_a_four_digit_year_below_100_is_that_year_not_a_two_digit_one(value: str) -> None:
+    # given a document changed five seconds after the date of the reader's copy, in the year 1
+    # when the reader sends its copy's date, written with four digits
+    # then the copy is not current (the year is not read as 2001)
+    assert not is_not_modified(_request(("If-Modified-Since", value)), FIRST_CENTURY)
+
+
+def test_the_year_0_is_no_http_date() -> None:
+    # given a document last changed in the year 1
+    # when a reader sends a date in the year 0, which no calendar day has
+    # then it is ignored rather than read as the year 2000
+    year_zero = _request(("If-Modified-Since", "Sat, 01 Jan 0000 00:00:00 GMT"))
+    assert not is_not_modified(year_zero, FIRST_CENTURY)
+
+
+def test_a_four_digit_year_below_100_still_tells_a_current_copy() -> None:
+    # given a document last changed in the year 1
+    # when the reader sends the date of that very second
+    # then its copy is current
+    current = _request(("If-Modified-Since", "Mon, 01 Jan 0001 00:00:05 GMT"))
+    assert is_not_modified(current, FIRST_CENTURY)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import gzip
+import re
 from collections.abc import Awaitable, Callable, Iterator
 from email.utils import parsedate_to_datetime
 from typing import Any
@@ -116,6 +117,15 @@ def _if_modified_since(request: Request) -> dt.datetime | None:
     except (TypeError, ValueError, IndexError):
         return None
     since = since if since.tzinfo is not None else since.replace(tzinfo=dt.UTC)
+    # The email parser takes any year below 100 for a two-digit one ("0001" as 2001), but
+    # only the RFC 850 form has those: a four-digit year is the year it says, as in the
+    # Last-Modified this server sends for a log moved with times in the first century.
+    written = _FOUR_DIGIT_YEAR.search(value)
+    if written is not None and int(written.group()) != since.year:
+        try:
+            since = since.replace(year=int(written.group()))
+        except ValueError:  # year 0, or 29 February of a year that has none
+            return None
     # Every HTTP-date form begins with its day's name, and one that is not that date's is not
     # a date at all; a date yet to come cannot be a copy's (a client's clock running fast
     # would otherwise be told 304 after every change).
@@ -127,6 +137,8 @@ def _if_modified_since(request: Request) -> dt.datetime | None:
     return since
 
 
+# The year of IMF-fixdate and asctime: four digits standing alone (a time has colons).
+_FOUR_DIGIT_YEAR = re.compile(r"(?<![\d:])\d{4}(?![\d:])")
 _DAY_NAMES = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 
 
