@@ -1795,3 +1795,33 @@ async def test_records_put_into_parsed_records_by_hand_are_checked_when_appended
     parsed.records.pop()
     parsed.labels.pop()
     assert (await seeded_log.append_parsed(parsed, actor="test")).appended == 1
+
+
+async def test_a_move_under_a_deep_organisation_loads_its_ancestors_at_once(
+    sqlite_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # given a chain of 60 organisations stored, and a writer that has loaded none of them
+    async with await EventLog.open(sqlite_url) as writer:
+        chain = [OrgRegistered(org="c0", name="C 0"), OrgRegistered(org="lone", name="Lone")]
+        chain += [
+            OrgRegistered(org=f"c{i}", name=f"C {i}", parent=f"c{i - 1}") for i in range(1, 60)
+        ]
+        await writer.append_events(chain, actor="t")
+    async with await EventLog.open(sqlite_url) as this:
+        decide = this._decide
+        decided = 0
+
+        async def counted(*args: Any) -> Any:
+            nonlocal decided
+            decided += 1
+            return await decide(*args)
+
+        monkeypatch.setattr(this, "_decide", counted)
+        # when an organisation is moved under the deepest one
+        await this.append_events([OrgUpdated(org="lone", parent="c59")], actor="t")
+        # then the batch is decided a few times, not once per level of the chain
+        assert decided <= 3
+        # and a move that would make a cycle through the chain is still refused
+        with pytest.raises(BatchError) as caught:
+            await this.append_events([OrgUpdated(org="c0", parent="lone")], actor="t")
+        assert caught.value.problems[0].rule == "org_cycle"
