@@ -248,3 +248,30 @@ def test_the_example_user_projection_is_built_and_kept_current(
     listed = invoke("projections")
     assert re.search(r"^claims_per_publisher\s+1\s+30\s+30\s+0$", listed, re.MULTILINE), listed
     assert counts() == [("Fox News", 11)]
+
+
+def test_the_readme_move_brings_user_projections_up_on_the_new_database(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # given a log whose example projection is built, moved into a new database by export and import
+    monkeypatch.setenv("LEADERLOG_PROJECTIONS", str(ROOT / "projections"))
+    monkeypatch.delenv("LEADERLOG_DB", raising=False)
+    old, new = f"sqlite:///{tmp_path / 'old.db'}", f"sqlite:///{tmp_path / 'new.db'}"
+
+    def invoke(url: str, *args: str, stdin: str | None = None) -> str:
+        return ok(CliRunner().invoke(main, ["--db", url, *args], input=stdin))
+
+    invoke(old, "import", str(SEEDS / "ice-leadership-2025-05.jsonl"))
+    invoke(old, "rebuild", "turnover")
+    invoke(new, "import", "-", stdin=invoke(old, "export"))
+    text = README.read_text(encoding="utf-8")
+    move = text[text.index("To move a log to another database") :]
+    move = move[: move.index("\n\n")]
+    rebuild = re.findall(r"`leaderlog (rebuild[^`]*)`", move)[0]
+
+    # when the rebuild the README gives for that step runs there
+    invoke(new, *shlex.split(rebuild))
+
+    # then the user projection is built on the new database too
+    listed = invoke(new, "projections")
+    assert re.search(r"^turnover\s+\d+\s+29\s+29\s+0$", listed, re.MULTILINE), listed
