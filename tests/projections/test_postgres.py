@@ -6,9 +6,12 @@ import asyncio
 import datetime as dt
 import hashlib
 import multiprocessing
+import uuid
 from multiprocessing.queues import Queue
 from multiprocessing.synchronize import Barrier
+from urllib.parse import urlsplit, urlunsplit
 
+import asyncpg
 import pytest
 
 from leaderlog.errors import StoreUnavailable
@@ -503,3 +506,33 @@ async def test_postgres_a_foreign_key_to_a_built_in_s_table_does_not_block_its_r
     await a_foreign_key_an_earlier_version_let_in_does_not_block_a_rebuild(
         seeded_postgres_log, caplog
     )
+
+
+async def test_postgres_projects_a_log_in_a_schema_named_in_capitals(postgres_url: str) -> None:
+    # Given a role "T_Role_..." whose own schema, first on PostgreSQL's default search_path,
+    # is named in capitals, as CREATE SCHEMA AUTHORIZATION names it after the role
+    role = f"T_Role_{uuid.uuid4().hex[:12]}"
+    owner = await asyncpg.connect(postgres_url)
+    try:
+        await owner.execute(f'CREATE ROLE "{role}" LOGIN')
+        await owner.execute(f'CREATE SCHEMA AUTHORIZATION "{role}"')
+        parts = urlsplit(postgres_url)
+        role_url = urlunsplit(parts._replace(netloc=f"{role}@{parts.hostname}:{parts.port}"))
+        log = await EventLog.open(role_url)
+        try:
+            await load_seeds(log, SEEDS)
+            # When its projections are brought up to date
+            await (await runner_for(log.store)).catch_up()
+            # Then they are built in that schema and answer
+            state = await Queries(log.store).state(org="ice")
+            assert state["posts"]
+        finally:
+            await log.close()
+        assert await owner.fetchval(
+            "SELECT count(*) FROM pg_tables WHERE schemaname = $1 AND tablename LIKE 'p\\_%'",
+            role,
+        )
+    finally:
+        await owner.execute(f'DROP SCHEMA IF EXISTS "{role}" CASCADE')
+        await owner.execute(f'DROP ROLE IF EXISTS "{role}"')
+        await owner.close()

@@ -12,6 +12,7 @@ import pytest
 
 from leaderlog.errors import StoreError, StoreUnavailable
 from leaderlog.store import open_store
+from leaderlog.store import postgres as postgres_store
 from leaderlog.store.postgres import _reason
 
 from . import _split_schema, postgres_schema
@@ -168,3 +169,20 @@ async def test_a_login_refused_after_the_store_opened_is_unavailable_until_it_is
             assert (await reader.head())[0] == 1
     finally:
         await _drop(admin, role)
+
+
+async def test_a_statement_timeout_set_on_the_role_is_named_when_the_log_opens(
+    schema_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # given a role or database whose statement_timeout cuts a statement the store opens with
+    async def cut(*args: object) -> None:
+        raise asyncpg.QueryCanceledError("canceling statement due to statement timeout")
+
+    monkeypatch.setattr(postgres_store, "_check_settings_arrived", cut)
+    # when the log is opened
+    with pytest.raises(StoreUnavailable) as refused:
+        await open_store(schema_url)
+    # then the refusal says a statement_timeout cut it, and what to change, as later ones do
+    message = str(refused.value)
+    assert "canceling statement due to statement timeout" in message
+    assert "a statement_timeout set for this role or database cuts leaderlog's" in message

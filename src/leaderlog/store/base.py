@@ -68,7 +68,10 @@ FOREIGN_KEYS_QUERY = {
     "pragma_foreign_key_list(m.name) AS f WHERE m.type = 'table'",
     "postgresql": "SELECT r.relname, f.relname FROM pg_constraint AS c "
     "JOIN pg_class AS r ON r.oid = c.conrelid JOIN pg_class AS f ON f.oid = c.confrelid "
-    "WHERE c.contype = 'f' AND r.relnamespace = current_schema()::regnamespace",
+    # Compared by name: ::regnamespace would read current_schema() as SQL, folding a
+    # schema named "LeaderLog" (a role's own, on the default search_path) to leaderlog.
+    "WHERE c.contype = 'f' AND r.relnamespace = "
+    "(SELECT n.oid FROM pg_namespace AS n WHERE n.nspname = current_schema())",
 }
 
 # What every backend says of work asked of a store once it is closed: one message for one

@@ -320,6 +320,11 @@ def _first_loss(error: BaseException) -> BaseException:
     return first
 
 
+# What a statement cut by a statement_timeout the role or database sets is followed by.
+_STATEMENT_TIMEOUT_SET = (
+    " (a statement_timeout set for this role or database cuts leaderlog's "
+    "statements too: raise it, or unset it for the role leaderlog connects as)"
+)
 # What a role is told when PostgreSQL refuses it a right: a role that may only read can
 # verify, list and export the log; the other commands create and alter tables (their own,
 # and the log's trigger function), which PostgreSQL lets only their owner do.
@@ -368,10 +373,7 @@ def _unavailable_on_disconnect() -> Iterator[None]:
         if "statement timeout" in str(error):
             # Set by an administrator, not by leaderlog (which sets only lock_timeout): a
             # retry meets it again whenever the statement is as long.
-            said += (
-                " (a statement_timeout set for this role or database cuts leaderlog's "
-                "statements too: raise it, or unset it for the role leaderlog connects as)"
-            )
+            said += _STATEMENT_TIMEOUT_SET
         raise StoreBusy(said) from error
     except _LOGIN_REFUSED as error:
         # A new connection of the pool refused after the store opened: the role's login or
@@ -1293,8 +1295,11 @@ class PostgresStore(EventStore):
                 pool = await _open_pool(dsn, settings, timeout, shown)
         except _SERVER_ERRORS as error:
             await pool.close()
+            reason = _reason(error)
+            if "statement timeout" in str(error):
+                reason += _STATEMENT_TIMEOUT_SET
             raise _unreachable(error)(
-                f"cannot prepare PostgreSQL database {shown}: {_reason(error)}"
+                f"cannot prepare PostgreSQL database {shown}: {reason}"
             ) from error
         except BaseException:
             pool.terminate()  # cancelled or interrupted: nothing to wait for
@@ -1323,6 +1328,9 @@ class PostgresStore(EventStore):
                 # Creating or checking the log's tables (CREATE ... IF NOT EXISTS, CREATE OR
                 # REPLACE FUNCTION) takes rights a role that may only read lacks.
                 reason = f"{reason}; {_RIGHTS_NEEDED}"
+            elif "statement timeout" in str(error):
+                # Checking the log's tables on opening meets it as any statement does.
+                reason += _STATEMENT_TIMEOUT_SET
             raise _unreachable(error)(
                 f"cannot prepare PostgreSQL database {shown}: {reason}"
             ) from error
