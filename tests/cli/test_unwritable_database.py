@@ -72,13 +72,16 @@ def log_summary(database: Path) -> tuple[int, str]:
     return count, head
 
 
-@pytest.fixture
-def seeded_in_wal_mode(folder: Path) -> Iterator[Path]:
+def held_in_wal_mode(folder: Path, *, caught_up: bool) -> Iterator[Path]:
     """A seeded log whose WAL files are kept, as when a server is running on it: a reader
-    can then open it without writing anything, so it is the first write that fails."""
+    can then open it without writing anything, so it is the first write that fails. Caught
+    up, its projections are at the head, as a server following the log keeps them."""
     database = folder / "log.db"
     imported = CliRunner().invoke(main, ["--db", f"sqlite:///{database}", "import", str(SEED_FILE)])
     assert imported.exit_code == 0, imported.output
+    if caught_up:
+        rebuilt = CliRunner().invoke(main, ["--db", f"sqlite:///{database}", "rebuild"])
+        assert rebuilt.exit_code == 0, rebuilt.output
     record = {"type": "person.registered", "data": {"person": "new-person", "name": "New"}}
     (folder / "new.jsonl").write_text(json.dumps(record) + "\n", encoding="utf-8")
     with contextlib.closing(sqlite3.connect(database)) as holder:
@@ -89,6 +92,16 @@ def seeded_in_wal_mode(folder: Path) -> Iterator[Path]:
         read_only(folder)
         yield database
         folder.chmod(0o755)
+
+
+@pytest.fixture
+def seeded_in_wal_mode(folder: Path) -> Iterator[Path]:
+    yield from held_in_wal_mode(folder, caught_up=False)
+
+
+@pytest.fixture
+def caught_up_in_wal_mode(folder: Path) -> Iterator[Path]:
+    yield from held_in_wal_mode(folder, caught_up=True)
 
 
 @pytest.mark.parametrize(
@@ -115,6 +128,30 @@ def test_a_user_who_may_only_read_the_file_is_told_writing_is_needed(
         "write access"
     ), result.stderr
     assert log_summary(seeded_in_wal_mode) == before
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["state", "--org", "ice"],
+        ["history", "--post", "ice-hsi-ead"],
+        ["claim", "fox-ice-shakeup-2025-05-genalo-retirement"],
+        ["audit", "--status", "disputed"],
+        ["feed"],
+    ],
+    ids=" ".join,
+)
+def test_the_same_user_may_query_projections_already_up_to_date(
+    caught_up_in_wal_mode: Path, command: list[str]
+) -> None:
+    # Given a log whose projections are at its head, which the reader may not write
+    before = log_summary(caught_up_in_wal_mode)
+    # When the reader asks a query command
+    result = as_reader("--db", f"sqlite:///{caught_up_in_wal_mode}", *command)
+    # Then it answers, as the README says, having had nothing to write
+    assert result.returncode == 0, result.stderr
+    assert result.stdout
+    assert log_summary(caught_up_in_wal_mode) == before
 
 
 def test_the_same_user_may_verify_and_export(seeded_in_wal_mode: Path) -> None:
