@@ -47,9 +47,16 @@ def free_port(host: str = "127.0.0.1") -> int:
     return int(address[1])
 
 
+def postgres_address() -> tuple[str, int]:
+    """The host and port of the test server: the one LEADERLOG_TEST_POSTGRES names, so that
+    tests skip (or, in CI, fail) when that server is down, not when the default one is."""
+    parts = urlsplit(POSTGRES_URL)
+    return parts.hostname or "127.0.0.1", parts.port or 5432
+
+
 def postgres_reachable() -> bool:
     try:
-        with socket.create_connection(("127.0.0.1", 5432), timeout=1):
+        with socket.create_connection(postgres_address(), timeout=1):
             return True
     except OSError:
         return False
@@ -93,9 +100,10 @@ def postgres_url(request: pytest.FixtureRequest) -> str:
     """The test server's URL, naming this process's own database; skipped locally when the
     server is down, but never in CI."""
     if not postgres_reachable():
+        host, port = postgres_address()
         if os.environ.get("CI") == "true":
-            pytest.fail("PostgreSQL is not reachable at 127.0.0.1:5432 and CI=true")
-        pytest.skip("PostgreSQL is not reachable at 127.0.0.1:5432")
+            pytest.fail(f"PostgreSQL is not reachable at {host}:{port} and CI=true")
+        pytest.skip(f"PostgreSQL is not reachable at {host}:{port}")
     url: str = request.getfixturevalue("postgres_database")
     return url
 

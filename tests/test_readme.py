@@ -19,10 +19,11 @@ import pytest
 from click.testing import CliRunner
 
 import leaderlog.cli.projection_commands  # noqa: F401  (registers the commands on main)
+import tests.conftest
 from leaderlog.cli import main
 from leaderlog.errors import StoreUnavailable
 from leaderlog.log import EventLog
-from tests.conftest import ROOT, SEEDS, ok
+from tests.conftest import ROOT, SEEDS, free_port, ok
 
 README = ROOT / "README.md"
 PROJECTIONS_README = ROOT / "projections" / "README.md"
@@ -275,3 +276,51 @@ def test_the_readme_move_brings_user_projections_up_on_the_new_database(
     # then the user projection is built on the new database too
     listed = invoke(new, "projections")
     assert re.search(r"^turnover\s+\d+\s+29\s+29\s+0$", listed, re.MULTILINE), listed
+
+
+def _layout_block() -> str:
+    text = README.read_text(encoding="utf-8")
+    section = text[text.index("## Project layout") :]
+    return section.split("```")[1]
+
+
+def test_the_project_layout_names_every_module_and_top_level_folder() -> None:
+    # given the Project layout block, a first map for a new contributor
+    layout = _layout_block()
+    named = {word.rstrip(":,") for word in layout.split()}
+    # when listing the package's modules and folders, and the checkout's top-level folders
+    package = ROOT / "src" / "leaderlog"
+    modules = {
+        f"{entry.name}/" if entry.is_dir() else entry.name
+        for entry in package.iterdir()
+        if entry.name != "__pycache__" and (entry.is_dir() or entry.suffix == ".py")
+    }
+    tracked = subprocess.run(
+        ["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.split()
+    folders = {f"{path.split('/')[0]}/" for path in tracked if "/" in path}
+    # then each of them is there, and every path it names exists
+    missing = sorted(
+        name
+        for name in modules | folders
+        if not any(word == name or word.startswith(name) for word in named)
+    )
+    assert not missing, f"the Project layout does not name {missing}"
+    for line in layout.splitlines():
+        # A path starts a line: at the checkout's top level, or two spaces in for the package.
+        entry = re.match(r"( {2})?([\w./]+(?:/|\.py))(?:\s|$)", line)
+        if entry:
+            base = package if entry[1] else ROOT
+            path = entry[2]
+            assert (base / path).exists(), f"the Project layout names {path}, which is not there"
+
+
+def test_postgres_tests_look_for_the_server_leaderlog_test_postgres_names(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # given LEADERLOG_TEST_POSTGRES naming a port no server answers on
+    url = f"postgresql://postgres@127.0.0.1:{free_port()}/test"
+    monkeypatch.setattr(tests.conftest, "POSTGRES_URL", url)
+    # when the PostgreSQL tests ask whether their server answers
+    # then it is that server they ask about (they skip), not the default one
+    assert not tests.conftest.postgres_reachable()
