@@ -320,11 +320,18 @@ def _first_loss(error: BaseException) -> BaseException:
     return first
 
 
-# What a statement cut by a statement_timeout the role or database sets is followed by.
-_STATEMENT_TIMEOUT_SET = (
-    " (a statement_timeout set for this role or database cuts leaderlog's "
-    "statements too: raise it, or unset it for the role leaderlog connects as)"
-)
+def _statement_timeout_hint(error: BaseException) -> str:
+    """What follows the reason of a statement cut by a statement_timeout: set by an
+    administrator for the role or database, not by leaderlog (which sets only lock_timeout),
+    a retry meets it again whenever the statement is as long."""
+    if "statement timeout" not in str(error):
+        return ""
+    return (
+        " (a statement_timeout set for this role or database cuts leaderlog's "
+        "statements too: raise it, or unset it for the role leaderlog connects as)"
+    )
+
+
 # What a role is told when PostgreSQL refuses it a right: a role that may only read can
 # verify, list and export the log; the other commands create and alter tables (their own,
 # and the log's trigger function), which PostgreSQL lets only their owner do.
@@ -370,10 +377,7 @@ def _unavailable_on_disconnect() -> Iterator[None]:
     except _TRANSIENT_ERRORS as error:
         # Worded as SQLite's: scripts and users meet one message for one situation.
         said = f"database is busy: {_reason(error)}"
-        if "statement timeout" in str(error):
-            # Set by an administrator, not by leaderlog (which sets only lock_timeout): a
-            # retry meets it again whenever the statement is as long.
-            said += _STATEMENT_TIMEOUT_SET
+        said += _statement_timeout_hint(error)
         raise StoreBusy(said) from error
     except _LOGIN_REFUSED as error:
         # A new connection of the pool refused after the store opened: the role's login or
@@ -1295,9 +1299,7 @@ class PostgresStore(EventStore):
                 pool = await _open_pool(dsn, settings, timeout, shown)
         except _SERVER_ERRORS as error:
             await pool.close()
-            reason = _reason(error)
-            if "statement timeout" in str(error):
-                reason += _STATEMENT_TIMEOUT_SET
+            reason = _reason(error) + _statement_timeout_hint(error)
             raise _unreachable(error)(
                 f"cannot prepare PostgreSQL database {shown}: {reason}"
             ) from error
@@ -1328,9 +1330,9 @@ class PostgresStore(EventStore):
                 # Creating or checking the log's tables (CREATE ... IF NOT EXISTS, CREATE OR
                 # REPLACE FUNCTION) takes rights a role that may only read lacks.
                 reason = f"{reason}; {_RIGHTS_NEEDED}"
-            elif "statement timeout" in str(error):
+            else:
                 # Checking the log's tables on opening meets it as any statement does.
-                reason += _STATEMENT_TIMEOUT_SET
+                reason += _statement_timeout_hint(error)
             raise _unreachable(error)(
                 f"cannot prepare PostgreSQL database {shown}: {reason}"
             ) from error
