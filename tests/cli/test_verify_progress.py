@@ -65,3 +65,20 @@ def test_verify_shows_a_bar_on_a_terminal_for_a_large_log(
     assert shown.stdout.startswith("chain OK, 29 events")
     drawn = re.sub(r"\x1b\[[0-9;?]*[a-zA-Z]", "", screen.getvalue())
     assert re.search(r"verifying the chain .* 29/29 events", drawn), drawn
+
+
+def test_verify_draws_its_bar_on_a_terminal_narrower_than_66_columns(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # given the seeds, counted as a large log, and a terminal of 60 columns
+    url = _seeded(tmp_path)
+    screen = drawn_on_a_terminal(monkeypatch, width=60)
+    monkeypatch.setattr(log_commands, "PROGRESS_THRESHOLD", 20)
+    # when the chain is verified
+    shown = CliRunner().invoke(main, ["--db", url, "verify"])
+    # then the bar's label is cut (not its "{task.description}" format, a ValueError), and
+    # the chain is reported
+    assert shown.exit_code == 0, shown.exception
+    assert shown.stdout.startswith("chain OK, 29 events")
+    drawn = re.sub(r"\x1b\[[0-9;?]*[a-zA-Z]", "", screen.getvalue())
+    assert re.search(r"verifying... .*29/29 events", drawn), drawn

@@ -24,6 +24,7 @@ from rich.progress import (
     TextColumn,
     TimeRemainingColumn,
 )
+from rich.table import Column
 from rich.text import Text
 
 __all__ = [
@@ -68,6 +69,14 @@ def bar_put_away() -> str:
     return "\r\x1b[2K\x1b[?25h" if redraws_lines() else ""
 
 
+# A column that never gives way to a narrow terminal: a count or a share done. Rich shrinks
+# the widest column that may wrap, and that was the count ("500000/10000…" on 40 columns,
+# "12.0/450.0 MB" broken over two lines) while the label stood whole; the bar and the time
+# left give way instead.
+def _whole() -> Column:
+    return Column(no_wrap=True)
+
+
 # Columns a bar's count, unit and time left take with the bar at its narrowest: what a
 # label may not take ("1000000/1000000 events 0:00:00" and a short bar).
 _BESIDE_A_LABEL = 48
@@ -79,14 +88,12 @@ def progress_bar(label: str, unit: str = "events") -> Progress:
     # "rebuilding leadership, audit, feed_entries" on 80 columns cut "20000/500000" short.
     # Three dots, not an ellipsis, which a stderr that is not UTF-8 writes as "\u2026".
     room = max(10, err_console.width - _BESIDE_A_LABEL)
-    if len(label) > room:
-        label = label[: room - 3] + "..."
     # Narrower still, the bar itself gives way: the count says as much.
     bar = [BarColumn()] if err_console.width >= _BESIDE_A_LABEL + 10 else []
     return Progress(
-        TextColumn(label),
+        _CutLabel(label, room),
         *bar,
-        MofNCompleteColumn(),
+        MofNCompleteColumn(table_column=_whole()),
         TextColumn(unit),
         TimeRemainingColumn(),
         console=err_console,
@@ -94,6 +101,23 @@ def progress_bar(label: str, unit: str = "events") -> Progress:
         # Drawn elsewhere, it left a blank line.
         disable=not redraws_lines(),
     )
+
+
+class _CutLabel(TextColumn):
+    """A label cut to ``room`` columns as drawn: ``label`` may be a format, such as
+    ``bars``' "{task.description}", which cut itself ("{task.d...") raised ValueError as
+    the bar was drawn, on any terminal narrower than 66 columns."""
+
+    def __init__(self, label: str, room: int) -> None:
+        super().__init__(label)
+        self._room = room
+
+    def render(self, task: Task) -> Text:
+        text = super().render(task)
+        if text.cell_len > self._room:
+            text.truncate(self._room - 3)
+            text.append("...")
+        return text
 
 
 @contextmanager
@@ -148,7 +172,7 @@ def _bars_of(label: TextColumn, count: ProgressColumn) -> Progress:
 def bytes_bar(label: str, *, total: int | None, completed: int) -> Iterator[Callable[[int], None]]:
     """A bar of bytes read ("reading ━━━ 12.3/40.0 MB"; no end to it when ``total`` is
     unknown), advanced by each chunk's size."""
-    with _bars_of(TextColumn(label), DownloadColumn()) as progress:
+    with _bars_of(TextColumn(label), DownloadColumn(table_column=_whole())) as progress:
         task = progress.add_task(label, total=total, completed=completed)
         yield lambda size: progress.advance(task, size)
 
@@ -175,7 +199,9 @@ def stage_bars(
         err_console.print(instead)
         yield None
         return
-    with _bars_of(TextColumn("{task.description}"), _PercentDone()) as progress:
+    with _bars_of(
+        TextColumn("{task.description}"), _PercentDone(table_column=_whole())
+    ) as progress:
         first = next(iter(labels))
         stages = {first: progress.add_task(labels[first], total=total)}
 
