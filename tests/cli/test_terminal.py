@@ -8,6 +8,7 @@ import re
 import pytest
 
 from leaderlog.cli import _terminal
+from leaderlog.cli._app import reported
 from tests.cli.terminal import drawn_on_a_terminal
 
 
@@ -72,3 +73,20 @@ def test_bars_labelled_per_task_cut_the_label_as_drawn_on_a_narrow_terminal(
         line.startswith("updatin") and "... " in line and "20000/500000 events" in line
         for line in lines
     ), lines
+
+
+def test_a_bar_a_ctrl_c_left_drawing_is_put_away_before_the_last_words(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    screen = drawn_on_a_terminal(monkeypatch, 80)
+    # given a bar started whose `with` never armed its exit (Ctrl-C pressed as it was entered)
+    _terminal.bytes_bar("reading", total=100, completed=0).__enter__()
+    # when the command says it was interrupted
+    with pytest.raises(SystemExit) as ended, reported("nothing was written"):
+        raise KeyboardInterrupt
+    # then the bar is stopped first: the words go to stderr itself, not through the bar,
+    # which would draw itself again under them (and later hand back a closed stdout)
+    assert ended.value.code == 130
+    assert "interrupted: nothing was written" in capsys.readouterr().err
+    assert "interrupted" not in screen.getvalue()
+    assert not any(progress.live.is_started for progress in _terminal._BARS)

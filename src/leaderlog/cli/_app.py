@@ -25,7 +25,7 @@ import click
 
 from leaderlog._console import INTERRUPTED_STATUS, dropping_ctrl_c
 from leaderlog._json import dumps
-from leaderlog.cli._terminal import bar_put_away
+from leaderlog.cli._terminal import bar_put_away, bars_stopped
 from leaderlog.errors import (
     BatchError,
     ConcurrencyError,
@@ -460,7 +460,12 @@ def reported(interrupted: str = "") -> Iterator[None]:
     (plus what was or was not written) and exit code 130. For work outside :func:`run`
     too: reading a file or stdin before the event loop starts, where Ctrl-C stops it."""
     try:
-        yield
+        try:
+            yield
+        except BaseException:
+            # Before any last words: one a Ctrl-C left drawing would draw itself under them.
+            bars_stopped()
+            raise
     except KeyboardInterrupt:
         click.echo(_interrupted_message(interrupted), err=True)
         sys.exit(INTERRUPTED_STATUS)
@@ -676,6 +681,8 @@ def _standard_output() -> Iterator[None]:
         yield
         stream.flush()
     finally:
+        # A bar still drawn would give sys.stdout back to this stream when it stops.
+        bars_stopped()
         sys.stdout = original
         with contextlib.suppress(ValueError, OSError):
             stream.detach()

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import os
 import sys
+import weakref
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from typing import Any
 
 from rich.console import Console
 from rich.progress import (
@@ -30,6 +32,7 @@ from rich.text import Text
 __all__ = [
     "bar_put_away",
     "bars",
+    "bars_stopped",
     "bytes_bar",
     "count_bar",
     "err_console",
@@ -69,6 +72,25 @@ def bar_put_away() -> str:
     return "\r\x1b[2K\x1b[?25h" if redraws_lines() else ""
 
 
+# Every bar made here. A Ctrl-C pressed as a `with` statement enters one (the bar started,
+# its exit not yet armed) leaves it drawing until the interpreter ends, when it draws itself
+# again under the command's last words and hands back a standard output long since closed
+# (Python then exits 120).
+_BARS: weakref.WeakSet[Progress] = weakref.WeakSet()
+
+
+def _made(*columns: ProgressColumn | str, **options: Any) -> Progress:
+    progress = Progress(*columns, **options)
+    _BARS.add(progress)
+    return progress
+
+
+def bars_stopped() -> None:
+    """Stop every bar still drawn (stopping one twice does nothing)."""
+    for progress in list(_BARS):
+        progress.stop()
+
+
 # A column that never gives way to a narrow terminal: a count or a share done. Rich shrinks
 # the widest column that may wrap, and that was the count ("500000/10000…" on 40 columns,
 # "12.0/450.0 MB" broken over two lines) while the label stood whole; the bar and the time
@@ -90,7 +112,7 @@ def progress_bar(label: str, unit: str = "events") -> Progress:
     room = max(10, err_console.width - _BESIDE_A_LABEL)
     # Narrower still, the bar itself gives way: the count says as much.
     bar = [BarColumn()] if err_console.width >= _BESIDE_A_LABEL + 10 else []
-    return Progress(
+    return _made(
         _CutLabel(label, room),
         *bar,
         MofNCompleteColumn(table_column=_whole()),
@@ -157,7 +179,7 @@ def bars(unit: str, threshold: int) -> Iterator[Callable[[str, int, int], None]]
 
 
 def _bars_of(label: TextColumn, count: ProgressColumn) -> Progress:
-    return Progress(
+    return _made(
         label,
         BarColumn(),
         count,
