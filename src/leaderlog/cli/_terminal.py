@@ -94,9 +94,8 @@ def bars_stopped() -> None:
 # A column that never gives way to a narrow terminal: a count or a share done. Rich shrinks
 # the widest column that may wrap, and that was the count ("500000/10000…" on 40 columns,
 # "12.0/450.0 MB" broken over two lines) while the label stood whole; the bar and the time
-# left give way instead.
-def _whole() -> Column:
-    return Column(no_wrap=True)
+# left give way instead. Shared: rich copies a column's settings into each table it draws.
+_WHOLE = Column(no_wrap=True)
 
 
 # Columns a bar's count, unit and time left take with the bar at its narrowest: what a
@@ -115,7 +114,7 @@ def progress_bar(label: str, unit: str = "events") -> Progress:
     return _made(
         _CutLabel(label, room),
         *bar,
-        MofNCompleteColumn(table_column=_whole()),
+        MofNCompleteColumn(table_column=_WHOLE),
         TextColumn(unit),
         TimeRemainingColumn(),
         console=err_console,
@@ -194,7 +193,7 @@ def _bars_of(label: TextColumn, count: ProgressColumn) -> Progress:
 def bytes_bar(label: str, *, total: int | None, completed: int) -> Iterator[Callable[[int], None]]:
     """A bar of bytes read ("reading ━━━ 12.3/40.0 MB"; no end to it when ``total`` is
     unknown), advanced by each chunk's size."""
-    with _bars_of(TextColumn(label), DownloadColumn(table_column=_whole())) as progress:
+    with _bars_of(TextColumn(label), DownloadColumn(table_column=_WHOLE)) as progress:
         task = progress.add_task(label, total=total, completed=completed)
         yield lambda size: progress.advance(task, size)
 
@@ -221,9 +220,7 @@ def stage_bars(
         err_console.print(instead)
         yield None
         return
-    with _bars_of(
-        TextColumn("{task.description}"), _PercentDone(table_column=_whole())
-    ) as progress:
+    with _bars_of(TextColumn("{task.description}"), _PercentDone(table_column=_WHOLE)) as progress:
         first = next(iter(labels))
         stages = {first: progress.add_task(labels[first], total=total)}
 
