@@ -761,6 +761,22 @@ def test_bad_exported_envelopes_are_refused(changes: dict[str, Any], rule: str) 
     assert caught.value.rule == rule
 
 
+@pytest.mark.parametrize(
+    "recorded_at",
+    ["2025-05-29T12:00:00Z\n", "2025-05-29T12:00:00+00:60", "2025-05-29T12:00:00-05:99"],
+)
+def test_an_exported_time_with_a_final_newline_or_offset_minutes_past_59_is_refused(
+    recorded_at: str,
+) -> None:
+    # given an exported envelope whose recorded_at is no RFC 3339 time: a line feed after
+    # it, or an offset of 60 or more minutes (which fromisoformat reads, "+00:99" as +01:39)
+    # when it is read, then it is refused rather than recorded at another time than it says
+    with pytest.raises(RecordError) as caught:
+        parse_record(exported_envelope(recorded_at=recorded_at))
+    assert caught.value.rule == "schema"
+    assert "recorded_at" in str(caught.value)
+
+
 @pytest.mark.parametrize("lost", ["hash", "position"])
 def test_an_exported_envelope_missing_its_hash_or_position_says_so(lost: str) -> None:
     envelope = exported_envelope()

@@ -8,10 +8,11 @@ import re
 __all__ = ["AFTER_THE_LAST_TIME", "NOT_A_DAY_TIME", "NOT_A_TIME", "NO_OFFSET", "read_rfc3339"]
 
 # RFC 3339 section 5.6 (datetime.fromisoformat alone also takes week dates, basic format and
-# times without seconds). A leap second is read as its second's last microsecond.
+# times without seconds). A leap second is read as its second's last microsecond. "\Z", not
+# "$", which would let a final newline through.
 _RFC3339 = re.compile(
     r"^(?P<date>\d{4}-\d{2}-\d{2})[Tt ](?P<clock>\d{2}:\d{2}):(?P<second>\d{2})"
-    r"(?:\.(?P<fraction>\d+))?(?P<offset>[Zz]|[+-]\d{2}:\d{2})$",
+    r"(?:\.(?P<fraction>\d+))?(?P<offset>[Zz]|[+-]\d{2}:\d{2})\Z",
     re.ASCII,
 )
 # What a "+02:00" offset becomes in a URL query string that did not encode its "+".
@@ -44,6 +45,10 @@ def read_rfc3339(text: str, *, round_up: bool = False) -> dt.datetime:
     offset = found["offset"].upper().replace("Z", "+00:00")
     normal = f"{found['date']}T{found['clock']}:{'59' if leap else second}.{fraction}{offset}"
     try:
+        # fromisoformat takes an offset's minutes up to 99 ("+00:99" as +01:39); RFC 3339's
+        # time-minute ends at 59.
+        if int(offset[-2:]) > 59:
+            raise ValueError(NOT_A_DAY_TIME)
         moment = dt.datetime.fromisoformat(normal)
         # A leap second is only ever the last second of a UTC day (23:59:60Z, or the same
         # moment at another offset): one in any other minute names no time that was.

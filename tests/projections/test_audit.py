@@ -189,6 +189,15 @@ def test_a_leap_second_is_only_the_last_second_of_a_utc_day() -> None:
             parse_time(text, "to", end_of_day=True)
 
 
+@pytest.mark.parametrize("text", ["2025-05-29T14:00:00+01:60", "2025-05-29T14:00:00-00:99"])
+def test_an_offset_of_60_minutes_or_more_is_refused(text: str) -> None:
+    # given an offset whose minutes are past 59 (fromisoformat reads "+01:60" as +02:00)
+    # when it bounds a range, then it is refused as no real time, not read as another offset
+    for end_of_day in (True, False):
+        with pytest.raises(InvalidQuery, match="is not a real time of a calendar day"):
+            parse_time(text, "to", end_of_day=end_of_day)
+
+
 def test_a_leap_second_as_a_lower_bound_is_after_its_day_s_last_microsecond() -> None:
     moment = parse_time("2016-12-31T23:59:60Z", "from", end_of_day=False)
     assert moment.isoformat() == "2017-01-01T00:00:00+00:00"

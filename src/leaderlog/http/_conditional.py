@@ -114,7 +114,8 @@ def _if_modified_since(request: Request) -> dt.datetime | None:
         return None
     try:
         since = parsedate_to_datetime(value)
-    except (TypeError, ValueError, IndexError):
+    # OverflowError: a year or time of more digits than a C long holds.
+    except (TypeError, ValueError, IndexError, OverflowError):
         return None
     since = since if since.tzinfo is not None else since.replace(tzinfo=dt.UTC)
     # The email parser takes any year below 100 for a two-digit one ("0001" as 2001), but
