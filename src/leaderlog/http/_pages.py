@@ -316,14 +316,18 @@ _CONFLICT_KINDS = {
 
 
 def _conflicts(answer: Mapping[str, Any], lang: Language) -> str:
-    reasons = [
-        _escaped(lang._(_CONFLICT_KINDS[c["kind"]]))
-        if c.get("kind") in _CONFLICT_KINDS
-        # The writer's words, perhaps in a right-to-left script: isolated, as names are.
-        else _name(c.get("reason") or c.get("kind") or "")
-        for c in answer.get("conflicts", [])
-    ]
-    return "<br>".join(reasons)
+    return "<br>".join(_conflict_reason(c, lang) for c in answer.get("conflicts", []))
+
+
+def _conflict_reason(conflict: Mapping[str, Any], lang: Language) -> str:
+    kind = conflict.get("kind")
+    if kind in _CONFLICT_KINDS:
+        # Looked up before the call: Babel before 2.19 extracts a literal inside the call's
+        # argument ("kind") as a message of its own.
+        label = _CONFLICT_KINDS[kind]
+        return _escaped(lang._(label))
+    # The writer's words, perhaps in a right-to-left script: isolated, as names are.
+    return _name(conflict.get("reason") or kind or "")
 
 
 @dataclass(frozen=True, slots=True)
