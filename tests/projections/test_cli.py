@@ -78,7 +78,12 @@ def test_state_catches_up_and_shows_the_leadership(db: str) -> None:
         "was out)" in text
     )
     assert f"claim {GENALO_RETIREMENT}" in text
-    assert "conflict  disputed:" in text
+    # the conflict names who it is about, not only the claims, as its JSON does
+    assert (
+        "conflict  disputed: Robert Hammer (robert-hammer); claims "
+        "fox-ice-shakeup-2025-05-hammer-hsi-caption, fox-ice-shakeup-2025-05-hammer-hsi-body - "
+        in text
+    )
     assert "White House Deputy" not in text
 
 
@@ -1037,11 +1042,9 @@ def test_a_failing_built_in_is_an_error_even_beside_a_failing_user_projection(
     assert answered.stdout == ""
 
 
-def test_history_says_a_tenure_known_only_from_its_end_began_at_an_unknown_time(
-    db: str, tmp_path: Path
-) -> None:
-    # given a departure of someone the log never said held the post
-    departure = record(
+def _miller_out_on_1_june(**more: Any) -> dict[str, Any]:
+    """A departure of someone the seed log never said held the post."""
+    return record(
         "claim.reported",
         claim="miller-out",
         source="fox-ice-shakeup-2025-05",
@@ -1052,7 +1055,15 @@ def test_history_says_a_tenure_known_only_from_its_end_began_at_an_unknown_time(
         modality="occurred",
         effective={"date": "2025-06-01"},
         attribution={"kind": "official", "parties": ["ICE"]},
+        **more,
     )
+
+
+def test_history_says_a_tenure_known_only_from_its_end_began_at_an_unknown_time(
+    db: str, tmp_path: Path
+) -> None:
+    # given a departure of someone the log never said held the post
+    departure = _miller_out_on_1_june()
     import_records(db, tmp_path, [departure])
     # when the person's history is shown
     text = ok(invoke(db, "history", "--person", "stephen-miller"))
@@ -1061,6 +1072,21 @@ def test_history_says_a_tenure_known_only_from_its_end_began_at_an_unknown_time(
         "  Deputy Special Agent in Charge (ice-hsi-dsac): Stephen Miller (stephen-miller), "
         "unspecified, start unknown to 2025-06-01 [reported]\n"
     ) in text
+
+
+def test_a_departure_of_unknown_cause_says_cause_unknown_not_a_bare_unknown(
+    db: str, tmp_path: Path
+) -> None:
+    # given a departure whose cause the source did not give, announced for a later day
+    departure = _miller_out_on_1_june(cause="unknown")
+    import_records(db, tmp_path, [departure])
+    # when its history, its claim and the state before it are shown
+    history = ok(invoke(db, "history", "--person", "stephen-miller"))
+    claim = ok(invoke(db, "claim", "miller-out"))
+    # then "unknown" is said of the cause, not left by a date where it reads as the date's
+    assert "start unknown to 2025-06-01 (cause unknown) [reported]\n" in history
+    assert "(ice-hsi-dsac) (cause unknown), occurred" in claim
+    assert "(unknown)" not in history + claim
 
 
 NO_TABLES_PROJECTION = """

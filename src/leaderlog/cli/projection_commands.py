@@ -258,9 +258,14 @@ def _who(item: Mapping[str, Any]) -> str:
     return f"{item.get('name') or item['person']} ({item['person']})"
 
 
+def _cause(cause: str) -> str:
+    # "2025-07-01 to 2026-03 (unknown)" reads as a date unknown; the feeds say "cause unknown".
+    return "cause unknown" if cause == "unknown" else cause
+
+
 def _change(item: Mapping[str, Any]) -> str:
     what = {"appointment": "appointment", "departure": "departure", "incumbency": "holding"}
-    cause = f", {item['cause']}" if item.get("cause") else ""
+    cause = f", {_cause(item['cause'])}" if item.get("cause") else ""
     attribution = item["attribution"]
     parties = ", ".join(attribution.get("parties") or [])
     told = f"{attribution['kind']}{f': {parties}' if parties else ''}"
@@ -302,6 +307,14 @@ async def _print_state(
 
 
 def _print_posts(posts: Sequence[Mapping[str, Any]]) -> None:
+    # A conflict's people by name where any post shown holds or awaits them; by id otherwise,
+    # as its JSON gives them.
+    names = {
+        item["person"]: item["name"]
+        for post in posts
+        for item in (*post["holders"], *post["pending"])
+        if item.get("name")
+    }
     for post in posts:
         about = post["post"]
         echo_line("")
@@ -314,9 +327,13 @@ def _print_posts(posts: Sequence[Mapping[str, Any]]) -> None:
         for item in post["pending"]:
             echo_line(f"  pending   {_change(item)}")
         for conflict in post["conflicts"]:
+            persons = ", ".join(
+                _who({"person": person, "name": names.get(person)})
+                for person in conflict["persons"]
+            )
             echo_line(
-                f"  conflict  {conflict['kind']}: {', '.join(conflict['claims'])} "
-                f"- {conflict['reason']}"
+                f"  conflict  {conflict['kind']}: {persons}; claims "
+                f"{', '.join(conflict['claims'])} - {conflict['reason']}"
             )
 
 
@@ -339,7 +356,7 @@ def _print_history(
         echo_line("  (no tenures)")
     for tenure in itertools.chain([first] if first is not None else [], tenures):
         start = _since(tenure["start"], lead="") if tenure["start"] else "start unknown"
-        cause = f" ({tenure['cause']})" if tenure["cause"] else ""
+        cause = f" ({_cause(tenure['cause'])})" if tenure["cause"] else ""
         echo_line(
             f"  {tenure['post_title']} ({tenure['post']}): {_who(tenure)}, {tenure['capacity']}, "
             f"{start}{_until(tenure['end'])}{cause} [{tenure['status']}]"
@@ -380,7 +397,7 @@ def _print_claim(answer: Mapping[str, Any]) -> None:
     effective = _undated(current) or _when(current["effective"])
     # "rumored, date unknown", where "rumored about 2025-05" reads on
     joined = ", " if effective.startswith("date unknown") else " "
-    cause = f" ({current['cause']})" if current.get("cause") else ""
+    cause = f" ({_cause(current['cause'])})" if current.get("cause") else ""
     echo_line(
         f"  {current['kind']} of {_who(current)} as {capacity}"
         f"{current.get('post_title') or current['post']} ({current['post']}){cause}, "
