@@ -14,6 +14,7 @@ from click.testing import CliRunner, Result
 import leaderlog.cli.projection_commands  # noqa: F401  (registers the commands on main)
 from leaderlog.cli import main
 from leaderlog.cli._app import escaped
+from leaderlog.cli.projection_commands import _print_posts
 from leaderlog.projections import BUILTIN, ProjectionRunner
 from leaderlog.projections.audit import AuditProjection
 from tests.conftest import ROOT, invoke, ok
@@ -1343,3 +1344,30 @@ def test_a_clashing_module_is_warned_about_by_a_query_with_nothing_to_apply(
     # and nothing was written: probe stays where it was
     statuses = json.loads(ok(invoke(db, "projections", "--json")))
     assert {status["name"]: status["checkpoint"] for status in statuses}["probe"] == 29
+
+
+def test_a_conflict_names_by_id_a_person_no_post_shown_holds_or_awaits(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # given a post whose conflict reaches a person of another post, not shown
+    post = {
+        "post": {"title": "Director", "post": "p", "org_name": "Org"},
+        "vacancy": "filled",
+        "holders": [
+            {
+                "person": "ann",
+                "name": "Ann Lee",
+                "capacity": "permanent",
+                "since": None,
+                "status": "disputed",
+            }
+        ],
+        "pending": [],
+        "conflicts": [
+            {"kind": "disputed", "claims": ["c1", "c2"], "persons": ["ann", "bo"], "reason": "r"}
+        ],
+    }
+    # when it is printed
+    _print_posts([post])
+    # then the person shown is named, and the other is given by id alone, not twice
+    assert "  conflict  disputed: Ann Lee (ann), bo; claims c1, c2 - r\n" in capsys.readouterr().out

@@ -328,7 +328,7 @@ def _print_posts(posts: Sequence[Mapping[str, Any]]) -> None:
             echo_line(f"  pending   {_change(item)}")
         for conflict in post["conflicts"]:
             persons = ", ".join(
-                _who({"person": person, "name": names.get(person)})
+                f"{names[person]} ({person})" if person in names else person
                 for person in conflict["persons"]
             )
             echo_line(
