@@ -429,6 +429,15 @@ def test_a_source_address_without_a_host_already_stored_is_read_as_it_is() -> No
         parse_event("source.registered", data)
 
 
+def test_a_source_address_holding_a_byte_order_mark_is_refused_but_read_if_stored() -> None:
+    # given an address a byte order mark was copied into, as earlier versions accepted it
+    data = {"source": "s", "url": "https://example.org/a\ufeffb", "publisher": "Paper"}
+    # then an import refuses it, saying what to delete, and a stored one reads as it is
+    with pytest.raises(RecordError, match=r"cannot hold U\+FEFF \(an invisible byte order mark\)"):
+        parse_event("source.registered", data)
+    assert event_from_stored("source.registered", 2, data).data()["url"] == data["url"]
+
+
 def test_an_empty_update_already_stored_reads_as_changing_nothing() -> None:
     # Written before nulls were refused: its null was dropped, and nothing was left.
     stored = event_from_stored("org.updated", 1, {"org": "ice"})

@@ -127,6 +127,10 @@ REFUSED_WHATEVER_THE_LOG_HOLDS = [
     pytest.param(source("https://example.org/a\x00b"), id="url with NUL"),
     pytest.param(source("https://example.org/a\x80b"), id="url with a C1 control"),
     pytest.param(source("https://example.org/a\ufffeb"), id="url with a noncharacter"),
+    # a byte order mark: whitespace to the schema's ECMA \s, not to Python's strip
+    pytest.param(source("https://example.org/a\ufeffb"), id="url with a byte order mark"),
+    pytest.param(source("\ufeffhttps://example.org/a"), id="url after a byte order mark"),
+    pytest.param(source("https://example.org/a\ufeff"), id="url before a byte order mark"),
     # text checked as given, not after its ends are stripped
     pytest.param(named("N" * 300 + "\n"), id="300-character name and a newline"),
     pytest.param(named(" " + "N" * 300), id="300-character name after a space"),

@@ -216,10 +216,23 @@ def _names_a_host(value: str, info: ValidationInfo) -> str:
     raise ValueError(f"{value[:60]!r} names no host: write it as https://example.org/path")
 
 
-# As the Text pattern: no C0/C1 control character nor noncharacter of the basic plane.
+def _no_byte_order_mark(value: str, info: ValidationInfo) -> str:
+    """U+FEFF, a byte order mark copied along with an address, is invisible in it and takes
+    it nowhere; the JSON Schema refuses it as whitespace (ECMA's \\s), Python's does not.
+    Stored addresses are read as they were accepted."""
+    if "\ufeff" not in value or (info.context and info.context.get("stored")):
+        return value
+    raise ValueError(
+        "a web address cannot hold U+FEFF (an invisible byte order mark): delete it from "
+        f"{value[:60]!r}"
+    )
+
+
+# As the Text pattern: no C0/C1 control character nor noncharacter of the basic plane. The
+# ends take what import strips: whitespace, which in Python is not U+FEFF (it is in ECMA's \s).
 _SCHEMA_URL_PATTERN = (
-    "^[^\\S\\u000b\\u000c]*https?://[^\\s/?#\\u0000-\\u001f\\u007f-\\u009f\\ufdd0-\\ufdef\\ufffe\\uffff]"
-    "[^\\s\\u0000-\\u001f\\u007f-\\u009f\\ufdd0-\\ufdef\\ufffe\\uffff]*[^\\S\\u000b\\u000c]*$"
+    "^[^\\S\\u000b\\u000c\\ufeff]*https?://[^\\s/?#\\u0000-\\u001f\\u007f-\\u009f\\ufdd0-\\ufdef\\ufffe\\uffff]"
+    "[^\\s\\u0000-\\u001f\\u007f-\\u009f\\ufdd0-\\ufdef\\ufffe\\uffff]*[^\\S\\u000b\\u000c\\ufeff]*$"
 )
 _WITH_HOST = re.compile(r"^[A-Za-z]+://[^\s/?#]")
 _URL_PATTERN = r"^https?://[^\s]+$"
@@ -233,6 +246,7 @@ Url = Annotated[
     str,
     StringConstraints(strip_whitespace=True, pattern=_URL_PATTERN),
     AfterValidator(_names_a_host),
+    AfterValidator(_no_byte_order_mark),
     _unstripped(2000),
     WithJsonSchema({"type": "string", "maxLength": 2000, "pattern": _SCHEMA_URL_PATTERN}),
 ]
