@@ -207,25 +207,22 @@ Text = Annotated[
 ]
 
 
-def _names_a_host(value: str, info: ValidationInfo) -> str:
+def _a_web_address(value: str, info: ValidationInfo) -> str:
     """A source's address names the host to fetch it from: ``https:///x`` (a slash too
-    many) or ``https://?q`` names none, and no feed or page could link to it. Stored ones
-    are read as they were accepted."""
-    if (info.context and info.context.get("stored")) or _WITH_HOST.match(value):
+    many) or ``https://?q`` names none, and no feed or page could link to it. Nor may it
+    hold U+FEFF, a byte order mark copied along with it, invisible and taking it nowhere
+    (the JSON Schema refuses it as whitespace, ECMA's \\s; Python's \\s does not). Stored
+    ones are read as they were accepted."""
+    if info.context and info.context.get("stored"):
         return value
-    raise ValueError(f"{value[:60]!r} names no host: write it as https://example.org/path")
-
-
-def _no_byte_order_mark(value: str, info: ValidationInfo) -> str:
-    """U+FEFF, a byte order mark copied along with an address, is invisible in it and takes
-    it nowhere; the JSON Schema refuses it as whitespace (ECMA's \\s), Python's does not.
-    Stored addresses are read as they were accepted."""
-    if "\ufeff" not in value or (info.context and info.context.get("stored")):
-        return value
-    raise ValueError(
-        "a web address cannot hold U+FEFF (an invisible byte order mark): delete it from "
-        f"{value[:60]!r}"
-    )
+    if not _WITH_HOST.match(value):
+        raise ValueError(f"{value[:60]!r} names no host: write it as https://example.org/path")
+    if "\ufeff" in value:
+        raise ValueError(
+            "a web address cannot hold U+FEFF (an invisible byte order mark): delete it from "
+            f"{value[:60]!r}"
+        )
+    return value
 
 
 # As the Text pattern: no C0/C1 control character nor noncharacter of the basic plane. The
@@ -245,8 +242,7 @@ _PATTERN_RULES = {
 Url = Annotated[
     str,
     StringConstraints(strip_whitespace=True, pattern=_URL_PATTERN),
-    AfterValidator(_names_a_host),
-    AfterValidator(_no_byte_order_mark),
+    AfterValidator(_a_web_address),
     _unstripped(2000),
     WithJsonSchema({"type": "string", "maxLength": 2000, "pattern": _SCHEMA_URL_PATTERN}),
 ]
