@@ -254,6 +254,73 @@ def test_given_two_acting_or_interim_holders_at_once_then_they_are_a_conflict(
     assert story.state("2024-06-01")["conflicts"] == []
 
 
+@pytest.mark.parametrize("capacity", ["permanent", "acting"])
+def test_given_a_departure_dated_by_month_when_a_successor_starts_that_month_then_no_conflict(
+    capacity: str,
+) -> None:
+    # "Ann retires in March"; "Bob took over on 15 March": the reports may well agree.
+    story = (
+        Story({"paper": "2025-03-18"})
+        .report("c1", person="ann", capacity=capacity, effective="2024-01-01")
+        .report("c2", kind="departure", person="ann", capacity=capacity, effective="2025-03")
+        .report("c3", person="bob", capacity=capacity, effective="2025-03-15")
+    )
+    state = story.state("2025-03-20")
+    # Ann still counts as holding the post until the month's last day, her departure pending...
+    assert [holder["person"] for holder in state["holders"]] == ["ann", "bob"]
+    assert [item["claim"] for item in state["pending"]] == ["c2"]
+    # ...but she may already have left, so the two are not at odds.
+    assert state["conflicts"] == []
+    assert story.holders("2025-03-31") == [("bob", capacity)]
+
+
+def test_given_a_month_departure_when_a_successor_starts_before_that_month_then_a_conflict() -> (
+    None
+):
+    # Bob took over in February, and Ann left only in March: in February both certainly held it.
+    story = (
+        Story()
+        .report("c1", person="ann", effective="2024-01-01")
+        .report("c2", kind="departure", person="ann", effective="2025-03")
+        .report("c3", person="bob", effective="2025-02-15")
+    )
+    assert [c["kind"] for c in story.state("2025-02-20")["conflicts"]] == ["overlapping_permanent"]
+    assert story.state("2025-03-02")["conflicts"] == []
+
+
+def test_given_an_undated_departure_then_a_successor_before_its_source_is_no_conflict() -> None:
+    # "Ann has retired" in a paper of 20 May may mean any day before it.
+    story = (
+        Story()
+        .report("c1", person="ann", effective="2024-01-01")
+        .report("c2", kind="departure", person="ann")
+        .report("c3", person="bob", effective="2025-05-01")
+    )
+    assert [holder["person"] for holder in story.state("2025-05-10")["holders"]] == ["ann", "bob"]
+    assert story.state("2025-05-10")["conflicts"] == []
+
+
+def test_given_a_departure_only_expected_then_two_permanent_holders_are_still_a_conflict() -> None:
+    story = (
+        Story()
+        .report("c1", person="ann", effective="2024-01-01")
+        .report("c2", kind="departure", person="ann", modality="expected", effective="2025-03")
+        .report("c3", person="bob", effective="2025-03-15")
+    )
+    assert [c["kind"] for c in story.state("2025-03-20")["conflicts"]] == ["overlapping_permanent"]
+
+
+def test_given_a_retracted_month_departure_then_two_permanent_holders_are_a_conflict() -> None:
+    story = (
+        Story()
+        .report("c1", person="ann", effective="2024-01-01")
+        .report("c2", kind="departure", person="ann", effective="2025-03")
+        .report("c3", person="bob", effective="2025-03-15")
+        .retract("c2")
+    )
+    assert [c["kind"] for c in story.state("2025-03-20")["conflicts"]] == ["overlapping_permanent"]
+
+
 # --- departures and tenures --------------------------------------------------------------------
 
 

@@ -432,9 +432,17 @@ def post_state(claims: dict[str, Claim], post: str, as_of: dt.date) -> PostState
         vacancy = "vacant" if in_effect else "unknown"
 
     conflicts: set[str] = set()
-    if sum(1 for _, capacity in holders if capacity == "permanent") > 1:
+    # A holder whose departure, not in effect yet, may already have happened is at odds with
+    # nobody.
+    may_have_left = {
+        c.person
+        for c in mine
+        if c.kind == "departure" and c.takes_effect and c.earliest() <= as_of < c.counts_from()
+    }
+    certain = [(person, capacity) for person, capacity in holders if person not in may_have_left]
+    if sum(1 for _, capacity in certain if capacity == "permanent") > 1:
         conflicts.add("overlapping_permanent")
-    if sum(1 for _, capacity in holders if capacity in ("acting", "interim")) > 1:
+    if sum(1 for _, capacity in certain if capacity in ("acting", "interim")) > 1:
         conflicts.add("overlapping_acting")
     bearing = set(pending)
     for tenure in open_tenure.values():
@@ -517,11 +525,32 @@ def _pending(
     of that person is still to come)."""
     effective = {claim.claim for claim in in_effect}
     waiting = [c for c in mine if c.claim not in effective and c.report_day <= as_of]
-    to_come = [c for c in waiting if not _start_reported_again(c, tenures)]
+    to_come = [
+        c
+        for c in waiting
+        if not _start_reported_again(c, tenures) and not _holding_reported(c, tenures, as_of)
+    ]
     returning = {c.person for c in to_come if c.kind != "departure"}
     return {
         c.claim for c in to_come if c.person in returning or not _end_reported_again(c, tenures)
     }
+
+
+def _holding_reported(claim: Claim, tenures: list[Tenure], as_of: dt.date) -> bool:
+    """An incumbency reported as having happened, on a day its vague date may already mean
+    and a tenure of that person (in a capacity it may mean) covers: it reports that tenure."""
+    if claim.kind != "incumbency" or not claim.takes_effect or claim.date is None:
+        return False
+    first = claim.earliest()
+    if first > as_of:
+        return False
+    return any(
+        tenure.person == claim.person
+        and claim.capacity in ("unspecified", tenure.capacity())
+        and (tenure.start is None or tenure.start <= first)
+        and (tenure.end is None or first <= tenure.end)
+        for tenure in tenures
+    )
 
 
 def _start_reported_again(claim: Claim, tenures: list[Tenure]) -> bool:
@@ -790,3 +819,40 @@ def test_departures_named_together_by_a_third_claim_s_dispute_are_two_ends() -> 
     # effect, and the dispute is a conflict while d2 is pending
     events = _two_departures_and_an_appointment({"claim": "c", "conflicts_with": ["d1", "d2"]})
     _run(events, [("2025-04-30", len(events)), ("2025-05-25", len(events)), ("2025-06-01", 4)])
+
+
+def test_a_departure_dated_by_month_leaves_room_for_a_successor_that_month() -> None:
+    # x leaves p "in March" and y is appointed on 10 March: both count as holding p until the
+    # 31st, but x may already have left, so the two are no conflict; on 1 February, before
+    # y's appointment, x alone holds p
+    events = [
+        _reported("a", "appointment", "x", "p", "2025-02-01"),
+        _reported("d", "departure", "x", "p", "2025-03"),
+        _reported("b", "appointment", "y", "p", "2025-03-10"),
+    ]
+    model = post_state(known_claims(events, len(events)), "p", dt.date(2025, 3, 10))
+    assert model.holders == {("x", "permanent"), ("y", "permanent")}
+    assert model.conflicts == set()
+    _run(events, [("2025-03-10", len(events)), ("2025-03-31", len(events))])
+
+
+def test_a_holding_dated_by_month_is_the_tenure_that_covers_it_not_a_change_to_come() -> None:
+    # x holds p "in April" and was appointed with no date of its own (counting from s1's
+    # 10 March): on 15 April the holding may already mean that day, within x's tenure
+    events = [
+        _reported("h", "incumbency", "x", "p", "2025-04"),
+        record(
+            "claim.reported",
+            claim="a",
+            source="s1",
+            kind="appointment",
+            person="x",
+            post="p",
+            capacity="permanent",
+            modality="occurred",
+            attribution={"kind": "outlet"},
+        ),
+    ]
+    model = post_state(known_claims(events, len(events)), "p", dt.date(2025, 4, 15))
+    assert model.pending == set()
+    _run(events, [("2025-04-15", len(events))])

@@ -30,7 +30,8 @@ at some T (see :mod:`.claim_versions` for how versions and their dates come abou
 - A live claim whose latest step is a dispute is a conflict (while it bears on the state:
   about, or naming, a claim of a current holding, of a pending change, or of a holding
   after which nobody took the post up), as are overlapping permanent holders, and
-  overlapping acting or interim ones. Claims
+  overlapping acting or interim ones, unless a departure of one of them not in effect yet
+  may already have happened (its date is vaguer). Claims
   linked by disputes are one conflict: every person involved, and the newest dispute's
   reason, whatever post the other claims are about.
 """
@@ -64,7 +65,7 @@ __all__ = [
 # Bumped with every change to what these rules answer from the same stored claim versions:
 # the leadership projection's version moves only when its rows do, so validators of answers
 # worked out with the rules (the pages' ETags) carry this one too.
-RULES_VERSION = 5
+RULES_VERSION = 6
 
 ACTING_CAPACITIES = frozenset({"acting", "interim"})
 # The conflicts of holders overlapping in one kind of capacity, and what each says.
@@ -775,6 +776,21 @@ def _linked_to(
     return list(disputed.values())
 
 
+def _may_have_left(
+    versions: Iterable[ClaimVersion], as_of: dt.date, superseded: Container[str]
+) -> set[str]:
+    """The persons a departure from the post, not in effect on ``as_of``, may have taken out
+    of it by then: its date is vague enough to mean ``as_of`` or a day before."""
+    leaving = set()
+    for claim in versions:
+        if claim.kind != "departure" or not claim.live or claim.claim in superseded:
+            continue
+        day, earliest = claim.effect_day(), claim.earliest_effect_day()
+        if day is not None and earliest is not None and earliest <= as_of < day:
+            leaving.add(claim.person)
+    return leaving
+
+
 def post_state(
     versions: Sequence[ClaimVersion],
     as_of: dt.date,
@@ -856,8 +872,16 @@ def post_state(
     conflicts = _disputes(_linked_to(bearing, links, superseded), by_claim)
     # A post has one permanent holder, and one standing in for it: two of either at once are
     # reports at odds (an acting holder beside a permanent one on leave is not).
+    # Holders at once are at odds only while both certainly hold the post: a departure whose
+    # date may already mean D ("in March" on 20 March, or one dated by its source alone) may
+    # have made room for the other.
+    leaving = _may_have_left(versions, as_of, superseded)
     for kind, capacities in _OVERLAPPING:
-        overlapping = [tenure for tenure in holding if tenure.capacity() in capacities]
+        overlapping = [
+            tenure
+            for tenure in holding
+            if tenure.capacity() in capacities and tenure.person not in leaving
+        ]
         if len(overlapping) > 1:
             conflicts.append(
                 {
