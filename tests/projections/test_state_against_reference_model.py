@@ -379,6 +379,13 @@ def post_state(claims: dict[str, Claim], post: str, as_of: dt.date) -> PostState
         holding = open_tenure.get(person)
         if change.kind == "departure":
             if holding is not None:
+                if any(
+                    t.person == person and t.end is not None and change.earliest() <= t.end
+                    for t in tenures
+                ):
+                    # The end of the role the holder left for another, reported again, or the
+                    # end of the role they hold: which is not said.
+                    raise Ambiguous("a departure that may end either of a person's two roles")
                 holding.end = change.counts_from()
                 holding.ends.append(change)
                 holding.ended_undated = change.date is None
@@ -579,8 +586,9 @@ def _reports_again(claim: Claim) -> bool:
     """Whether a change not in effect that may be a start or end already known is that
     start or end: the README says so of announced and expected ones."""
     if claim.takes_effect:
-        # Dated after D: only a vague date can reach back to a known start or end.
-        if claim.date is not None and len(claim.date) < len("2025-01-01"):
+        # Dated after D: only a vague date can reach back to a known start or end, or no
+        # date of its own (counting from a confirmation, it may mean any day from its report).
+        if claim.date is None or len(claim.date) < len("2025-01-01"):
             raise Ambiguous("a vaguely dated change after D next to a known start or end")
         return False
     return claim.modality in ("announced", "expected")
