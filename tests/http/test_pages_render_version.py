@@ -146,6 +146,7 @@ RENDERED = {
     # a line counting the earlier ones: these pages show no claim of more.
     (16, 34, 15, 9, 5): "a50db15309cd45230f4eea8a8e79f485a40eb71b13e4694734aa554712d0c78d",
     (16, 34, 15, 9, 6): "a50db15309cd45230f4eea8a8e79f485a40eb71b13e4694734aa554712d0c78d",
+    (16, 34, 15, 10, 6): "a50db15309cd45230f4eea8a8e79f485a40eb71b13e4694734aa554712d0c78d",
 }
 
 BASE = "http://pages.test"

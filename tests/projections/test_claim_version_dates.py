@@ -36,6 +36,7 @@ def test_given_a_source_published_on_the_day_its_claim_is_recorded_then_it_shows
         "qualifier": "on",
         "text": None,
         "basis": "published",
+        "source": "paper",
     }
 
 
@@ -55,6 +56,7 @@ def test_given_a_source_published_only_in_words_then_an_undated_change_counts_fr
         "qualifier": "on",
         "text": None,
         "basis": "recorded",
+        "source": "paper",
     }
 
 
@@ -70,6 +72,7 @@ def test_given_an_undated_change_when_another_source_confirms_it_then_the_report
         "qualifier": "on",
         "text": None,
         "basis": "published",
+        "source": "paper",
     }
 
 
@@ -89,6 +92,7 @@ def test_given_an_announced_change_corrected_to_occurred_by_a_source_then_that_s
         "qualifier": "on",
         "text": None,
         "basis": "published",
+        "source": "wire",
     }
     # while a correction that names no source keeps the report's date
     unsourced = Story(published=published).report("c1", modality="announced")
@@ -102,4 +106,23 @@ def test_given_a_claim_confirmed_by_its_own_source_then_that_source_is_named_onc
     # when the paper confirms it, then a wire confirms it twice
     story.confirm("c1").confirm("c1", source="wire").confirm("c1", source="wire")
     # then each source is named once, in the order it first spoke of the claim
+    assert story.claims["c1"].sources == ["paper", "wire"]
+
+
+def test_given_an_expected_change_confirmed_undated_by_another_source_then_it_names_that() -> None:
+    # given an appointment a paper out on 20 May expected
+    story = Story(published={"paper": "2025-05-20", "wire": "2025-06-05"})
+    story.report("c1", modality="expected")
+    # when a wire out on 5 June confirms it, giving no date
+    story.confirm("c1", source="wire")
+    # then it counts from the wire's date, and says it is the wire's, not the paper's
+    assert story.holders("2025-06-04") == []
+    assert story.holders("2025-06-05") == [("ann", "permanent")]
+    assert story.state("2025-06-05")["holders"][0]["since"] == {
+        "date": "2025-06-05",
+        "qualifier": "on",
+        "text": None,
+        "basis": "published",
+        "source": "wire",
+    }
     assert story.claims["c1"].sources == ["paper", "wire"]

@@ -75,8 +75,8 @@ def test_state_catches_up_and_shows_the_leadership(db: str) -> None:
     text = ok(invoke(db, "state", "--org", "ice", "--as-of", "2025-06-15"))
     assert "Leadership in Immigration and Customs Enforcement (ice) as of 2025-06-15" in text
     assert (
-        "holder    Kenneth Genalo (kenneth-genalo), acting, by about 2025-05 (when the source "
-        "was out)" in text
+        "holder    Kenneth Genalo (kenneth-genalo), acting, by about 2025-05 (when source "
+        "fox-ice-shakeup-2025-05 was out)" in text
     )
     assert f"claim {GENALO_RETIREMENT}" in text
     # the conflict names who it is about, not only the claims, as its JSON does
@@ -114,7 +114,8 @@ def test_a_time_before_the_log_begins_says_nothing_was_recorded_by_then(db: str)
 def test_history_of_a_post_a_person_and_an_org(db: str) -> None:
     text = ok(invoke(db, "history", "--post", "ice-hsi-ead"))
     assert (
-        "Robert Hammer (robert-hammer), unspecified, by about 2025-05 (when the source was out) "
+        "Robert Hammer (robert-hammer), unspecified, by about 2025-05 (when source "
+        "fox-ice-shakeup-2025-05 was out) "
         "to now" in text
     )
     person = as_json(invoke(db, "history", "--person", "derek-gordon", "--json"))
@@ -129,7 +130,8 @@ def test_claim_lifecycle(db: str) -> None:
     assert "as acting Executive Associate Director, Homeland Security Investigations" in text
     # no date given: the day the state counts it from, as the state says it
     assert (
-        "occurred on a date not given (counted from about 2025-05, when the source was out)" in text
+        "occurred on a date not given (counted from about 2025-05, when source "
+        "fox-ice-shakeup-2025-05 was out)" in text
     )
     assert f"Claim {HAMMER_CAPTION}: disputed" in text
     # who the claim rests on, as the article tells it
@@ -151,6 +153,7 @@ def test_claim_lifecycle(db: str) -> None:
         "qualifier": "about",
         "text": None,
         "basis": "published",
+        "source": "fox-ice-shakeup-2025-05",
     }
     expected = as_json(invoke(db, "claim", GENALO_RETIREMENT, "--json"))
     assert expected["current"]["counts_from"] is None
@@ -178,7 +181,32 @@ def test_a_claim_without_a_date_from_an_undated_source_counts_from_its_recording
     answer = as_json(invoke(db, "claim", "undated-claim", "--json"))
     recorded = answer["lifecycle"][0]["recorded_at"][:10]
     text = ok(invoke(db, "claim", "undated-claim"))
-    assert f'occurred "lately" (counted from {recorded}, when recorded)' in text
+    assert f'occurred "lately" (counted from {recorded}, when recorded from source undated)' in text
+
+
+def test_a_change_confirmed_without_a_date_names_the_confirming_source_it_counts_from(
+    db: str, tmp_path: Path
+) -> None:
+    # Gordon's acting appointment, only expected in the article, confirmed by a wire out on
+    # 12 June that gives no date: it counts from the wire, which the answers name
+    wire = source_record("wire-b", "https://example.org/b", "Wire")
+    wire["data"]["published"] = {"date": "2025-06-12"}
+    confirmation = record(
+        "claim.confirmed", claim="fox-ice-shakeup-2025-05-gordon-hsi-acting", source="wire-b"
+    )
+    import_records(db, tmp_path, [wire, confirmation])
+    text = ok(invoke(db, "state", "--org", "ice-hsi", "--as-of", "2025-06-20"))
+    assert "Derek Gordon (derek-gordon), acting, by 2025-06-12 (when source wire-b was out)" in text
+    answer = as_json(invoke(db, "state", "--org", "ice-hsi", "--as-of", "2025-06-20", "--json"))
+    holders = [holder for post in answer["posts"] for holder in post["holders"]]
+    gordon = next(
+        holder
+        for holder in holders
+        if holder["claims"] == ["fox-ice-shakeup-2025-05-gordon-hsi-acting"]
+    )
+    assert gordon["since"]["source"] == "wire-b"
+    told = ok(invoke(db, "claim", "fox-ice-shakeup-2025-05-gordon-hsi-acting"))
+    assert "(counted from 2025-06-12, when source wire-b was out)" in told
 
 
 def test_a_pending_claim_without_any_date_says_its_date_is_unknown(db: str, tmp_path: Path) -> None:
@@ -933,8 +961,8 @@ def test_history_says_a_tenure_known_ended_only_from_a_report_was_over_by_then(
     import_records(db, tmp_path, [correction])
     text = ok(invoke(db, "history", "--post", "ice-ero-ead"))
     assert (
-        "by about 2025-05 (when the source was out), gone by about 2025-05 "
-        "(when the source was out) (retirement) [reported]" in text
+        "by about 2025-05 (when source fox-ice-shakeup-2025-05 was out), gone by about 2025-05 "
+        "(when source fox-ice-shakeup-2025-05 was out) (retirement) [reported]" in text
     )
     assert "(published)" not in text
 

@@ -700,6 +700,7 @@ def test_given_a_vague_published_date_then_the_recorded_day_is_its_latest_possib
         "qualifier": "on",
         "text": None,
         "basis": "published",
+        "source": "paper",
     }
     assert story.pending("2025-04-10") == ["c2"]
     assert story.state("2025-04-10")["pending"][0]["reported"]["basis"] == "published"
@@ -716,7 +717,13 @@ def test_given_a_published_date_after_the_recorded_day_then_the_recorded_day_is_
     story.report("c2", kind="departure", modality="expected", recorded="2026-12-04")
     assert story.holders("2026-12-03") == []
     state = story.state("2026-12-04")
-    recorded = {"date": "2026-12-04", "qualifier": "on", "text": None, "basis": "recorded"}
+    recorded = {
+        "date": "2026-12-04",
+        "qualifier": "on",
+        "text": None,
+        "basis": "recorded",
+        "source": "paper",
+    }
     assert holder_since(state) == recorded
     assert state["pending"][0]["reported"] == recorded
     assert story.claims["c1"].effect_date() == recorded

@@ -162,6 +162,7 @@ async def test_the_seed_claims_count_from_the_end_of_the_published_month(
         "qualifier": "about",
         "text": None,
         "basis": "published",
+        "source": "fox-ice-shakeup-2025-05",
     }
 
 

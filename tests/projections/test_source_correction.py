@@ -90,6 +90,7 @@ async def test_the_claim_lifecycle_shows_the_source_as_known_at_each_position(
         "qualifier": "on",
         "text": None,
         "basis": "published",
+        "source": WIRE,
     }
     report, correction = answer["lifecycle"]
     assert (report["type"], report["source"]) == ("claim.reported", FOX)

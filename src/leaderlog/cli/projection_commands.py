@@ -215,11 +215,16 @@ def _when(date: Mapping[str, Any] | None) -> str:
 
 def _from_a_report(anchor: Mapping[str, Any] | None) -> tuple[str, str] | None:
     """For a date known only from a report (its source's publication, or else its
-    recording): the date, and which of the two it is ("when the source was out")."""
+    recording): the date, and which of the two it is, naming the source, which need not be
+    the one that reported the claim ("when source wire-b was out": it confirmed it)."""
     if not anchor or anchor.get("basis") not in ("published", "recorded"):
         return None
-    undated = {key: value for key, value in anchor.items() if key != "basis"}
-    out = "when the source was out" if anchor["basis"] == "published" else "when recorded"
+    undated = {key: value for key, value in anchor.items() if key not in ("basis", "source")}
+    source = anchor.get("source")
+    if anchor["basis"] == "published":
+        out = f"when source {source} was out" if source else "when the source was out"
+    else:
+        out = f"when recorded from source {source}" if source else "when recorded"
     return _when(undated), out
 
 
@@ -236,7 +241,7 @@ def _undated(current: Mapping[str, Any]) -> str | None:
 
 def _since(date: Mapping[str, Any] | None, lead: str = "since ") -> str:
     """When a tenure began: for one known only from a report, when the report shows it held
-    ("by about 2025-05 (when the source was out)"), not when it began."""
+    ("by about 2025-05 (when source fox-ice-shakeup-2025-05 was out)"), not when it began."""
     reported = _from_a_report(date)
     if reported is not None:
         return f"by {reported[0]} ({reported[1]})"
@@ -245,7 +250,7 @@ def _since(date: Mapping[str, Any] | None, lead: str = "since ") -> str:
 
 def _until(date: Mapping[str, Any] | None) -> str:
     """When a tenure ended: for an end known only from a report, that it had ended by then
-    ("gone by about 2025-05 (when the source was out)"), as :func:`_since` says of a start."""
+    ("gone by about 2025-05 (when source ... was out)"), as :func:`_since` says of a start."""
     if not date:
         return " to now"
     reported = _from_a_report(date)

@@ -54,6 +54,11 @@ class CountedDate(FuzzyDate):
     ``recorded``."""
 
     basis: str
+    source: str | None = Field(
+        default=None,
+        description="for basis published or recorded, the source whose report the date is "
+        "(a confirmation's, when the change counts from it)",
+    )
 
 
 class Attribution(_Open):

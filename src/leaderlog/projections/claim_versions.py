@@ -319,7 +319,8 @@ def anchor_day(anchor: FuzzyJSON | None) -> dt.date | None:
 
 
 def shown_anchor(anchor: FuzzyJSON | None) -> dict[str, Any] | None:
-    """An anchor as answers show it: its date and basis.
+    """An anchor as answers show it: its date, its basis and, for a date known only from a
+    report, the source whose report it is.
 
     A published date that begins after the day the log recorded something from the source
     (a mistyped year, say) cannot be when the source was out: the rules count from the
@@ -331,17 +332,27 @@ def shown_anchor(anchor: FuzzyJSON | None) -> dict[str, Any] | None:
     if published_by is not None:
         earliest = earliest_day(anchor)
         if earliest is not None and dt.date.fromisoformat(published_by) < earliest:
-            return {"date": published_by, "qualifier": "on", "text": None, "basis": "recorded"}
+            recorded = {"date": published_by, "qualifier": "on", "text": None}
+            return {**recorded, "basis": "recorded", "source": anchor.get("source")}
     return {
         key: value for key, value in anchor.items() if key not in ("published_by", "counted_from")
     }
 
 
 def _anchor(source: str | None, recorded_at: str, published: PublishedLookup) -> dict[str, Any]:
+    """When the event from ``source`` shows the change: when that source was out, else when
+    the log recorded it. The source is named, since it need not be the one that reported the
+    claim (a confirmation without a date counts from when the confirming source was out)."""
     date = published(source) if source else None
     if date is not None and date.get("date") is not None:
-        return {**(fuzzy(date) or {}), "basis": "published", "published_by": recorded_at[:10]}
-    return {"date": recorded_at[:10], "qualifier": "on", "text": None, "basis": "recorded"}
+        return {
+            **(fuzzy(date) or {}),
+            "basis": "published",
+            "source": source,
+            "published_by": recorded_at[:10],
+        }
+    anchor = {"date": recorded_at[:10], "qualifier": "on", "text": None, "basis": "recorded"}
+    return {**anchor, "source": source} if source else anchor
 
 
 def _reported_anchor(
