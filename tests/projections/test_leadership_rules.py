@@ -300,6 +300,44 @@ def test_given_an_undated_departure_then_a_successor_before_its_source_is_no_con
     assert story.state("2025-05-10")["conflicts"] == []
 
 
+def test_given_a_month_departure_from_a_role_left_for_another_then_the_overlap_is_a_conflict() -> (
+    None
+):
+    # given Ann acting from January, appointed permanent on 10 March (ending the acting role),
+    # a report that she left the acting role "in March", and Bob reported permanent since February
+    story = (
+        Story({"paper": "2025-03-18"})
+        .report("c1", person="ann", capacity="acting", effective="2025-01-01")
+        .report("c2", person="ann", capacity="permanent", effective="2025-03-10")
+        .report("c3", kind="departure", person="ann", capacity="acting", effective="2025-03")
+        .report("c4", person="bob", capacity="permanent", effective="2025-02-01")
+    )
+    # when asked during March and after it
+    # then the departure is the end of her acting role, which leaves no room in the permanent
+    # one: the two permanent holders are at odds throughout, not only from the 31st
+    for on in ("2025-03-12", "2025-03-20", "2025-03-31"):
+        assert story.holders(on) == [("bob", "permanent"), ("ann", "permanent")]
+        kinds = [conflict["kind"] for conflict in story.state(on)["conflicts"]]
+        assert kinds == ["overlapping_permanent"], on
+
+
+def test_given_a_month_departure_from_a_role_left_then_an_acting_overlap_is_a_conflict() -> None:
+    # given Ann permanent until 5 March, back as acting on the 6th, a vaguer report that she
+    # left the permanent role "in March", and Cy acting since 1 March
+    story = (
+        Story({"paper": "2025-03-18"})
+        .report("c1", person="ann", effective="2024-01-01")
+        .report("c2", kind="departure", person="ann", effective="2025-03-05")
+        .report("c3", person="ann", capacity="acting", effective="2025-03-06")
+        .report("c4", kind="departure", person="ann", effective="2025-03")
+        .report("c5", person="cy", capacity="acting", effective="2025-03-01")
+    )
+    # then the vaguer report is the end on the 5th again: Ann and Cy are both acting heads
+    for on in ("2025-03-20", "2025-03-31"):
+        kinds = [conflict["kind"] for conflict in story.state(on)["conflicts"]]
+        assert kinds == ["overlapping_acting"], on
+
+
 def test_given_a_departure_only_expected_then_two_permanent_holders_are_still_a_conflict() -> None:
     story = (
         Story()

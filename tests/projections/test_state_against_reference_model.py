@@ -441,11 +441,18 @@ def post_state(claims: dict[str, Claim], post: str, as_of: dt.date) -> PostState
     conflicts: set[str] = set()
     # A holder whose departure, not in effect yet, may already have happened is at odds with
     # nobody.
-    may_have_left = {
-        c.person
+    leaving = [
+        c
         for c in mine
         if c.kind == "departure" and c.takes_effect and c.earliest() <= as_of < c.counts_from()
-    }
+    ]
+    for c in leaving:
+        if c.person in open_tenure and any(
+            t.person == c.person and t.end is not None and c.earliest() <= t.end for t in tenures
+        ):
+            # As once it takes effect: which of the person's two roles it ends is not said.
+            raise Ambiguous("a departure that may end either of a person's two roles")
+    may_have_left = {c.person for c in leaving}
     certain = [(person, capacity) for person, capacity in holders if person not in may_have_left]
     if sum(1 for _, capacity in certain if capacity == "permanent") > 1:
         conflicts.add("overlapping_permanent")

@@ -31,7 +31,7 @@ at some T (see :mod:`.claim_versions` for how versions and their dates come abou
   about, or naming, a claim of a current holding, of a pending change, or of a holding
   after which nobody took the post up), as are overlapping permanent holders, and
   overlapping acting or interim ones, unless a departure of one of them not in effect yet
-  may already have happened (its date is vaguer). Claims
+  may already have happened (its date is vaguer) and would end the role they hold. Claims
   linked by disputes are one conflict: every person involved, and the newest dispute's
   reason, whatever post the other claims are about.
 """
@@ -65,7 +65,7 @@ __all__ = [
 # Bumped with every change to what these rules answer from the same stored claim versions:
 # the leadership projection's version moves only when its rows do, so validators of answers
 # worked out with the rules (the pages' ETags) carry this one too.
-RULES_VERSION = 6
+RULES_VERSION = 7
 
 ACTING_CAPACITIES = frozenset({"acting", "interim"})
 # The conflicts of holders overlapping in one kind of capacity, and what each says.
@@ -777,16 +777,31 @@ def _linked_to(
 
 
 def _may_have_left(
-    versions: Iterable[ClaimVersion], as_of: dt.date, superseded: Container[str]
+    versions: Iterable[ClaimVersion],
+    as_of: dt.date,
+    superseded: Container[str],
+    folded: Sequence[Tenure],
 ) -> set[str]:
-    """The persons a departure from the post, not in effect on ``as_of``, may have taken out
-    of it by then: its date is vague enough to mean ``as_of`` or a day before."""
+    """The holders a departure from the post, not in effect on ``as_of``, may have taken out
+    of it by then: its date is vague enough to mean ``as_of`` or a day before, and it would
+    end the holding on ``as_of`` (``folded``: the tenures in effect then).
+
+    A departure from the role its holder left for another (acting, then permanent) is that
+    end reported again, as :func:`_fold` reads it once in effect: it makes no room in the
+    role they hold, before its day any more than after."""
+    holding = {tenure.person: tenure for tenure in folded if tenure.open}
+    # As the fold keeps it: each person's last tenure to end, in the order they started.
+    ended = {tenure.person: tenure for tenure in folded if not tenure.open}
     leaving = set()
     for claim in versions:
         if claim.kind != "departure" or not claim.live or claim.claim in superseded:
             continue
+        current = holding.get(claim.person)
         day, earliest = claim.effect_day(), claim.earliest_effect_day()
-        if day is not None and earliest is not None and earliest <= as_of < day:
+        if current is None or day is None or earliest is None or not earliest <= as_of < day:
+            continue
+        previous = ended.get(claim.person)
+        if previous is None or not _repeats_end(claim, previous, current):
             leaving.add(claim.person)
     return leaving
 
@@ -875,7 +890,7 @@ def post_state(
     # Holders at once are at odds only while both certainly hold the post: a departure whose
     # date may already mean D ("in March" on 20 March, or one dated by its source alone) may
     # have made room for the other.
-    leaving = _may_have_left(versions, as_of, superseded)
+    leaving = _may_have_left(versions, as_of, superseded, folded)
     for kind, capacities in _OVERLAPPING:
         overlapping = [
             tenure
