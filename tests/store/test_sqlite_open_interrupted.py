@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from pathlib import Path
 
 import aiosqlite.core
@@ -13,15 +14,19 @@ from leaderlog.errors import Interrupted
 from leaderlog.store.sqlite import SQLiteStore
 
 
+# A thread that dies of an exception prints its traceback to the user's terminal.
+@pytest.mark.filterwarnings("error::pytest.PytestUnhandledThreadExceptionWarning")
 def test_given_ctrl_c_as_the_reader_connects_when_the_store_opens_then_no_thread_is_left(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Given: Ctrl-C lands just as the reader's connection is made (between the await
-    # returning and the next line, as a SIGINT can).
+    # returning and the next line, as a SIGINT can), while the reader's thread is still busy
+    # (so that it gets to stopping only once asyncio.run has closed the loop).
     connect = aiosqlite.core.Connection._connect
 
     async def interrupted(self: aiosqlite.core.Connection) -> aiosqlite.core.Connection:
         await connect(self)
+        self._tx.put_nowait((None, lambda: time.sleep(0.3)))
         raise Interrupted
 
     monkeypatch.setattr(aiosqlite.core.Connection, "_connect", interrupted)

@@ -240,14 +240,20 @@ def _stored_ids(
     return existing
 
 
-def _stop_abandoned(reader: aiosqlite.Connection, writer: _WriteConnection, path: str) -> None:
+def _stop_unanswered(reader: aiosqlite.Connection) -> None:
+    """Stop a reader's thread without waiting for it to answer."""
     # stop() answers on the current event loop, which may be closed by the time the thread
-    # gets to it; called from a thread without a loop, it answers nobody.
+    # gets to it (it then dies printing a traceback); called from a thread without a loop,
+    # it answers nobody.
     stopping = threading.Thread(target=reader.stop, name="leaderlog-sqlite-reader-stop")
     try:
         stopping.start()
     except RuntimeError:
         reader.stop()  # the interpreter is exiting: no new thread may start
+
+
+def _stop_abandoned(reader: aiosqlite.Connection, writer: _WriteConnection, path: str) -> None:
+    _stop_unanswered(reader)
     writer.close_abandoned()
     # Stopped first: a warning turned into an error (-W error) must not keep it running.
     warnings.warn(
@@ -955,8 +961,9 @@ class SQLiteStore(EventStore):
                 opened.push_async_callback(writer.close)
                 connecting = aiosqlite.connect(path, isolation_level=None)
                 # Its thread (not a daemon) starts with the await: stopped whatever ends the
-                # open, even a Ctrl-C landing as the await returns, or it holds the exit.
-                opened.callback(connecting.stop)
+                # open, even a Ctrl-C landing as the await returns, or it holds the exit;
+                # unanswered, as the loop may be closed by the time the thread stops.
+                opened.callback(_stop_unanswered, connecting)
                 reader = await connecting
                 opened.push_async_callback(reader.close)
                 for pragma in _pragmas()[1:]:
