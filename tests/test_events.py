@@ -438,6 +438,21 @@ def test_a_source_address_holding_a_byte_order_mark_is_refused_but_read_if_store
     assert event_from_stored("source.registered", 2, data).data()["url"] == data["url"]
 
 
+@pytest.mark.parametrize("character", ["\u200e", "\u200f", "\u202a", "\u202e", "\u2066", "\u2069"])
+def test_a_source_address_holding_a_bidirectional_formatting_character_is_refused(
+    character: str,
+) -> None:
+    # given an address an invisible bidirectional formatting character makes read as another
+    data = {"source": "s", "url": f"https://example.org/{character}gpj.exe", "publisher": "P"}
+    # then an import refuses it, naming the character, and a stored one reads as it is
+    code = f"U\\+{ord(character):04X}"
+    with pytest.raises(RecordError, match=f"cannot hold {code} \\(an invisible bidirectional"):
+        parse_event("source.registered", data)
+    assert event_from_stored("source.registered", 2, data).data()["url"] == data["url"]
+    # while other letters outside ASCII are an address's own
+    parse_event("source.registered", {**data, "url": "https://bücher.example/führer\u200d"})
+
+
 def test_an_empty_update_already_stored_reads_as_changing_nothing() -> None:
     # Written before nulls were refused: its null was dropped, and nothing was left.
     stored = event_from_stored("org.updated", 1, {"org": "ice"})

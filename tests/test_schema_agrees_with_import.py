@@ -131,6 +131,12 @@ REFUSED_WHATEVER_THE_LOG_HOLDS = [
     pytest.param(source("https://example.org/a\ufeffb"), id="url with a byte order mark"),
     pytest.param(source("\ufeffhttps://example.org/a"), id="url after a byte order mark"),
     pytest.param(source("https://example.org/a\ufeff"), id="url before a byte order mark"),
+    # bidirectional formatting characters, which RFC 3987 forbids in addresses
+    pytest.param(
+        source("https://example.org/\u202egpj.exe"), id="url with a right-to-left override"
+    ),
+    pytest.param(source("https://exa\u200emple.org/"), id="url host with a left-to-right mark"),
+    pytest.param(source("https://\u2066example.org/"), id="url host after an isolate"),
     # text checked as given, not after its ends are stripped
     pytest.param(named("N" * 300 + "\n"), id="300-character name and a newline"),
     pytest.param(named(" " + "N" * 300), id="300-character name after a space"),

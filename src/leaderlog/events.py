@@ -211,8 +211,10 @@ def _a_web_address(value: str, info: ValidationInfo) -> str:
     """A source's address names the host to fetch it from: ``https:///x`` (a slash too
     many) or ``https://?q`` names none, and no feed or page could link to it. Nor may it
     hold U+FEFF, a byte order mark copied along with it, invisible and taking it nowhere
-    (the JSON Schema refuses it as whitespace, ECMA's \\s; Python's \\s does not). Stored
-    ones are read as they were accepted."""
+    (the JSON Schema refuses it as whitespace, ECMA's \\s; Python's \\s does not), nor a
+    bidirectional formatting character, which RFC 3987 forbids in addresses: invisible, it
+    makes the address read as another (``https://example.org/\\u202egpj.exe`` reads as
+    ending in ``exe.jpg``). Stored ones are read as they were accepted."""
     if info.context and info.context.get("stored"):
         return value
     if not _WITH_HOST.match(value):
@@ -222,14 +224,26 @@ def _a_web_address(value: str, info: ValidationInfo) -> str:
             "a web address cannot hold U+FEFF (an invisible byte order mark): delete it from "
             f"{value[:60]!r}"
         )
+    bidirectional = _BIDIRECTIONAL_FORMATTING.search(value)
+    if bidirectional is not None:
+        raise ValueError(
+            f"a web address cannot hold U+{ord(bidirectional.group()):04X} (an invisible "
+            f"bidirectional formatting character): delete it from {value[:60]!a}"
+        )
     return value
 
 
-# As the Text pattern: no C0/C1 control character nor noncharacter of the basic plane. The
+# As the Text pattern: no C0/C1 control character nor noncharacter of the basic plane, nor a
+# bidirectional formatting character (LRM, RLM, the embeddings, overrides and isolates). The
 # ends take what import strips: whitespace, which in Python is not U+FEFF (it is in ECMA's \s).
+_BIDIRECTIONAL_FORMATTING = re.compile("[\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_SCHEMA_URL_REFUSED = (
+    "\\u0000-\\u001f\\u007f-\\u009f\\u200e\\u200f\\u202a-\\u202e\\u2066-\\u2069"
+    "\\ufdd0-\\ufdef\\ufffe\\uffff"
+)
 _SCHEMA_URL_PATTERN = (
-    "^[^\\S\\u000b\\u000c\\ufeff]*https?://[^\\s/?#\\u0000-\\u001f\\u007f-\\u009f\\ufdd0-\\ufdef\\ufffe\\uffff]"
-    "[^\\s\\u0000-\\u001f\\u007f-\\u009f\\ufdd0-\\ufdef\\ufffe\\uffff]*[^\\S\\u000b\\u000c\\ufeff]*$"
+    f"^[^\\S\\u000b\\u000c\\ufeff]*https?://[^\\s/?#{_SCHEMA_URL_REFUSED}]"
+    f"[^\\s{_SCHEMA_URL_REFUSED}]*[^\\S\\u000b\\u000c\\ufeff]*$"
 )
 _WITH_HOST = re.compile(r"^[A-Za-z]+://[^\s/?#]")
 _URL_PATTERN = r"^https?://[^\s]+$"
