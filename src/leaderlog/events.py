@@ -236,10 +236,11 @@ def _a_web_address(value: str, info: ValidationInfo) -> str:
 # As the Text pattern: no C0/C1 control character nor noncharacter of the basic plane, nor a
 # bidirectional formatting character (LRM, RLM, the embeddings, overrides and isolates). The
 # ends take what import strips: whitespace, which in Python is not U+FEFF (it is in ECMA's \s).
-_BIDIRECTIONAL_FORMATTING = re.compile("[\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+# Written as escapes, which Python's re and ECMA's regular expressions both read.
+_BIDIRECTIONAL_RANGES = "\\u200e\\u200f\\u202a-\\u202e\\u2066-\\u2069"
+_BIDIRECTIONAL_FORMATTING = re.compile(f"[{_BIDIRECTIONAL_RANGES}]")
 _SCHEMA_URL_REFUSED = (
-    "\\u0000-\\u001f\\u007f-\\u009f\\u200e\\u200f\\u202a-\\u202e\\u2066-\\u2069"
-    "\\ufdd0-\\ufdef\\ufffe\\uffff"
+    f"\\u0000-\\u001f\\u007f-\\u009f{_BIDIRECTIONAL_RANGES}\\ufdd0-\\ufdef\\ufffe\\uffff"
 )
 _SCHEMA_URL_PATTERN = (
     f"^[^\\S\\u000b\\u000c\\ufeff]*https?://[^\\s/?#{_SCHEMA_URL_REFUSED}]"

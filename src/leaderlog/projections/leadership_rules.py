@@ -797,8 +797,10 @@ def _may_have_left(
         if claim.kind != "departure" or not claim.live or claim.claim in superseded:
             continue
         current = holding.get(claim.person)
+        if current is None:
+            continue
         day, earliest = claim.effect_day(), claim.earliest_effect_day()
-        if current is None or day is None or earliest is None or not earliest <= as_of < day:
+        if day is None or earliest is None or not earliest <= as_of < day:
             continue
         previous = ended.get(claim.person)
         if previous is None or not _repeats_end(claim, previous, current):
@@ -890,7 +892,8 @@ def post_state(
     # Holders at once are at odds only while both certainly hold the post: a departure whose
     # date may already mean D ("in March" on 20 March, or one dated by its source alone) may
     # have made room for the other.
-    leaving = _may_have_left(versions, as_of, superseded, folded)
+    # Only holders beside another can be at odds: most posts have one, and need no look.
+    leaving = _may_have_left(versions, as_of, superseded, folded) if len(holding) > 1 else set()
     for kind, capacities in _OVERLAPPING:
         overlapping = [
             tenure
