@@ -266,3 +266,24 @@ def test_an_option_no_command_takes_keeps_clicks_suggestion() -> None:
     result = CliRunner().invoke(main, ["state", "--jsn"])
     assert result.exit_code == 2
     assert "Error: No such option '--jsn'. Did you mean '--json'?" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("arguments", "shown"),
+    [
+        (["events", "\x1b[2J"], "Got unexpected extra argument (\\x1b[2J)"),
+        (["events", "a\rb"], "Got unexpected extra argument (a\\rb)"),
+        (["claim", "x", "\u202eb"], "Got unexpected extra argument (\\u202eb)"),
+    ],
+)
+def test_an_argument_click_quotes_as_typed_is_shown_escaped(
+    sqlite_url: str, arguments: list[str], shown: str
+) -> None:
+    # Given an extra argument with a control or bidirectional formatting character, which
+    # click quotes in its refusal as typed, when the command refuses it, then the refusal
+    # shows it escaped, as every other line is: a CR would overwrite the message, and an
+    # escape sequence would vanish from it off a terminal ("Got unexpected extra argument ()").
+    result = invoke(sqlite_url, *arguments)
+    assert result.exit_code == 2
+    assert shown in result.stderr
+    assert not any(character in result.stderr for character in "\x1b\r\u202e")

@@ -770,6 +770,18 @@ class _Command(click.Command):
     parameter (click would keep the last one silently: ``state --org ice --org dhs``)."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        try:
+            return self._parse_args(ctx, args)
+        except click.UsageError as error:
+            # click quotes extra arguments as typed ("Got unexpected extra argument (...)"):
+            # escaped as every other line, a CR or an escape sequence in one can neither
+            # overwrite the message nor vanish from it (click strips ANSI codes off a terminal).
+            # Its other refusals (BadParameter, NoSuchOption) quote what they name with repr.
+            if type(error) is not click.UsageError or escaped(error.message) == error.message:
+                raise
+            raise click.UsageError(escaped(error.message), error.ctx) from None
+
+    def _parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         if not ctx.resilient_parsing:
             _refuse_repeated_options(self, ctx, args)
         try:
