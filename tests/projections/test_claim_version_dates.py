@@ -126,3 +126,27 @@ def test_given_an_expected_change_confirmed_undated_by_another_source_then_it_na
         "source": "wire",
     }
     assert story.claims["c1"].sources == ["paper", "wire"]
+
+
+def test_a_confirmed_expected_change_corrected_to_occurred_counts_as_if_corrected_first() -> None:
+    # given an undated change expected by a source out on 10 January, and a source out on
+    # 20 March
+    published = {"paper": "2025-01-10", "wire": "2025-03-20"}
+    # when it is confirmed by the later source without a date, then corrected to occurred
+    confirmed_first = Story(published=published).report("c1", modality="expected")
+    confirmed_first.confirm("c1", source="wire").correct("c1", modality="occurred")
+    # and, the other way round, corrected to occurred, then confirmed
+    corrected_first = Story(published=published).report("c1", modality="expected")
+    corrected_first.correct("c1", modality="occurred").confirm("c1", source="wire")
+    # then both count from when the report's source was out, as an occurred change without
+    # a date does, whichever came first
+    for story in (confirmed_first, corrected_first):
+        assert story.holders("2025-02-01") == [("ann", "permanent")]
+        assert story.pending("2025-02-01") == []
+        assert story.claims["c1"].effect_date() == {
+            "date": "2025-01-10",
+            "qualifier": "on",
+            "text": None,
+            "basis": "published",
+            "source": "paper",
+        }

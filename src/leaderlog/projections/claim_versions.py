@@ -458,9 +458,14 @@ def evolve_claim(
             if "effective" in changes:
                 # The correction is the newer word on the date, over a confirmation's too.
                 doc["confirmed_effective"] = None
+            # Corrected to having occurred: the change counts as one reported so, from the
+            # correction's source, else the report's, as when a confirmation comes after the
+            # correction rather than before it (a confirmation without a date counts only
+            # for a change still to come).
+            occurred_now = doc["modality"] == "occurred" != previous.doc["modality"]
             if doc["modality"] != "occurred" and not doc["confirmed"]:
                 doc["effect_anchor"] = None
-            elif doc["effect_anchor"] is None:
+            elif doc["effect_anchor"] is None or occurred_now:
                 doc["effect_anchor"] = (
                     _anchor(source, recorded_at, published) if source else doc["reported_anchor"]
                 )
