@@ -152,6 +152,10 @@ RENDERED = {
     # then corrected to having occurred, counts from the report's source (or the
     # correction's). The seeds hold no such claim: the same pages.
     (16, 34, 15, 11, 7): "a50db15309cd45230f4eea8a8e79f485a40eb71b13e4694734aa554712d0c78d",
+    # The leadership projection's version 12: a change confirmed without a date, then
+    # corrected to one only expected, counts from the confirming source. The seeds hold no
+    # such claim: the same pages.
+    (16, 34, 15, 12, 7): "a50db15309cd45230f4eea8a8e79f485a40eb71b13e4694734aa554712d0c78d",
 }
 
 BASE = "http://pages.test"

@@ -150,3 +150,30 @@ def test_a_confirmed_expected_change_corrected_to_occurred_counts_as_if_correcte
             "basis": "published",
             "source": "paper",
         }
+
+
+def test_a_confirmed_change_corrected_to_expected_counts_as_if_corrected_first() -> None:
+    # given an undated change reported as having happened by a source out on 10 January,
+    # and a source out on 20 March
+    published = {"paper": "2025-01-10", "wire": "2025-03-20"}
+    # when the later source confirms it without a date, then a correction says the report
+    # was of a change only expected
+    confirmed_first = Story(published=published).report("c1")
+    confirmed_first.confirm("c1", source="wire").correct("c1", modality="expected")
+    # and, the other way round, corrected to expected, then confirmed
+    corrected_first = Story(published=published).report("c1")
+    corrected_first.correct("c1", modality="expected").confirm("c1", source="wire")
+    # then both count from when the confirming source was out, as a change only expected
+    # that a confirmation without a date makes take effect does: the report, of a change
+    # still to come on 10 January, is no sign it had happened by then
+    for story in (confirmed_first, corrected_first):
+        assert story.holders("2025-02-01") == []
+        assert story.pending("2025-02-01") == ["c1"]
+        assert story.holders("2025-03-20") == [("ann", "permanent")]
+        assert story.claims["c1"].effect_date() == {
+            "date": "2025-03-20",
+            "qualifier": "on",
+            "text": None,
+            "basis": "published",
+            "source": "wire",
+        }

@@ -428,6 +428,9 @@ def evolve_claim(
             "disputes": [],
             "reported_anchor": reported,
             "effect_anchor": reported if data["modality"] == "occurred" else None,
+            # When the first confirmation's source was out: what the change counts from
+            # once it is only to come and confirmed without a date, whenever that came.
+            "confirmed_anchor": None,
         }
         detail = {}
     elif previous is None:
@@ -441,8 +444,10 @@ def evolve_claim(
             doc["confirmed"] = True
             if _known(effective):
                 doc["confirmed_effective"] = effective
+            if doc.get("confirmed_anchor") is None:
+                doc["confirmed_anchor"] = _anchor(source, recorded_at, published)
             if doc["effect_anchor"] is None:
-                doc["effect_anchor"] = _anchor(source, recorded_at, published)
+                doc["effect_anchor"] = doc["confirmed_anchor"]
         elif event_type == "claim.corrected":
             changes = data["changes"]
             detail = {"changes": dict(changes), "reason": data["reason"]}
@@ -465,6 +470,11 @@ def evolve_claim(
             occurred_now = doc["modality"] == "occurred" != previous.doc["modality"]
             if doc["modality"] != "occurred" and not doc["confirmed"]:
                 doc["effect_anchor"] = None
+            elif doc["modality"] != "occurred" == previous.doc["modality"]:
+                # Corrected to a change still to come, once confirmed: it counts from the
+                # confirmation, as when the correction comes before the confirmation (the
+                # report, only of a change to come, says nothing of when it happened).
+                doc["effect_anchor"] = doc.get("confirmed_anchor") or doc["effect_anchor"]
             elif doc["effect_anchor"] is None or occurred_now:
                 doc["effect_anchor"] = (
                     _anchor(source, recorded_at, published) if source else doc["reported_anchor"]

@@ -1035,7 +1035,14 @@ class Queries:
             if len(rows) < _CLAIM_VERSIONS_PAGE:
                 break
         latest = ClaimVersion(doc)
-        hidden = ("claim", "status", "step", "reported_anchor", "effect_anchor")
+        hidden = (
+            "claim",
+            "status",
+            "step",
+            "reported_anchor",
+            "effect_anchor",
+            "confirmed_anchor",
+        )
         current = {key: value for key, value in latest.doc.items() if key not in hidden}
         current["counts_from"] = latest.effect_date()
         await self._label(known["position"], [current])
