@@ -156,6 +156,10 @@ RENDERED = {
     # corrected to one only expected, counts from the confirming source. The seeds hold no
     # such claim: the same pages.
     (16, 34, 15, 12, 7): "a50db15309cd45230f4eea8a8e79f485a40eb71b13e4694734aa554712d0c78d",
+    # The leadership projection's version 13: a change only expected, confirmed without a
+    # date by several sources, counts from the soonest of them. The seeds hold no such claim:
+    # the same pages.
+    (16, 34, 15, 13, 7): "a50db15309cd45230f4eea8a8e79f485a40eb71b13e4694734aa554712d0c78d",
 }
 
 BASE = "http://pages.test"

@@ -177,3 +177,27 @@ def test_a_confirmed_change_corrected_to_expected_counts_as_if_corrected_first()
             "basis": "published",
             "source": "wire",
         }
+
+
+def test_an_expected_change_confirmed_by_two_sources_counts_from_the_sooner_either_way() -> None:
+    # given an undated change expected by a source out on 10 January, and two sources
+    # out on 15 February and 20 March
+    published = {"paper": "2025-01-10", "blog": "2025-02-15", "wire": "2025-03-20"}
+    # when both later sources confirm it without a date, the later one recorded first
+    later_first = Story(published=published).report("c1", modality="expected")
+    later_first.confirm("c1", source="wire").confirm("c1", source="blog")
+    # and, the other way round, the sooner one recorded first
+    sooner_first = Story(published=published).report("c1", modality="expected")
+    sooner_first.confirm("c1", source="blog").confirm("c1", source="wire")
+    # then both count from when the sooner confirming source was out: it had happened by then
+    for story in (later_first, sooner_first):
+        assert story.holders("2025-02-14") == []
+        assert story.holders("2025-02-15") == [("ann", "permanent")]
+        assert story.pending("2025-02-15") == []
+        assert story.claims["c1"].effect_date() == {
+            "date": "2025-02-15",
+            "qualifier": "on",
+            "text": None,
+            "basis": "published",
+            "source": "blog",
+        }

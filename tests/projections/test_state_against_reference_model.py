@@ -147,11 +147,8 @@ class Claim:
         if self.modality == "occurred":
             return self.report_day
         # An undated change that was only expected takes effect with its confirmation, so it
-        # happened by the time the confirming source was out.
-        days = {report_day(source, index) for source, index in self.confirmations}
-        if len(days) > 1:
-            raise Ambiguous("undated expected change confirmed by sources out on different days")
-        return days.pop()
+        # happened by the time the confirming source was out (the soonest, of several).
+        return min(report_day(source, index) for source, index in self.confirmations)
 
     def earliest(self) -> dt.date:
         """The earliest day an effective change may have happened: one without a date of its

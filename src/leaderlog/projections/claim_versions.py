@@ -339,6 +339,11 @@ def shown_anchor(anchor: FuzzyJSON | None) -> dict[str, Any] | None:
     }
 
 
+def _sooner(anchor: FuzzyJSON, than: FuzzyJSON) -> bool:
+    day, other = anchor_day(anchor), anchor_day(than)
+    return day is not None and (other is None or day < other)
+
+
 def _anchor(source: str | None, recorded_at: str, published: PublishedLookup) -> dict[str, Any]:
     """When the event from ``source`` shows the change: when that source was out, else when
     the log recorded it. The source is named, since it need not be the one that reported the
@@ -428,8 +433,8 @@ def evolve_claim(
             "disputes": [],
             "reported_anchor": reported,
             "effect_anchor": reported if data["modality"] == "occurred" else None,
-            # When the first confirmation's source was out: what the change counts from
-            # once it is only to come and confirmed without a date, whenever that came.
+            # When the soonest confirming source was out: what the change counts from once
+            # it is only to come and confirmed without a date, whenever that came.
             "confirmed_anchor": None,
         }
         detail = {}
@@ -444,8 +449,15 @@ def evolve_claim(
             doc["confirmed"] = True
             if _known(effective):
                 doc["confirmed_effective"] = effective
-            if doc.get("confirmed_anchor") is None:
-                doc["confirmed_anchor"] = _anchor(source, recorded_at, published)
+            first = doc.get("confirmed_anchor")
+            anchor = _anchor(source, recorded_at, published)
+            if first is None or _sooner(anchor, first):
+                # Confirmed without a date by several sources, the change had happened by
+                # the time the first of them was out, whichever the log recorded first.
+                doc["confirmed_anchor"] = anchor
+                counted_from_it = first is not None and doc["effect_anchor"] == first
+                if counted_from_it and doc["modality"] != "occurred":
+                    doc["effect_anchor"] = anchor
             if doc["effect_anchor"] is None:
                 doc["effect_anchor"] = doc["confirmed_anchor"]
         elif event_type == "claim.corrected":

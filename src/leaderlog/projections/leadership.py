@@ -61,7 +61,7 @@ def _given(fields: dict[str, Any]) -> dict[str, Any]:
 
 class LeadershipProjection(Projection):
     name = "leadership"
-    version = 12
+    version = 13
 
     def schema(self) -> Sequence[str]:
         return (
