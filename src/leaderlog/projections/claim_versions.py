@@ -340,8 +340,18 @@ def shown_anchor(anchor: FuzzyJSON | None) -> dict[str, Any] | None:
 
 
 def _sooner(anchor: FuzzyJSON, than: FuzzyJSON) -> bool:
-    day, other = anchor_day(anchor), anchor_day(than)
-    return day is not None and (other is None or day < other)
+    """Whether a confirmation's ``anchor`` shows the change sooner than ``than``. Of two that
+    count from the same day, one from a published date (not a recording), then the source
+    first by id, is taken, so that the answer does not hang on which the log recorded first."""
+
+    def order(of: FuzzyJSON) -> tuple[dt.date, bool, str]:
+        return (
+            anchor_day(of) or dt.date.max,
+            of.get("basis") != "published",
+            of.get("source") or "",
+        )
+
+    return order(anchor) < order(than)
 
 
 def _anchor(source: str | None, recorded_at: str, published: PublishedLookup) -> dict[str, Any]:
