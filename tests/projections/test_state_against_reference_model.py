@@ -120,7 +120,6 @@ class Claim:
     date: str | None
     status: str = "reported"
     confirmations: list[tuple[str, int]] = field(default_factory=list)
-    unconfirmed_by_correction: bool = False
     links: set[str] = field(default_factory=set)  # every dispute, for rival departures
     latest_dispute_names: list[str] = field(default_factory=list)
 
@@ -130,10 +129,8 @@ class Claim:
 
     @property
     def takes_effect(self) -> bool:
-        if self.unconfirmed_by_correction:
-            # Whether a confirmation still counts once a correction says the change is only
-            # expected is not said.
-            raise Ambiguous("a confirmed claim corrected to a modality other than occurred")
+        # A confirmation still counts once a correction says the change was only expected:
+        # from when the confirming source was out, as it would after that correction.
         return self.modality == "occurred" or self.confirmed
 
     @property
@@ -204,7 +201,6 @@ def known_claims(events: list[dict[str, Any]], known: int) -> dict[str, Claim]:
                 claim.date = changes["effective"]["date"] if changes["effective"] else None
             if "modality" in changes:
                 claim.modality = changes["modality"]
-                claim.unconfirmed_by_correction = claim.confirmed and claim.modality != "occurred"
         elif event["type"] == "claim.disputed":
             claim.status = "disputed"
             claim.latest_dispute_names = list(data.get("conflicts_with", []))
