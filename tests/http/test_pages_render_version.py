@@ -160,6 +160,10 @@ RENDERED = {
     # date by several sources, counts from the soonest of them. The seeds hold no such claim:
     # the same pages.
     (16, 34, 15, 13, 7): "a50db15309cd45230f4eea8a8e79f485a40eb71b13e4694734aa554712d0c78d",
+    # Rules version 8: a post's changes to come are listed by the day they were reported,
+    # departures first, then by claim, not in the order the log recorded them. The seeds'
+    # were recorded in that order: the same pages.
+    (16, 34, 15, 13, 8): "a50db15309cd45230f4eea8a8e79f485a40eb71b13e4694734aa554712d0c78d",
 }
 
 BASE = "http://pages.test"

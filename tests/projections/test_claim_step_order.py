@@ -206,9 +206,7 @@ def _answers(claims: dict[str, ClaimVersion]) -> dict[str, Any]:
             state = post_state(held, day, links)
             answers[f"{post} on {day}"] = {
                 "holders": [dict(h, claims=sorted(h["claims"])) for h in state["holders"]],
-                "pending": sorted(
-                    (_without_status(p) for p in state["pending"]), key=lambda p: str(p["claim"])
-                ),
+                "pending": [_without_status(p) for p in state["pending"]],
                 "vacancy": state["vacancy"],
                 # Which dispute's reason a conflict gives is the newest one's: left out.
                 "conflicts": [

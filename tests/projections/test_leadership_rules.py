@@ -427,7 +427,7 @@ def test_given_a_departure_in_effect_then_an_announcement_of_it_is_not_pending()
     # nor is one without a date ("... is to retire soon") reported before that end: "soon"
     # may well be the 30th
     undated = story.report("soon", kind="departure", modality="expected", source="wire")
-    assert undated.pending("2025-06-29") == ["fox", "wire", "soon"]
+    assert undated.pending("2025-06-29") == ["fox", "soon", "wire"]
     assert undated.pending("2025-07-01") == []
 
 
@@ -491,7 +491,7 @@ def test_given_a_tenure_then_an_appointment_it_does_not_already_show_is_pending(
         .report("permanent", modality="expected")
         .report("later", capacity="acting", modality="expected", effective="2025-09")
     )
-    assert story.pending("2025-06-10") == ["permanent", "later"]
+    assert story.pending("2025-06-10") == ["later", "permanent"]
 
 
 def test_given_a_departure_in_effect_then_a_departure_announced_after_a_return_is_pending() -> None:
@@ -1247,7 +1247,7 @@ def test_given_a_return_still_to_come_then_a_departure_after_it_stays_pending() 
         .confirm("back", effective="2025-07-01")
         .report("again", kind="departure", modality="announced", effective="2025", source="wire")
     )
-    assert story.pending("2025-06-25") == ["back", "again"]
+    assert story.pending("2025-06-25") == ["again", "back"]
 
 
 def test_given_a_dispute_of_an_end_then_it_lasts_until_the_post_moves_on() -> None:

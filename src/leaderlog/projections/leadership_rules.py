@@ -53,6 +53,7 @@ __all__ = [
     "DisputeLinks",
     "Tenure",
     "TenureOrder",
+    "changes_to_come_order",
     "dispute_links",
     "fold_tenures",
     "keyed_tenures",
@@ -65,7 +66,7 @@ __all__ = [
 # Bumped with every change to what these rules answer from the same stored claim versions:
 # the leadership projection's version moves only when its rows do, so validators of answers
 # worked out with the rules (the pages' ETags) carry this one too.
-RULES_VERSION = 7
+RULES_VERSION = 8
 
 ACTING_CAPACITIES = frozenset({"acting", "interim"})
 # The conflicts of holders overlapping in one kind of capacity, and what each says.
@@ -474,7 +475,7 @@ def _also_reporting(
     the tenure's ``id``: departures that gave way to a confirmed rival, and ``known``, the
     changes still to come whose start or end is already known (see :func:`_split_pending`)."""
     found: dict[int, list[ClaimVersion]] = {}
-    for claim in sorted(versions, key=lambda version: version.reported_position):
+    for claim in sorted(versions, key=reported_order):
         if claim.claim not in superseded:
             continue
         group = rivals[claim.claim]
@@ -566,8 +567,28 @@ def _pending_claims(versions: Iterable[ClaimVersion], as_of: dt.date | None) -> 
                 found.append(claim)
         elif (day is None or day > as_of) and claim.reported_day() <= as_of:
             found.append(claim)
-    found.sort(key=lambda claim: claim.reported_position)
+    found.sort(key=reported_order)
     return found
+
+
+def reported_order(claim: ClaimVersion) -> tuple[str, bool, str]:
+    """Where a change to come (or a claim without an effect of its own) is listed: by the
+    date it was reported, leaving first, then by claim id, as a history lists its changes to
+    come (:func:`changes_to_come_order`), so that the order the log recorded them in does
+    not decide."""
+    return changes_to_come_order(
+        {
+            "reported": shown_anchor(claim.doc["reported_anchor"]),
+            "kind": claim.kind,
+            "claim": claim.claim,
+        }
+    )
+
+
+def changes_to_come_order(item: Mapping[str, Any]) -> tuple[str, bool, str]:
+    """The order changes to come are listed in, given as answers show them: by the date
+    they were reported, leaving before taking up, then by claim id."""
+    return ((item["reported"] or {}).get("date") or "", item["kind"] != "departure", item["claim"])
 
 
 def _earliest_meant(claim: ClaimVersion) -> dt.date | None:

@@ -51,6 +51,7 @@ from leaderlog.projections.claim_versions import ClaimVersion
 from leaderlog.projections.leadership import OPEN, LeadershipProjection
 from leaderlog.projections.leadership_rules import (
     TenureOrder,
+    changes_to_come_order,
     dispute_links,
     keyed_tenures,
     ordered_tenures,
@@ -939,7 +940,7 @@ class Queries:
         posts = await self._posts(org=org, known=position)
         _check_post_count(posts, org, max_posts, "history")
         parts: list[list[tuple[TenureOrder, Any]]] = []
-        waiting: list[tuple[tuple[str, str], Any]] = []
+        waiting: list[tuple[tuple[str, bool, str], Any]] = []
         sources: dict[str, dict[str, Any]] = {}
         with few_collections(len(posts), _MANY_POSTS):
             for first in range(0, len(posts), _STATE_PART):
@@ -1320,9 +1321,10 @@ def _disputes_naming(claim: str, disputing: Sequence[ClaimVersion]) -> list[dict
     return sorted(found, key=lambda dispute: (dispute["position"], dispute["claim"]))
 
 
-def _pending_order(item: Mapping[str, Any]) -> tuple[str, str]:
-    """Changes to come in a history: by the date they were reported, then by claim."""
-    return (item["reported"]["date"] or "", item["claim"])
+def _pending_order(item: Mapping[str, Any]) -> tuple[str, bool, str]:
+    """Changes to come in a history: by the date they were reported, leaving first, then by
+    claim, as a post's state lists them."""
+    return changes_to_come_order(item)
 
 
 def _keyed_tenures_of(
@@ -1336,7 +1338,7 @@ def _keyed_tenures_of(
 
 
 def _in_order(
-    waiting: list[tuple[tuple[str, str], Any]],
+    waiting: list[tuple[tuple[str, bool, str], Any]],
     parts: Sequence[Iterable[tuple[TenureOrder, Any]]],
     read_back: Callable[[Any], dict[str, Any]],
 ) -> tuple[Iterator[dict[str, Any]], Iterator[dict[str, Any]]]:

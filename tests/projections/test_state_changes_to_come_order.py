@@ -1,0 +1,94 @@
+"""A post's changes to come are listed in `state` as in `history`: by the day they were
+reported, then by claim, whatever order the log holds them in; so are the claims a
+history's tenure lists among its evidence without an effect of their own."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from leaderlog.log import EventLog
+from tests.projections.logs import append, current, published_source, record
+
+ENTITIES = [
+    record("org.registered", org="a", name="A"),
+    record("post.defined", post="p", org="a", title="P"),
+    record("person.registered", person="x", name="X"),
+    record("person.registered", person="y", name="Y"),
+    published_source("march", "2025-03-01"),
+    published_source("february", "2025-02-01"),
+]
+
+
+def _expected(name: str, source: str, person: str, **more: Any) -> dict[str, Any]:
+    return record(
+        "claim.reported",
+        claim=name,
+        source=source,
+        kind="appointment",
+        person=person,
+        post="p",
+        capacity="permanent",
+        modality="expected",
+        attribution={"kind": "outlet"},
+        **more,
+    )
+
+
+async def _pending_in_state(url: str, claims: list[dict[str, Any]]) -> list[str]:
+    async with await EventLog.open(url) as log:
+        await append(log, [*ENTITIES, *claims])
+        queries = await current(log)
+        state = await queries.state(org="a", as_of="2025-06-01")
+    return [item["claim"] for item in state["posts"][0]["pending"]]
+
+
+async def test_state_lists_changes_to_come_by_the_day_they_were_reported(
+    sqlite_url: str, tmp_path: Any
+) -> None:
+    # given two expected appointments to post p: "aa" from a source published in March and
+    # "bb" from one published in February, recorded in one order in a log and in the other
+    # order in another log
+    aa, bb = _expected("aa", "march", "x"), _expected("bb", "february", "y")
+    # when each log's state is asked for on a day both are still to come
+    first = await _pending_in_state(sqlite_url, [aa, bb])
+    second = await _pending_in_state(f"sqlite:///{tmp_path / 'other.db'}", [bb, aa])
+    # then both list the change reported in February first, as history does
+    assert first == second == ["bb", "aa"]
+
+
+async def _evidence_in_history(url: str, claims: list[dict[str, Any]]) -> list[str]:
+    async with await EventLog.open(url) as log:
+        await append(log, [*ENTITIES, *claims])
+        queries = await current(log)
+        history = await queries.history(post="p")
+    (tenure,) = history["tenures"]
+    return [item["claim"] for item in tenure["evidence"]]
+
+
+async def test_history_lists_evidence_without_effect_by_the_day_it_was_reported(
+    sqlite_url: str, tmp_path: Any
+) -> None:
+    # given X appointed on 1 January 2025, and two expected appointments of X dated that
+    # day (the start already known): "late" from the March source and "early" from the
+    # February one, recorded in one order in a log and in the other order in another log
+    held = record(
+        "claim.reported",
+        claim="held",
+        source="february",
+        kind="appointment",
+        person="x",
+        post="p",
+        capacity="permanent",
+        modality="occurred",
+        attribution={"kind": "outlet"},
+        effective={"date": "2025-01-01", "qualifier": "on"},
+    )
+    day = {"date": "2025-01-01", "qualifier": "on"}
+    late = _expected("late", "march", "x", effective=day)
+    early = _expected("early", "february", "x", effective=day)
+    # when each log's history of the post is asked for
+    first = await _evidence_in_history(sqlite_url, [held, late, early])
+    second = await _evidence_in_history(f"sqlite:///{tmp_path / 'other.db'}", [held, early, late])
+    # then both list the tenure's evidence in the same order: the claim that opened it, then
+    # the reports of its start by the day they were reported
+    assert first == second == ["held", "early", "late"]
