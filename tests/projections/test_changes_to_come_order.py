@@ -1,6 +1,7 @@
-"""A post's changes to come are listed in `state` as in `history`: by the day they were
-reported, then by claim, whatever order the log holds them in; so are the claims a
-history's tenure lists among its evidence without an effect of their own."""
+"""Changes to come are listed by the day they were reported, then by claim, in a history
+whichever way it is asked for and in a post's state alike, whatever order the log holds them
+in; so are the claims a history's tenure lists among its evidence without an effect of their
+own."""
 
 from __future__ import annotations
 
@@ -32,6 +33,29 @@ def _expected(name: str, source: str, person: str, **more: Any) -> dict[str, Any
         attribution={"kind": "outlet"},
         **more,
     )
+
+
+async def test_changes_to_come_are_listed_by_the_day_they_were_reported(
+    sqlite_url: str,
+) -> None:
+    # given two expected appointments to post p: "aa", from a source published in March,
+    # recorded before "bb", from one published in February (ids and log order both in the
+    # other order than the days they were reported)
+    records = [*ENTITIES, _expected("aa", "march", "x"), _expected("bb", "february", "y")]
+    async with await EventLog.open(sqlite_url) as log:
+        await append(log, records)
+        queries = await current(log)
+        # when the post's history, and its organisation's, are asked for
+        of_post = await queries.history(post="p")
+        of_org = await queries.history(org="a")
+        _, in_parts, _ = await queries.history_in_parts(org="a")
+        listed_in_parts = list(in_parts)
+    # then the change reported in February comes first in each
+    for pending in (of_post["pending"], of_org["pending"], listed_in_parts):
+        assert [(item["claim"], item["reported"]["date"]) for item in pending] == [
+            ("bb", "2025-02-01"),
+            ("aa", "2025-03-01"),
+        ]
 
 
 async def _pending_in_state(url: str, claims: list[dict[str, Any]]) -> list[str]:
