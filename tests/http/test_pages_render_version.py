@@ -164,6 +164,11 @@ RENDERED = {
     # departures first, then by claim, not in the order the log recorded them. The seeds'
     # were recorded in that order: the same pages.
     (16, 34, 15, 13, 8): "a50db15309cd45230f4eea8a8e79f485a40eb71b13e4694734aa554712d0c78d",
+    # Leadership version 14 and rules version 9: of confirmations out the same day, one with
+    # a mistyped future published date is not taken for one with a published date; changes to
+    # come are listed from the first day their report's date may mean ("after 2025-05" after
+    # 20 May). The seeds hold neither: the same pages.
+    (16, 34, 15, 14, 9): "a50db15309cd45230f4eea8a8e79f485a40eb71b13e4694734aa554712d0c78d",
 }
 
 BASE = "http://pages.test"

@@ -9,6 +9,7 @@ from typing import Any
 
 from leaderlog.log import EventLog
 from tests.projections.logs import append, current, published_source, record
+from tests.projections.story import Story
 
 ENTITIES = [
     record("org.registered", org="a", name="A"),
@@ -116,3 +117,16 @@ async def test_history_lists_evidence_without_effect_by_the_day_it_was_reported(
     # then both list the tenure's evidence in the same order: the claim that opened it, then
     # the reports of its start by the day they were reported
     assert first == second == ["held", "early", "late"]
+
+
+def test_a_change_reported_by_a_source_out_after_a_month_comes_after_one_out_in_it() -> None:
+    # given two expected appointments: "aa" from a source published "after 2025-05" (out
+    # on 1 June at the soonest) and "bb" from one published on 20 May
+    story = Story(published={"late": None, "early": "2025-05-20"})
+    story.published["late"] = {"date": "2025-05", "qualifier": "after", "text": None}
+    story.report("aa", modality="expected", source="late", person="x")
+    story.report("bb", modality="expected", source="early", person="y")
+    # when the post's state is asked for on a day both are still to come
+    pending = story.pending("2025-06-15")
+    # then the one reported on 20 May comes first, as it was out before the other
+    assert pending == ["bb", "aa"]

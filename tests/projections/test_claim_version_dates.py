@@ -201,3 +201,28 @@ def test_an_expected_change_confirmed_by_two_sources_counts_from_the_sooner_eith
             "basis": "published",
             "source": "blog",
         }
+
+
+def test_of_confirmations_out_the_same_day_one_with_a_mistyped_future_date_is_not_preferred() -> (
+    None
+):
+    # given an undated change expected, and two sources recorded on 10 June: "archive", whose
+    # published date is a mistyped year (2099-06-10), and "blog", published on 10 June
+    published = {"paper": "2025-01-10", "archive": "2099-06-10", "blog": "2025-06-10"}
+    # when both confirm it without a date, in either order
+    stories = []
+    for order in (("archive", "blog"), ("blog", "archive")):
+        story = Story(published=published).report("c1", modality="expected")
+        for source in order:
+            story.confirm("c1", source=source, recorded="2025-06-10")
+        stories.append(story)
+    # then it counts from the one with a published date (the mistyped one shows only the
+    # day it was recorded), though "archive" comes first by id
+    for story in stories:
+        assert story.claims["c1"].effect_date() == {
+            "date": "2025-06-10",
+            "qualifier": "on",
+            "text": None,
+            "basis": "published",
+            "source": "blog",
+        }

@@ -345,9 +345,12 @@ def _sooner(anchor: FuzzyJSON, than: FuzzyJSON) -> bool:
     first by id, is taken, so that the answer does not hang on which the log recorded first."""
 
     def order(of: FuzzyJSON) -> tuple[dt.date, bool, str]:
+        # A published date after the day the log recorded the source (a mistyped year) is
+        # shown as that recorded day: it is no published date to prefer.
+        shown = shown_anchor(of) or {}
         return (
             anchor_day(of) or dt.date.max,
-            of.get("basis") != "published",
+            shown.get("basis") != "published",
             of.get("source") or "",
         )
 

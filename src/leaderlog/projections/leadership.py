@@ -61,7 +61,7 @@ def _given(fields: dict[str, Any]) -> dict[str, Any]:
 
 class LeadershipProjection(Projection):
     name = "leadership"
-    version = 13
+    version = 14
 
     def schema(self) -> Sequence[str]:
         return (

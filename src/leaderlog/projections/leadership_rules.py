@@ -66,7 +66,7 @@ __all__ = [
 # Bumped with every change to what these rules answer from the same stored claim versions:
 # the leadership projection's version moves only when its rows do, so validators of answers
 # worked out with the rules (the pages' ETags) carry this one too.
-RULES_VERSION = 8
+RULES_VERSION = 9
 
 ACTING_CAPACITIES = frozenset({"acting", "interim"})
 # The conflicts of holders overlapping in one kind of capacity, and what each says.
@@ -571,7 +571,7 @@ def _pending_claims(versions: Iterable[ClaimVersion], as_of: dt.date | None) -> 
     return found
 
 
-def reported_order(claim: ClaimVersion) -> tuple[str, bool, str]:
+def reported_order(claim: ClaimVersion) -> tuple[dt.date, str, bool, str]:
     """Where a change to come (or a claim without an effect of its own) is listed: by the
     date it was reported, leaving first, then by claim id, as a history lists its changes to
     come (:func:`changes_to_come_order`), so that the order the log recorded them in does
@@ -585,10 +585,18 @@ def reported_order(claim: ClaimVersion) -> tuple[str, bool, str]:
     )
 
 
-def changes_to_come_order(item: Mapping[str, Any]) -> tuple[str, bool, str]:
+def changes_to_come_order(item: Mapping[str, Any]) -> tuple[dt.date, str, bool, str]:
     """The order changes to come are listed in, given as answers show them: by the date
-    they were reported, leaving before taking up, then by claim id."""
-    return ((item["reported"] or {}).get("date") or "", item["kind"] != "departure", item["claim"])
+    they were reported (from the first day it may mean, so that a source out "after 2025-05"
+    comes after one out on 20 May, and a vaguer date before a day it takes in), leaving
+    before taking up, then by claim id."""
+    reported = item["reported"] or {}
+    return (
+        earliest_day(reported) or dt.date.min,
+        reported.get("date") or "",
+        item["kind"] != "departure",
+        item["claim"],
+    )
 
 
 def _earliest_meant(claim: ClaimVersion) -> dt.date | None:

@@ -940,7 +940,7 @@ class Queries:
         posts = await self._posts(org=org, known=position)
         _check_post_count(posts, org, max_posts, "history")
         parts: list[list[tuple[TenureOrder, Any]]] = []
-        waiting: list[tuple[tuple[str, bool, str], Any]] = []
+        waiting: list[tuple[tuple[dt.date, str, bool, str], Any]] = []
         sources: dict[str, dict[str, Any]] = {}
         with few_collections(len(posts), _MANY_POSTS):
             for first in range(0, len(posts), _STATE_PART):
@@ -1321,7 +1321,7 @@ def _disputes_naming(claim: str, disputing: Sequence[ClaimVersion]) -> list[dict
     return sorted(found, key=lambda dispute: (dispute["position"], dispute["claim"]))
 
 
-def _pending_order(item: Mapping[str, Any]) -> tuple[str, bool, str]:
+def _pending_order(item: Mapping[str, Any]) -> tuple[dt.date, str, bool, str]:
     """Changes to come in a history: by the date they were reported, leaving first, then by
     claim, as a post's state lists them."""
     return changes_to_come_order(item)
@@ -1338,7 +1338,7 @@ def _keyed_tenures_of(
 
 
 def _in_order(
-    waiting: list[tuple[tuple[str, bool, str], Any]],
+    waiting: list[tuple[tuple[dt.date, str, bool, str], Any]],
     parts: Sequence[Iterable[tuple[TenureOrder, Any]]],
     read_back: Callable[[Any], dict[str, Any]],
 ) -> tuple[Iterator[dict[str, Any]], Iterator[dict[str, Any]]]:
