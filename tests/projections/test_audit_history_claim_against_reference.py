@@ -33,8 +33,7 @@ from leaderlog.log import EventLog
 from leaderlog.projections import BUILTIN, InvalidQuery, ProjectionRunner, Queries
 from leaderlog.projections import queries as queries_module
 from leaderlog.projections.claim_versions import STATUS_AFTER, ClaimVersion, latest_versions
-from leaderlog.projections.leadership_rules import ordered_tenures
-from leaderlog.projections.queries import _pending_order
+from leaderlog.projections.leadership_rules import changes_to_come_order, ordered_tenures
 from tests.answer_schemas import assert_documented
 from tests.projections.logs import append, record
 from tests.projections.test_property import ORGS, POSTS, base_records, claim_records
@@ -275,7 +274,7 @@ class Reference:
             groups[(version.post, version.person)].append(version)
         cited = {source for group in groups.values() for v in group for source in v.sources}
         found_tenures, waiting = ordered_tenures(groups.values())
-        waiting.sort(key=_pending_order)
+        waiting.sort(key=changes_to_come_order)
         for item in (*found_tenures, *waiting):
             item["name"] = known["names"].get(item["person"])
             item["post_title"] = known["posts"][item["post"]]["title"]

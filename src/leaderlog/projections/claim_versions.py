@@ -462,7 +462,7 @@ def evolve_claim(
             doc["confirmed"] = True
             if _known(effective):
                 doc["confirmed_effective"] = effective
-            first = doc.get("confirmed_anchor")
+            first = doc["confirmed_anchor"]
             anchor = _anchor(source, recorded_at, published)
             if first is None or _sooner(anchor, first):
                 # Confirmed without a date by several sources, the change had happened by
@@ -499,7 +499,7 @@ def evolve_claim(
                 # Corrected to a change still to come, once confirmed: it counts from the
                 # confirmation, as when the correction comes before the confirmation (the
                 # report, only of a change to come, says nothing of when it happened).
-                doc["effect_anchor"] = doc.get("confirmed_anchor") or doc["effect_anchor"]
+                doc["effect_anchor"] = doc["confirmed_anchor"]
             elif doc["effect_anchor"] is None or occurred_now:
                 doc["effect_anchor"] = (
                     _anchor(source, recorded_at, published) if source else doc["reported_anchor"]

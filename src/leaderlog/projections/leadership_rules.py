@@ -50,6 +50,7 @@ __all__ = [
     "ACTING_CAPACITIES",
     "OVERLAPPING_REASONS",
     "RULES_VERSION",
+    "ChangeToComeOrder",
     "DisputeLinks",
     "Tenure",
     "TenureOrder",
@@ -67,6 +68,9 @@ __all__ = [
 # the leadership projection's version moves only when its rows do, so validators of answers
 # worked out with the rules (the pages' ETags) carry this one too.
 RULES_VERSION = 9
+
+#: Where a change to come is listed: first day reported, date as written, staying, claim.
+ChangeToComeOrder = tuple[dt.date, str, bool, str]
 
 ACTING_CAPACITIES = frozenset({"acting", "interim"})
 # The conflicts of holders overlapping in one kind of capacity, and what each says.
@@ -475,7 +479,7 @@ def _also_reporting(
     the tenure's ``id``: departures that gave way to a confirmed rival, and ``known``, the
     changes still to come whose start or end is already known (see :func:`_split_pending`)."""
     found: dict[int, list[ClaimVersion]] = {}
-    for claim in sorted(versions, key=reported_order):
+    for claim in sorted(versions, key=_listing_order):
         if claim.claim not in superseded:
             continue
         group = rivals[claim.claim]
@@ -567,11 +571,11 @@ def _pending_claims(versions: Iterable[ClaimVersion], as_of: dt.date | None) -> 
                 found.append(claim)
         elif (day is None or day > as_of) and claim.reported_day() <= as_of:
             found.append(claim)
-    found.sort(key=reported_order)
+    found.sort(key=_listing_order)
     return found
 
 
-def reported_order(claim: ClaimVersion) -> tuple[dt.date, str, bool, str]:
+def _listing_order(claim: ClaimVersion) -> ChangeToComeOrder:
     """Where a change to come (or a claim without an effect of its own) is listed: by the
     date it was reported, leaving first, then by claim id, as a history lists its changes to
     come (:func:`changes_to_come_order`), so that the order the log recorded them in does
@@ -585,7 +589,7 @@ def reported_order(claim: ClaimVersion) -> tuple[dt.date, str, bool, str]:
     )
 
 
-def changes_to_come_order(item: Mapping[str, Any]) -> tuple[dt.date, str, bool, str]:
+def changes_to_come_order(item: Mapping[str, Any]) -> ChangeToComeOrder:
     """The order changes to come are listed in, given as answers show them: by the date
     they were reported (from the first day it may mean, so that a source out "after 2025-05"
     comes after one out on 20 May, and a vaguer date before a day it takes in), leaving

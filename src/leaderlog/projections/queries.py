@@ -50,6 +50,7 @@ from leaderlog.projections.base import not_built, payload
 from leaderlog.projections.claim_versions import ClaimVersion
 from leaderlog.projections.leadership import OPEN, LeadershipProjection
 from leaderlog.projections.leadership_rules import (
+    ChangeToComeOrder,
     TenureOrder,
     changes_to_come_order,
     dispute_links,
@@ -890,7 +891,7 @@ class Queries:
         found_tenures, waiting = await _worked_out(
             len(versions), lambda: ordered_tenures(groups.values())
         )
-        waiting.sort(key=_pending_order)
+        waiting.sort(key=changes_to_come_order)
         await self._label(position, found_tenures, waiting)
         sources = await self._sources(source for version in versions for source in version.sources)
         return {
@@ -940,7 +941,7 @@ class Queries:
         posts = await self._posts(org=org, known=position)
         _check_post_count(posts, org, max_posts, "history")
         parts: list[list[tuple[TenureOrder, Any]]] = []
-        waiting: list[tuple[tuple[dt.date, str, bool, str], Any]] = []
+        waiting: list[tuple[ChangeToComeOrder, Any]] = []
         sources: dict[str, dict[str, Any]] = {}
         with few_collections(len(posts), _MANY_POSTS):
             for first in range(0, len(posts), _STATE_PART):
@@ -953,7 +954,7 @@ class Queries:
                 )
                 await self._label(position, [answer for _, answer in keyed], part_waiting)
                 parts.append([(order, keep(answer)) for order, answer in keyed])
-                waiting += [(_pending_order(item), keep(item)) for item in part_waiting]
+                waiting += [(changes_to_come_order(item), keep(item)) for item in part_waiting]
                 cited = (source for version in versions for source in version.sources)
                 sources.update(await self._sources(cited))
                 if progress is not None:
@@ -1321,12 +1322,6 @@ def _disputes_naming(claim: str, disputing: Sequence[ClaimVersion]) -> list[dict
     return sorted(found, key=lambda dispute: (dispute["position"], dispute["claim"]))
 
 
-def _pending_order(item: Mapping[str, Any]) -> tuple[dt.date, str, bool, str]:
-    """Changes to come in a history: by the date they were reported, leaving first, then by
-    claim, as a post's state lists them."""
-    return changes_to_come_order(item)
-
-
 def _keyed_tenures_of(
     versions: Iterable[ClaimVersion],
 ) -> tuple[list[tuple[TenureOrder, dict[str, Any]]], list[dict[str, Any]]]:
@@ -1338,7 +1333,7 @@ def _keyed_tenures_of(
 
 
 def _in_order(
-    waiting: list[tuple[tuple[dt.date, str, bool, str], Any]],
+    waiting: list[tuple[ChangeToComeOrder, Any]],
     parts: Sequence[Iterable[tuple[TenureOrder, Any]]],
     read_back: Callable[[Any], dict[str, Any]],
 ) -> tuple[Iterator[dict[str, Any]], Iterator[dict[str, Any]]]:
